@@ -1,0 +1,83 @@
+# s2s — build, test, bench. `make help` lists the targets.
+CC ?= cc
+SANITIZE ?= 0
+GOLDEN_DIR ?= ../shared/golden
+# Threads for OpenBLAS inside tests: Criterion already runs tests in parallel.
+TEST_THREADS ?= 1
+
+ifeq ($(SANITIZE),1)
+BUILD := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT := -O1
+else
+BUILD := build
+SANFLAGS :=
+OPT := -O2
+endif
+
+# Build for the machine we run on where the compiler supports it (no -ffast-math: it would
+# break the goldens and bit-for-bit determinism).
+ARCH ?= $(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo -march=native)
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+# Recursive (=) so pkg-config runs after `deps` has installed the packages.
+PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2)
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2) -lm -lpthread
+CFLAGS = -std=c11 $(OPT) -g $(ARCH) $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude $(PKG_CFLAGS)
+LDFLAGS = $(SANFLAGS)
+
+LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
+                      src/train/*.c src/eval/*.c src/io/*.c src/viz/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB := $(BUILD)/libs2s.a
+CLI_SRC := $(wildcard src/cli/*.c)
+CLIS := $(notdir $(CLI_SRC:.c=))
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN := $(BUILD)/tests/s2s_tests
+DEPS_STAMP := build/.deps-ok
+
+.PHONY: all deps test test-golden clean help
+all: $(LIB) $(CLIS)
+
+help:
+	@echo "make            build build/libs2s.a and the programs ($(CLIS))"
+	@echo "make test       build and run every test (SANITIZE=1: under ASan+UBSan)"
+	@echo "make test-golden GOLDEN_DIR=path   only the PyTorch golden tests"
+	@echo "make deps       install missing Debian packages"
+	@echo "make clean"
+
+# Installs missing packages; the stamp is refreshed when the script changes.
+$(DEPS_STAMP): scripts/deps.sh
+	@bash scripts/deps.sh
+	@mkdir -p build && touch $@
+deps:
+	@bash scripts/deps.sh
+	@mkdir -p build && touch $(DEPS_STAMP)
+
+$(BUILD)/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(CLIS): %: $(BUILD)/src/cli/%.o $(LIB)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lcriterion -o $@
+
+test: $(TEST_BIN) $(CLIS)
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) \
+	  ASAN_OPTIONS=detect_leaks=1 $(TEST_BIN) $(TEST_ARGS)
+
+test-golden: $(TEST_BIN)
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) \
+	  $(TEST_BIN) --filter 'golden*/*' $(TEST_ARGS)
+
+clean:
+	rm -rf build $(CLIS)
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

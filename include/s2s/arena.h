@@ -1,0 +1,32 @@
+/* arena.h — the per-step allocator for activations, the tape and temporaries.
+ *
+ * Owns a chain of blocks obtained from malloc. arena_alloc hands out 64-byte aligned
+ * pieces; arena_reset frees them all at once. When a step needs more than the arena holds,
+ * a new block is chained on (never an abort on a long batch); at the next reset a chain of
+ * several blocks is merged into one block of the total size, so the steady state is one
+ * block, O(1) resets and no malloc inside a training step. The high-water mark is kept for
+ * the logs. Memory handed out is not zeroed unless arena_calloc is used. */
+#ifndef S2S_ARENA_H
+#define S2S_ARENA_H
+
+#include <stddef.h>
+
+typedef struct ArenaBlock ArenaBlock;
+
+typedef struct Arena {
+    ArenaBlock *head;  /* first block */
+    ArenaBlock *cur;   /* block being filled */
+    size_t used;       /* bytes handed out since the last reset (all blocks) */
+    size_t peak;       /* high-water mark of used */
+    size_t capacity;   /* bytes in all blocks */
+    size_t min_block;  /* smallest block to allocate */
+} Arena;
+
+void arena_init(Arena *a, size_t initial_bytes);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t bytes);
+void *arena_calloc(Arena *a, size_t bytes);
+void arena_reset(Arena *a);
+size_t arena_blocks(const Arena *a);
+
+#endif

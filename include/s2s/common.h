@@ -1,0 +1,48 @@
+/* common.h — status codes, the caller-owned error record, and the bug assert.
+ *
+ * Two kinds of failure (DESIGN.md): a bug asserts (S2S_ASSERT, active in every build) and
+ * aborts with file and line; a user's or a file's mistake returns an S2sStatus and fills an
+ * S2sError with one sentence naming the file, key or line and what was expected.
+ * Owns nothing; S2sError is a plain value the caller provides. */
+#ifndef S2S_COMMON_H
+#define S2S_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+typedef enum S2sStatus {
+    S2S_OK = 0,
+    S2S_ERR_IO,       /* a file could not be read or written */
+    S2S_ERR_CONFIG,   /* a config or usage mistake */
+    S2S_ERR_CORRUPT,  /* a file's content is malformed */
+    S2S_ERR_VERSION,  /* a file from a newer or foreign format version */
+    S2S_ERR_NOMEM,    /* an allocation failed */
+    S2S_ERR_DATA,     /* bad input data (text, tokens) */
+    S2S_ERR_NUMERIC,  /* a NaN or Inf appeared */
+} S2sStatus;
+
+typedef struct S2sError {
+    S2sStatus status;
+    char msg[512];
+} S2sError;
+
+/* Fills err (when not NULL) and returns status, so callers can `return s2s_fail(...)`. */
+S2sStatus s2s_fail(S2sError *err, S2sStatus status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *s2s_status_name(S2sStatus status);
+
+/* Bugs: shapes that cannot mismatch, pointers that cannot be NULL. Never compiled out. */
+#define S2S_ASSERT(cond)                                                      \
+    do {                                                                      \
+        if (!(cond)) s2s_assert_fail(#cond, __FILE__, __LINE__, __func__);    \
+    } while (0)
+_Noreturn void s2s_assert_fail(const char *expr, const char *file, int line, const char *func);
+
+/* malloc that treats failure as fatal: for small, bounded bookkeeping only.
+ * Sizes that come from files or users go through checked paths instead. */
+void *s2s_xmalloc(size_t n);
+void *s2s_xcalloc(size_t count, size_t size);
+void *s2s_xrealloc(void *p, size_t n);
+
+#endif

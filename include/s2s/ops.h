@@ -1,0 +1,81 @@
+/* ops.h — the differentiable operations. Each returns a new tensor in the tape's arena and,
+ * when an input requires a gradient and the tape records, a node for backward. Inputs are
+ * borrowed; masks, ids and targets are copied into the arena when backward needs them.
+ *
+ * Dimension letters: B batch, S source length, T target length, E embedding, H hidden,
+ * V vocabulary, N rows (leading dimensions flattened). */
+#ifndef S2S_OPS_H
+#define S2S_OPS_H
+
+#include "s2s/rng.h"
+#include "s2s/tape.h"
+
+#include <stdint.h>
+
+/* Matrix product C = op(A) op(B). 2-D operands: (M,K)·(K,N). 3-D operands are batches of
+ * matrices, stored batch-major (Bt, r, c) or, with the _TM flag, time-major (r, Bt, c) — the
+ * layout of RNN outputs — so attention runs on (S,B,D) encoder states without a transpose.
+ * The output is (Bt, M, N), or (M, Bt, N) with MM_OUT_TM. */
+enum {
+    MM_TRANS_A = 1,
+    MM_TRANS_B = 2,
+    MM_A_TM = 4,
+    MM_B_TM = 8,
+    MM_OUT_TM = 16,
+};
+Tensor *op_matmul(Tape *t, Tensor *a, Tensor *b, int flags);
+
+/* x (..., in) W^T + b: W (out, in), b (out) or NULL → (..., out). */
+Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
+
+Tensor *op_add(Tape *t, Tensor *a, Tensor *b);          /* same shapes */
+Tensor *op_add_bias(Tape *t, Tensor *x, Tensor *b);     /* x (..., D) + b (D) */
+Tensor *op_mul(Tape *t, Tensor *a, Tensor *b);          /* elementwise, same shapes */
+Tensor *op_scale(Tape *t, Tensor *x, float s);
+Tensor *op_tanh(Tape *t, Tensor *x);
+Tensor *op_sigmoid(Tape *t, Tensor *x);
+Tensor *op_relu(Tape *t, Tensor *x);
+Tensor *op_exp(Tape *t, Tensor *x);
+Tensor *op_log(Tape *t, Tensor *x);                     /* x > 0 */
+
+/* Softmax over the last axis. mask (mask_rows, cols), 1 = keep, or NULL: row r of x uses
+ * mask row r / (rows / mask_rows), so a (B, S) mask serves scores (B, T, S) and a full
+ * (rows, cols) mask serves causal attention. Masked entries are exactly 0; a row with
+ * every entry masked is all 0. */
+Tensor *op_softmax(Tape *t, Tensor *x, const uint8_t *mask, int mask_rows);
+
+/* Mean over rows whose target != ignore_index of -log softmax(logits)[target].
+ * logits (N, V), targets (N) → (1). With no counted row the loss is 0. */
+Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index);
+
+/* Rows of src (R, D) picked by ids (n), each in [0, R) → (n, D); backward scatter-adds.
+ * Embedding lookup, and picking each sequence's last state. */
+Tensor *op_gather_rows(Tape *t, Tensor *src, const int32_t *ids, int n);
+
+Tensor *op_concat(Tape *t, Tensor *a, Tensor *b);       /* (..., Da) ++ (..., Db) */
+Tensor *op_slice(Tape *t, Tensor *x, int start, int len); /* last axis [start, start+len) */
+
+/* Inverted dropout with keep-mask drawn from rng; identity when the tape is not training
+ * or p == 0. */
+Tensor *op_dropout(Tape *t, Tensor *x, float p, Rng *rng);
+
+Tensor *op_sum(Tape *t, Tensor *x);                     /* → (1) */
+Tensor *op_mean(Tape *t, Tensor *x);                    /* → (1) */
+
+/* One GRU step over a batch, PyTorch's equations and gate order (r, z, n):
+ *   xg = W_ih x + b_ih (B, 3H) computed beforehand for all steps at once,
+ *   hg = W_hh h + b_hh, r = σ(xg_r + hg_r), z = σ(xg_z + hg_z),
+ *   n = tanh(xg_n + r ⊙ hg_n), h' = (1 − z) ⊙ n + z ⊙ h.
+ * active (B) or NULL: rows with 0 output 0 and pass no gradient (padding).
+ * out (B, H) or NULL: a preallocated tensor (usually a view of the layer's output) that
+ * becomes the result. */
+Tensor *op_gru_cell(Tape *t, Tensor *xg, Tensor *h, Tensor *w_hh, Tensor *b_hh,
+                    const uint8_t *active, Tensor *out);
+
+/* One LSTM step, gate order (i, f, g, o): gates = xg + W_hh h + b_hh,
+ * c' = σ(f) ⊙ c + σ(i) ⊙ tanh(g), h' = σ(o) ⊙ tanh(c'). Returns h'; *c_next gets c'.
+ * h_out and c_out as `out` above. */
+Tensor *op_lstm_cell(Tape *t, Tensor *xg, Tensor *h, Tensor *c, Tensor *w_hh, Tensor *b_hh,
+                     const uint8_t *active, Tensor *h_out, Tensor *c_out, Tensor **c_next);
+
+#endif

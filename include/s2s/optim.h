@@ -1,0 +1,25 @@
+/* optim.h — optimizers over a ParamStore's blocks: SGD, Adam (PyTorch's formulation and
+ * defaults), and global-norm gradient clipping. Adam's moments live in the store (m, v),
+ * created zeroed on the first step; the step counter lives in Adam. */
+#ifndef S2S_OPTIM_H
+#define S2S_OPTIM_H
+
+#include "s2s/params.h"
+
+typedef struct Adam {
+    float lr, beta1, beta2, eps, weight_decay;
+    long step;
+} Adam;
+
+/* lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight decay: torch.optim.Adam's defaults. */
+Adam adam_default(void);
+void adam_step(Adam *opt, ParamStore *ps);
+void sgd_step(ParamStore *ps, float lr);
+/* The L2 norm of all gradients (computed in double). */
+double grad_global_norm(const ParamStore *ps);
+/* Scales the gradients so their global norm is at most max_norm (as
+ * torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), capped at 1).
+ * Returns the norm before clipping. */
+double grad_clip_global_norm(ParamStore *ps, double max_norm);
+
+#endif

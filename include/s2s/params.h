@@ -1,0 +1,44 @@
+/* params.h — the model's parameters, gradients and optimizer moments, one block each.
+ *
+ * A ParamStore owns four contiguous float blocks (data, grad, and the two optimizer
+ * moments, made on demand) and one Tensor per parameter whose data and grad point into
+ * them. Parameters are declared first (params_add, by PyTorch-style name and shape), then
+ * params_alloc lays the blocks out; the Tensor pointers handed out stay valid from
+ * declaration to params_free. Zeroing, clipping and Adam are then single loops over the
+ * blocks, and a checkpoint is a table plus one write. */
+#ifndef S2S_PARAMS_H
+#define S2S_PARAMS_H
+
+#include "s2s/rng.h"
+#include "s2s/tensor.h"
+
+#define PARAM_NAME_MAX 64
+
+typedef struct Param {
+    char name[PARAM_NAME_MAX];
+    Tensor *t;
+    size_t offset; /* first element in the blocks */
+} Param;
+
+typedef struct ParamStore {
+    Param *items;
+    int count, cap;
+    size_t total;  /* elements, including alignment padding */
+    float *data;   /* (total) */
+    float *grad;   /* (total) */
+    float *m, *v;  /* (total) optimizer moments, NULL until an optimizer asks */
+    bool allocated;
+} ParamStore;
+
+void params_init(ParamStore *ps);
+void params_free(ParamStore *ps);
+/* Declares a parameter; its data is usable after params_alloc. Names are unique. */
+Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape);
+void params_alloc(ParamStore *ps);   /* zeroed data and grads */
+Param *params_find(ParamStore *ps, const char *name);
+size_t params_numel(const ParamStore *ps); /* real elements, without padding */
+void params_zero_grad(ParamStore *ps);
+/* Every parameter uniform in [-a, a] from rng, in declaration order. */
+void params_init_uniform(ParamStore *ps, Rng *rng, float a);
+
+#endif

@@ -1,0 +1,96 @@
+/* tape.h — reverse-mode autograd: the tape of recorded ops and the step's arena.
+ *
+ * A Tape owns an Arena (activations, saved values, temporary gradients) and the list of
+ * nodes recorded by the ops of ops.h. Every op runs its forward at once and, when some
+ * input requires a gradient and recording is on, appends a node whose backward (in the op
+ * table, OP_BACKWARD) accumulates (+=) into its inputs' gradients. tape_reset drops the
+ * nodes and everything in the arena in O(1); tensors made by the tape die with it.
+ * The tape borrows parameter tensors (their data and grad stay in the ParamStore). */
+#ifndef S2S_TAPE_H
+#define S2S_TAPE_H
+
+#include "s2s/arena.h"
+#include "s2s/tensor.h"
+
+#include <stdint.h>
+
+/* One entry per op; OP_NAME and OP_BACKWARD (tape.c) are indexed by it. */
+typedef enum OpKind {
+    OP_MATMUL,        /* (batched) matrix product with transposes and time-major layouts */
+    OP_LINEAR,        /* x W^T + b */
+    OP_ADD,
+    OP_ADD_BIAS,      /* x + b broadcast over rows */
+    OP_MUL,
+    OP_SCALE,
+    OP_TANH,
+    OP_SIGMOID,
+    OP_RELU,
+    OP_EXP,
+    OP_LOG,
+    OP_SOFTMAX,       /* over the last axis, with an optional mask */
+    OP_CROSS_ENTROPY, /* log-softmax + NLL, ignore index, mean */
+    OP_GATHER_ROWS,   /* embedding lookup */
+    OP_CONCAT,        /* along the last axis */
+    OP_SLICE,         /* along the last axis */
+    OP_DROPOUT,
+    OP_SUM,
+    OP_MEAN,
+    OP_GRU_CELL,
+    OP_LSTM_CELL,
+    OP_COUNT
+} OpKind;
+
+extern const char *const OP_NAME[OP_COUNT];
+
+typedef struct TapeNode {
+    OpKind op;
+    Tensor *out;
+    Tensor *out2;     /* a second output (the LSTM cell state), or NULL */
+    Tensor *in[5];
+    void *saved;      /* op-specific values kept for backward, in the arena */
+    void *saved2;
+    const uint8_t *mask; /* a row mask kept for backward (padding), or NULL */
+    float f;
+    int i[4];
+} TapeNode;
+
+typedef struct Tape {
+    Arena arena;
+    TapeNode *nodes;  /* kept across resets: no malloc in a steady-state step */
+    int n_nodes;
+    int cap_nodes;
+    bool grad_enabled; /* record nodes (training); false for inference */
+    bool training;     /* dropout active */
+} Tape;
+
+void tape_init(Tape *t, size_t arena_bytes);
+void tape_free(Tape *t);
+void tape_reset(Tape *t);
+
+/* Arena tensors: uninitialised (tape_tensor) or zeroed (tape_zeros). */
+Tensor *tape_tensor(Tape *t, int ndim, const int *shape);
+Tensor *tape_zeros(Tape *t, int ndim, const int *shape);
+Tensor *tape_tensor1(Tape *t, int d0);
+Tensor *tape_tensor2(Tape *t, int d0, int d1);
+Tensor *tape_tensor3(Tape *t, int d0, int d1, int d2);
+/* A view of `size(shape)` elements of x starting at element `offset`; shares data and
+ * gradient with x. A reshape is a view at offset 0 with the same number of elements. */
+Tensor *tape_view(Tape *t, Tensor *x, size_t offset, int ndim, const int *shape);
+Tensor *tape_reshape2(Tape *t, Tensor *x, int d0, int d1);
+Tensor *tape_reshape3(Tape *t, Tensor *x, int d0, int d1, int d2);
+
+/* The gradient buffer of x, created zeroed in the arena on first use (through the base
+ * for views). tensor_grad_if returns NULL instead of creating it. */
+float *tensor_grad(Tape *t, Tensor *x);
+float *tensor_grad_if(Tensor *x);
+
+/* For ops: whether the output of inputs a, b, ... needs a node. */
+bool tape_wants(const Tape *t, const Tensor *a, const Tensor *b, const Tensor *c);
+TapeNode *tape_record(Tape *t, OpKind op, Tensor *out);
+
+/* Backpropagate from a scalar (its gradient seeded with 1), or from any output with a
+ * given seed gradient (tests use a random seed: loss = sum(seed * out)). */
+void tape_backward(Tape *t, Tensor *loss);
+void tape_backward_seed(Tape *t, Tensor *out, const float *seed);
+
+#endif

@@ -1,0 +1,38 @@
+/* tensor.h — float32 tensors: row-major, 1 to 3 dimensions, and views.
+ *
+ * A Tensor describes memory it does not own: data and grad live in the per-step arena
+ * (tape_tensor), in the parameter block (ParamStore), or in a heap allocation made by
+ * tensor_new (freed by tensor_free). A view (base != NULL) shares its base's data and
+ * gradient at an offset, so a gradient written through a view lands in the base: this is
+ * how per-time-step slices of a sequence take part in autograd without copies. */
+#ifndef S2S_TENSOR_H
+#define S2S_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define S2S_MAX_DIMS 3
+
+typedef struct Tensor {
+    float *data;
+    float *grad;          /* NULL until a gradient reaches it (see tensor_grad in tape.h) */
+    struct Tensor *base;  /* a view's root tensor (never itself a view), else NULL */
+    size_t offset;        /* a view's first element inside base */
+    size_t size;          /* number of elements */
+    int ndim;
+    int shape[S2S_MAX_DIMS];
+    bool requires_grad;
+} Tensor;
+
+/* Heap tensor with zeroed data (and a zeroed grad when with_grad). */
+Tensor *tensor_new(int ndim, const int *shape, bool with_grad);
+void tensor_free(Tensor *t);
+
+size_t tensor_numel(int ndim, const int *shape);
+int tensor_cols(const Tensor *t);   /* last dimension */
+int tensor_rows(const Tensor *t);   /* product of the leading dimensions */
+bool tensor_same_shape(const Tensor *a, const Tensor *b);
+/* "(3, 4, 5)": for messages; buf holds at least 48 bytes. */
+const char *tensor_shape_str(const Tensor *t, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages s2s needs, only those missing. Called by `make deps` (and so
+# by `make`, `make test` and `make demo`); safe to run again.
+set -euo pipefail
+PKGS=(libopenblas-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
+      libcriterion-dev pkg-config)
+[ "${1:-}" = "--with-clang" ] && PKGS+=(clang libclang-rt-14-dev)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "deps: not a Debian system; install the equivalents of: ${PKGS[*]}" >&2
+    exit 0
+fi
+missing=()
+for p in "${PKGS[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$status" = "installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO=sudo
+    else echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

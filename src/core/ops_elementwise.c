@@ -1,0 +1,191 @@
+/* ops_elementwise.c — add, bias, mul, scale, tanh, sigmoid, relu, exp, log, sum, mean. */
+#include "ops_internal.h"
+
+#include <math.h>
+
+static Tensor *record1(Tape *t, OpKind op, Tensor *y, Tensor *x) {
+    if (tape_wants(t, x, NULL, NULL)) tape_record(t, op, y)->in[0] = x;
+    return y;
+}
+
+static Tensor *record2(Tape *t, OpKind op, Tensor *y, Tensor *a, Tensor *b) {
+    if (tape_wants(t, a, b, NULL)) {
+        TapeNode *n = tape_record(t, op, y);
+        n->in[0] = a;
+        n->in[1] = b;
+    }
+    return y;
+}
+
+Tensor *op_add(Tape *t, Tensor *a, Tensor *b) {
+    S2S_ASSERT(a->size == b->size);
+    Tensor *y = tape_like(t, a);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = a->data[i] + b->data[i];
+    return record2(t, OP_ADD, y, a, b);
+}
+
+void op_add_backward(Tape *t, const TapeNode *n) {
+    const float *dy = n->out->grad;
+    for (int k = 0; k < 2; k++) {
+        Tensor *x = n->in[k];
+        if (!x->requires_grad) continue;
+        float *dx = tensor_grad(t, x);
+        for (size_t i = 0; i < x->size; i++) dx[i] += dy[i];
+    }
+}
+
+Tensor *op_add_bias(Tape *t, Tensor *x, Tensor *b) {
+    int cols = tensor_cols(x), rows = tensor_rows(x);
+    S2S_ASSERT(b->size == (size_t)cols);
+    Tensor *y = tape_like(t, x);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) y->data[(size_t)r * cols + j] = x->data[(size_t)r * cols + j] + b->data[j];
+    return record2(t, OP_ADD_BIAS, y, x, b);
+}
+
+void op_add_bias_backward(Tape *t, const TapeNode *n) {
+    Tensor *x = n->in[0], *b = n->in[1];
+    const float *dy = n->out->grad;
+    int cols = tensor_cols(x), rows = tensor_rows(x);
+    if (x->requires_grad) {
+        float *dx = tensor_grad(t, x);
+        for (size_t i = 0; i < x->size; i++) dx[i] += dy[i];
+    }
+    if (b->requires_grad) {
+        float *db = tensor_grad(t, b);
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < cols; j++) db[j] += dy[(size_t)r * cols + j];
+    }
+}
+
+Tensor *op_mul(Tape *t, Tensor *a, Tensor *b) {
+    S2S_ASSERT(a->size == b->size);
+    Tensor *y = tape_like(t, a);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = a->data[i] * b->data[i];
+    return record2(t, OP_MUL, y, a, b);
+}
+
+void op_mul_backward(Tape *t, const TapeNode *n) {
+    Tensor *a = n->in[0], *b = n->in[1];
+    const float *dy = n->out->grad;
+    if (a->requires_grad) {
+        float *da = tensor_grad(t, a);
+        for (size_t i = 0; i < a->size; i++) da[i] += dy[i] * b->data[i];
+    }
+    if (b->requires_grad) {
+        float *db = tensor_grad(t, b);
+        for (size_t i = 0; i < b->size; i++) db[i] += dy[i] * a->data[i];
+    }
+}
+
+Tensor *op_scale(Tape *t, Tensor *x, float s) {
+    Tensor *y = tape_like(t, x);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = s * x->data[i];
+    if (tape_wants(t, x, NULL, NULL)) {
+        TapeNode *n = tape_record(t, OP_SCALE, y);
+        n->in[0] = x;
+        n->f = s;
+    }
+    return y;
+}
+
+void op_scale_backward(Tape *t, const TapeNode *n) {
+    Tensor *x = n->in[0];
+    const float *dy = n->out->grad;
+    float *dx = tensor_grad(t, x);
+    for (size_t i = 0; i < x->size; i++) dx[i] += n->f * dy[i];
+}
+
+/* Unary maps whose derivative is a function of the output y (tanh, sigmoid, relu, exp) or
+ * of the input (log). */
+Tensor *op_tanh(Tape *t, Tensor *x) {
+    Tensor *y = tape_like(t, x);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = tanhf(x->data[i]);
+    return record1(t, OP_TANH, y, x);
+}
+
+void op_tanh_backward(Tape *t, const TapeNode *n) {
+    const float *y = n->out->data, *dy = n->out->grad;
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->out->size; i++) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
+}
+
+static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+Tensor *op_sigmoid(Tape *t, Tensor *x) {
+    Tensor *y = tape_like(t, x);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = sigmoidf(x->data[i]);
+    return record1(t, OP_SIGMOID, y, x);
+}
+
+void op_sigmoid_backward(Tape *t, const TapeNode *n) {
+    const float *y = n->out->data, *dy = n->out->grad;
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->out->size; i++) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+}
+
+Tensor *op_relu(Tape *t, Tensor *x) {
+    Tensor *y = tape_like(t, x);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = x->data[i] > 0.0f ? x->data[i] : 0.0f;
+    return record1(t, OP_RELU, y, x);
+}
+
+void op_relu_backward(Tape *t, const TapeNode *n) {
+    const float *y = n->out->data, *dy = n->out->grad;
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->out->size; i++)
+        if (y[i] > 0.0f) dx[i] += dy[i];
+}
+
+Tensor *op_exp(Tape *t, Tensor *x) {
+    Tensor *y = tape_like(t, x);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = expf(x->data[i]);
+    return record1(t, OP_EXP, y, x);
+}
+
+void op_exp_backward(Tape *t, const TapeNode *n) {
+    const float *y = n->out->data, *dy = n->out->grad;
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->out->size; i++) dx[i] += dy[i] * y[i];
+}
+
+Tensor *op_log(Tape *t, Tensor *x) {
+    Tensor *y = tape_like(t, x);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = logf(x->data[i]);
+    return record1(t, OP_LOG, y, x);
+}
+
+void op_log_backward(Tape *t, const TapeNode *n) {
+    const float *x = n->in[0]->data, *dy = n->out->grad;
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->out->size; i++) dx[i] += dy[i] / x[i];
+}
+
+Tensor *op_sum(Tape *t, Tensor *x) {
+    Tensor *y = tape_tensor1(t, 1);
+    double s = 0.0;
+    for (size_t i = 0; i < x->size; i++) s += x->data[i];
+    y->data[0] = (float)s;
+    return record1(t, OP_SUM, y, x);
+}
+
+void op_sum_backward(Tape *t, const TapeNode *n) {
+    float g = n->out->grad[0];
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->in[0]->size; i++) dx[i] += g;
+}
+
+Tensor *op_mean(Tape *t, Tensor *x) {
+    S2S_ASSERT(x->size > 0);
+    Tensor *y = tape_tensor1(t, 1);
+    double s = 0.0;
+    for (size_t i = 0; i < x->size; i++) s += x->data[i];
+    y->data[0] = (float)(s / (double)x->size);
+    return record1(t, OP_MEAN, y, x);
+}
+
+void op_mean_backward(Tape *t, const TapeNode *n) {
+    float g = n->out->grad[0] / (float)n->in[0]->size;
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->in[0]->size; i++) dx[i] += g;
+}

@@ -1,0 +1,121 @@
+/* ops_matmul.c — matrix products through OpenBLAS: matmul (2-D and batched, with
+ * transposes and time-major operands) and linear (x W^T + b). */
+#include "ops_internal.h"
+
+#include <string.h>
+
+/* One operand seen as Bt matrices of rows × cols, each at base + b * bstride with leading
+ * dimension ld. */
+typedef struct MatView {
+    int batch, rows, cols, ld;
+    size_t bstride;
+} MatView;
+
+static MatView mat_view(const Tensor *x, bool time_major) {
+    MatView v;
+    if (x->ndim == 2) {
+        v = (MatView){1, x->shape[0], x->shape[1], x->shape[1], 0};
+    } else {
+        S2S_ASSERT(x->ndim == 3);
+        if (time_major) /* (r, Bt, c) */
+            v = (MatView){x->shape[1], x->shape[0], x->shape[2], x->shape[1] * x->shape[2],
+                          (size_t)x->shape[2]};
+        else /* (Bt, r, c) */
+            v = (MatView){x->shape[0], x->shape[1], x->shape[2], x->shape[2],
+                          (size_t)x->shape[1] * x->shape[2]};
+    }
+    return v;
+}
+
+/* C_b (+)= op(A_b) op(B_b) for every batch entry. */
+static void gemm_batched(bool ta, bool tb, int M, int N, int K, const float *A, MatView va,
+                         const float *B, MatView vb, float beta, float *C, MatView vc) {
+    for (int b = 0; b < vc.batch; b++)
+        s2s_gemm(ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
+                 beta, C + b * vc.bstride, vc.ld);
+}
+
+Tensor *op_matmul(Tape *t, Tensor *a, Tensor *b, int flags) {
+    S2S_ASSERT(a->ndim == b->ndim && (a->ndim == 2 || a->ndim == 3));
+    bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
+    MatView va = mat_view(a, flags & MM_A_TM), vb = mat_view(b, flags & MM_B_TM);
+    S2S_ASSERT(va.batch == vb.batch);
+    int M = ta ? va.cols : va.rows, K = ta ? va.rows : va.cols;
+    int Kb = tb ? vb.cols : vb.rows, N = tb ? vb.rows : vb.cols;
+    S2S_ASSERT(K == Kb);
+    Tensor *c;
+    if (a->ndim == 2) c = tape_tensor2(t, M, N);
+    else if (flags & MM_OUT_TM) c = tape_tensor3(t, M, va.batch, N);
+    else c = tape_tensor3(t, va.batch, M, N);
+    MatView vc = mat_view(c, flags & MM_OUT_TM);
+    gemm_batched(ta, tb, M, N, K, a->data, va, b->data, vb, 0.0f, c->data, vc);
+    if (tape_wants(t, a, b, NULL)) {
+        TapeNode *n = tape_record(t, OP_MATMUL, c);
+        n->in[0] = a;
+        n->in[1] = b;
+        n->i[0] = flags;
+    }
+    return c;
+}
+
+void op_matmul_backward(Tape *t, const TapeNode *n) {
+    Tensor *a = n->in[0], *b = n->in[1], *c = n->out;
+    int flags = n->i[0];
+    bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
+    MatView va = mat_view(a, flags & MM_A_TM), vb = mat_view(b, flags & MM_B_TM);
+    MatView vc = mat_view(c, flags & MM_OUT_TM);
+    int M = vc.rows, N = vc.cols, K = ta ? va.rows : va.cols;
+    const float *dc = c->grad;
+    if (a->requires_grad) {
+        float *da = tensor_grad(t, a);
+        if (!ta) /* dA (M,K) += dC op(B)^T */
+            gemm_batched(false, !tb, M, K, N, dc, vc, b->data, vb, 1.0f, da, va);
+        else /* dA (K,M) += op(B) dC^T */
+            gemm_batched(tb, true, K, M, N, b->data, vb, dc, vc, 1.0f, da, va);
+    }
+    if (b->requires_grad) {
+        float *db = tensor_grad(t, b);
+        if (!tb) /* dB (K,N) += op(A)^T dC */
+            gemm_batched(!ta, false, K, N, M, a->data, va, dc, vc, 1.0f, db, vb);
+        else /* dB (N,K) += dC^T op(A) */
+            gemm_batched(true, ta, N, K, M, dc, vc, a->data, va, 1.0f, db, vb);
+    }
+}
+
+Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b) {
+    int in = tensor_cols(x), rows = tensor_rows(x);
+    S2S_ASSERT(w->ndim == 2 && w->shape[1] == in);
+    int out = w->shape[0];
+    S2S_ASSERT(!b || (b->size == (size_t)out));
+    int shape[S2S_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out;
+    Tensor *y = tape_tensor(t, x->ndim, shape);
+    if (b)
+        for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out, b->data, (size_t)out * sizeof(float));
+    s2s_gemm(false, true, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, y->data, out);
+    if (tape_wants(t, x, w, b)) {
+        TapeNode *n = tape_record(t, OP_LINEAR, y);
+        n->in[0] = x;
+        n->in[1] = w;
+        n->in[2] = b;
+    }
+    return y;
+}
+
+void op_linear_backward(Tape *t, const TapeNode *n) {
+    Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2], *y = n->out;
+    int in = tensor_cols(x), rows = tensor_rows(x), out = w->shape[0];
+    const float *dy = y->grad;
+    if (x->requires_grad) /* dx (rows,in) += dy (rows,out) W (out,in) */
+        s2s_gemm(false, false, rows, in, out, 1.0f, dy, out, w->data, in, 1.0f, tensor_grad(t, x), in);
+    if (w->requires_grad) /* dW (out,in) += dy^T x */
+        s2s_gemm(true, false, out, in, rows, 1.0f, dy, out, x->data, in, 1.0f, tensor_grad(t, w), in);
+    if (b && b->requires_grad) {
+        float *db = tensor_grad(t, b);
+        for (int r = 0; r < rows; r++) {
+            const float *g = dy + (size_t)r * out;
+            for (int j = 0; j < out; j++) db[j] += g[j];
+        }
+    }
+}

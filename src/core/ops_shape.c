@@ -1,0 +1,125 @@
+/* ops_shape.c — gather_rows (embedding lookup), concat and slice along the last axis,
+ * dropout. */
+#include "ops_internal.h"
+
+#include <string.h>
+
+Tensor *op_gather_rows(Tape *t, Tensor *src, const int32_t *ids, int n) {
+    int D = tensor_cols(src), R = tensor_rows(src);
+    Tensor *y = tape_tensor2(t, n, D);
+    for (int i = 0; i < n; i++) {
+        S2S_ASSERT(ids[i] >= 0 && ids[i] < R);
+        memcpy(y->data + (size_t)i * D, src->data + (size_t)ids[i] * D, (size_t)D * sizeof(float));
+    }
+    if (tape_wants(t, src, NULL, NULL)) {
+        TapeNode *node = tape_record(t, OP_GATHER_ROWS, y);
+        node->in[0] = src;
+        int32_t *copy = arena_alloc(&t->arena, (size_t)n * sizeof *copy);
+        memcpy(copy, ids, (size_t)n * sizeof *copy);
+        node->saved = copy;
+    }
+    return y;
+}
+
+/* Sparse: only the picked rows of the source gradient are touched. */
+void op_gather_rows_backward(Tape *t, const TapeNode *node) {
+    Tensor *src = node->in[0];
+    const int32_t *ids = node->saved;
+    int D = tensor_cols(src), n = tensor_rows(node->out);
+    float *ds = tensor_grad(t, src);
+    const float *dy = node->out->grad;
+    for (int i = 0; i < n; i++) {
+        float *d = ds + (size_t)ids[i] * D;
+        const float *g = dy + (size_t)i * D;
+        for (int j = 0; j < D; j++) d[j] += g[j];
+    }
+}
+
+Tensor *op_concat(Tape *t, Tensor *a, Tensor *b) {
+    int da = tensor_cols(a), db = tensor_cols(b), rows = tensor_rows(a);
+    S2S_ASSERT(rows == tensor_rows(b));
+    int shape[S2S_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[a->ndim - 1] = da + db;
+    Tensor *y = tape_tensor(t, a->ndim, shape);
+    for (int r = 0; r < rows; r++) {
+        float *yr = y->data + (size_t)r * (da + db);
+        memcpy(yr, a->data + (size_t)r * da, (size_t)da * sizeof(float));
+        memcpy(yr + da, b->data + (size_t)r * db, (size_t)db * sizeof(float));
+    }
+    if (tape_wants(t, a, b, NULL)) {
+        TapeNode *n = tape_record(t, OP_CONCAT, y);
+        n->in[0] = a;
+        n->in[1] = b;
+    }
+    return y;
+}
+
+void op_concat_backward(Tape *t, const TapeNode *n) {
+    Tensor *a = n->in[0], *b = n->in[1];
+    int da = tensor_cols(a), db = tensor_cols(b), rows = tensor_rows(a);
+    const float *dy = n->out->grad;
+    float *ga = a->requires_grad ? tensor_grad(t, a) : NULL;
+    float *gb = b->requires_grad ? tensor_grad(t, b) : NULL;
+    for (int r = 0; r < rows; r++) {
+        const float *g = dy + (size_t)r * (da + db);
+        if (ga)
+            for (int j = 0; j < da; j++) ga[(size_t)r * da + j] += g[j];
+        if (gb)
+            for (int j = 0; j < db; j++) gb[(size_t)r * db + j] += g[da + j];
+    }
+}
+
+Tensor *op_slice(Tape *t, Tensor *x, int start, int len) {
+    int cols = tensor_cols(x), rows = tensor_rows(x);
+    S2S_ASSERT(start >= 0 && len >= 0 && start + len <= cols);
+    int shape[S2S_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = len;
+    Tensor *y = tape_tensor(t, x->ndim, shape);
+    for (int r = 0; r < rows; r++)
+        memcpy(y->data + (size_t)r * len, x->data + (size_t)r * cols + start, (size_t)len * sizeof(float));
+    if (tape_wants(t, x, NULL, NULL)) {
+        TapeNode *n = tape_record(t, OP_SLICE, y);
+        n->in[0] = x;
+        n->i[0] = start;
+    }
+    return y;
+}
+
+void op_slice_backward(Tape *t, const TapeNode *n) {
+    Tensor *x = n->in[0];
+    int cols = tensor_cols(x), rows = tensor_rows(x), len = tensor_cols(n->out), start = n->i[0];
+    float *dx = tensor_grad(t, x);
+    const float *dy = n->out->grad;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < len; j++) dx[(size_t)r * cols + start + j] += dy[(size_t)r * len + j];
+}
+
+/* saved: the keep mask (1 byte per element); kept entries are scaled by 1/(1−p). */
+Tensor *op_dropout(Tape *t, Tensor *x, float p, Rng *rng) {
+    S2S_ASSERT(p >= 0.0f && p < 1.0f);
+    if (!t->training || p == 0.0f) return x;
+    Tensor *y = tape_like(t, x);
+    uint8_t *keep = arena_alloc(&t->arena, x->size);
+    float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < x->size; i++) {
+        keep[i] = rng_uniform(rng) >= p;
+        y->data[i] = keep[i] ? x->data[i] * scale : 0.0f;
+    }
+    if (tape_wants(t, x, NULL, NULL)) {
+        TapeNode *n = tape_record(t, OP_DROPOUT, y);
+        n->in[0] = x;
+        n->saved = keep;
+        n->f = scale;
+    }
+    return y;
+}
+
+void op_dropout_backward(Tape *t, const TapeNode *n) {
+    const uint8_t *keep = n->saved;
+    const float *dy = n->out->grad;
+    float *dx = tensor_grad(t, n->in[0]);
+    for (size_t i = 0; i < n->out->size; i++)
+        if (keep[i]) dx[i] += dy[i] * n->f;
+}

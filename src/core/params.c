@@ -1,0 +1,73 @@
+/* params.c — one block each for parameters, gradients and optimizer state. */
+#include "s2s/params.h"
+#include "s2s/common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PARAM_ALIGN 16 /* floats: every tensor starts on a 64-byte boundary */
+
+void params_init(ParamStore *ps) { memset(ps, 0, sizeof *ps); }
+
+void params_free(ParamStore *ps) {
+    for (int i = 0; i < ps->count; i++) free(ps->items[i].t);
+    free(ps->items);
+    free(ps->data);
+    free(ps->grad);
+    free(ps->m);
+    free(ps->v);
+    memset(ps, 0, sizeof *ps);
+}
+
+Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape) {
+    S2S_ASSERT(!ps->allocated);
+    S2S_ASSERT(strlen(name) < PARAM_NAME_MAX);
+    S2S_ASSERT(params_find(ps, name) == NULL);
+    if (ps->count == ps->cap) {
+        ps->cap = ps->cap ? 2 * ps->cap : 32;
+        ps->items = s2s_xrealloc(ps->items, (size_t)ps->cap * sizeof *ps->items);
+    }
+    Param *p = &ps->items[ps->count++];
+    memset(p, 0, sizeof *p);
+    strcpy(p->name, name);
+    p->t = s2s_xcalloc(1, sizeof *p->t);
+    p->t->ndim = ndim;
+    memcpy(p->t->shape, shape, (size_t)ndim * sizeof *shape);
+    p->t->size = tensor_numel(ndim, shape);
+    p->t->requires_grad = true;
+    p->offset = ps->total;
+    ps->total += (p->t->size + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    return p->t;
+}
+
+void params_alloc(ParamStore *ps) {
+    S2S_ASSERT(!ps->allocated);
+    ps->data = s2s_xcalloc(ps->total, sizeof(float));
+    ps->grad = s2s_xcalloc(ps->total, sizeof(float));
+    for (int i = 0; i < ps->count; i++) {
+        ps->items[i].t->data = ps->data + ps->items[i].offset;
+        ps->items[i].t->grad = ps->grad + ps->items[i].offset;
+    }
+    ps->allocated = true;
+}
+
+Param *params_find(ParamStore *ps, const char *name) {
+    for (int i = 0; i < ps->count; i++)
+        if (strcmp(ps->items[i].name, name) == 0) return &ps->items[i];
+    return NULL;
+}
+
+size_t params_numel(const ParamStore *ps) {
+    size_t n = 0;
+    for (int i = 0; i < ps->count; i++) n += ps->items[i].t->size;
+    return n;
+}
+
+void params_zero_grad(ParamStore *ps) { memset(ps->grad, 0, ps->total * sizeof(float)); }
+
+void params_init_uniform(ParamStore *ps, Rng *rng, float a) {
+    for (int i = 0; i < ps->count; i++) {
+        Tensor *t = ps->items[i].t;
+        for (size_t k = 0; k < t->size; k++) t->data[k] = rng_uniform_range(rng, -a, a);
+    }
+}

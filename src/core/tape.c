@@ -1,0 +1,149 @@
+/* tape.c — node recording, the op table, and the backward sweep. */
+#include "ops_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const OP_NAME[OP_COUNT] = {
+    [OP_MATMUL] = "matmul",   [OP_LINEAR] = "linear",
+    [OP_ADD] = "add",         [OP_ADD_BIAS] = "add_bias",
+    [OP_MUL] = "mul",         [OP_SCALE] = "scale",
+    [OP_TANH] = "tanh",       [OP_SIGMOID] = "sigmoid",
+    [OP_RELU] = "relu",       [OP_EXP] = "exp",
+    [OP_LOG] = "log",         [OP_SOFTMAX] = "softmax",
+    [OP_CROSS_ENTROPY] = "cross_entropy", [OP_GATHER_ROWS] = "gather_rows",
+    [OP_CONCAT] = "concat",   [OP_SLICE] = "slice",
+    [OP_DROPOUT] = "dropout", [OP_SUM] = "sum",
+    [OP_MEAN] = "mean",       [OP_GRU_CELL] = "gru_cell",
+    [OP_LSTM_CELL] = "lstm_cell",
+};
+
+static const OpBackward OP_BACKWARD[] = {
+    [OP_MATMUL] = op_matmul_backward,   [OP_LINEAR] = op_linear_backward,
+    [OP_ADD] = op_add_backward,         [OP_ADD_BIAS] = op_add_bias_backward,
+    [OP_MUL] = op_mul_backward,         [OP_SCALE] = op_scale_backward,
+    [OP_TANH] = op_tanh_backward,       [OP_SIGMOID] = op_sigmoid_backward,
+    [OP_RELU] = op_relu_backward,       [OP_EXP] = op_exp_backward,
+    [OP_LOG] = op_log_backward,         [OP_SOFTMAX] = op_softmax_backward,
+    [OP_CROSS_ENTROPY] = op_cross_entropy_backward, [OP_GATHER_ROWS] = op_gather_rows_backward,
+    [OP_CONCAT] = op_concat_backward,   [OP_SLICE] = op_slice_backward,
+    [OP_DROPOUT] = op_dropout_backward, [OP_SUM] = op_sum_backward,
+    [OP_MEAN] = op_mean_backward,       [OP_GRU_CELL] = op_gru_cell_backward,
+    [OP_LSTM_CELL] = op_lstm_cell_backward,
+};
+_Static_assert(sizeof OP_BACKWARD / sizeof OP_BACKWARD[0] == OP_COUNT,
+               "every op needs a backward in OP_BACKWARD");
+
+void tape_init(Tape *t, size_t arena_bytes) {
+    memset(t, 0, sizeof *t);
+    arena_init(&t->arena, arena_bytes);
+    t->grad_enabled = true;
+    t->training = true;
+}
+
+void tape_free(Tape *t) {
+    arena_free(&t->arena);
+    free(t->nodes);
+    memset(t, 0, sizeof *t);
+}
+
+void tape_reset(Tape *t) {
+    arena_reset(&t->arena);
+    t->n_nodes = 0;
+}
+
+Tensor *tape_tensor(Tape *t, int ndim, const int *shape) {
+    Tensor *x = arena_alloc(&t->arena, sizeof *x);
+    memset(x, 0, sizeof *x);
+    x->ndim = ndim;
+    memcpy(x->shape, shape, (size_t)ndim * sizeof *shape);
+    x->size = tensor_numel(ndim, shape);
+    x->data = arena_alloc(&t->arena, x->size * sizeof(float));
+    return x;
+}
+
+Tensor *tape_zeros(Tape *t, int ndim, const int *shape) {
+    Tensor *x = tape_tensor(t, ndim, shape);
+    memset(x->data, 0, x->size * sizeof(float));
+    return x;
+}
+
+Tensor *tape_tensor1(Tape *t, int d0) { return tape_tensor(t, 1, (int[]){d0}); }
+Tensor *tape_tensor2(Tape *t, int d0, int d1) { return tape_tensor(t, 2, (int[]){d0, d1}); }
+Tensor *tape_tensor3(Tape *t, int d0, int d1, int d2) { return tape_tensor(t, 3, (int[]){d0, d1, d2}); }
+
+Tensor *tape_view(Tape *t, Tensor *x, size_t offset, int ndim, const int *shape) {
+    Tensor *v = arena_alloc(&t->arena, sizeof *v);
+    memset(v, 0, sizeof *v);
+    v->ndim = ndim;
+    memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
+    v->size = tensor_numel(ndim, shape);
+    S2S_ASSERT(offset + v->size <= x->size);
+    v->base = x->base ? x->base : x;
+    v->offset = (x->base ? x->offset : 0) + offset;
+    v->data = v->base->data + v->offset;
+    v->requires_grad = x->requires_grad;
+    return v;
+}
+
+Tensor *tape_reshape2(Tape *t, Tensor *x, int d0, int d1) {
+    return tape_view(t, x, 0, 2, (int[]){d0, d1});
+}
+
+Tensor *tape_reshape3(Tape *t, Tensor *x, int d0, int d1, int d2) {
+    return tape_view(t, x, 0, 3, (int[]){d0, d1, d2});
+}
+
+float *tensor_grad_if(Tensor *x) {
+    if (x->grad) return x->grad;
+    if (x->base && x->base->grad) return x->grad = x->base->grad + x->offset;
+    return NULL;
+}
+
+float *tensor_grad(Tape *t, Tensor *x) {
+    if (tensor_grad_if(x)) return x->grad;
+    Tensor *root = x->base ? x->base : x;
+    root->grad = arena_calloc(&t->arena, root->size * sizeof(float));
+    return x->grad = root->grad + (x->base ? x->offset : 0);
+}
+
+bool tape_wants(const Tape *t, const Tensor *a, const Tensor *b, const Tensor *c) {
+    if (!t->grad_enabled) return false;
+    return (a && a->requires_grad) || (b && b->requires_grad) || (c && c->requires_grad);
+}
+
+TapeNode *tape_record(Tape *t, OpKind op, Tensor *out) {
+    if (t->n_nodes == t->cap_nodes) {
+        t->cap_nodes = t->cap_nodes ? 2 * t->cap_nodes : 256;
+        t->nodes = s2s_xrealloc(t->nodes, (size_t)t->cap_nodes * sizeof *t->nodes);
+    }
+    TapeNode *n = &t->nodes[t->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->out = out;
+    out->requires_grad = true;
+    if (out->base) out->base->requires_grad = true; /* the whole sequence now carries grads */
+    return n;
+}
+
+static void sweep(Tape *t) {
+    for (int i = t->n_nodes - 1; i >= 0; i--) {
+        const TapeNode *n = &t->nodes[i];
+        /* no gradient reached this node's outputs: nothing to propagate */
+        if (!tensor_grad_if(n->out) && !(n->out2 && tensor_grad_if(n->out2))) continue;
+        OP_BACKWARD[n->op](t, n);
+    }
+}
+
+void tape_backward(Tape *t, Tensor *loss) {
+    S2S_ASSERT(loss->size == 1);
+    float *g = tensor_grad(t, loss);
+    g[0] += 1.0f;
+    sweep(t);
+}
+
+void tape_backward_seed(Tape *t, Tensor *out, const float *seed) {
+    float *g = tensor_grad(t, out);
+    for (size_t i = 0; i < out->size; i++) g[i] += seed[i];
+    sweep(t);
+}

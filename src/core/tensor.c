@@ -1,0 +1,59 @@
+/* tensor.c — shape helpers and heap tensors. */
+#include "s2s/tensor.h"
+#include "s2s/common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t tensor_numel(int ndim, const int *shape) {
+    S2S_ASSERT(ndim >= 1 && ndim <= S2S_MAX_DIMS);
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        S2S_ASSERT(shape[i] >= 0);
+        n *= (size_t)shape[i];
+    }
+    return n;
+}
+
+Tensor *tensor_new(int ndim, const int *shape, bool with_grad) {
+    Tensor *t = s2s_xcalloc(1, sizeof *t);
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    t->size = tensor_numel(ndim, shape);
+    t->data = s2s_xcalloc(t->size, sizeof(float));
+    if (with_grad) {
+        t->grad = s2s_xcalloc(t->size, sizeof(float));
+        t->requires_grad = true;
+    }
+    return t;
+}
+
+void tensor_free(Tensor *t) {
+    if (!t) return;
+    free(t->data);
+    free(t->grad);
+    free(t);
+}
+
+int tensor_cols(const Tensor *t) { return t->shape[t->ndim - 1]; }
+
+int tensor_rows(const Tensor *t) {
+    int c = tensor_cols(t);
+    return c ? (int)(t->size / (size_t)c) : 0;
+}
+
+bool tensor_same_shape(const Tensor *a, const Tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+const char *tensor_shape_str(const Tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < t->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ", %d" : "%d", t->shape[i]);
+    if (k < n) snprintf(buf + k, n - k, ")");
+    return buf;
+}
