@@ -35,6 +35,7 @@ void params_free(ParamStore *ps);
 /* Declares a parameter; its data is usable after params_alloc. Names are unique. */
 Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape);
 void params_alloc(ParamStore *ps);   /* zeroed data and grads */
+void params_alloc_moments(ParamStore *ps); /* zeroed m and v, once */
 Param *params_find(ParamStore *ps, const char *name);
 size_t params_numel(const ParamStore *ps); /* real elements, without padding */
 void params_zero_grad(ParamStore *ps);

@@ -92,5 +92,8 @@ TapeNode *tape_record(Tape *t, OpKind op, Tensor *out);
  * given seed gradient (tests use a random seed: loss = sum(seed * out)). */
 void tape_backward(Tape *t, Tensor *loss);
 void tape_backward_seed(Tape *t, Tensor *out, const float *seed);
+/* Backpropagate from gradients already placed on outputs (with tensor_grad): for several
+ * outputs at once. */
+void tape_propagate(Tape *t);
 
 #endif

@@ -40,10 +40,19 @@ Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape)
     return p->t;
 }
 
+/* 64-byte aligned and zeroed; total is a multiple of PARAM_ALIGN floats. */
+static float *block_alloc(size_t total) {
+    size_t bytes = (total ? total : PARAM_ALIGN) * sizeof(float);
+    float *p = aligned_alloc(64, bytes);
+    S2S_ASSERT(p != NULL);
+    memset(p, 0, bytes);
+    return p;
+}
+
 void params_alloc(ParamStore *ps) {
     S2S_ASSERT(!ps->allocated);
-    ps->data = s2s_xcalloc(ps->total, sizeof(float));
-    ps->grad = s2s_xcalloc(ps->total, sizeof(float));
+    ps->data = block_alloc(ps->total);
+    ps->grad = block_alloc(ps->total);
     for (int i = 0; i < ps->count; i++) {
         ps->items[i].t->data = ps->data + ps->items[i].offset;
         ps->items[i].t->grad = ps->grad + ps->items[i].offset;
@@ -61,6 +70,13 @@ size_t params_numel(const ParamStore *ps) {
     size_t n = 0;
     for (int i = 0; i < ps->count; i++) n += ps->items[i].t->size;
     return n;
+}
+
+void params_alloc_moments(ParamStore *ps) {
+    S2S_ASSERT(ps->allocated);
+    if (ps->m) return;
+    ps->m = block_alloc(ps->total);
+    ps->v = block_alloc(ps->total);
 }
 
 void params_zero_grad(ParamStore *ps) { memset(ps->grad, 0, ps->total * sizeof(float)); }

@@ -126,7 +126,7 @@ TapeNode *tape_record(Tape *t, OpKind op, Tensor *out) {
     return n;
 }
 
-static void sweep(Tape *t) {
+void tape_propagate(Tape *t) {
     for (int i = t->n_nodes - 1; i >= 0; i--) {
         const TapeNode *n = &t->nodes[i];
         /* no gradient reached this node's outputs: nothing to propagate */
@@ -139,11 +139,11 @@ void tape_backward(Tape *t, Tensor *loss) {
     S2S_ASSERT(loss->size == 1);
     float *g = tensor_grad(t, loss);
     g[0] += 1.0f;
-    sweep(t);
+    tape_propagate(t);
 }
 
 void tape_backward_seed(Tape *t, Tensor *out, const float *seed) {
     float *g = tensor_grad(t, out);
     for (size_t i = 0; i < out->size; i++) g[i] += seed[i];
-    sweep(t);
+    tape_propagate(t);
 }

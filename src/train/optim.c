@@ -11,10 +11,7 @@ Adam adam_default(void) { return (Adam){.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.9
  * gradient and stays zero. */
 void adam_step(Adam *opt, ParamStore *ps) {
     S2S_ASSERT(ps->allocated);
-    if (!ps->m) {
-        ps->m = s2s_xcalloc(ps->total, sizeof(float));
-        ps->v = s2s_xcalloc(ps->total, sizeof(float));
-    }
+    params_alloc_moments(ps);
     opt->step++;
     double bc1 = 1.0 - pow(opt->beta1, (double)opt->step);
     double bc2 = 1.0 - pow(opt->beta2, (double)opt->step);

@@ -1,0 +1,213 @@
+/* test_core.c — arena, RNG, tensors and views, the op table, the parameter store. */
+#include "test_util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+Test(arena, aligned_and_distinct) {
+    Arena a;
+    arena_init(&a, 4096);
+    unsigned char *p = arena_alloc(&a, 10), *q = arena_alloc(&a, 1);
+    cr_expect_eq((uintptr_t)p % 64, 0);
+    cr_expect_eq((uintptr_t)q % 64, 0);
+    cr_expect(q >= p + 10);
+    arena_free(&a);
+}
+
+Test(arena, grows_by_chaining_keeps_data_and_merges_on_reset) {
+    Arena a;
+    arena_init(&a, 4096);
+    float *bufs[20];
+    for (int i = 0; i < 20; i++) { /* 20 × 1000 floats: far past the first block */
+        bufs[i] = arena_alloc(&a, 1000 * sizeof(float));
+        for (int k = 0; k < 1000; k++) bufs[i][k] = (float)(i * 1000 + k);
+    }
+    for (int i = 0; i < 20; i++)
+        for (int k = 0; k < 1000; k += 97) cr_assert_eq(bufs[i][k], (float)(i * 1000 + k));
+    cr_expect_gt(arena_blocks(&a), 1);
+    size_t peak = a.peak;
+    cr_expect_geq(peak, 20 * 4000);
+    arena_reset(&a);
+    cr_expect_eq(arena_blocks(&a), 1, "a grown chain is merged into one block at reset");
+    cr_expect_geq(a.capacity, peak);
+    cr_expect_eq(a.used, 0);
+    for (int i = 0; i < 20; i++) arena_alloc(&a, 1000 * sizeof(float));
+    cr_expect_eq(arena_blocks(&a), 1, "the same step fits without growing again");
+    cr_expect_eq(a.peak, peak);
+    arena_free(&a);
+}
+
+Test(arena, calloc_zeroes) {
+    Arena a;
+    arena_init(&a, 4096);
+    unsigned char *p = arena_alloc(&a, 256);
+    memset(p, 0xAB, 256);
+    arena_reset(&a);
+    unsigned char *q = arena_calloc(&a, 256);
+    for (int i = 0; i < 256; i++) cr_assert_eq(q[i], 0);
+    arena_free(&a);
+}
+
+/* PCG32 reference (pcg32-demo, seed 42, sequence 54). */
+Test(rng, matches_pcg32_reference) {
+    Rng r;
+    rng_init(&r, 42u, 54u);
+    const uint32_t want[] = {0xa15c02b7, 0x7b47f409, 0xba1d3330, 0x83d2f293, 0xbfa4784b, 0xcbed606e};
+    for (int i = 0; i < 6; i++) cr_expect_eq(rng_u32(&r), want[i], "output %d", i);
+}
+
+Test(rng, deterministic_and_streams_independent) {
+    Rng a, b, c;
+    rng_init(&a, 7, RNG_STREAM_INIT);
+    rng_init(&b, 7, RNG_STREAM_INIT);
+    rng_init(&c, 7, RNG_STREAM_DROPOUT);
+    int same_c = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint32_t x = rng_u32(&a), y = rng_u32(&b), z = rng_u32(&c);
+        cr_assert_eq(x, y);
+        same_c += x == z;
+    }
+    cr_expect_lt(same_c, 3);
+}
+
+Test(rng, ranges) {
+    Rng r;
+    rng_init(&r, 1, 1);
+    double mean = 0, sq = 0;
+    int counts[5] = {0};
+    for (int i = 0; i < 100000; i++) {
+        float u = rng_uniform(&r);
+        cr_assert(u >= 0.0f && u < 1.0f);
+        uint32_t k = rng_below(&r, 5);
+        cr_assert_lt(k, 5u);
+        counts[k]++;
+        double n = rng_normal(&r);
+        mean += n;
+        sq += n * n;
+    }
+    mean /= 100000;
+    sq /= 100000;
+    cr_expect(mean > -0.02 && mean < 0.02, "normal mean %g", mean);
+    cr_expect(sq > 0.97 && sq < 1.03, "normal variance %g", sq);
+    for (int k = 0; k < 5; k++) cr_expect(counts[k] > 19000 && counts[k] < 21000, "bucket %d: %d", k, counts[k]);
+    int perm[10];
+    for (int i = 0; i < 10; i++) perm[i] = i;
+    rng_shuffle_int(&r, perm, 10);
+    int seen = 0;
+    for (int i = 0; i < 10; i++) seen |= 1 << perm[i];
+    cr_expect_eq(seen, 1023, "a shuffle is a permutation");
+}
+
+Test(tensor, views_share_data_and_gradients) {
+    Tape t;
+    tape_init(&t, 1 << 14);
+    Tensor *x = tape_zeros(&t, 3, (int[]){4, 2, 3});
+    for (size_t i = 0; i < x->size; i++) x->data[i] = (float)i;
+    x->requires_grad = true;
+    Tensor *step2 = tape_view(&t, x, 2 * 6, 2, (int[]){2, 3});
+    cr_expect_eq(step2->data[0], 12.0f);
+    Tensor *sub = tape_view(&t, step2, 3, 1, (int[]){3}); /* a view of a view */
+    cr_expect_eq(sub->base, x);
+    cr_expect_eq(sub->data[0], 15.0f);
+    float *g = tensor_grad(&t, sub);
+    g[1] = 5.0f;
+    cr_expect_eq(tensor_grad(&t, x)[16], 5.0f, "a gradient written through a view lands in the base");
+    Tensor *r = tape_reshape2(&t, x, 8, 3);
+    cr_expect_eq(tensor_rows(r), 8);
+    cr_expect_eq(tensor_cols(r), 3);
+    char buf[48];
+    cr_expect_str_eq(tensor_shape_str(x, buf, sizeof buf), "(4, 2, 3)");
+    tape_free(&t);
+}
+
+Test(tape, op_table_is_complete) {
+    for (int op = 0; op < OP_COUNT; op++) cr_expect(OP_NAME[op] != NULL && OP_NAME[op][0], "op %d has no name", op);
+}
+
+Test(tape, no_nodes_without_grad_or_when_disabled) {
+    Tape t;
+    tape_init(&t, 1 << 14);
+    Tensor *a = tape_zeros(&t, 2, (int[]){2, 2});
+    op_tanh(&t, a);
+    cr_expect_eq(t.n_nodes, 0, "inputs without gradients record nothing");
+    a->requires_grad = true;
+    op_tanh(&t, a);
+    cr_expect_eq(t.n_nodes, 1);
+    t.grad_enabled = false;
+    Tensor *y = op_tanh(&t, a);
+    cr_expect_eq(t.n_nodes, 1, "inference records nothing");
+    cr_expect(!y->requires_grad);
+    tape_reset(&t);
+    cr_expect_eq(t.n_nodes, 0);
+    tape_free(&t);
+}
+
+Test(tape, dropout_is_identity_in_eval_and_scales_in_training) {
+    Tape t;
+    tape_init(&t, 1 << 16);
+    Tensor *x = tape_tensor2(&t, 100, 100);
+    for (size_t i = 0; i < x->size; i++) x->data[i] = 1.0f;
+    Rng r;
+    rng_init(&r, 3, RNG_STREAM_DROPOUT);
+    Tensor *y = op_dropout(&t, x, 0.25f, &r);
+    size_t kept = 0;
+    for (size_t i = 0; i < y->size; i++) {
+        cr_assert(y->data[i] == 0.0f || y->data[i] == 1.0f / 0.75f);
+        kept += y->data[i] != 0.0f;
+    }
+    cr_expect(kept > 7300 && kept < 7700, "kept %zu of 10000 at p = 0.25", kept);
+    t.training = false;
+    cr_expect_eq(op_dropout(&t, x, 0.25f, &r), x);
+    tape_free(&t);
+}
+
+Test(ops, softmax_masked_entries_exactly_zero) {
+    Tape t;
+    tape_init(&t, 1 << 14);
+    Tensor *x = tape_tensor3(&t, 2, 2, 3);
+    for (size_t i = 0; i < x->size; i++) x->data[i] = (float)i * 0.3f;
+    const uint8_t m[] = {1, 0, 1, 0, 0, 0}; /* batch 1 entirely masked */
+    Tensor *y = op_softmax(&t, x, m, 2);
+    for (int r = 0; r < 2; r++) {
+        cr_expect_eq(y->data[r * 3 + 1], 0.0f);
+        cr_expect_float_eq(y->data[r * 3] + y->data[r * 3 + 2], 1.0f, 1e-6);
+    }
+    for (int i = 6; i < 12; i++) cr_expect_eq(y->data[i], 0.0f, "a fully masked row is 0, not NaN");
+    tape_free(&t);
+}
+
+Test(ops, cross_entropy_ignores_and_averages) {
+    Tape t;
+    tape_init(&t, 1 << 14);
+    Tensor *x = tape_zeros(&t, 2, (int[]){3, 4}); /* uniform: −log(1/4) per row */
+    const int32_t tg[] = {1, 0, 2};
+    Tensor *l = op_cross_entropy(&t, x, tg, 0);
+    cr_expect_float_eq(l->data[0], logf(4.0f), 1e-6);
+    const int32_t none[] = {0, 0, 0};
+    cr_expect_eq(op_cross_entropy(&t, x, none, 0)->data[0], 0.0f);
+    tape_free(&t);
+}
+
+Test(params, one_block_aligned_and_named) {
+    ParamStore ps;
+    params_init(&ps);
+    Tensor *a = params_add(&ps, "enc.w", 2, (int[]){3, 5});
+    Tensor *b = params_add(&ps, "enc.b", 1, (int[]){7});
+    params_alloc(&ps);
+    cr_expect_eq(params_numel(&ps), 22u);
+    cr_expect_eq((uintptr_t)a->data % 64, 0);
+    cr_expect_eq((uintptr_t)b->data % 64, 0);
+    cr_expect(b->data > a->data && b->data < ps.data + ps.total);
+    cr_expect_eq(params_find(&ps, "enc.b")->t, b);
+    cr_expect_null(params_find(&ps, "nope"));
+    b->grad[3] = 2.0f;
+    params_zero_grad(&ps);
+    cr_expect_eq(b->grad[3], 0.0f);
+    Rng r;
+    rng_init(&r, 1, RNG_STREAM_INIT);
+    params_init_uniform(&ps, &r, 0.1f);
+    for (size_t i = 0; i < a->size; i++) cr_assert(a->data[i] >= -0.1f && a->data[i] <= 0.1f);
+    params_free(&ps);
+}

@@ -1,0 +1,187 @@
+/* test_golden_core.c — the GRU and LSTM cells and the worked attention exercises against
+ * PyTorch's float64 values in $S2S_GOLDEN_DIR (../shared/golden by default). */
+#include "test_util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RTOL_VALUE 1e-5
+#define RTOL_GRAD 1e-4
+
+static cJSON *load_golden(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tu_golden_dir(), name);
+    cJSON *j = tu_json_load(path);
+    cr_assert(j != NULL, "cannot read golden file %s (set GOLDEN_DIR)", path);
+    return j;
+}
+
+static const cJSON *get(const cJSON *j, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    cr_assert(v != NULL, "golden file lacks \"%s\"", key);
+    return v;
+}
+
+/* Compares n floats with a golden list. */
+static void expect_json(const char *what, const float *actual, size_t n, const cJSON *node, double rtol) {
+    double *e = malloc(n * sizeof *e);
+    long got = tu_json_flatten(node, e, n);
+    cr_assert_eq(got, (long)n, "%s: golden has %ld values, we have %zu", what, got, n);
+    char why[256];
+    bool ok = tu_close(actual, e, n, rtol, why, sizeof why);
+    free(e);
+    cr_expect(ok, "%s: %s", what, why);
+}
+
+static Tensor *jt(const cJSON *j, const char *key, int ndim, const int *shape, bool grad) {
+    Tensor *t = tu_json_tensor(get(j, key), ndim, shape, grad);
+    cr_assert(t != NULL, "\"%s\" does not have the expected shape", key);
+    return t;
+}
+
+typedef struct CellCase {
+    Tensor *x, *h, *c, *w_ih, *w_hh, *b_ih, *b_hh;
+} CellCase;
+
+static CellCase load_cell(const cJSON *j, int B, int E, int H, int G, bool lstm) {
+    const cJSON *p = get(j, "params");
+    CellCase cc = {0};
+    cc.x = jt(j, "x", 2, (int[]){B, E}, true);
+    cc.h = jt(j, "h", 2, (int[]){B, H}, true);
+    if (lstm) cc.c = jt(j, "c", 2, (int[]){B, H}, true);
+    cc.w_ih = jt(p, "weight_ih", 2, (int[]){G, E}, true);
+    cc.w_hh = jt(p, "weight_hh", 2, (int[]){G, H}, true);
+    cc.b_ih = jt(p, "bias_ih", 1, (int[]){G}, true);
+    cc.b_hh = jt(p, "bias_hh", 1, (int[]){G}, true);
+    return cc;
+}
+
+static void free_cell(CellCase *cc) {
+    Tensor *all[] = {cc->x, cc->h, cc->c, cc->w_ih, cc->w_hh, cc->b_ih, cc->b_hh};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tensor_free(all[i]);
+}
+
+static void expect_grads(const cJSON *j, CellCase *cc) {
+    const cJSON *g = get(j, "grads");
+    expect_json("grad weight_ih", cc->w_ih->grad, cc->w_ih->size, get(g, "weight_ih"), RTOL_GRAD);
+    expect_json("grad weight_hh", cc->w_hh->grad, cc->w_hh->size, get(g, "weight_hh"), RTOL_GRAD);
+    expect_json("grad bias_ih", cc->b_ih->grad, cc->b_ih->size, get(g, "bias_ih"), RTOL_GRAD);
+    expect_json("grad bias_hh", cc->b_hh->grad, cc->b_hh->size, get(g, "bias_hh"), RTOL_GRAD);
+    expect_json("grad x", cc->x->grad, cc->x->size, get(g, "x"), RTOL_GRAD);
+    expect_json("grad h", cc->h->grad, cc->h->size, get(g, "h"), RTOL_GRAD);
+    if (cc->c) expect_json("grad c", cc->c->grad, cc->c->size, get(g, "c"), RTOL_GRAD);
+}
+
+Test(golden, gru_cell) {
+    cJSON *j = load_golden("gru_cell.json");
+    int B = 3, E = 4, H = 5;
+    CellCase cc = load_cell(j, B, E, H, 3 * H, false);
+    Tape t;
+    tape_init(&t, 1 << 16);
+    Tensor *xg = op_linear(&t, cc.x, cc.w_ih, cc.b_ih);
+    Tensor *h1 = op_gru_cell(&t, xg, cc.h, cc.w_hh, cc.b_hh, NULL, NULL);
+    expect_json("h_next", h1->data, h1->size, get(j, "h_next"), RTOL_VALUE);
+    Tensor *up = jt(j, "upstream", 2, (int[]){B, H}, false);
+    tape_backward_seed(&t, h1, up->data); /* loss = sum(h_next * upstream) */
+    expect_grads(j, &cc);
+    tensor_free(up);
+    free_cell(&cc);
+    tape_free(&t);
+    cJSON_Delete(j);
+}
+
+Test(golden, lstm_cell) {
+    cJSON *j = load_golden("lstm_cell.json");
+    int B = 3, E = 4, H = 5;
+    CellCase cc = load_cell(j, B, E, H, 4 * H, true);
+    Tape t;
+    tape_init(&t, 1 << 16);
+    Tensor *xg = op_linear(&t, cc.x, cc.w_ih, cc.b_ih), *c1;
+    Tensor *h1 = op_lstm_cell(&t, xg, cc.h, cc.c, cc.w_hh, cc.b_hh, NULL, NULL, NULL, &c1);
+    expect_json("h_next", h1->data, h1->size, get(j, "h_next"), RTOL_VALUE);
+    expect_json("c_next", c1->data, c1->size, get(j, "c_next"), RTOL_VALUE);
+    Tensor *uh = jt(j, "upstream_h", 2, (int[]){B, H}, false);
+    Tensor *uc = jt(j, "upstream_c", 2, (int[]){B, H}, false);
+    float *gh = tensor_grad(&t, h1), *gc = tensor_grad(&t, c1);
+    for (size_t i = 0; i < h1->size; i++) {
+        gh[i] += uh->data[i];
+        gc[i] += uc->data[i];
+    }
+    tape_propagate(&t);
+    expect_grads(j, &cc);
+    tensor_free(uh);
+    tensor_free(uc);
+    free_cell(&cc);
+    tape_free(&t);
+    cJSON_Delete(j);
+}
+
+/* A nested list's dimensions (up to 2). */
+static void dims2(const cJSON *node, int *r, int *c) {
+    *r = cJSON_GetArraySize(node);
+    *c = cJSON_GetArraySize(cJSON_GetArrayItem(node, 0));
+}
+
+static Tensor *matrix(const cJSON *j, const char *key) {
+    int r, c;
+    dims2(get(j, key), &r, &c);
+    return jt(j, key, 2, (int[]){r, c}, false);
+}
+
+/* softmax(Q K^T [/ sqrt(d)] [+ causal mask]) V, with the ops the models use. */
+static void check_attention_case(const cJSON *ex) {
+    const char *name = get(ex, "name")->valuestring;
+    Tensor *Q = matrix(ex, "Q"), *K = matrix(ex, "K"), *V = matrix(ex, "V");
+    bool scaled = cJSON_IsTrue(get(ex, "scaled"));
+    bool causal = strncmp(name, "causal", 6) == 0;
+    int nq = Q->shape[0], nk = K->shape[0];
+    Tape t;
+    tape_init(&t, 1 << 16);
+    Tensor *scores = op_matmul(&t, Q, K, MM_TRANS_B);
+    if (scaled) scores = op_scale(&t, scores, 1.0f / sqrtf((float)K->shape[1]));
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(ex, "scores");
+    if (js) expect_json(name, scores->data, scores->size, js, RTOL_VALUE);
+    uint8_t *mask = NULL;
+    if (causal) {
+        mask = malloc((size_t)nq * nk);
+        for (int i = 0; i < nq; i++)
+            for (int k = 0; k < nk; k++) mask[i * nk + k] = k <= i;
+    }
+    Tensor *w = op_softmax(&t, scores, mask, nq);
+    expect_json(name, w->data, w->size, get(ex, "weights"), RTOL_VALUE);
+    Tensor *out = op_matmul(&t, w, V, 0);
+    expect_json(name, out->data, out->size, get(ex, "output"), RTOL_VALUE);
+    free(mask);
+    tensor_free(Q);
+    tensor_free(K);
+    tensor_free(V);
+    tape_free(&t);
+}
+
+Test(golden, exercises) {
+    cJSON *j = load_golden("exercises.json");
+    int n = 0;
+    const cJSON *ex;
+    cJSON_ArrayForEach(ex, j) {
+        const char *name = get(ex, "name")->valuestring;
+        if (strcmp(name, "two_heads_output") == 0) { /* [Z1, Z2] W_O */
+            Tensor *z1 = matrix(ex, "Z1"), *z2 = matrix(ex, "Z2"), *wo = matrix(ex, "WO");
+            Tape t;
+            tape_init(&t, 1 << 16);
+            Tensor *out = op_matmul(&t, op_concat(&t, z1, z2), wo, 0);
+            expect_json(name, out->data, out->size, get(ex, "output"), RTOL_VALUE);
+            tape_free(&t);
+            tensor_free(z1);
+            tensor_free(z2);
+            tensor_free(wo);
+        } else {
+            check_attention_case(ex);
+        }
+        n++;
+    }
+    cr_expect_eq(n, 10, "expected the 10 worked exercises, found %d", n);
+    cJSON_Delete(j);
+}

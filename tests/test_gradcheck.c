@@ -1,0 +1,311 @@
+/* test_gradcheck.c — finite-difference gradient checks for every op and every layer, and
+ * a test that fails when an op in the op table is exercised by no check. */
+#include "test_util.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <string.h>
+
+#define SH(...) ((int[]){__VA_ARGS__})
+#define OUT(g, x) ((g)->out[(g)->n_outs++] = (x))
+
+/* ---- matmul: every transpose combination, 2-D and batched, time-major operands ---- */
+static void mm2_setup(Gc *g) {
+    bool ta = g->flags & MM_TRANS_A, tb = g->flags & MM_TRANS_B;
+    gc_leaf(g, 2, ta ? SH(4, 3) : SH(3, 4), -1, 1); /* op(A) (3,4) */
+    gc_leaf(g, 2, tb ? SH(5, 4) : SH(4, 5), -1, 1); /* op(B) (4,5) */
+}
+static void mm_fwd(Tape *t, Gc *g) { OUT(g, op_matmul(t, g->leaf[0], g->leaf[1], g->flags)); }
+static void mm2_nn(Gc *g) { g->flags = 0; mm2_setup(g); }
+static void mm2_tn(Gc *g) { g->flags = MM_TRANS_A; mm2_setup(g); }
+static void mm2_nt(Gc *g) { g->flags = MM_TRANS_B; mm2_setup(g); }
+static void mm2_tt(Gc *g) { g->flags = MM_TRANS_A | MM_TRANS_B; mm2_setup(g); }
+static void bmm_nn(Gc *g) {
+    g->flags = 0;
+    gc_leaf(g, 3, SH(2, 3, 4), -1, 1);
+    gc_leaf(g, 3, SH(2, 4, 5), -1, 1);
+}
+static void bmm_tt(Gc *g) {
+    g->flags = MM_TRANS_A | MM_TRANS_B;
+    gc_leaf(g, 3, SH(2, 4, 3), -1, 1);
+    gc_leaf(g, 3, SH(2, 5, 4), -1, 1);
+}
+/* attention scores: dec (T,B,H) · enc (S,B,H)^T → (B,T,S) */
+static void bmm_scores(Gc *g) {
+    g->flags = MM_A_TM | MM_B_TM | MM_TRANS_B;
+    gc_leaf(g, 3, SH(3, 2, 4), -1, 1);
+    gc_leaf(g, 3, SH(5, 2, 4), -1, 1);
+}
+/* attention context: weights (B,T,S) · enc (S,B,D) → (T,B,D) */
+static void bmm_context(Gc *g) {
+    g->flags = MM_B_TM | MM_OUT_TM;
+    gc_leaf(g, 3, SH(2, 3, 5), -1, 1);
+    gc_leaf(g, 3, SH(5, 2, 4), -1, 1);
+}
+static void bmm_tm_trans_a(Gc *g) {
+    g->flags = MM_A_TM | MM_TRANS_A;
+    gc_leaf(g, 3, SH(4, 2, 3), -1, 1); /* stored (r=4, Bt=2, c=3): op(A) (3,4) */
+    gc_leaf(g, 3, SH(2, 4, 5), -1, 1);
+}
+
+/* ---- linear ---- */
+static void lin_setup(Gc *g) {
+    gc_leaf(g, 3, SH(2, 3, 4), -1, 1);
+    gc_leaf(g, 2, SH(5, 4), -1, 1);
+    gc_leaf(g, 1, SH(5), -1, 1);
+}
+static void lin_fwd(Tape *t, Gc *g) { OUT(g, op_linear(t, g->leaf[0], g->leaf[1], g->leaf[2])); }
+static void lin_nobias_fwd(Tape *t, Gc *g) { OUT(g, op_linear(t, g->leaf[0], g->leaf[1], NULL)); }
+
+/* ---- elementwise ---- */
+static void two_setup(Gc *g) {
+    gc_leaf(g, 2, SH(3, 4), -1, 1);
+    gc_leaf(g, 2, SH(3, 4), -1, 1);
+}
+static void one_setup(Gc *g) { gc_leaf(g, 2, SH(3, 4), -2, 2); }
+static void pos_setup(Gc *g) { gc_leaf(g, 2, SH(3, 4), 0.5f, 2); }
+/* relu: inputs kept at least 0.1 away from the kink */
+static void relu_setup(Gc *g) {
+    Tensor *x = gc_leaf(g, 2, SH(3, 4), -1, 1);
+    for (size_t i = 0; i < x->size; i++) x->data[i] += x->data[i] >= 0 ? 0.1f : -0.1f;
+}
+static void bias_setup(Gc *g) {
+    gc_leaf(g, 3, SH(2, 3, 4), -1, 1);
+    gc_leaf(g, 1, SH(4), -1, 1);
+}
+static void add_fwd(Tape *t, Gc *g) { OUT(g, op_add(t, g->leaf[0], g->leaf[1])); }
+static void bias_fwd(Tape *t, Gc *g) { OUT(g, op_add_bias(t, g->leaf[0], g->leaf[1])); }
+static void mul_fwd(Tape *t, Gc *g) { OUT(g, op_mul(t, g->leaf[0], g->leaf[1])); }
+static void scale_fwd(Tape *t, Gc *g) { OUT(g, op_scale(t, g->leaf[0], -1.7f)); }
+static void tanh_fwd(Tape *t, Gc *g) { OUT(g, op_tanh(t, g->leaf[0])); }
+static void sigmoid_fwd(Tape *t, Gc *g) { OUT(g, op_sigmoid(t, g->leaf[0])); }
+static void relu_fwd(Tape *t, Gc *g) { OUT(g, op_relu(t, g->leaf[0])); }
+static void exp_fwd(Tape *t, Gc *g) { OUT(g, op_exp(t, g->leaf[0])); }
+static void log_fwd(Tape *t, Gc *g) { OUT(g, op_log(t, g->leaf[0])); }
+static void sum_fwd(Tape *t, Gc *g) { OUT(g, op_sum(t, g->leaf[0])); }
+static void mean_fwd(Tape *t, Gc *g) { OUT(g, op_mean(t, g->leaf[0])); }
+/* the same tensor used by several ops: gradients must accumulate */
+static void accum_fwd(Tape *t, Gc *g) {
+    Tensor *x = g->leaf[0];
+    OUT(g, op_add(t, op_mul(t, x, x), op_tanh(t, x)));
+}
+
+/* ---- softmax: plain, a (B,S) mask over (B,T,S), a causal full mask ---- */
+static void sm_setup(Gc *g) { gc_leaf(g, 2, SH(3, 5), -2, 2); }
+static void sm_fwd(Tape *t, Gc *g) { OUT(g, op_softmax(t, g->leaf[0], NULL, 0)); }
+static void sm_mask_setup(Gc *g) {
+    gc_leaf(g, 3, SH(2, 3, 4), -2, 2);
+    const uint8_t m[] = {1, 1, 1, 0, 1, 1, 0, 0}; /* (B=2, S=4) */
+    memcpy(g->mask, m, sizeof m);
+}
+static void sm_mask_fwd(Tape *t, Gc *g) { OUT(g, op_softmax(t, g->leaf[0], g->mask, 2)); }
+static void sm_causal_setup(Gc *g) {
+    gc_leaf(g, 2, SH(4, 4), -2, 2);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) g->mask[i * 4 + j] = j <= i;
+}
+static void sm_causal_fwd(Tape *t, Gc *g) { OUT(g, op_softmax(t, g->leaf[0], g->mask, 4)); }
+
+/* ---- cross-entropy with an ignored target ---- */
+static void ce_setup(Gc *g) {
+    gc_leaf(g, 2, SH(5, 6), -2, 2);
+    const int32_t tg[] = {3, 0, 5, 1, 0}; /* 0 ignored */
+    memcpy(g->ids, tg, sizeof tg);
+}
+static void ce_fwd(Tape *t, Gc *g) { OUT(g, op_cross_entropy(t, g->leaf[0], g->ids, 0)); }
+
+/* ---- gather (repeated ids accumulate), concat, slice, dropout ---- */
+static void gather_setup(Gc *g) {
+    gc_leaf(g, 2, SH(5, 3), -1, 1);
+    const int32_t ids[] = {4, 1, 4, 0, 1, 1};
+    memcpy(g->ids, ids, sizeof ids);
+}
+static void gather_fwd(Tape *t, Gc *g) { OUT(g, op_gather_rows(t, g->leaf[0], g->ids, 6)); }
+static void concat_setup(Gc *g) {
+    gc_leaf(g, 3, SH(2, 3, 2), -1, 1);
+    gc_leaf(g, 3, SH(2, 3, 4), -1, 1);
+}
+static void concat_fwd(Tape *t, Gc *g) { OUT(g, op_concat(t, g->leaf[0], g->leaf[1])); }
+static void slice_fwd(Tape *t, Gc *g) { OUT(g, op_slice(t, g->leaf[1], 1, 2)); }
+static void dropout_fwd(Tape *t, Gc *g) {
+    Rng r;
+    rng_init(&r, 5, RNG_STREAM_DROPOUT); /* the same mask on every evaluation */
+    OUT(g, op_dropout(t, g->leaf[0], 0.4f, &r));
+}
+
+/* ---- fused cells, with one padded row ---- */
+static void gru_setup(Gc *g) {
+    int B = 3, H = 4;
+    gc_leaf(g, 2, SH(B, 3 * H), -1, 1); /* xg */
+    gc_leaf(g, 2, SH(B, H), -1, 1);     /* h */
+    gc_leaf(g, 2, SH(3 * H, H), -0.8f, 0.8f);
+    gc_leaf(g, 1, SH(3 * H), -0.5f, 0.5f);
+    const uint8_t act[] = {1, 0, 1};
+    memcpy(g->mask, act, sizeof act);
+}
+static void gru_fwd(Tape *t, Gc *g) {
+    OUT(g, op_gru_cell(t, g->leaf[0], g->leaf[1], g->leaf[2], g->leaf[3], g->mask, NULL));
+}
+static void lstm_setup(Gc *g) {
+    int B = 3, H = 4;
+    gc_leaf(g, 2, SH(B, 4 * H), -1, 1);
+    gc_leaf(g, 2, SH(B, H), -1, 1);
+    gc_leaf(g, 2, SH(B, H), -1, 1); /* c */
+    gc_leaf(g, 2, SH(4 * H, H), -0.8f, 0.8f);
+    gc_leaf(g, 1, SH(4 * H), -0.5f, 0.5f);
+    const uint8_t act[] = {1, 1, 0};
+    memcpy(g->mask, act, sizeof act);
+}
+static void lstm_fwd(Tape *t, Gc *g) {
+    Tensor *c;
+    OUT(g, op_lstm_cell(t, g->leaf[0], g->leaf[1], g->leaf[2], g->leaf[3], g->leaf[4], g->mask, NULL, NULL, &c));
+    OUT(g, c);
+}
+
+/* ---- layers: embedding, linear, GRU/LSTM over padded batches ---- */
+static void emb_layer_setup(Gc *g) {
+    gc_leaf(g, 2, SH(7, 3), -1, 1);
+    const int32_t ids[] = {6, 2, 2, 0, 5};
+    memcpy(g->ids, ids, sizeof ids);
+}
+static void emb_layer_fwd(Tape *t, Gc *g) {
+    Embedding e = {g->leaf[0]};
+    OUT(g, embedding_forward(t, &e, g->ids, 5));
+}
+static void lin_layer_fwd(Tape *t, Gc *g) {
+    Linear l = {g->leaf[1], g->leaf[2]};
+    OUT(g, linear_forward(t, &l, g->leaf[0]));
+}
+
+/* An Rnn whose weights are gradcheck leaves: x (S,B,E) is leaf 0, h0 leaf 1 (and c0 leaf 2
+ * for an LSTM), then 4 tensors per (layer, direction). */
+enum { RS = 4, RB = 3, RE = 3, RH = 3 };
+static void rnn_setup_common(Gc *g, RnnCell cell, int layers, int dirs, bool init_state) {
+    int G = (cell == RNN_GRU ? 3 : 4) * RH;
+    gc_leaf(g, 3, SH(RS, RB, RE), -1, 1);
+    if (init_state) {
+        gc_leaf(g, 2, SH(RB, RH), -1, 1);
+        if (cell == RNN_LSTM) gc_leaf(g, 2, SH(RB, RH), -1, 1);
+    }
+    for (int l = 0; l < layers; l++)
+        for (int d = 0; d < dirs; d++) {
+            int in = l == 0 ? RE : dirs * RH;
+            gc_leaf(g, 2, SH(G, in), -0.7f, 0.7f);
+            gc_leaf(g, 2, SH(G, RH), -0.7f, 0.7f);
+            gc_leaf(g, 1, SH(G), -0.5f, 0.5f);
+            gc_leaf(g, 1, SH(G), -0.5f, 0.5f);
+        }
+    g->lens[0] = 4;
+    g->lens[1] = 2;
+    g->lens[2] = 1;
+    g->flags = (int)cell | (layers << 4) | (dirs << 8) | (init_state << 12);
+}
+static void rnn_fwd(Tape *t, Gc *g) {
+    RnnCell cell = (RnnCell)(g->flags & 15);
+    int layers = (g->flags >> 4) & 15, dirs = (g->flags >> 8) & 15;
+    bool init_state = (g->flags >> 12) & 1;
+    Rnn r;
+    memset(&r, 0, sizeof r);
+    r.cell = cell;
+    r.input = RE;
+    r.hidden = RH;
+    r.layers = layers;
+    r.dirs = dirs;
+    int k = 1;
+    Tensor *h0[1] = {NULL}, *c0[1] = {NULL};
+    if (init_state) {
+        h0[0] = g->leaf[k++];
+        if (cell == RNN_LSTM) c0[0] = g->leaf[k++];
+    }
+    for (int l = 0; l < layers; l++)
+        for (int d = 0; d < dirs; d++) {
+            r.w[l][d] = (RnnWeights){g->leaf[k], g->leaf[k + 1], g->leaf[k + 2], g->leaf[k + 3]};
+            k += 4;
+        }
+    RnnOutput o = rnn_forward(t, &r, g->leaf[0], g->lens, init_state ? h0 : NULL, init_state ? c0 : NULL);
+    OUT(g, o.out);
+    OUT(g, o.h_last[layers - 1][0]);
+    if (dirs == 2) OUT(g, o.h_last[layers - 1][1]);
+    if (cell == RNN_LSTM) OUT(g, o.c_last[layers - 1][0]);
+}
+static void gru_bi2_setup(Gc *g) { rnn_setup_common(g, RNN_GRU, 2, 2, false); }
+static void gru_uni_h0_setup(Gc *g) { rnn_setup_common(g, RNN_GRU, 1, 1, true); }
+static void lstm_uni_setup(Gc *g) { rnn_setup_common(g, RNN_LSTM, 1, 1, true); }
+static void lstm_bi_setup(Gc *g) { rnn_setup_common(g, RNN_LSTM, 1, 2, false); }
+
+static const GradCase CASES[] = {
+    {"matmul_nn", mm2_nn, mm_fwd},
+    {"matmul_tn", mm2_tn, mm_fwd},
+    {"matmul_nt", mm2_nt, mm_fwd},
+    {"matmul_tt", mm2_tt, mm_fwd},
+    {"bmm_nn", bmm_nn, mm_fwd},
+    {"bmm_tt", bmm_tt, mm_fwd},
+    {"bmm_scores_time_major", bmm_scores, mm_fwd},
+    {"bmm_context_time_major", bmm_context, mm_fwd},
+    {"bmm_time_major_trans_a", bmm_tm_trans_a, mm_fwd},
+    {"linear", lin_setup, lin_fwd},
+    {"linear_nobias", lin_setup, lin_nobias_fwd},
+    {"add", two_setup, add_fwd},
+    {"add_bias", bias_setup, bias_fwd},
+    {"mul", two_setup, mul_fwd},
+    {"scale", one_setup, scale_fwd},
+    {"tanh", one_setup, tanh_fwd},
+    {"sigmoid", one_setup, sigmoid_fwd},
+    {"relu", relu_setup, relu_fwd},
+    {"exp", one_setup, exp_fwd},
+    {"log", pos_setup, log_fwd},
+    {"sum", one_setup, sum_fwd},
+    {"mean", one_setup, mean_fwd},
+    {"accumulate", one_setup, accum_fwd},
+    {"softmax", sm_setup, sm_fwd},
+    {"softmax_mask", sm_mask_setup, sm_mask_fwd},
+    {"softmax_causal", sm_causal_setup, sm_causal_fwd},
+    {"cross_entropy", ce_setup, ce_fwd},
+    {"gather_rows", gather_setup, gather_fwd},
+    {"concat", concat_setup, concat_fwd},
+    {"slice", concat_setup, slice_fwd},
+    {"dropout", one_setup, dropout_fwd},
+    {"gru_cell", gru_setup, gru_fwd},
+    {"lstm_cell", lstm_setup, lstm_fwd},
+    {"layer_embedding", emb_layer_setup, emb_layer_fwd},
+    {"layer_linear", lin_setup, lin_layer_fwd},
+    {"layer_gru_bidir_2layers", gru_bi2_setup, rnn_fwd},
+    {"layer_gru_h0", gru_uni_h0_setup, rnn_fwd},
+    {"layer_lstm_h0_c0", lstm_uni_setup, rnn_fwd},
+    {"layer_lstm_bidir", lstm_bi_setup, rnn_fwd},
+};
+#define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+ParameterizedTestParameters(gradcheck, op) {
+    static int idx[N_CASES];
+    for (int i = 0; i < N_CASES; i++) idx[i] = i;
+    return cr_make_param_array(int, idx, N_CASES);
+}
+
+ParameterizedTest(int *i, gradcheck, op) {
+    char why[256] = "";
+    cr_log_info("case %s", CASES[*i].name);
+    bool ok = gc_run(&CASES[*i], why, sizeof why, NULL);
+    cr_assert(ok, "%s", why);
+}
+
+/* Every op of the op table must be exercised by some check above: a new op without a
+ * gradient check fails here. */
+Test(gradcheck, every_op_is_checked) {
+    bool seen[OP_COUNT] = {false};
+    char why[256];
+    for (int i = 0; i < N_CASES; i++) gc_run(&CASES[i], why, sizeof why, seen);
+    for (int op = 0; op < OP_COUNT; op++) cr_expect(seen[op], "op %s has no gradient check", OP_NAME[op]);
+}
+
+/* The checker itself must catch a wrong gradient: a deliberately broken backward. */
+static void broken_fwd(Tape *t, Gc *g) {
+    Tensor *y = op_tanh(t, g->leaf[0]);
+    t->nodes[t->n_nodes - 1].op = OP_SIGMOID; /* tanh's forward with sigmoid's backward */
+    OUT(g, y);
+}
+Test(gradcheck, detects_a_wrong_backward) {
+    GradCase c = {"broken", one_setup, broken_fwd};
+    char why[256] = "";
+    cr_assert(!gc_run(&c, why, sizeof why, NULL), "a wrong gradient passed the check");
+}

@@ -1,0 +1,66 @@
+/* test_optim.c — Adam against two steps derived by hand, SGD, global-norm clipping. */
+#include "test_util.h"
+#include "s2s/optim.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+
+static ParamStore one_param(Tensor **p, int n) {
+    ParamStore ps;
+    params_init(&ps);
+    *p = params_add(&ps, "p", 1, (int[]){n});
+    params_alloc(&ps);
+    return ps;
+}
+
+/* By hand, lr 1e-3, β 0.9/0.999, ε 1e-8, p0 = 1:
+ * step 1, g = 0.5:  m = 0.05, v = 0.00025; m̂ = 0.5, v̂ = 0.25;
+ *                   p1 = 1 − 1e-3 · 0.5 / (0.5 + 1e-8)
+ * step 2, g = −1:   m = 0.045 − 0.1 = −0.055, v = 0.00024975 + 0.001 = 0.00124975;
+ *                   p2 = p1 − 1e-3 · (m / 0.19) / (sqrt(v / 0.001999) + 1e-8) */
+Test(optim, adam_two_steps_by_hand) {
+    Tensor *p;
+    ParamStore ps = one_param(&p, 1);
+    p->data[0] = 1.0f;
+    Adam a = adam_default();
+    p->grad[0] = 0.5f;
+    adam_step(&a, &ps);
+    double p1 = 1.0 - 1e-3 * 0.5 / (0.5 + 1e-8);
+    cr_expect(fabs(p->data[0] - p1) < 1e-7, "step 1: %.9f vs %.9f", p->data[0], p1);
+    p->grad[0] = -1.0f;
+    adam_step(&a, &ps);
+    double m = -0.055, v = 0.00124975;
+    double p2 = p1 - 1e-3 * (m / 0.19) / (sqrt(v / 0.001999) + 1e-8);
+    cr_expect(fabs(p->data[0] - p2) < 1e-7, "step 2: %.9f vs %.9f", p->data[0], p2);
+    cr_expect_eq(a.step, 2);
+    params_free(&ps);
+}
+
+Test(optim, sgd) {
+    Tensor *p;
+    ParamStore ps = one_param(&p, 2);
+    p->data[0] = 1.0f;
+    p->data[1] = -2.0f;
+    p->grad[0] = 0.5f;
+    p->grad[1] = 1.0f;
+    sgd_step(&ps, 0.1f);
+    cr_expect_float_eq(p->data[0], 0.95f, 1e-7);
+    cr_expect_float_eq(p->data[1], -2.1f, 1e-7);
+    params_free(&ps);
+}
+
+Test(optim, clip_global_norm) {
+    Tensor *p;
+    ParamStore ps = one_param(&p, 2);
+    p->grad[0] = 3.0f;
+    p->grad[1] = 4.0f;
+    double n = grad_clip_global_norm(&ps, 10.0);
+    cr_expect_float_eq(n, 5.0, 1e-9);
+    cr_expect_eq(p->grad[0], 3.0f, "below the limit nothing changes");
+    n = grad_clip_global_norm(&ps, 1.0);
+    cr_expect_float_eq(n, 5.0, 1e-9);
+    cr_expect_float_eq(p->grad[0], 0.6f, 1e-6);
+    cr_expect_float_eq(p->grad[1], 0.8f, 1e-6);
+    cr_expect_float_eq(grad_global_norm(&ps), 1.0, 1e-6);
+    params_free(&ps);
+}

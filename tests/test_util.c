@@ -1,0 +1,163 @@
+/* test_util.c — see test_util.h. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tu_fill(Tensor *t, Rng *rng, float lo, float hi) {
+    for (size_t i = 0; i < t->size; i++) t->data[i] = rng_uniform_range(rng, lo, hi);
+}
+
+bool tu_close(const float *actual, const double *expected, size_t n, double rtol, char *why, size_t why_n) {
+    double maxabs = 0.0;
+    for (size_t i = 0; i < n; i++) maxabs = fmax(maxabs, fabs(expected[i]));
+    for (size_t i = 0; i < n; i++) {
+        double tol = rtol * (fabs(expected[i]) + 0.1 * maxabs) + 1e-12;
+        if (!(fabs((double)actual[i] - expected[i]) <= tol)) {
+            if (why) snprintf(why, why_n, "index %zu: got %.9g, expected %.9g (tol %.3g)", i, actual[i], expected[i], tol);
+            return false;
+        }
+    }
+    return true;
+}
+
+const char *tu_golden_dir(void) {
+    const char *d = getenv("S2S_GOLDEN_DIR");
+    return d && *d ? d : "../shared/golden";
+}
+
+cJSON *tu_json_load(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    buf[got] = '\0';
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    return j;
+}
+
+static long flatten(const cJSON *node, double *out, size_t cap, size_t k) {
+    if (cJSON_IsNumber(node)) {
+        if (k < cap) out[k] = node->valuedouble;
+        return (long)k + 1;
+    }
+    if (!cJSON_IsArray(node)) return -1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, node) {
+        long r = flatten(e, out, cap, k);
+        if (r < 0) return -1;
+        k = (size_t)r;
+    }
+    return (long)k;
+}
+
+long tu_json_flatten(const cJSON *node, double *out, size_t cap) { return flatten(node, out, cap, 0); }
+
+Tensor *tu_json_tensor(const cJSON *node, int ndim, const int *shape, bool with_grad) {
+    Tensor *t = tensor_new(ndim, shape, with_grad);
+    double *tmp = malloc(t->size * sizeof *tmp);
+    long n = tu_json_flatten(node, tmp, t->size);
+    if (n != (long)t->size) {
+        free(tmp);
+        tensor_free(t);
+        return NULL;
+    }
+    for (size_t i = 0; i < t->size; i++) t->data[i] = (float)tmp[i];
+    free(tmp);
+    return t;
+}
+
+/* ---- gradient check ---- */
+#define GC_EPS 1e-2
+#define GC_RTOL 1e-2
+#define GC_ATOL 1e-3
+#define GC_SAMPLES 10 /* coordinates per leaf */
+
+Tensor *gc_leaf(Gc *g, int ndim, const int *shape, float lo, float hi) {
+    S2S_ASSERT(g->n_leaves < GC_MAX_LEAVES);
+    Tensor *t = tensor_new(ndim, shape, true);
+    tu_fill(t, &g->rng, lo, hi);
+    g->leaf[g->n_leaves++] = t;
+    return t;
+}
+
+void gc_free(Gc *g) {
+    for (int i = 0; i < g->n_leaves; i++) tensor_free(g->leaf[i]);
+    g->n_leaves = 0;
+}
+
+/* Σ_k Σ_i seed_k[i] · out_k[i], in double. */
+static double seeded_loss(const Gc *g, float *const *seed) {
+    double s = 0.0;
+    for (int k = 0; k < g->n_outs; k++)
+        for (size_t i = 0; i < g->out[k]->size; i++) s += (double)seed[k][i] * g->out[k]->data[i];
+    return s;
+}
+
+static double loss_at(const GradCase *c, Gc *g, Tape *t, float *const *seed) {
+    tape_reset(t);
+    g->n_outs = 0;
+    c->forward(t, g);
+    return seeded_loss(g, seed);
+}
+
+bool gc_run(const GradCase *c, char *why, size_t why_n, bool *seen) {
+    Gc g;
+    memset(&g, 0, sizeof g);
+    rng_init(&g.rng, 1234, 7);
+    c->setup(&g);
+    Tape t;
+    tape_init(&t, 1 << 16);
+    c->forward(&t, &g);
+    if (seen)
+        for (int i = 0; i < t.n_nodes; i++) seen[t.nodes[i].op] = true;
+    /* analytic: seed each output with a random r (a plain sum would hide transposes) */
+    float *seed[GC_MAX_OUTS];
+    Rng sr;
+    rng_init(&sr, 99, 3);
+    for (int k = 0; k < g.n_outs; k++) {
+        seed[k] = malloc(g.out[k]->size * sizeof(float));
+        for (size_t i = 0; i < g.out[k]->size; i++) seed[k][i] = rng_uniform_range(&sr, -1.0f, 1.0f);
+        float *gr = tensor_grad(&t, g.out[k]);
+        for (size_t i = 0; i < g.out[k]->size; i++) gr[i] += seed[k][i];
+    }
+    int n_outs = g.n_outs;
+    tape_propagate(&t);
+    bool ok = true;
+    for (int l = 0; l < g.n_leaves && ok; l++) {
+        Tensor *x = g.leaf[l];
+        float *analytic = malloc(x->size * sizeof(float));
+        memcpy(analytic, x->grad, x->size * sizeof(float));
+        size_t step = x->size > GC_SAMPLES ? x->size / GC_SAMPLES : 1;
+        for (size_t i = (x->size > GC_SAMPLES ? l % step : 0); i < x->size && ok; i += step) {
+            float orig = x->data[i];
+            x->data[i] = (float)(orig + GC_EPS);
+            double lp = loss_at(c, &g, &t, seed);
+            x->data[i] = (float)(orig - GC_EPS);
+            double lm = loss_at(c, &g, &t, seed);
+            x->data[i] = orig;
+            double num = (lp - lm) / (2.0 * GC_EPS);
+            double a = analytic[i];
+            if (fabs(a - num) > GC_ATOL + GC_RTOL * fmax(fabs(a), fabs(num))) {
+                snprintf(why, why_n, "%s: leaf %d element %zu: analytic %.6g, numeric %.6g", c->name, l, i, a, num);
+                ok = false;
+            }
+        }
+        free(analytic);
+    }
+    if (g.n_outs != n_outs && ok) {
+        snprintf(why, why_n, "%s: forward made %d outputs, then %d", c->name, n_outs, g.n_outs);
+        ok = false;
+    }
+    for (int k = 0; k < n_outs; k++) free(seed[k]);
+    tape_free(&t);
+    gc_free(&g);
+    return ok;
+}

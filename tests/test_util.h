@@ -1,0 +1,57 @@
+/* test_util.h — shared test helpers: random tensors, closeness checks, golden JSON
+ * reading, and the finite-difference gradient checker. */
+#ifndef S2S_TEST_UTIL_H
+#define S2S_TEST_UTIL_H
+
+#include "s2s/common.h"
+#include "s2s/nn.h"
+#include "s2s/ops.h"
+
+#include <cjson/cJSON.h>
+
+/* Fills t->data uniform in [lo, hi]. */
+void tu_fill(Tensor *t, Rng *rng, float lo, float hi);
+
+/* Relative closeness: |a_i − e_i| ≤ rtol·(|e_i| + 0.1·max|e|) for every i. On failure
+ * writes the worst index and values to why (when not NULL) and returns false. */
+bool tu_close(const float *actual, const double *expected, size_t n, double rtol, char *why, size_t why_n);
+
+/* Golden JSON. tu_golden_path joins $S2S_GOLDEN_DIR (default ../shared/golden) and name. */
+const char *tu_golden_dir(void);
+cJSON *tu_json_load(const char *path);
+/* Flattens a nested numeric list into out (up to cap), returns the count (−1 on a
+ * non-number). */
+long tu_json_flatten(const cJSON *node, double *out, size_t cap);
+/* Loads a nested list into a new heap tensor of the given shape (asserting the count). */
+Tensor *tu_json_tensor(const cJSON *node, int ndim, const int *shape, bool with_grad);
+
+/* ---- finite-difference gradient check ---- */
+#define GC_MAX_LEAVES 24
+#define GC_MAX_OUTS 4
+
+typedef struct Gc {
+    Tensor *leaf[GC_MAX_LEAVES];
+    int n_leaves;
+    Tensor *out[GC_MAX_OUTS]; /* set by the case's forward */
+    int n_outs;
+    Rng rng;
+    /* case data: ids, targets, masks, lengths */
+    int32_t ids[256];
+    uint8_t mask[256];
+    int lens[16];
+    int flags;
+} Gc;
+
+typedef struct GradCase {
+    const char *name;
+    void (*setup)(Gc *g);               /* makes the leaves with gc_leaf */
+    void (*forward)(Tape *t, Gc *g);    /* fills g->out from g->leaf */
+} GradCase;
+
+Tensor *gc_leaf(Gc *g, int ndim, const int *shape, float lo, float hi);
+/* Runs the check; returns false and fills why on the first mismatch. Also reports the
+ * ops recorded by the case's forward in seen[OP_COUNT] when not NULL. */
+bool gc_run(const GradCase *c, char *why, size_t why_n, bool *seen);
+void gc_free(Gc *g);
+
+#endif
