@@ -14,7 +14,7 @@ bool tu_close(const float *actual, const double *expected, size_t n, double rtol
     double maxabs = 0.0;
     for (size_t i = 0; i < n; i++) maxabs = fmax(maxabs, fabs(expected[i]));
     for (size_t i = 0; i < n; i++) {
-        double tol = rtol * (fabs(expected[i]) + 0.1 * maxabs) + 1e-12;
+        double tol = rtol * (fabs(expected[i]) + 0.1 * maxabs) + TU_ATOL;
         if (!(fabs((double)actual[i] - expected[i]) <= tol)) {
             if (why) snprintf(why, why_n, "index %zu: got %.9g, expected %.9g (tol %.3g)", i, actual[i], expected[i], tol);
             return false;

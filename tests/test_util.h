@@ -12,8 +12,10 @@
 /* Fills t->data uniform in [lo, hi]. */
 void tu_fill(Tensor *t, Rng *rng, float lo, float hi);
 
-/* Relative closeness: |a_i − e_i| ≤ rtol·(|e_i| + 0.1·max|e|) for every i. On failure
- * writes the worst index and values to why (when not NULL) and returns false. */
+/* Closeness: |a_i − e_i| ≤ rtol·(|e_i| + 0.1·max|e|) + TU_ATOL for every i. The absolute
+ * floor (1e-8) only matters for values that are exactly 0 in exact arithmetic (float32
+ * rounding leaves ~1e-10 there). On failure writes the index and values to why. */
+#define TU_ATOL 1e-8
 bool tu_close(const float *actual, const double *expected, size_t n, double rtol, char *why, size_t why_n);
 
 /* Golden JSON. tu_golden_path joins $S2S_GOLDEN_DIR (default ../shared/golden) and name. */

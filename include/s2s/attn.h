@@ -1,0 +1,44 @@
+/* attn.h — pluggable attention: a table of variants chosen by name.
+ *
+ * Every variant maps decoder states (T, B, Hd) and encoder states (S, B, D), with a source
+ * mask (B, S) (1 = real token), to a context (T, B, D) for all decoder steps at once, and
+ * returns its weights (B, T, S) where it has any. An Attention borrows its parameters from
+ * the ParamStore (declared under PyTorch's names, prefix.W_q.weight, …). */
+#ifndef S2S_ATTN_H
+#define S2S_ATTN_H
+
+#include "s2s/nn.h"
+
+typedef struct Attention Attention;
+
+typedef struct AttnVariant {
+    const char *name;
+    const char *summary;
+    bool has_weights;    /* false: no weights to draw (dummy) */
+    bool needs_same_dim; /* scores are h · enc_t: decoder hidden must equal encoder output */
+    void (*init)(Attention *a, ParamStore *ps, const char *prefix);
+    Tensor *(*forward)(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
+                       Tensor **weights);
+} AttnVariant;
+
+struct Attention {
+    const AttnVariant *v;
+    int dec_dim, enc_dim, kq;
+    Linear q, k;  /* scaled_dot: W_q, W_k (with bias); general: k = W (no bias); additive: W_q, W_k */
+    Tensor *v_a;  /* additive: v (A) */
+};
+
+extern const AttnVariant ATTN_VARIANTS[];
+extern const int ATTN_VARIANT_COUNT;
+
+/* The variant called name, or NULL. */
+const AttnVariant *attn_find(const char *name);
+/* Declares the variant's parameters. kq: the key/query size (scaled_dot, additive). */
+void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *prefix, int dec_dim,
+               int enc_dim, int kq);
+/* dec (T, B, Hd), enc (S, B, D), src_mask (B, S) → context (T, B, D); *weights gets
+ * (B, T, S) or NULL. */
+Tensor *attn_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
+                     Tensor **weights);
+
+#endif

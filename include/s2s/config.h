@@ -1,0 +1,92 @@
+/* config.h — the run configuration: task, model and training settings, read from JSON
+ * (cJSON) with every key checked against one schema table.
+ *
+ * A Config is a plain value (fixed-size strings, no pointers), so it can be copied, and
+ * written back as the resolved config (defaults included) beside a run and inside model
+ * files. Errors name the file, the key (and its line and column where the file has it), and
+ * what was expected; unknown keys are errors with a suggestion. */
+#ifndef S2S_CONFIG_H
+#define S2S_CONFIG_H
+
+#include "s2s/common.h"
+
+#include <stdint.h>
+
+#define CONFIG_STR 256
+
+typedef struct ConfigTask {
+    char type[16];          /* "reverse" | "translate" */
+    /* reverse */
+    char alphabet[128];     /* the characters to reverse (ASCII) */
+    int min_len, max_len;   /* source lengths, inclusive */
+    int train_size, valid_size, test_size;
+    int data_seed;          /* the dataset's own seed, independent of the training seed */
+    bool source_markers;    /* wrap sources in <sos> ... <eos> too */
+    /* translate */
+    char data_dir[CONFIG_STR];
+    char src_lang[8], trg_lang[8];
+    char train_prefix[64], valid_prefix[64], test_prefix[64];
+    int min_freq, max_vocab, max_train_len;
+} ConfigTask;
+
+typedef struct ConfigModel {
+    char cell[8];           /* "gru" | "lstm" */
+    bool bidirectional;
+    int layers;
+    char embedding_type[16]; /* "learned" | "onehot" (frozen identity, size = vocabulary) */
+    int embedding, encoder_hidden, decoder_hidden;
+    float dropout;          /* on the embeddings */
+    char attention[32];     /* a name from the attention table */
+    int kq;                 /* key/query size of scaled_dot */
+    char combine[16];       /* "concat" | "luong" */
+    float init_range;       /* parameters uniform in [-init_range, init_range] */
+} ConfigModel;
+
+typedef struct ConfigTrain {
+    char optimizer[8];      /* "adam" | "sgd" */
+    float lr;
+    int batch_size;         /* sentences per batch */
+    int epochs;
+    long max_steps;         /* stop after this many optimizer steps (0: no limit) */
+    float clip;             /* global gradient norm limit (0: none) */
+    int log_every;          /* steps between log lines */
+    int threads;            /* OpenBLAS threads (0: leave the library's choice) */
+    char metric[24];        /* what picks the best checkpoint */
+    int patience;           /* epochs without improvement before stopping (0: never) */
+    float lr_decay;         /* multiply lr on a plateau (1: never) */
+    int max_decode_len;     /* greedy decoding limit (0: 2 × source length + 10) */
+    int eval_batch_size;
+} ConfigTrain;
+
+typedef struct Config {
+    char name[64];          /* the run's name: runs/<name>/ */
+    long seed;              /* initialisation, dropout and batch order */
+    ConfigTask task;
+    ConfigModel model;
+    ConfigTrain train;
+    char path[CONFIG_STR];  /* the file it came from, for messages ("" when built) */
+} Config;
+
+/* The defaults of every key. */
+void config_defaults(Config *c);
+/* Reads a JSON file over the defaults. */
+S2sStatus config_load(Config *c, const char *path, S2sError *err);
+/* Parses JSON text over the current values; `origin` names it in messages. */
+S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError *err);
+/* `key=value` by dotted path ("model.attention") or by a unique leaf name ("attention").
+ * The value is JSON, or a bare string. */
+S2sStatus config_set(Config *c, const char *assignment, S2sError *err);
+/* Cross-field checks (min_len ≤ max_len, ...). Model-specific checks live in the model. */
+S2sStatus config_check(const Config *c, S2sError *err);
+/* The resolved config as JSON text (malloc'd, caller frees). */
+char *config_to_json(const Config *c);
+/* Every key of the schema, for docs and tests: path, type, meaning. */
+typedef struct ConfigKeyInfo {
+    const char *path;
+    const char *type;
+    const char *help;
+} ConfigKeyInfo;
+int config_key_count(void);
+ConfigKeyInfo config_key_info(int i);
+
+#endif

@@ -1,0 +1,86 @@
+/* data.h — vocabularies, datasets of id sequences, and padded time-major batches.
+ *
+ * A Vocab owns its token strings and a hash index. A Dataset owns one flat id array with
+ * per-example offsets: sources without markers (unless the task asks), targets as
+ * <sos> … <eos>. A Batch owns reusable buffers that grow to the largest batch seen; it
+ * borrows nothing. The special ids are fixed: <pad> 0, <unk> 1, <sos> 2, <eos> 3. */
+#ifndef S2S_DATA_H
+#define S2S_DATA_H
+
+#include "s2s/common.h"
+#include "s2s/config.h"
+#include "s2s/rng.h"
+
+#include <stdint.h>
+
+enum { TOK_PAD = 0, TOK_UNK = 1, TOK_SOS = 2, TOK_EOS = 3, TOK_SPECIALS = 4 };
+
+typedef struct Vocab {
+    char **tokens;   /* id → token */
+    int size, cap;
+    int32_t *slots;  /* open-addressing hash: id + 1, or 0 for empty */
+    int n_slots;
+} Vocab;
+
+/* An empty vocabulary holding only the four specials. */
+void vocab_init(Vocab *v);
+void vocab_free(Vocab *v);
+int vocab_add(Vocab *v, const char *tok);       /* id (existing or new) */
+int vocab_find(const Vocab *v, const char *tok); /* id or −1 */
+int vocab_id(const Vocab *v, const char *tok);   /* id or TOK_UNK */
+
+typedef struct Dataset {
+    int n;
+    int32_t *ids;        /* all sequences back to back */
+    size_t *src_off, *trg_off;
+    int *src_len, *trg_len;
+    size_t n_ids, cap_ids;
+    int cap;
+} Dataset;
+
+void dataset_init(Dataset *d);
+void dataset_free(Dataset *d);
+void dataset_add(Dataset *d, const int32_t *src, int src_len, const int32_t *trg, int trg_len);
+
+/* String reversal: the vocabulary is the specials then the alphabet's characters; train,
+ * valid and test are drawn from task.data_seed, with valid and test strings kept out of
+ * train (and test out of valid) where the space of strings allows. */
+typedef struct ReverseData {
+    Vocab vocab;
+    Dataset train, valid, test;
+} ReverseData;
+S2sStatus reverse_make(ReverseData *rd, const ConfigTask *task, S2sError *err);
+void reverse_free(ReverseData *rd);
+/* Characters of text → ids (with markers if asked). Returns the count, or −1 for a
+ * character outside the vocabulary (*bad gets it). */
+int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out, int cap, char *bad);
+
+typedef struct Batch {
+    int B, S, T;
+    int32_t *src;      /* (S, B) time-major, TOK_PAD-padded */
+    int32_t *trg;      /* (T, B) */
+    int *src_len, *trg_len; /* (B) */
+    uint8_t *src_mask; /* (B, S): 1 at real source tokens */
+    int *index;        /* (B) each row's example in the dataset */
+    size_t cap_src, cap_trg, cap_b;
+} Batch;
+
+void batch_init(Batch *b);
+void batch_free(Batch *b);
+/* Rows idx[0..n) of d, padded. */
+void batch_fill(Batch *b, const Dataset *d, const int *idx, int n);
+
+/* An epoch's batches: a permutation of the examples cut into consecutive runs. */
+typedef struct BatchPlan {
+    int *order;   /* (n) example indices */
+    int *start;   /* (n_batches + 1) */
+    int n, n_batches;
+} BatchPlan;
+
+/* Length-bucketed batches: with rng, the examples are shuffled, sorted by length inside
+ * windows of `window` batches, cut, and the batches shuffled; without rng (evaluation),
+ * sorted by length overall. */
+void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int window, Rng *rng);
+void batchplan_free(BatchPlan *p);
+
+#endif

@@ -1,0 +1,55 @@
+/* model.h — the encoder–decoder with attention, wired exactly as ../shared/golden/README.md
+ * defines it, and its greedy decoder.
+ *
+ * A Seq2Seq owns its ParamStore (weights, gradients, moments) and the layer structs that
+ * borrow from it; it borrows nothing. Forward passes allocate on the caller's tape.
+ * Encoder: embedding → (dropout) → RNN over the real tokens. Bridge: bidirectional →
+ * ReLU(fc([h_fwd_last ; h_bwd_first])) per layer (LSTM cell state 0); unidirectional → the
+ * encoder's final state. Decoder: embedding of trg[0..T-2] → (dropout) → RNN over the whole
+ * target at once (no input feeding), then attention and the output layer over all steps. */
+#ifndef S2S_MODEL_H
+#define S2S_MODEL_H
+
+#include "s2s/attn.h"
+#include "s2s/config.h"
+#include "s2s/data.h"
+
+typedef struct Seq2Seq {
+    ConfigModel cfg;
+    int src_vocab, trg_vocab;
+    int enc_dim;              /* encoder output size: dirs · encoder_hidden */
+    ParamStore params;
+    Embedding enc_emb, dec_emb;
+    Rnn enc_rnn, dec_rnn;
+    Linear bridge;            /* bidirectional only: (Hd, 2·He) */
+    Attention attn;
+    Linear w_c;               /* luong only: (Hd, D + Hd), no bias */
+    Linear out;               /* (V, D + Hd) for concat, (V, Hd) for luong */
+} Seq2Seq;
+
+/* Checks the model section (names, sizes, cross-field constraints); messages start with
+ * `origin` (the config file). */
+S2sStatus model_check_config(const ConfigModel *cfg, const char *origin, S2sError *err);
+/* Declares and allocates the parameters (zeroed). */
+S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, S2sError *err);
+void model_free(Seq2Seq *m);
+/* Uniform in [-init_range, init_range] from rng; one-hot embeddings become the identity. */
+void model_init_weights(Seq2Seq *m, Rng *rng);
+
+typedef struct ModelOutput {
+    Tensor *loss;       /* (1): mean cross-entropy over non-pad targets */
+    Tensor *logits;     /* (T-1, B, V) */
+    Tensor *attention;  /* (B, T-1, S), or NULL for dummy */
+    int n_tokens;       /* non-pad targets */
+} ModelOutput;
+
+/* Teacher-forced forward (and loss) of a batch. dropout_rng may be NULL when the tape is
+ * not training. */
+ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *dropout_rng);
+
+/* Greedy decoding of a batch (no gradients): out (B, max_len) ids without <sos>, each row
+ * ending at its <eos> (not stored) or at max_len; out_len (B). attn, when not NULL, gets
+ * (B, max_len, S) weights (0 where the variant has none). */
+void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn);
+
+#endif

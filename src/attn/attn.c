@@ -1,0 +1,119 @@
+/* attn.c — the variant table and the shared score → softmax → context path. */
+#include "s2s/attn.h"
+#include "s2s/common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* weights = softmax(scores, mask) (B, T, S); context = weights · enc → (T, B, D). */
+static Tensor *attend(Tape *t, Tensor *scores, Tensor *enc, const uint8_t *src_mask, Tensor **weights) {
+    int B = enc->shape[1];
+    Tensor *w = op_softmax(t, scores, src_mask, B);
+    *weights = w;
+    return op_matmul(t, w, enc, MM_B_TM | MM_OUT_TM);
+}
+
+/* scores (B, T, S) = q (T, B, K) · k (S, B, K)^T */
+static Tensor *dot_scores(Tape *t, Tensor *q, Tensor *k) {
+    return op_matmul(t, q, k, MM_A_TM | MM_B_TM | MM_TRANS_B);
+}
+
+static void no_params(Attention *a, ParamStore *ps, const char *prefix) {
+    (void)a, (void)ps, (void)prefix;
+}
+
+/* ---- dummy: a zero context; the decoder sees no source beyond its initial state ---- */
+static Tensor *dummy_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
+                             Tensor **weights) {
+    (void)a, (void)m;
+    *weights = NULL;
+    return tape_zeros(t, 3, (int[]){dec->shape[0], dec->shape[1], enc->shape[2]});
+}
+
+/* ---- meanpool: the mean of the real encoder states, the same for every step ---- */
+static Tensor *meanpool_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
+                                Tensor **weights) {
+    (void)a;
+    int T = dec->shape[0], B = dec->shape[1], S = enc->shape[0];
+    Tensor *w = tape_tensor3(t, B, T, S); /* constant: mask / length */
+    for (int b = 0; b < B; b++) {
+        int len = 0;
+        for (int s = 0; s < S; s++) len += m[b * S + s] != 0;
+        for (int i = 0; i < T; i++)
+            for (int s = 0; s < S; s++)
+                w->data[((size_t)b * T + i) * S + s] = len && m[b * S + s] ? 1.0f / (float)len : 0.0f;
+    }
+    *weights = w;
+    return op_matmul(t, w, enc, MM_B_TM | MM_OUT_TM);
+}
+
+/* ---- dot: h · enc_t ---- */
+static Tensor *dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
+                           Tensor **weights) {
+    (void)a;
+    return attend(t, dot_scores(t, dec, enc), enc, m, weights);
+}
+
+/* ---- scaled_dot: (W_q h) · (W_k enc_t) / sqrt(kq) ---- */
+static void scaled_dot_init(Attention *a, ParamStore *ps, const char *prefix) {
+    char name[PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%s.W_q", prefix);
+    linear_init(&a->q, ps, name, a->dec_dim, a->kq, true);
+    snprintf(name, sizeof name, "%s.W_k", prefix);
+    linear_init(&a->k, ps, name, a->enc_dim, a->kq, true);
+}
+
+static Tensor *scaled_dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
+                                  Tensor **weights) {
+    Tensor *q = linear_forward(t, &a->q, dec), *k = linear_forward(t, &a->k, enc);
+    Tensor *scores = op_scale(t, dot_scores(t, q, k), 1.0f / sqrtf((float)a->kq));
+    return attend(t, scores, enc, m, weights);
+}
+
+/* ---- general (Luong's bilinear): h^T W enc_t ---- */
+static void general_init(Attention *a, ParamStore *ps, const char *prefix) {
+    char name[PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%s.W", prefix);
+    linear_init(&a->k, ps, name, a->enc_dim, a->dec_dim, false);
+}
+
+static Tensor *general_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
+                               Tensor **weights) {
+    return attend(t, dot_scores(t, dec, linear_forward(t, &a->k, enc)), enc, m, weights);
+}
+
+const AttnVariant ATTN_VARIANTS[] = {
+    {"dummy", "zero context (no attention)", false, false, no_params, dummy_forward},
+    {"meanpool", "mean of the encoder states", true, false, no_params, meanpool_forward},
+    {"dot", "h . enc_t (needs decoder_hidden = encoder output size)", true, true, no_params, dot_forward},
+    {"scaled_dot", "(W_q h) . (W_k enc_t) / sqrt(kq)", true, false, scaled_dot_init, scaled_dot_forward},
+    {"general", "h^T W enc_t (Luong's bilinear)", true, false, general_init, general_forward},
+};
+const int ATTN_VARIANT_COUNT = (int)(sizeof ATTN_VARIANTS / sizeof ATTN_VARIANTS[0]);
+
+const AttnVariant *attn_find(const char *name) {
+    for (int i = 0; i < ATTN_VARIANT_COUNT; i++)
+        if (strcmp(ATTN_VARIANTS[i].name, name) == 0) return &ATTN_VARIANTS[i];
+    return NULL;
+}
+
+void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *prefix, int dec_dim,
+               int enc_dim, int kq) {
+    memset(a, 0, sizeof *a);
+    a->v = v;
+    a->dec_dim = dec_dim;
+    a->enc_dim = enc_dim;
+    a->kq = kq;
+    S2S_ASSERT(!v->needs_same_dim || dec_dim == enc_dim);
+    v->init(a, ps, prefix);
+}
+
+Tensor *attn_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
+                     Tensor **weights) {
+    S2S_ASSERT(dec->ndim == 3 && enc->ndim == 3 && dec->shape[1] == enc->shape[1]);
+    Tensor *w = NULL;
+    Tensor *ctx = a->v->forward(t, a, dec, enc, src_mask, &w);
+    if (weights) *weights = w;
+    return ctx;
+}

@@ -1,0 +1,124 @@
+/* reverse.c — the string-reversal task: deterministic data from the config. */
+#include "s2s/data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out, int cap, char *bad) {
+    int n = 0;
+    if (markers) {
+        if (n >= cap) return -2;
+        out[n++] = TOK_SOS;
+    }
+    for (const char *p = text; *p; p++) {
+        char tok[2] = {*p, '\0'};
+        int id = vocab_find(v, tok);
+        if (id < TOK_SPECIALS) {
+            if (bad) *bad = *p;
+            return -1;
+        }
+        if (n >= cap) return -2;
+        out[n++] = id;
+    }
+    if (markers) {
+        if (n >= cap) return -2;
+        out[n++] = TOK_EOS;
+    }
+    return n;
+}
+
+/* A set of strings, to keep held-out strings out of training. */
+typedef struct StrSet {
+    uint64_t *h; /* 0 = empty */
+    size_t n, cap;
+} StrSet;
+
+static uint64_t hash64(const char *s, int len) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+static bool set_has(const StrSet *s, uint64_t h) {
+    if (!s->cap) return false;
+    for (size_t i = h & (s->cap - 1); s->h[i]; i = (i + 1) & (s->cap - 1))
+        if (s->h[i] == h) return true;
+    return false;
+}
+
+static void set_add(StrSet *s, uint64_t h) {
+    if (2 * (s->n + 1) > s->cap) {
+        StrSet t = {NULL, 0, s->cap ? 2 * s->cap : 1024};
+        t.h = s2s_xcalloc(t.cap, sizeof *t.h);
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->h[i]) set_add(&t, s->h[i]);
+        free(s->h);
+        *s = t;
+    }
+    if (set_has(s, h)) return;
+    size_t i = h & (s->cap - 1);
+    while (s->h[i]) i = (i + 1) & (s->cap - 1);
+    s->h[i] = h;
+    s->n++;
+}
+
+/* Draws n strings into d; strings in `avoid` are redrawn (up to a bound, so a tiny string
+ * space still terminates), and every string drawn is added to `seen`. */
+static void draw(Dataset *d, int n, const ConfigTask *task, const Vocab *v, Rng *rng, const StrSet *avoid,
+                 StrSet *seen) {
+    int alpha = (int)strlen(task->alphabet), M = task->max_len + 2;
+    char *s = s2s_xmalloc((size_t)M);
+    int32_t *src = s2s_xmalloc((size_t)M * sizeof *src), *trg = s2s_xmalloc((size_t)M * sizeof *trg);
+    for (int k = 0; k < n; k++) {
+        int len = 0;
+        for (int tries = 0; tries < 100; tries++) {
+            len = task->min_len + (int)rng_below(rng, (uint32_t)(task->max_len - task->min_len + 1));
+            for (int i = 0; i < len; i++) s[i] = task->alphabet[rng_below(rng, (uint32_t)alpha)];
+            if (!avoid || !set_has(avoid, hash64(s, len))) break;
+        }
+        set_add(seen, hash64(s, len));
+        int ns = 0, nt = 0;
+        if (task->source_markers) src[ns++] = TOK_SOS;
+        trg[nt++] = TOK_SOS;
+        for (int i = 0; i < len; i++) {
+            char tok[2] = {s[i], '\0'};
+            src[ns++] = vocab_find(v, tok);
+            tok[0] = s[len - 1 - i];
+            trg[nt++] = vocab_find(v, tok);
+        }
+        if (task->source_markers) src[ns++] = TOK_EOS;
+        trg[nt++] = TOK_EOS;
+        dataset_add(d, src, ns, trg, nt);
+    }
+    free(s);
+    free(src);
+    free(trg);
+}
+
+S2sStatus reverse_make(ReverseData *rd, const ConfigTask *task, S2sError *err) {
+    if (task->min_len < 1 || task->min_len > task->max_len)
+        return s2s_fail(err, S2S_ERR_CONFIG, "task: expected 1 <= min_len <= max_len, got %d and %d", task->min_len,
+                        task->max_len);
+    vocab_init(&rd->vocab);
+    for (const char *p = task->alphabet; *p; p++) vocab_add(&rd->vocab, (char[]){*p, '\0'});
+    dataset_init(&rd->train);
+    dataset_init(&rd->valid);
+    dataset_init(&rd->test);
+    Rng rng;
+    rng_init(&rng, (uint64_t)task->data_seed, RNG_STREAM_DATA);
+    StrSet held = {0}, train_seen = {0};
+    /* held-out strings first, so training can avoid them */
+    draw(&rd->test, task->test_size, task, &rd->vocab, &rng, NULL, &held);
+    draw(&rd->valid, task->valid_size, task, &rd->vocab, &rng, &held, &held);
+    draw(&rd->train, task->train_size, task, &rd->vocab, &rng, &held, &train_seen);
+    free(held.h);
+    free(train_seen.h);
+    return S2S_OK;
+}
+
+void reverse_free(ReverseData *rd) {
+    vocab_free(&rd->vocab);
+    dataset_free(&rd->train);
+    dataset_free(&rd->valid);
+    dataset_free(&rd->test);
+}

@@ -1,0 +1,473 @@
+/* config.c — the schema table, JSON parsing with positions, --set, resolved output. */
+#include "s2s/config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum KeyType { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL } KeyType;
+
+typedef struct Key {
+    const char *path;
+    KeyType type;
+    size_t off, size;
+    double min, max;
+    const char *choices; /* "a|b|c" for strings, or NULL */
+    const char *help;
+} Key;
+
+#define OFF(f) offsetof(Config, f), sizeof(((Config *)0)->f)
+#define BIG 1e15
+
+static const Key KEYS[] = {
+    {"name", K_STR, OFF(name), 0, 0, NULL, "run name: outputs go to runs/<name>/"},
+    {"seed", K_LONG, OFF(seed), 0, BIG, NULL, "seed of initialisation, dropout and batch order"},
+    {"task.type", K_STR, OFF(task.type), 0, 0, "reverse|translate", "the task"},
+    {"task.alphabet", K_STR, OFF(task.alphabet), 0, 0, NULL, "reverse: the characters of the strings"},
+    {"task.min_len", K_INT, OFF(task.min_len), 1, 10000, NULL, "reverse: shortest string"},
+    {"task.max_len", K_INT, OFF(task.max_len), 1, 10000, NULL, "reverse: longest string"},
+    {"task.train_size", K_INT, OFF(task.train_size), 1, 1e8, NULL, "reverse: training strings"},
+    {"task.valid_size", K_INT, OFF(task.valid_size), 1, 1e8, NULL, "reverse: validation strings"},
+    {"task.test_size", K_INT, OFF(task.test_size), 1, 1e8, NULL, "reverse: test strings"},
+    {"task.data_seed", K_INT, OFF(task.data_seed), 0, 2147483647, NULL, "reverse: seed of the generated data"},
+    {"task.source_markers", K_BOOL, OFF(task.source_markers), 0, 0, NULL, "wrap sources in <sos> ... <eos>"},
+    {"task.data_dir", K_STR, OFF(task.data_dir), 0, 0, NULL, "translate: folder of the tokenised files"},
+    {"task.src_lang", K_STR, OFF(task.src_lang), 0, 0, NULL, "translate: source language suffix"},
+    {"task.trg_lang", K_STR, OFF(task.trg_lang), 0, 0, NULL, "translate: target language suffix"},
+    {"task.train_prefix", K_STR, OFF(task.train_prefix), 0, 0, NULL, "translate: training file prefix"},
+    {"task.valid_prefix", K_STR, OFF(task.valid_prefix), 0, 0, NULL, "translate: validation file prefix"},
+    {"task.test_prefix", K_STR, OFF(task.test_prefix), 0, 0, NULL, "translate: test file prefix"},
+    {"task.min_freq", K_INT, OFF(task.min_freq), 1, 1e9, NULL, "translate: vocabulary minimum count"},
+    {"task.max_vocab", K_INT, OFF(task.max_vocab), 0, 1e8, NULL, "translate: vocabulary size limit (0: none)"},
+    {"task.max_train_len", K_INT, OFF(task.max_train_len), 0, 1e6, NULL, "translate: drop longer training pairs (0: keep all)"},
+    {"model.cell", K_STR, OFF(model.cell), 0, 0, "gru|lstm", "recurrent cell"},
+    {"model.bidirectional", K_BOOL, OFF(model.bidirectional), 0, 0, NULL, "bidirectional encoder"},
+    {"model.layers", K_INT, OFF(model.layers), 1, 8, NULL, "RNN layers (encoder and decoder)"},
+    {"model.embedding_type", K_STR, OFF(model.embedding_type), 0, 0, "learned|onehot", "learned, or frozen one-hot"},
+    {"model.embedding", K_INT, OFF(model.embedding), 1, 1e5, NULL, "embedding size (learned)"},
+    {"model.encoder_hidden", K_INT, OFF(model.encoder_hidden), 1, 1e5, NULL, "encoder hidden size per direction"},
+    {"model.decoder_hidden", K_INT, OFF(model.decoder_hidden), 1, 1e5, NULL, "decoder hidden size"},
+    {"model.dropout", K_FLOAT, OFF(model.dropout), 0, 0.99, NULL, "dropout on the embeddings"},
+    {"model.attention", K_STR, OFF(model.attention), 0, 0, "dummy|meanpool|dot|scaled_dot|general", "attention variant"},
+    {"model.kq", K_INT, OFF(model.kq), 1, 1e5, NULL, "key/query size of scaled_dot"},
+    {"model.combine", K_STR, OFF(model.combine), 0, 0, "concat|luong", "output: W[a;h]+b, or W_o tanh(W_c[a;h])"},
+    {"model.init_range", K_FLOAT, OFF(model.init_range), 0, 10, NULL, "uniform initialisation range"},
+    {"train.optimizer", K_STR, OFF(train.optimizer), 0, 0, "adam|sgd", "optimizer"},
+    {"train.lr", K_FLOAT, OFF(train.lr), 1e-12, 1e3, NULL, "learning rate"},
+    {"train.batch_size", K_INT, OFF(train.batch_size), 1, 1e6, NULL, "sentences per batch"},
+    {"train.epochs", K_INT, OFF(train.epochs), 1, 1e6, NULL, "epochs"},
+    {"train.max_steps", K_LONG, OFF(train.max_steps), 0, BIG, NULL, "stop after this many steps (0: no limit)"},
+    {"train.clip", K_FLOAT, OFF(train.clip), 0, 1e9, NULL, "global gradient-norm limit (0: none)"},
+    {"train.log_every", K_INT, OFF(train.log_every), 1, 1e9, NULL, "steps between log lines"},
+    {"train.threads", K_INT, OFF(train.threads), 0, 256, NULL, "OpenBLAS threads (0: library default)"},
+    {"train.metric", K_STR, OFF(train.metric), 0, 0, "exact_match|token_accuracy|valid_loss|bleu",
+     "validation metric that picks model.bin"},
+    {"train.patience", K_INT, OFF(train.patience), 0, 1e6, NULL, "epochs without improvement before stopping (0: never)"},
+    {"train.lr_decay", K_FLOAT, OFF(train.lr_decay), 1e-6, 1, NULL, "lr factor on a plateau (1: never)"},
+    {"train.max_decode_len", K_INT, OFF(train.max_decode_len), 0, 1e5, NULL, "greedy output limit (0: 2 x source + 10)"},
+    {"train.eval_batch_size", K_INT, OFF(train.eval_batch_size), 1, 1e6, NULL, "sentences per evaluation batch"},
+};
+#define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+
+void config_defaults(Config *c) {
+    memset(c, 0, sizeof *c);
+    strcpy(c->name, "run");
+    c->seed = 1;
+    ConfigTask *t = &c->task;
+    strcpy(t->type, "reverse");
+    strcpy(t->alphabet, "abcd");
+    t->min_len = 3;
+    t->max_len = 30;
+    t->train_size = 20000;
+    t->valid_size = 1000;
+    t->test_size = 1000;
+    t->data_seed = 1;
+    strcpy(t->data_dir, "data/multi30k/tok");
+    strcpy(t->src_lang, "de");
+    strcpy(t->trg_lang, "en");
+    strcpy(t->train_prefix, "train.lc.norm.tok");
+    strcpy(t->valid_prefix, "val.lc.norm.tok");
+    strcpy(t->test_prefix, "test_2016_flickr.lc.norm.tok");
+    t->min_freq = 2;
+    ConfigModel *m = &c->model;
+    strcpy(m->cell, "lstm");
+    m->layers = 1;
+    strcpy(m->embedding_type, "learned");
+    m->embedding = 32;
+    m->encoder_hidden = 128;
+    m->decoder_hidden = 128;
+    strcpy(m->attention, "dot");
+    m->kq = 128;
+    strcpy(m->combine, "luong");
+    m->init_range = 0.1f;
+    ConfigTrain *r = &c->train;
+    strcpy(r->optimizer, "adam");
+    r->lr = 1e-3f;
+    r->batch_size = 64;
+    r->epochs = 10;
+    r->clip = 1.0f;
+    r->log_every = 100;
+    strcpy(r->metric, "exact_match");
+    r->lr_decay = 1.0f;
+    r->eval_batch_size = 256;
+}
+
+static const Key *key_by_path(const char *path) {
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(KEYS[i].path, path) == 0) return &KEYS[i];
+    return NULL;
+}
+
+static const char *leaf(const char *path) {
+    const char *d = strrchr(path, '.');
+    return d ? d + 1 : path;
+}
+
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* The closest key under the same section (or anywhere for a bare leaf), if close enough. */
+static const char *suggest(const char *path) {
+    const char *best = NULL;
+    int bd = 99;
+    const char *lf = leaf(path);
+    for (int i = 0; i < N_KEYS; i++) {
+        int d = edit_distance(lf, leaf(KEYS[i].path));
+        if (d < bd) {
+            bd = d;
+            best = KEYS[i].path;
+        }
+    }
+    int limit = (int)strlen(lf) / 3 + 1;
+    return bd <= limit ? best : NULL;
+}
+
+/* "file:line:col" of the key's first occurrence after its section's, or "file". */
+static void where(char *buf, size_t n, const char *origin, const char *text, const char *path) {
+    if (!text) {
+        snprintf(buf, n, "%s", origin);
+        return;
+    }
+    const char *from = text;
+    char quoted[96];
+    const char *dot = strchr(path, '.');
+    if (dot) {
+        snprintf(quoted, sizeof quoted, "\"%.*s\"", (int)(dot - path), path);
+        const char *s = strstr(text, quoted);
+        if (s) from = s;
+    }
+    snprintf(quoted, sizeof quoted, "\"%s\"", leaf(path));
+    const char *k = strstr(from, quoted);
+    if (!k) {
+        snprintf(buf, n, "%s", origin);
+        return;
+    }
+    int line = 1, col = 1;
+    for (const char *p = text; p < k; p++) {
+        if (*p == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    snprintf(buf, n, "%s:%d:%d", origin, line, col);
+}
+
+static const char *json_kind(const cJSON *v) {
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsArray(v)) return "a list";
+    if (cJSON_IsObject(v)) return "an object";
+    if (cJSON_IsNull(v)) return "null";
+    return "something else";
+}
+
+static void got_str(char *buf, size_t n, const cJSON *v) {
+    if (cJSON_IsNumber(v)) snprintf(buf, n, "%.17g", v->valuedouble);
+    else if (cJSON_IsString(v)) snprintf(buf, n, "\"%.60s\"", v->valuestring);
+    else snprintf(buf, n, "%s", json_kind(v));
+}
+
+static bool in_choices(const char *choices, const char *s) {
+    size_t n = strlen(s);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, s, n) == 0) return true;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return false;
+}
+
+/* Sets one key from a JSON value, checking its type and range. */
+static S2sStatus set_value(Config *c, const Key *k, const cJSON *v, const char *loc, S2sError *err) {
+    char got[96];
+    got_str(got, sizeof got, v);
+    unsigned char *dst = (unsigned char *)c + k->off;
+    switch (k->type) {
+    case K_STR: {
+        if (!cJSON_IsString(v)) return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected a string, got %s", loc, k->path, got);
+        if (strlen(v->valuestring) >= k->size)
+            return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected at most %zu characters", loc, k->path, k->size - 1);
+        if (k->choices && !in_choices(k->choices, v->valuestring)) {
+            char choices[160];
+            snprintf(choices, sizeof choices, "%s", k->choices);
+            for (char *p = choices; *p; p++)
+                if (*p == '|') *p = ',';
+            return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected one of %s, got %s", loc, k->path, choices, got);
+        }
+        strcpy((char *)dst, v->valuestring);
+        return S2S_OK;
+    }
+    case K_BOOL:
+        if (!cJSON_IsBool(v)) return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected true or false, got %s", loc, k->path, got);
+        *(bool *)dst = cJSON_IsTrue(v);
+        return S2S_OK;
+    case K_INT:
+    case K_LONG: {
+        double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        const char *what = k->min >= 1 ? "a positive integer" : "a non-negative integer";
+        if (!cJSON_IsNumber(v) || d != floor(d) || d < k->min || d > k->max) {
+            if (cJSON_IsNumber(v) && d == floor(d) && d >= k->min)
+                return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected an integer at most %.0f, got %s", loc, k->path, k->max, got);
+            return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected %s, got %s", loc, k->path, what, got);
+        }
+        if (k->type == K_INT) *(int *)dst = (int)d;
+        else *(long *)dst = (long)d;
+        return S2S_OK;
+    }
+    case K_FLOAT: {
+        double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        if (!cJSON_IsNumber(v) || !isfinite(d) || d < k->min || d > k->max)
+            return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected a number in [%g, %g], got %s", loc, k->path, k->min,
+                            k->max, got);
+        *(float *)dst = (float)d;
+        return S2S_OK;
+    }
+    }
+    return S2S_OK;
+}
+
+static S2sStatus unknown_key(const char *origin, const char *text, const char *path, S2sError *err) {
+    char loc[CONFIG_STR + 32];
+    where(loc, sizeof loc, origin, text, path);
+    const char *s = suggest(path);
+    if (s) return s2s_fail(err, S2S_ERR_CONFIG, "%s: unknown key \"%s\" (did you mean \"%s\"?)", loc, path, s);
+    return s2s_fail(err, S2S_ERR_CONFIG, "%s: unknown key \"%s\"", loc, path);
+}
+
+static bool is_section(const char *name) {
+    return strcmp(name, "task") == 0 || strcmp(name, "model") == 0 || strcmp(name, "train") == 0;
+}
+
+S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError *err) {
+    cJSON *root = cJSON_Parse(json);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        int line = 1, col = 1;
+        for (const char *p = json; at && p < at && *p; p++) {
+            if (*p == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: not valid JSON", origin, line, col);
+    }
+    S2sStatus st = S2S_OK;
+    if (!cJSON_IsObject(root)) {
+        st = s2s_fail(err, S2S_ERR_CONFIG, "%s: expected a JSON object at the top", origin);
+        goto done;
+    }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root) {
+        char path[128];
+        if (is_section(item->string)) {
+            if (!cJSON_IsObject(item)) {
+                char loc[CONFIG_STR + 32];
+                where(loc, sizeof loc, origin, json, item->string);
+                st = s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected an object, got %s", loc, item->string, json_kind(item));
+                goto done;
+            }
+            const cJSON *sub;
+            cJSON_ArrayForEach(sub, item) {
+                snprintf(path, sizeof path, "%s.%s", item->string, sub->string);
+                const Key *k = key_by_path(path);
+                if (!k) {
+                    st = unknown_key(origin, json, path, err);
+                    goto done;
+                }
+                char loc[CONFIG_STR + 32];
+                where(loc, sizeof loc, origin, json, path);
+                if ((st = set_value(c, k, sub, loc, err)) != S2S_OK) goto done;
+            }
+        } else {
+            snprintf(path, sizeof path, "%s", item->string);
+            const Key *k = key_by_path(path);
+            if (!k) {
+                st = unknown_key(origin, json, path, err);
+                goto done;
+            }
+            char loc[CONFIG_STR + 32];
+            where(loc, sizeof loc, origin, json, path);
+            if ((st = set_value(c, k, item, loc, err)) != S2S_OK) goto done;
+        }
+    }
+done:
+    cJSON_Delete(root);
+    return st;
+}
+
+S2sStatus config_load(Config *c, const char *path, S2sError *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            if (cap > (64u << 20)) {
+                free(buf);
+                fclose(f);
+                return s2s_fail(err, S2S_ERR_CONFIG, "%s: too large for a config file", path);
+            }
+            buf = s2s_xrealloc(buf, cap);
+        }
+        size_t got = fread(buf + n, 1, 4096, f);
+        n += got;
+        if (got < 4096) break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        free(buf);
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: contains a NUL byte; expected JSON text", path);
+    }
+    S2sStatus st = config_parse(c, buf, path, err);
+    free(buf);
+    if (st == S2S_OK) snprintf(c->path, sizeof c->path, "%s", path);
+    return st;
+}
+
+S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--set %s: expected key=value", assignment);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - assignment), assignment);
+    const Key *k = key_by_path(name);
+    if (!k && !strchr(name, '.')) { /* a unique leaf name */
+        for (int i = 0; i < N_KEYS; i++) {
+            if (strcmp(leaf(KEYS[i].path), name) != 0) continue;
+            if (k) return s2s_fail(err, S2S_ERR_CONFIG, "--set %s: ambiguous; name the section (%s or %s)", name, k->path, KEYS[i].path);
+            k = &KEYS[i];
+        }
+    }
+    if (!k) {
+        const char *s = suggest(name);
+        if (s) return s2s_fail(err, S2S_ERR_CONFIG, "--set: unknown key \"%s\" (did you mean \"%s\"?)", name, s);
+        return s2s_fail(err, S2S_ERR_CONFIG, "--set: unknown key \"%s\"", name);
+    }
+    const char *val = eq + 1;
+    cJSON *v = cJSON_Parse(val);
+    if (k->type == K_STR && (!v || !cJSON_IsString(v))) { /* bare strings need no quotes */
+        cJSON_Delete(v);
+        v = cJSON_CreateString(val);
+    }
+    if (!v) return s2s_fail(err, S2S_ERR_CONFIG, "--set %s: \"%s\" is not a value", k->path, val);
+    S2sStatus st = set_value(c, k, v, "--set", err);
+    cJSON_Delete(v);
+    return st;
+}
+
+S2sStatus config_check(const Config *c, S2sError *err) {
+    const char *o = c->path[0] ? c->path : "config";
+    if (c->task.min_len > c->task.max_len)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.min_len (%d) must not exceed task.max_len (%d)", o, c->task.min_len,
+                        c->task.max_len);
+    if (strcmp(c->task.type, "reverse") == 0) {
+        size_t n = strlen(c->task.alphabet);
+        if (n == 0) return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: expected at least one character", o);
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)c->task.alphabet[i];
+            if (ch < 33 || ch > 126)
+                return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: expected printable ASCII without spaces", o);
+            if (memchr(c->task.alphabet, ch, i))
+                return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: '%c' appears twice", o, ch);
+        }
+    }
+    if (c->name[0] == '\0' || strchr(c->name, '/') || strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: name: expected a plain run name (no '/'), got \"%s\"", o, c->name);
+    return S2S_OK;
+}
+
+char *config_to_json(const Config *c) {
+    cJSON *root = cJSON_CreateObject();
+    for (int i = 0; i < N_KEYS; i++) {
+        const Key *k = &KEYS[i];
+        cJSON *parent = root;
+        const char *dot = strchr(k->path, '.');
+        if (dot) {
+            char sec[16];
+            snprintf(sec, sizeof sec, "%.*s", (int)(dot - k->path), k->path);
+            parent = cJSON_GetObjectItemCaseSensitive(root, sec);
+            if (!parent) parent = cJSON_AddObjectToObject(root, sec);
+        }
+        const unsigned char *src = (const unsigned char *)c + k->off;
+        const char *name = leaf(k->path);
+        switch (k->type) {
+        case K_STR: cJSON_AddStringToObject(parent, name, (const char *)src); break;
+        case K_BOOL: cJSON_AddBoolToObject(parent, name, *(const bool *)src); break;
+        case K_INT: cJSON_AddNumberToObject(parent, name, *(const int *)src); break;
+        case K_LONG: cJSON_AddNumberToObject(parent, name, (double)*(const long *)src); break;
+        case K_FLOAT: {
+            /* the shortest decimal that reads back as the same float */
+            float f = *(const float *)src;
+            char buf[32];
+            for (int prec = 6; prec <= 9; prec++) {
+                snprintf(buf, sizeof buf, "%.*g", prec, f);
+                if (strtof(buf, NULL) == f) break;
+            }
+            cJSON_AddItemToObject(parent, name, cJSON_CreateRaw(buf));
+            break;
+        }
+        }
+    }
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+int config_key_count(void) { return N_KEYS; }
+
+ConfigKeyInfo config_key_info(int i) {
+    static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean"};
+    S2S_ASSERT(i >= 0 && i < N_KEYS);
+    return (ConfigKeyInfo){KEYS[i].path, TYPE[KEYS[i].type], KEYS[i].help};
+}

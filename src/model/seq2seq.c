@@ -1,0 +1,185 @@
+/* seq2seq.c — encoder, bridge, decoder, output layer; greedy decoding. */
+#include "s2s/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+S2sStatus model_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
+    const AttnVariant *v = attn_find(c->attention);
+    if (!v) return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.attention: unknown variant \"%s\"", origin, c->attention);
+    int enc_dim = (c->bidirectional ? 2 : 1) * c->encoder_hidden;
+    if (v->needs_same_dim && enc_dim != c->decoder_hidden)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "%s: model.attention: \"%s\" scores h . enc_t, so decoder_hidden (%d) must equal the encoder "
+                        "output size (%d = %s%d); use scaled_dot or general, or change the sizes",
+                        origin, c->attention, c->decoder_hidden, enc_dim, c->bidirectional ? "2 x " : "", c->encoder_hidden);
+    if (!c->bidirectional && c->encoder_hidden != c->decoder_hidden)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "%s: model.decoder_hidden: a unidirectional encoder hands its final state to the decoder, so "
+                        "decoder_hidden (%d) must equal encoder_hidden (%d)",
+                        origin, c->decoder_hidden, c->encoder_hidden);
+    if (strcmp(c->cell, "gru") != 0 && strcmp(c->cell, "lstm") != 0)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.cell: expected gru or lstm, got \"%s\"", origin, c->cell);
+    if (strcmp(c->combine, "concat") != 0 && strcmp(c->combine, "luong") != 0)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.combine: expected concat or luong, got \"%s\"", origin, c->combine);
+    return S2S_OK;
+}
+
+static bool is_luong(const Seq2Seq *m) { return strcmp(m->cfg.combine, "luong") == 0; }
+static bool is_onehot(const ConfigModel *c) { return strcmp(c->embedding_type, "onehot") == 0; }
+
+S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, S2sError *err) {
+    S2sStatus st = model_check_config(cfg, "model", err);
+    if (st) return st;
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->src_vocab = src_vocab;
+    m->trg_vocab = trg_vocab;
+    RnnCell cell = strcmp(cfg->cell, "gru") == 0 ? RNN_GRU : RNN_LSTM;
+    int dirs = cfg->bidirectional ? 2 : 1, Hd = cfg->decoder_hidden;
+    m->enc_dim = dirs * cfg->encoder_hidden;
+    bool onehot = is_onehot(cfg);
+    int Es = onehot ? src_vocab : cfg->embedding, Et = onehot ? trg_vocab : cfg->embedding;
+    ParamStore *ps = &m->params;
+    params_init(ps);
+    embedding_init(&m->enc_emb, ps, "encoder.embedding", src_vocab, Es);
+    rnn_init(&m->enc_rnn, ps, "encoder.rnn", cell, Es, cfg->encoder_hidden, cfg->layers, cfg->bidirectional, false);
+    if (cfg->bidirectional) linear_init(&m->bridge, ps, "encoder.fc", m->enc_dim, Hd, true);
+    embedding_init(&m->dec_emb, ps, "decoder.embedding", trg_vocab, Et);
+    rnn_init(&m->dec_rnn, ps, "decoder.rnn", cell, Et, Hd, cfg->layers, false, cfg->layers == 1);
+    attn_init(&m->attn, attn_find(cfg->attention), ps, "decoder.attention", Hd, m->enc_dim, cfg->kq);
+    if (is_luong(m)) {
+        linear_init(&m->w_c, ps, "decoder.W_c", m->enc_dim + Hd, Hd, false);
+        linear_init(&m->out, ps, "decoder.out", Hd, trg_vocab, true);
+    } else {
+        linear_init(&m->out, ps, "decoder.out", m->enc_dim + Hd, trg_vocab, true);
+    }
+    params_alloc(ps);
+    if (onehot) { /* frozen: no gradient ever reaches them */
+        m->enc_emb.w->requires_grad = false;
+        m->dec_emb.w->requires_grad = false;
+    }
+    return S2S_OK;
+}
+
+void model_free(Seq2Seq *m) {
+    params_free(&m->params);
+    memset(m, 0, sizeof *m);
+}
+
+void model_init_weights(Seq2Seq *m, Rng *rng) {
+    params_init_uniform(&m->params, rng, m->cfg.init_range);
+    if (is_onehot(&m->cfg)) {
+        Tensor *e[2] = {m->enc_emb.w, m->dec_emb.w};
+        for (int k = 0; k < 2; k++) {
+            memset(e[k]->data, 0, e[k]->size * sizeof(float));
+            for (int i = 0; i < e[k]->shape[0] && i < e[k]->shape[1]; i++) e[k]->data[(size_t)i * e[k]->shape[1] + i] = 1.0f;
+        }
+    }
+}
+
+/* Encoder states and the decoder's initial state, one per decoder layer. */
+typedef struct Encoded {
+    Tensor *enc;                  /* (S, B, D) */
+    Tensor *h0[RNN_MAX_LAYERS];   /* (B, Hd) */
+    Tensor *c0[RNN_MAX_LAYERS];   /* LSTM, or NULL (zeros) */
+} Encoded;
+
+static Encoded encode(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
+    int S = b->S, B = b->B;
+    Tensor *x = embedding_forward(t, &m->enc_emb, b->src, S * B);
+    if (drop) x = op_dropout(t, x, m->cfg.dropout, drop);
+    x = tape_reshape3(t, x, S, B, tensor_cols(x));
+    RnnOutput r = rnn_forward(t, &m->enc_rnn, x, b->src_len, NULL, NULL);
+    Encoded e;
+    memset(&e, 0, sizeof e);
+    e.enc = r.out;
+    for (int l = 0; l < m->cfg.layers; l++) {
+        if (m->cfg.bidirectional) {
+            e.h0[l] = op_relu(t, linear_forward(t, &m->bridge, op_concat(t, r.h_last[l][0], r.h_last[l][1])));
+        } else {
+            e.h0[l] = r.h_last[l][0];
+            e.c0[l] = r.c_last[l][0];
+        }
+    }
+    return e;
+}
+
+/* logits (T, B, V) from context (T, B, D) and decoder states (T, B, Hd) */
+static Tensor *output_layer(Tape *t, Seq2Seq *m, Tensor *ctx, Tensor *dec) {
+    Tensor *both = op_concat(t, ctx, dec);
+    if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
+    return linear_forward(t, &m->out, both);
+}
+
+ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
+    S2S_ASSERT(b->T >= 2);
+    int B = b->B, T1 = b->T - 1, V = m->trg_vocab;
+    if (!t->training || m->cfg.dropout == 0.0f) drop = NULL;
+    Encoded e = encode(t, m, b, drop);
+    /* decoder inputs trg[0 .. T-2], targets trg[1 .. T-1]; a row's last input is at len-2 */
+    Tensor *y = embedding_forward(t, &m->dec_emb, b->trg, T1 * B);
+    if (drop) y = op_dropout(t, y, m->cfg.dropout, drop);
+    y = tape_reshape3(t, y, T1, B, tensor_cols(y));
+    /* every row runs all T-1 steps, as PyTorch's loop does: the steps past a row's <eos>
+     * cost the same inside the batched GEMMs and their targets are ignored by the loss */
+    RnnOutput d = rnn_forward(t, &m->dec_rnn, y, NULL, e.h0, m->cfg.bidirectional ? NULL : e.c0);
+    ModelOutput o;
+    memset(&o, 0, sizeof o);
+    Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &o.attention);
+    o.logits = output_layer(t, m, ctx, d.out);
+    const int32_t *targets = b->trg + B; /* time-major: row i+1 */
+    o.loss = op_cross_entropy(t, tape_reshape2(t, o.logits, T1 * B, V), targets, TOK_PAD);
+    for (int k = 0; k < T1 * B; k++) o.n_tokens += targets[k] != TOK_PAD;
+    return o;
+}
+
+void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn) {
+    bool grad = t->grad_enabled, training = t->training;
+    t->grad_enabled = false;
+    t->training = false;
+    int B = b->B, S = b->S, V = m->trg_vocab, L = m->cfg.layers;
+    Encoded e = encode(t, m, b, NULL);
+    Tensor *h[RNN_MAX_LAYERS], *c[RNN_MAX_LAYERS];
+    for (int l = 0; l < L; l++) {
+        h[l] = e.h0[l];
+        c[l] = m->cfg.bidirectional ? NULL : e.c0[l];
+    }
+    int32_t *tok = arena_alloc(&t->arena, (size_t)B * sizeof *tok);
+    uint8_t *done = arena_calloc(&t->arena, (size_t)B);
+    for (int i = 0; i < B; i++) {
+        tok[i] = TOK_SOS;
+        out_len[i] = 0;
+    }
+    if (attn) memset(attn, 0, (size_t)B * max_len * S * sizeof *attn);
+    int n_done = 0;
+    for (int step = 0; step < max_len && n_done < B; step++) {
+        Tensor *x = tape_reshape3(t, embedding_forward(t, &m->dec_emb, tok, B), 1, B, tensor_cols(m->dec_emb.w));
+        RnnOutput d = rnn_forward(t, &m->dec_rnn, x, NULL, h, c);
+        for (int l = 0; l < L; l++) {
+            h[l] = d.h_last[l][0];
+            c[l] = d.c_last[l][0];
+        }
+        Tensor *w = NULL;
+        Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &w);
+        Tensor *logits = output_layer(t, m, ctx, d.out); /* (1, B, V) */
+        for (int i = 0; i < B; i++) {
+            if (done[i]) continue;
+            const float *row = logits->data + (size_t)i * V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (row[v] > row[best]) best = v;
+            if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, w->data + (size_t)i * S, (size_t)S * sizeof *attn);
+            if (best == TOK_EOS) {
+                done[i] = 1;
+                n_done++;
+                continue;
+            }
+            out[(size_t)i * max_len + out_len[i]++] = best;
+            tok[i] = best;
+        }
+    }
+    t->grad_enabled = grad;
+    t->training = training;
+}

@@ -1,0 +1,176 @@
+/* test_golden_model.c — every model case (*.json with a "config") in $S2S_GOLDEN_DIR:
+ * the model is built from the case's config alone, its parameters loaded by their PyTorch
+ * names, and the loss, logits, attention weights and every parameter's gradient compared. */
+#include "test_util.h"
+#include "s2s/model.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RTOL_VALUE 1e-5
+#define RTOL_GRAD 1e-4
+
+static const cJSON *get(const cJSON *j, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    cr_assert(v != NULL, "golden case lacks \"%s\"", key);
+    return v;
+}
+
+static int geti(const cJSON *j, const char *key) { return get(j, key)->valueint; }
+
+static void expect_close(const char *what, const float *a, const double *e, size_t n, double rtol) {
+    char why[256];
+    cr_expect(tu_close(a, e, n, rtol, why, sizeof why), "%s: %s", what, why);
+}
+
+/* A list of case files in the golden dir (those with a "config"). */
+static int list_cases(char names[][256], int cap) {
+    DIR *d = opendir(tu_golden_dir());
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0) snprintf(names[n++], 256, "%s", e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Runs one case; returns false when the file is not a model case. */
+static bool run_case(const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tu_golden_dir(), file);
+    cJSON *j = tu_json_load(path);
+    cr_assert(j != NULL, "%s: not readable JSON", path);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "config");
+    if (!c) {
+        cJSON_Delete(j);
+        return false;
+    }
+    cr_log_info("golden model case %s", file);
+    ConfigModel mc;
+    Config full;
+    config_defaults(&full);
+    mc = full.model;
+    snprintf(mc.cell, sizeof mc.cell, "%s", get(c, "cell")->valuestring);
+    mc.bidirectional = cJSON_IsTrue(get(c, "bidirectional"));
+    const cJSON *jl = cJSON_GetObjectItemCaseSensitive(c, "layers");
+    mc.layers = jl ? jl->valueint : 1;
+    mc.embedding = geti(c, "emb");
+    mc.encoder_hidden = geti(c, "enc_hid");
+    mc.decoder_hidden = geti(c, "dec_hid");
+    mc.kq = geti(c, "kq");
+    mc.dropout = 0.0f;
+    snprintf(mc.attention, sizeof mc.attention, "%s", get(c, "attention")->valuestring);
+    snprintf(mc.combine, sizeof mc.combine, "%s", get(c, "combine")->valuestring);
+    Seq2Seq m;
+    S2sError err;
+    cr_assert_eq(model_init(&m, &mc, geti(c, "src_vocab"), geti(c, "trg_vocab"), &err), S2S_OK, "%s: %s", file, err.msg);
+
+    /* parameters by name: the same set on both sides */
+    const cJSON *params = get(j, "params"), *p;
+    int n_loaded = 0;
+    cJSON_ArrayForEach(p, params) {
+        Param *mine = params_find(&m.params, p->string);
+        cr_assert(mine != NULL, "%s: we have no parameter \"%s\"", file, p->string);
+        double *buf = malloc(mine->t->size * sizeof *buf);
+        long got = tu_json_flatten(p, buf, mine->t->size);
+        cr_assert_eq(got, (long)mine->t->size, "%s: %s has %ld values, we expect %zu", file, p->string, got, mine->t->size);
+        for (size_t i = 0; i < mine->t->size; i++) mine->t->data[i] = (float)buf[i];
+        free(buf);
+        n_loaded++;
+    }
+    cr_assert_eq(n_loaded, m.params.count, "%s: golden has %d parameters, the model %d", file, n_loaded, m.params.count);
+
+    /* the batch: src [B][S], trg [B][T] → time-major */
+    const cJSON *js = get(j, "src"), *jt = get(j, "trg");
+    int B = cJSON_GetArraySize(js), S = cJSON_GetArraySize(cJSON_GetArrayItem(js, 0));
+    int T = cJSON_GetArraySize(cJSON_GetArrayItem(jt, 0));
+    Dataset d;
+    dataset_init(&d);
+    for (int b = 0; b < B; b++) {
+        int32_t src[64], trg[64];
+        int ns = 0, nt = 0;
+        for (int k = 0; k < S; k++) {
+            int v = cJSON_GetArrayItem(cJSON_GetArrayItem(js, b), k)->valueint;
+            if (v != TOK_PAD) src[ns++] = v;
+        }
+        for (int k = 0; k < T; k++) {
+            int v = cJSON_GetArrayItem(cJSON_GetArrayItem(jt, b), k)->valueint;
+            if (v != TOK_PAD) trg[nt++] = v;
+        }
+        cr_assert_eq(ns, cJSON_GetArrayItem(get(c, "src_len"), b)->valueint);
+        dataset_add(&d, src, ns, trg, nt);
+    }
+    int idx[64];
+    for (int b = 0; b < B; b++) idx[b] = b;
+    Batch batch;
+    batch_init(&batch);
+    batch_fill(&batch, &d, idx, B);
+    cr_assert(batch.S == S && batch.T == T);
+
+    Tape t;
+    tape_init(&t, 1 << 20);
+    ModelOutput o = model_forward(&t, &m, &batch, NULL);
+    double loss = get(j, "loss")->valuedouble;
+    cr_expect(fabs(o.loss->data[0] - loss) <= RTOL_VALUE * fabs(loss), "%s: loss %.9g, expected %.9g", file,
+              o.loss->data[0], loss);
+
+    int T1 = T - 1, V = m.trg_vocab;
+    double *e = malloc((size_t)B * T1 * V * sizeof *e);
+    cr_assert_eq(tu_json_flatten(get(j, "logits"), e, (size_t)B * T1 * V), (long)B * T1 * V);
+    float *mine = malloc((size_t)B * T1 * V * sizeof *mine); /* ours (T1, B, V) → (B, T1, V) */
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T1; i++)
+            memcpy(mine + ((size_t)b * T1 + i) * V, o.logits->data + ((size_t)i * B + b) * V, (size_t)V * sizeof *mine);
+    expect_close("logits", mine, e, (size_t)B * T1 * V, RTOL_VALUE);
+    free(mine);
+    free(e);
+
+    const cJSON *ja = cJSON_GetObjectItemCaseSensitive(j, "attention");
+    if (ja) {
+        cr_assert(o.attention != NULL, "%s: golden has attention weights, the model none", file);
+        e = malloc(o.attention->size * sizeof *e);
+        cr_assert_eq(tu_json_flatten(ja, e, o.attention->size), (long)o.attention->size);
+        expect_close("attention", o.attention->data, e, o.attention->size, RTOL_VALUE);
+        free(e);
+    }
+
+    params_zero_grad(&m.params);
+    tape_backward(&t, o.loss);
+    const cJSON *grads = get(j, "grads"), *g;
+    int n_grads = 0;
+    cJSON_ArrayForEach(g, grads) {
+        Param *q = params_find(&m.params, g->string);
+        cr_assert(q != NULL, "%s: no parameter %s", file, g->string);
+        e = malloc(q->t->size * sizeof *e);
+        cr_assert_eq(tu_json_flatten(g, e, q->t->size), (long)q->t->size);
+        char what[128];
+        snprintf(what, sizeof what, "%s: grad %s", file, g->string);
+        expect_close(what, q->t->grad, e, q->t->size, RTOL_GRAD);
+        free(e);
+        n_grads++;
+    }
+    cr_expect_eq(n_grads, m.params.count, "%s: every parameter's gradient is compared", file);
+    tape_free(&t);
+    batch_free(&batch);
+    dataset_free(&d);
+    model_free(&m);
+    cJSON_Delete(j);
+    return true;
+}
+
+Test(golden, model_cases) {
+    static char names[256][256];
+    int n = list_cases(names, 256);
+    cr_assert(n >= 0, "cannot open the golden directory %s (set GOLDEN_DIR)", tu_golden_dir());
+    int models = 0;
+    for (int i = 0; i < n; i++) models += run_case(names[i]);
+    cr_assert_gt(models, 0, "no model case (*.json with a \"config\") in %s", tu_golden_dir());
+    cr_log_info("%d golden model cases", models);
+}
