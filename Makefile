@@ -20,8 +20,8 @@ endif
 ARCH ?= $(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo -march=native)
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # Recursive (=) so pkg-config runs after `deps` has installed the packages.
-PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2)
-PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2) -lm -lpthread
+PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2 zlib)
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib) -lm -lpthread
 CFLAGS = -std=c11 $(OPT) -g $(ARCH) $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude $(PKG_CFLAGS)
 LDFLAGS = $(SANFLAGS)
 

@@ -69,6 +69,9 @@ typedef struct Config {
 
 /* The defaults of every key. */
 void config_defaults(Config *c);
+/* A config argument as users type it: an existing path, else configs/NAME, else
+ * configs/NAME.json. Writes the path to use into out. */
+void config_find_file(const char *name, char *out, size_t n);
 /* Reads a JSON file over the defaults. */
 S2sStatus config_load(Config *c, const char *path, S2sError *err);
 /* Parses JSON text over the current values; `origin` names it in messages. */

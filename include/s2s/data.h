@@ -42,18 +42,32 @@ void dataset_init(Dataset *d);
 void dataset_free(Dataset *d);
 void dataset_add(Dataset *d, const int32_t *src, int src_len, const int32_t *trg, int trg_len);
 
-/* String reversal: the vocabulary is the specials then the alphabet's characters; train,
- * valid and test are drawn from task.data_seed, with valid and test strings kept out of
- * train (and test out of valid) where the space of strings allows. */
-typedef struct ReverseData {
-    Vocab vocab;
+/* A task's data: vocabularies and the three splits. */
+typedef struct TaskData {
+    Vocab src_vocab, trg_vocab;
     Dataset train, valid, test;
-} ReverseData;
-S2sStatus reverse_make(ReverseData *rd, const ConfigTask *task, S2sError *err);
-void reverse_free(ReverseData *rd);
-/* Characters of text → ids (with markers if asked). Returns the count, or −1 for a
- * character outside the vocabulary (*bad gets it). */
+} TaskData;
+
+/* Loads or generates the task's data (reverse; translate comes from files). */
+S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err);
+void task_free(TaskData *td);
+
+/* String reversal: the vocabulary is the specials then the alphabet's characters (the same
+ * on both sides); train, valid and test are drawn from task.data_seed, with valid and test
+ * strings kept out of train (and test out of valid) where the space of strings allows. */
+S2sStatus reverse_make(TaskData *td, const ConfigTask *task, S2sError *err);
+/* Characters of text → ids (with markers if asked). Returns the count, −1 for a
+ * character outside the vocabulary (*bad gets it), −2 when cap is too small. */
 int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out, int cap, char *bad);
+
+/* One line of user text → source ids (malloc'd into *ids), per the task's tokenisation.
+ * A line the model cannot read (a character outside the alphabet, invalid UTF-8, empty)
+ * is an S2S_ERR_DATA with a message; nothing is allocated then. */
+S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
+                             S2sError *err);
+/* Target ids → text (malloc'd): characters joined for reversal, tokens with spaces for
+ * translation. */
+char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n);
 
 typedef struct Batch {
     int B, S, T;

@@ -52,4 +52,9 @@ ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *dropout_rng)
  * (B, max_len, S) weights (0 where the variant has none). */
 void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn);
 
+
+
+/* A trained model from its file (model.bin or last.bin): the config, both vocabularies and
+ * the weights. On success the caller owns m, src and trg (model_free, vocab_free). */
+S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const char *path, S2sError *err);
 #endif

@@ -95,12 +95,16 @@ static void draw(Dataset *d, int n, const ConfigTask *task, const Vocab *v, Rng 
     free(trg);
 }
 
-S2sStatus reverse_make(ReverseData *rd, const ConfigTask *task, S2sError *err) {
+S2sStatus reverse_make(TaskData *rd, const ConfigTask *task, S2sError *err) {
     if (task->min_len < 1 || task->min_len > task->max_len)
         return s2s_fail(err, S2S_ERR_CONFIG, "task: expected 1 <= min_len <= max_len, got %d and %d", task->min_len,
                         task->max_len);
-    vocab_init(&rd->vocab);
-    for (const char *p = task->alphabet; *p; p++) vocab_add(&rd->vocab, (char[]){*p, '\0'});
+    vocab_init(&rd->src_vocab);
+    vocab_init(&rd->trg_vocab);
+    for (const char *p = task->alphabet; *p; p++) {
+        vocab_add(&rd->src_vocab, (char[]){*p, '\0'});
+        vocab_add(&rd->trg_vocab, (char[]){*p, '\0'});
+    }
     dataset_init(&rd->train);
     dataset_init(&rd->valid);
     dataset_init(&rd->test);
@@ -108,17 +112,62 @@ S2sStatus reverse_make(ReverseData *rd, const ConfigTask *task, S2sError *err) {
     rng_init(&rng, (uint64_t)task->data_seed, RNG_STREAM_DATA);
     StrSet held = {0}, train_seen = {0};
     /* held-out strings first, so training can avoid them */
-    draw(&rd->test, task->test_size, task, &rd->vocab, &rng, NULL, &held);
-    draw(&rd->valid, task->valid_size, task, &rd->vocab, &rng, &held, &held);
-    draw(&rd->train, task->train_size, task, &rd->vocab, &rng, &held, &train_seen);
+    draw(&rd->test, task->test_size, task, &rd->src_vocab, &rng, NULL, &held);
+    draw(&rd->valid, task->valid_size, task, &rd->src_vocab, &rng, &held, &held);
+    draw(&rd->train, task->train_size, task, &rd->src_vocab, &rng, &held, &train_seen);
     free(held.h);
     free(train_seen.h);
     return S2S_OK;
 }
 
-void reverse_free(ReverseData *rd) {
-    vocab_free(&rd->vocab);
-    dataset_free(&rd->train);
-    dataset_free(&rd->valid);
-    dataset_free(&rd->test);
+S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
+    memset(td, 0, sizeof *td);
+    if (strcmp(task->type, "reverse") == 0) return reverse_make(td, task, err);
+    return s2s_fail(err, S2S_ERR_CONFIG, "task.type: \"%s\" is not supported yet", task->type);
+}
+
+S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
+                             S2sError *err) {
+    if (strcmp(task->type, "reverse") != 0)
+        return s2s_fail(err, S2S_ERR_CONFIG, "task.type: \"%s\" is not supported yet", task->type);
+    size_t len = strlen(line);
+    if (len == 0) return s2s_fail(err, S2S_ERR_DATA, "empty line");
+    if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
+    int cap = (int)len + 2;
+    int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
+    char bad = 0;
+    int k = reverse_encode(src, line, task->source_markers, out, cap, &bad);
+    if (k < 0) {
+        free(out);
+        unsigned char c = (unsigned char)bad;
+        if (c >= 33 && c < 127)
+            return s2s_fail(err, S2S_ERR_DATA, "'%c' is not in the model's alphabet \"%s\"", c, task->alphabet);
+        return s2s_fail(err, S2S_ERR_DATA, "byte 0x%02x is not in the model's alphabet \"%s\"", c, task->alphabet);
+    }
+    *ids = out;
+    *n = k;
+    return S2S_OK;
+}
+
+char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n) {
+    bool spaced = strcmp(task->type, "reverse") != 0;
+    size_t len = 1;
+    for (int i = 0; i < n; i++) len += strlen(trg->tokens[ids[i]]) + 1;
+    char *s = s2s_xmalloc(len), *p = s;
+    for (int i = 0; i < n; i++) {
+        if (spaced && i) *p++ = ' ';
+        size_t k = strlen(trg->tokens[ids[i]]);
+        memcpy(p, trg->tokens[ids[i]], k);
+        p += k;
+    }
+    *p = '\0';
+    return s;
+}
+
+void task_free(TaskData *td) {
+    vocab_free(&td->src_vocab);
+    vocab_free(&td->trg_vocab);
+    dataset_free(&td->train);
+    dataset_free(&td->valid);
+    dataset_free(&td->test);
 }

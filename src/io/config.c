@@ -339,6 +339,20 @@ done:
     return st;
 }
 
+void config_find_file(const char *name, char *out, size_t n) {
+    const char *cand[3] = {"%s", "configs/%s", "configs/%s.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(out, n, cand[i], name);
+        FILE *f = fopen(out, "rb");
+        if (f) {
+            fclose(f);
+            return;
+        }
+        if (strchr(name, '/')) break; /* a path is taken as given */
+    }
+    snprintf(out, n, "%s", name);
+}
+
 S2sStatus config_load(Config *c, const char *path, S2sError *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));

@@ -1,0 +1,64 @@
+/* checkpoint.h — the model file (model.bin, last.bin): self-contained and checked.
+ *
+ * Layout (little-endian): "S2SMODEL", u32 format version, u32 section count, sections
+ * (4-byte tag, u64 length, payload), then a CRC32 of everything before it. Sections: CONF
+ * (the resolved config, JSON), VSRC/VTRG (vocabularies), TENS (tensor table: name, shape),
+ * DATA (the weights, in table order), and for resuming MOM1/MOM2 (Adam moments) and STAT
+ * (training state, JSON). The loader checks the magic, version and checksum, every count
+ * against a limit and every length against the bytes remaining, so a corrupt or foreign file
+ * gives one clear error and never a crash or a huge allocation.
+ *
+ * A Checkpoint owns everything it holds (one buffer for the file, pointers into it). Saving
+ * borrows the ParamStore and vocabularies, writes a temporary file and renames it. */
+#ifndef S2S_CHECKPOINT_H
+#define S2S_CHECKPOINT_H
+
+#include "s2s/common.h"
+#include "s2s/params.h"
+
+#define CKPT_VERSION 1u
+
+typedef struct CkptTensor {
+    char name[PARAM_NAME_MAX];
+    int ndim;
+    int shape[S2S_MAX_DIMS];
+    size_t size;
+    const void *data;           /* little-endian floats inside the file buffer, maybe unaligned:
+                                   read them with memcpy */
+    const void *m, *v;          /* moments, or NULL */
+} CkptTensor;
+
+typedef struct Checkpoint {
+    unsigned char *buf;         /* the whole file */
+    size_t len;
+    char *config_json;          /* NUL-terminated copies */
+    char *state_json;           /* NULL when absent */
+    char **src_tokens, **trg_tokens;
+    int n_src, n_trg;
+    CkptTensor *tensors;
+    int n_tensors;
+    bool has_moments;
+} Checkpoint;
+
+typedef struct CkptSave {
+    const char *config_json;
+    const char *const *src_tokens; int n_src;
+    const char *const *trg_tokens; int n_trg;
+    const ParamStore *params;
+    bool with_moments;          /* write m and v (they must exist) */
+    const char *state_json;     /* or NULL */
+} CkptSave;
+
+S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err);
+S2sStatus ckpt_load(Checkpoint *c, const char *path, S2sError *err);
+/* Parses a file image; `origin` names it in messages. Takes a copy of buf. */
+S2sStatus ckpt_from_memory(Checkpoint *c, const void *buf, size_t len, const char *origin, S2sError *err);
+void ckpt_free(Checkpoint *c);
+/* Copies the tensors into ps by name; every parameter must be present with its shape.
+ * Moments too when with_moments (the file must have them). */
+S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, const char *origin, S2sError *err);
+
+/* Writes n bytes to path through a temporary file in the same folder and a rename. */
+S2sStatus file_write_atomic(const char *path, const void *data, size_t n, S2sError *err);
+
+#endif

@@ -1,0 +1,35 @@
+/* eval.h — evaluation of a model on a dataset: loss and perplexity, teacher-forced token
+ * accuracy, and greedy decoding with exact-match and per-token accuracy.
+ *
+ * Borrows the model, the dataset and a tape (reset between batches). Hypotheses, when asked
+ * for, are returned in dataset order in an IdSeqs the caller frees. */
+#ifndef S2S_EVAL_H
+#define S2S_EVAL_H
+
+#include "s2s/model.h"
+
+typedef struct EvalResult {
+    int n;                 /* examples */
+    long tokens;           /* non-pad target tokens (teacher-forced, incl. <eos>) */
+    double loss;           /* mean cross-entropy per target token */
+    double ppl;            /* exp(loss) */
+    double tf_token_acc;   /* teacher-forced per-token accuracy */
+    double exact_match;    /* greedy: output equals the reference */
+    double token_acc;      /* greedy: positions equal to the reference / reference length */
+} EvalResult;
+
+typedef struct IdSeqs {
+    int n;
+    int32_t **ids;
+    int *len;
+} IdSeqs;
+
+void idseqs_free(IdSeqs *s);
+
+/* The greedy length limit for a source of length S. */
+int eval_max_len(int max_decode_len, int S);
+/* Teacher-forced metrics always; greedy ones (and hyps, when not NULL) when greedy. */
+void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max_decode_len, bool greedy,
+                  EvalResult *r, IdSeqs *hyps);
+
+#endif

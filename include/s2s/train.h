@@ -1,0 +1,44 @@
+/* train.h — the training loop: epochs of length-bucketed batches, Adam or SGD with
+ * clipping, validation each epoch, the best checkpoint (model.bin) and a resumable one
+ * (last.bin), a JSON-lines log, early stopping and learning-rate decay on a plateau.
+ *
+ * Randomness is derived, not carried: the batch order of epoch e comes from (seed, e), the
+ * dropout masks of step s from (seed, s), so a resumed run repeats an uninterrupted one bit
+ * for bit. The trainer owns its model, data and tape for the duration of train_run; it
+ * borrows the config and options, and never exits the process. */
+#ifndef S2S_TRAIN_H
+#define S2S_TRAIN_H
+
+#include "s2s/eval.h"
+
+#include <signal.h>
+#include <stdio.h>
+
+typedef struct TrainOptions {
+    const char *out_dir;          /* the run's folder; created if missing */
+    bool resume;                  /* continue from out_dir/last.bin */
+    FILE *out;                    /* one line per epoch and the final summary, or NULL */
+    FILE *progress;               /* the live progress line (a terminal), or NULL */
+    volatile sig_atomic_t *stop;  /* set asynchronously (a signal): stop after this step */
+} TrainOptions;
+
+typedef struct TrainSummary {
+    int epochs;                   /* completed */
+    long steps;
+    double best_metric;
+    EvalResult valid;             /* of the last epoch */
+    EvalResult test;              /* of the best checkpoint */
+    double seconds;
+    bool interrupted;             /* stopped by *stop; last.bin resumes it */
+    bool early_stopped;
+} TrainSummary;
+
+/* Trains per cfg. On resume the run's own config.json is used (cfg is overwritten with
+ * it). Returns S2S_ERR_NUMERIC for a NaN/Inf loss (last.bin and model.bin keep the last
+ * good state). */
+S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err);
+
+/* Creates a folder and its parents (mkdir -p). */
+S2sStatus train_mkdirs(const char *path, S2sError *err);
+
+#endif

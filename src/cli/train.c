@@ -1,0 +1,110 @@
+/* train — trains a model from a JSON config. Thin: arguments, signals, messages, exit codes.
+ *   exit 0 done · 1 runtime, IO, corrupt files, NaN · 2 usage and config · 130/143 interrupted */
+#include "s2s/train.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_stop; /* the one global: set by the signal handler */
+
+static void on_signal(int sig) { g_stop = sig; }
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: train --config FILE [--seed N] [--out DIR] [--max-steps N] [--set key=value]...\n"
+            "       train --resume DIR\n"
+            "\n"
+            "  --config FILE     a JSON config; a bare name is looked up in configs/ (reverse → configs/reverse.json)\n"
+            "  --seed N          overrides \"seed\"\n"
+            "  --out DIR         the run's folder (default runs/<name>)\n"
+            "  --max-steps N     stop after N optimizer steps (resumable)\n"
+            "  --set key=value   overrides any config key by dotted path or unique name (--set attention=dummy)\n"
+            "  --resume DIR      continue the run in DIR from its last.bin\n"
+            "\n"
+            "Writes DIR/config.json (resolved), DIR/log.jsonl, DIR/model.bin (best) and DIR/last.bin (latest).\n"
+            "Keys and defaults: docs/config.md.\n");
+}
+
+static int fail(const char *msg, int code) {
+    fprintf(stderr, "train: %s\n", msg);
+    return code;
+}
+
+int main(int argc, char **argv) {
+    const char *config_arg = NULL, *out_arg = NULL, *resume = NULL;
+    const char *sets[256];
+    int n_sets = 0;
+    char seed_set[64] = "", steps_set[64] = "";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--config") && has_value) {
+            config_arg = argv[++i];
+        } else if (!strcmp(a, "--out") && has_value) {
+            out_arg = argv[++i];
+        } else if (!strcmp(a, "--resume") && has_value) {
+            resume = argv[++i];
+        } else if (!strcmp(a, "--seed") && has_value) {
+            snprintf(seed_set, sizeof seed_set, "seed=%s", argv[++i]);
+        } else if (!strcmp(a, "--max-steps") && has_value) {
+            snprintf(steps_set, sizeof steps_set, "train.max_steps=%s", argv[++i]);
+        } else if (!strcmp(a, "--set") && has_value) {
+            if (n_sets == 256) return fail("too many --set options", 2);
+            sets[n_sets++] = argv[++i];
+        } else {
+            fprintf(stderr, "train: %s: %s\n", a,
+                    a[0] == '-' && !has_value ? "needs a value" : "unknown argument (see train --help)");
+            return 2;
+        }
+    }
+    if (!config_arg == !resume) {
+        usage(stderr);
+        return 2;
+    }
+    if (resume && (n_sets || seed_set[0] || out_arg))
+        return fail("--resume takes the run's own config; --set, --seed and --out do not apply", 2);
+
+    Config cfg;
+    config_defaults(&cfg);
+    S2sError err = {0};
+    char path[PATH_MAX], out_dir[PATH_MAX];
+    if (config_arg) {
+        config_find_file(config_arg, path, sizeof path);
+        if (config_load(&cfg, path, &err)) return fail(err.msg, err.status == S2S_ERR_IO ? 2 : 2);
+        if (seed_set[0] && config_set(&cfg, seed_set, &err)) return fail(err.msg, 2);
+        for (int i = 0; i < n_sets; i++)
+            if (config_set(&cfg, sets[i], &err)) return fail(err.msg, 2);
+        snprintf(out_dir, sizeof out_dir, "%s", out_arg ? out_arg : "");
+        if (!out_arg) snprintf(out_dir, sizeof out_dir, "runs/%s", cfg.name);
+    } else {
+        snprintf(out_dir, sizeof out_dir, "%s", resume);
+    }
+    if (steps_set[0] && config_set(&cfg, steps_set, &err)) return fail(err.msg, 2);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    TrainOptions opt = {out_dir, resume != NULL, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop};
+    if (!resume) printf("train: %s → %s\n", cfg.path, out_dir);
+    else printf("train: resuming %s\n", out_dir);
+    fflush(stdout);
+    TrainSummary sum;
+    S2sStatus st = train_run(&cfg, &opt, &sum, &err);
+    if (st) return fail(err.msg, st == S2S_ERR_CONFIG ? 2 : 1);
+    if (sum.interrupted) {
+        fprintf(stderr, "train: interrupted after step %ld; resume with: ./train --resume %s\n", sum.steps, out_dir);
+        return 128 + (int)g_stop;
+    }
+    printf("train: %d epochs, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs, sum.steps, sum.seconds, out_dir);
+    return 0;
+}

@@ -1,0 +1,88 @@
+/* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length. */
+#include "s2s/eval.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void idseqs_free(IdSeqs *s) {
+    for (int i = 0; i < s->n; i++) free(s->ids[i]);
+    free(s->ids);
+    free(s->len);
+    memset(s, 0, sizeof *s);
+}
+
+int eval_max_len(int max_decode_len, int S) { return max_decode_len > 0 ? max_decode_len : 2 * S + 10; }
+
+void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max_decode_len, bool greedy,
+                  EvalResult *r, IdSeqs *hyps) {
+    memset(r, 0, sizeof *r);
+    bool grad = t->grad_enabled, training = t->training;
+    t->grad_enabled = false;
+    t->training = false;
+    BatchPlan plan;
+    batchplan_make(&plan, d, batch_size, 0, NULL);
+    Batch b;
+    batch_init(&b);
+    if (hyps) {
+        hyps->n = d->n;
+        hyps->ids = s2s_xcalloc((size_t)d->n, sizeof *hyps->ids);
+        hyps->len = s2s_xcalloc((size_t)d->n, sizeof *hyps->len);
+    }
+    double loss_sum = 0.0;
+    long tf_correct = 0, exact = 0, tok_correct = 0, ref_tokens = 0;
+    int V = m->trg_vocab;
+    for (int k = 0; k < plan.n_batches; k++) {
+        int n = plan.start[k + 1] - plan.start[k];
+        batch_fill(&b, d, plan.order + plan.start[k], n);
+        tape_reset(t);
+        ModelOutput o = model_forward(t, m, &b, NULL);
+        loss_sum += (double)o.loss->data[0] * o.n_tokens;
+        r->tokens += o.n_tokens;
+        const int32_t *tg = b.trg + b.B;
+        for (int row = 0; row < (b.T - 1) * b.B; row++) {
+            if (tg[row] == TOK_PAD) continue;
+            const float *x = o.logits->data + (size_t)row * V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (x[v] > x[best]) best = v;
+            tf_correct += best == tg[row];
+        }
+        if (!greedy) continue;
+        tape_reset(t);
+        int L = eval_max_len(max_decode_len, b.S);
+        int32_t *out = s2s_xmalloc((size_t)n * L * sizeof *out);
+        int *out_len = s2s_xmalloc((size_t)n * sizeof *out_len);
+        model_greedy(t, m, &b, L, out, out_len, NULL);
+        for (int i = 0; i < n; i++) {
+            int e = b.index[i];
+            const int32_t *ref = d->ids + d->trg_off[e] + 1; /* without <sos> … */
+            int rl = d->trg_len[e] - 2;                       /* … and <eos> */
+            const int32_t *h = out + (size_t)i * L;
+            int same = 0;
+            for (int p = 0; p < rl && p < out_len[i]; p++) same += h[p] == ref[p];
+            tok_correct += same;
+            ref_tokens += rl;
+            exact += out_len[i] == rl && same == rl;
+            if (hyps) {
+                hyps->len[e] = out_len[i];
+                hyps->ids[e] = s2s_xmalloc((size_t)(out_len[i] ? out_len[i] : 1) * sizeof(int32_t));
+                memcpy(hyps->ids[e], h, (size_t)out_len[i] * sizeof(int32_t));
+            }
+        }
+        free(out);
+        free(out_len);
+    }
+    r->n = d->n;
+    r->loss = r->tokens ? loss_sum / (double)r->tokens : 0.0;
+    r->ppl = exp(r->loss);
+    r->tf_token_acc = r->tokens ? (double)tf_correct / (double)r->tokens : 0.0;
+    if (greedy) {
+        r->exact_match = d->n ? (double)exact / d->n : 0.0;
+        r->token_acc = ref_tokens ? (double)tok_correct / (double)ref_tokens : 0.0;
+    }
+    batch_free(&b);
+    batchplan_free(&plan);
+    t->grad_enabled = grad;
+    t->training = training;
+}

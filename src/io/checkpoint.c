@@ -1,0 +1,406 @@
+/* checkpoint.c — writing and checked reading of model files. */
+#include "s2s/checkpoint.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define MAGIC "S2SMODEL"
+#define MAX_SECTIONS 64
+#define MAX_TENSORS 4096
+#define MAX_VOCAB 50000000
+#define MAX_TOKEN 4096
+#define MAX_FILE ((size_t)1 << 36)
+
+static bool little_endian(void) {
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+/* ---- writing: a growable buffer for the small sections, streamed floats for the rest ---- */
+typedef struct Out {
+    FILE *f;
+    uLong crc;
+    bool failed;
+} Out;
+
+static void put(Out *o, const void *p, size_t n) {
+    if (o->failed || n == 0) return;
+    if (fwrite(p, 1, n, o->f) != n) o->failed = true;
+    const unsigned char *b = p;
+    while (n) { /* zlib's crc32 takes uInt lengths */
+        uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        o->crc = crc32(o->crc, b, k);
+        b += k;
+        n -= k;
+    }
+}
+
+static void put_u16(Out *o, uint16_t v) { put(o, (unsigned char[]){v & 255, v >> 8}, 2); }
+static void put_u32(Out *o, uint32_t v) {
+    unsigned char b[4] = {v & 255, (v >> 8) & 255, (v >> 16) & 255, v >> 24};
+    put(o, b, 4);
+}
+static void put_u64(Out *o, uint64_t v) {
+    put_u32(o, (uint32_t)v);
+    put_u32(o, (uint32_t)(v >> 32));
+}
+static void section(Out *o, const char tag[4], uint64_t len) {
+    put(o, tag, 4);
+    put_u64(o, len);
+}
+
+static uint64_t vocab_bytes(const char *const *t, int n) {
+    uint64_t b = 4;
+    for (int i = 0; i < n; i++) b += 4 + strlen(t[i]);
+    return b;
+}
+
+static void put_vocab(Out *o, const char tag[4], const char *const *t, int n) {
+    section(o, tag, vocab_bytes(t, n));
+    put_u32(o, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        put_u32(o, (uint32_t)strlen(t[i]));
+        put(o, t[i], strlen(t[i]));
+    }
+}
+
+static void put_floats(Out *o, const char tag[4], const ParamStore *ps, const float *block) {
+    uint64_t total = 0;
+    for (int i = 0; i < ps->count; i++) total += ps->items[i].t->size * 4;
+    section(o, tag, total);
+    for (int i = 0; i < ps->count; i++) put(o, block + ps->items[i].offset, ps->items[i].t->size * 4);
+}
+
+static S2sStatus finish_tmp(Out *o, char *tmp, const char *path, S2sError *err) {
+    if (!o->failed && fflush(o->f) != 0) o->failed = true;
+    if (!o->failed && fsync(fileno(o->f)) != 0) o->failed = true;
+    int e = errno;
+    if (fclose(o->f) != 0) o->failed = true;
+    if (o->failed) {
+        unlink(tmp);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", path, strerror(e ? e : EIO));
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot rename the temporary file into place: %s", path, strerror(e));
+    }
+    return S2S_OK;
+}
+
+static S2sStatus open_tmp(Out *o, char *tmp, size_t n, const char *path, S2sError *err) {
+    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
+    if (fchmod(fd, 0644) != 0) { /* mkstemp makes 0600; a model file is for sharing */
+        close(fd);
+        unlink(tmp);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot set permissions: %s", path, strerror(errno));
+    }
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        close(fd);
+        unlink(tmp);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    o->crc = crc32(0L, Z_NULL, 0);
+    o->failed = false;
+    return S2S_OK;
+}
+
+S2sStatus file_write_atomic(const char *path, const void *data, size_t n, S2sError *err) {
+    Out o;
+    char tmp[PATH_MAX];
+    S2sStatus st = open_tmp(&o, tmp, sizeof tmp, path, err);
+    if (st) return st;
+    put(&o, data, n);
+    return finish_tmp(&o, tmp, path, err);
+}
+
+S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
+    S2S_ASSERT(little_endian());
+    const ParamStore *ps = s->params;
+    S2S_ASSERT(!s->with_moments || ps->m);
+    Out o;
+    char tmp[PATH_MAX];
+    S2sStatus st = open_tmp(&o, tmp, sizeof tmp, path, err);
+    if (st) return st;
+    put(&o, MAGIC, 8);
+    put_u32(&o, CKPT_VERSION);
+    put_u32(&o, 5u + (s->with_moments ? 2u : 0u) + (s->state_json ? 1u : 0u));
+    section(&o, "CONF", strlen(s->config_json));
+    put(&o, s->config_json, strlen(s->config_json));
+    put_vocab(&o, "VSRC", s->src_tokens, s->n_src);
+    put_vocab(&o, "VTRG", s->trg_tokens, s->n_trg);
+    uint64_t tb = 4;
+    for (int i = 0; i < ps->count; i++) tb += 2 + strlen(ps->items[i].name) + 1 + 4u * (uint64_t)ps->items[i].t->ndim;
+    section(&o, "TENS", tb);
+    put_u32(&o, (uint32_t)ps->count);
+    for (int i = 0; i < ps->count; i++) {
+        const Param *p = &ps->items[i];
+        put_u16(&o, (uint16_t)strlen(p->name));
+        put(&o, p->name, strlen(p->name));
+        put(&o, (unsigned char[]){(unsigned char)p->t->ndim}, 1);
+        for (int d = 0; d < p->t->ndim; d++) put_u32(&o, (uint32_t)p->t->shape[d]);
+    }
+    put_floats(&o, "DATA", ps, ps->data);
+    if (s->with_moments) {
+        put_floats(&o, "MOM1", ps, ps->m);
+        put_floats(&o, "MOM2", ps, ps->v);
+    }
+    if (s->state_json) {
+        section(&o, "STAT", strlen(s->state_json));
+        put(&o, s->state_json, strlen(s->state_json));
+    }
+    uLong crc = o.crc;
+    put_u32(&o, (uint32_t)crc);
+    return finish_tmp(&o, tmp, path, err);
+}
+
+/* ---- reading: a cursor that never passes the end ---- */
+typedef struct In {
+    const unsigned char *p, *end;
+} In;
+
+static bool take(In *in, void *dst, size_t n) {
+    if ((size_t)(in->end - in->p) < n) return false;
+    if (dst) memcpy(dst, in->p, n);
+    in->p += n;
+    return true;
+}
+static bool get_u32(In *in, uint32_t *v) {
+    unsigned char b[4];
+    if (!take(in, b, 4)) return false;
+    *v = b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return true;
+}
+static bool get_u16(In *in, uint16_t *v) {
+    unsigned char b[2];
+    if (!take(in, b, 2)) return false;
+    *v = (uint16_t)(b[0] | b[1] << 8);
+    return true;
+}
+static bool get_u64(In *in, uint64_t *v) {
+    uint32_t lo, hi;
+    if (!get_u32(in, &lo) || !get_u32(in, &hi)) return false;
+    *v = lo | (uint64_t)hi << 32;
+    return true;
+}
+
+static char *dup_text(const unsigned char *p, size_t n) {
+    char *s = s2s_xmalloc(n + 1);
+    memcpy(s, p, n);
+    s[n] = '\0';
+    return s;
+}
+
+static S2sStatus read_vocab(In sec, char ***out, int *n_out, const char *origin, const char *which, S2sError *err) {
+    uint32_t n;
+    if (!get_u32(&sec, &n)) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary truncated", origin, which);
+    if (n > MAX_VOCAB || (uint64_t)n * 4 > (uint64_t)(sec.end - sec.p))
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary claims %u entries in %zu bytes", origin, which, n,
+                        (size_t)(sec.end - sec.p));
+    char **t = s2s_xcalloc(n ? n : 1, sizeof *t);
+    *out = t;
+    *n_out = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t len;
+        if (!get_u32(&sec, &len) || len > MAX_TOKEN || (size_t)(sec.end - sec.p) < len)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary entry %u runs past its section", origin, which, i);
+        t[i] = dup_text(sec.p, len);
+        sec.p += len;
+        (*n_out)++;
+    }
+    return S2S_OK;
+}
+
+void ckpt_free(Checkpoint *c) {
+    free(c->buf);
+    free(c->config_json);
+    free(c->state_json);
+    for (int i = 0; i < c->n_src; i++) free(c->src_tokens[i]);
+    for (int i = 0; i < c->n_trg; i++) free(c->trg_tokens[i]);
+    free(c->src_tokens);
+    free(c->trg_tokens);
+    free(c->tensors);
+    memset(c, 0, sizeof *c);
+}
+
+static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
+    In in = {c->buf, c->buf + c->len};
+    char magic[8];
+    if (!take(&in, magic, 8) || memcmp(magic, MAGIC, 8) != 0)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not an s2s model file (bad magic)", origin);
+    uint32_t version, n_sec;
+    if (!get_u32(&in, &version)) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: truncated header", origin);
+    if (version != CKPT_VERSION)
+        return s2s_fail(err, S2S_ERR_VERSION, "%s: model file format version %u; this build reads version %u", origin,
+                        version, CKPT_VERSION);
+    if (c->len < 8 + 4 + 4 + 4) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: truncated header", origin);
+    uint32_t stored;
+    In tail = {c->buf + c->len - 4, c->buf + c->len};
+    get_u32(&tail, &stored);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t off = 0; off < c->len - 4;) {
+        uInt k = (c->len - 4 - off) > (1u << 30) ? (1u << 30) : (uInt)(c->len - 4 - off);
+        crc = crc32(crc, c->buf + off, k);
+        off += k;
+    }
+    if ((uint32_t)crc != stored)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: checksum mismatch (truncated or damaged file)", origin);
+    in.end = c->buf + c->len - 4;
+    if (!get_u32(&in, &n_sec) || n_sec > MAX_SECTIONS)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: bad section count", origin);
+    In data = {0}, mom[2] = {{0}, {0}}, tens = {0};
+    bool have_conf = false, have_src = false, have_trg = false;
+    for (uint32_t s = 0; s < n_sec; s++) {
+        char tag[5] = {0};
+        uint64_t len;
+        if (!take(&in, tag, 4) || !get_u64(&in, &len))
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: section %u header truncated", origin, s);
+        if (len > (uint64_t)(in.end - in.p))
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: section %s needs %llu bytes, %zu remain", origin, tag,
+                            (unsigned long long)len, (size_t)(in.end - in.p));
+        In sec = {in.p, in.p + len};
+        in.p += len;
+        S2sStatus st = S2S_OK;
+        if (!strcmp(tag, "CONF")) {
+            free(c->config_json);
+            c->config_json = dup_text(sec.p, (size_t)len);
+            have_conf = true;
+        } else if (!strcmp(tag, "STAT")) {
+            free(c->state_json);
+            c->state_json = dup_text(sec.p, (size_t)len);
+        } else if (!strcmp(tag, "VSRC") && !have_src) {
+            st = read_vocab(sec, &c->src_tokens, &c->n_src, origin, "source", err);
+            have_src = true;
+        } else if (!strcmp(tag, "VTRG") && !have_trg) {
+            st = read_vocab(sec, &c->trg_tokens, &c->n_trg, origin, "target", err);
+            have_trg = true;
+        } else if (!strcmp(tag, "TENS")) {
+            tens = sec;
+        } else if (!strcmp(tag, "DATA")) {
+            data = sec;
+        } else if (!strcmp(tag, "MOM1")) {
+            mom[0] = sec;
+        } else if (!strcmp(tag, "MOM2")) {
+            mom[1] = sec;
+        } /* unknown sections are skipped: later minor additions stay readable */
+        if (st) return st;
+    }
+    if (!have_conf || !have_src || !have_trg || !tens.p || !data.p)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: a required section is missing", origin);
+    uint32_t n;
+    if (!get_u32(&tens, &n) || n > MAX_TENSORS)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: bad tensor count", origin);
+    c->tensors = s2s_xcalloc(n ? n : 1, sizeof *c->tensors);
+    c->has_moments = mom[0].p && mom[1].p;
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        CkptTensor *t = &c->tensors[i];
+        uint16_t nl;
+        unsigned char nd;
+        if (!get_u16(&tens, &nl) || nl >= PARAM_NAME_MAX || !take(&tens, t->name, nl) || !take(&tens, &nd, 1) || nd < 1 ||
+            nd > S2S_MAX_DIMS)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor table entry %u is malformed", origin, i);
+        t->name[nl] = '\0';
+        t->ndim = nd;
+        uint64_t size = 1;
+        for (int d = 0; d < nd; d++) {
+            uint32_t dim;
+            if (!get_u32(&tens, &dim) || dim > (1u << 28))
+                return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" has a bad shape", origin, t->name);
+            t->shape[d] = (int)dim;
+            size *= dim;
+        }
+        if (size > (1ull << 32))
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" is too large", origin, t->name);
+        t->size = (size_t)size;
+        uint64_t bytes = size * 4;
+        if (off + bytes > (uint64_t)(data.end - data.p))
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" needs %llu bytes, %llu remain", origin, t->name,
+                            (unsigned long long)bytes, (unsigned long long)((uint64_t)(data.end - data.p) - off));
+        t->data = data.p + off;
+        if (c->has_moments) {
+            if (off + bytes > (uint64_t)(mom[0].end - mom[0].p) || off + bytes > (uint64_t)(mom[1].end - mom[1].p))
+                return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: optimizer state for \"%s\" is truncated", origin, t->name);
+            t->m = mom[0].p + off;
+            t->v = mom[1].p + off;
+        }
+        off += bytes;
+        c->n_tensors++;
+    }
+    return S2S_OK;
+}
+
+S2sStatus ckpt_from_memory(Checkpoint *c, const void *buf, size_t len, const char *origin, S2sError *err) {
+    memset(c, 0, sizeof *c);
+    c->buf = s2s_xmalloc(len ? len : 1);
+    memcpy(c->buf, buf, len);
+    c->len = len;
+    S2sStatus st = parse(c, origin, err);
+    if (st) ckpt_free(c);
+    return st;
+}
+
+S2sStatus ckpt_load(Checkpoint *c, const char *path, S2sError *err) {
+    memset(c, 0, sizeof *c);
+    FILE *f = fopen(path, "rb");
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot seek (not a regular file?)", path);
+    }
+    long n = ftell(f);
+    if (n < 0 || (size_t)n > MAX_FILE) {
+        fclose(f);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a model file (size %ld)", path, n);
+    }
+    rewind(f);
+    c->buf = malloc((size_t)n ? (size_t)n : 1);
+    if (!c->buf) {
+        fclose(f);
+        return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory reading %ld bytes", path, n);
+    }
+    c->len = fread(c->buf, 1, (size_t)n, f);
+    bool bad = ferror(f) || c->len != (size_t)n;
+    fclose(f);
+    if (bad) {
+        ckpt_free(c);
+        return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
+    }
+    S2sStatus st = parse(c, path, err);
+    if (st) ckpt_free(c);
+    return st;
+}
+
+S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, const char *origin, S2sError *err) {
+    if (with_moments && !c->has_moments)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no optimizer state to resume from", origin);
+    if (with_moments) params_alloc_moments(ps);
+    for (int i = 0; i < ps->count; i++) {
+        const Param *p = &ps->items[i];
+        const CkptTensor *t = NULL;
+        for (int k = 0; k < c->n_tensors && !t; k++)
+            if (!strcmp(c->tensors[k].name, p->name)) t = &c->tensors[k];
+        if (!t) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: tensor \"%s\" is missing", origin, p->name);
+        bool same = t->ndim == p->t->ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == p->t->shape[d];
+        if (!same)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: tensor \"%s\" has another shape than its config implies", origin, p->name);
+        memcpy(p->t->data, t->data, t->size * sizeof(float));
+        if (with_moments) {
+            memcpy(ps->m + p->offset, t->m, t->size * sizeof(float));
+            memcpy(ps->v + p->offset, t->v, t->size * sizeof(float));
+        }
+    }
+    if (c->n_tensors != ps->count)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: has %d tensors, the model %d", origin, c->n_tensors, ps->count);
+    return S2S_OK;
+}

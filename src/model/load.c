@@ -1,0 +1,53 @@
+/* load.c — a model, its config and vocabularies from a model file. */
+#include "s2s/checkpoint.h"
+#include "s2s/model.h"
+
+#include <string.h>
+
+static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *path, const char *which, S2sError *err) {
+    vocab_init(v);
+    const char *sp[TOK_SPECIALS] = {"<pad>", "<unk>", "<sos>", "<eos>"};
+    if (n < TOK_SPECIALS) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary has %d entries", path, which, n);
+    for (int i = 0; i < n; i++) {
+        if (i < TOK_SPECIALS && strcmp(tokens[i], sp[i]) != 0)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary entry %d is \"%s\", expected \"%s\"", path,
+                            which, i, tokens[i], sp[i]);
+        if (vocab_add(v, tokens[i]) != i)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary repeats \"%s\"", path, which, tokens[i]);
+    }
+    return S2S_OK;
+}
+
+S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const char *path, S2sError *err) {
+    Checkpoint ck;
+    S2sStatus st = ckpt_load(&ck, path, err);
+    if (st) return st;
+    memset(m, 0, sizeof *m);
+    memset(src, 0, sizeof *src);
+    memset(trg, 0, sizeof *trg);
+    config_defaults(cfg);
+    if ((st = config_parse(cfg, ck.config_json, path, err))) {
+        /* a config this build cannot read is a corrupt (or newer) file here, not a usage error */
+        st = S2S_ERR_CORRUPT;
+        goto fail;
+    }
+    if ((st = model_check_config(&cfg->model, path, err))) {
+        st = S2S_ERR_CORRUPT;
+        goto fail;
+    }
+    if ((st = vocab_from(src, ck.src_tokens, ck.n_src, path, "source", err))) goto fail;
+    if ((st = vocab_from(trg, ck.trg_tokens, ck.n_trg, path, "target", err))) goto fail;
+    if ((st = model_init(m, &cfg->model, src->size, trg->size, err))) {
+        st = S2S_ERR_CORRUPT;
+        goto fail;
+    }
+    if ((st = ckpt_restore(&ck, &m->params, false, path, err))) goto fail;
+    ckpt_free(&ck);
+    return S2S_OK;
+fail:
+    ckpt_free(&ck);
+    model_free(m);
+    vocab_free(src);
+    vocab_free(trg);
+    return st;
+}

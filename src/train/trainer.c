@@ -1,0 +1,412 @@
+/* trainer.c — the training loop, its log and checkpoints. */
+#include "s2s/train.h"
+#include "s2s/checkpoint.h"
+#include "s2s/optim.h"
+
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* splitmix64: derives independent seeds for (seed, epoch) and (seed, step) */
+static uint64_t mix(uint64_t a, uint64_t b) {
+    uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+S2sStatus train_mkdirs(const char *path, S2sError *err) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: not a directory", path);
+    return S2S_OK;
+}
+
+typedef struct State {
+    int epoch, batch;       /* next batch to run */
+    long step;
+    long adam_step;
+    double lr;
+    double best;
+    int bad_epochs;
+    double loss_sum;        /* this epoch so far: Σ loss·tokens, tokens */
+    double tok_sum;
+    long log_bytes;         /* log.jsonl length at this state */
+    double seconds;         /* training time before this session */
+} State;
+
+static char *state_to_json(const State *s) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "epoch", s->epoch);
+    cJSON_AddNumberToObject(j, "batch", s->batch);
+    cJSON_AddNumberToObject(j, "step", (double)s->step);
+    cJSON_AddNumberToObject(j, "adam_step", (double)s->adam_step);
+    cJSON_AddNumberToObject(j, "lr", s->lr);
+    cJSON_AddNumberToObject(j, "best", s->best);
+    cJSON_AddNumberToObject(j, "bad_epochs", s->bad_epochs);
+    cJSON_AddNumberToObject(j, "loss_sum", s->loss_sum);
+    cJSON_AddNumberToObject(j, "tok_sum", s->tok_sum);
+    cJSON_AddNumberToObject(j, "log_bytes", (double)s->log_bytes);
+    cJSON_AddNumberToObject(j, "seconds", s->seconds);
+    char *txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return txt;
+}
+
+static S2sStatus state_from_json(State *s, const char *txt, const char *origin, S2sError *err) {
+    cJSON *j = cJSON_Parse(txt);
+    if (!j) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state is not JSON", origin);
+    const char *keys[] = {"epoch", "batch", "step", "adam_step", "lr", "best", "bad_epochs", "loss_sum", "tok_sum", "log_bytes", "seconds"};
+    double v[11];
+    for (int i = 0; i < 11; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+        if (!cJSON_IsNumber(x)) {
+            cJSON_Delete(j);
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state lacks \"%s\"", origin, keys[i]);
+        }
+        v[i] = x->valuedouble;
+    }
+    cJSON_Delete(j);
+    *s = (State){(int)v[0], (int)v[1], (long)v[2], (long)v[3], v[4], v[5], (int)v[6], v[7], v[8], (long)v[9], v[10]};
+    return S2S_OK;
+}
+
+typedef struct Run {
+    Config *cfg;
+    const TrainOptions *opt;
+    TaskData data;
+    Seq2Seq model;
+    Tape tape;
+    Adam adam;
+    State st;
+    FILE *log;
+    char path_model[PATH_MAX], path_last[PATH_MAX], path_log[PATH_MAX], path_config[PATH_MAX];
+} Run;
+
+static bool metric_higher_is_better(const char *metric) { return strcmp(metric, "valid_loss") != 0; }
+
+static double metric_value(const char *metric, const EvalResult *r) {
+    if (!strcmp(metric, "valid_loss")) return r->loss;
+    if (!strcmp(metric, "token_accuracy")) return r->token_acc;
+    return r->exact_match; /* exact_match (bleu comes with the translation task) */
+}
+
+static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
+    char *conf = config_to_json(r->cfg);
+    char *state = NULL;
+    if (last) {
+        r->st.adam_step = r->adam.step;
+        fflush(r->log);
+        r->st.log_bytes = ftell(r->log);
+        state = state_to_json(&r->st);
+    }
+    CkptSave s = {conf,
+                  (const char *const *)r->data.src_vocab.tokens, r->data.src_vocab.size,
+                  (const char *const *)r->data.trg_vocab.tokens, r->data.trg_vocab.size,
+                  &r->model.params, last && r->model.params.m != NULL, state};
+    S2sStatus rc = ckpt_save(path, &s, err);
+    free(conf);
+    free(state);
+    return rc;
+}
+
+static void log_line(Run *r, cJSON *j) {
+    char *txt = cJSON_PrintUnformatted(j);
+    fprintf(r->log, "%s\n", txt);
+    fflush(r->log);
+    free(txt);
+    cJSON_Delete(j);
+}
+
+static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool greedy) {
+    char k[64];
+#define ADD(name, val) (snprintf(k, sizeof k, "%s_%s", prefix, name), cJSON_AddNumberToObject(j, k, val))
+    ADD("loss", e->loss);
+    ADD("ppl", e->ppl);
+    ADD("tf_token_accuracy", e->tf_token_acc);
+    if (greedy) {
+        ADD("exact_match", e->exact_match);
+        ADD("token_accuracy", e->token_acc);
+    }
+#undef ADD
+    return j;
+}
+
+static void progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta) {
+    if (!r->opt->progress) return;
+    int em = (int)(eta / 60), es = (int)eta % 60;
+    fprintf(r->opt->progress, "\r\033[Kepoch %d/%d  step %d/%d  loss %.4f  %.0f tok/s  ETA %d:%02d", epoch + 1,
+            r->cfg->train.epochs, k + 1, nb, loss, tps, em, es);
+    fflush(r->opt->progress);
+}
+
+static S2sStatus setup(Run *r, S2sError *err) {
+    Config *cfg = r->cfg;
+    const char *dir = r->opt->out_dir;
+    snprintf(r->path_model, sizeof r->path_model, "%s/model.bin", dir);
+    snprintf(r->path_last, sizeof r->path_last, "%s/last.bin", dir);
+    snprintf(r->path_log, sizeof r->path_log, "%s/log.jsonl", dir);
+    snprintf(r->path_config, sizeof r->path_config, "%s/config.json", dir);
+    S2sStatus st;
+    Checkpoint ck = {0};
+    if (r->opt->resume) {
+        if ((st = ckpt_load(&ck, r->path_last, err))) return st;
+        Config saved;
+        config_defaults(&saved);
+        if ((st = config_parse(&saved, ck.config_json, r->path_last, err))) goto out;
+        *cfg = saved;
+        if (!ck.state_json) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no training state to resume from", r->path_last);
+            goto out;
+        }
+        if ((st = state_from_json(&r->st, ck.state_json, r->path_last, err))) goto out;
+    } else {
+        if ((st = train_mkdirs(dir, err))) return st;
+    }
+    if ((st = config_check(cfg, err))) goto out;
+    if ((st = model_check_config(&cfg->model, cfg->path[0] ? cfg->path : "config", err))) goto out;
+    /* the resolved config beside the run; also proves the folder is writable before training */
+    char *conf = config_to_json(cfg);
+    st = file_write_atomic(r->path_config, conf, strlen(conf), err);
+    free(conf);
+    if (st) goto out;
+    if (cfg->train.threads > 0) openblas_set_num_threads(cfg->train.threads);
+    if ((st = task_load(&r->data, &cfg->task, err))) goto out;
+    if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
+    r->adam = adam_default();
+    r->adam.lr = cfg->train.lr;
+    tape_init(&r->tape, 1 << 20);
+    if (r->opt->resume) {
+        bool moments = strcmp(cfg->train.optimizer, "adam") == 0;
+        if ((st = ckpt_restore(&ck, &r->model.params, moments && ck.has_moments, r->path_last, err))) goto out;
+        r->adam.step = r->st.adam_step;
+        r->adam.lr = (float)r->st.lr;
+        r->log = fopen(r->path_log, "r+");
+        if (!r->log || ftruncate(fileno(r->log), r->st.log_bytes) != 0 || fseek(r->log, 0, SEEK_END) != 0) {
+            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot reopen the log: %s", r->path_log, strerror(errno));
+            goto out;
+        }
+    } else {
+        Rng init;
+        rng_init(&init, (uint64_t)cfg->seed, RNG_STREAM_INIT);
+        model_init_weights(&r->model, &init);
+        r->st = (State){0};
+        r->st.lr = cfg->train.lr;
+        r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
+        r->log = fopen(r->path_log, "w");
+        if (!r->log) {
+            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", r->path_log, strerror(errno));
+            goto out;
+        }
+    }
+out:
+    ckpt_free(&ck);
+    return st;
+}
+
+static void teardown(Run *r) {
+    if (r->log) fclose(r->log);
+    tape_free(&r->tape);
+    model_free(&r->model);
+    task_free(&r->data);
+}
+
+/* One optimizer step on a batch; returns the loss (NaN/Inf are the caller's to report). */
+static double train_step(Run *r, const Batch *b, int *n_tokens) {
+    Tape *t = &r->tape;
+    tape_reset(t);
+    t->training = true;
+    t->grad_enabled = true;
+    Rng drop;
+    rng_init(&drop, mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step), RNG_STREAM_DROPOUT);
+    ModelOutput o = model_forward(t, &r->model, b, &drop);
+    double loss = o.loss->data[0];
+    *n_tokens = o.n_tokens;
+    if (!isfinite(loss)) return loss;
+    params_zero_grad(&r->model.params);
+    tape_backward(t, o.loss);
+    if (r->cfg->train.clip > 0) grad_clip_global_norm(&r->model.params, r->cfg->train.clip);
+    if (strcmp(r->cfg->train.optimizer, "sgd") == 0) sgd_step(&r->model.params, (float)r->st.lr);
+    else {
+        r->adam.lr = (float)r->st.lr;
+        adam_step(&r->adam, &r->model.params);
+    }
+    r->st.step++;
+    return loss;
+}
+
+S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err) {
+    memset(sum, 0, sizeof *sum);
+    Run run;
+    memset(&run, 0, sizeof run);
+    Run *r = &run;
+    r->cfg = cfg;
+    r->opt = opt;
+    S2sStatus st = setup(r, err);
+    if (st) {
+        teardown(r);
+        return st;
+    }
+    const ConfigTrain *tc = &cfg->train;
+    bool higher = metric_higher_is_better(tc->metric);
+    double t0 = now_s();
+    Batch b;
+    batch_init(&b);
+    bool stop = false;
+    while (!stop && r->st.epoch < tc->epochs) {
+        Rng shuf;
+        rng_init(&shuf, mix((uint64_t)cfg->seed, (uint64_t)r->st.epoch), RNG_STREAM_SHUFFLE);
+        BatchPlan plan;
+        batchplan_make(&plan, &r->data.train, tc->batch_size, 100, &shuf);
+        double tick = now_s(), last_draw = 0, window_tokens = 0, window_t = now_s();
+        for (; r->st.batch < plan.n_batches; r->st.batch++) {
+            int k = r->st.batch;
+            batch_fill(&b, &r->data.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+            int ntok;
+            double loss = train_step(r, &b, &ntok);
+            if (!isfinite(loss)) {
+                st = s2s_fail(err, S2S_ERR_NUMERIC,
+                              "step %ld (epoch %d, batch %d): the loss is %s; stopped, %s keeps the last good state",
+                              r->st.step + 1, r->st.epoch + 1, k + 1, isnan(loss) ? "NaN" : "infinite", r->path_last);
+                batchplan_free(&plan);
+                goto done;
+            }
+            r->st.loss_sum += loss * ntok;
+            r->st.tok_sum += ntok;
+            window_tokens += ntok;
+            double now = now_s();
+            if (r->st.step % tc->log_every == 0) {
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "type", "step");
+                cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
+                cJSON_AddNumberToObject(j, "step", (double)r->st.step);
+                cJSON_AddNumberToObject(j, "loss", loss);
+                cJSON_AddNumberToObject(j, "lr", r->st.lr);
+                cJSON_AddNumberToObject(j, "tokens_per_s", window_tokens / fmax(now - window_t, 1e-9));
+                log_line(r, j);
+                window_tokens = 0;
+                window_t = now;
+            }
+            if (opt->progress && now - last_draw > 0.1) {
+                double done = k + 1, left = plan.n_batches - done;
+                double tps = r->st.tok_sum / fmax(now - tick, 1e-9);
+                progress(r, r->st.epoch, k, plan.n_batches, r->st.loss_sum / fmax(r->st.tok_sum, 1), tps,
+                         (now - tick) / done * left);
+                last_draw = now;
+            }
+            if ((tc->max_steps > 0 && r->st.step >= tc->max_steps) || (opt->stop && *opt->stop)) {
+                r->st.batch++;
+                sum->interrupted = opt->stop && *opt->stop;
+                stop = true;
+                break;
+            }
+        }
+        int n_batches = plan.n_batches;
+        batchplan_free(&plan);
+        if (opt->progress) fprintf(opt->progress, "\r\033[K");
+        if (stop && r->st.batch < n_batches) { /* mid-epoch: resumable state only */
+            r->st.seconds += now_s() - t0;
+            t0 = now_s();
+            if ((st = save(r, r->path_last, true, err))) goto done;
+            break;
+        }
+        /* end of epoch: validate, keep the best, decay, maybe stop early */
+        double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
+        double epoch_s = now_s() - tick;
+        eval_dataset(&r->tape, &r->model, &r->data.valid, tc->eval_batch_size, tc->max_decode_len, true, &sum->valid, NULL);
+        double m = metric_value(tc->metric, &sum->valid);
+        bool better = higher ? m > r->st.best : m < r->st.best;
+        if (better) {
+            r->st.best = m;
+            r->st.bad_epochs = 0;
+            if ((st = save(r, r->path_model, false, err))) goto done;
+        } else {
+            r->st.bad_epochs++;
+            if (tc->lr_decay < 1.0f) r->st.lr *= tc->lr_decay;
+        }
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "type", "epoch");
+        cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
+        cJSON_AddNumberToObject(j, "step", (double)r->st.step);
+        cJSON_AddNumberToObject(j, "train_loss", train_loss);
+        eval_json(j, "valid", &sum->valid, true);
+        cJSON_AddBoolToObject(j, "best", better);
+        cJSON_AddNumberToObject(j, "lr", r->st.lr);
+        cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
+        cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
+        log_line(r, j);
+        if (opt->out)
+            fprintf(opt->out,
+                    "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc "
+                    "%.2f%%  %.1fs%s\n",
+                    r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, 100 * sum->valid.exact_match,
+                    100 * sum->valid.token_acc, 100 * sum->valid.tf_token_acc, epoch_s, better ? "  *" : "");
+        r->st.epoch++;
+        r->st.batch = 0;
+        r->st.loss_sum = r->st.tok_sum = 0;
+        sum->epochs = r->st.epoch;
+        if (tc->patience > 0 && r->st.bad_epochs >= tc->patience) {
+            sum->early_stopped = true;
+            stop = true;
+        }
+        r->st.seconds += now_s() - t0;
+        t0 = now_s();
+        if ((st = save(r, r->path_last, true, err))) goto done;
+        if (opt->stop && *opt->stop) {
+            sum->interrupted = true;
+            stop = true;
+        }
+        if (tc->max_steps > 0 && r->st.step >= tc->max_steps) stop = true;
+    }
+    sum->steps = r->st.step;
+    sum->best_metric = r->st.best;
+    sum->seconds = r->st.seconds;
+    if (!sum->interrupted && access(r->path_model, R_OK) == 0) {
+        /* the test split, on the best checkpoint */
+        Checkpoint ck;
+        if ((st = ckpt_load(&ck, r->path_model, err))) goto done;
+        st = ckpt_restore(&ck, &r->model.params, false, r->path_model, err);
+        ckpt_free(&ck);
+        if (st) goto done;
+        eval_dataset(&r->tape, &r->model, &r->data.test, tc->eval_batch_size, tc->max_decode_len, true, &sum->test, NULL);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "type", "test");
+        cJSON_AddNumberToObject(j, "epochs", r->st.epoch);
+        cJSON_AddNumberToObject(j, "step", (double)r->st.step);
+        eval_json(j, "test", &sum->test, true);
+        log_line(r, j);
+        if (opt->out)
+            fprintf(opt->out, "test (best checkpoint): loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc %.2f%%\n",
+                    sum->test.loss, sum->test.ppl, 100 * sum->test.exact_match, 100 * sum->test.token_acc,
+                    100 * sum->test.tf_token_acc);
+    }
+done:
+    batch_free(&b);
+    teardown(r);
+    return st;
+}
