@@ -12,7 +12,7 @@ OPT := -O1
 else
 BUILD := build
 SANFLAGS :=
-OPT := -O2
+OPT := -O3
 endif
 
 # Build for the machine we run on where the compiler supports it (no -ffast-math: it would

@@ -81,8 +81,10 @@ Test(golden, gru_cell) {
     CellCase cc = load_cell(j, B, E, H, 3 * H, false);
     Tape t;
     tape_init(&t, 1 << 16);
+    /* one step of the cell: the fused recurrence with S = 1; row 0 is h' */
     Tensor *xg = op_linear(&t, cc.x, cc.w_ih, cc.b_ih);
-    Tensor *h1 = op_gru_cell(&t, xg, cc.h, cc.w_hh, cc.b_hh, NULL, NULL);
+    Tensor *y = op_rnn_seq(&t, CELL_GRU, xg, cc.h, NULL, cc.w_hh, cc.b_hh, NULL, false, NULL);
+    Tensor *h1 = tape_view(&t, y, 0, 2, (int[]){B, H});
     expect_json("h_next", h1->data, h1->size, get(j, "h_next"), RTOL_VALUE);
     Tensor *up = jt(j, "upstream", 2, (int[]){B, H}, false);
     tape_backward_seed(&t, h1, up->data); /* loss = sum(h_next * upstream) */
@@ -99,8 +101,9 @@ Test(golden, lstm_cell) {
     CellCase cc = load_cell(j, B, E, H, 4 * H, true);
     Tape t;
     tape_init(&t, 1 << 16);
-    Tensor *xg = op_linear(&t, cc.x, cc.w_ih, cc.b_ih), *c1;
-    Tensor *h1 = op_lstm_cell(&t, xg, cc.h, cc.c, cc.w_hh, cc.b_hh, NULL, NULL, NULL, &c1);
+    Tensor *xg = op_linear(&t, cc.x, cc.w_ih, cc.b_ih), *cells;
+    Tensor *y = op_rnn_seq(&t, CELL_LSTM, xg, cc.h, cc.c, cc.w_hh, cc.b_hh, NULL, false, &cells);
+    Tensor *h1 = tape_view(&t, y, 0, 2, (int[]){B, H}), *c1 = tape_view(&t, cells, 0, 2, (int[]){B, H});
     expect_json("h_next", h1->data, h1->size, get(j, "h_next"), RTOL_VALUE);
     expect_json("c_next", c1->data, c1->size, get(j, "c_next"), RTOL_VALUE);
     Tensor *uh = jt(j, "upstream_h", 2, (int[]){B, H}, false);

@@ -133,33 +133,27 @@ static void dropout_fwd(Tape *t, Gc *g) {
     OUT(g, op_dropout(t, g->leaf[0], 0.4f, &r));
 }
 
-/* ---- fused cells, with one padded row ---- */
-static void gru_setup(Gc *g) {
-    int B = 3, H = 4;
-    gc_leaf(g, 2, SH(B, 3 * H), -1, 1); /* xg */
-    gc_leaf(g, 2, SH(B, H), -1, 1);     /* h */
-    gc_leaf(g, 2, SH(3 * H, H), -0.8f, 0.8f);
-    gc_leaf(g, 1, SH(3 * H), -0.5f, 0.5f);
-    const uint8_t act[] = {1, 0, 1};
-    memcpy(g->mask, act, sizeof act);
+/* ---- the fused recurrence: reversed, padded, with an initial state ---- */
+static void seq_setup(Gc *g, CellKind kind) {
+    int S = 4, B = 3, H = 3, G = (kind == CELL_GRU ? 3 : 4) * H;
+    gc_leaf(g, 2, SH(S * B, G), -1, 1); /* xg */
+    gc_leaf(g, 2, SH(B, H), -1, 1);     /* h0 */
+    gc_leaf(g, 2, SH(G, H), -0.8f, 0.8f);
+    gc_leaf(g, 1, SH(G), -0.5f, 0.5f);
+    if (kind == CELL_LSTM) gc_leaf(g, 2, SH(B, H), -1, 1); /* c0 */
+    const int lens[3] = {4, 2, 1};
+    for (int s = 0; s < S; s++)
+        for (int b = 0; b < B; b++) g->mask[s * B + b] = s < lens[b];
+    g->flags = kind;
 }
-static void gru_fwd(Tape *t, Gc *g) {
-    OUT(g, op_gru_cell(t, g->leaf[0], g->leaf[1], g->leaf[2], g->leaf[3], g->mask, NULL));
-}
-static void lstm_setup(Gc *g) {
-    int B = 3, H = 4;
-    gc_leaf(g, 2, SH(B, 4 * H), -1, 1);
-    gc_leaf(g, 2, SH(B, H), -1, 1);
-    gc_leaf(g, 2, SH(B, H), -1, 1); /* c */
-    gc_leaf(g, 2, SH(4 * H, H), -0.8f, 0.8f);
-    gc_leaf(g, 1, SH(4 * H), -0.5f, 0.5f);
-    const uint8_t act[] = {1, 1, 0};
-    memcpy(g->mask, act, sizeof act);
-}
-static void lstm_fwd(Tape *t, Gc *g) {
-    Tensor *c;
-    OUT(g, op_lstm_cell(t, g->leaf[0], g->leaf[1], g->leaf[2], g->leaf[3], g->leaf[4], g->mask, NULL, NULL, &c));
-    OUT(g, c);
+static void gru_seq_setup(Gc *g) { seq_setup(g, CELL_GRU); }
+static void lstm_seq_setup(Gc *g) { seq_setup(g, CELL_LSTM); }
+static void seq_fwd(Tape *t, Gc *g) {
+    CellKind kind = (CellKind)g->flags;
+    Tensor *cells = NULL;
+    OUT(g, op_rnn_seq(t, kind, g->leaf[0], g->leaf[1], kind == CELL_LSTM ? g->leaf[4] : NULL, g->leaf[2], g->leaf[3],
+                      g->mask, true, &cells));
+    if (cells) OUT(g, cells);
 }
 
 /* ---- layers: embedding, linear, GRU/LSTM over padded batches ---- */
@@ -180,12 +174,12 @@ static void lin_layer_fwd(Tape *t, Gc *g) {
 /* An Rnn whose weights are gradcheck leaves: x (S,B,E) is leaf 0, h0 leaf 1 (and c0 leaf 2
  * for an LSTM), then 4 tensors per (layer, direction). */
 enum { RS = 4, RB = 3, RE = 3, RH = 3 };
-static void rnn_setup_common(Gc *g, RnnCell cell, int layers, int dirs, bool init_state) {
-    int G = (cell == RNN_GRU ? 3 : 4) * RH;
+static void rnn_setup_common(Gc *g, CellKind cell, int layers, int dirs, bool init_state) {
+    int G = (cell == CELL_GRU ? 3 : 4) * RH;
     gc_leaf(g, 3, SH(RS, RB, RE), -1, 1);
     if (init_state) {
         gc_leaf(g, 2, SH(RB, RH), -1, 1);
-        if (cell == RNN_LSTM) gc_leaf(g, 2, SH(RB, RH), -1, 1);
+        if (cell == CELL_LSTM) gc_leaf(g, 2, SH(RB, RH), -1, 1);
     }
     for (int l = 0; l < layers; l++)
         for (int d = 0; d < dirs; d++) {
@@ -201,7 +195,7 @@ static void rnn_setup_common(Gc *g, RnnCell cell, int layers, int dirs, bool ini
     g->flags = (int)cell | (layers << 4) | (dirs << 8) | (init_state << 12);
 }
 static void rnn_fwd(Tape *t, Gc *g) {
-    RnnCell cell = (RnnCell)(g->flags & 15);
+    CellKind cell = (CellKind)(g->flags & 15);
     int layers = (g->flags >> 4) & 15, dirs = (g->flags >> 8) & 15;
     bool init_state = (g->flags >> 12) & 1;
     Rnn r;
@@ -215,7 +209,7 @@ static void rnn_fwd(Tape *t, Gc *g) {
     Tensor *h0[1] = {NULL}, *c0[1] = {NULL};
     if (init_state) {
         h0[0] = g->leaf[k++];
-        if (cell == RNN_LSTM) c0[0] = g->leaf[k++];
+        if (cell == CELL_LSTM) c0[0] = g->leaf[k++];
     }
     for (int l = 0; l < layers; l++)
         for (int d = 0; d < dirs; d++) {
@@ -226,12 +220,12 @@ static void rnn_fwd(Tape *t, Gc *g) {
     OUT(g, o.out);
     OUT(g, o.h_last[layers - 1][0]);
     if (dirs == 2) OUT(g, o.h_last[layers - 1][1]);
-    if (cell == RNN_LSTM) OUT(g, o.c_last[layers - 1][0]);
+    if (cell == CELL_LSTM) OUT(g, o.c_last[layers - 1][0]);
 }
-static void gru_bi2_setup(Gc *g) { rnn_setup_common(g, RNN_GRU, 2, 2, false); }
-static void gru_uni_h0_setup(Gc *g) { rnn_setup_common(g, RNN_GRU, 1, 1, true); }
-static void lstm_uni_setup(Gc *g) { rnn_setup_common(g, RNN_LSTM, 1, 1, true); }
-static void lstm_bi_setup(Gc *g) { rnn_setup_common(g, RNN_LSTM, 1, 2, false); }
+static void gru_bi2_setup(Gc *g) { rnn_setup_common(g, CELL_GRU, 2, 2, false); }
+static void gru_uni_h0_setup(Gc *g) { rnn_setup_common(g, CELL_GRU, 1, 1, true); }
+static void lstm_uni_setup(Gc *g) { rnn_setup_common(g, CELL_LSTM, 1, 1, true); }
+static void lstm_bi_setup(Gc *g) { rnn_setup_common(g, CELL_LSTM, 1, 2, false); }
 
 static const GradCase CASES[] = {
     {"matmul_nn", mm2_nn, mm_fwd},
@@ -265,8 +259,8 @@ static const GradCase CASES[] = {
     {"concat", concat_setup, concat_fwd},
     {"slice", concat_setup, slice_fwd},
     {"dropout", one_setup, dropout_fwd},
-    {"gru_cell", gru_setup, gru_fwd},
-    {"lstm_cell", lstm_setup, lstm_fwd},
+    {"gru_seq_reverse_padded", gru_seq_setup, seq_fwd},
+    {"lstm_seq_reverse_padded", lstm_seq_setup, seq_fwd},
     {"layer_embedding", emb_layer_setup, emb_layer_fwd},
     {"layer_linear", lin_setup, lin_layer_fwd},
     {"layer_gru_bidir_2layers", gru_bi2_setup, rnn_fwd},

@@ -26,8 +26,6 @@ void embedding_init(Embedding *e, ParamStore *ps, const char *prefix, int vocab,
 /* ids (n), each in [0, V) → (n, E) */
 Tensor *embedding_forward(Tape *t, const Embedding *e, const int32_t *ids, int n);
 
-typedef enum RnnCell { RNN_GRU, RNN_LSTM } RnnCell;
-
 #define RNN_MAX_LAYERS 8
 
 typedef struct RnnWeights {
@@ -38,20 +36,20 @@ typedef struct RnnWeights {
 } RnnWeights;
 
 typedef struct Rnn {
-    RnnCell cell;
+    CellKind cell;
     int input, hidden, layers, dirs;
     RnnWeights w[RNN_MAX_LAYERS][2]; /* [layer][direction] */
 } Rnn;
 
 /* Declares nn.GRU / nn.LSTM parameters: prefix.weight_ih_l{k}[_reverse] ... With
  * cell_names (one layer, one direction), nn.GRUCell's names instead: prefix.weight_ih. */
-void rnn_init(Rnn *r, ParamStore *ps, const char *prefix, RnnCell cell, int input, int hidden,
+void rnn_init(Rnn *r, ParamStore *ps, const char *prefix, CellKind cell, int input, int hidden,
               int layers, bool bidirectional, bool cell_names);
 
 typedef struct RnnOutput {
     Tensor *out;                              /* (S, B, dirs·H), 0 at padding */
-    Tensor *h_last[RNN_MAX_LAYERS][2];        /* (B, H): forward: at each row's last real
-                                                 step; backward: at step 0 */
+    Tensor *h_last[RNN_MAX_LAYERS][2];        /* (B, H) final states: forward: after each
+                                                 row's last real step; backward: after step 0 */
     Tensor *c_last[RNN_MAX_LAYERS][2];        /* LSTM cell states, likewise; else NULL */
 } RnnOutput;
 

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+typedef enum CellKind { CELL_GRU, CELL_LSTM } CellKind;
+
 /* Matrix product C = op(A) op(B). 2-D operands: (M,K)·(K,N). 3-D operands are batches of
  * matrices, stored batch-major (Bt, r, c) or, with the _TM flag, time-major (r, Bt, c) — the
  * layout of RNN outputs — so attention runs on (S,B,D) encoder states without a transpose.
@@ -62,20 +64,19 @@ Tensor *op_dropout(Tape *t, Tensor *x, float p, Rng *rng);
 Tensor *op_sum(Tape *t, Tensor *x);                     /* → (1) */
 Tensor *op_mean(Tape *t, Tensor *x);                    /* → (1) */
 
-/* One GRU step over a batch, PyTorch's equations and gate order (r, z, n):
- *   xg = W_ih x + b_ih (B, 3H) computed beforehand for all steps at once,
- *   hg = W_hh h + b_hh, r = σ(xg_r + hg_r), z = σ(xg_z + hg_z),
- *   n = tanh(xg_n + r ⊙ hg_n), h' = (1 − z) ⊙ n + z ⊙ h.
- * active (B) or NULL: rows with 0 output 0 and pass no gradient (padding).
- * out (B, H) or NULL: a preallocated tensor (usually a view of the layer's output) that
- * becomes the result. */
-Tensor *op_gru_cell(Tape *t, Tensor *xg, Tensor *h, Tensor *w_hh, Tensor *b_hh,
-                    const uint8_t *active, Tensor *out);
-
-/* One LSTM step, gate order (i, f, g, o): gates = xg + W_hh h + b_hh,
- * c' = σ(f) ⊙ c + σ(i) ⊙ tanh(g), h' = σ(o) ⊙ tanh(c'). Returns h'; *c_next gets c'.
- * h_out and c_out as `out` above. */
-Tensor *op_lstm_cell(Tape *t, Tensor *xg, Tensor *h, Tensor *c, Tensor *w_hh, Tensor *b_hh,
-                     const uint8_t *active, Tensor *h_out, Tensor *c_out, Tensor **c_next);
+/* A whole recurrent direction over a padded sequence, as one op, with PyTorch's equations
+ * and gate order, so weights are interchangeable with nn.GRU / nn.LSTM:
+ *   GRU (r, z, n): r = σ(xg_r + W_hr h + b_hr), z = σ(xg_z + W_hz h + b_hz),
+ *                  n = tanh(xg_n + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h;
+ *   LSTM (i, f, g, o): c' = σ(f) ⊙ c + σ(i) ⊙ tanh(g), h' = σ(o) ⊙ tanh(c').
+ * One step of a cell is this op with S = 1.
+ * xg (S·B, G) = W_ih x + b_ih for every step (one GEMM beforehand; G = 3H or 4H);
+ * h0, c0 (B, H) the initial state (c0 only for an LSTM); active (S, B) or NULL;
+ * reverse runs the steps S-1 … 0. Returns (S + 1, B, H): the step outputs (0 where a row is
+ * inactive), then the final state. For an LSTM *cells gets the same layout of cell states.
+ * An inactive row keeps its state, so the final state is each row's state after its last
+ * real token. */
+Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
+                   const uint8_t *active, bool reverse, Tensor **cells);
 
 #endif

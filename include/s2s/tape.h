@@ -35,8 +35,7 @@ typedef enum OpKind {
     OP_DROPOUT,
     OP_SUM,
     OP_MEAN,
-    OP_GRU_CELL,
-    OP_LSTM_CELL,
+    OP_RNN_SEQ,       /* a whole GRU/LSTM direction: fused cells, hand-written backward */
     OP_COUNT
 } OpKind;
 

@@ -60,6 +60,11 @@ static void translate_block(Ctx *c, char **lines, int n, FILE *out) {
         int32_t *ids;
         int k;
         S2sError err;
+        if (lines[i][0] == '\0') { /* an empty source has an empty translation */
+            row[i] = -1;
+            result[i] = calloc(1, 1);
+            continue;
+        }
         if (task_encode_source(&c->cfg.task, &c->src, lines[i], &ids, &k, &err)) {
             fprintf(stderr, "translate: line %ld: %s\n", c->line_no + i + 1, err.msg);
             c->failed++;

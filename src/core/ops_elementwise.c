@@ -1,4 +1,5 @@
 /* ops_elementwise.c — add, bias, mul, scale, tanh, sigmoid, relu, exp, log, sum, mean. */
+#include "fastmath.h"
 #include "ops_internal.h"
 
 #include <math.h>
@@ -100,7 +101,7 @@ void op_scale_backward(Tape *t, const TapeNode *n) {
  * of the input (log). */
 Tensor *op_tanh(Tape *t, Tensor *x) {
     Tensor *y = tape_like(t, x);
-    for (size_t i = 0; i < y->size; i++) y->data[i] = tanhf(x->data[i]);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = s2s_tanhf(x->data[i]);
     return record1(t, OP_TANH, y, x);
 }
 
@@ -110,11 +111,10 @@ void op_tanh_backward(Tape *t, const TapeNode *n) {
     for (size_t i = 0; i < n->out->size; i++) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
 }
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 Tensor *op_sigmoid(Tape *t, Tensor *x) {
     Tensor *y = tape_like(t, x);
-    for (size_t i = 0; i < y->size; i++) y->data[i] = sigmoidf(x->data[i]);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = s2s_sigmoidf(x->data[i]);
     return record1(t, OP_SIGMOID, y, x);
 }
 
@@ -139,7 +139,7 @@ void op_relu_backward(Tape *t, const TapeNode *n) {
 
 Tensor *op_exp(Tape *t, Tensor *x) {
     Tensor *y = tape_like(t, x);
-    for (size_t i = 0; i < y->size; i++) y->data[i] = expf(x->data[i]);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = s2s_expf(x->data[i]);
     return record1(t, OP_EXP, y, x);
 }
 

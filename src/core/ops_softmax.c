@@ -1,5 +1,6 @@
 /* ops_softmax.c — masked softmax over the last axis, and cross-entropy (log-softmax + NLL
  * with an ignore index, mean over counted rows). */
+#include "fastmath.h"
 #include "ops_internal.h"
 
 #include <math.h>
@@ -26,7 +27,7 @@ Tensor *op_softmax(Tape *t, Tensor *x, const uint8_t *mask, int mask_rows) {
         }
         float s = 0.0f;
         for (int j = 0; j < cols; j++) {
-            yr[j] = (!m || m[j]) ? expf(xr[j] - mx) : 0.0f;
+            yr[j] = (!m || m[j]) ? s2s_expf(xr[j] - mx) : 0.0f;
             s += yr[j];
         }
         float inv = 1.0f / s;
@@ -64,7 +65,7 @@ Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ig
         float mx = x[0];
         for (int j = 1; j < V; j++) mx = x[j] > mx ? x[j] : mx;
         float s = 0.0f;
-        for (int j = 0; j < V; j++) s += expf(x[j] - mx);
+        for (int j = 0; j < V; j++) s += s2s_expf(x[j] - mx);
         lse[r] = mx + logf(s);
         total += lse[r] - x[targets[r]];
         count++;
@@ -96,7 +97,7 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
         if (tg[r] == n->i[0]) continue;
         const float *x = logits->data + (size_t)r * V;
         float *d = dx + (size_t)r * V;
-        for (int j = 0; j < V; j++) d[j] += g * expf(x[j] - lse[r]);
+        for (int j = 0; j < V; j++) d[j] += g * s2s_expf(x[j] - lse[r]);
         d[tg[r]] -= g;
     }
 }

@@ -14,8 +14,7 @@ const char *const OP_NAME[OP_COUNT] = {
     [OP_CROSS_ENTROPY] = "cross_entropy", [OP_GATHER_ROWS] = "gather_rows",
     [OP_CONCAT] = "concat",   [OP_SLICE] = "slice",
     [OP_DROPOUT] = "dropout", [OP_SUM] = "sum",
-    [OP_MEAN] = "mean",       [OP_GRU_CELL] = "gru_cell",
-    [OP_LSTM_CELL] = "lstm_cell",
+    [OP_MEAN] = "mean",       [OP_RNN_SEQ] = "rnn_seq",
 };
 
 static const OpBackward OP_BACKWARD[] = {
@@ -28,8 +27,7 @@ static const OpBackward OP_BACKWARD[] = {
     [OP_CROSS_ENTROPY] = op_cross_entropy_backward, [OP_GATHER_ROWS] = op_gather_rows_backward,
     [OP_CONCAT] = op_concat_backward,   [OP_SLICE] = op_slice_backward,
     [OP_DROPOUT] = op_dropout_backward, [OP_SUM] = op_sum_backward,
-    [OP_MEAN] = op_mean_backward,       [OP_GRU_CELL] = op_gru_cell_backward,
-    [OP_LSTM_CELL] = op_lstm_cell_backward,
+    [OP_MEAN] = op_mean_backward,       [OP_RNN_SEQ] = op_rnn_seq_backward,
 };
 _Static_assert(sizeof OP_BACKWARD / sizeof OP_BACKWARD[0] == OP_COUNT,
                "every op needs a backward in OP_BACKWARD");

@@ -131,7 +131,6 @@ S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const cha
     if (strcmp(task->type, "reverse") != 0)
         return s2s_fail(err, S2S_ERR_CONFIG, "task.type: \"%s\" is not supported yet", task->type);
     size_t len = strlen(line);
-    if (len == 0) return s2s_fail(err, S2S_ERR_DATA, "empty line");
     if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
     int cap = (int)len + 2;
     int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);

@@ -64,7 +64,7 @@ static const Key KEYS[] = {
     {"train.clip", K_FLOAT, OFF(train.clip), 0, 1e9, NULL, "global gradient-norm limit (0: none)"},
     {"train.log_every", K_INT, OFF(train.log_every), 1, 1e9, NULL, "steps between log lines"},
     {"train.threads", K_INT, OFF(train.threads), 0, 256, NULL, "OpenBLAS threads (0: library default)"},
-    {"train.metric", K_STR, OFF(train.metric), 0, 0, "exact_match|token_accuracy|valid_loss|bleu",
+    {"train.metric", K_STR, OFF(train.metric), 0, 0, "exact_match|token_accuracy|tf_token_accuracy|valid_loss|bleu",
      "validation metric that picks model.bin"},
     {"train.patience", K_INT, OFF(train.patience), 0, 1e6, NULL, "epochs without improvement before stopping (0: never)"},
     {"train.lr_decay", K_FLOAT, OFF(train.lr_decay), 1e-6, 1, NULL, "lr factor on a plateau (1: never)"},

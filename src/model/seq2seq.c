@@ -36,7 +36,7 @@ S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_
     m->cfg = *cfg;
     m->src_vocab = src_vocab;
     m->trg_vocab = trg_vocab;
-    RnnCell cell = strcmp(cfg->cell, "gru") == 0 ? RNN_GRU : RNN_LSTM;
+    CellKind cell = strcmp(cfg->cell, "gru") == 0 ? CELL_GRU : CELL_LSTM;
     int dirs = cfg->bidirectional ? 2 : 1, Hd = cfg->decoder_hidden;
     m->enc_dim = dirs * cfg->encoder_hidden;
     bool onehot = is_onehot(cfg);

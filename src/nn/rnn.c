@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void rnn_init(Rnn *r, ParamStore *ps, const char *prefix, RnnCell cell, int input, int hidden,
+void rnn_init(Rnn *r, ParamStore *ps, const char *prefix, CellKind cell, int input, int hidden,
               int layers, bool bidirectional, bool cell_names) {
     S2S_ASSERT(layers >= 1 && layers <= RNN_MAX_LAYERS);
     S2S_ASSERT(!cell_names || (layers == 1 && !bidirectional));
@@ -17,7 +17,7 @@ void rnn_init(Rnn *r, ParamStore *ps, const char *prefix, RnnCell cell, int inpu
     r->hidden = hidden;
     r->layers = layers;
     r->dirs = bidirectional ? 2 : 1;
-    int G = (cell == RNN_GRU ? 3 : 4) * hidden;
+    int G = (cell == CELL_GRU ? 3 : 4) * hidden;
     for (int l = 0; l < layers; l++) {
         int in = l == 0 ? input : r->dirs * hidden;
         for (int d = 0; d < r->dirs; d++) {
@@ -37,74 +37,38 @@ void rnn_init(Rnn *r, ParamStore *ps, const char *prefix, RnnCell cell, int inpu
     }
 }
 
-typedef struct DirResult {
-    Tensor *out;   /* (S, B, H) */
-    Tensor *cells; /* (S, B, H), LSTM only */
-} DirResult;
-
-/* One direction of one layer. active (S, B) row masks or NULL. */
-static DirResult run_direction(Tape *t, const Rnn *r, const RnnWeights *w, Tensor *x, int S, int B,
-                               const uint8_t *active, bool reverse, Tensor *h0, Tensor *c0) {
-    int H = r->hidden, G = (r->cell == RNN_GRU ? 3 : 4) * H;
-    Tensor *xg = op_linear(t, x, w->w_ih, w->b_ih); /* (S·B, G), one GEMM for all steps */
-    DirResult res = {tape_zeros(t, 3, (int[]){S, B, H}), NULL};
-    if (r->cell == RNN_LSTM) res.cells = tape_zeros(t, 3, (int[]){S, B, H});
-    Tensor *h = h0 ? h0 : tape_zeros(t, 2, (int[]){B, H});
-    Tensor *c = NULL;
-    if (r->cell == RNN_LSTM) c = c0 ? c0 : tape_zeros(t, 2, (int[]){B, H});
-    for (int k = 0; k < S; k++) {
-        int s = reverse ? S - 1 - k : k;
-        Tensor *xs = tape_view(t, xg, (size_t)s * B * G, 2, (int[]){B, G});
-        Tensor *hs = tape_view(t, res.out, (size_t)s * B * H, 2, (int[]){B, H});
-        const uint8_t *act = active ? active + (size_t)s * B : NULL;
-        if (r->cell == RNN_GRU) {
-            h = op_gru_cell(t, xs, h, w->w_hh, w->b_hh, act, hs);
-        } else {
-            Tensor *cs = tape_view(t, res.cells, (size_t)s * B * H, 2, (int[]){B, H});
-            h = op_lstm_cell(t, xs, h, c, w->w_hh, w->b_hh, act, hs, cs, &c);
-        }
-    }
-    return res;
-}
-
 RnnOutput rnn_forward(Tape *t, const Rnn *r, Tensor *x, const int *lens, Tensor *const *h0,
                       Tensor *const *c0) {
     S2S_ASSERT(x->ndim == 3 && x->shape[2] == r->input);
     int S = x->shape[0], B = x->shape[1], H = r->hidden;
+    size_t BH = (size_t)B * H;
     RnnOutput o;
     memset(&o, 0, sizeof o);
     uint8_t *active = NULL;
-    int32_t *last = arena_alloc(&t->arena, (size_t)B * sizeof *last); /* row of each last step */
-    for (int b = 0; b < B; b++) {
-        int len = lens ? lens[b] : S;
-        S2S_ASSERT(len >= 1 && len <= S);
-        last[b] = (len - 1) * B + b;
-    }
     if (lens) {
         active = arena_alloc(&t->arena, (size_t)S * B);
+        for (int b = 0; b < B; b++) S2S_ASSERT(lens[b] >= 1 && lens[b] <= S);
         for (int s = 0; s < S; s++)
             for (int b = 0; b < B; b++) active[(size_t)s * B + b] = s < lens[b];
     }
+    Tensor *zeros = NULL;
     Tensor *in = x;
     for (int l = 0; l < r->layers; l++) {
-        DirResult d[2];
+        Tensor *outs[2] = {NULL, NULL};
         for (int dir = 0; dir < r->dirs; dir++) {
             int k = l * r->dirs + dir;
-            d[dir] = run_direction(t, r, &r->w[l][dir], in, S, B, active, dir == 1,
-                                   h0 ? h0[k] : NULL, c0 ? c0[k] : NULL);
-            Tensor *flat = tape_reshape2(t, d[dir].out, S * B, H);
-            if (dir == 0) {
-                o.h_last[l][0] = op_gather_rows(t, flat, last, B);
-            } else { /* the backward direction ends at step 0 */
-                o.h_last[l][1] = tape_view(t, d[dir].out, 0, 2, (int[]){B, H});
-            }
-            if (r->cell == RNN_LSTM) {
-                Tensor *cflat = tape_reshape2(t, d[dir].cells, S * B, H);
-                o.c_last[l][dir] = dir == 0 ? op_gather_rows(t, cflat, last, B)
-                                            : tape_view(t, d[dir].cells, 0, 2, (int[]){B, H});
-            }
+            const RnnWeights *w = &r->w[l][dir];
+            Tensor *hi = h0 && h0[k] ? h0[k] : NULL, *ci = c0 && c0[k] ? c0[k] : NULL;
+            if ((!hi || (r->cell == CELL_LSTM && !ci)) && !zeros) zeros = tape_zeros(t, 2, (int[]){B, H});
+            Tensor *xg = op_linear(t, in, w->w_ih, w->b_ih); /* (S, B, G): one GEMM for all steps */
+            Tensor *cells = NULL;
+            Tensor *y = op_rnn_seq(t, r->cell, xg, hi ? hi : zeros, r->cell == CELL_LSTM ? (ci ? ci : zeros) : NULL,
+                                   w->w_hh, w->b_hh, active, dir == 1, &cells);
+            outs[dir] = tape_view(t, y, 0, 3, (int[]){S, B, H});
+            o.h_last[l][dir] = tape_view(t, y, (size_t)S * BH, 2, (int[]){B, H});
+            if (cells) o.c_last[l][dir] = tape_view(t, cells, (size_t)S * BH, 2, (int[]){B, H});
         }
-        in = r->dirs == 2 ? op_concat(t, d[0].out, d[1].out) : d[0].out;
+        in = r->dirs == 2 ? op_concat(t, outs[0], outs[1]) : outs[0];
     }
     o.out = in;
     return o;

@@ -113,6 +113,7 @@ static bool metric_higher_is_better(const char *metric) { return strcmp(metric, 
 static double metric_value(const char *metric, const EvalResult *r) {
     if (!strcmp(metric, "valid_loss")) return r->loss;
     if (!strcmp(metric, "token_accuracy")) return r->token_acc;
+    if (!strcmp(metric, "tf_token_accuracy")) return r->tf_token_acc;
     return r->exact_match; /* exact_match (bleu comes with the translation task) */
 }
 

@@ -1,0 +1,222 @@
+/* ops_rnn_seq.c — a whole GRU or LSTM direction over a padded sequence as one op (Marian's
+ * layout). Forward: per step one GEMM (h W_hh^T) and one fused pass over the gates.
+ * Backward: per step one GEMM (dG W_hh) for the state gradient; then, for all steps at
+ * once, dW_hh += dG^T H_prev as a single GEMM, db_hh and dxg as single passes.
+ *
+ * Padding: a row that is inactive at a step keeps its state unchanged and outputs 0, so the
+ * forward direction ends with each row's state at its last real token and the backward
+ * direction starts there (PyTorch's packed sequences). The output holds S + 1 rows of
+ * (B, H): the S step outputs, then the final state; an LSTM's second output likewise holds
+ * the cell states. */
+#include "fastmath.h"
+#include "ops_internal.h"
+
+#include <string.h>
+
+typedef struct SeqSaved {
+    float *hprev;  /* (S, B, H) state before each step */
+    float *cprev;  /* (S, B, H) LSTM cell before each step */
+    float *gates;  /* (S, B, G) activations: GRU r, z, n; LSTM i, f, g, o */
+    float *aux;    /* (S, B, H) GRU: W_hn h + b_hn; LSTM: tanh(c') */
+    uint8_t *active; /* (S, B) or NULL */
+    int S, B, H;
+    bool lstm, reverse;
+} SeqSaved;
+
+static inline int step_at(const SeqSaved *q, int k) { return q->reverse ? q->S - 1 - k : k; }
+
+/* g: the recurrent projection on entry, the gate activations on return. */
+static void gru_step(int H, const float *restrict x, const float *restrict b, float *restrict g,
+                     const float *restrict hr, float *restrict hn, float *restrict hnew) {
+    for (int j = 0; j < H; j++) {
+        float rr = s2s_sigmoidf(x[j] + g[j] + b[j]);
+        float zz = s2s_sigmoidf(x[H + j] + g[H + j] + b[H + j]);
+        float ghn = g[2 * H + j] + b[2 * H + j];
+        float nn = s2s_tanhf(x[2 * H + j] + rr * ghn);
+        g[j] = rr;
+        g[H + j] = zz;
+        g[2 * H + j] = nn;
+        hn[j] = ghn;
+        hnew[j] = (1.0f - zz) * nn + zz * hr[j];
+    }
+}
+
+static void lstm_step(int H, const float *restrict x, const float *restrict b, float *restrict g,
+                      const float *restrict cr, float *restrict tc, float *restrict hnew, float *restrict cnew) {
+    for (int j = 0; j < H; j++) {
+        float ii = s2s_sigmoidf(x[j] + g[j] + b[j]);
+        float ff = s2s_sigmoidf(x[H + j] + g[H + j] + b[H + j]);
+        float gg = s2s_tanhf(x[2 * H + j] + g[2 * H + j] + b[2 * H + j]);
+        float oo = s2s_sigmoidf(x[3 * H + j] + g[3 * H + j] + b[3 * H + j]);
+        g[j] = ii;
+        g[H + j] = ff;
+        g[2 * H + j] = gg;
+        g[3 * H + j] = oo;
+        float c1 = ff * cr[j] + ii * gg, t1 = s2s_tanhf(c1);
+        cnew[j] = c1;
+        tc[j] = t1;
+        hnew[j] = oo * t1;
+    }
+}
+
+Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
+                   const uint8_t *active, bool reverse, Tensor **cells) {
+    bool lstm = kind == CELL_LSTM;
+    int B = tensor_rows(h0), H = tensor_cols(h0), G = (lstm ? 4 : 3) * H;
+    S2S_ASSERT(tensor_cols(xg) == G && tensor_rows(xg) % B == 0);
+    S2S_ASSERT(w_hh->shape[0] == G && w_hh->shape[1] == H && b_hh->size == (size_t)G);
+    S2S_ASSERT(!lstm || (c0 && c0->size == h0->size));
+    int S = tensor_rows(xg) / B;
+    size_t BH = (size_t)B * H, BG = (size_t)B * G;
+    Tensor *y = tape_tensor3(t, S + 1, B, H), *cy = lstm ? tape_tensor3(t, S + 1, B, H) : NULL;
+    SeqSaved *q = arena_alloc(&t->arena, sizeof *q);
+    *q = (SeqSaved){arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
+                    lstm ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
+                    arena_alloc(&t->arena, (size_t)S * BG * sizeof(float)),
+                    arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
+                    NULL, S, B, H, lstm, reverse};
+    if (active) {
+        q->active = arena_alloc(&t->arena, (size_t)S * B);
+        memcpy(q->active, active, (size_t)S * B);
+    }
+    float *h = y->data + (size_t)S * BH, *c = lstm ? cy->data + (size_t)S * BH : NULL; /* running state */
+    memcpy(h, h0->data, BH * sizeof(float));
+    if (lstm) memcpy(c, c0->data, BH * sizeof(float));
+    float *hnew = arena_alloc(&t->arena, BH * sizeof(float)), *cnew = lstm ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
+    for (int k = 0; k < S; k++) {
+        int s = step_at(q, k);
+        float *hp = q->hprev + (size_t)s * BH, *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH;
+        memcpy(hp, h, BH * sizeof(float));
+        if (lstm) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
+        /* recurrent projection into the gate buffer; the row pass turns it into activations */
+        s2s_gemm(false, true, B, G, H, 1.0f, h, H, w_hh->data, H, 0.0f, gt, G);
+        const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
+        float *ys = y->data + (size_t)s * BH, *cs = lstm ? cy->data + (size_t)s * BH : NULL;
+        for (int r = 0; r < B; r++) {
+            size_t o = (size_t)r * H;
+            const float *x = xg->data + ((size_t)s * B + r) * G;
+            float *g = gt + (size_t)r * G;
+            if (act && !act[r]) { /* padding: state kept, output 0 */
+                memset(ys + o, 0, (size_t)H * sizeof(float));
+                if (lstm) memset(cs + o, 0, (size_t)H * sizeof(float));
+                continue;
+            }
+            if (lstm) {
+                lstm_step(H, x, b_hh->data, g, c + o, aux + o, hnew + o, cnew + o);
+                memcpy(c + o, cnew + o, (size_t)H * sizeof(float));
+                memcpy(cs + o, cnew + o, (size_t)H * sizeof(float));
+            } else {
+                gru_step(H, x, b_hh->data, g, h + o, aux + o, hnew + o);
+            }
+            memcpy(h + o, hnew + o, (size_t)H * sizeof(float));
+            memcpy(ys + o, hnew + o, (size_t)H * sizeof(float));
+        }
+    }
+    if (tape_wants(t, xg, h0, c0) || tape_wants(t, w_hh, b_hh, NULL)) {
+        TapeNode *n = tape_record(t, OP_RNN_SEQ, y);
+        n->in[0] = xg;
+        n->in[1] = h0;
+        n->in[2] = c0;
+        n->in[3] = w_hh;
+        n->in[4] = b_hh;
+        n->saved = q;
+        if (lstm) {
+            n->out2 = cy;
+            cy->requires_grad = true;
+        }
+    }
+    if (cells) *cells = cy;
+    return y;
+}
+
+static void gru_step_backward(int H, const float *restrict gt, const float *restrict hn, const float *restrict hr,
+                              const float *restrict d, float *restrict dg, float *restrict dx, float *restrict dh) {
+    for (int j = 0; j < H; j++) {
+        float rr = gt[j], zz = gt[H + j], nn = gt[2 * H + j];
+        float dn = d[j] * (1.0f - zz) * (1.0f - nn * nn);
+        float dz = d[j] * (hr[j] - nn) * zz * (1.0f - zz);
+        float dr = dn * hn[j] * rr * (1.0f - rr);
+        dg[j] = dr;
+        dg[H + j] = dz;
+        dg[2 * H + j] = dn * rr;
+        dx[j] = dr;
+        dx[H + j] = dz;
+        dx[2 * H + j] = dn;
+        dh[j] = d[j] * zz; /* the direct path; dG W_hh is added after the row pass */
+    }
+}
+
+static void lstm_step_backward(int H, const float *restrict gt, const float *restrict cr, const float *restrict tc,
+                               const float *restrict d, float *restrict dcs, float *restrict dg) {
+    for (int j = 0; j < H; j++) {
+        float ii = gt[j], ff = gt[H + j], gg = gt[2 * H + j], oo = gt[3 * H + j];
+        float dct = dcs[j] + d[j] * oo * (1.0f - tc[j] * tc[j]);
+        dg[j] = dct * gg * ii * (1.0f - ii);
+        dg[H + j] = dct * cr[j] * ff * (1.0f - ff);
+        dg[2 * H + j] = dct * ii * (1.0f - gg * gg);
+        dg[3 * H + j] = d[j] * tc[j] * oo * (1.0f - oo);
+        dcs[j] = dct * ff;
+    }
+}
+
+void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
+    const SeqSaved *q = n->saved;
+    Tensor *xg = n->in[0], *h0 = n->in[1], *c0 = n->in[2], *w = n->in[3], *b = n->in[4];
+    int S = q->S, B = q->B, H = q->H, G = (q->lstm ? 4 : 3) * H;
+    size_t BH = (size_t)B * H, BG = (size_t)B * G;
+    const float *dy = tensor_grad_if(n->out), *dcy = n->out2 ? tensor_grad_if(n->out2) : NULL;
+    float *dG = arena_calloc(&t->arena, (size_t)S * BG * sizeof(float));   /* d recurrent pre-activations */
+    float *dX = q->lstm ? dG : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
+    float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
+    float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
+    if (dy) memcpy(dh, dy + (size_t)S * BH, BH * sizeof(float)); /* the final state's gradient */
+    if (dcy) memcpy(dc, dcy + (size_t)S * BH, BH * sizeof(float));
+    for (int k = S - 1; k >= 0; k--) {
+        int s = step_at(q, k);
+        const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
+        const float *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH, *hp = q->hprev + (size_t)s * BH;
+        float *dgs = dG + (size_t)s * BG, *dxs = dX + (size_t)s * BG;
+        for (int r = 0; r < B; r++) {
+            size_t o = (size_t)r * H;
+            if (act && !act[r]) { /* state passed through unchanged: its gradient too */
+                memcpy(dhd + o, dh + o, (size_t)H * sizeof(float));
+                continue;
+            }
+            for (int j = 0; j < H; j++) dtot[o + j] = dh[o + j] + (dy ? dy[(size_t)s * BH + o + j] : 0.0f);
+            if (q->lstm) {
+                float *dcs = dc + o;
+                if (dcy)
+                    for (int j = 0; j < H; j++) dcs[j] += dcy[(size_t)s * BH + o + j];
+                lstm_step_backward(H, gt + (size_t)r * G, q->cprev + (size_t)s * BH + o, aux + o, dtot + o, dcs,
+                                   dgs + (size_t)r * G);
+                memset(dhd + o, 0, (size_t)H * sizeof(float));
+            } else {
+                gru_step_backward(H, gt + (size_t)r * G, aux + o, hp + o, dtot + o, dgs + (size_t)r * G,
+                                  dxs + (size_t)r * G, dhd + o);
+            }
+        }
+        /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
+        memcpy(dh, dhd, BH * sizeof(float));
+        s2s_gemm(false, false, B, H, G, 1.0f, dgs, G, w->data, H, 1.0f, dh, H);
+    }
+    if (h0->requires_grad) {
+        float *g = tensor_grad(t, h0);
+        for (size_t i = 0; i < BH; i++) g[i] += dh[i];
+    }
+    if (q->lstm && c0->requires_grad) {
+        float *g = tensor_grad(t, c0);
+        for (size_t i = 0; i < BH; i++) g[i] += dc[i];
+    }
+    size_t rows = (size_t)S * B;
+    if (w->requires_grad) /* all steps at once: dW_hh += dG^T H_prev */
+        s2s_gemm(true, false, G, H, (int)rows, 1.0f, dG, G, q->hprev, H, 1.0f, tensor_grad(t, w), H);
+    if (b->requires_grad) {
+        float *db = tensor_grad(t, b);
+        for (size_t r = 0; r < rows; r++)
+            for (int j = 0; j < G; j++) db[j] += dG[r * G + j];
+    }
+    if (xg->requires_grad) {
+        float *dx = tensor_grad(t, xg);
+        for (size_t i = 0; i < rows * G; i++) dx[i] += dX[i];
+    }
+}
