@@ -37,7 +37,16 @@ TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
 .PHONY: all deps test test-golden clean help
+# Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
+# the repo root, where users type ./train. Tests run the flavour they were built with.
+BIN := $(CLIS:%=$(BUILD)/bin/%)
+ifeq ($(SANITIZE),1)
+all: $(LIB) $(BIN)
+else
 all: $(LIB) $(CLIS)
+$(CLIS): %: $(BUILD)/bin/%
+	cp $< $@
+endif
 
 help:
 	@echo "make            build build/libs2s.a and the programs ($(CLIS))"
@@ -62,19 +71,20 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(CLIS): %: $(BUILD)/src/cli/%.o $(LIB)
+$(BUILD)/bin/%: $(BUILD)/src/cli/%.o $(LIB)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
 $(TEST_BIN): $(TEST_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lcriterion -o $@
 
-test: $(TEST_BIN) $(CLIS)
-	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) \
-	  ASAN_OPTIONS=detect_leaks=1 $(TEST_BIN) $(TEST_ARGS)
+test: $(TEST_BIN) all
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_BIN_DIR=$(BUILD)/bin \
+	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(TEST_BIN) $(TEST_ARGS)
 
 test-golden: $(TEST_BIN)
-	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) \
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_BIN_DIR=$(BUILD)/bin \
 	  $(TEST_BIN) --filter 'golden*/*' $(TEST_ARGS)
 
 clean:

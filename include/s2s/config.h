@@ -88,7 +88,10 @@ typedef struct ConfigKeyInfo {
     const char *path;
     const char *type;
     const char *help;
+    const char *choices; /* "a|b|c" or NULL */
 } ConfigKeyInfo;
+/* The key's value in c as JSON text, into buf. */
+void config_key_value(const Config *c, int i, char *buf, size_t n);
 int config_key_count(void);
 ConfigKeyInfo config_key_info(int i);
 

@@ -20,6 +20,9 @@ typedef struct TrainOptions {
     FILE *out;                    /* one line per epoch and the final summary, or NULL */
     FILE *progress;               /* the live progress line (a terminal), or NULL */
     volatile sig_atomic_t *stop;  /* set asynchronously (a signal): stop after this step */
+    long max_steps;               /* this session stops after this many steps in all (0: the
+                                     config's train.max_steps); not saved, so a resumed run
+                                     goes on */
 } TrainOptions;
 
 typedef struct TrainSummary {

@@ -16,14 +16,15 @@ static void on_signal(int sig) { g_stop = sig; }
 static void usage(FILE *f) {
     fprintf(f,
             "usage: train --config FILE [--seed N] [--out DIR] [--max-steps N] [--set key=value]...\n"
-            "       train --resume DIR\n"
+            "       train --resume DIR [--max-steps N]\n"
             "\n"
             "  --config FILE     a JSON config; a bare name is looked up in configs/ (reverse → configs/reverse.json)\n"
             "  --seed N          overrides \"seed\"\n"
             "  --out DIR         the run's folder (default runs/<name>)\n"
-            "  --max-steps N     stop after N optimizer steps (resumable)\n"
+            "  --max-steps N     stop this session after N optimizer steps in all (resumable)\n"
             "  --set key=value   overrides any config key by dotted path or unique name (--set attention=dummy)\n"
             "  --resume DIR      continue the run in DIR from its last.bin\n"
+            "  --list-keys       print every config key with its type, default and meaning\n"
             "\n"
             "Writes DIR/config.json (resolved), DIR/log.jsonl, DIR/model.bin (best) and DIR/last.bin (latest).\n"
             "Keys and defaults: docs/config.md.\n");
@@ -38,12 +39,23 @@ int main(int argc, char **argv) {
     const char *config_arg = NULL, *out_arg = NULL, *resume = NULL;
     const char *sets[256];
     int n_sets = 0;
-    char seed_set[64] = "", steps_set[64] = "";
+    char seed_set[64] = "";
+    long max_steps = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = i + 1 < argc;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--list-keys")) { /* the schema: key, type, default, meaning */
+            Config d;
+            config_defaults(&d);
+            for (int k = 0; k < config_key_count(); k++) {
+                ConfigKeyInfo ki = config_key_info(k);
+                char v[300];
+                config_key_value(&d, k, v, sizeof v);
+                printf("%s\t%s\t%s\t%s%s%s\n", ki.path, ki.type, v, ki.help, ki.choices ? ": " : "", ki.choices ? ki.choices : "");
+            }
             return 0;
         } else if (!strcmp(a, "--config") && has_value) {
             config_arg = argv[++i];
@@ -54,7 +66,12 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--seed") && has_value) {
             snprintf(seed_set, sizeof seed_set, "seed=%s", argv[++i]);
         } else if (!strcmp(a, "--max-steps") && has_value) {
-            snprintf(steps_set, sizeof steps_set, "train.max_steps=%s", argv[++i]);
+            char *end;
+            max_steps = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || max_steps < 1) {
+                fprintf(stderr, "train: --max-steps: expected a positive integer, got \"%s\"\n", argv[i]);
+                return 2;
+            }
         } else if (!strcmp(a, "--set") && has_value) {
             if (n_sets == 256) return fail("too many --set options", 2);
             sets[n_sets++] = argv[++i];
@@ -86,7 +103,6 @@ int main(int argc, char **argv) {
     } else {
         snprintf(out_dir, sizeof out_dir, "%s", resume);
     }
-    if (steps_set[0] && config_set(&cfg, steps_set, &err)) return fail(err.msg, 2);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -94,7 +110,7 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    TrainOptions opt = {out_dir, resume != NULL, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop};
+    TrainOptions opt = {out_dir, resume != NULL, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps};
     if (!resume) printf("train: %s → %s\n", cfg.path, out_dir);
     else printf("train: resuming %s\n", out_dir);
     fflush(stdout);

@@ -483,5 +483,18 @@ int config_key_count(void) { return N_KEYS; }
 ConfigKeyInfo config_key_info(int i) {
     static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean"};
     S2S_ASSERT(i >= 0 && i < N_KEYS);
-    return (ConfigKeyInfo){KEYS[i].path, TYPE[KEYS[i].type], KEYS[i].help};
+    return (ConfigKeyInfo){KEYS[i].path, TYPE[KEYS[i].type], KEYS[i].help, KEYS[i].choices};
+}
+
+void config_key_value(const Config *c, int i, char *buf, size_t n) {
+    S2S_ASSERT(i >= 0 && i < N_KEYS);
+    const Key *k = &KEYS[i];
+    const unsigned char *src = (const unsigned char *)c + k->off;
+    switch (k->type) {
+    case K_STR: snprintf(buf, n, "\"%s\"", (const char *)src); break;
+    case K_BOOL: snprintf(buf, n, "%s", *(const bool *)src ? "true" : "false"); break;
+    case K_INT: snprintf(buf, n, "%d", *(const int *)src); break;
+    case K_LONG: snprintf(buf, n, "%ld", *(const long *)src); break;
+    case K_FLOAT: snprintf(buf, n, "%g", (double)*(const float *)src); break;
+    }
 }

@@ -67,7 +67,8 @@ static char *state_to_json(const State *s) {
     cJSON_AddNumberToObject(j, "step", (double)s->step);
     cJSON_AddNumberToObject(j, "adam_step", (double)s->adam_step);
     cJSON_AddNumberToObject(j, "lr", s->lr);
-    cJSON_AddNumberToObject(j, "best", s->best);
+    if (isfinite(s->best)) cJSON_AddNumberToObject(j, "best", s->best);
+    else cJSON_AddNullToObject(j, "best"); /* no validation yet */
     cJSON_AddNumberToObject(j, "bad_epochs", s->bad_epochs);
     cJSON_AddNumberToObject(j, "loss_sum", s->loss_sum);
     cJSON_AddNumberToObject(j, "tok_sum", s->tok_sum);
@@ -85,6 +86,10 @@ static S2sStatus state_from_json(State *s, const char *txt, const char *origin, 
     double v[11];
     for (int i = 0; i < 11; i++) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+        if (i == 5 && cJSON_IsNull(x)) { /* best: none yet; the caller sets the sign */
+            v[i] = NAN;
+            continue;
+        }
         if (!cJSON_IsNumber(x)) {
             cJSON_Delete(j);
             return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state lacks \"%s\"", origin, keys[i]);
@@ -186,6 +191,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
             goto out;
         }
         if ((st = state_from_json(&r->st, ck.state_json, r->path_last, err))) goto out;
+        if (isnan(r->st.best)) r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
     } else {
         if ((st = train_mkdirs(dir, err))) return st;
     }
@@ -274,6 +280,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         return st;
     }
     const ConfigTrain *tc = &cfg->train;
+    long max_steps = opt->max_steps > 0 ? opt->max_steps : tc->max_steps;
     bool higher = metric_higher_is_better(tc->metric);
     double t0 = now_s();
     Batch b;
@@ -320,7 +327,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
                          (now - tick) / done * left);
                 last_draw = now;
             }
-            if ((tc->max_steps > 0 && r->st.step >= tc->max_steps) || (opt->stop && *opt->stop)) {
+            if ((max_steps > 0 && r->st.step >= max_steps) || (opt->stop && *opt->stop)) {
                 r->st.batch++;
                 sum->interrupted = opt->stop && *opt->stop;
                 stop = true;
@@ -382,7 +389,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
             sum->interrupted = true;
             stop = true;
         }
-        if (tc->max_steps > 0 && r->st.step >= tc->max_steps) stop = true;
+        if (max_steps > 0 && r->st.step >= max_steps) stop = true;
     }
     sum->steps = r->st.step;
     sum->best_metric = r->st.best;

@@ -1,0 +1,156 @@
+/* test_checkpoint.c — model files: a round trip, and every kind of damaged or foreign file
+ * gives its status and one clear message (never a crash). */
+#include "test_util.h"
+#include "s2s/checkpoint.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *TOKS[] = {"<pad>", "<unk>", "<sos>", "<eos>", "a", "b"};
+
+static void make_store(ParamStore *ps, float base) {
+    params_init(ps);
+    params_add(ps, "enc.w", 2, (int[]){3, 4});
+    params_add(ps, "enc.b", 1, (int[]){3});
+    params_alloc(ps);
+    params_alloc_moments(ps);
+    for (int i = 0; i < ps->count; i++) {
+        Tensor *t = ps->items[i].t;
+        for (size_t k = 0; k < t->size; k++) {
+            t->data[k] = base + (float)k;
+            ps->m[ps->items[i].offset + k] = 0.5f * (float)k;
+            ps->v[ps->items[i].offset + k] = 0.25f * (float)k;
+        }
+    }
+}
+
+static char *save_tmp(bool moments, size_t *len) {
+    ParamStore ps;
+    make_store(&ps, 1.0f);
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/s2s_ckpt_%d.bin", (int)getpid());
+    CkptSave s = {"{\"name\": \"t\"}", TOKS, 6, TOKS, 5, &ps, moments, moments ? "{\"step\": 3}" : NULL};
+    S2sError err;
+    cr_assert_eq(ckpt_save(path, &s, &err), S2S_OK, "%s", err.msg);
+    params_free(&ps);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    char *buf = malloc(*len);
+    cr_assert_eq(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+Test(checkpoint, round_trip) {
+    size_t len;
+    char *img = save_tmp(true, &len);
+    free(img);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/s2s_ckpt_%d.bin", (int)getpid());
+    Checkpoint c;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&c, path, &err), S2S_OK, "%s", err.msg);
+    cr_expect_str_eq(c.config_json, "{\"name\": \"t\"}");
+    cr_expect_str_eq(c.state_json, "{\"step\": 3}");
+    cr_expect_eq(c.n_src, 6);
+    cr_expect_eq(c.n_trg, 5);
+    cr_expect_str_eq(c.src_tokens[5], "b");
+    cr_expect(c.has_moments);
+    ParamStore ps;
+    make_store(&ps, 100.0f);
+    memset(ps.m, 0, ps.total * sizeof(float));
+    cr_assert_eq(ckpt_restore(&c, &ps, true, path, &err), S2S_OK, "%s", err.msg);
+    Tensor *w = params_find(&ps, "enc.w")->t;
+    cr_expect_eq(w->data[5], 6.0f);
+    cr_expect_eq(ps.m[params_find(&ps, "enc.b")->offset + 2], 1.0f);
+    params_free(&ps);
+    /* a model with another shape is refused by name */
+    params_init(&ps);
+    params_add(&ps, "enc.w", 2, (int[]){4, 3});
+    params_add(&ps, "enc.b", 1, (int[]){3});
+    params_alloc(&ps);
+    cr_expect_eq(ckpt_restore(&c, &ps, false, path, &err), S2S_ERR_CORRUPT);
+    cr_expect(strstr(err.msg, "\"enc.w\" has another shape"), "%s", err.msg);
+    params_free(&ps);
+    ckpt_free(&c);
+    unlink(path);
+}
+
+static S2sStatus load_mem(const void *buf, size_t n, S2sError *err) {
+    Checkpoint c;
+    S2sStatus st = ckpt_from_memory(&c, buf, n, "m.bin", err);
+    if (st == S2S_OK) ckpt_free(&c);
+    return st;
+}
+
+Test(checkpoint, every_truncation_is_an_error) {
+    size_t len;
+    char *img = save_tmp(true, &len);
+    S2sError err;
+    cr_assert_eq(load_mem(img, len, &err), S2S_OK);
+    for (size_t n = 0; n < len; n++) {
+        S2sStatus st = load_mem(img, n, &err);
+        cr_assert(st == S2S_ERR_CORRUPT, "a file cut to %zu of %zu bytes loaded (status %d)", n, len, st);
+    }
+    free(img);
+}
+
+Test(checkpoint, every_single_bit_flip_is_caught) {
+    size_t len;
+    char *img = save_tmp(false, &len);
+    S2sError err;
+    for (size_t i = 0; i < len; i++) {
+        for (int bit = 0; bit < 8; bit += 3) {
+            img[i] ^= (char)(1 << bit);
+            S2sStatus st = load_mem(img, len, &err);
+            cr_assert(st != S2S_OK, "flipping bit %d of byte %zu went unnoticed", bit, i);
+            img[i] ^= (char)(1 << bit);
+        }
+    }
+    free(img);
+}
+
+Test(checkpoint, foreign_and_newer_files) {
+    S2sError err;
+    const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
+    cr_expect_eq(load_mem(png, sizeof png, &err), S2S_ERR_CORRUPT);
+    cr_expect(strstr(err.msg, "not an s2s model file"), "%s", err.msg);
+    const char *text = "hello, this is a text file\n";
+    cr_expect_eq(load_mem(text, strlen(text), &err), S2S_ERR_CORRUPT);
+    cr_expect_eq(load_mem("", 0, &err), S2S_ERR_CORRUPT);
+    size_t len;
+    char *img = save_tmp(false, &len);
+    img[8] = 2; /* format version 2 */
+    cr_expect_eq(load_mem(img, len, &err), S2S_ERR_VERSION);
+    cr_expect(strstr(err.msg, "version 2"), "%s", err.msg);
+    free(img);
+    Checkpoint c;
+    cr_expect_eq(ckpt_load(&c, "/nonexistent/model.bin", &err), S2S_ERR_IO);
+    cr_expect(strstr(err.msg, "/nonexistent/model.bin: cannot open"), "%s", err.msg);
+}
+
+Test(checkpoint, atomic_write_leaves_no_temporary) {
+    char dir[] = "/tmp/s2s_atomic_XXXXXX";
+    cr_assert(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/f.txt", dir);
+    S2sError err;
+    cr_assert_eq(file_write_atomic(path, "one", 3, &err), S2S_OK);
+    cr_assert_eq(file_write_atomic(path, "two!", 4, &err), S2S_OK);
+    FILE *f = fopen(path, "rb");
+    char buf[8] = {0};
+    cr_expect_eq(fread(buf, 1, 8, f), 4u);
+    fclose(f);
+    cr_expect_str_eq(buf, "two!");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", dir);
+    cr_expect_eq(system(cmd), 0, "a temporary file was left behind");
+    unlink(path);
+    rmdir(dir);
+    cr_expect_eq(file_write_atomic("/nonexistent/dir/f", "x", 1, &err), S2S_ERR_IO);
+}

@@ -1,0 +1,303 @@
+/* test_cli.c — the programs end to end: a small reversal run that must learn, determinism,
+ * resume equal to an uninterrupted run, ./translate on unseen strings, and the messages
+ * and exit codes of bad input. Runs the binaries of this build ($S2S_BIN_DIR). */
+#include "test_util.h"
+#include "s2s/checkpoint.h"
+#include "s2s/data.h"
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *bin(void) {
+    const char *b = getenv("S2S_BIN_DIR");
+    return b && *b ? b : ".";
+}
+
+/* Runs a shell command (printf-style); returns its exit status. */
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = '\0';
+    fclose(f);
+    if (len) *len = got;
+    return b;
+}
+
+static char *tmpdir(void) {
+    char *d = strdup("/tmp/s2s_cli_XXXXXX");
+    cr_assert(mkdtemp(d) != NULL);
+    return d;
+}
+
+static const char *SMALL =
+    "{\"name\": \"small\", \"seed\": 3,"
+    " \"task\": {\"type\": \"reverse\", \"alphabet\": \"abcd\", \"min_len\": 3, \"max_len\": 8, \"train_size\": 6000,"
+    "          \"valid_size\": 100, \"test_size\": 100, \"data_seed\": 5},"
+    " \"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 48, \"decoder_hidden\": 48, \"attention\": \"dot\","
+    "           \"dropout\": 0.1},"
+    " \"train\": {\"lr\": 0.005, \"batch_size\": 32, \"epochs\": %d, \"log_every\": 20}}";
+
+static void write_config(const char *dir, int epochs) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/small.json", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, SMALL, epochs);
+    fclose(f);
+}
+
+/* The log without its wall-clock fields, which differ between any two runs. */
+static char *log_without_timing(const char *path) {
+    char *txt = slurp(path, NULL);
+    cr_assert(txt != NULL, "%s missing", path);
+    size_t cap = strlen(txt) + 1, n = 0;
+    char *out = malloc(cap);
+    out[0] = '\0';
+    for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert(j != NULL, "log line is not JSON: %s", line);
+        cJSON_DeleteItemFromObject(j, "tokens_per_s");
+        cJSON_DeleteItemFromObject(j, "epoch_s");
+        char *s = cJSON_PrintUnformatted(j);
+        size_t k = strlen(s);
+        out = realloc(out, cap += k + 2);
+        memcpy(out + n, s, k);
+        n += k;
+        out[n++] = '\n';
+        out[n] = '\0';
+        free(s);
+        cJSON_Delete(j);
+    }
+    free(txt);
+    return out;
+}
+
+static double last_test_metric(const char *dir, const char *key) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/log.jsonl", dir);
+    char *txt = slurp(path, NULL);
+    cr_assert(txt != NULL);
+    char *test = strstr(txt, "{\"type\":\"test\"");
+    cr_assert(test != NULL, "no test line in %s", path);
+    cJSON *j = cJSON_Parse(strtok(test, "\n"));
+    double v = cJSON_GetObjectItemCaseSensitive(j, key)->valuedouble;
+    cJSON_Delete(j);
+    free(txt);
+    return v;
+}
+
+static bool same_file(const char *a, const char *b) {
+    size_t la = 0, lb = 0;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    bool same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .timeout = 240) {
+    char *d = tmpdir();
+    write_config(d, 6);
+    cr_assert_eq(sh("%s/train --config %s/small.json --out %s/run > %s/out.txt 2>&1", bin(), d, d, d), 0);
+    char run[256];
+    snprintf(run, sizeof run, "%s/run", d);
+    double exact = last_test_metric(run, "test_exact_match");
+    cr_expect_geq(exact, 0.95, "test exact match %.3f after 6 epochs", exact);
+    /* held-out strings of the same task: never in training by construction */
+    Config c;
+    config_defaults(&c);
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, "%s/small.json", d);
+    S2sError err;
+    cr_assert_eq(config_load(&c, cfg, &err), S2S_OK);
+    TaskData td;
+    cr_assert_eq(task_load(&td, &c.task, &err), S2S_OK);
+    char in[256], out[256];
+    snprintf(in, sizeof in, "%s/in.txt", d);
+    snprintf(out, sizeof out, "%s/hyp.txt", d);
+    FILE *f = fopen(in, "w");
+    char (*want)[16] = malloc((size_t)td.test.n * sizeof *want);
+    for (int i = 0; i < td.test.n; i++) {
+        int n = td.test.src_len[i];
+        char s[16];
+        for (int k = 0; k < n; k++) {
+            s[k] = td.src_vocab.tokens[td.test.ids[td.test.src_off[i] + k]][0];
+            want[i][n - 1 - k] = s[k];
+        }
+        s[n] = want[i][n] = '\0';
+        fprintf(f, "%s\n", s);
+    }
+    fclose(f);
+    cr_assert_eq(sh("%s/translate %s/run/model.bin --input %s --output %s", bin(), d, in, out), 0);
+    char *hyp = slurp(out, NULL);
+    int right = 0, lines = 0;
+    for (char *line = strtok(hyp, "\n"); line; line = strtok(NULL, "\n"), lines++) right += !strcmp(line, want[lines]);
+    cr_expect_eq(lines, td.test.n);
+    cr_expect_geq(right, td.test.n * 95 / 100, "%d of %d unseen strings reversed", right, td.test.n);
+    free(hyp);
+    free(want);
+    task_free(&td);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+Test(cli, same_seed_same_logs_and_model_files, .timeout = 240) {
+    char *d = tmpdir();
+    write_config(d, 1);
+    for (int k = 0; k < 2; k++)
+        cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --out %s/run%d > /dev/null", bin(), d, d, k), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/run0/model.bin", d);
+    snprintf(b, sizeof b, "%s/run1/model.bin", d);
+    cr_expect(same_file(a, b), "model.bin differs between two runs with the same seed");
+    snprintf(a, sizeof a, "%s/run0/log.jsonl", d);
+    snprintf(b, sizeof b, "%s/run1/log.jsonl", d);
+    char *la = log_without_timing(a), *lb = log_without_timing(b);
+    cr_expect_str_eq(la, lb);
+    free(la);
+    free(lb);
+    /* and another seed gives another model */
+    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --seed 4 --out %s/run2 > /dev/null", bin(), d, d), 0);
+    snprintf(a, sizeof a, "%s/run0/model.bin", d);
+    snprintf(b, sizeof b, "%s/run2/model.bin", d);
+    cr_expect(!same_file(a, b));
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+/* Checkpoint contents without the wall-clock field of the training state. */
+static void expect_same_checkpoint(const char *a, const char *b) {
+    Checkpoint x, y;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&x, a, &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(ckpt_load(&y, b, &err), S2S_OK, "%s", err.msg);
+    cr_expect_str_eq(x.config_json, y.config_json);
+    cr_assert_eq(x.n_tensors, y.n_tensors);
+    cr_expect_eq(x.has_moments, y.has_moments);
+    for (int i = 0; i < x.n_tensors; i++) {
+        size_t n = x.tensors[i].size * 4;
+        cr_expect_eq(memcmp(x.tensors[i].data, y.tensors[i].data, n), 0, "%s differs", x.tensors[i].name);
+        if (x.has_moments) cr_expect_eq(memcmp(x.tensors[i].m, y.tensors[i].m, n), 0, "moments of %s differ", x.tensors[i].name);
+    }
+    if (x.state_json) {
+        cJSON *s = cJSON_Parse(x.state_json), *t = cJSON_Parse(y.state_json);
+        cJSON_DeleteItemFromObject(s, "seconds");
+        cJSON_DeleteItemFromObject(t, "seconds");
+        cJSON_DeleteItemFromObject(s, "log_bytes"); /* the log holds wall-clock fields */
+        cJSON_DeleteItemFromObject(t, "log_bytes");
+        char *ss = cJSON_PrintUnformatted(s), *ts = cJSON_PrintUnformatted(t);
+        cr_expect_str_eq(ss, ts);
+        free(ss);
+        free(ts);
+        cJSON_Delete(s);
+        cJSON_Delete(t);
+    }
+    ckpt_free(&x);
+    ckpt_free(&y);
+}
+
+Test(cli, resume_equals_uninterrupted, .timeout = 240) {
+    char *d = tmpdir();
+    write_config(d, 2);
+    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --out %s/full > /dev/null", bin(), d, d), 0);
+    /* 800 / 32 = 25 steps an epoch: stop mid-epoch 1, resume, stop in epoch 2, resume */
+    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --out %s/part --max-steps 13 > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(sh("%s/train --resume %s/part --max-steps 31 > /dev/null", bin(), d), 0);
+    cr_assert_eq(sh("%s/train --resume %s/part > /dev/null", bin(), d), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/full/model.bin", d);
+    snprintf(b, sizeof b, "%s/part/model.bin", d);
+    cr_expect(same_file(a, b), "model.bin of the resumed run differs");
+    snprintf(a, sizeof a, "%s/full/last.bin", d);
+    snprintf(b, sizeof b, "%s/part/last.bin", d);
+    expect_same_checkpoint(a, b);
+    snprintf(a, sizeof a, "%s/full/log.jsonl", d);
+    snprintf(b, sizeof b, "%s/part/log.jsonl", d);
+    char *la = log_without_timing(a), *lb = log_without_timing(b);
+    cr_expect_str_eq(la, lb);
+    free(la);
+    free(lb);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+Test(cli, config_errors_exit_2_with_one_line) {
+    char *d = tmpdir();
+    char p[256];
+    snprintf(p, sizeof p, "%s/bad.json", d);
+    FILE *f = fopen(p, "w");
+    fprintf(f, "{\n  \"model\": {\n    \"encoder_hidden\": -3\n  }\n}\n");
+    fclose(f);
+    cr_expect_eq(sh("%s/train --config %s --out %s/r 2> %s/err.txt", bin(), p, d, d), 2);
+    snprintf(p, sizeof p, "%s/err.txt", d);
+    char *e = slurp(p, NULL);
+    cr_expect(strstr(e, "train: ") == e && strstr(e, "bad.json:3:5: model.encoder_hidden: expected a positive integer, got -3\n"),
+              "%s", e);
+    free(e);
+    cr_expect_eq(sh("%s/train --config %s/missing.json 2> /dev/null", bin(), d), 2);
+    cr_expect_eq(sh("%s/train --config reverse --set nonsense=1 2> /dev/null", bin()), 2);
+    cr_expect_eq(sh("%s/train --config reverse --set attention=dot --set bidirectional=true 2> %s/err.txt > /dev/null", bin(), d), 2);
+    e = slurp(p, NULL);
+    cr_expect(strstr(e, "decoder_hidden (64) must equal the encoder output size (128"), "%s", e);
+    free(e);
+    cr_expect_eq(sh("%s/train 2> /dev/null", bin()), 2);
+    cr_expect_eq(sh("%s/train --bogus 2> /dev/null", bin()), 2);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+Test(cli, translate_bad_model_files_exit_1) {
+    char *d = tmpdir();
+    cr_expect_eq(sh("echo abc | %s/translate %s/none.bin 2> /dev/null", bin(), d), 1);
+    cr_expect_eq(sh("echo 'not a model' > %s/t.bin; echo abc | %s/translate %s/t.bin 2> %s/err.txt", d, bin(), d, d), 1);
+    char p[256];
+    snprintf(p, sizeof p, "%s/err.txt", d);
+    char *e = slurp(p, NULL);
+    cr_expect(strstr(e, "t.bin: not an s2s model file"), "%s", e);
+    free(e);
+    cr_expect_eq(sh("%s/translate 2> /dev/null", bin()), 2);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
+    char *d = tmpdir();
+    write_config(d, 1);
+    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", bin(), d, d), 0);
+    cr_expect_eq(sh("printf 'abc\\nxyz\\n\\nab\\377\\ndcba\\n' | %s/translate %s/run/model.bin > %s/out.txt 2> %s/err.txt", bin(), d, d, d), 1);
+    char p[256];
+    snprintf(p, sizeof p, "%s/out.txt", d);
+    char *o = slurp(p, NULL);
+    int lines = 0;
+    for (char *c = o; *c; c++) lines += *c == '\n';
+    cr_expect_eq(lines, 5, "one output line per input line:\n%s", o);
+    free(o);
+    snprintf(p, sizeof p, "%s/err.txt", d);
+    char *e = slurp(p, NULL);
+    cr_expect(strstr(e, "line 2: 'x' is not in the model's alphabet"), "%s", e);
+    cr_expect(strstr(e, "line 4: byte 0xff"), "%s", e);
+    cr_expect(!strstr(e, "line 3"), "an empty line is not an error: %s", e);
+    free(e);
+    sh("rm -rf %s", d);
+    free(d);
+}

@@ -1,0 +1,149 @@
+/* test_config.c — the config schema: defaults, errors with positions and suggestions,
+ * --set, the resolved output, and that docs/config.md documents every key. */
+#include "test_util.h"
+#include "s2s/attn.h"
+#include "s2s/config.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static S2sStatus parse(Config *c, const char *json, S2sError *err) {
+    config_defaults(c);
+    return config_parse(c, json, "x.json", err);
+}
+
+Test(config, defaults_pass_their_own_checks) {
+    Config c;
+    config_defaults(&c);
+    S2sError err;
+    cr_expect_eq(config_check(&c, &err), S2S_OK, "%s", err.msg);
+}
+
+Test(config, reads_sections) {
+    Config c;
+    S2sError err;
+    cr_assert_eq(parse(&c, "{\"name\": \"r\", \"model\": {\"cell\": \"gru\", \"dropout\": 0.25, \"bidirectional\": true},"
+                           " \"train\": {\"lr\": 0.5, \"max_steps\": 7}}", &err), S2S_OK, "%s", err.msg);
+    cr_expect_str_eq(c.name, "r");
+    cr_expect_str_eq(c.model.cell, "gru");
+    cr_expect_float_eq(c.model.dropout, 0.25f, 1e-7);
+    cr_expect(c.model.bidirectional);
+    cr_expect_float_eq(c.train.lr, 0.5f, 1e-7);
+    cr_expect_eq(c.train.max_steps, 7);
+    cr_expect_eq(c.model.encoder_hidden, 128, "untouched keys keep their defaults");
+}
+
+Test(config, unknown_key_names_place_and_suggests) {
+    Config c;
+    S2sError err;
+    cr_assert_eq(parse(&c, "{\n  \"model\": {\n    \"attenton\": \"dot\"\n  }\n}", &err), S2S_ERR_CONFIG);
+    cr_expect_str_eq(err.msg, "x.json:3:5: unknown key \"model.attenton\" (did you mean \"model.attention\"?)");
+    cr_assert_eq(parse(&c, "{\"zzzzzz\": 1}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "unknown key \"zzzzzz\"") && !strstr(err.msg, "did you mean"), "%s", err.msg);
+}
+
+Test(config, wrong_types_and_ranges) {
+    Config c;
+    S2sError err;
+    cr_assert_eq(parse(&c, "{\"model\": {\"encoder_hidden\": -3}}", &err), S2S_ERR_CONFIG);
+    cr_expect_str_eq(err.msg, "x.json:1:12: model.encoder_hidden: expected a positive integer, got -3");
+    cr_assert_eq(parse(&c, "{\"model\": {\"encoder_hidden\": 2.5}}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "expected a positive integer, got 2.5"), "%s", err.msg);
+    cr_assert_eq(parse(&c, "{\"model\": {\"bidirectional\": \"yes\"}}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "model.bidirectional: expected true or false, got \"yes\""), "%s", err.msg);
+    cr_assert_eq(parse(&c, "{\"model\": {\"cell\": \"rnn\"}}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "model.cell: expected one of gru,lstm, got \"rnn\""), "%s", err.msg);
+    cr_assert_eq(parse(&c, "{\"model\": {\"dropout\": 1.5}}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "model.dropout: expected a number in [0, 0.99], got 1.5"), "%s", err.msg);
+    cr_assert_eq(parse(&c, "{\"model\": 3}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "model: expected an object, got a number"), "%s", err.msg);
+    cr_assert_eq(parse(&c, "[1, 2]", &err), S2S_ERR_CONFIG);
+    cr_assert_eq(parse(&c, "{\"seed\": 1,\n \"x\": }", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "x.json:2:") && strstr(err.msg, "not valid JSON"), "%s", err.msg);
+}
+
+Test(config, cross_field_checks) {
+    Config c;
+    S2sError err;
+    cr_assert_eq(parse(&c, "{\"task\": {\"min_len\": 9, \"max_len\": 4}}", &err), S2S_OK);
+    cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "task.min_len (9) must not exceed task.max_len (4)"), "%s", err.msg);
+    cr_assert_eq(parse(&c, "{\"task\": {\"alphabet\": \"aba\"}}", &err), S2S_OK);
+    cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
+    cr_assert_eq(parse(&c, "{\"name\": \"../x\"}", &err), S2S_OK);
+    cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
+}
+
+Test(config, set_by_path_or_unique_leaf) {
+    Config c;
+    config_defaults(&c);
+    S2sError err;
+    cr_assert_eq(config_set(&c, "model.attention=dummy", &err), S2S_OK, "%s", err.msg);
+    cr_expect_str_eq(c.model.attention, "dummy");
+    cr_assert_eq(config_set(&c, "attention=\"meanpool\"", &err), S2S_OK, "%s", err.msg);
+    cr_expect_str_eq(c.model.attention, "meanpool");
+    cr_assert_eq(config_set(&c, "lr=0.25", &err), S2S_OK);
+    cr_expect_float_eq(c.train.lr, 0.25f, 1e-7);
+    cr_assert_eq(config_set(&c, "bidirectional=true", &err), S2S_OK);
+    cr_expect(c.model.bidirectional);
+    cr_expect_eq(config_set(&c, "attenton=dot", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "did you mean \"model.attention\""), "%s", err.msg);
+    cr_expect_eq(config_set(&c, "lr", &err), S2S_ERR_CONFIG);
+    cr_expect_eq(config_set(&c, "layers=0", &err), S2S_ERR_CONFIG);
+}
+
+/* Every attention variant is accepted by the config, and nothing else. */
+Test(config, attention_choices_match_the_variant_table) {
+    Config c;
+    config_defaults(&c);
+    S2sError err;
+    for (int i = 0; i < ATTN_VARIANT_COUNT; i++) {
+        char a[64];
+        snprintf(a, sizeof a, "attention=%s", ATTN_VARIANTS[i].name);
+        cr_expect_eq(config_set(&c, a, &err), S2S_OK, "%s: %s", a, err.msg);
+    }
+    cr_expect_eq(config_set(&c, "attention=nonsense", &err), S2S_ERR_CONFIG);
+}
+
+Test(config, resolved_json_reads_back_identically) {
+    Config a, b;
+    S2sError err;
+    cr_assert_eq(parse(&a, "{\"name\": \"q\", \"seed\": 42, \"model\": {\"dropout\": 0.3, \"kq\": 17}, \"train\": {\"lr\": 0.1}}",
+                       &err), S2S_OK);
+    char *j1 = config_to_json(&a);
+    cr_assert_eq(parse(&b, j1, &err), S2S_OK, "%s", err.msg);
+    char *j2 = config_to_json(&b);
+    cr_expect_str_eq(j1, j2);
+    cr_expect_float_eq(b.model.dropout, 0.3f, 0.0);
+    cr_expect_float_eq(b.train.lr, 0.1f, 0.0);
+    free(j1);
+    free(j2);
+}
+
+Test(config, every_key_is_documented) {
+    FILE *f = fopen("docs/config.md", "rb");
+    cr_assert(f != NULL, "docs/config.md is missing");
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = '\0';
+    fclose(f);
+    for (int i = 0; i < config_key_count(); i++) {
+        char needle[96];
+        snprintf(needle, sizeof needle, "`%s`", config_key_info(i).path);
+        cr_expect(strstr(doc, needle) != NULL, "docs/config.md does not document %s", config_key_info(i).path);
+    }
+}
+
+Test(config, shipped_configs_are_valid) {
+    const char *files[] = {"configs/reverse.json", "configs/reverse-noattn.json", "configs/reverse-ist.json",
+                           "configs/reverse-ist-noattn.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        Config c;
+        config_defaults(&c);
+        S2sError err;
+        cr_expect_eq(config_load(&c, files[i], &err), S2S_OK, "%s", err.msg);
+        cr_expect_eq(config_check(&c, &err), S2S_OK, "%s", err.msg);
+    }
+}
