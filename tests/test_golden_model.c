@@ -28,8 +28,8 @@ static void expect_close(const char *what, const float *a, const double *e, size
 }
 
 /* A list of case files in the golden dir (those with a "config"). */
-static int list_cases(char names[][256], int cap) {
-    DIR *d = opendir(tu_golden_dir());
+static int list_cases(const char *dir, char names[][256], int cap) {
+    DIR *d = opendir(dir);
     if (!d) return -1;
     int n = 0;
     struct dirent *e;
@@ -42,9 +42,9 @@ static int list_cases(char names[][256], int cap) {
 }
 
 /* Runs one case; returns false when the file is not a model case. */
-static bool run_case(const char *file) {
+static bool run_case(const char *dir, const char *file) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", tu_golden_dir(), file);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     cJSON *j = tu_json_load(path);
     cr_assert(j != NULL, "%s: not readable JSON", path);
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "config");
@@ -165,12 +165,18 @@ static bool run_case(const char *file) {
     return true;
 }
 
-Test(golden, model_cases) {
+static void run_dir(const char *dir) {
     static char names[256][256];
-    int n = list_cases(names, 256);
-    cr_assert(n >= 0, "cannot open the golden directory %s (set GOLDEN_DIR)", tu_golden_dir());
+    int n = list_cases(dir, names, 256);
+    cr_assert(n >= 0, "cannot open the golden directory %s (set GOLDEN_DIR)", dir);
     int models = 0;
-    for (int i = 0; i < n; i++) models += run_case(names[i]);
-    cr_assert_gt(models, 0, "no model case (*.json with a \"config\") in %s", tu_golden_dir());
-    cr_log_info("%d golden model cases", models);
+    for (int i = 0; i < n; i++) models += run_case(dir, names[i]);
+    cr_assert_gt(models, 0, "no model case (*.json with a \"config\") in %s", dir);
+    cr_log_info("%d golden model cases in %s", models, dir);
 }
+
+Test(golden, model_cases) { run_dir(tu_golden_dir()); }
+
+/* general and additive attention, and other sizes and combinations (PyTorch, made by
+ * tests/golden-extra/make_extra.py) */
+Test(golden, extra_model_cases) { run_dir("tests/golden-extra"); }

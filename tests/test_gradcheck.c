@@ -156,6 +156,14 @@ static void seq_fwd(Tape *t, Gc *g) {
     if (cells) OUT(g, cells);
 }
 
+/* ---- additive attention scores ---- */
+static void additive_setup(Gc *g) {
+    gc_leaf(g, 3, SH(3, 2, 4), -1, 1); /* q (T, B, A) */
+    gc_leaf(g, 3, SH(5, 2, 4), -1, 1); /* k (S, B, A) */
+    gc_leaf(g, 1, SH(4), -1, 1);       /* v */
+}
+static void additive_fwd(Tape *t, Gc *g) { OUT(g, op_additive_scores(t, g->leaf[0], g->leaf[1], g->leaf[2])); }
+
 /* ---- layers: embedding, linear, GRU/LSTM over padded batches ---- */
 static void emb_layer_setup(Gc *g) {
     gc_leaf(g, 2, SH(7, 3), -1, 1);
@@ -261,6 +269,7 @@ static const GradCase CASES[] = {
     {"dropout", one_setup, dropout_fwd},
     {"gru_seq_reverse_padded", gru_seq_setup, seq_fwd},
     {"lstm_seq_reverse_padded", lstm_seq_setup, seq_fwd},
+    {"additive_scores", additive_setup, additive_fwd},
     {"layer_embedding", emb_layer_setup, emb_layer_fwd},
     {"layer_linear", lin_setup, lin_layer_fwd},
     {"layer_gru_bidir_2layers", gru_bi2_setup, rnn_fwd},

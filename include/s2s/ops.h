@@ -79,4 +79,8 @@ Tensor *op_mean(Tape *t, Tensor *x);                    /* → (1) */
 Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
                    const uint8_t *active, bool reverse, Tensor **cells);
 
+/* Additive (Bahdanau) attention scores: q (T, B, A) and k (S, B, A), time-major, and
+ * v (A) → scores (B, T, S) with score[b,t,s] = v · tanh(q[t,b] + k[s,b]). */
+Tensor *op_additive_scores(Tape *t, Tensor *q, Tensor *k, Tensor *v);
+
 #endif

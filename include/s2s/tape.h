@@ -36,6 +36,7 @@ typedef enum OpKind {
     OP_SUM,
     OP_MEAN,
     OP_RNN_SEQ,       /* a whole GRU/LSTM direction: fused cells, hand-written backward */
+    OP_ADDITIVE_SCORES, /* v · tanh(q_t + k_s) for every (t, s) */
     OP_COUNT
 } OpKind;
 

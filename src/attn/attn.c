@@ -83,12 +83,30 @@ static Tensor *general_forward(Tape *t, const Attention *a, Tensor *dec, Tensor 
     return attend(t, dot_scores(t, dec, linear_forward(t, &a->k, enc)), enc, m, weights);
 }
 
+/* ---- additive (Bahdanau): v^T tanh(W_q h + W_k enc_t), attention size kq ---- */
+static void additive_init(Attention *a, ParamStore *ps, const char *prefix) {
+    char name[PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%s.W_q", prefix);
+    linear_init(&a->q, ps, name, a->dec_dim, a->kq, false);
+    snprintf(name, sizeof name, "%s.W_k", prefix);
+    linear_init(&a->k, ps, name, a->enc_dim, a->kq, true);
+    snprintf(name, sizeof name, "%s.v", prefix);
+    a->v_a = params_add(ps, name, 1, (int[]){a->kq});
+}
+
+static Tensor *additive_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
+                                Tensor **weights) {
+    Tensor *q = linear_forward(t, &a->q, dec), *k = linear_forward(t, &a->k, enc);
+    return attend(t, op_additive_scores(t, q, k, a->v_a), enc, m, weights);
+}
+
 const AttnVariant ATTN_VARIANTS[] = {
     {"dummy", "zero context (no attention)", false, false, no_params, dummy_forward},
     {"meanpool", "mean of the encoder states", true, false, no_params, meanpool_forward},
     {"dot", "h . enc_t (needs decoder_hidden = encoder output size)", true, true, no_params, dot_forward},
     {"scaled_dot", "(W_q h) . (W_k enc_t) / sqrt(kq)", true, false, scaled_dot_init, scaled_dot_forward},
     {"general", "h^T W enc_t (Luong's bilinear)", true, false, general_init, general_forward},
+    {"additive", "v^T tanh(W_q h + W_k enc_t) (Bahdanau), size kq", true, false, additive_init, additive_forward},
 };
 const int ATTN_VARIANT_COUNT = (int)(sizeof ATTN_VARIANTS / sizeof ATTN_VARIANTS[0]);
 

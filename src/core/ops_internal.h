@@ -30,6 +30,7 @@ void op_dropout_backward(Tape *t, const TapeNode *n);
 void op_sum_backward(Tape *t, const TapeNode *n);
 void op_mean_backward(Tape *t, const TapeNode *n);
 void op_rnn_seq_backward(Tape *t, const TapeNode *n);
+void op_additive_scores_backward(Tape *t, const TapeNode *n);
 
 /* Row-major sgemm: C = alpha op(A) op(B) + beta C. */
 static inline void s2s_gemm(bool ta, bool tb, int M, int N, int K, float alpha,
