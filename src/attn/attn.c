@@ -55,14 +55,17 @@ static Tensor *dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc
     return attend(t, dot_scores(t, dec, enc), enc, m, weights);
 }
 
-/* ---- scaled_dot: (W_q h) · (W_k enc_t) / sqrt(kq) ---- */
-static void scaled_dot_init(Attention *a, ParamStore *ps, const char *prefix) {
+/* W_q (kq, Hd) and W_k (kq, D), as prefix.W_q / prefix.W_k */
+static void qk_init(Attention *a, ParamStore *ps, const char *prefix, bool q_bias) {
     char name[PARAM_NAME_MAX];
     snprintf(name, sizeof name, "%s.W_q", prefix);
-    linear_init(&a->q, ps, name, a->dec_dim, a->kq, true);
+    linear_init(&a->q, ps, name, a->dec_dim, a->kq, q_bias);
     snprintf(name, sizeof name, "%s.W_k", prefix);
     linear_init(&a->k, ps, name, a->enc_dim, a->kq, true);
 }
+
+/* ---- scaled_dot: (W_q h) · (W_k enc_t) / sqrt(kq) ---- */
+static void scaled_dot_init(Attention *a, ParamStore *ps, const char *prefix) { qk_init(a, ps, prefix, true); }
 
 static Tensor *scaled_dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
                                   Tensor **weights) {
@@ -85,11 +88,8 @@ static Tensor *general_forward(Tape *t, const Attention *a, Tensor *dec, Tensor 
 
 /* ---- additive (Bahdanau): v^T tanh(W_q h + W_k enc_t), attention size kq ---- */
 static void additive_init(Attention *a, ParamStore *ps, const char *prefix) {
+    qk_init(a, ps, prefix, false);
     char name[PARAM_NAME_MAX];
-    snprintf(name, sizeof name, "%s.W_q", prefix);
-    linear_init(&a->q, ps, name, a->dec_dim, a->kq, false);
-    snprintf(name, sizeof name, "%s.W_k", prefix);
-    linear_init(&a->k, ps, name, a->enc_dim, a->kq, true);
     snprintf(name, sizeof name, "%s.v", prefix);
     a->v_a = params_add(ps, name, 1, (int[]){a->kq});
 }

@@ -280,6 +280,16 @@ static bool is_section(const char *name) {
     return strcmp(name, "task") == 0 || strcmp(name, "model") == 0 || strcmp(name, "train") == 0;
 }
 
+/* One "path": value pair from the text json: a known key, of the right type and range. */
+static S2sStatus apply_key(Config *c, const char *path, const cJSON *v, const char *origin, const char *json,
+                           S2sError *err) {
+    const Key *k = key_by_path(path);
+    if (!k) return unknown_key(origin, json, path, err);
+    char loc[CONFIG_STR + 32];
+    where(loc, sizeof loc, origin, json, path);
+    return set_value(c, k, v, loc, err);
+}
+
 S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError *err) {
     cJSON *root = cJSON_Parse(json);
     if (!root) {
@@ -313,25 +323,11 @@ S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError
             const cJSON *sub;
             cJSON_ArrayForEach(sub, item) {
                 snprintf(path, sizeof path, "%s.%s", item->string, sub->string);
-                const Key *k = key_by_path(path);
-                if (!k) {
-                    st = unknown_key(origin, json, path, err);
-                    goto done;
-                }
-                char loc[CONFIG_STR + 32];
-                where(loc, sizeof loc, origin, json, path);
-                if ((st = set_value(c, k, sub, loc, err)) != S2S_OK) goto done;
+                if ((st = apply_key(c, path, sub, origin, json, err))) goto done;
             }
         } else {
             snprintf(path, sizeof path, "%s", item->string);
-            const Key *k = key_by_path(path);
-            if (!k) {
-                st = unknown_key(origin, json, path, err);
-                goto done;
-            }
-            char loc[CONFIG_STR + 32];
-            where(loc, sizeof loc, origin, json, path);
-            if ((st = set_value(c, k, item, loc, err)) != S2S_OK) goto done;
+            if ((st = apply_key(c, path, item, origin, json, err))) goto done;
         }
     }
 done:
