@@ -47,7 +47,7 @@ all: $(LIB) $(BIN)
 else
 all: $(LIB) $(CLIS)
 $(CLIS): %: $(BUILD)/bin/%
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@
 endif
 
 help:

@@ -93,15 +93,15 @@ Test(reverse, encode_text) {
     task_load(&d, &task, &err);
     int32_t *ids;
     int n;
-    cr_assert_eq(task_encode_source(&task, &d.src_vocab, "abdc", &ids, &n, &err), S2S_OK);
+    cr_assert_eq(task_encode_source(&task, &d.src_vocab, "abdc", false, &ids, &n, &err), S2S_OK);
     cr_expect_eq(n, 4);
     char *back = task_decode_target(&task, &d.trg_vocab, ids, n);
     cr_expect_str_eq(back, "abdc");
     free(back);
     free(ids);
-    cr_expect_eq(task_encode_source(&task, &d.src_vocab, "abz", &ids, &n, &err), S2S_ERR_DATA);
+    cr_expect_eq(task_encode_source(&task, &d.src_vocab, "abz", false, &ids, &n, &err), S2S_ERR_DATA);
     cr_expect(strstr(err.msg, "'z' is not in the model's alphabet"), "%s", err.msg);
-    cr_expect_eq(task_encode_source(&task, &d.src_vocab, "a\xc3\xa4", &ids, &n, &err), S2S_ERR_DATA);
+    cr_expect_eq(task_encode_source(&task, &d.src_vocab, "a\xc3\xa4", false, &ids, &n, &err), S2S_ERR_DATA);
     task_free(&d);
 }
 

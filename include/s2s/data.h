@@ -42,10 +42,14 @@ void dataset_init(Dataset *d);
 void dataset_free(Dataset *d);
 void dataset_add(Dataset *d, const int32_t *src, int src_len, const int32_t *trg, int trg_len);
 
-/* A task's data: vocabularies and the three splits. */
+/* A task's data: vocabularies and the three splits. For translation, the reference
+ * sentences of valid and test as text too (BLEU is computed on the words, not on ids that
+ * map unknown words to <unk>). */
 typedef struct TaskData {
     Vocab src_vocab, trg_vocab;
     Dataset train, valid, test;
+    char **valid_refs, **test_refs; /* (valid.n), (test.n) tokenised lines, or NULL */
+    int train_skipped;              /* training pairs dropped (empty side, too long) */
 } TaskData;
 
 /* Loads or generates the task's data (reverse; translate comes from files). */
@@ -60,11 +64,28 @@ S2sStatus reverse_make(TaskData *td, const ConfigTask *task, S2sError *err);
  * character outside the vocabulary (*bad gets it), −2 when cap is too small. */
 int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out, int cap, char *bad);
 
-/* One line of user text → source ids (malloc'd into *ids), per the task's tokenisation.
- * A line the model cannot read (a character outside the alphabet, invalid UTF-8, empty)
- * is an S2S_ERR_DATA with a message; nothing is allocated then. */
-S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
-                             S2sError *err);
+/* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
+ * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
+S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
+
+/* Reads a text file into lines (without newlines, a final CR dropped). Each line must be
+ * valid UTF-8 without NUL bytes; errors name the file and line. */
+S2sStatus text_read_lines(const char *path, char ***lines, int *n, S2sError *err);
+void text_free_lines(char **lines, int n);
+/* Whether s[0..n) is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
+bool utf8_valid(const char *s, size_t n);
+
+/* Raw text → the Multi30k token convention (lowercased, normalised, Moses-tokenised,
+ * tokens separated by single spaces); lang is "en", "de", … (apostrophes differ).
+ * The input must be valid UTF-8. Returns a malloc'd string. */
+char *tok_normalize(const char *line, const char *lang);
+
+/* One line of user text → source ids (malloc'd into *ids), per the task's tokenisation:
+ * reversal: characters; translation: tok_normalize (unless `tokenized`), then words, unknown
+ * ones as <unk>. A line the model cannot read (a character outside the alphabet, invalid
+ * UTF-8) is an S2S_ERR_DATA with a message; nothing is allocated then. */
+S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
+                             int *n, S2sError *err);
 /* Target ids → text (malloc'd): characters joined for reversal, tokens with spaces for
  * translation. */
 char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n);

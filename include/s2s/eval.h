@@ -16,6 +16,8 @@ typedef struct EvalResult {
     double tf_token_acc;   /* teacher-forced per-token accuracy */
     double exact_match;    /* greedy: output equals the reference */
     double token_acc;      /* greedy: positions equal to the reference / reference length */
+    double bleu;           /* greedy, against the reference text (translation), else 0 */
+    bool has_bleu;
 } EvalResult;
 
 typedef struct IdSeqs {
@@ -28,8 +30,10 @@ void idseqs_free(IdSeqs *s);
 
 /* The greedy length limit for a source of length S. */
 int eval_max_len(int max_decode_len, int S);
-/* Teacher-forced metrics always; greedy ones (and hyps, when not NULL) when greedy. */
+/* Teacher-forced metrics always; greedy ones (and hyps, when not NULL) when greedy; BLEU
+ * when greedy and refs (d->n tokenised reference lines) are given, with trg the target
+ * vocabulary that turns output ids into words. */
 void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max_decode_len, bool greedy,
-                  EvalResult *r, IdSeqs *hyps);
+                  const Vocab *trg, char *const *refs, EvalResult *r, IdSeqs *hyps);
 
 #endif

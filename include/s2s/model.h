@@ -54,6 +54,37 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
 
 
 
+/* Step-by-step decoding (greedy, beam): the encoder once, then one decoder step at a time
+ * for N = B·K rows (K hypotheses per sentence, rows b·K … b·K + K − 1). Inference only. */
+typedef struct DecodeState {
+    Tensor *enc;                  /* (S, N, D) */
+    const uint8_t *mask;          /* (N, S) */
+    Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
+    Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
+    int N, S;
+} DecodeState;
+
+void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState *ds);
+/* Feeds tokens (N) and returns the logits (N, V); *weights gets (N, 1, S) or NULL. */
+Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights);
+/* Row i of the state becomes the old row parent[i]. */
+void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent);
+
+/* Beam search with length normalisation, batched over sentences. A sentence stops when K
+ * hypotheses have ended (so K = 1 is greedy decoding); at max_len the unfinished ones
+ * compete with the finished after normalisation. Scores are sums of log-probabilities
+ * (with <eos>); hypotheses are ranked by score / length^alpha (length with <eos>). */
+typedef struct BeamHyp {
+    int32_t *ids;   /* without <sos>/<eos>; malloc'd */
+    int len;
+    float score;    /* Σ log p */
+    float norm;     /* score / (len + ended)^alpha */
+} BeamHyp;
+
+/* out: (B, n_best) hypotheses, best first (fewer than n_best leave ids NULL, len 0). */
+void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float alpha, int n_best, BeamHyp *out);
+void beam_hyps_free(BeamHyp *h, int n);
+
 /* A trained model from its file (model.bin or last.bin): the config, both vocabularies and
  * the weights. On success the caller owns m, src and trg (model_free, vocab_free). */
 S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const char *path, S2sError *err);

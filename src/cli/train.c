@@ -36,6 +36,7 @@ static int fail(const char *msg, int code) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* epoch lines appear as they happen, also in a log file */
     const char *config_arg = NULL, *out_arg = NULL, *resume = NULL;
     const char *sets[256];
     int n_sets = 0;

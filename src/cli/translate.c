@@ -1,5 +1,6 @@
-/* translate — reads one source per line, writes one output per line (greedy decoding).
+/* translate — reads one source per line, writes one output per line (greedy or beam search).
  *   exit 0 · 1 runtime/IO/corrupt model or a line that could not be read · 2 usage */
+#include "s2s/bleu.h"
 #include "s2s/eval.h"
 
 #include <errno.h>
@@ -10,17 +11,20 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: translate MODEL [--input FILE] [--output FILE] [--max-len N] [--batch N]\n"
+            "usage: translate MODEL [--input FILE] [--output FILE] [--beam K] [--alpha A] [--n-best N]\n"
+            "                 [--max-len N] [--batch N] [--tokenized] [--ref FILE]\n"
             "\n"
-            "Reads one source per line (stdin by default) and writes one output per line, greedy decoding.\n"
-            "The model file knows its task's tokenisation (reversal: characters, so `abcd` gives `dcba`).\n"
-            "A line the model cannot read is reported on stderr and gives an empty output line.\n");
+            "Reads one source per line (stdin by default) and writes one output per line.\n"
+            "The model file knows its task: reversal reads characters (abcd gives dcba); translation reads raw\n"
+            "text, lowercased and tokenised as the training data (Ein Mann fährt Fahrrad.), or, with --tokenized,\n"
+            "text that already is. A line the model cannot read is reported on stderr and gives an empty line.\n"
+            "\n"
+            "  --beam K       beam search with K hypotheses (default 1: greedy)\n"
+            "  --alpha A      length normalisation: score / length^A (default 1)\n"
+            "  --n-best N     print the N best of the beam as 'line ||| output ||| score'\n"
+            "  --max-len N    longest output (default: the model's, else 2 x source + 10)\n"
+            "  --ref FILE     references, one a line: print BLEU (multi-bleu.perl's) on stderr\n");
 }
-
-typedef struct Lines {
-    char **s;
-    int n, cap;
-} Lines;
 
 static char *read_line(FILE *f) {
     size_t cap = 256, n = 0;
@@ -44,73 +48,132 @@ typedef struct Ctx {
     Config cfg;
     Vocab src, trg;
     Tape tape;
-    int max_len;
-    long failed;
-    long line_no;
+    int max_len, beam, n_best;
+    float alpha;
+    bool tokenized;
+    long failed, line_no;
+    FILE *ref;       /* --ref, read along */
+    Bleu bleu;
 } Ctx;
+
+/* Output text per line: results[i][j] for the j-th best (n_best of them). */
+static void decode_batch(Ctx *c, const Batch *b, char ***results, float **scores, const int *row_line) {
+    int nb = b->B, L = eval_max_len(c->max_len, b->S);
+    tape_reset(&c->tape);
+    if (c->beam == 1) {
+        int32_t *o = malloc((size_t)nb * L * sizeof *o);
+        int *ol = malloc((size_t)nb * sizeof *ol);
+        model_greedy(&c->tape, &c->m, b, L, o, ol, NULL);
+        for (int i = 0; i < nb; i++) {
+            int line = row_line[b->index[i]];
+            results[line][0] = task_decode_target(&c->cfg.task, &c->trg, o + (size_t)i * L, ol[i]);
+        }
+        free(o);
+        free(ol);
+        return;
+    }
+    BeamHyp *h = calloc((size_t)nb * c->n_best, sizeof *h);
+    model_beam(&c->tape, &c->m, b, c->beam, L, c->alpha, c->n_best, h);
+    for (int i = 0; i < nb; i++) {
+        int line = row_line[b->index[i]];
+        for (int j = 0; j < c->n_best; j++) {
+            BeamHyp *x = &h[(size_t)i * c->n_best + j];
+            results[line][j] = x->ids || j == 0 ? task_decode_target(&c->cfg.task, &c->trg, x->ids, x->len) : NULL;
+            scores[line][j] = x->norm;
+        }
+    }
+    beam_hyps_free(h, nb * c->n_best);
+    free(h);
+}
 
 /* Translates lines[0..n) and writes them in order. */
 static void translate_block(Ctx *c, char **lines, int n, FILE *out) {
     Dataset d;
     dataset_init(&d);
-    int *row = malloc((size_t)n * sizeof *row); /* dataset row of each line, or −1 */
-    char **result = calloc((size_t)n, sizeof *result);
+    int *row_line = malloc((size_t)n * sizeof *row_line); /* dataset row → line */
+    char ***results = malloc((size_t)n * sizeof *results);
+    float **scores = malloc((size_t)n * sizeof *scores);
     int32_t dummy[2] = {TOK_SOS, TOK_EOS};
     for (int i = 0; i < n; i++) {
+        results[i] = calloc((size_t)c->n_best, sizeof **results);
+        scores[i] = calloc((size_t)c->n_best, sizeof **scores);
         int32_t *ids;
         int k;
         S2sError err;
         if (lines[i][0] == '\0') { /* an empty source has an empty translation */
-            row[i] = -1;
-            result[i] = calloc(1, 1);
+            results[i][0] = calloc(1, 1);
             continue;
         }
-        if (task_encode_source(&c->cfg.task, &c->src, lines[i], &ids, &k, &err)) {
+        if (task_encode_source(&c->cfg.task, &c->src, lines[i], c->tokenized, &ids, &k, &err)) {
             fprintf(stderr, "translate: line %ld: %s\n", c->line_no + i + 1, err.msg);
             c->failed++;
-            row[i] = -1;
             continue;
         }
-        row[i] = d.n;
+        row_line[d.n] = i;
         dataset_add(&d, ids, k, dummy, 2);
         free(ids);
     }
     if (d.n) {
         BatchPlan plan;
-        batchplan_make(&plan, &d, 64, 0, NULL);
+        batchplan_make(&plan, &d, c->beam > 1 ? 32 : 64, 0, NULL);
         Batch b;
         batch_init(&b);
         for (int k = 0; k < plan.n_batches; k++) {
-            int nb = plan.start[k + 1] - plan.start[k];
-            batch_fill(&b, &d, plan.order + plan.start[k], nb);
-            int L = eval_max_len(c->max_len, b.S);
-            int32_t *o = malloc((size_t)nb * L * sizeof *o);
-            int *ol = malloc((size_t)nb * sizeof *ol);
-            tape_reset(&c->tape);
-            model_greedy(&c->tape, &c->m, &b, L, o, ol, NULL);
-            for (int i = 0; i < nb; i++)
-                for (int j = 0; j < n; j++)
-                    if (row[j] == b.index[i]) result[j] = task_decode_target(&c->cfg.task, &c->trg, o + (size_t)i * L, ol[i]);
-            free(o);
-            free(ol);
+            batch_fill(&b, &d, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+            decode_batch(c, &b, results, scores, row_line);
         }
         batch_free(&b);
         batchplan_free(&plan);
     }
     for (int i = 0; i < n; i++) {
-        fprintf(out, "%s\n", result[i] ? result[i] : "");
-        free(result[i]);
+        const char *best = results[i][0] ? results[i][0] : "";
+        if (c->n_best > 1) {
+            for (int j = 0; j < c->n_best && results[i][j]; j++)
+                fprintf(out, "%ld ||| %s ||| %.4f\n", c->line_no + i, results[i][j], scores[i][j]);
+        } else {
+            fprintf(out, "%s\n", best);
+        }
+        if (c->ref) {
+            char *ref = read_line(c->ref);
+            if (ref) {
+                bool is_translation = strcmp(c->cfg.task.type, "reverse") != 0;
+                char *r = c->tokenized || !is_translation ? strdup(ref) : tok_normalize(ref, c->cfg.task.trg_lang);
+                bleu_add_text(&c->bleu, best, r);
+                free(r);
+                free(ref);
+            }
+        }
+        for (int j = 0; j < c->n_best; j++) free(results[i][j]);
+        free(results[i]);
+        free(scores[i]);
     }
     fflush(out);
     c->line_no += n;
-    free(result);
-    free(row);
+    free(results);
+    free(scores);
+    free(row_line);
     dataset_free(&d);
 }
 
+static bool int_arg(const char *name, const char *v, int lo, int hi, int *out) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || end == v || x < lo || x > hi) {
+        fprintf(stderr, "translate: %s: expected an integer in [%d, %d], got \"%s\"\n", name, lo, hi, v);
+        return false;
+    }
+    *out = (int)x;
+    return true;
+}
+
 int main(int argc, char **argv) {
-    const char *model = NULL, *in_path = NULL, *out_path = NULL;
-    int max_len = 0, block = 256;
+    const char *model = NULL, *in_path = NULL, *out_path = NULL, *ref_path = NULL;
+    Ctx c;
+    memset(&c, 0, sizeof c);
+    c.beam = 1;
+    c.n_best = 1;
+    c.alpha = 1.0f;
+    int block = 256;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool v = i + 1 < argc;
@@ -121,19 +184,29 @@ int main(int argc, char **argv) {
             in_path = argv[++i];
         } else if (!strcmp(a, "--output") && v) {
             out_path = argv[++i];
-        } else if ((!strcmp(a, "--max-len") || !strcmp(a, "--batch")) && v) {
+        } else if (!strcmp(a, "--ref") && v) {
+            ref_path = argv[++i];
+        } else if (!strcmp(a, "--tokenized")) {
+            c.tokenized = true;
+        } else if (!strcmp(a, "--max-len") && v) {
+            if (!int_arg(a, argv[++i], 1, 100000, &c.max_len)) return 2;
+        } else if (!strcmp(a, "--batch") && v) {
+            if (!int_arg(a, argv[++i], 1, 1000000, &block)) return 2;
+        } else if (!strcmp(a, "--beam") && v) {
+            if (!int_arg(a, argv[++i], 1, 32, &c.beam)) return 2;
+        } else if (!strcmp(a, "--n-best") && v) {
+            if (!int_arg(a, argv[++i], 1, 32, &c.n_best)) return 2;
+        } else if (!strcmp(a, "--alpha") && v) {
             char *end;
-            long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 1000000) {
-                fprintf(stderr, "translate: %s: expected a positive integer, got \"%s\"\n", a, argv[i]);
+            c.alpha = strtof(argv[++i], &end);
+            if (*end || end == argv[i] || !(c.alpha >= 0.0f && c.alpha <= 10.0f)) {
+                fprintf(stderr, "translate: --alpha: expected a number in [0, 10], got \"%s\"\n", argv[i]);
                 return 2;
             }
-            if (!strcmp(a, "--max-len")) max_len = (int)x;
-            else block = (int)x;
         } else if (a[0] != '-' && !model) {
             model = a;
         } else {
-            fprintf(stderr, "translate: %s: unknown argument (see translate --help)\n", a);
+            fprintf(stderr, "translate: %s: %s (see translate --help)\n", a, v || a[0] != '-' ? "unknown argument" : "needs a value");
             return 2;
         }
     }
@@ -141,14 +214,16 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    Ctx c;
-    memset(&c, 0, sizeof c);
+    if (c.n_best > c.beam) {
+        fprintf(stderr, "translate: --n-best %d needs --beam of at least %d\n", c.n_best, c.n_best);
+        return 2;
+    }
     S2sError err;
     if (model_load_file(&c.m, &c.cfg, &c.src, &c.trg, model, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 1;
     }
-    c.max_len = max_len ? max_len : c.cfg.train.max_decode_len;
+    if (!c.max_len) c.max_len = c.cfg.train.max_decode_len;
     tape_init(&c.tape, 1 << 20);
     FILE *in = stdin, *out = stdout;
     if (in_path && !(in = fopen(in_path, "rb"))) {
@@ -158,6 +233,13 @@ int main(int argc, char **argv) {
     if (out_path && !(out = fopen(out_path, "wb"))) {
         fprintf(stderr, "translate: %s: cannot create: %s\n", out_path, strerror(errno));
         return 1;
+    }
+    if (ref_path) {
+        if (!(c.ref = fopen(ref_path, "rb"))) {
+            fprintf(stderr, "translate: %s: cannot open: %s\n", ref_path, strerror(errno));
+            return 1;
+        }
+        bleu_init(&c.bleu);
     }
     /* on a terminal, answer each line as it is typed; otherwise batch for speed */
     if (isatty(fileno(in))) block = 1;
@@ -183,6 +265,20 @@ int main(int argc, char **argv) {
     if (out != stdout && fclose(out) != 0) {
         fprintf(stderr, "translate: %s: write error\n", out_path);
         rc = 1;
+    }
+    if (c.ref) {
+        char *extra = read_line(c.ref);
+        if (extra) {
+            fprintf(stderr, "translate: %s has more lines than the input\n", ref_path);
+            free(extra);
+            rc = 1;
+        }
+        BleuScore s = bleu_score(&c.bleu);
+        char buf[256];
+        bleu_format(&s, buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+        bleu_free(&c.bleu);
+        fclose(c.ref);
     }
     if (in != stdin) fclose(in);
     if (c.failed) rc = 1;

@@ -123,15 +123,36 @@ S2sStatus reverse_make(TaskData *rd, const ConfigTask *task, S2sError *err) {
 S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     memset(td, 0, sizeof *td);
     if (strcmp(task->type, "reverse") == 0) return reverse_make(td, task, err);
-    return s2s_fail(err, S2S_ERR_CONFIG, "task.type: \"%s\" is not supported yet", task->type);
+    return parallel_load(td, task, err);
 }
 
-S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
-                             S2sError *err) {
-    if (strcmp(task->type, "reverse") != 0)
-        return s2s_fail(err, S2S_ERR_CONFIG, "task.type: \"%s\" is not supported yet", task->type);
+/* Translation: raw text is normalised and tokenised first, unless it is already tokenised. */
+static S2sStatus encode_words(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
+                              int *n, S2sError *err) {
+    if (!utf8_valid(line, strlen(line))) return s2s_fail(err, S2S_ERR_DATA, "not valid UTF-8");
+    char *text = tokenized ? strdup(line) : tok_normalize(line, task->src_lang);
+    int cap = 16, k = 0;
+    int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
+    char *save = NULL;
+    for (char *w = strtok_r(text, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        if (k + 2 > cap) out = s2s_xrealloc(out, (size_t)(cap *= 2) * sizeof *out);
+        out[k++] = vocab_id(src, w);
+    }
+    free(text);
+    if (k == 0) {
+        free(out);
+        return s2s_fail(err, S2S_ERR_DATA, "no words in the line");
+    }
+    *ids = out;
+    *n = k;
+    return S2S_OK;
+}
+
+S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
+                             int *n, S2sError *err) {
     size_t len = strlen(line);
     if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
+    if (strcmp(task->type, "reverse") != 0) return encode_words(task, src, line, tokenized, ids, n, err);
     int cap = (int)len + 2;
     int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
     char bad = 0;
@@ -169,4 +190,7 @@ void task_free(TaskData *td) {
     dataset_free(&td->train);
     dataset_free(&td->valid);
     dataset_free(&td->test);
+    text_free_lines(td->valid_refs, td->valid_refs ? td->valid.n : 0);
+    text_free_lines(td->test_refs, td->test_refs ? td->test.n : 0);
+    td->valid_refs = td->test_refs = NULL;
 }

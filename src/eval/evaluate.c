@@ -1,4 +1,5 @@
 /* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length. */
+#include "s2s/bleu.h"
 #include "s2s/eval.h"
 
 #include <math.h>
@@ -15,7 +16,7 @@ void idseqs_free(IdSeqs *s) {
 int eval_max_len(int max_decode_len, int S) { return max_decode_len > 0 ? max_decode_len : 2 * S + 10; }
 
 void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max_decode_len, bool greedy,
-                  EvalResult *r, IdSeqs *hyps) {
+                  const Vocab *trg, char *const *refs, EvalResult *r, IdSeqs *hyps) {
     memset(r, 0, sizeof *r);
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
@@ -29,6 +30,11 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max
         hyps->ids = s2s_xcalloc((size_t)d->n, sizeof *hyps->ids);
         hyps->len = s2s_xcalloc((size_t)d->n, sizeof *hyps->len);
     }
+    Bleu bleu;
+    bool with_bleu = greedy && refs && trg;
+    if (with_bleu) bleu_init(&bleu);
+    const char **words = NULL;
+    int words_cap = 0;
     double loss_sum = 0.0;
     long tf_correct = 0, exact = 0, tok_correct = 0, ref_tokens = 0;
     int V = m->trg_vocab;
@@ -64,6 +70,21 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max
             tok_correct += same;
             ref_tokens += rl;
             exact += out_len[i] == rl && same == rl;
+            if (with_bleu) {
+                if (out_len[i] > words_cap) words = s2s_xrealloc(words, (size_t)(words_cap = 2 * out_len[i]) * sizeof *words);
+                for (int p = 0; p < out_len[i]; p++) words[p] = trg->tokens[h[p]];
+                char *ref_copy = strdup(refs[e]);
+                int nr = 0;
+                const char **rt = NULL;
+                int rcap = 0;
+                for (char *tok = strtok(ref_copy, " \t"); tok; tok = strtok(NULL, " \t")) {
+                    if (nr == rcap) rt = s2s_xrealloc(rt, (size_t)(rcap = rcap ? 2 * rcap : 32) * sizeof *rt);
+                    rt[nr++] = tok;
+                }
+                bleu_add_tokens(&bleu, words, out_len[i], rt, nr);
+                free(rt);
+                free(ref_copy);
+            }
             if (hyps) {
                 hyps->len[e] = out_len[i];
                 hyps->ids[e] = s2s_xmalloc((size_t)(out_len[i] ? out_len[i] : 1) * sizeof(int32_t));
@@ -81,6 +102,12 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max
         r->exact_match = d->n ? (double)exact / d->n : 0.0;
         r->token_acc = ref_tokens ? (double)tok_correct / (double)ref_tokens : 0.0;
     }
+    if (with_bleu) {
+        r->bleu = bleu_score(&bleu).bleu;
+        r->has_bleu = true;
+        bleu_free(&bleu);
+    }
+    free(words);
     batch_free(&b);
     batchplan_free(&plan);
     t->grad_enabled = grad;

@@ -135,17 +135,65 @@ ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
     return o;
 }
 
+void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState *ds) {
+    memset(ds, 0, sizeof *ds);
+    int B = b->B, S = b->S, N = B * K, D = m->enc_dim, L = m->cfg.layers;
+    Encoded e = encode(t, m, b, NULL);
+    ds->N = N;
+    ds->S = S;
+    if (K == 1) {
+        ds->enc = e.enc;
+        ds->mask = b->src_mask;
+        for (int l = 0; l < L; l++) {
+            ds->h[l] = e.h0[l];
+            ds->c[l] = m->cfg.bidirectional ? NULL : e.c0[l];
+        }
+        return;
+    }
+    /* each sentence's encoder states, mask and initial state repeated for its K hypotheses */
+    int32_t *rep = arena_alloc(&t->arena, (size_t)N * sizeof *rep);
+    for (int i = 0; i < N; i++) rep[i] = i / K;
+    Tensor *enc = tape_tensor3(t, S, N, D);
+    for (int s = 0; s < S; s++)
+        for (int i = 0; i < N; i++)
+            memcpy(enc->data + ((size_t)s * N + i) * D, e.enc->data + ((size_t)s * B + i / K) * D, (size_t)D * sizeof(float));
+    uint8_t *mask = arena_alloc(&t->arena, (size_t)N * S);
+    for (int i = 0; i < N; i++) memcpy(mask + (size_t)i * S, b->src_mask + (size_t)(i / K) * S, (size_t)S);
+    ds->enc = enc;
+    ds->mask = mask;
+    for (int l = 0; l < L; l++) {
+        ds->h[l] = op_gather_rows(t, e.h0[l], rep, N);
+        ds->c[l] = !m->cfg.bidirectional && e.c0[l] ? op_gather_rows(t, e.c0[l], rep, N) : NULL;
+    }
+}
+
+Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights) {
+    int N = ds->N, L = m->cfg.layers;
+    Tensor *x = tape_reshape3(t, embedding_forward(t, &m->dec_emb, tokens, N), 1, N, tensor_cols(m->dec_emb.w));
+    RnnOutput d = rnn_forward(t, &m->dec_rnn, x, NULL, ds->h, ds->c);
+    for (int l = 0; l < L; l++) {
+        ds->h[l] = d.h_last[l][0];
+        ds->c[l] = d.c_last[l][0];
+    }
+    Tensor *ctx = attn_forward(t, &m->attn, d.out, ds->enc, ds->mask, weights);
+    Tensor *logits = output_layer(t, m, ctx, d.out); /* (1, N, V) */
+    return tape_reshape2(t, logits, N, m->trg_vocab);
+}
+
+void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent) {
+    for (int l = 0; l < m->cfg.layers; l++) {
+        ds->h[l] = op_gather_rows(t, ds->h[l], parent, ds->N);
+        if (ds->c[l]) ds->c[l] = op_gather_rows(t, ds->c[l], parent, ds->N);
+    }
+}
+
 void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn) {
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
     t->training = false;
-    int B = b->B, S = b->S, V = m->trg_vocab, L = m->cfg.layers;
-    Encoded e = encode(t, m, b, NULL);
-    Tensor *h[RNN_MAX_LAYERS], *c[RNN_MAX_LAYERS];
-    for (int l = 0; l < L; l++) {
-        h[l] = e.h0[l];
-        c[l] = m->cfg.bidirectional ? NULL : e.c0[l];
-    }
+    int B = b->B, S = b->S, V = m->trg_vocab;
+    DecodeState ds;
+    model_decode_start(t, m, b, 1, &ds);
     int32_t *tok = arena_alloc(&t->arena, (size_t)B * sizeof *tok);
     uint8_t *done = arena_calloc(&t->arena, (size_t)B);
     for (int i = 0; i < B; i++) {
@@ -155,15 +203,8 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
     if (attn) memset(attn, 0, (size_t)B * max_len * S * sizeof *attn);
     int n_done = 0;
     for (int step = 0; step < max_len && n_done < B; step++) {
-        Tensor *x = tape_reshape3(t, embedding_forward(t, &m->dec_emb, tok, B), 1, B, tensor_cols(m->dec_emb.w));
-        RnnOutput d = rnn_forward(t, &m->dec_rnn, x, NULL, h, c);
-        for (int l = 0; l < L; l++) {
-            h[l] = d.h_last[l][0];
-            c[l] = d.c_last[l][0];
-        }
         Tensor *w = NULL;
-        Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &w);
-        Tensor *logits = output_layer(t, m, ctx, d.out); /* (1, B, V) */
+        Tensor *logits = model_decode_step(t, m, &ds, tok, &w);
         for (int i = 0; i < B; i++) {
             if (done[i]) continue;
             const float *row = logits->data + (size_t)i * V;

@@ -119,6 +119,7 @@ static double metric_value(const char *metric, const EvalResult *r) {
     if (!strcmp(metric, "valid_loss")) return r->loss;
     if (!strcmp(metric, "token_accuracy")) return r->token_acc;
     if (!strcmp(metric, "tf_token_accuracy")) return r->tf_token_acc;
+    if (!strcmp(metric, "bleu")) return r->bleu;
     return r->exact_match; /* exact_match (bleu comes with the translation task) */
 }
 
@@ -159,6 +160,7 @@ static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool 
         ADD("exact_match", e->exact_match);
         ADD("token_accuracy", e->token_acc);
     }
+    if (e->has_bleu) ADD("bleu", e->bleu);
 #undef ADD
     return j;
 }
@@ -280,6 +282,10 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         return st;
     }
     const ConfigTrain *tc = &cfg->train;
+    if (opt->out)
+        fprintf(opt->out, "data: %d training pairs%s, vocabulary %d source / %d target (with 4 specials)\n",
+                r->data.train.n, r->data.train_skipped ? " (some left out: empty or too long)" : "",
+                r->data.src_vocab.size, r->data.trg_vocab.size);
     long max_steps = opt->max_steps > 0 ? opt->max_steps : tc->max_steps;
     bool higher = metric_higher_is_better(tc->metric);
     double t0 = now_s();
@@ -346,7 +352,8 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         /* end of epoch: validate, keep the best, decay, maybe stop early */
         double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
         double epoch_s = now_s() - tick;
-        eval_dataset(&r->tape, &r->model, &r->data.valid, tc->eval_batch_size, tc->max_decode_len, true, &sum->valid, NULL);
+        eval_dataset(&r->tape, &r->model, &r->data.valid, tc->eval_batch_size, tc->max_decode_len, true,
+                     &r->data.trg_vocab, r->data.valid_refs, &sum->valid, NULL);
         double m = metric_value(tc->metric, &sum->valid);
         bool better = higher ? m > r->st.best : m < r->st.best;
         if (better) {
@@ -368,7 +375,11 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
         cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
         log_line(r, j);
-        if (opt->out)
+        if (opt->out && sum->valid.has_bleu)
+            fprintf(opt->out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  BLEU %.2f  tf token acc %.2f%%  %.1fs%s\n",
+                    r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, sum->valid.bleu,
+                    100 * sum->valid.tf_token_acc, epoch_s, better ? "  *" : "");
+        else if (opt->out)
             fprintf(opt->out,
                     "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc "
                     "%.2f%%  %.1fs%s\n",
@@ -401,14 +412,18 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         st = ckpt_restore(&ck, &r->model.params, false, r->path_model, err);
         ckpt_free(&ck);
         if (st) goto done;
-        eval_dataset(&r->tape, &r->model, &r->data.test, tc->eval_batch_size, tc->max_decode_len, true, &sum->test, NULL);
+        eval_dataset(&r->tape, &r->model, &r->data.test, tc->eval_batch_size, tc->max_decode_len, true,
+                     &r->data.trg_vocab, r->data.test_refs, &sum->test, NULL);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "type", "test");
         cJSON_AddNumberToObject(j, "epochs", r->st.epoch);
         cJSON_AddNumberToObject(j, "step", (double)r->st.step);
         eval_json(j, "test", &sum->test, true);
         log_line(r, j);
-        if (opt->out)
+        if (opt->out && sum->test.has_bleu)
+            fprintf(opt->out, "test (best checkpoint): loss %.4f  ppl %.3f  BLEU %.2f (greedy)  tf token acc %.2f%%\n",
+                    sum->test.loss, sum->test.ppl, sum->test.bleu, 100 * sum->test.tf_token_acc);
+        else if (opt->out)
             fprintf(opt->out, "test (best checkpoint): loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc %.2f%%\n",
                     sum->test.loss, sum->test.ppl, 100 * sum->test.exact_match, 100 * sum->test.token_acc,
                     100 * sum->test.tf_token_acc);

@@ -1,0 +1,281 @@
+/* parallel.c — tokenised parallel text: reading, vocabularies, datasets. */
+#include "s2s/data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool utf8_valid(const char *str, size_t n) {
+    const unsigned char *s = (const unsigned char *)str;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if (c == 0) return false;
+            i++;
+            continue;
+        }
+        int len;
+        uint32_t cp, min;
+        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+        else return false;
+        if (i + (size_t)len > n) return false;
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += (size_t)len;
+    }
+    return true;
+}
+
+void text_free_lines(char **lines, int n) {
+    if (!lines) return;
+    for (int i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+S2sStatus text_read_lines(const char *path, char ***out, int *n_out, S2sError *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char **lines = NULL;
+    int n = 0, cap = 0;
+    char *buf = NULL;
+    size_t bcap = 0;
+    S2sStatus st = S2S_OK;
+    for (;;) {
+        size_t len = 0;
+        int c;
+        while ((c = fgetc(f)) != EOF && c != '\n') {
+            if (len + 2 > bcap) buf = s2s_xrealloc(buf, bcap = bcap ? 2 * bcap : 256);
+            buf[len++] = (char)c;
+        }
+        if (c == EOF && len == 0) break;
+        if (len && buf[len - 1] == '\r') len--;
+        if (!utf8_valid(buf ? buf : "", len)) {
+            st = s2s_fail(err, S2S_ERR_DATA, "%s:%d: not valid UTF-8 text", path, n + 1);
+            break;
+        }
+        if (n == cap) lines = s2s_xrealloc(lines, (size_t)(cap = cap ? 2 * cap : 1024) * sizeof *lines);
+        lines[n] = s2s_xmalloc(len + 1);
+        if (len) memcpy(lines[n], buf, len);
+        lines[n][len] = '\0';
+        n++;
+        if (c == EOF) break;
+    }
+    if (!st && ferror(f)) st = s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
+    fclose(f);
+    free(buf);
+    if (st) {
+        text_free_lines(lines, n);
+        return st;
+    }
+    *out = lines;
+    *n_out = n;
+    return S2S_OK;
+}
+
+/* Splits a line on spaces in place; returns the token count (tokens point into line). */
+static int split_ws(char *line, char ***toks, int *cap) {
+    int n = 0;
+    for (char *p = line; *p;) {
+        while (*p == ' ' || *p == '\t') *p++ = '\0';
+        if (!*p) break;
+        if (n == *cap) *toks = s2s_xrealloc(*toks, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof **toks);
+        (*toks)[n++] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+    }
+    return n;
+}
+
+typedef struct Split {
+    char **src, **trg;
+    int n;
+} Split;
+
+static void split_free(Split *s) {
+    text_free_lines(s->src, s->n);
+    text_free_lines(s->trg, s->n);
+}
+
+static S2sStatus read_split(Split *s, const ConfigTask *t, const char *prefix, S2sError *err) {
+    char ps[CONFIG_STR + 80], pt[CONFIG_STR + 80];
+    snprintf(ps, sizeof ps, "%s/%s.%s", t->data_dir, prefix, t->src_lang);
+    snprintf(pt, sizeof pt, "%s/%s.%s", t->data_dir, prefix, t->trg_lang);
+    memset(s, 0, sizeof *s);
+    int ns = 0, nt = 0;
+    S2sStatus st = text_read_lines(ps, &s->src, &ns, err);
+    if (st == S2S_ERR_IO)
+        return s2s_fail(err, st, "%s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)", err->msg);
+    if (st) return st;
+    if ((st = text_read_lines(pt, &s->trg, &nt, err))) {
+        text_free_lines(s->src, ns);
+        return st;
+    }
+    s->n = ns;
+    if (ns != nt) {
+        st = s2s_fail(err, S2S_ERR_DATA, "%s has %d lines but %s has %d; parallel files must match line by line", ps, ns,
+                      pt, nt);
+        text_free_lines(s->trg, nt);
+        split_free(s);
+        return st;
+    }
+    if (ns == 0) {
+        split_free(s);
+        return s2s_fail(err, S2S_ERR_DATA, "%s: empty file", ps);
+    }
+    return S2S_OK;
+}
+
+/* Counts tokens; then keeps those seen ≥ min_freq, most frequent first, ties by byte order. */
+typedef struct Count {
+    const char *tok;
+    long n;
+} Count;
+
+static int cmp_count(const void *a, const void *b) {
+    const Count *x = a, *y = b;
+    if (x->n != y->n) return x->n < y->n ? 1 : -1;
+    return strcmp(x->tok, y->tok);
+}
+
+static void build_vocab(Vocab *out, char **lines, int n, const uint8_t *keep, int min_freq, int max_vocab) {
+    Vocab seen;
+    vocab_init(&seen);
+    long *count = NULL;
+    int cap = 0;
+    char **toks = NULL;
+    int tcap = 0;
+    for (int i = 0; i < n; i++) {
+        if (!keep[i]) continue;
+        char *copy = strdup(lines[i]);
+        int k = split_ws(copy, &toks, &tcap);
+        for (int j = 0; j < k; j++) {
+            int id = vocab_add(&seen, toks[j]);
+            if (id >= cap) {
+                int nc = cap ? 2 * cap : 4096;
+                while (nc <= id) nc *= 2;
+                count = s2s_xrealloc(count, (size_t)nc * sizeof *count);
+                memset(count + cap, 0, (size_t)(nc - cap) * sizeof *count);
+                cap = nc;
+            }
+            count[id]++;
+        }
+        free(copy);
+    }
+    int m = seen.size - TOK_SPECIALS;
+    Count *c = s2s_xmalloc((size_t)(m > 0 ? m : 1) * sizeof *c);
+    for (int i = 0; i < m; i++) c[i] = (Count){seen.tokens[TOK_SPECIALS + i], count[TOK_SPECIALS + i]};
+    qsort(c, (size_t)m, sizeof *c, cmp_count);
+    vocab_init(out);
+    for (int i = 0; i < m; i++) {
+        if (c[i].n < min_freq) break;
+        if (max_vocab > 0 && out->size - TOK_SPECIALS >= max_vocab) break;
+        vocab_add(out, c[i].tok);
+    }
+    free(c);
+    free(count);
+    free(toks);
+    vocab_free(&seen);
+}
+
+/* ids of a line's tokens (unknown → <unk>), with <sos>/<eos> when marked. */
+static int encode_line(const Vocab *v, const char *line, bool marked, int32_t **ids, int *cap) {
+    char *copy = strdup(line);
+    char **toks = NULL;
+    int tcap = 0;
+    int k = split_ws(copy, &toks, &tcap), n = 0;
+    if (k + 2 > *cap) *ids = s2s_xrealloc(*ids, (size_t)(*cap = k + 2) * sizeof **ids);
+    if (marked) (*ids)[n++] = TOK_SOS;
+    for (int j = 0; j < k; j++) (*ids)[n++] = vocab_id(v, toks[j]);
+    if (marked) (*ids)[n++] = TOK_EOS;
+    free(toks);
+    free(copy);
+    return n;
+}
+
+static int count_tokens(const char *line) {
+    int n = 0;
+    for (const char *p = line; *p;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) break;
+        n++;
+        while (*p && *p != ' ' && *p != '\t') p++;
+    }
+    return n;
+}
+
+static S2sStatus fill(Dataset *d, const Split *s, const TaskData *td, const char *what, const ConfigTask *t,
+                      S2sError *err) {
+    int32_t *src = NULL, *trg = NULL;
+    int cs = 0, ct = 0;
+    for (int i = 0; i < s->n; i++) {
+        int ns = encode_line(&td->src_vocab, s->src[i], false, &src, &cs);
+        int nt = encode_line(&td->trg_vocab, s->trg[i], true, &trg, &ct);
+        if (ns == 0) {
+            free(src);
+            free(trg);
+            return s2s_fail(err, S2S_ERR_DATA, "%s/%s.%s:%d: empty source sentence", t->data_dir, what, t->src_lang, i + 1);
+        }
+        dataset_add(d, src, ns, trg, nt);
+    }
+    free(src);
+    free(trg);
+    return S2S_OK;
+}
+
+static char **take_lines(Split *s) {
+    char **r = s->trg;
+    s->trg = NULL;
+    return r;
+}
+
+S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
+    memset(td, 0, sizeof *td);
+    Split tr = {0}, va = {0}, te = {0};
+    S2sStatus st;
+    if ((st = read_split(&tr, t, t->train_prefix, err))) return st;
+    if ((st = read_split(&va, t, t->valid_prefix, err))) goto out;
+    if ((st = read_split(&te, t, t->test_prefix, err))) goto out;
+    /* training pairs with an empty side, or longer than max_train_len, are left out */
+    uint8_t *keep = s2s_xmalloc((size_t)tr.n);
+    for (int i = 0; i < tr.n; i++) {
+        int ls = count_tokens(tr.src[i]), lt = count_tokens(tr.trg[i]);
+        keep[i] = ls > 0 && lt > 0 && (t->max_train_len <= 0 || (ls <= t->max_train_len && lt <= t->max_train_len));
+        td->train_skipped += !keep[i];
+    }
+    build_vocab(&td->src_vocab, tr.src, tr.n, keep, t->min_freq, t->max_vocab);
+    build_vocab(&td->trg_vocab, tr.trg, tr.n, keep, t->min_freq, t->max_vocab);
+    Split kept = tr;
+    int m = 0;
+    for (int i = 0; i < tr.n; i++) {
+        if (keep[i]) {
+            kept.src[m] = tr.src[i];
+            kept.trg[m] = tr.trg[i];
+            m++;
+        } else {
+            free(tr.src[i]);
+            free(tr.trg[i]);
+        }
+    }
+    kept.n = tr.n = m;
+    free(keep);
+    if (m == 0) {
+        st = s2s_fail(err, S2S_ERR_DATA, "%s/%s.%s: no usable training pair", t->data_dir, t->train_prefix, t->src_lang);
+        goto out;
+    }
+    if ((st = fill(&td->train, &kept, td, t->train_prefix, t, err))) goto out;
+    if ((st = fill(&td->valid, &va, td, t->valid_prefix, t, err))) goto out;
+    if ((st = fill(&td->test, &te, td, t->test_prefix, t, err))) goto out;
+    td->valid_refs = take_lines(&va);
+    td->test_refs = take_lines(&te);
+out:
+    split_free(&tr);
+    split_free(&va);
+    split_free(&te);
+    if (st) task_free(td);
+    return st;
+}

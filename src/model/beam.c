@@ -1,0 +1,162 @@
+/* beam.c — beam search over a batch of sentences. */
+#include "s2s/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Cand {
+    float score;
+    int slot, token;
+} Cand;
+
+static int cmp_cand(const void *a, const void *b) {
+    const Cand *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? 1 : -1;
+    if (x->slot != y->slot) return x->slot - y->slot; /* ties: a total order, deterministic */
+    return x->token - y->token;
+}
+
+static int cmp_hyp(const void *a, const void *b) {
+    const BeamHyp *x = a, *y = b;
+    if (x->norm != y->norm) return x->norm < y->norm ? 1 : -1;
+    return x->len - y->len;
+}
+
+typedef struct Sentence {
+    BeamHyp *fin;
+    int n_fin, cap_fin;
+    bool done;
+} Sentence;
+
+static void finish(Sentence *s, const int32_t *ids, int len, float score, bool ended, float alpha) {
+    if (s->n_fin == s->cap_fin) s->fin = s2s_xrealloc(s->fin, (size_t)(s->cap_fin = s->cap_fin ? 2 * s->cap_fin : 8) * sizeof *s->fin);
+    BeamHyp *h = &s->fin[s->n_fin++];
+    h->ids = s2s_xmalloc((size_t)(len ? len : 1) * sizeof *ids);
+    memcpy(h->ids, ids, (size_t)len * sizeof *ids);
+    h->len = len;
+    h->score = score;
+    h->norm = score / powf((float)(len + (ended ? 1 : 0) > 0 ? len + (ended ? 1 : 0) : 1), alpha);
+}
+
+void beam_hyps_free(BeamHyp *h, int n) {
+    for (int i = 0; i < n; i++) free(h[i].ids);
+}
+
+void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float alpha, int n_best, BeamHyp *out) {
+    S2S_ASSERT(K >= 1 && K <= 32 && n_best >= 1 && n_best <= K); /* 2K candidates per slot fit top[64] */
+    bool grad = t->grad_enabled, training = t->training;
+    t->grad_enabled = false;
+    t->training = false;
+    int B = b->B, N = B * K, V = m->trg_vocab, C = 2 * K; /* candidates kept per slot */
+    if (C > V) C = V;
+    DecodeState ds;
+    model_decode_start(t, m, b, K, &ds);
+    float *score = s2s_xmalloc((size_t)N * sizeof *score);
+    int32_t *hist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *hist), *nhist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *nhist);
+    int32_t *tok = s2s_xmalloc((size_t)N * sizeof *tok), *parent = s2s_xmalloc((size_t)N * sizeof *parent);
+    Cand *cand = s2s_xmalloc((size_t)K * C * sizeof *cand);
+    Sentence *sent = s2s_xcalloc((size_t)B, sizeof *sent);
+    float *lp = s2s_xmalloc((size_t)V * sizeof *lp);
+    for (int i = 0; i < N; i++) {
+        score[i] = i % K == 0 ? 0.0f : -INFINITY; /* one live hypothesis to start */
+        tok[i] = TOK_SOS;
+    }
+    int step = 0, n_done = 0;
+    for (; step < max_len && n_done < B; step++) {
+        Tensor *logits = model_decode_step(t, m, &ds, tok, NULL);
+        for (int bi = 0; bi < B; bi++) {
+            Sentence *s = &sent[bi];
+            int nc = 0;
+            for (int k = 0; k < K; k++) {
+                int row = bi * K + k;
+                parent[row] = row; /* dead and finished sentences keep their rows */
+                if (s->done || score[row] == -INFINITY) continue;
+                const float *x = logits->data + (size_t)row * V;
+                float mx = x[0];
+                for (int v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+                double sum = 0.0;
+                for (int v = 0; v < V; v++) sum += exp((double)(x[v] - mx));
+                float lse = mx + (float)log(sum);
+                for (int v = 0; v < V; v++) lp[v] = x[v] - lse;
+                /* this slot's best C tokens (insertion into a small sorted list) */
+                Cand top[64];
+                int nt = 0;
+                for (int v = 0; v < V; v++) {
+                    if (v == TOK_PAD || v == TOK_SOS) continue;
+                    Cand c = {score[row] + lp[v], k, v};
+                    if (nt == C && cmp_cand(&c, &top[nt - 1]) >= 0) continue;
+                    int p = nt < C ? nt++ : C - 1;
+                    while (p > 0 && cmp_cand(&c, &top[p - 1]) < 0) {
+                        top[p] = top[p - 1];
+                        p--;
+                    }
+                    top[p] = c;
+                }
+                memcpy(cand + nc, top, (size_t)nt * sizeof *top);
+                nc += nt;
+            }
+            if (s->done) continue;
+            qsort(cand, (size_t)nc, sizeof *cand, cmp_cand);
+            int live = 0;
+            for (int r = 0; r < nc && live < K; r++) {
+                const Cand *c = &cand[r];
+                int from = bi * K + c->slot;
+                if (c->token == TOK_EOS) {
+                    if (r < K) finish(s, hist + (size_t)from * (max_len + 1), step, c->score, true, alpha);
+                    continue;
+                }
+                int to = bi * K + live++;
+                parent[to] = from;
+                memcpy(nhist + (size_t)to * (max_len + 1), hist + (size_t)from * (max_len + 1), (size_t)step * sizeof *hist);
+                nhist[(size_t)to * (max_len + 1) + step] = c->token;
+                score[to] = c->score;
+                tok[to] = c->token;
+            }
+            for (int k = live; k < K; k++) score[bi * K + k] = -INFINITY;
+            if (s->n_fin >= K || live == 0) {
+                s->done = true;
+                n_done++;
+            }
+        }
+        for (int bi = 0; bi < B; bi++) /* the unchanged rows of done sentences */
+            if (sent[bi].done)
+                for (int k = 0; k < K; k++)
+                    memcpy(nhist + (size_t)(bi * K + k) * (max_len + 1), hist + (size_t)(bi * K + k) * (max_len + 1),
+                           (size_t)(step + 1) * sizeof *hist);
+        int32_t *sw = hist;
+        hist = nhist;
+        nhist = sw;
+        model_decode_reorder(t, m, &ds, parent);
+    }
+    /* at max_len the unfinished hypotheses compete with the finished, after normalisation */
+    for (int bi = 0; bi < B; bi++) {
+        Sentence *s = &sent[bi];
+        if (!s->done)
+            for (int k = 0; k < K; k++)
+                if (score[bi * K + k] != -INFINITY)
+                    finish(s, hist + (size_t)(bi * K + k) * (max_len + 1), step, score[bi * K + k], false, alpha);
+        qsort(s->fin, (size_t)s->n_fin, sizeof *s->fin, cmp_hyp);
+        for (int j = 0; j < n_best; j++) {
+            BeamHyp *o = &out[(size_t)bi * n_best + j];
+            if (j < s->n_fin) {
+                *o = s->fin[j];
+                s->fin[j].ids = NULL;
+            } else {
+                memset(o, 0, sizeof *o);
+            }
+        }
+        for (int j = 0; j < s->n_fin; j++) free(s->fin[j].ids);
+        free(s->fin);
+    }
+    free(sent);
+    free(lp);
+    free(cand);
+    free(parent);
+    free(tok);
+    free(hist);
+    free(nhist);
+    free(score);
+    t->grad_enabled = grad;
+    t->training = training;
+}
