@@ -99,6 +99,7 @@ typedef struct Split {
 static void split_free(Split *s) {
     text_free_lines(s->src, s->n);
     text_free_lines(s->trg, s->n);
+    memset(s, 0, sizeof *s);
 }
 
 static S2sStatus read_split(Split *s, const ConfigTask *t, const char *prefix, S2sError *err) {
@@ -108,11 +109,15 @@ static S2sStatus read_split(Split *s, const ConfigTask *t, const char *prefix, S
     memset(s, 0, sizeof *s);
     int ns = 0, nt = 0;
     S2sStatus st = text_read_lines(ps, &s->src, &ns, err);
-    if (st == S2S_ERR_IO)
-        return s2s_fail(err, st, "%s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)", err->msg);
+    if (st == S2S_ERR_IO) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return s2s_fail(err, st, "%s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)", msg);
+    }
     if (st) return st;
     if ((st = text_read_lines(pt, &s->trg, &nt, err))) {
         text_free_lines(s->src, ns);
+        s->src = NULL;
         return st;
     }
     s->n = ns;
@@ -120,6 +125,7 @@ static S2sStatus read_split(Split *s, const ConfigTask *t, const char *prefix, S
         st = s2s_fail(err, S2S_ERR_DATA, "%s has %d lines but %s has %d; parallel files must match line by line", ps, ns,
                       pt, nt);
         text_free_lines(s->trg, nt);
+        s->trg = NULL;
         split_free(s);
         return st;
     }

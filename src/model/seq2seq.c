@@ -208,9 +208,9 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
         for (int i = 0; i < B; i++) {
             if (done[i]) continue;
             const float *row = logits->data + (size_t)i * V;
-            int best = 0;
-            for (int v = 1; v < V; v++)
-                if (row[v] > row[best]) best = v;
+            int best = TOK_UNK; /* never <pad> or <sos>: they are not outputs (as in beam search) */
+            for (int v = TOK_UNK + 1; v < V; v++)
+                if (v != TOK_SOS && row[v] > row[best]) best = v;
             if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, w->data + (size_t)i * S, (size_t)S * sizeof *attn);
             if (best == TOK_EOS) {
                 done[i] = 1;

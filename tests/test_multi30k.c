@@ -1,0 +1,75 @@
+/* test_multi30k.c — a short Multi30k run end to end on a subset (3,000 training pairs):
+ * training with BLEU validation, the test line, ./translate on raw German with beam search
+ * and --ref. Skipped when the data are not there ($MULTI30K_DIR or ../shared/data/multi30k). */
+#include "test_util.h"
+
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
+    const char *env = getenv("MULTI30K_DIR");
+    char src[512];
+    snprintf(src, sizeof src, "%s/tok", env && *env ? env : "../shared/data/multi30k");
+    char probe[600];
+    snprintf(probe, sizeof probe, "%s/train.lc.norm.tok.de", src);
+    FILE *f = fopen(probe, "r");
+    if (!f) cr_skip_test("Multi30k not found at %s (set MULTI30K_DIR)", src);
+    fclose(f);
+    const char *bin = getenv("S2S_BIN_DIR") && *getenv("S2S_BIN_DIR") ? getenv("S2S_BIN_DIR") : ".";
+    char d[] = "/tmp/s2s_m30k_XXXXXX";
+    cr_assert(mkdtemp(d) != NULL);
+    cr_assert_eq(sh("set -e; for l in de en; do head -3000 %s/train.lc.norm.tok.$l > %s/train.$l;"
+                    " head -150 %s/val.lc.norm.tok.$l > %s/val.$l; head -150 %s/test_2016_flickr.lc.norm.tok.$l > %s/test.$l; done",
+                    src, d, src, d, src, d),
+                 0);
+    cr_assert_eq(sh("%s/train --config multi30k --out %s/run --set data_dir=%s --set train_prefix=train --set valid_prefix=val"
+                    " --set test_prefix=test --set embedding=32 --set encoder_hidden=48 --set decoder_hidden=64"
+                    " --set kq=32 --set epochs=2 --set batch_size=64 --set lr=0.003 --set max_decode_len=30 > %s/out.txt",
+                    bin, d, d, d),
+                 0);
+    char p[256];
+    snprintf(p, sizeof p, "%s/out.txt", d);
+    char *out = slurp(p);
+    cr_expect(strstr(out, "BLEU") && strstr(out, "test (best checkpoint)"), "%s", out);
+    cr_expect(strstr(out, "data: 3000 training pairs"), "%s", out);
+    snprintf(p, sizeof p, "%s/run/log.jsonl", d);
+    char *log = slurp(p);
+    cr_expect(strstr(log, "\"valid_bleu\":") && strstr(log, "\"test_bleu\":"), "BLEU is logged");
+    /* raw German in, one tokenised English line out; beam search and BLEU against references */
+    cr_expect_eq(sh("echo 'Ein Mann fährt Fahrrad.' | %s/translate %s/run/model.bin > %s/one.txt", bin, d, d), 0);
+    snprintf(p, sizeof p, "%s/one.txt", d);
+    char *one = slurp(p);
+    int lines = 0;
+    for (char *c = one; *c; c++) lines += *c == '\n';
+    cr_expect_eq(lines, 1, "%s", one);
+    cr_expect_eq(sh("%s/translate %s/run/model.bin --tokenized --beam 3 --input %s/test.de --ref %s/test.en"
+                    " > %s/hyp.txt 2> %s/bleu.txt", bin, d, d, d, d, d), 0);
+    snprintf(p, sizeof p, "%s/bleu.txt", d);
+    cr_expect(strncmp(slurp(p), "BLEU = ", 7) == 0, "--ref prints BLEU: %s", slurp(p));
+    cr_expect_eq(sh("%s/bleu %s/test.en < %s/hyp.txt > /dev/null", bin, d, d), 0);
+    sh("rm -rf %s", d);
+}
