@@ -138,7 +138,8 @@ Test(config, every_key_is_documented) {
 
 Test(config, shipped_configs_are_valid) {
     const char *files[] = {"configs/reverse.json", "configs/reverse-noattn.json", "configs/reverse-ist.json",
-                           "configs/reverse-ist-noattn.json"};
+                           "configs/reverse-ist-noattn.json", "configs/multi30k.json", "configs/multi30k-dummy.json",
+                           "configs/multi30k-meanpool.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         Config c;
         config_defaults(&c);

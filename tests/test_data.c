@@ -136,8 +136,8 @@ Test(batch, plan_is_a_permutation_deterministic_and_bucketed) {
     rng_init(&r1, 9, RNG_STREAM_SHUFFLE);
     rng_init(&r2, 9, RNG_STREAM_SHUFFLE);
     BatchPlan p1, p2;
-    batchplan_make(&p1, &d.train, 32, 100, &r1);
-    batchplan_make(&p2, &d.train, 32, 100, &r2);
+    batchplan_make(&p1, &d.train, 32, 0, 100, &r1);
+    batchplan_make(&p2, &d.train, 32, 0, 100, &r2);
     cr_assert_eq(p1.n_batches, 16);
     cr_expect_eq(memcmp(p1.order, p2.order, (size_t)p1.n * sizeof(int)), 0, "same seed, same plan");
     int *seen = calloc((size_t)d.train.n, sizeof *seen);
@@ -158,5 +158,21 @@ Test(batch, plan_is_a_permutation_deterministic_and_bucketed) {
     free(seen);
     batchplan_free(&p1);
     batchplan_free(&p2);
+    /* a token budget: every batch within it, every example once */
+    rng_init(&r1, 9, RNG_STREAM_SHUFFLE);
+    batchplan_make(&p1, &d.train, 1000, 60, 100, &r1);
+    int total = 0;
+    for (int k = 0; k < p1.n_batches; k++) {
+        int longest = 0, n = p1.start[k + 1] - p1.start[k];
+        for (int i = p1.start[k]; i < p1.start[k + 1]; i++) {
+            int e = p1.order[i];
+            int l = d.train.src_len[e] > d.train.trg_len[e] ? d.train.src_len[e] : d.train.trg_len[e];
+            longest = l > longest ? l : longest;
+        }
+        cr_expect(n == 1 || longest * n <= 60, "batch %d: %d x %d positions", k, n, longest);
+        total += n;
+    }
+    cr_expect_eq(total, d.train.n);
+    batchplan_free(&p1);
     task_free(&d);
 }

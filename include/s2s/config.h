@@ -45,7 +45,8 @@ typedef struct ConfigModel {
 typedef struct ConfigTrain {
     char optimizer[8];      /* "adam" | "sgd" */
     float lr;
-    int batch_size;         /* sentences per batch */
+    int batch_size;         /* sentences per batch (at most) */
+    int batch_tokens;       /* padded positions per batch, at most (0: sentences only) */
     int epochs;
     long max_steps;         /* stop after this many optimizer steps (0: no limit) */
     float clip;             /* global gradient norm limit (0: none) */

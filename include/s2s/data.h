@@ -113,9 +113,10 @@ typedef struct BatchPlan {
 } BatchPlan;
 
 /* Length-bucketed batches: with rng, the examples are shuffled, sorted by length inside
- * windows of `window` batches, cut, and the batches shuffled; without rng (evaluation),
- * sorted by length overall. */
-void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int window, Rng *rng);
+ * windows of `window` × batch_size examples, cut, and the batches shuffled; without rng
+ * (evaluation), sorted by length overall. A batch holds at most batch_size sentences and,
+ * when max_tokens > 0, at most max_tokens padded positions (sentences × the longest side). */
+void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int max_tokens, int window, Rng *rng);
 void batchplan_free(BatchPlan *p);
 
 #endif

@@ -115,7 +115,7 @@ static void translate_block(Ctx *c, char **lines, int n, FILE *out) {
     }
     if (d.n) {
         BatchPlan plan;
-        batchplan_make(&plan, &d, c->beam > 1 ? 32 : 64, 0, NULL);
+        batchplan_make(&plan, &d, c->beam > 1 ? 32 : 64, 0, 0, NULL);
         Batch b;
         batch_init(&b);
         for (int k = 0; k < plan.n_batches; k++) {

@@ -116,8 +116,8 @@ static void sort_range(const Dataset *d, int *order, int n) {
     free(it);
 }
 
-void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int window, Rng *rng) {
-    S2S_ASSERT(batch_size > 0 && d->n > 0);
+void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int max_tokens, int window, Rng *rng) {
+    S2S_ASSERT(batch_size > 0 && max_tokens >= 0 && d->n > 0);
     memset(p, 0, sizeof *p);
     p->n = d->n;
     p->order = s2s_xmalloc((size_t)d->n * sizeof *p->order);
@@ -129,9 +129,23 @@ void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int window, 
     } else {
         sort_range(d, p->order, d->n);
     }
-    p->n_batches = (d->n + batch_size - 1) / batch_size;
-    p->start = s2s_xmalloc((size_t)(p->n_batches + 1) * sizeof *p->start);
-    for (int k = 0; k <= p->n_batches; k++) p->start[k] = k * batch_size < d->n ? k * batch_size : d->n;
+    /* cut: at most batch_size sentences, and with a token budget, at most max_tokens padded
+     * positions (rows × the longest side in the batch) */
+    p->start = s2s_xmalloc((size_t)(d->n + 1) * sizeof *p->start);
+    p->n_batches = 0;
+    for (int i = 0; i < d->n;) {
+        p->start[p->n_batches++] = i;
+        int longest = 0, count = 0;
+        while (i < d->n && count < batch_size) {
+            int e = p->order[i], l = d->src_len[e] > d->trg_len[e] ? d->src_len[e] : d->trg_len[e];
+            int nl = l > longest ? l : longest;
+            if (max_tokens > 0 && count > 0 && (long)nl * (count + 1) > max_tokens) break;
+            longest = nl;
+            count++;
+            i++;
+        }
+    }
+    p->start[p->n_batches] = d->n;
     if (rng) { /* shuffle the batches, not just their contents */
         int *perm = s2s_xmalloc((size_t)p->n_batches * sizeof *perm);
         for (int k = 0; k < p->n_batches; k++) perm[k] = k;

@@ -22,7 +22,7 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max
     t->grad_enabled = false;
     t->training = false;
     BatchPlan plan;
-    batchplan_make(&plan, d, batch_size, 0, NULL);
+    batchplan_make(&plan, d, batch_size, 0, 0, NULL);
     Batch b;
     batch_init(&b);
     if (hyps) {

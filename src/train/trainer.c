@@ -296,7 +296,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         Rng shuf;
         rng_init(&shuf, mix((uint64_t)cfg->seed, (uint64_t)r->st.epoch), RNG_STREAM_SHUFFLE);
         BatchPlan plan;
-        batchplan_make(&plan, &r->data.train, tc->batch_size, 100, &shuf);
+        batchplan_make(&plan, &r->data.train, tc->batch_size, tc->batch_tokens, 100, &shuf);
         double tick = now_s(), last_draw = 0, window_tokens = 0, window_t = now_s();
         for (; r->st.batch < plan.n_batches; r->st.batch++) {
             int k = r->st.batch;
