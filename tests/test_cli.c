@@ -6,6 +6,7 @@
 #include "s2s/data.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -298,6 +299,110 @@ Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
     cr_expect(strstr(e, "line 4: byte 0xff"), "%s", e);
     cr_expect(!strstr(e, "line 3"), "an empty line is not an error: %s", e);
     free(e);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+/* SIGINT mid-run: the step finishes, last.bin is written, exit 130; resuming gives the
+ * model of an uninterrupted run. */
+Test(cli, sigint_then_resume_equals_uninterrupted, .timeout = 240) {
+    char *d = tmpdir();
+    write_config(d, 3);
+    cr_assert_eq(sh("%s/train --config %s/small.json --out %s/full > /dev/null", bin(), d, d), 0);
+    int rc = sh("%s/train --config %s/small.json --out %s/part > %s/part.txt 2> %s/err.txt & pid=$!; sleep 0.4;"
+                " kill -INT $pid; wait $pid", bin(), d, d, d, d);
+    cr_assert_eq(rc, 130, "an interrupted run exits 130 (got %d)", rc);
+    char p[256];
+    snprintf(p, sizeof p, "%s/err.txt", d);
+    char *e = slurp(p, NULL);
+    cr_expect(strstr(e, "interrupted after step") && strstr(e, "--resume"), "%s", e);
+    free(e);
+    cr_assert_eq(sh("%s/train --resume %s/part > /dev/null", bin(), d), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/full/model.bin", d);
+    snprintf(b, sizeof b, "%s/part/model.bin", d);
+    cr_expect(same_file(a, b), "model.bin after SIGINT and --resume differs from the uninterrupted run");
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+/* A model file whose first weight is NaN, made from a real last.bin (so the checksum holds). */
+static void poison_checkpoint(const char *path) {
+    Checkpoint c;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&c, path, &err), S2S_OK, "%s", err.msg);
+    ParamStore ps;
+    params_init(&ps);
+    for (int i = 0; i < c.n_tensors; i++) params_add(&ps, c.tensors[i].name, c.tensors[i].ndim, c.tensors[i].shape);
+    params_alloc(&ps);
+    cr_assert_eq(ckpt_restore(&c, &ps, c.has_moments, path, &err), S2S_OK, "%s", err.msg);
+    ps.items[ps.count - 1].t->data[0] = NAN; /* decoder.out.bias: every logit row */
+    CkptSave s = {c.config_json, (const char *const *)c.src_tokens, c.n_src, (const char *const *)c.trg_tokens, c.n_trg,
+                  &ps, c.has_moments, c.state_json};
+    cr_assert_eq(ckpt_save(path, &s, &err), S2S_OK, "%s", err.msg);
+    params_free(&ps);
+    ckpt_free(&c);
+}
+
+Test(cli, nan_loss_stops_and_keeps_the_last_good_state, .timeout = 120) {
+    char *d = tmpdir();
+    write_config(d, 2);
+    cr_assert_eq(sh("%s/train --config %s/small.json --out %s/run --max-steps 5 > /dev/null", bin(), d, d), 0);
+    char p[256], q[600];
+    snprintf(p, sizeof p, "%s/run/last.bin", d);
+    poison_checkpoint(p);
+    snprintf(q, sizeof q, "cp %s %s/poisoned.bin", p, d);
+    cr_assert_eq(system(q), 0);
+    int rc = sh("%s/train --resume %s/run > /dev/null 2> %s/err.txt", bin(), d, d);
+    cr_expect_eq(rc, 1, "a NaN loss exits 1");
+    snprintf(q, sizeof q, "%s/err.txt", d);
+    char *e = slurp(q, NULL);
+    cr_expect(strstr(e, "step 6 ") && strstr(e, "the loss is NaN") && strstr(e, "keeps the last good state"), "%s", e);
+    free(e);
+    snprintf(q, sizeof q, "%s/poisoned.bin", d);
+    cr_expect(same_file(p, q), "last.bin is left as it was");
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+Test(cli, unwritable_output_is_reported_before_training) {
+    char *d = tmpdir();
+    cr_expect_eq(sh("%s/train --config reverse --out /dev/null/run > /dev/null 2> %s/err.txt", bin(), d), 1);
+    char p[256];
+    snprintf(p, sizeof p, "%s/err.txt", d);
+    char *e = slurp(p, NULL);
+    cr_expect(strstr(e, "/dev/null") && !strstr(e, "epoch"), "%s", e);
+    free(e);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
+Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
+    char *d = tmpdir();
+    write_config(d, 1);
+    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", bin(), d, d), 0);
+    /* line 2 has a NUL byte, line 3 is 1 MB long */
+    char p[256];
+    snprintf(p, sizeof p, "%s/in.txt", d);
+    FILE *f = fopen(p, "wb");
+    fputs("abc\n", f);
+    fwrite("ab\0cd\n", 1, 6, f);
+    for (int i = 0; i < (1 << 20); i++) fputc("abcd"[i % 4], f);
+    fputs("\ndcba\n", f);
+    fclose(f);
+    cr_expect_eq(sh("%s/translate %s/run/model.bin --input %s --output %s/out.txt 2> %s/err.txt", bin(), d, p, d, d), 1);
+    snprintf(p, sizeof p, "%s/err.txt", d);
+    char *e = slurp(p, NULL);
+    cr_expect(strstr(e, "line 2: contains a NUL byte"), "%s", e);
+    cr_expect(strstr(e, "line 3: source of 1048576 tokens; the limit is"), "%s", e);
+    free(e);
+    snprintf(p, sizeof p, "%s/out.txt", d);
+    size_t n = 0;
+    char *o = slurp(p, &n);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += o[i] == '\n';
+    cr_expect_eq(lines, 4, "every line answered");
+    free(o);
     sh("rm -rf %s", d);
     free(d);
 }

@@ -80,10 +80,14 @@ bool utf8_valid(const char *s, size_t n);
  * The input must be valid UTF-8. Returns a malloc'd string. */
 char *tok_normalize(const char *line, const char *lang);
 
+/* The longest source a program accepts from a user, in tokens. */
+#define TASK_MAX_SOURCE 2000
+
 /* One line of user text → source ids (malloc'd into *ids), per the task's tokenisation:
  * reversal: characters; translation: tok_normalize (unless `tokenized`), then words, unknown
  * ones as <unk>. A line the model cannot read (a character outside the alphabet, invalid
- * UTF-8) is an S2S_ERR_DATA with a message; nothing is allocated then. */
+ * UTF-8, more than TASK_MAX_SOURCE tokens) is an S2S_ERR_DATA with a message; nothing is
+ * allocated then. */
 S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
                              int *n, S2sError *err);
 /* Target ids → text (malloc'd): characters joined for reversal, tokens with spaces for

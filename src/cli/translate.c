@@ -26,12 +26,16 @@ static void usage(FILE *f) {
             "  --ref FILE     references, one a line: print BLEU (multi-bleu.perl's) on stderr\n");
 }
 
+/* A line without its newline; a NUL byte inside it is kept as the marker "\x01\0" at the
+ * front, so the line is reported instead of silently cut short. */
 static char *read_line(FILE *f) {
     size_t cap = 256, n = 0;
     char *buf = malloc(cap);
     int c;
+    bool nul = false;
     while ((c = fgetc(f)) != EOF && c != '\n') {
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
+        if (n + 2 >= cap) buf = realloc(buf, cap *= 2);
+        if (c == 0) nul = true;
         buf[n++] = (char)c;
     }
     if (c == EOF && n == 0) {
@@ -40,8 +44,14 @@ static char *read_line(FILE *f) {
     }
     if (n && buf[n - 1] == '\r') n--;
     buf[n] = '\0';
+    if (nul) {
+        buf[0] = '\x01';
+        buf[1] = '\0';
+    }
     return buf;
 }
+
+static bool had_nul(const char *line) { return line[0] == '\x01' && line[1] == '\0'; }
 
 typedef struct Ctx {
     Seq2Seq m;
@@ -100,6 +110,11 @@ static void translate_block(Ctx *c, char **lines, int n, FILE *out) {
         int32_t *ids;
         int k;
         S2sError err;
+        if (had_nul(lines[i])) {
+            fprintf(stderr, "translate: line %ld: contains a NUL byte\n", c->line_no + i + 1);
+            c->failed++;
+            continue;
+        }
         if (lines[i][0] == '\0') { /* an empty source has an empty translation */
             results[i][0] = calloc(1, 1);
             continue;

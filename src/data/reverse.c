@@ -126,6 +126,9 @@ S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     return parallel_load(td, task, err);
 }
 
+static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
+                              S2sError *err);
+
 /* Translation: raw text is normalised and tokenised first, unless it is already tokenised. */
 static S2sStatus encode_words(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
                               int *n, S2sError *err) {
@@ -152,7 +155,18 @@ S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const cha
                              int *n, S2sError *err) {
     size_t len = strlen(line);
     if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
-    if (strcmp(task->type, "reverse") != 0) return encode_words(task, src, line, tokenized, ids, n, err);
+    S2sStatus st = strcmp(task->type, "reverse") != 0 ? encode_words(task, src, line, tokenized, ids, n, err)
+                                                      : encode_chars(task, src, line, ids, n, err);
+    if (st == S2S_OK && *n > TASK_MAX_SOURCE) {
+        free(*ids);
+        return s2s_fail(err, S2S_ERR_DATA, "source of %d tokens; the limit is %d", *n, TASK_MAX_SOURCE);
+    }
+    return st;
+}
+
+static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
+                              S2sError *err) {
+    size_t len = strlen(line);
     int cap = (int)len + 2;
     int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
     char bad = 0;

@@ -363,6 +363,13 @@ S2sStatus ckpt_load(Checkpoint *c, const char *path, S2sError *err) {
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a model file (size %ld)", path, n);
     }
     rewind(f);
+    /* the magic first: a foreign file of any size costs 8 bytes, not an allocation of its size */
+    char magic[8];
+    if (n < 8 || fread(magic, 1, 8, f) != 8 || memcmp(magic, MAGIC, 8) != 0) {
+        fclose(f);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not an s2s model file (bad magic)", path);
+    }
+    rewind(f);
     c->buf = malloc((size_t)n ? (size_t)n : 1);
     if (!c->buf) {
         fclose(f);

@@ -245,8 +245,9 @@ static void teardown(Run *r) {
     task_free(&r->data);
 }
 
-/* One optimizer step on a batch; returns the loss (NaN/Inf are the caller's to report). */
-static double train_step(Run *r, const Batch *b, int *n_tokens) {
+/* One optimizer step on a batch; returns the loss. A non-finite loss or gradient returns
+ * before any weight changes (*what says which), for the caller to report. */
+static double train_step(Run *r, const Batch *b, int *n_tokens, const char **what) {
     Tape *t = &r->tape;
     tape_reset(t);
     t->training = true;
@@ -256,10 +257,16 @@ static double train_step(Run *r, const Batch *b, int *n_tokens) {
     ModelOutput o = model_forward(t, &r->model, b, &drop);
     double loss = o.loss->data[0];
     *n_tokens = o.n_tokens;
+    *what = "loss";
     if (!isfinite(loss)) return loss;
     params_zero_grad(&r->model.params);
     tape_backward(t, o.loss);
-    if (r->cfg->train.clip > 0) grad_clip_global_norm(&r->model.params, r->cfg->train.clip);
+    double norm = r->cfg->train.clip > 0 ? grad_clip_global_norm(&r->model.params, r->cfg->train.clip)
+                                         : grad_global_norm(&r->model.params);
+    if (!isfinite(norm)) { /* never apply a NaN update */
+        *what = "gradient norm";
+        return norm;
+    }
     if (strcmp(r->cfg->train.optimizer, "sgd") == 0) sgd_step(&r->model.params, (float)r->st.lr);
     else {
         r->adam.lr = (float)r->st.lr;
@@ -302,11 +309,12 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
             int k = r->st.batch;
             batch_fill(&b, &r->data.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
             int ntok;
-            double loss = train_step(r, &b, &ntok);
+            const char *what = "loss";
+            double loss = train_step(r, &b, &ntok, &what);
             if (!isfinite(loss)) {
                 st = s2s_fail(err, S2S_ERR_NUMERIC,
-                              "step %ld (epoch %d, batch %d): the loss is %s; stopped, %s keeps the last good state",
-                              r->st.step + 1, r->st.epoch + 1, k + 1, isnan(loss) ? "NaN" : "infinite", r->path_last);
+                              "step %ld (epoch %d, batch %d): the %s is %s; stopped, %s keeps the last good state",
+                              r->st.step + 1, r->st.epoch + 1, k + 1, what, isnan(loss) ? "NaN" : "infinite", r->path_last);
                 batchplan_free(&plan);
                 goto done;
             }
