@@ -199,12 +199,12 @@ char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t
 }
 
 void task_free(TaskData *td) {
+    text_free_lines(td->valid_refs, td->valid_refs ? td->valid.n : 0); /* before the counts go */
+    text_free_lines(td->test_refs, td->test_refs ? td->test.n : 0);
     vocab_free(&td->src_vocab);
     vocab_free(&td->trg_vocab);
     dataset_free(&td->train);
     dataset_free(&td->valid);
     dataset_free(&td->test);
-    text_free_lines(td->valid_refs, td->valid_refs ? td->valid.n : 0);
-    text_free_lines(td->test_refs, td->test_refs ? td->test.n : 0);
     td->valid_refs = td->test_refs = NULL;
 }
