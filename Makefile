@@ -107,4 +107,5 @@ test-golden: $(TEST_BIN)
 clean:
 	rm -rf build $(CLIS)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

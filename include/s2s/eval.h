@@ -18,7 +18,20 @@ typedef struct EvalResult {
     double token_acc;      /* greedy: positions equal to the reference / reference length */
     double bleu;           /* greedy, against the reference text (translation), else 0 */
     bool has_bleu;
+    double attn_entropy;   /* teacher-forced: mean entropy (nats) of the attention rows */
+    double align_acc;      /* reversal: how often the arg-max source position is the mirrored one */
+    bool has_attn, has_align;
 } EvalResult;
+
+typedef struct EvalOptions {
+    int batch_size;
+    int max_decode_len;    /* 0: 2 × source + 10 */
+    bool greedy;           /* also decode, for exact match, token accuracy, BLEU */
+    const Vocab *trg;      /* with refs: BLEU against refs[i] (tokenised text), words from trg */
+    char *const *refs;
+    int align_offset;      /* reversal: the first character's source position (1 with
+                              markers); −1: no alignment accuracy */
+} EvalOptions;
 
 typedef struct IdSeqs {
     int n;
@@ -30,10 +43,8 @@ void idseqs_free(IdSeqs *s);
 
 /* The greedy length limit for a source of length S. */
 int eval_max_len(int max_decode_len, int S);
-/* Teacher-forced metrics always; greedy ones (and hyps, when not NULL) when greedy; BLEU
- * when greedy and refs (d->n tokenised reference lines) are given, with trg the target
- * vocabulary that turns output ids into words. */
-void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max_decode_len, bool greedy,
-                  const Vocab *trg, char *const *refs, EvalResult *r, IdSeqs *hyps);
+/* Teacher-forced metrics (and attention diagnostics) always; greedy ones (and hyps, when
+ * not NULL) when o->greedy. */
+void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *o, EvalResult *r, IdSeqs *hyps);
 
 #endif

@@ -15,8 +15,39 @@ void idseqs_free(IdSeqs *s) {
 
 int eval_max_len(int max_decode_len, int S) { return max_decode_len > 0 ? max_decode_len : 2 * S + 10; }
 
-void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max_decode_len, bool greedy,
-                  const Vocab *trg, char *const *refs, EvalResult *r, IdSeqs *hyps) {
+/* Entropy of the attention rows at real targets, and (reversal) arg-max alignment. */
+static void attention_stats(const ModelOutput *o, const Batch *b, int align_offset, double *ent, long *rows,
+                            long *aligned, long *align_n) {
+    if (!o->attention) return;
+    int B = b->B, T1 = b->T - 1, S = b->S;
+    for (int bi = 0; bi < B; bi++) {
+        int n_out = b->trg_len[bi] - 1; /* outputs with <eos> */
+        for (int i = 0; i < n_out; i++) {
+            const float *w = o->attention->data + ((size_t)bi * T1 + i) * S;
+            double h = 0.0;
+            int best = 0;
+            for (int s = 0; s < S; s++) {
+                if (w[s] > 0.0f) h -= (double)w[s] * log((double)w[s]);
+                if (w[s] > w[best]) best = s;
+            }
+            *ent += h;
+            (*rows)++;
+            int chars = b->trg_len[bi] - 2;
+            if (align_offset >= 0 && i < chars) { /* output i mirrors source character chars-1-i */
+                *aligned += best == align_offset + chars - 1 - i;
+                (*align_n)++;
+            }
+        }
+    }
+}
+
+void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt, EvalResult *r, IdSeqs *hyps) {
+    int batch_size = opt->batch_size, max_decode_len = opt->max_decode_len;
+    bool greedy = opt->greedy;
+    const Vocab *trg = opt->trg;
+    char *const *refs = opt->refs;
+    double ent = 0.0;
+    long ent_rows = 0, aligned = 0, align_n = 0;
     memset(r, 0, sizeof *r);
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
@@ -44,6 +75,7 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max
         tape_reset(t);
         ModelOutput o = model_forward(t, m, &b, NULL);
         loss_sum += (double)o.loss->data[0] * o.n_tokens;
+        attention_stats(&o, &b, opt->align_offset, &ent, &ent_rows, &aligned, &align_n);
         r->tokens += o.n_tokens;
         const int32_t *tg = b.trg + b.B;
         for (int row = 0; row < (b.T - 1) * b.B; row++) {
@@ -102,6 +134,10 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, int batch_size, int max
         r->exact_match = d->n ? (double)exact / d->n : 0.0;
         r->token_acc = ref_tokens ? (double)tok_correct / (double)ref_tokens : 0.0;
     }
+    r->has_attn = ent_rows > 0;
+    r->attn_entropy = ent_rows ? ent / (double)ent_rows : 0.0;
+    r->has_align = align_n > 0;
+    r->align_acc = align_n ? (double)aligned / (double)align_n : 0.0;
     if (with_bleu) {
         r->bleu = bleu_score(&bleu).bleu;
         r->has_bleu = true;

@@ -161,8 +161,17 @@ static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool 
         ADD("token_accuracy", e->token_acc);
     }
     if (e->has_bleu) ADD("bleu", e->bleu);
+    if (e->has_attn) ADD("attention_entropy", e->attn_entropy);
+    if (e->has_align) ADD("alignment_accuracy", e->align_acc);
 #undef ADD
     return j;
+}
+
+static EvalOptions eval_options(const Run *r, char *const *refs) {
+    const ConfigTrain *tc = &r->cfg->train;
+    bool reverse = strcmp(r->cfg->task.type, "reverse") == 0;
+    return (EvalOptions){tc->eval_batch_size, tc->max_decode_len, true, &r->data.trg_vocab, refs,
+                         reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1};
 }
 
 static void progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta) {
@@ -360,8 +369,8 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         /* end of epoch: validate, keep the best, decay, maybe stop early */
         double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
         double epoch_s = now_s() - tick;
-        eval_dataset(&r->tape, &r->model, &r->data.valid, tc->eval_batch_size, tc->max_decode_len, true,
-                     &r->data.trg_vocab, r->data.valid_refs, &sum->valid, NULL);
+        EvalOptions eo = eval_options(r, r->data.valid_refs);
+        eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
         double m = metric_value(tc->metric, &sum->valid);
         bool better = higher ? m > r->st.best : m < r->st.best;
         if (better) {
@@ -420,8 +429,8 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         st = ckpt_restore(&ck, &r->model.params, false, r->path_model, err);
         ckpt_free(&ck);
         if (st) goto done;
-        eval_dataset(&r->tape, &r->model, &r->data.test, tc->eval_batch_size, tc->max_decode_len, true,
-                     &r->data.trg_vocab, r->data.test_refs, &sum->test, NULL);
+        EvalOptions eo = eval_options(r, r->data.test_refs);
+        eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, NULL);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "type", "test");
         cJSON_AddNumberToObject(j, "epochs", r->st.epoch);

@@ -1,0 +1,66 @@
+/* heatmap.c — attention heatmaps: output tokens down, source tokens across, a colour scale. */
+#include "s2s/viz.h"
+
+#include <stdio.h>
+
+static const Rgb WHITE = {255, 255, 255}, BLACK = {20, 20, 20}, GREY = {90, 90, 90};
+
+static int font_px(int cell) { return cell * 11 / 20 < 9 ? 9 : cell * 11 / 20 > 14 ? 14 : cell * 11 / 20; }
+
+HeatmapLayout heatmap_layout(const Heatmap *hm, Font *font) {
+    int longest = hm->rows > hm->cols ? hm->rows : hm->cols;
+    int cell = longest <= 40 ? 24 : 960 / longest < 6 ? 6 : 960 / longest;
+    int px = font_px(cell), label_w = 0, label_h = 0, title_h = 0;
+    if (font) {
+        for (int i = 0; hm->row_labels && i < hm->rows; i++) {
+            int w = font_width(font, px, hm->row_labels[i]);
+            label_w = w > label_w ? w : label_w;
+        }
+        for (int j = 0; hm->col_labels && j < hm->cols; j++) {
+            int w = font_width(font, px, hm->col_labels[j]);
+            label_h = w > label_h ? w : label_h;
+        }
+        label_w += label_w ? 8 : 0;
+        label_h += label_h ? 8 : 0;
+        title_h = hm->title ? 26 : 0;
+    }
+    HeatmapLayout L;
+    L.cell = cell;
+    L.x0 = 12 + label_w;
+    L.y0 = 10 + title_h + label_h;
+    L.width = L.x0 + hm->cols * cell + 20 + 16 + (font ? 44 : 0) + 10;
+    L.height = L.y0 + hm->rows * cell + 12;
+    if (L.height < L.y0 + 120) L.height = L.y0 + 120; /* room for the scale */
+    return L;
+}
+
+S2sStatus heatmap_write_png(const char *path, const Heatmap *hm, Font *font, S2sError *err) {
+    S2S_ASSERT(hm->rows > 0 && hm->cols > 0);
+    HeatmapLayout L = heatmap_layout(hm, font);
+    Image im = image_new(L.width, L.height, WHITE);
+    int px = font_px(L.cell);
+    for (int i = 0; i < hm->rows; i++)
+        for (int j = 0; j < hm->cols; j++)
+            image_fill_rect(&im, L.x0 + j * L.cell, L.y0 + i * L.cell, L.cell, L.cell, viz_colormap(hm->w[(size_t)i * hm->cols + j]));
+    if (font) {
+        if (hm->title) font_draw(font, &im, 12, 6, 15, hm->title, BLACK, false);
+        for (int i = 0; hm->row_labels && i < hm->rows; i++) {
+            int w = font_width(font, px, hm->row_labels[i]);
+            font_draw(font, &im, L.x0 - 6 - w, L.y0 + i * L.cell + (L.cell - px) / 2 - 1, px, hm->row_labels[i], BLACK, false);
+        }
+        for (int j = 0; hm->col_labels && j < hm->cols; j++) /* vertical, ending just above the grid */
+            font_draw(font, &im, L.x0 + j * L.cell + (L.cell - px) / 2 - 1, L.y0 - 6, px, hm->col_labels[j], BLACK, true);
+    }
+    /* colour scale: 1 at the top, 0 at the bottom */
+    int sx = L.x0 + hm->cols * L.cell + 20, sh = hm->rows * L.cell < 100 ? 100 : hm->rows * L.cell;
+    for (int y = 0; y < sh; y++) image_fill_rect(&im, sx, L.y0 + y, 16, 1, viz_colormap(1.0f - (float)y / (float)(sh - 1)));
+    image_line(&im, sx - 1, L.y0 - 1, sx + 16, L.y0 - 1, GREY);
+    image_line(&im, sx - 1, L.y0 + sh, sx + 16, L.y0 + sh, GREY);
+    if (font) {
+        const char *ticks[3] = {"1.0", "0.5", "0.0"};
+        for (int k = 0; k < 3; k++) font_draw(font, &im, sx + 20, L.y0 + k * (sh - 1) / 2 - 6, 11, ticks[k], BLACK, false);
+    }
+    S2sStatus st = png_write(path, &im, err);
+    image_free(&im);
+    return st;
+}
