@@ -77,5 +77,7 @@ typedef struct Plot {
 } Plot;
 
 S2sStatus plot_write_png(const char *path, const Plot *p, Font *font, S2sError *err);
+/* The same plot into a W × H panel of a larger image, at (ox, oy). */
+void plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font);
 
 #endif

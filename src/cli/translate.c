@@ -2,6 +2,8 @@
  *   exit 0 · 1 runtime/IO/corrupt model or a line that could not be read · 2 usage */
 #include "s2s/bleu.h"
 #include "s2s/eval.h"
+#include "s2s/train.h"
+#include "s2s/visuals.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +14,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: translate MODEL [--input FILE] [--output FILE] [--beam K] [--alpha A] [--n-best N]\n"
-            "                 [--max-len N] [--batch N] [--tokenized] [--ref FILE]\n"
+            "                 [--max-len N] [--batch N] [--tokenized] [--ref FILE] [--heatmap DIR]\n"
             "\n"
             "Reads one source per line (stdin by default) and writes one output per line.\n"
             "The model file knows its task: reversal reads characters (abcd gives dcba); translation reads raw\n"
@@ -23,7 +25,8 @@ static void usage(FILE *f) {
             "  --alpha A      length normalisation: score / length^A (default 1)\n"
             "  --n-best N     print the N best of the beam as 'line ||| output ||| score'\n"
             "  --max-len N    longest output (default: the model's, else 2 x source + 10)\n"
-            "  --ref FILE     references, one a line: print BLEU (multi-bleu.perl's) on stderr\n");
+            "  --ref FILE     references, one a line: print BLEU (multi-bleu.perl's) on stderr\n"
+            "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n");
 }
 
 /* A line without its newline; a NUL byte inside it is kept as the marker "\x01\0" at the
@@ -64,6 +67,8 @@ typedef struct Ctx {
     long failed, line_no;
     FILE *ref;       /* --ref, read along */
     Bleu bleu;
+    const char *heatmap_dir, *model_path;
+    Font *font;
 } Ctx;
 
 /* Output text per line: results[i][j] for the j-th best (n_best of them). */
@@ -73,11 +78,25 @@ static void decode_batch(Ctx *c, const Batch *b, char ***results, float **scores
     if (c->beam == 1) {
         int32_t *o = malloc((size_t)nb * L * sizeof *o);
         int *ol = malloc((size_t)nb * sizeof *ol);
-        model_greedy(&c->tape, &c->m, b, L, o, ol, NULL);
+        float *attn = c->heatmap_dir ? malloc((size_t)nb * L * b->S * sizeof *attn) : NULL;
+        model_greedy(&c->tape, &c->m, b, L, o, ol, attn);
         for (int i = 0; i < nb; i++) {
             int line = row_line[b->index[i]];
             results[line][0] = task_decode_target(&c->cfg.task, &c->trg, o + (size_t)i * L, ol[i]);
+            if (attn && c->m.attn.v->has_weights) {
+                char path[1024], title[256];
+                snprintf(path, sizeof path, "%s/%04ld.png", c->heatmap_dir, c->line_no + line + 1);
+                snprintf(title, sizeof title, "%s - %s attention - line %ld", c->model_path, c->cfg.model.attention,
+                         c->line_no + line + 1);
+                int32_t *src = malloc((size_t)b->S * sizeof *src);
+                for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * nb + i];
+                DecodedAttention a = {src, b->src_len[i], o + (size_t)i * L, ol[i], ol[i] < L, attn + (size_t)i * L * b->S, b->S};
+                S2sError err;
+                if (visuals_heatmap(path, title, &c->src, &c->trg, &a, c->font, &err)) fprintf(stderr, "translate: %s\n", err.msg);
+                free(src);
+            }
         }
+        free(attn);
         free(o);
         free(ol);
         return;
@@ -201,6 +220,8 @@ int main(int argc, char **argv) {
             out_path = argv[++i];
         } else if (!strcmp(a, "--ref") && v) {
             ref_path = argv[++i];
+        } else if (!strcmp(a, "--heatmap") && v) {
+            c.heatmap_dir = argv[++i];
         } else if (!strcmp(a, "--tokenized")) {
             c.tokenized = true;
         } else if (!strcmp(a, "--max-len") && v) {
@@ -233,10 +254,25 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: --n-best %d needs --beam of at least %d\n", c.n_best, c.n_best);
         return 2;
     }
+    if (c.heatmap_dir && c.beam > 1) {
+        fprintf(stderr, "translate: --heatmap draws greedy decoding; use it without --beam\n");
+        return 2;
+    }
     S2sError err;
     if (model_load_file(&c.m, &c.cfg, &c.src, &c.trg, model, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 1;
+    }
+    c.model_path = model;
+    if (c.heatmap_dir) {
+        if (train_mkdirs(c.heatmap_dir, &err)) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            return 1;
+        }
+        if (!c.m.attn.v->has_weights)
+            fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", c.cfg.model.attention);
+        c.font = font_open(NULL);
+        if (!c.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
     if (!c.max_len) c.max_len = c.cfg.train.max_decode_len;
     tape_init(&c.tape, 1 << 20);
@@ -297,6 +333,7 @@ int main(int argc, char **argv) {
     }
     if (in != stdin) fclose(in);
     if (c.failed) rc = 1;
+    font_close(c.font);
     tape_free(&c.tape);
     model_free(&c.m);
     vocab_free(&c.src);

@@ -2,6 +2,7 @@
 #include "s2s/train.h"
 #include "s2s/checkpoint.h"
 #include "s2s/optim.h"
+#include "s2s/visuals.h"
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
@@ -110,6 +111,7 @@ typedef struct Run {
     Adam adam;
     State st;
     FILE *log;
+    Font *font; /* NULL: pictures without labels */
     char path_model[PATH_MAX], path_last[PATH_MAX], path_log[PATH_MAX], path_config[PATH_MAX];
 } Run;
 
@@ -174,6 +176,48 @@ static EvalOptions eval_options(const Run *r, char *const *refs) {
                          reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1};
 }
 
+/* After an epoch: heatmaps of the first validation examples (greedy decoding) into
+ * dir/attention/, and dir/curves.png. Pictures are secondary: a failure is a warning. */
+static void draw_epoch(Run *r) {
+    S2sError err;
+    char path[PATH_MAX], title[256];
+    const char *dir = r->opt->out_dir;
+    if (r->model.attn.v->has_weights && r->data.valid.n > 0) {
+        snprintf(path, sizeof path, "%s/attention", dir);
+        if (train_mkdirs(path, &err)) goto warn;
+        int n = r->data.valid.n < 4 ? r->data.valid.n : 4, idx[4] = {0, 1, 2, 3};
+        Batch b;
+        batch_init(&b);
+        batch_fill(&b, &r->data.valid, idx, n);
+        int L = eval_max_len(r->cfg->train.max_decode_len, b.S);
+        int32_t *out = s2s_xmalloc((size_t)n * L * sizeof *out);
+        int *len = s2s_xmalloc((size_t)n * sizeof *len);
+        float *attn = s2s_xmalloc((size_t)n * L * b.S * sizeof *attn);
+        tape_reset(&r->tape);
+        model_greedy(&r->tape, &r->model, &b, L, out, len, attn);
+        S2sStatus st = S2S_OK;
+        for (int i = 0; i < n && !st; i++) {
+            int e = b.index[i];
+            DecodedAttention a = {r->data.valid.ids + r->data.valid.src_off[e], r->data.valid.src_len[e], out + (size_t)i * L,
+                                  len[i], len[i] < L, attn + (size_t)i * L * b.S, b.S};
+            snprintf(path, sizeof path, "%s/attention/epoch%02d_ex%d.png", dir, r->st.epoch + 1, i + 1);
+            snprintf(title, sizeof title, "%s - %s attention - epoch %d - validation example %d", r->cfg->name,
+                     r->cfg->model.attention, r->st.epoch + 1, i + 1);
+            st = visuals_heatmap(path, title, &r->data.src_vocab, &r->data.trg_vocab, &a, r->font, &err);
+        }
+        free(out);
+        free(len);
+        free(attn);
+        batch_free(&b);
+        if (st) goto warn;
+    }
+    snprintf(title, sizeof title, "%s - learning curves", r->cfg->name);
+    if (visuals_curves(dir, title, r->font, &err)) goto warn;
+    return;
+warn:
+    if (r->opt->out) fprintf(r->opt->out, "warning: pictures not drawn: %s\n", err.msg);
+}
+
 static void progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta) {
     if (!r->opt->progress) return;
     int em = (int)(eta / 60), es = (int)eta % 60;
@@ -216,6 +260,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
     if (cfg->train.threads > 0) openblas_set_num_threads(cfg->train.threads);
     if ((st = task_load(&r->data, &cfg->task, err))) goto out;
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
+    r->font = font_open(NULL);
+    if (!r->font && r->opt->out)
+        fprintf(r->opt->out, "warning: DejaVu Sans not found (Debian: fonts-dejavu-core); pictures have no labels\n");
     r->adam = adam_default();
     r->adam.lr = cfg->train.lr;
     tape_init(&r->tape, 1 << 20);
@@ -249,6 +296,7 @@ out:
 
 static void teardown(Run *r) {
     if (r->log) fclose(r->log);
+    font_close(r->font);
     tape_free(&r->tape);
     model_free(&r->model);
     task_free(&r->data);
@@ -392,6 +440,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
         cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
         log_line(r, j);
+        draw_epoch(r);
         if (opt->out && sum->valid.has_bleu)
             fprintf(opt->out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  BLEU %.2f  tf token acc %.2f%%  %.1fs%s\n",
                     r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, sum->valid.bleu,

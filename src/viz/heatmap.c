@@ -31,6 +31,10 @@ HeatmapLayout heatmap_layout(const Heatmap *hm, Font *font) {
     L.width = L.x0 + hm->cols * cell + 20 + 16 + (font ? 44 : 0) + 10;
     L.height = L.y0 + hm->rows * cell + 12;
     if (L.height < L.y0 + 120) L.height = L.y0 + 120; /* room for the scale */
+    if (font && hm->title) {
+        int tw = font_width(font, 15, hm->title) + 24;
+        if (L.width < tw) L.width = tw;
+    }
     return L;
 }
 

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static const Rgb WHITE = {255, 255, 255}, BLACK = {20, 20, 20}, LIGHT = {225, 225, 225};
 
@@ -17,9 +18,10 @@ static void fmt(char *buf, size_t n, double v, double step) {
     snprintf(buf, n, "%.*f", dec, v);
 }
 
-S2sStatus plot_write_png(const char *path, const Plot *p, Font *font, S2sError *err) {
+void plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font) {
     S2S_ASSERT(p->n >= 1 && p->n_series >= 1 && p->n_series <= 4);
-    int W = 720, H = 420, left = 70, right = 20, top = 40, bottom = 50;
+    int left = 70, right = 20, top = 40, bottom = 50;
+    /* draw into a panel, then copy it in place */
     Image im = image_new(W, H, WHITE);
     double xmin = p->x[0], xmax = p->x[0], ymin = INFINITY, ymax = -INFINITY;
     for (int i = 0; i < p->n; i++) {
@@ -88,6 +90,15 @@ S2sStatus plot_write_png(const char *path, const Plot *p, Font *font, S2sError *
             font_draw(font, &im, lx + 22, 12, 12, p->series[s].name, BLACK, false);
         }
     }
+    for (int y = 0; y < H && oy + y < canvas->h; y++)
+        memcpy(canvas->rgb + ((size_t)(oy + y) * canvas->w + ox) * 3, im.rgb + (size_t)y * W * 3,
+               (size_t)(W < canvas->w - ox ? W : canvas->w - ox) * 3);
+    image_free(&im);
+}
+
+S2sStatus plot_write_png(const char *path, const Plot *p, Font *font, S2sError *err) {
+    Image im = image_new(720, 420, WHITE);
+    plot_draw(&im, 0, 0, 720, 420, p, font);
     S2sStatus st = png_write(path, &im, err);
     image_free(&im);
     return st;

@@ -1,0 +1,29 @@
+/* visuals.h — the pictures of a model: attention heatmaps of decoded sentences and the
+ * learning curves of a run. Glue between the model's ids and viz's images; borrows
+ * everything it is given. */
+#ifndef S2S_VISUALS_H
+#define S2S_VISUALS_H
+
+#include "s2s/data.h"
+#include "s2s/viz.h"
+
+/* One decoded sentence: attn holds a row of S weights per output step (stride S), for the
+ * nout outputs and, when ended, the step that produced <eos>. */
+typedef struct DecodedAttention {
+    const int32_t *src;   /* (ns) source ids */
+    int ns;
+    const int32_t *out;   /* (nout) output ids */
+    int nout;
+    bool ended;
+    const float *attn;    /* (nout + ended, stride) */
+    int stride;
+} DecodedAttention;
+
+S2sStatus visuals_heatmap(const char *path, const char *title, const Vocab *src, const Vocab *trg,
+                          const DecodedAttention *a, Font *font, S2sError *err);
+
+/* dir/curves.png from the epoch lines of dir/log.jsonl: train and validation loss above, the
+ * validation metric (exact match or BLEU) below. */
+S2sStatus visuals_curves(const char *dir, const char *title, Font *font, S2sError *err);
+
+#endif

@@ -1,0 +1,217 @@
+/* test_viz.c — PNG files that read back, a heatmap whose cells have the colour of their
+ * weights, labels drawn (or not, without a font), plots, and ./attend on every worked
+ * exercise and on bad input. */
+#include "test_util.h"
+#include "s2s/viz.h"
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *tmp_png(const char *name) {
+    static char p[128];
+    snprintf(p, sizeof p, "/tmp/s2s_viz_%d_%s.png", (int)getpid(), name);
+    return p;
+}
+
+Test(viz, png_round_trip) {
+    Image im = image_new(7, 5, (Rgb){10, 20, 30});
+    image_fill_rect(&im, 2, 1, 3, 2, (Rgb){200, 100, 50});
+    S2sError err;
+    char *p = tmp_png("rt");
+    cr_assert_eq(png_write(p, &im, &err), S2S_OK, "%s", err.msg);
+    Image back;
+    cr_assert_eq(png_read(p, &back, &err), S2S_OK, "%s", err.msg);
+    cr_expect(back.w == 7 && back.h == 5);
+    cr_expect_eq(memcmp(back.rgb, im.rgb, 7 * 5 * 3), 0);
+    image_free(&im);
+    image_free(&back);
+    unlink(p);
+    cr_expect_eq(png_read("/nonexistent.png", &back, &err), S2S_ERR_IO);
+}
+
+Test(viz, colormap_is_monotone_in_brightness) {
+    double last = -1;
+    for (int i = 0; i <= 20; i++) {
+        Rgb c = viz_colormap(i / 20.0f);
+        double y = 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b;
+        cr_expect_gt(y, last, "brightness at %d/20", i);
+        last = y;
+    }
+}
+
+static void heatmap_case(Font *font) {
+    enum { R = 3, C = 4 };
+    const float w[R * C] = {0.0f, 0.1f, 0.2f, 0.7f, 1.0f, 0.0f, 0.0f, 0.0f, 0.25f, 0.25f, 0.25f, 0.25f};
+    const char *rows[R] = {"der", "fährt", "<eos>"}, *cols[C] = {"ein", "mann", "straße", "."};
+    Heatmap hm = {w, R, C, rows, cols, "test heatmap"};
+    char *p = tmp_png(font ? "hm_font" : "hm_nofont");
+    S2sError err;
+    cr_assert_eq(heatmap_write_png(p, &hm, font, &err), S2S_OK, "%s", err.msg);
+    Image im;
+    cr_assert_eq(png_read(p, &im, &err), S2S_OK, "%s", err.msg);
+    HeatmapLayout L = heatmap_layout(&hm, font);
+    cr_expect(im.w == L.width && im.h == L.height);
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) { /* the centre of every cell has its weight's colour */
+            Rgb want = viz_colormap(w[i * C + j]);
+            Rgb got = image_get(&im, L.x0 + j * L.cell + L.cell / 2, L.y0 + i * L.cell + L.cell / 2);
+            cr_expect(got.r == want.r && got.g == want.g && got.b == want.b, "cell (%d, %d)", i, j);
+        }
+    /* labels: dark pixels left of the grid and above it, only with a font */
+    int dark = 0;
+    for (int y = L.y0; y < L.y0 + R * L.cell; y++)
+        for (int x = 0; x < L.x0; x++) dark += image_get(&im, x, y).r < 100;
+    for (int y = 0; y < L.y0; y++)
+        for (int x = L.x0; x < L.x0 + C * L.cell; x++) dark += image_get(&im, x, y).r < 100;
+    if (font) cr_expect_gt(dark, 50, "row and column labels are drawn");
+    else cr_expect_eq(L.x0, 12, "without a font there is no label margin");
+    image_free(&im);
+    unlink(p);
+}
+
+Test(viz, heatmap_cells_and_labels) {
+    Font *font = font_open(NULL);
+    cr_assert(font != NULL, "DejaVu Sans should be installed (fonts-dejavu-core)");
+    heatmap_case(font);
+    font_close(font);
+}
+
+Test(viz, heatmap_without_a_font) {
+    cr_expect_null(font_open("/nonexistent/font.ttf"));
+    heatmap_case(NULL);
+}
+
+Test(viz, plot_writes_a_valid_png) {
+    double x[3] = {1, 2, 3}, a[3] = {3.0, 2.0, 1.5}, b[3] = {2.5, NAN, 1.9};
+    Plot p = {"t", "epoch", "loss", x, 3, {{"train", a, {31, 119, 180}}, {"valid", b, {255, 127, 14}}}, 2};
+    Font *font = font_open(NULL);
+    S2sError err;
+    char *path = tmp_png("plot");
+    cr_assert_eq(plot_write_png(path, &p, font, &err), S2S_OK, "%s", err.msg);
+    Image im;
+    cr_assert_eq(png_read(path, &im, &err), S2S_OK);
+    int blue = 0;
+    for (size_t i = 0; i < (size_t)im.w * im.h; i++) blue += im.rgb[3 * i] == 31 && im.rgb[3 * i + 1] == 119 && im.rgb[3 * i + 2] == 180;
+    cr_expect_gt(blue, 100, "the train series is drawn");
+    image_free(&im);
+    font_close(font);
+    unlink(path);
+}
+
+/* ---- ./attend ---- */
+static const char *bin(void) {
+    const char *b = getenv("S2S_BIN_DIR");
+    return b && *b ? b : ".";
+}
+
+static cJSON *run_attend(const char *input_json, int *rc) {
+    char in[128], out[128], cmd[512];
+    snprintf(in, sizeof in, "/tmp/s2s_attend_%d.json", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/s2s_attend_%d.out", (int)getpid());
+    FILE *f = fopen(in, "w");
+    fputs(input_json, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/attend %s --json > %s 2>&1", bin(), in, out);
+    int st = system(cmd);
+    *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    cJSON *j = tu_json_load(out);
+    unlink(in);
+    unlink(out);
+    return j;
+}
+
+static void expect_matrix(const char *what, const cJSON *got, const cJSON *want) {
+    double g[256], w[256];
+    long ng = tu_json_flatten(got, g, 256), nw = tu_json_flatten(want, w, 256);
+    cr_assert_eq(ng, nw, "%s: %ld values, expected %ld", what, ng, nw);
+    for (long i = 0; i < ng; i++)
+        cr_expect(fabs(g[i] - w[i]) <= 1e-5 * fabs(w[i]) + 1e-6, "%s[%ld]: %.9g, expected %.9g", what, i, g[i], w[i]);
+}
+
+Test(attend, reproduces_every_worked_exercise) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/exercises.json", tu_golden_dir());
+    cJSON *ex = tu_json_load(path);
+    cr_assert(ex != NULL, "cannot read %s", path);
+    const cJSON *head1 = NULL, *head2 = NULL, *e;
+    cJSON_ArrayForEach(e, ex) {
+        const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+        if (!strcmp(name, "self_attention_head1")) head1 = e;
+        if (!strcmp(name, "self_attention_head2")) head2 = e;
+    }
+    int n = 0;
+    cJSON_ArrayForEach(e, ex) {
+        const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+        cJSON *in = cJSON_CreateObject();
+        if (!strcmp(name, "two_heads_output")) { /* the two heads of Question 1, then W_O */
+            cJSON *hs = cJSON_AddArrayToObject(in, "heads");
+            const cJSON *src[2] = {head1, head2};
+            for (int h = 0; h < 2; h++) {
+                cJSON *x = cJSON_CreateObject();
+                cJSON_AddItemToObject(x, "Q", cJSON_Duplicate(cJSON_GetObjectItem(src[h], "Q"), 1));
+                cJSON_AddItemToObject(x, "K", cJSON_Duplicate(cJSON_GetObjectItem(src[h], "K"), 1));
+                cJSON_AddItemToObject(x, "V", cJSON_Duplicate(cJSON_GetObjectItem(src[h], "V"), 1));
+                cJSON_AddItemToArray(hs, x);
+            }
+            cJSON_AddItemToObject(in, "W_o", cJSON_Duplicate(cJSON_GetObjectItem(e, "WO"), 1));
+        } else {
+            const char *keys[] = {"Q", "K", "V", "scaled"};
+            for (int k = 0; k < 4; k++) cJSON_AddItemToObject(in, keys[k], cJSON_Duplicate(cJSON_GetObjectItem(e, keys[k]), 1));
+            if (!strncmp(name, "causal", 6)) cJSON_AddTrueToObject(in, "causal");
+        }
+        char *txt = cJSON_PrintUnformatted(in);
+        int rc;
+        cJSON *got = run_attend(txt, &rc);
+        cr_assert_eq(rc, 0, "%s: attend failed", name);
+        cr_assert(got != NULL, "%s: attend printed no JSON", name);
+        const cJSON *h0 = cJSON_GetArrayItem(cJSON_GetObjectItem(got, "heads"), 0);
+        if (cJSON_GetObjectItem(e, "scores")) expect_matrix(name, cJSON_GetObjectItem(h0, "scores"), cJSON_GetObjectItem(e, "scores"));
+        if (cJSON_GetObjectItem(e, "weights")) expect_matrix(name, cJSON_GetObjectItem(h0, "weights"), cJSON_GetObjectItem(e, "weights"));
+        expect_matrix(name, cJSON_GetObjectItem(got, "output"), cJSON_GetObjectItem(e, "output"));
+        free(txt);
+        cJSON_Delete(in);
+        cJSON_Delete(got);
+        n++;
+    }
+    cr_expect_eq(n, 10);
+    cJSON_Delete(ex);
+}
+
+Test(attend, splits_heads_and_projects) {
+    /* the same two heads as one input split in two, through W_q, W_k, W_v = [W1 | W2] */
+    const char *in = "{\"X\": [[1,0],[0,1],[1,1]], \"W_q\": [[1,0,2,0],[0,1,0,2]], \"W_k\": [[1,0,1,1],[0,1,1,1]],"
+                     " \"W_v\": [[1,2,0,1],[3,4,1,0]], \"heads\": 2}";
+    int rc;
+    cJSON *got = run_attend(in, &rc);
+    cr_assert_eq(rc, 0);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(got, "heads")), 2);
+    double out[16];
+    cr_assert_eq(tu_json_flatten(cJSON_GetObjectItem(got, "output"), out, 16), 12, "(3, 4): both heads' outputs side by side");
+    cJSON_Delete(got);
+}
+
+Test(attend, bad_input) {
+    int rc;
+    cJSON *j = run_attend("{\"Q\": [[1, 2]], \"K\": [[1, 2, 3]], \"V\": [[1]]}", &rc);
+    cr_expect_eq(rc, 2, "mismatched shapes");
+    cJSON_Delete(j);
+    j = run_attend("{\"Q\": [[1, 2]], \"K\": [[1, 2], [3]], \"V\": [[1], [2]]}", &rc);
+    cr_expect_eq(rc, 2, "ragged rows");
+    cJSON_Delete(j);
+    j = run_attend("{\"Q\": [[1, 2]], ", &rc);
+    cr_expect_eq(rc, 2, "bad JSON");
+    cJSON_Delete(j);
+    j = run_attend("{\"Q\": [[1]], \"K\": [[1]], \"V\": [[1]], \"Wq\": 3}", &rc);
+    cr_expect_eq(rc, 2, "unknown key");
+    cJSON_Delete(j);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "%s/attend --q '[[1,0]]' --k '[[1,0],[0,1]]' --v '[[1],[2]]' --causal > /dev/null 2>&1", bin());
+    int st = system(cmd);
+    cr_expect_eq(WEXITSTATUS(st), 2, "causal needs as many queries as keys");
+}
