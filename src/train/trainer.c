@@ -176,6 +176,39 @@ static EvalOptions eval_options(const Run *r, char *const *refs) {
                          reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1};
 }
 
+/* test.hyp and test.ref: the greedy outputs and references of the test split, one a line,
+ * for significance tests between runs (./compare) and for the user. */
+static S2sStatus write_test_outputs(Run *r, const IdSeqs *hyps, S2sError *err) {
+    const Dataset *d = &r->data.test;
+    size_t cap = 1 << 16, n[2] = {0, 0};
+    char *buf[2] = {s2s_xmalloc(cap), s2s_xmalloc(cap)};
+    size_t caps[2] = {cap, cap};
+    for (int i = 0; i < d->n; i++) {
+        char *line[2];
+        line[0] = task_decode_target(&r->cfg->task, &r->data.trg_vocab, hyps->ids[i], hyps->len[i]);
+        line[1] = r->data.test_refs ? strdup(r->data.test_refs[i])
+                                    : task_decode_target(&r->cfg->task, &r->data.trg_vocab, d->ids + d->trg_off[i] + 1,
+                                                         d->trg_len[i] - 2);
+        for (int k = 0; k < 2; k++) {
+            size_t len = strlen(line[k]);
+            while (n[k] + len + 2 > caps[k]) buf[k] = s2s_xrealloc(buf[k], caps[k] *= 2);
+            memcpy(buf[k] + n[k], line[k], len);
+            n[k] += len;
+            buf[k][n[k]++] = '\n';
+            free(line[k]);
+        }
+    }
+    char path[PATH_MAX];
+    S2sStatus st;
+    snprintf(path, sizeof path, "%s/test.hyp", r->opt->out_dir);
+    st = file_write_atomic(path, buf[0], n[0], err);
+    snprintf(path, sizeof path, "%s/test.ref", r->opt->out_dir);
+    if (!st) st = file_write_atomic(path, buf[1], n[1], err);
+    free(buf[0]);
+    free(buf[1]);
+    return st;
+}
+
 /* After an epoch: heatmaps of the first validation examples (greedy decoding) into
  * dir/attention/, and dir/curves.png. Pictures are secondary: a failure is a warning. */
 static void draw_epoch(Run *r) {
@@ -479,7 +512,11 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         ckpt_free(&ck);
         if (st) goto done;
         EvalOptions eo = eval_options(r, r->data.test_refs);
-        eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, NULL);
+        IdSeqs hyps;
+        eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, &hyps);
+        st = write_test_outputs(r, &hyps, err);
+        idseqs_free(&hyps);
+        if (st) goto done;
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "type", "test");
         cJSON_AddNumberToObject(j, "epochs", r->st.epoch);

@@ -1,0 +1,72 @@
+/* compare.h — comparing attention variants across seeds: the results of finished runs,
+ * their mean, variance and range per variant, and paired bootstrap tests between variants.
+ *
+ * A RunResult owns the lines of its run's test.hyp and test.ref; a Comparison owns copies of
+ * what it reports. Nothing here starts processes: ./compare does (src/cli/compare.c). */
+#ifndef S2S_COMPARE_H
+#define S2S_COMPARE_H
+
+#include "s2s/common.h"
+
+#include <stdio.h>
+
+#define COMPARE_MAX_VARIANTS 16
+
+typedef struct RunResult {
+    char dir[512];
+    char variant[32];
+    long seed;
+    bool translation;        /* BLEU; otherwise exact match */
+    double test_bleu, test_exact, test_token_acc, best_valid_loss, seconds;
+    int epochs;
+    char **hyp, **ref;       /* test outputs and references */
+    int n;
+} RunResult;
+
+/* Reads a finished run folder (config.json, log.jsonl with its test line, test.hyp,
+ * test.ref). S2S_ERR_DATA when the run has not finished. */
+S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err);
+void compare_free_run(RunResult *r);
+/* Whether dir holds a finished run (its log has the test line). */
+bool compare_run_finished(const char *dir);
+
+typedef struct Stat {
+    int n;
+    double mean, var, sd, min, max; /* var: sample variance (n − 1); 0 for n = 1 */
+} Stat;
+
+Stat compare_stat(const double *x, int n);
+
+typedef struct VariantSummary {
+    char name[32];
+    int runs;
+    Stat metric;             /* BLEU or exact match (%) */
+    Stat token_acc;          /* reversal: greedy token accuracy (%) */
+    Stat valid_loss, epochs, seconds;
+} VariantSummary;
+
+typedef struct PairTest {
+    int a, b;                /* variant indices */
+    int seeds;               /* seeds both have */
+    double diff;             /* metric(a) − metric(b), mean over the shared seeds */
+    double lo, hi;           /* 95 % bootstrap interval of the difference */
+    double p;                /* share of resamples where the difference is ≤ 0 (or ≥ 0 when diff < 0) */
+} PairTest;
+
+typedef struct Comparison {
+    bool translation;
+    const char *metric_name; /* "BLEU" or "exact match (%)" */
+    VariantSummary v[COMPARE_MAX_VARIANTS];
+    int n_variants;
+    PairTest pairs[COMPARE_MAX_VARIANTS * (COMPARE_MAX_VARIANTS - 1) / 2];
+    int n_pairs;
+    int resamples;
+} Comparison;
+
+/* Groups runs by variant (in order of first appearance) and tests every pair with
+ * `resamples` paired bootstrap resamples of the test sentences (deterministic). */
+S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Comparison *c, S2sError *err);
+/* summary.md, summary.csv, summary.json and summary.png in dir; the Markdown table also to out. */
+S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err);
+
+#endif

@@ -1,0 +1,403 @@
+/* compare.c — run results, statistics, paired bootstrap, the summary files. */
+#include "s2s/compare.h"
+#include "s2s/bleu.h"
+#include "s2s/checkpoint.h"
+#include "s2s/config.h"
+#include "s2s/data.h"
+#include "s2s/rng.h"
+#include "s2s/viz.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void compare_free_run(RunResult *r) {
+    text_free_lines(r->hyp, r->hyp ? r->n : 0);
+    text_free_lines(r->ref, r->ref ? r->n : 0);
+    r->hyp = r->ref = NULL;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = s2s_xmalloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = fread(b, 1, (size_t)(n > 0 ? n : 0), f);
+    b[got] = '\0';
+    fclose(f);
+    return b;
+}
+
+bool compare_run_finished(const char *dir) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/log.jsonl", dir);
+    char *log = read_text(p);
+    bool done = log && strstr(log, "{\"type\":\"test\"") != NULL;
+    free(log);
+    return done;
+}
+
+static double num(const cJSON *j, const char *k, double dflt) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, k);
+    return cJSON_IsNumber(x) ? x->valuedouble : dflt;
+}
+
+S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    char p[600];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    Config cfg;
+    config_defaults(&cfg);
+    S2sStatus st = config_load(&cfg, p, err);
+    if (st) return st;
+    snprintf(r->variant, sizeof r->variant, "%s", cfg.model.attention);
+    r->seed = cfg.seed;
+    r->translation = strcmp(cfg.task.type, "reverse") != 0;
+    snprintf(p, sizeof p, "%s/log.jsonl", dir);
+    char *log = read_text(p);
+    if (!log) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open", p);
+    bool finished = false;
+    r->best_valid_loss = INFINITY;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (!j) continue;
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+        if (cJSON_IsString(type) && !strcmp(type->valuestring, "epoch")) {
+            r->best_valid_loss = fmin(r->best_valid_loss, num(j, "valid_loss", INFINITY));
+            r->seconds += num(j, "epoch_s", 0.0);
+        } else if (cJSON_IsString(type) && !strcmp(type->valuestring, "test")) {
+            finished = true;
+            r->epochs = (int)num(j, "epochs", 0);
+            r->test_bleu = num(j, "test_bleu", NAN);
+            r->test_exact = 100.0 * num(j, "test_exact_match", NAN);
+            r->test_token_acc = 100.0 * num(j, "test_token_accuracy", NAN);
+        }
+        cJSON_Delete(j);
+    }
+    free(log);
+    if (!finished) return s2s_fail(err, S2S_ERR_DATA, "%s: the run has not finished (no test line in its log)", dir);
+    int nh, nr;
+    snprintf(p, sizeof p, "%s/test.hyp", dir);
+    if ((st = text_read_lines(p, &r->hyp, &nh, err))) return st;
+    snprintf(p, sizeof p, "%s/test.ref", dir);
+    if ((st = text_read_lines(p, &r->ref, &nr, err))) {
+        text_free_lines(r->hyp, nh);
+        r->hyp = NULL;
+        return st;
+    }
+    r->n = nh;
+    if (nh != nr) {
+        compare_free_run(r);
+        return s2s_fail(err, S2S_ERR_DATA, "%s: test.hyp has %d lines, test.ref %d", dir, nh, nr);
+    }
+    return S2S_OK;
+}
+
+Stat compare_stat(const double *x, int n) {
+    Stat s = {n, 0, 0, 0, INFINITY, -INFINITY};
+    if (n == 0) return (Stat){0, NAN, NAN, NAN, NAN, NAN};
+    for (int i = 0; i < n; i++) {
+        s.mean += x[i];
+        s.min = fmin(s.min, x[i]);
+        s.max = fmax(s.max, x[i]);
+    }
+    s.mean /= n;
+    for (int i = 0; i < n; i++) s.var += (x[i] - s.mean) * (x[i] - s.mean);
+    s.var = n > 1 ? s.var / (n - 1) : 0.0;
+    s.sd = sqrt(s.var);
+    return s;
+}
+
+/* Per-sentence statistics: BLEU's n-gram counts, or exact match. */
+typedef struct SentStats {
+    long c[4], t[4], hl, rl;
+    int exact;
+} SentStats;
+
+static SentStats *sentence_stats(const RunResult *r) {
+    SentStats *s = s2s_xcalloc((size_t)r->n, sizeof *s);
+    for (int i = 0; i < r->n; i++) {
+        Bleu b;
+        bleu_init(&b);
+        bleu_add_text(&b, r->hyp[i], r->ref[i]);
+        memcpy(s[i].c, b.correct, sizeof s[i].c);
+        memcpy(s[i].t, b.total, sizeof s[i].t);
+        s[i].hl = b.hyp_len;
+        s[i].rl = b.ref_len;
+        s[i].exact = strcmp(r->hyp[i], r->ref[i]) == 0;
+        bleu_free(&b);
+    }
+    return s;
+}
+
+/* The metric over a multiset of sentences (idx), as the full-corpus metric would be. */
+static double metric_on(const SentStats *s, const int *idx, int n, bool bleu) {
+    if (!bleu) {
+        long e = 0;
+        for (int i = 0; i < n; i++) e += s[idx[i]].exact;
+        return n ? 100.0 * e / n : 0.0;
+    }
+    Bleu b;
+    memset(&b, 0, sizeof b);
+    for (int i = 0; i < n; i++) {
+        const SentStats *x = &s[idx[i]];
+        for (int k = 0; k < 4; k++) {
+            b.correct[k] += x->c[k];
+            b.total[k] += x->t[k];
+        }
+        b.hyp_len += x->hl;
+        b.ref_len += x->rl;
+    }
+    return bleu_score(&b).bleu;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Comparison *c, S2sError *err) {
+    memset(c, 0, sizeof *c);
+    if (n == 0) return s2s_fail(err, S2S_ERR_DATA, "no finished runs to compare");
+    c->translation = runs[0].translation;
+    c->metric_name = c->translation ? "BLEU" : "exact match (%)";
+    c->resamples = resamples;
+    int *var_of = s2s_xmalloc((size_t)n * sizeof *var_of);
+    for (int i = 0; i < n; i++) {
+        if (runs[i].translation != c->translation) {
+            free(var_of);
+            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs", runs[i].dir, runs[i].translation ? "translation" : "reversal",
+                            c->translation ? "translation" : "reversal");
+        }
+        int v = 0;
+        while (v < c->n_variants && strcmp(c->v[v].name, runs[i].variant)) v++;
+        if (v == c->n_variants) {
+            if (v == COMPARE_MAX_VARIANTS) {
+                free(var_of);
+                return s2s_fail(err, S2S_ERR_DATA, "more than %d variants", COMPARE_MAX_VARIANTS);
+            }
+            snprintf(c->v[c->n_variants++].name, sizeof c->v[0].name, "%s", runs[i].variant);
+        }
+        var_of[i] = v;
+    }
+    double *buf = s2s_xmalloc((size_t)n * 5 * sizeof *buf);
+    for (int v = 0; v < c->n_variants; v++) {
+        int k = 0;
+        double *m = buf, *t = buf + n, *l = buf + 2 * n, *e = buf + 3 * n, *s = buf + 4 * n;
+        for (int i = 0; i < n; i++) {
+            if (var_of[i] != v) continue;
+            m[k] = c->translation ? runs[i].test_bleu : runs[i].test_exact;
+            t[k] = runs[i].test_token_acc;
+            l[k] = runs[i].best_valid_loss;
+            e[k] = runs[i].epochs;
+            s[k] = runs[i].seconds;
+            k++;
+        }
+        VariantSummary *vs = &c->v[v];
+        vs->runs = k;
+        vs->metric = compare_stat(m, k);
+        vs->token_acc = compare_stat(t, k);
+        vs->valid_loss = compare_stat(l, k);
+        vs->epochs = compare_stat(e, k);
+        vs->seconds = compare_stat(s, k);
+    }
+    free(buf);
+    /* paired bootstrap between every two variants, over the seeds both have */
+    SentStats **ss = s2s_xmalloc((size_t)n * sizeof *ss);
+    for (int i = 0; i < n; i++) ss[i] = sentence_stats(&runs[i]);
+    for (int a = 0; a < c->n_variants; a++)
+        for (int b = a + 1; b < c->n_variants; b++) {
+            int pa[64], pb[64], np = 0;
+            for (int i = 0; i < n && np < 64; i++) {
+                if (var_of[i] != a) continue;
+                for (int j = 0; j < n; j++)
+                    if (var_of[j] == b && runs[j].seed == runs[i].seed && runs[j].n == runs[i].n) {
+                        pa[np] = i;
+                        pb[np++] = j;
+                        break;
+                    }
+            }
+            PairTest *pt = &c->pairs[c->n_pairs++];
+            *pt = (PairTest){a, b, np, NAN, NAN, NAN, NAN};
+            if (!np) continue;
+            int N = runs[pa[0]].n;
+            int *idx = s2s_xmalloc((size_t)N * sizeof *idx);
+            for (int i = 0; i < N; i++) idx[i] = i;
+            double d = 0;
+            for (int s = 0; s < np; s++) d += metric_on(ss[pa[s]], idx, N, c->translation) - metric_on(ss[pb[s]], idx, N, c->translation);
+            pt->diff = d / np;
+            double *diffs = s2s_xmalloc((size_t)resamples * sizeof *diffs);
+            Rng rng;
+            rng_init(&rng, 12345, 77);
+            int against = 0;
+            for (int k = 0; k < resamples; k++) {
+                for (int i = 0; i < N; i++) idx[i] = (int)rng_below(&rng, (uint32_t)N);
+                double x = 0;
+                for (int s = 0; s < np; s++)
+                    x += metric_on(ss[pa[s]], idx, N, c->translation) - metric_on(ss[pb[s]], idx, N, c->translation);
+                diffs[k] = x / np;
+                against += pt->diff >= 0 ? diffs[k] <= 0 : diffs[k] >= 0;
+            }
+            qsort(diffs, (size_t)resamples, sizeof *diffs, cmp_double);
+            pt->lo = diffs[(int)(0.025 * (resamples - 1))];
+            pt->hi = diffs[(int)ceil(0.975 * (resamples - 1))];
+            pt->p = (double)against / resamples;
+            free(diffs);
+            free(idx);
+        }
+    for (int i = 0; i < n; i++) free(ss[i]);
+    free(ss);
+    free(var_of);
+    return S2S_OK;
+}
+
+static void fmt_stat(char *b, size_t n, const Stat *s) {
+    if (s->n > 1) snprintf(b, n, "%.2f ± %.2f", s->mean, s->sd);
+    else snprintf(b, n, "%.2f", s->mean);
+}
+
+S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
+    /* Markdown: the homework's table, with variance, range, and the tests */
+    size_t cap = 1 << 16, len = 0;
+    char *md = s2s_xmalloc(cap);
+#define MD(...) (len += (size_t)snprintf(md + len, cap - len, __VA_ARGS__))
+    MD("| attention | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss | epochs | minutes |\n",
+       c->metric_name, c->translation ? "" : " token acc (%) |");
+    MD("|---|---|---|---|---|---|%s---|---|---|\n", c->translation ? "" : "---|");
+    for (int v = 0; v < c->n_variants; v++) {
+        const VariantSummary *s = &c->v[v];
+        char m[64], ta[64] = "", vl[64];
+        fmt_stat(m, sizeof m, &s->metric);
+        fmt_stat(vl, sizeof vl, &s->valid_loss);
+        if (!c->translation) {
+            ta[0] = ' ';
+            fmt_stat(ta + 1, sizeof ta - 1, &s->token_acc);
+            strcat(ta, " |");
+        }
+        MD("| %s | %d | %s | %.3f | %.2f | %.2f |%s %s | %.1f | %.1f |\n", s->name, s->runs, m, s->metric.var, s->metric.min,
+           s->metric.max, c->translation ? "" : ta, vl, s->epochs.mean, s->seconds.mean / 60.0);
+    }
+    if (c->n_pairs) {
+        MD("\nPaired bootstrap over the test sentences (%d resamples, runs paired by seed):\n\n", c->resamples);
+        MD("| A − B | seeds | difference | 95%% interval | p |\n|---|---|---|---|---|\n");
+        for (int i = 0; i < c->n_pairs; i++) {
+            const PairTest *p = &c->pairs[i];
+            if (!p->seeds) MD("| %s − %s | 0 | | | |\n", c->v[p->a].name, c->v[p->b].name);
+            else
+                MD("| %s − %s | %d | %+.2f | [%+.2f, %+.2f] | %.3f |\n", c->v[p->a].name, c->v[p->b].name, p->seeds, p->diff,
+                   p->lo, p->hi, p->p);
+        }
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    S2sStatus st = file_write_atomic(path, md, len, err);
+    if (out) fputs(md, out);
+    /* CSV */
+    len = 0;
+    MD("variant,runs,metric,mean,sd,variance,min,max,token_acc_mean,valid_loss_mean,epochs_mean,seconds_mean\n");
+    for (int v = 0; v < c->n_variants && !st; v++) {
+        const VariantSummary *s = &c->v[v];
+        MD("%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.1f\n", s->name, s->runs, c->translation ? "bleu" : "exact_match",
+           s->metric.mean, s->metric.sd, s->metric.var, s->metric.min, s->metric.max, s->token_acc.mean, s->valid_loss.mean,
+           s->epochs.mean, s->seconds.mean);
+    }
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    if (!st) st = file_write_atomic(path, md, len, err);
+#undef MD
+    free(md);
+    /* JSON */
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "metric", c->translation ? "bleu" : "exact_match");
+    cJSON *vs = cJSON_AddArrayToObject(j, "variants");
+    for (int v = 0; v < c->n_variants; v++) {
+        const VariantSummary *s = &c->v[v];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "attention", s->name);
+        cJSON_AddNumberToObject(o, "runs", s->runs);
+        const Stat *st4[5] = {&s->metric, &s->token_acc, &s->valid_loss, &s->epochs, &s->seconds};
+        const char *names[5] = {"test_metric", "test_token_accuracy", "best_valid_loss", "epochs", "seconds"};
+        for (int k = 0; k < 5; k++) {
+            if (k == 1 && c->translation) continue;
+            cJSON *x = cJSON_AddObjectToObject(o, names[k]);
+            cJSON_AddNumberToObject(x, "mean", st4[k]->mean);
+            cJSON_AddNumberToObject(x, "variance", st4[k]->var);
+            cJSON_AddNumberToObject(x, "sd", st4[k]->sd);
+            cJSON_AddNumberToObject(x, "min", st4[k]->min);
+            cJSON_AddNumberToObject(x, "max", st4[k]->max);
+        }
+        cJSON_AddItemToArray(vs, o);
+    }
+    cJSON *ps = cJSON_AddArrayToObject(j, "paired_bootstrap");
+    for (int i = 0; i < c->n_pairs; i++) {
+        const PairTest *p = &c->pairs[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "a", c->v[p->a].name);
+        cJSON_AddStringToObject(o, "b", c->v[p->b].name);
+        cJSON_AddNumberToObject(o, "seeds", p->seeds);
+        if (p->seeds) {
+            cJSON_AddNumberToObject(o, "difference", p->diff);
+            cJSON_AddNumberToObject(o, "ci_low", p->lo);
+            cJSON_AddNumberToObject(o, "ci_high", p->hi);
+            cJSON_AddNumberToObject(o, "p", p->p);
+        }
+        cJSON_AddItemToArray(ps, o);
+    }
+    cJSON_AddNumberToObject(j, "resamples", c->resamples);
+    char *txt = cJSON_Print(j);
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    if (!st) st = file_write_atomic(path, txt, strlen(txt), err);
+    free(txt);
+    /* bars with ±sd error bars and the min–max range */
+    if (!st) {
+        Font *font = font_open(NULL);
+        int W = 160 + 120 * c->n_variants, H = 420, left = 60, top = 40, ph = 300;
+        Image im = image_new(W, H, (Rgb){255, 255, 255});
+        double top_v = 0;
+        for (int v = 0; v < c->n_variants; v++) top_v = fmax(top_v, fmax(c->v[v].metric.max, c->v[v].metric.mean + c->v[v].metric.sd));
+        top_v = top_v > 0 ? ceil(top_v / 10.0) * 10.0 : 1.0;
+        const Rgb bar = {31, 119, 180}, black = {20, 20, 20};
+        image_line(&im, left, top, left, top + ph, black);
+        image_line(&im, left, top + ph, W - 20, top + ph, black);
+        for (int k = 0; k <= 5; k++) {
+            char b[16];
+            snprintf(b, sizeof b, "%.0f", top_v * k / 5);
+            int y = top + ph - ph * k / 5;
+            image_line(&im, left - 4, y, left, y, black);
+            if (font) font_draw(font, &im, left - 8 - font_width(font, 11, b), y - 7, 11, b, black, false);
+        }
+#define Y(v) (top + ph - (int)lround((v) / top_v * ph))
+        for (int v = 0; v < c->n_variants; v++) {
+            const Stat *s = &c->v[v].metric;
+            int x = left + 40 + v * 120;
+            if (isfinite(s->mean)) image_fill_rect(&im, x, Y(s->mean), 60, top + ph - Y(s->mean), bar);
+            if (s->n > 1 && isfinite(s->sd)) {
+                image_line(&im, x + 30, Y(s->mean - s->sd), x + 30, Y(s->mean + s->sd), black);
+                image_line(&im, x + 20, Y(s->mean + s->sd), x + 40, Y(s->mean + s->sd), black);
+                image_line(&im, x + 20, Y(s->mean - s->sd), x + 40, Y(s->mean - s->sd), black);
+            }
+            if (font) {
+                font_draw(font, &im, x + 30 - font_width(font, 12, c->v[v].name) / 2, top + ph + 8, 12, c->v[v].name, black, false);
+                char b[32];
+                snprintf(b, sizeof b, "%.2f", s->mean);
+                font_draw(font, &im, x + 30 - font_width(font, 11, b) / 2, Y(s->mean) - 18, 11, b, black, false);
+            }
+        }
+#undef Y
+        if (font) {
+            char t[96];
+            snprintf(t, sizeof t, "test %s by attention variant (mean ± sd over seeds)", c->metric_name);
+            font_draw(font, &im, left, 10, 14, t, black, false);
+        }
+        snprintf(path, sizeof path, "%s/summary.png", dir);
+        st = png_write(path, &im, err);
+        image_free(&im);
+        font_close(font);
+    }
+    return st;
+}
