@@ -24,7 +24,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2 zlib)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib) -lm -lpthread
 # -ffp-contract=off: gcc and clang then round the same way (clang would fuse a*b+c).
-CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude $(PKG_CFLAGS)
+CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude -Itests $(PKG_CFLAGS)
 LDFLAGS = $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
@@ -33,12 +33,12 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libs2s.a
 CLI_SRC := $(wildcard src/cli/*.c)
 CLIS := $(notdir $(CLI_SRC:.c=))
-TEST_SRC := $(wildcard tests/*.c)
+TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo test test-golden clean help
+.PHONY: all deps demo test test-golden fuzz clean help
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -103,6 +103,29 @@ test: $(TEST_BIN) all
 test-golden: $(TEST_BIN)
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  $(TEST_BIN) --filter 'golden*/*' $(TEST_ARGS)
+
+# libFuzzer (clang): each target for FUZZ_SECONDS, its corpus in tests/fuzz/corpus/<target>
+# (new inputs are kept there; they replay in make test). Crashes land in build/fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := config model text
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+fuzz: | $(DEPS_STAMP)
+	@bash scripts/deps.sh --with-clang
+	@mkdir -p build/fuzz
+	$(MAKE) --no-print-directory CC=clang BUILD=build/fuzz SANFLAGS="$(FUZZ_FLAGS)" OPT=-O1 build/fuzz/libs2s.a build/fuzz/tests/fuzz/targets.o
+	@for t in $(FUZZ_TARGETS); do \
+	  clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Itests tests/fuzz/fuzz_$$t.c build/fuzz/tests/fuzz/targets.o \
+	    build/fuzz/libs2s.a $(PKG_LIBS) -o build/fuzz/fuzz_$$t || exit 1; \
+	  mkdir -p build/fuzz/corpus-$$t; rm -f build/fuzz/fuzz_$$t-crash-* build/fuzz/fuzz_$$t-leak-* build/fuzz/fuzz_$$t-timeout-*; \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  (cd build/fuzz && ./fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+	    -artifact_prefix=fuzz_$$t- corpus-$$t ../../tests/fuzz/corpus/$$t > fuzz_$$t.log 2>&1); rc=$$?; \
+	  grep -E "^(Done|SUMMARY|==[0-9]+==ERROR)|runtime error" build/fuzz/fuzz_$$t.log; \
+	  for c in build/fuzz/fuzz_$$t-crash-* build/fuzz/fuzz_$$t-leak-* build/fuzz/fuzz_$$t-timeout-*; do \
+	    [ -f "$$c" ] && cp "$$c" tests/fuzz/corpus/$$t/ && echo "kept $$c in tests/fuzz/corpus/$$t (replays in make test)"; \
+	  done; \
+	  [ $$rc -eq 0 ] || { echo "fuzz_$$t found a problem: build/fuzz/fuzz_$$t.log"; exit 1; }; \
+	done
 
 clean:
 	rm -rf build $(CLIS)

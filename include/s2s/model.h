@@ -32,6 +32,10 @@ typedef struct Seq2Seq {
 S2sStatus model_check_config(const ConfigModel *cfg, const char *origin, S2sError *err);
 /* Declares and allocates the parameters (zeroed). */
 S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, S2sError *err);
+/* The same, refusing (S2S_ERR_CORRUPT) a model of more than max_params weights (0: no limit):
+ * a model file's config cannot make the loader allocate more than the file holds. */
+S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, size_t max_params,
+                             S2sError *err);
 void model_free(Seq2Seq *m);
 /* Uniform in [-init_range, init_range] from rng; one-hot embeddings become the identity. */
 void model_init_weights(Seq2Seq *m, Rng *rng);
@@ -88,4 +92,7 @@ void beam_hyps_free(BeamHyp *h, int n);
 /* A trained model from its file (model.bin or last.bin): the config, both vocabularies and
  * the weights. On success the caller owns m, src and trg (model_free, vocab_free). */
 S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const char *path, S2sError *err);
+/* The same from a file image (for fuzzing); origin names it in messages. */
+S2sStatus model_load_memory(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const void *buf, size_t len,
+                            const char *origin, S2sError *err);
 #endif

@@ -39,7 +39,7 @@ static long clipped(const int32_t *h, int nh, const int32_t *r, int nr, int n) {
 }
 
 void bleu_add_tokens(Bleu *b, const char *const *hyp, int nh, const char *const *ref, int nr) {
-    if (nh + nr > b->cap) b->buf = s2s_xrealloc(b->buf, (size_t)(b->cap = 2 * (nh + nr) + 16) * sizeof *b->buf);
+    if (!b->buf || nh + nr > b->cap) b->buf = s2s_xrealloc(b->buf, (size_t)(b->cap = 2 * (nh + nr) + 16) * sizeof *b->buf);
     int32_t *h = b->buf, *r = b->buf + nh;
     for (int i = 0; i < nh; i++) h[i] = vocab_add(&b->words, hyp[i]);
     for (int i = 0; i < nr; i++) r[i] = vocab_add(&b->words, ref[i]);

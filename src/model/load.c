@@ -2,6 +2,7 @@
 #include "s2s/checkpoint.h"
 #include "s2s/model.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *path, const char *which, S2sError *err) {
@@ -18,10 +19,26 @@ static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *pa
     return S2S_OK;
 }
 
+static S2sStatus load(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, Checkpoint ck, const char *path, S2sError *err);
+
 S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const char *path, S2sError *err) {
     Checkpoint ck;
     S2sStatus st = ckpt_load(&ck, path, err);
     if (st) return st;
+    return load(m, cfg, src, trg, ck, path, err);
+}
+
+S2sStatus model_load_memory(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const void *buf, size_t len,
+                            const char *origin, S2sError *err) {
+    Checkpoint ck;
+    S2sStatus st = ckpt_from_memory(&ck, buf, len, origin, err);
+    if (st) return st;
+    return load(m, cfg, src, trg, ck, origin, err);
+}
+
+/* Takes ownership of ck. */
+static S2sStatus load(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, Checkpoint ck, const char *path, S2sError *err) {
+    S2sStatus st;
     memset(m, 0, sizeof *m);
     memset(src, 0, sizeof *src);
     memset(trg, 0, sizeof *trg);
@@ -37,8 +54,13 @@ S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const
     }
     if ((st = vocab_from(src, ck.src_tokens, ck.n_src, path, "source", err))) goto fail;
     if ((st = vocab_from(trg, ck.trg_tokens, ck.n_trg, path, "target", err))) goto fail;
-    if ((st = model_init(m, &cfg->model, src->size, trg->size, err))) {
-        st = S2S_ERR_CORRUPT;
+    /* the config must not imply more weights than the file holds: no allocation beyond it */
+    size_t held = 0;
+    for (int i = 0; i < ck.n_tensors; i++) held += ck.tensors[i].size;
+    if ((st = model_init_limited(m, &cfg->model, src->size, trg->size, held, err))) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: %s", path, msg);
         goto fail;
     }
     if ((st = ckpt_restore(&ck, &m->params, false, path, err))) goto fail;

@@ -30,6 +30,11 @@ static bool is_luong(const Seq2Seq *m) { return strcmp(m->cfg.combine, "luong") 
 static bool is_onehot(const ConfigModel *c) { return strcmp(c->embedding_type, "onehot") == 0; }
 
 S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, S2sError *err) {
+    return model_init_limited(m, cfg, src_vocab, trg_vocab, 0, err);
+}
+
+S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, size_t max_params,
+                             S2sError *err) {
     S2sStatus st = model_check_config(cfg, "model", err);
     if (st) return st;
     memset(m, 0, sizeof *m);
@@ -54,6 +59,11 @@ S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_
         linear_init(&m->out, ps, "decoder.out", Hd, trg_vocab, true);
     } else {
         linear_init(&m->out, ps, "decoder.out", m->enc_dim + Hd, trg_vocab, true);
+    }
+    if (max_params && params_numel(ps) > max_params) {
+        size_t need = params_numel(ps);
+        params_free(ps);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "the config implies %zu weights, the file holds %zu", need, max_params);
     }
     params_alloc(ps);
     if (onehot) { /* frozen: no gradient ever reaches them */

@@ -1,0 +1,97 @@
+/* targets.c — see targets.h. */
+#include "targets.h"
+
+#include "s2s/bleu.h"
+#include "s2s/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *as_text(const uint8_t *data, size_t size) {
+    char *s = malloc(size + 1);
+    memcpy(s, data, size);
+    s[size] = '\0';
+    return s;
+}
+
+int fuzz_config(const uint8_t *data, size_t size) {
+    char *s = as_text(data, size);
+    Config c;
+    config_defaults(&c);
+    S2sError err;
+    if (config_parse(&c, s, "fuzz.json", &err) == S2S_OK && config_check(&c, &err) == S2S_OK) {
+        model_check_config(&c.model, "fuzz.json", &err);
+        char *j = config_to_json(&c);
+        Config d;
+        config_defaults(&d);
+        if (config_parse(&d, j, "resolved", &err) != S2S_OK) abort(); /* the resolved form always reads back */
+        free(j);
+    }
+    /* and as a --set value */
+    if (size < 200) {
+        char set[256];
+        snprintf(set, sizeof set, "model.attention=%s", s);
+        config_set(&c, set, &err);
+        snprintf(set, sizeof set, "%s", s);
+        config_set(&c, set, &err);
+    }
+    free(s);
+    return 0;
+}
+
+int fuzz_model(const uint8_t *data, size_t size) {
+    Seq2Seq m;
+    Config cfg;
+    Vocab src, trg;
+    S2sError err;
+    if (model_load_memory(&m, &cfg, &src, &trg, data, size, "fuzz.bin", &err) == S2S_OK) {
+        model_free(&m);
+        vocab_free(&src);
+        vocab_free(&trg);
+    }
+    return 0;
+}
+
+int fuzz_text(const uint8_t *data, size_t size) {
+    char *s = as_text(data, size);
+    size_t n = strlen(s);
+    if (utf8_valid(s, n)) {
+        char *de = tok_normalize(s, "de"), *en = tok_normalize(s, "en");
+        Vocab v;
+        vocab_init(&v);
+        vocab_add(&v, "ein");
+        vocab_add(&v, "a");
+        Config c;
+        config_defaults(&c);
+        strcpy(c.task.type, "translate");
+        int32_t *ids;
+        int k;
+        S2sError err;
+        if (task_encode_source(&c.task, &v, s, false, &ids, &k, &err) == S2S_OK) free(ids);
+        Bleu b;
+        bleu_init(&b);
+        bleu_add_text(&b, de, en);
+        bleu_add_text(&b, s, de);
+        BleuScore sc = bleu_score(&b);
+        char line[256];
+        bleu_format(&sc, line, sizeof line);
+        bleu_free(&b);
+        vocab_free(&v);
+        free(de);
+        free(en);
+    }
+    /* the reversal alphabet path takes any bytes */
+    Config c;
+    config_defaults(&c);
+    Vocab v;
+    vocab_init(&v);
+    for (const char *p = c.task.alphabet; *p; p++) vocab_add(&v, (char[]){*p, '\0'});
+    int32_t *ids;
+    int k;
+    S2sError err;
+    if (task_encode_source(&c.task, &v, s, false, &ids, &k, &err) == S2S_OK) free(ids);
+    vocab_free(&v);
+    free(s);
+    return 0;
+}
