@@ -38,7 +38,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo test test-golden fuzz clean help
+.PHONY: all deps demo test test-golden fuzz bench clean help
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -103,6 +103,10 @@ test: $(TEST_BIN) all
 test-golden: $(TEST_BIN)
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  $(TEST_BIN) --filter 'golden*/*' $(TEST_ARGS)
+
+# Throughput against the PyTorch baseline (when python3-torch is installed); bench/results.jsonl.
+bench: all
+	bash scripts/bench.sh
 
 # libFuzzer (clang): each target for FUZZ_SECONDS, its corpus in tests/fuzz/corpus/<target>
 # (new inputs are kept there; they replay in make test). Crashes land in build/fuzz/.

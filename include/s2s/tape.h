@@ -61,6 +61,7 @@ typedef struct Tape {
     int cap_nodes;
     bool grad_enabled; /* record nodes (training); false for inference */
     bool training;     /* dropout active */
+    double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
 } Tape;
 
 void tape_init(Tape *t, size_t arena_bytes);

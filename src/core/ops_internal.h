@@ -32,11 +32,12 @@ void op_mean_backward(Tape *t, const TapeNode *n);
 void op_rnn_seq_backward(Tape *t, const TapeNode *n);
 void op_additive_scores_backward(Tape *t, const TapeNode *n);
 
-/* Row-major sgemm: C = alpha op(A) op(B) + beta C. */
-static inline void s2s_gemm(bool ta, bool tb, int M, int N, int K, float alpha,
+/* Row-major sgemm: C = alpha op(A) op(B) + beta C; counts its FLOPs on the tape. */
+static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float beta,
                             float *C, int ldc) {
     if (M == 0 || N == 0) return;
+    t->flops += 2.0 * M * N * K;
     if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;

@@ -28,10 +28,10 @@ static MatView mat_view(const Tensor *x, bool time_major) {
 }
 
 /* C_b (+)= op(A_b) op(B_b) for every batch entry. */
-static void gemm_batched(bool ta, bool tb, int M, int N, int K, const float *A, MatView va,
+static void gemm_batched(Tape *t, bool ta, bool tb, int M, int N, int K, const float *A, MatView va,
                          const float *B, MatView vb, float beta, float *C, MatView vc) {
     for (int b = 0; b < vc.batch; b++)
-        s2s_gemm(ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
+        s2s_gemm(t, ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
                  beta, C + b * vc.bstride, vc.ld);
 }
 
@@ -48,7 +48,7 @@ Tensor *op_matmul(Tape *t, Tensor *a, Tensor *b, int flags) {
     else if (flags & MM_OUT_TM) c = tape_tensor3(t, M, va.batch, N);
     else c = tape_tensor3(t, va.batch, M, N);
     MatView vc = mat_view(c, flags & MM_OUT_TM);
-    gemm_batched(ta, tb, M, N, K, a->data, va, b->data, vb, 0.0f, c->data, vc);
+    gemm_batched(t, ta, tb, M, N, K, a->data, va, b->data, vb, 0.0f, c->data, vc);
     if (tape_wants(t, a, b, NULL)) {
         TapeNode *n = tape_record(t, OP_MATMUL, c);
         n->in[0] = a;
@@ -69,16 +69,16 @@ void op_matmul_backward(Tape *t, const TapeNode *n) {
     if (a->requires_grad) {
         float *da = tensor_grad(t, a);
         if (!ta) /* dA (M,K) += dC op(B)^T */
-            gemm_batched(false, !tb, M, K, N, dc, vc, b->data, vb, 1.0f, da, va);
+            gemm_batched(t, false, !tb, M, K, N, dc, vc, b->data, vb, 1.0f, da, va);
         else /* dA (K,M) += op(B) dC^T */
-            gemm_batched(tb, true, K, M, N, b->data, vb, dc, vc, 1.0f, da, va);
+            gemm_batched(t, tb, true, K, M, N, b->data, vb, dc, vc, 1.0f, da, va);
     }
     if (b->requires_grad) {
         float *db = tensor_grad(t, b);
         if (!tb) /* dB (K,N) += op(A)^T dC */
-            gemm_batched(!ta, false, K, N, M, a->data, va, dc, vc, 1.0f, db, vb);
+            gemm_batched(t, !ta, false, K, N, M, a->data, va, dc, vc, 1.0f, db, vb);
         else /* dB (N,K) += dC^T op(A) */
-            gemm_batched(true, ta, N, K, M, dc, vc, a->data, va, 1.0f, db, vb);
+            gemm_batched(t, true, ta, N, K, M, dc, vc, a->data, va, 1.0f, db, vb);
     }
 }
 
@@ -93,7 +93,7 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b) {
     Tensor *y = tape_tensor(t, x->ndim, shape);
     if (b)
         for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out, b->data, (size_t)out * sizeof(float));
-    s2s_gemm(false, true, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, y->data, out);
+    s2s_gemm(t, false, true, rows, out, in, 1.0f, x->data, in, w->data, in, b ? 1.0f : 0.0f, y->data, out);
     if (tape_wants(t, x, w, b)) {
         TapeNode *n = tape_record(t, OP_LINEAR, y);
         n->in[0] = x;
@@ -108,9 +108,9 @@ void op_linear_backward(Tape *t, const TapeNode *n) {
     int in = tensor_cols(x), rows = tensor_rows(x), out = w->shape[0];
     const float *dy = y->grad;
     if (x->requires_grad) /* dx (rows,in) += dy (rows,out) W (out,in) */
-        s2s_gemm(false, false, rows, in, out, 1.0f, dy, out, w->data, in, 1.0f, tensor_grad(t, x), in);
+        s2s_gemm(t, false, false, rows, in, out, 1.0f, dy, out, w->data, in, 1.0f, tensor_grad(t, x), in);
     if (w->requires_grad) /* dW (out,in) += dy^T x */
-        s2s_gemm(true, false, out, in, rows, 1.0f, dy, out, x->data, in, 1.0f, tensor_grad(t, w), in);
+        s2s_gemm(t, true, false, out, in, rows, 1.0f, dy, out, x->data, in, 1.0f, tensor_grad(t, w), in);
     if (b && b->requires_grad) {
         float *db = tensor_grad(t, b);
         for (int r = 0; r < rows; r++) {

@@ -89,7 +89,7 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
         memcpy(hp, h, BH * sizeof(float));
         if (lstm) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
-        s2s_gemm(false, true, B, G, H, 1.0f, h, H, w_hh->data, H, 0.0f, gt, G);
+        s2s_gemm(t, false, true, B, G, H, 1.0f, h, H, w_hh->data, H, 0.0f, gt, G);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
         float *ys = y->data + (size_t)s * BH, *cs = lstm ? cy->data + (size_t)s * BH : NULL;
         for (int r = 0; r < B; r++) {
@@ -197,7 +197,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         }
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
         memcpy(dh, dhd, BH * sizeof(float));
-        s2s_gemm(false, false, B, H, G, 1.0f, dgs, G, w->data, H, 1.0f, dh, H);
+        s2s_gemm(t, false, false, B, H, G, 1.0f, dgs, G, w->data, H, 1.0f, dh, H);
     }
     if (h0->requires_grad) {
         float *g = tensor_grad(t, h0);
@@ -209,7 +209,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     }
     size_t rows = (size_t)S * B;
     if (w->requires_grad) /* all steps at once: dW_hh += dG^T H_prev */
-        s2s_gemm(true, false, G, H, (int)rows, 1.0f, dG, G, q->hprev, H, 1.0f, tensor_grad(t, w), H);
+        s2s_gemm(t, true, false, G, H, (int)rows, 1.0f, dG, G, q->hprev, H, 1.0f, tensor_grad(t, w), H);
     if (b->requires_grad) {
         float *db = tensor_grad(t, b);
         for (size_t r = 0; r < rows; r++)
