@@ -9,7 +9,7 @@ WARMUP=${BENCH_WARMUP:-5}
 BASE=../shared/bench
 [ -d data/multi30k/tok ] || bash scripts/get-multi30k.sh
 mkdir -p bench
-ours=$(./bench --warmup "$WARMUP" --iters "$ITERS")
+ours=$(./speed --warmup "$WARMUP" --iters "$ITERS")
 echo "$ours"
 torch_train=""; torch_decode=""
 if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.py" ]; then

@@ -1,8 +1,8 @@
-/* bench — throughput of the Multi30k model on this machine: training target tokens per
+/* speed — throughput of the Multi30k model on this machine: training target tokens per
  * second over a fixed set of length-bucketed batches after warm-up, greedy and beam-5
  * decoding of the test set (sentences per second), peak RSS, and the step's GEMM rate
  * against a plain sgemm of the output layer's shape. One JSON line per measurement.
- *   bench [--config multi30k] [--warmup 5] [--iters 60] [--no-decode] [--set key=value]... */
+*   speed [--config multi30k] [--warmup 5] [--iters 60] [--no-decode] [--set key=value]... */
 #include "s2s/eval.h"
 #include "s2s/optim.h"
 
@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-decode")) decode = false;
         else if (!strcmp(argv[i], "--set") && v && n_sets < 64) sets[n_sets++] = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--config NAME] [--warmup N] [--iters N] [--no-decode] [--set key=value]...\n");
+            fprintf(stderr, "usage: speed [--config NAME] [--warmup N] [--iters N] [--no-decode] [--set key=value]...\n");
             return 2;
         }
     }
@@ -68,23 +68,23 @@ int main(int argc, char **argv) {
     S2sError err;
     config_find_file(config, path, sizeof path);
     if (config_load(&cfg, path, &err)) {
-        fprintf(stderr, "bench: %s\n", err.msg);
+        fprintf(stderr, "speed: %s\n", err.msg);
         return 2;
     }
     for (int i = 0; i < n_sets; i++)
         if (config_set(&cfg, sets[i], &err)) {
-            fprintf(stderr, "bench: %s\n", err.msg);
+            fprintf(stderr, "speed: %s\n", err.msg);
             return 2;
         }
     if (cfg.train.threads > 0) openblas_set_num_threads(cfg.train.threads);
     TaskData d;
     if (task_load(&d, &cfg.task, &err)) {
-        fprintf(stderr, "bench: %s\n", err.msg);
+        fprintf(stderr, "speed: %s\n", err.msg);
         return 1;
     }
     Seq2Seq m;
     if (model_init(&m, &cfg.model, d.src_vocab.size, d.trg_vocab.size, &err)) {
-        fprintf(stderr, "bench: %s\n", err.msg);
+        fprintf(stderr, "speed: %s\n", err.msg);
         return 2;
     }
     Rng rng;
