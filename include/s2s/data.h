@@ -72,6 +72,9 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
  * valid UTF-8 without NUL bytes; errors name the file and line. */
 S2sStatus text_read_lines(const char *path, char ***lines, int *n, S2sError *err);
 void text_free_lines(char **lines, int n);
+/* Splits line on spaces and tabs in place: *toks (grown as needed, *cap its size) points
+ * into line. Returns the number of tokens. */
+int text_split(char *line, char ***toks, int *cap);
 /* Whether s[0..n) is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
 bool utf8_valid(const char *s, size_t n);
 

@@ -78,8 +78,7 @@ S2sStatus text_read_lines(const char *path, char ***out, int *n_out, S2sError *e
     return S2S_OK;
 }
 
-/* Splits a line on spaces in place; returns the token count (tokens point into line). */
-static int split_ws(char *line, char ***toks, int *cap) {
+int text_split(char *line, char ***toks, int *cap) {
     int n = 0;
     for (char *p = line; *p;) {
         while (*p == ' ' || *p == '\t') *p++ = '\0';
@@ -158,7 +157,7 @@ static void build_vocab(Vocab *out, char **lines, int n, const uint8_t *keep, in
     for (int i = 0; i < n; i++) {
         if (!keep[i]) continue;
         char *copy = strdup(lines[i]);
-        int k = split_ws(copy, &toks, &tcap);
+        int k = text_split(copy, &toks, &tcap);
         for (int j = 0; j < k; j++) {
             int id = vocab_add(&seen, toks[j]);
             if (id >= cap) {
@@ -193,7 +192,7 @@ static int encode_line(const Vocab *v, const char *line, bool marked, int32_t **
     char *copy = strdup(line);
     char **toks = NULL;
     int tcap = 0;
-    int k = split_ws(copy, &toks, &tcap), n = 0;
+    int k = text_split(copy, &toks, &tcap), n = 0;
     if (k + 2 > *cap) *ids = s2s_xrealloc(*ids, (size_t)(*cap = k + 2) * sizeof **ids);
     if (marked) (*ids)[n++] = TOK_SOS;
     for (int j = 0; j < k; j++) (*ids)[n++] = vocab_id(v, toks[j]);

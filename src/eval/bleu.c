@@ -51,23 +51,11 @@ void bleu_add_tokens(Bleu *b, const char *const *hyp, int nh, const char *const 
     }
 }
 
-static int split(char *s, char ***toks, int *cap) {
-    int n = 0;
-    for (char *p = s; *p;) {
-        while (*p == ' ' || *p == '\t') *p++ = '\0';
-        if (!*p) break;
-        if (n == *cap) *toks = s2s_xrealloc(*toks, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof **toks);
-        (*toks)[n++] = p;
-        while (*p && *p != ' ' && *p != '\t') p++;
-    }
-    return n;
-}
-
 void bleu_add_text(Bleu *b, const char *hyp, const char *ref) {
     char *h = strdup(hyp), *r = strdup(ref);
     char **th = NULL, **tr = NULL;
     int ch = 0, cr = 0;
-    int nh = split(h, &th, &ch), nr = split(r, &tr, &cr);
+    int nh = text_split(h, &th, &ch), nr = text_split(r, &tr, &cr);
     bleu_add_tokens(b, (const char *const *)th, nh, (const char *const *)tr, nr);
     free(th);
     free(tr);

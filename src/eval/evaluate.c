@@ -106,14 +106,9 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
                 if (out_len[i] > words_cap) words = s2s_xrealloc(words, (size_t)(words_cap = 2 * out_len[i]) * sizeof *words);
                 for (int p = 0; p < out_len[i]; p++) words[p] = trg->tokens[h[p]];
                 char *ref_copy = strdup(refs[e]);
-                int nr = 0;
-                const char **rt = NULL;
-                int rcap = 0;
-                for (char *tok = strtok(ref_copy, " \t"); tok; tok = strtok(NULL, " \t")) {
-                    if (nr == rcap) rt = s2s_xrealloc(rt, (size_t)(rcap = rcap ? 2 * rcap : 32) * sizeof *rt);
-                    rt[nr++] = tok;
-                }
-                bleu_add_tokens(&bleu, words, out_len[i], rt, nr);
+                char **rt = NULL;
+                int rcap = 0, nr = text_split(ref_copy, &rt, &rcap);
+                bleu_add_tokens(&bleu, words, out_len[i], (const char *const *)rt, nr);
                 free(rt);
                 free(ref_copy);
             }
