@@ -41,15 +41,20 @@ void model_free(Seq2Seq *m);
 void model_init_weights(Seq2Seq *m, Rng *rng);
 
 typedef struct ModelOutput {
-    Tensor *loss;       /* (1): mean cross-entropy over non-pad targets */
-    Tensor *logits;     /* (T-1, B, V) */
-    Tensor *attention;  /* (B, T-1, S), or NULL for dummy */
-    int n_tokens;       /* non-pad targets */
+    Tensor *loss;            /* (1): mean cross-entropy over non-pad targets */
+    Tensor *logits;          /* (n_tokens, V): rows at real targets only; model_forward_all:
+                                ((T-1)·B, V), every time-major position */
+    const int32_t *targets;  /* the target of each logits row (arena) */
+    const int32_t *rows;     /* each logits row's time-major position i·B + b, or NULL (all) */
+    Tensor *attention;       /* (B, T-1, S), or NULL for dummy */
+    int n_tokens;            /* non-pad targets */
 } ModelOutput;
 
-/* Teacher-forced forward (and loss) of a batch. dropout_rng may be NULL when the tape is
- * not training. */
+/* Teacher-forced forward (and loss) of a batch; the output layer runs only where a target is
+ * real (no work on padding). dropout_rng may be NULL when the tape is not training. */
 ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *dropout_rng);
+/* The same with logits at every position, pads included, as PyTorch computes them (goldens). */
+ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b);
 
 /* Greedy decoding of a batch (no gradients): out (B, max_len) ids without <sos>, each row
  * ending at its <eos> (not stored) or at max_len; out_len (B). attn, when not NULL, gets

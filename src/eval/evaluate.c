@@ -77,14 +77,13 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
         loss_sum += (double)o.loss->data[0] * o.n_tokens;
         attention_stats(&o, &b, opt->align_offset, &ent, &ent_rows, &aligned, &align_n);
         r->tokens += o.n_tokens;
-        const int32_t *tg = b.trg + b.B;
-        for (int row = 0; row < (b.T - 1) * b.B; row++) {
-            if (tg[row] == TOK_PAD) continue;
+        for (int row = 0; row < tensor_rows(o.logits); row++) {
+            if (o.targets[row] == TOK_PAD) continue;
             const float *x = o.logits->data + (size_t)row * V;
             int best = 0;
             for (int v = 1; v < V; v++)
                 if (x[v] > x[best]) best = v;
-            tf_correct += best == tg[row];
+            tf_correct += best == o.targets[row];
         }
         if (!greedy) continue;
         tape_reset(t);

@@ -123,7 +123,7 @@ static Tensor *output_layer(Tape *t, Seq2Seq *m, Tensor *ctx, Tensor *dec) {
     return linear_forward(t, &m->out, both);
 }
 
-ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
+static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions) {
     S2S_ASSERT(b->T >= 2);
     int B = b->B, T1 = b->T - 1, V = m->trg_vocab;
     if (!t->training || m->cfg.dropout == 0.0f) drop = NULL;
@@ -138,12 +138,31 @@ ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
     ModelOutput o;
     memset(&o, 0, sizeof o);
     Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &o.attention);
-    o.logits = output_layer(t, m, ctx, d.out);
     const int32_t *targets = b->trg + B; /* time-major: row i+1 */
-    o.loss = op_cross_entropy(t, tape_reshape2(t, o.logits, T1 * B, V), targets, TOK_PAD);
-    for (int k = 0; k < T1 * B; k++) o.n_tokens += targets[k] != TOK_PAD;
+    int32_t *rows = arena_alloc(&t->arena, (size_t)T1 * B * sizeof *rows);
+    for (int k = 0; k < T1 * B; k++)
+        if (targets[k] != TOK_PAD) rows[o.n_tokens++] = k;
+    if (all_positions) {
+        o.logits = tape_reshape2(t, output_layer(t, m, ctx, d.out), T1 * B, V);
+        o.targets = targets;
+    } else {
+        /* the output layer (most of the step's work) only at real targets */
+        Tensor *both = op_concat(t, ctx, d.out);
+        both = op_gather_rows(t, tape_reshape2(t, both, T1 * B, tensor_cols(both)), rows, o.n_tokens);
+        if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
+        o.logits = linear_forward(t, &m->out, both);
+        int32_t *tg = arena_alloc(&t->arena, (size_t)(o.n_tokens ? o.n_tokens : 1) * sizeof *tg);
+        for (int k = 0; k < o.n_tokens; k++) tg[k] = targets[rows[k]];
+        o.targets = tg;
+        o.rows = rows;
+    }
+    o.loss = op_cross_entropy(t, o.logits, o.targets, TOK_PAD);
     return o;
 }
+
+ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) { return forward(t, m, b, drop, false); }
+
+ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b) { return forward(t, m, b, NULL, true); }
 
 void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState *ds) {
     memset(ds, 0, sizeof *ds);
