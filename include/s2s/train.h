@@ -41,7 +41,4 @@ typedef struct TrainSummary {
  * good state). */
 S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err);
 
-/* Creates a folder and its parents (mkdir -p). */
-S2sStatus train_mkdirs(const char *path, S2sError *err);
-
 #endif

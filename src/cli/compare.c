@@ -2,6 +2,7 @@
  * threads split between jobs), skips finished runs and resumes interrupted ones, then
  * tabulates: mean, variance, range, paired bootstrap tests; summary.{md,csv,json,png}.
  *   exit 0 · 1 a run failed or IO · 2 usage */
+#include "s2s/checkpoint.h"
 #include "s2s/compare.h"
 #include "s2s/train.h"
 
@@ -128,7 +129,7 @@ int main(int argc, char **argv) {
                 j->status = -1;
             }
         }
-        if (train_mkdirs(outdir, &err)) {
+        if (file_mkdirs(outdir, &err)) {
             fprintf(stderr, "compare: %s\n", err.msg);
             return 1;
         }
@@ -156,7 +157,7 @@ int main(int argc, char **argv) {
                 char last[PATH_MAX + 16];
                 snprintf(last, sizeof last, "%s/last.bin", j->dir);
                 bool resume = access(last, R_OK) == 0;
-                if (train_mkdirs(j->dir, &err)) {
+                if (file_mkdirs(j->dir, &err)) {
                     fprintf(stderr, "compare: %s\n", err.msg);
                     return 1;
                 }
@@ -251,7 +252,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "compare: %s\n", err.msg);
         rc = 1;
     } else {
-        if (train_mkdirs(outdir, &err) || compare_write(&c, outdir, stdout, &err)) {
+        if (file_mkdirs(outdir, &err) || compare_write(&c, outdir, stdout, &err)) {
             fprintf(stderr, "compare: %s\n", err.msg);
             rc = 1;
         } else {

@@ -1,5 +1,6 @@
 /* translate — reads one source per line, writes one output per line (greedy or beam search).
  *   exit 0 · 1 runtime/IO/corrupt model or a line that could not be read · 2 usage */
+#include "s2s/checkpoint.h"
 #include "s2s/bleu.h"
 #include "s2s/eval.h"
 #include "s2s/train.h"
@@ -265,7 +266,7 @@ int main(int argc, char **argv) {
     }
     c.model_path = model;
     if (c.heatmap_dir) {
-        if (train_mkdirs(c.heatmap_dir, &err)) {
+        if (file_mkdirs(c.heatmap_dir, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }

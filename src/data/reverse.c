@@ -126,8 +126,25 @@ S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     return parallel_load(td, task, err);
 }
 
+/* Reversal: one id per character. */
 static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
-                              S2sError *err);
+                              S2sError *err) {
+    size_t len = strlen(line);
+    int cap = (int)len + 2;
+    int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
+    char bad = 0;
+    int k = reverse_encode(src, line, task->source_markers, out, cap, &bad);
+    if (k < 0) {
+        free(out);
+        unsigned char c = (unsigned char)bad;
+        if (c >= 33 && c < 127)
+            return s2s_fail(err, S2S_ERR_DATA, "'%c' is not in the model's alphabet \"%s\"", c, task->alphabet);
+        return s2s_fail(err, S2S_ERR_DATA, "byte 0x%02x is not in the model's alphabet \"%s\"", c, task->alphabet);
+    }
+    *ids = out;
+    *n = k;
+    return S2S_OK;
+}
 
 /* Translation: raw text is normalised and tokenised first, unless it is already tokenised. */
 static S2sStatus encode_words(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
@@ -162,25 +179,6 @@ S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const cha
         return s2s_fail(err, S2S_ERR_DATA, "source of %d tokens; the limit is %d", *n, TASK_MAX_SOURCE);
     }
     return st;
-}
-
-static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
-                              S2sError *err) {
-    size_t len = strlen(line);
-    int cap = (int)len + 2;
-    int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
-    char bad = 0;
-    int k = reverse_encode(src, line, task->source_markers, out, cap, &bad);
-    if (k < 0) {
-        free(out);
-        unsigned char c = (unsigned char)bad;
-        if (c >= 33 && c < 127)
-            return s2s_fail(err, S2S_ERR_DATA, "'%c' is not in the model's alphabet \"%s\"", c, task->alphabet);
-        return s2s_fail(err, S2S_ERR_DATA, "byte 0x%02x is not in the model's alphabet \"%s\"", c, task->alphabet);
-    }
-    *ids = out;
-    *n = k;
-    return S2S_OK;
 }
 
 char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n) {

@@ -114,6 +114,25 @@ static S2sStatus open_tmp(Out *o, char *tmp, size_t n, const char *path, S2sErro
     return S2S_OK;
 }
 
+S2sStatus file_mkdirs(const char *path, S2sError *err) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: not a directory", path);
+    return S2S_OK;
+}
+
 S2sStatus file_write_atomic(const char *path, const void *data, size_t n, S2sError *err) {
     Out o;
     char tmp[PATH_MAX];

@@ -29,25 +29,6 @@ static uint64_t mix(uint64_t a, uint64_t b) {
     return z ^ (z >> 31);
 }
 
-S2sStatus train_mkdirs(const char *path, S2sError *err) {
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: not a directory", path);
-    return S2S_OK;
-}
-
 typedef struct State {
     int epoch, batch;       /* next batch to run */
     long step;
@@ -217,7 +198,7 @@ static void draw_epoch(Run *r) {
     const char *dir = r->opt->out_dir;
     if (r->model.attn.v->has_weights && r->data.valid.n > 0) {
         snprintf(path, sizeof path, "%s/attention", dir);
-        if (train_mkdirs(path, &err)) goto warn;
+        if (file_mkdirs(path, &err)) goto warn;
         int n = r->data.valid.n < 4 ? r->data.valid.n : 4, idx[4] = {0, 1, 2, 3};
         Batch b;
         batch_init(&b);
@@ -281,7 +262,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         if ((st = state_from_json(&r->st, ck.state_json, r->path_last, err))) goto out;
         if (isnan(r->st.best)) r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
     } else {
-        if ((st = train_mkdirs(dir, err))) return st;
+        if ((st = file_mkdirs(dir, err))) return st;
     }
     if ((st = config_check(cfg, err))) goto out;
     if ((st = model_check_config(&cfg->model, cfg->path[0] ? cfg->path : "config", err))) goto out;
