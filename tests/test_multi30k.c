@@ -2,6 +2,7 @@
  * training with BLEU validation, the test line, ./translate on raw German with beam search
  * and --ref. Skipped when the data are not there ($MULTI30K_DIR or ../shared/data/multi30k). */
 #include "test_util.h"
+#include "s2s/viz.h"
 
 #include <criterion/criterion.h>
 #include <stdarg.h>
@@ -59,6 +60,16 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     snprintf(p, sizeof p, "%s/run/log.jsonl", d);
     char *log = slurp(p);
     cr_expect(strstr(log, "\"valid_bleu\":") && strstr(log, "\"test_bleu\":"), "BLEU is logged");
+    /* training-time pictures of a translation model read back as PNGs */
+    const char *pics[] = {"attention/epoch01_ex1.png", "attention/epoch02_ex4.png", "curves.png"};
+    for (int i = 0; i < 3; i++) {
+        char pp[400];
+        snprintf(pp, sizeof pp, "%s/run/%s", d, pics[i]);
+        Image im;
+        S2sError err;
+        cr_expect_eq(png_read(pp, &im, &err), S2S_OK, "%s", err.msg);
+        if (im.rgb) image_free(&im);
+    }
     /* raw German in, one tokenised English line out; beam search and BLEU against references */
     cr_expect_eq(sh("echo 'Ein Mann fährt Fahrrad.' | %s/translate %s/run/model.bin > %s/one.txt", bin, d, d), 0);
     snprintf(p, sizeof p, "%s/one.txt", d);
