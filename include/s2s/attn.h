@@ -17,8 +17,10 @@ typedef struct AttnVariant {
     bool has_weights;    /* false: no weights to draw (dummy) */
     bool needs_same_dim; /* scores are h · enc_t: decoder hidden must equal encoder output */
     void (*init)(Attention *a, ParamStore *ps, const char *prefix);
+    /* keys: a cache of the variant's projection of enc (NULL: none); step-by-step decoding
+     * computes it on the first step only, since the encoder states do not change */
     Tensor *(*forward)(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
-                       Tensor **weights);
+                       Tensor **weights, Tensor **keys);
 } AttnVariant;
 
 struct Attention {
@@ -37,8 +39,9 @@ const AttnVariant *attn_find(const char *name);
 void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *prefix, int dec_dim,
                int enc_dim, int kq);
 /* dec (T, B, Hd), enc (S, B, D), src_mask (B, S) → context (T, B, D); *weights gets
- * (B, T, S) or NULL. */
+ * (B, T, S) or NULL. keys: NULL, or a slot (initially NULL) that keeps the projected keys
+ * of enc between calls with the same enc (decoding). */
 Tensor *attn_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
-                     Tensor **weights);
+                     Tensor **weights, Tensor **keys);
 
 #endif

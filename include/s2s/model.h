@@ -70,6 +70,7 @@ typedef struct DecodeState {
     const uint8_t *mask;          /* (N, S) */
     Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
     Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
+    Tensor *keys;                 /* the attention's projected keys, made on the first step */
     int N, S;
 } DecodeState;
 

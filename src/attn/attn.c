@@ -6,6 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+/* l(enc), from the cache when there is one. */
+static Tensor *projected(Tape *t, const Linear *l, Tensor *enc, Tensor **keys) {
+    if (keys && *keys) return *keys;
+    Tensor *k = linear_forward(t, l, enc);
+    if (keys) *keys = k;
+    return k;
+}
+
 /* weights = softmax(scores, mask) (B, T, S); context = weights · enc → (T, B, D). */
 static Tensor *attend(Tape *t, Tensor *scores, Tensor *enc, const uint8_t *src_mask, Tensor **weights) {
     int B = enc->shape[1];
@@ -25,16 +33,16 @@ static void no_params(Attention *a, ParamStore *ps, const char *prefix) {
 
 /* ---- dummy: a zero context; the decoder sees no source beyond its initial state ---- */
 static Tensor *dummy_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                             Tensor **weights) {
-    (void)a, (void)m;
+                             Tensor **weights, Tensor **keys) {
+    (void)a, (void)m, (void)keys;
     *weights = NULL;
     return tape_zeros(t, 3, (int[]){dec->shape[0], dec->shape[1], enc->shape[2]});
 }
 
 /* ---- meanpool: the mean of the real encoder states, the same for every step ---- */
 static Tensor *meanpool_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                                Tensor **weights) {
-    (void)a;
+                                Tensor **weights, Tensor **keys) {
+    (void)a, (void)keys;
     int T = dec->shape[0], B = dec->shape[1], S = enc->shape[0];
     Tensor *w = tape_tensor3(t, B, T, S); /* constant: mask / length */
     for (int b = 0; b < B; b++) {
@@ -50,8 +58,8 @@ static Tensor *meanpool_forward(Tape *t, const Attention *a, Tensor *dec, Tensor
 
 /* ---- dot: h · enc_t ---- */
 static Tensor *dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                           Tensor **weights) {
-    (void)a;
+                           Tensor **weights, Tensor **keys) {
+    (void)a, (void)keys;
     return attend(t, dot_scores(t, dec, enc), enc, m, weights);
 }
 
@@ -68,8 +76,8 @@ static void qk_init(Attention *a, ParamStore *ps, const char *prefix, bool q_bia
 static void scaled_dot_init(Attention *a, ParamStore *ps, const char *prefix) { qk_init(a, ps, prefix, true); }
 
 static Tensor *scaled_dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                                  Tensor **weights) {
-    Tensor *q = linear_forward(t, &a->q, dec), *k = linear_forward(t, &a->k, enc);
+                                  Tensor **weights, Tensor **keys) {
+    Tensor *q = linear_forward(t, &a->q, dec), *k = projected(t, &a->k, enc, keys);
     Tensor *scores = op_scale(t, dot_scores(t, q, k), 1.0f / sqrtf((float)a->kq));
     return attend(t, scores, enc, m, weights);
 }
@@ -82,8 +90,8 @@ static void general_init(Attention *a, ParamStore *ps, const char *prefix) {
 }
 
 static Tensor *general_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                               Tensor **weights) {
-    return attend(t, dot_scores(t, dec, linear_forward(t, &a->k, enc)), enc, m, weights);
+                               Tensor **weights, Tensor **keys) {
+    return attend(t, dot_scores(t, dec, projected(t, &a->k, enc, keys)), enc, m, weights);
 }
 
 /* ---- additive (Bahdanau): v^T tanh(W_q h + W_k enc_t), attention size kq ---- */
@@ -95,8 +103,8 @@ static void additive_init(Attention *a, ParamStore *ps, const char *prefix) {
 }
 
 static Tensor *additive_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                                Tensor **weights) {
-    Tensor *q = linear_forward(t, &a->q, dec), *k = linear_forward(t, &a->k, enc);
+                                Tensor **weights, Tensor **keys) {
+    Tensor *q = linear_forward(t, &a->q, dec), *k = projected(t, &a->k, enc, keys);
     return attend(t, op_additive_scores(t, q, k, a->v_a), enc, m, weights);
 }
 
@@ -128,10 +136,10 @@ void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *p
 }
 
 Tensor *attn_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
-                     Tensor **weights) {
+                     Tensor **weights, Tensor **keys) {
     S2S_ASSERT(dec->ndim == 3 && enc->ndim == 3 && dec->shape[1] == enc->shape[1]);
     Tensor *w = NULL;
-    Tensor *ctx = a->v->forward(t, a, dec, enc, src_mask, &w);
+    Tensor *ctx = a->v->forward(t, a, dec, enc, src_mask, &w, keys);
     if (weights) *weights = w;
     return ctx;
 }

@@ -137,7 +137,7 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
     RnnOutput d = rnn_forward(t, &m->dec_rnn, y, NULL, e.h0, m->cfg.bidirectional ? NULL : e.c0);
     ModelOutput o;
     memset(&o, 0, sizeof o);
-    Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &o.attention);
+    Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &o.attention, NULL);
     const int32_t *targets = b->trg + B; /* time-major: row i+1 */
     int32_t *rows = arena_alloc(&t->arena, (size_t)T1 * B * sizeof *rows);
     for (int k = 0; k < T1 * B; k++)
@@ -204,7 +204,7 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
         ds->h[l] = d.h_last[l][0];
         ds->c[l] = d.c_last[l][0];
     }
-    Tensor *ctx = attn_forward(t, &m->attn, d.out, ds->enc, ds->mask, weights);
+    Tensor *ctx = attn_forward(t, &m->attn, d.out, ds->enc, ds->mask, weights, &ds->keys);
     Tensor *logits = output_layer(t, m, ctx, d.out); /* (1, N, V) */
     return tape_reshape2(t, logits, N, m->trg_vocab);
 }
