@@ -27,6 +27,16 @@ void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t bytes);
 void *arena_calloc(Arena *a, size_t bytes);
 void arena_reset(Arena *a);
+
+/* A position to return to: everything allocated after the mark is released by the rewind
+ * (the blocks stay, for the next allocations). For loops whose iterations need only their
+ * own temporaries, such as decoding steps. */
+typedef struct ArenaMark {
+    ArenaBlock *block;
+    size_t block_used, used;
+} ArenaMark;
+ArenaMark arena_mark(const Arena *a);
+void arena_rewind(Arena *a, ArenaMark m);
 size_t arena_blocks(const Arena *a);
 
 #endif

@@ -88,6 +88,15 @@ void arena_reset(Arena *a) {
     a->used = 0;
 }
 
+ArenaMark arena_mark(const Arena *a) { return (ArenaMark){a->cur, a->cur->used, a->used}; }
+
+void arena_rewind(Arena *a, ArenaMark m) {
+    S2S_ASSERT(m.used <= a->used);
+    a->cur = m.block;
+    a->cur->used = m.block_used;
+    a->used = m.used;
+}
+
 size_t arena_blocks(const Arena *a) {
     size_t n = 0;
     for (const ArenaBlock *b = a->head; b; b = b->next) n++;

@@ -230,10 +230,21 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
         out_len[i] = 0;
     }
     if (attn) memset(attn, 0, (size_t)B * max_len * S * sizeof *attn);
+    /* the state lives in two buffers swapped each step, so each step's temporaries can be
+     * released (arena rewind): memory stays at one step's worth however long the output */
+    int L = m->cfg.layers;
+    Tensor *state[2][2][RNN_MAX_LAYERS];
+    for (int k = 0; k < 2; k++)
+        for (int l = 0; l < L; l++) {
+            state[k][0][l] = tape_tensor2(t, B, ds.h[l]->shape[1]);
+            state[k][1][l] = ds.c[l] ? tape_tensor2(t, B, ds.c[l]->shape[1]) : NULL;
+        }
+    ArenaMark mark = {0};
     int n_done = 0;
     for (int step = 0; step < max_len && n_done < B; step++) {
         Tensor *w = NULL;
         Tensor *logits = model_decode_step(t, m, &ds, tok, &w);
+        if (step == 0) mark = arena_mark(&t->arena); /* after the first step: the cached keys stay */
         for (int i = 0; i < B; i++) {
             if (done[i]) continue;
             const float *row = logits->data + (size_t)i * V;
@@ -248,6 +259,16 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
             }
             out[(size_t)i * max_len + out_len[i]++] = best;
             tok[i] = best;
+        }
+        if (step > 0) { /* keep the new state, release the step */
+            Tensor **h = state[step % 2][0], **c = state[step % 2][1];
+            for (int l = 0; l < L; l++) {
+                memcpy(h[l]->data, ds.h[l]->data, h[l]->size * sizeof(float));
+                if (c[l]) memcpy(c[l]->data, ds.c[l]->data, c[l]->size * sizeof(float));
+                ds.h[l] = h[l];
+                ds.c[l] = c[l];
+            }
+            arena_rewind(&t->arena, mark);
         }
     }
     t->grad_enabled = grad;
