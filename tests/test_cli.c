@@ -307,7 +307,7 @@ Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
  * model of an uninterrupted run. */
 Test(cli, sigint_then_resume_equals_uninterrupted, .timeout = 240) {
     char *d = tmpdir();
-    write_config(d, 3);
+    write_config(d, 6); /* long enough (~2 s) that the signals land mid-run */
     cr_assert_eq(sh("%s/train --config %s/small.json --out %s/full > /dev/null", bin(), d, d), 0);
     int rc = sh("%s/train --config %s/small.json --out %s/part > %s/part.txt 2> %s/err.txt & pid=$!; sleep 0.4;"
                 " kill -INT $pid; wait $pid", bin(), d, d, d, d);
@@ -322,6 +322,13 @@ Test(cli, sigint_then_resume_equals_uninterrupted, .timeout = 240) {
     snprintf(a, sizeof a, "%s/full/model.bin", d);
     snprintf(b, sizeof b, "%s/part/model.bin", d);
     cr_expect(same_file(a, b), "model.bin after SIGINT and --resume differs from the uninterrupted run");
+    /* SIGTERM likewise, exit 143 */
+    rc = sh("%s/train --config %s/small.json --out %s/term > /dev/null 2>&1 & pid=$!; sleep 0.4; kill -TERM $pid; wait $pid",
+            bin(), d, d);
+    cr_assert_eq(rc, 143, "SIGTERM exits 143 (got %d)", rc);
+    cr_assert_eq(sh("%s/train --resume %s/term > /dev/null", bin(), d), 0);
+    snprintf(b, sizeof b, "%s/term/model.bin", d);
+    cr_expect(same_file(a, b), "model.bin after SIGTERM and --resume differs from the uninterrupted run");
     sh("rm -rf %s", d);
     free(d);
 }
