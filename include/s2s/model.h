@@ -71,6 +71,8 @@ typedef struct DecodeState {
     Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
     Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
     Tensor *keys;                 /* the attention's projected keys, made on the first step */
+    Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
+    ArenaMark mark;               /* after the first step: later steps' temporaries go */
     int N, S;
 } DecodeState;
 
@@ -79,6 +81,10 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState 
 Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights);
 /* Row i of the state becomes the old row parent[i]. */
 void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent);
+/* Call at the end of each step, once its outputs are used: keeps the state in two buffers
+ * swapped each step and releases the step's temporaries, so decoding needs one step's
+ * memory however long the output. */
+void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step);
 
 /* Beam search with length normalisation, batched over sentences. A sentence stops when K
  * hypotheses have ended (so K = 1 is greedy decoding); at max_len the unfinished ones

@@ -62,20 +62,9 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
         score[i] = i % K == 0 ? 0.0f : -INFINITY; /* one live hypothesis to start */
         tok[i] = TOK_SOS;
     }
-    /* the state lives in two buffers swapped each step, so each step's temporaries can be
-     * released (arena rewind), as in greedy decoding */
-    int L = m->cfg.layers;
-    Tensor *state[2][2][RNN_MAX_LAYERS];
-    for (int k = 0; k < 2; k++)
-        for (int l = 0; l < L; l++) {
-            state[k][0][l] = tape_tensor2(t, N, ds.h[l]->shape[1]);
-            state[k][1][l] = ds.c[l] ? tape_tensor2(t, N, ds.c[l]->shape[1]) : NULL;
-        }
-    ArenaMark mark = {0};
     int step = 0, n_done = 0;
     for (; step < max_len && n_done < B; step++) {
         Tensor *logits = model_decode_step(t, m, &ds, tok, NULL);
-        if (step == 0) mark = arena_mark(&t->arena); /* after the first step: the cached keys stay */
         for (int bi = 0; bi < B; bi++) {
             Sentence *s = &sent[bi];
             int nc = 0;
@@ -139,16 +128,7 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
         hist = nhist;
         nhist = sw;
         model_decode_reorder(t, m, &ds, parent);
-        if (step > 0) { /* keep the reordered state, release the step */
-            Tensor **h = state[step % 2][0], **c = state[step % 2][1];
-            for (int l = 0; l < L; l++) {
-                memcpy(h[l]->data, ds.h[l]->data, h[l]->size * sizeof(float));
-                if (c[l]) memcpy(c[l]->data, ds.c[l]->data, c[l]->size * sizeof(float));
-                ds.h[l] = h[l];
-                ds.c[l] = c[l];
-            }
-            arena_rewind(&t->arena, mark);
-        }
+        model_decode_settle(t, m, &ds, step);
     }
     /* at max_len the unfinished hypotheses compete with the finished, after normalisation */
     for (int bi = 0; bi < B; bi++) {

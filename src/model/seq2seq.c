@@ -164,6 +164,14 @@ ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) { retu
 
 ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b) { return forward(t, m, b, NULL, true); }
 
+static void alloc_keep(Tape *t, const Seq2Seq *m, DecodeState *ds) {
+    for (int k = 0; k < 2; k++)
+        for (int l = 0; l < m->cfg.layers; l++) {
+            ds->keep[k][0][l] = tape_tensor2(t, ds->N, ds->h[l]->shape[1]);
+            ds->keep[k][1][l] = ds->c[l] ? tape_tensor2(t, ds->N, ds->c[l]->shape[1]) : NULL;
+        }
+}
+
 void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState *ds) {
     memset(ds, 0, sizeof *ds);
     int B = b->B, S = b->S, N = B * K, D = m->enc_dim, L = m->cfg.layers;
@@ -177,6 +185,7 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState 
             ds->h[l] = e.h0[l];
             ds->c[l] = m->cfg.bidirectional ? NULL : e.c0[l];
         }
+        alloc_keep(t, m, ds);
         return;
     }
     /* each sentence's encoder states, mask and initial state repeated for its K hypotheses */
@@ -194,6 +203,22 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState 
         ds->h[l] = op_gather_rows(t, e.h0[l], rep, N);
         ds->c[l] = !m->cfg.bidirectional && e.c0[l] ? op_gather_rows(t, e.c0[l], rep, N) : NULL;
     }
+    alloc_keep(t, m, ds);
+}
+
+void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step) {
+    if (step == 0) { /* the first step's allocations (the cached keys) stay */
+        ds->mark = arena_mark(&t->arena);
+        return;
+    }
+    Tensor **h = ds->keep[step % 2][0], **c = ds->keep[step % 2][1];
+    for (int l = 0; l < m->cfg.layers; l++) {
+        memcpy(h[l]->data, ds->h[l]->data, h[l]->size * sizeof(float));
+        if (c[l]) memcpy(c[l]->data, ds->c[l]->data, c[l]->size * sizeof(float));
+        ds->h[l] = h[l];
+        ds->c[l] = c[l];
+    }
+    arena_rewind(&t->arena, ds->mark);
 }
 
 Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights) {
@@ -230,21 +255,10 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
         out_len[i] = 0;
     }
     if (attn) memset(attn, 0, (size_t)B * max_len * S * sizeof *attn);
-    /* the state lives in two buffers swapped each step, so each step's temporaries can be
-     * released (arena rewind): memory stays at one step's worth however long the output */
-    int L = m->cfg.layers;
-    Tensor *state[2][2][RNN_MAX_LAYERS];
-    for (int k = 0; k < 2; k++)
-        for (int l = 0; l < L; l++) {
-            state[k][0][l] = tape_tensor2(t, B, ds.h[l]->shape[1]);
-            state[k][1][l] = ds.c[l] ? tape_tensor2(t, B, ds.c[l]->shape[1]) : NULL;
-        }
-    ArenaMark mark = {0};
     int n_done = 0;
     for (int step = 0; step < max_len && n_done < B; step++) {
         Tensor *w = NULL;
         Tensor *logits = model_decode_step(t, m, &ds, tok, &w);
-        if (step == 0) mark = arena_mark(&t->arena); /* after the first step: the cached keys stay */
         for (int i = 0; i < B; i++) {
             if (done[i]) continue;
             const float *row = logits->data + (size_t)i * V;
@@ -260,16 +274,7 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
             out[(size_t)i * max_len + out_len[i]++] = best;
             tok[i] = best;
         }
-        if (step > 0) { /* keep the new state, release the step */
-            Tensor **h = state[step % 2][0], **c = state[step % 2][1];
-            for (int l = 0; l < L; l++) {
-                memcpy(h[l]->data, ds.h[l]->data, h[l]->size * sizeof(float));
-                if (c[l]) memcpy(c[l]->data, ds.c[l]->data, c[l]->size * sizeof(float));
-                ds.h[l] = h[l];
-                ds.c[l] = c[l];
-            }
-            arena_rewind(&t->arena, mark);
-        }
+        model_decode_settle(t, m, &ds, step);
     }
     t->grad_enabled = grad;
     t->training = training;
