@@ -3,7 +3,7 @@ CC ?= cc
 SANITIZE ?= 0
 GOLDEN_DIR ?= ../shared/golden
 GOLDEN_CUSTOM := $(if $(filter command line,$(origin GOLDEN_DIR)),1,0)
-# Threads for OpenBLAS inside tests: Criterion already runs tests in parallel.
+# Threads for OpenBLAS and oneDNN inside tests: Criterion already runs tests in parallel.
 TEST_THREADS ?= 1
 
 ifeq ($(SANITIZE),1)
@@ -22,7 +22,8 @@ ARCH ?= $(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo -m
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # Recursive (=) so pkg-config runs after `deps` has installed the packages.
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2 zlib)
-PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib) -lm -lpthread
+# oneDNN (bf16 GEMMs) has no pkg-config file in Debian; libgomp is its threading runtime.
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib) -ldnnl -lgomp -lm -lpthread
 # -ffp-contract=off: gcc and clang then round the same way (clang would fuse a*b+c).
 CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude -Itests $(PKG_CFLAGS)
 LDFLAGS = $(SANFLAGS)
@@ -97,11 +98,11 @@ demo: all
 	printf 'abcd\nddacbbadca\ncabbadcbadddacbca\n' | ./translate runs/reverse/model.bin
 
 test: $(TEST_BIN) all
-	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(TEST_BIN) $(TEST_ARGS)
 
 test-golden: $(TEST_BIN)
-	OPENBLAS_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  $(TEST_BIN) --filter 'golden*/*' $(TEST_ARGS)
 
 # Throughput against the PyTorch baseline (when python3-torch is installed); bench/results.jsonl.

@@ -2,7 +2,7 @@
 # Installs the Debian packages s2s needs, only those missing. Called by `make deps` (and so
 # by `make`, `make test` and `make demo`); safe to run again.
 set -euo pipefail
-PKGS=(libopenblas-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
+PKGS=(libopenblas-dev libdnnl-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
       libcriterion-dev pkg-config)
 [ "${1:-}" = "--with-clang" ] && PKGS+=(clang libclang-rt-14-dev)
 

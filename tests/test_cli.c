@@ -186,6 +186,33 @@ Test(cli, same_seed_same_logs_and_model_files, .timeout = 240) {
     free(d);
 }
 
+/* bfloat16 GEMMs: the small run still learns, is reproducible, and differs from float32's. */
+Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
+    char *d = tmpdir();
+    write_config(d, 6);
+    for (int k = 0; k < 2; k++)
+        cr_assert_eq(sh("%s/train --config %s/small.json --set precision=bf16 --out %s/bf%d > /dev/null", bin(), d, d, k), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/bf0", d);
+    double exact = last_test_metric(a, "test_exact_match");
+    cr_expect_geq(exact, 0.95, "bf16: test exact match %.3f after 6 epochs", exact);
+    snprintf(a, sizeof a, "%s/bf0/model.bin", d);
+    snprintf(b, sizeof b, "%s/bf1/model.bin", d);
+    cr_expect(same_file(a, b), "bf16 model.bin differs between two runs with the same seed");
+    cr_assert_eq(sh("%s/train --config %s/small.json --set epochs=1 --out %s/f32 > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(sh("%s/train --config %s/small.json --set epochs=1 --set precision=bf16 --out %s/b16 > /dev/null", bin(), d, d), 0);
+    snprintf(a, sizeof a, "%s/f32/model.bin", d);
+    snprintf(b, sizeof b, "%s/b16/model.bin", d);
+    cr_expect(!same_file(a, b), "bf16 and fp32 gave the same weights");
+    cr_expect_eq(sh("%s/train --config %s/small.json --set precision=fp16 --out %s/x 2> %s/err.txt", bin(), d, d, d), 2);
+    snprintf(a, sizeof a, "%s/err.txt", d);
+    char *msg = slurp(a, NULL);
+    cr_expect(msg && strstr(msg, "precision") && strstr(msg, "fp32,bf16"), "message: %s", msg ? msg : "(none)");
+    free(msg);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
 /* Checkpoint contents without the wall-clock field of the training state. */
 static void expect_same_checkpoint(const char *a, const char *b) {
     Checkpoint x, y;

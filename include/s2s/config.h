@@ -51,7 +51,8 @@ typedef struct ConfigTrain {
     long max_steps;         /* stop after this many optimizer steps (0: no limit) */
     float clip;             /* global gradient norm limit (0: none) */
     int log_every;          /* steps between log lines */
-    int threads;            /* OpenBLAS threads (0: leave the library's choice) */
+    int threads;            /* GEMM threads (0: leave the libraries' choice) */
+    char precision[8];      /* "fp32" | "bf16": the GEMMs' operand type (gemm.h) */
     char metric[24];        /* what picks the best checkpoint */
     int patience;           /* epochs without improvement before stopping (0: never) */
     float lr_decay;         /* multiply lr on a plateau (1: never) */

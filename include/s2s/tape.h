@@ -61,6 +61,7 @@ typedef struct Tape {
     int cap_nodes;
     bool grad_enabled; /* record nodes (training); false for inference */
     bool training;     /* dropout active */
+    bool bf16;         /* GEMM operands in bfloat16, float32 accumulation (gemm.h) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
 } Tape;
 

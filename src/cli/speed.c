@@ -4,6 +4,7 @@
  * against a plain sgemm of the output layer's shape. One JSON line per measurement.
 *   speed [--config multi30k] [--warmup 5] [--iters 60] [--no-decode] [--set key=value]... */
 #include "s2s/eval.h"
+#include "s2s/gemm.h"
 #include "s2s/optim.h"
 
 #include <cblas.h>
@@ -76,7 +77,12 @@ int main(int argc, char **argv) {
             fprintf(stderr, "speed: %s\n", err.msg);
             return 2;
         }
-    if (cfg.train.threads > 0) openblas_set_num_threads(cfg.train.threads);
+    gemm_set_threads(cfg.train.threads);
+    bool bf16 = strcmp(cfg.train.precision, "bf16") == 0;
+    if (bf16 && gemm_bf16_check("speed: \"precision\": \"bf16\"", &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
     TaskData d;
     if (task_load(&d, &cfg.task, &err)) {
         fprintf(stderr, "speed: %s\n", err.msg);
@@ -92,6 +98,7 @@ int main(int argc, char **argv) {
     model_init_weights(&m, &rng);
     Tape t;
     tape_init(&t, 1 << 24);
+    t.bf16 = bf16;
     Adam adam = adam_default();
     adam.lr = cfg.train.lr;
     Rng shuf;

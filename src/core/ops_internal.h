@@ -32,10 +32,18 @@ void op_mean_backward(Tape *t, const TapeNode *n);
 void op_rnn_seq_backward(Tape *t, const TapeNode *n);
 void op_additive_scores_backward(Tape *t, const TapeNode *n);
 
-/* Row-major sgemm: C = alpha op(A) op(B) + beta C; counts its FLOPs on the tape. */
-static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
-                            const float *A, int lda, const float *B, int ldb, float beta,
-                            float *C, int ldc) {
+/* oneDNN bfloat16 GEMM (gemm.c): operands rounded to bf16 (or given already rounded: Abf,
+ * Bbf, packed with leading dimension lda, ldb), float32 accumulation. */
+void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc);
+/* A bf16 copy of x in the tape's arena, for an operand used by many GEMMs of one op. */
+uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
+
+/* Row-major C = alpha op(A) op(B) + beta C in the tape's precision; counts its FLOPs.
+ * Abf/Bbf: bf16 copies of A/B (gemm_bf16_copy) or NULL; used only when the tape is bf16. */
+static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+                                int lda, const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf,
+                                float beta, float *C, int ldc) {
     if (M == 0 || N == 0) return;
     t->flops += 2.0 * M * N * K;
     if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
@@ -43,8 +51,18 @@ static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, floa
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
         return;
     }
+    if (t->bf16) {
+        gemm_bf16_tape(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, beta, C, ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
+                            const float *A, int lda, const float *B, int ldb, float beta,
+                            float *C, int ldc) {
+    s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, C, ldc);
 }
 
 static inline Tensor *tape_like(Tape *t, const Tensor *x) { return tape_tensor(t, x->ndim, x->shape); }

@@ -83,13 +83,14 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
     memcpy(h, h0->data, BH * sizeof(float));
     if (lstm) memcpy(c, c0->data, BH * sizeof(float));
     float *hnew = arena_alloc(&t->arena, BH * sizeof(float)), *cnew = lstm ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
+    const uint16_t *wbf = t->bf16 ? gemm_bf16_copy(t, w_hh->data, w_hh->size) : NULL; /* once, not per step */
     for (int k = 0; k < S; k++) {
         int s = step_at(q, k);
         float *hp = q->hprev + (size_t)s * BH, *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH;
         memcpy(hp, h, BH * sizeof(float));
         if (lstm) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
-        s2s_gemm(t, false, true, B, G, H, 1.0f, h, H, w_hh->data, H, 0.0f, gt, G);
+        s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, NULL, w_hh->data, H, wbf, 0.0f, gt, G);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
         float *ys = y->data + (size_t)s * BH, *cs = lstm ? cy->data + (size_t)s * BH : NULL;
         for (int r = 0; r < B; r++) {
@@ -167,6 +168,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     const float *dy = tensor_grad_if(n->out), *dcy = n->out2 ? tensor_grad_if(n->out2) : NULL;
     float *dG = arena_calloc(&t->arena, (size_t)S * BG * sizeof(float));   /* d recurrent pre-activations */
     float *dX = q->lstm ? dG : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
+    const uint16_t *wbf = t->bf16 ? gemm_bf16_copy(t, w->data, w->size) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
     if (dy) memcpy(dh, dy + (size_t)S * BH, BH * sizeof(float)); /* the final state's gradient */
@@ -197,7 +199,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         }
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
         memcpy(dh, dhd, BH * sizeof(float));
-        s2s_gemm(t, false, false, B, H, G, 1.0f, dgs, G, w->data, H, 1.0f, dh, H);
+        s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, NULL, w->data, H, wbf, 1.0f, dh, H);
     }
     if (h0->requires_grad) {
         float *g = tensor_grad(t, h0);

@@ -65,7 +65,9 @@ static const Key KEYS[] = {
     {"train.max_steps", K_LONG, OFF(train.max_steps), 0, BIG, NULL, "stop after this many steps (0: no limit)"},
     {"train.clip", K_FLOAT, OFF(train.clip), 0, 1e9, NULL, "global gradient-norm limit (0: none)"},
     {"train.log_every", K_INT, OFF(train.log_every), 1, 1e9, NULL, "steps between log lines"},
-    {"train.threads", K_INT, OFF(train.threads), 0, 256, NULL, "OpenBLAS threads (0: library default)"},
+    {"train.threads", K_INT, OFF(train.threads), 0, 256, NULL, "GEMM threads (0: library default)"},
+    {"train.precision", K_STR, OFF(train.precision), 0, 0, "fp32|bf16",
+     "GEMM operands: float32, or bfloat16 with float32 accumulation and weights"},
     {"train.metric", K_STR, OFF(train.metric), 0, 0, "exact_match|token_accuracy|tf_token_accuracy|valid_loss|bleu",
      "validation metric that picks model.bin"},
     {"train.patience", K_INT, OFF(train.patience), 0, 1e6, NULL, "epochs without improvement before stopping (0: never)"},
@@ -114,6 +116,7 @@ void config_defaults(Config *c) {
     r->clip = 1.0f;
     r->log_every = 100;
     strcpy(r->metric, "exact_match");
+    strcpy(r->precision, "fp32");
     r->lr_decay = 1.0f;
     r->eval_batch_size = 256;
 }

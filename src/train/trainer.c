@@ -1,10 +1,10 @@
 /* trainer.c — the training loop, its log and checkpoints. */
 #include "s2s/train.h"
+#include "s2s/gemm.h"
 #include "s2s/checkpoint.h"
 #include "s2s/optim.h"
 #include "s2s/visuals.h"
 
-#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
@@ -271,7 +271,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
     st = file_write_atomic(r->path_config, conf, strlen(conf), err);
     free(conf);
     if (st) goto out;
-    if (cfg->train.threads > 0) openblas_set_num_threads(cfg->train.threads);
+    gemm_set_threads(cfg->train.threads);
+    bool bf16 = strcmp(cfg->train.precision, "bf16") == 0;
+    if (bf16 && (st = gemm_bf16_check("\"precision\": \"bf16\"", err))) goto out;
     if ((st = task_load(&r->data, &cfg->task, err))) goto out;
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
     r->font = font_open(NULL);
@@ -280,6 +282,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
     r->adam = adam_default();
     r->adam.lr = cfg->train.lr;
     tape_init(&r->tape, 1 << 20);
+    r->tape.bf16 = bf16;
     if (r->opt->resume) {
         bool moments = strcmp(cfg->train.optimizer, "adam") == 0;
         if ((st = ckpt_restore(&ck, &r->model.params, moments && ck.has_moments, r->path_last, err))) goto out;

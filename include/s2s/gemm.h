@@ -1,0 +1,28 @@
+/* gemm.h — the matrix-product back ends and their thread settings.
+ *
+ * float32 GEMMs go to OpenBLAS (cblas_sgemm): the exact reference. Where a tape runs in
+ * bfloat16 (Tape.bf16), both operands are rounded to bfloat16 (round to nearest even) and
+ * multiplied by oneDNN with float32 accumulation into a float32 result, as on CPUs with
+ * avx512_bf16; weights, gradients and optimizer state stay float32. This module owns no
+ * memory of its own: conversions borrow the tape's arena for the length of one call. */
+#ifndef S2S_GEMM_H
+#define S2S_GEMM_H
+
+#include "s2s/common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Threads of both back ends (OpenBLAS and oneDNN's OpenMP); n <= 0 leaves their defaults. */
+void gemm_set_threads(int n);
+
+/* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
+ * an S2S_ERR_CONFIG error naming `what` when it does not. */
+S2sStatus gemm_bf16_check(const char *what, S2sError *err);
+
+/* y[i] = x[i] rounded to the nearest bfloat16 (ties to even; NaN stays NaN). */
+void gemm_to_bf16(const float *x, uint16_t *y, size_t n);
+/* The float32 value of a bfloat16. */
+float gemm_from_bf16(uint16_t b);
+
+#endif

@@ -1,0 +1,94 @@
+/* gemm.c — OpenBLAS float32 and oneDNN bfloat16 matrix products (see gemm.h). */
+#include "ops_internal.h"
+#include "s2s/gemm.h"
+
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <string.h>
+
+/* Exported by libdnnl 2.x but declared only in its test headers: row-major
+ * C = alpha op(A) op(B) + beta C with bfloat16 A and B, float32 C and accumulation. */
+extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t M, dnnl_dim_t N, dnnl_dim_t K,
+                                           float alpha, const uint16_t *A, dnnl_dim_t lda, const uint16_t *B,
+                                           dnnl_dim_t ldb, float beta, float *C, dnnl_dim_t ldc);
+/* libgomp, oneDNN's threading runtime (declared here: clang has no omp.h without libomp) */
+extern void omp_set_num_threads(int n);
+extern int omp_get_max_threads(void);
+
+/* Products below this many multiply-adds run on one thread: waking OpenMP's threads costs
+ * more than they save, and far more when the cores are busy with other work. */
+#define GEMM_SERIAL_MACS (1L << 21)
+
+void gemm_set_threads(int n) {
+    if (n <= 0) return;
+    openblas_set_num_threads(n);
+    omp_set_num_threads(n);
+}
+
+void gemm_to_bf16(const float *restrict x, uint16_t *restrict y, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        /* a NaN must not round into Inf: keep its top bits and make it quiet */
+        y[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
+    }
+}
+
+float gemm_from_bf16(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+S2sStatus gemm_bf16_check(const char *what, S2sError *err) {
+    enum { N = 8 };
+    uint16_t a[N * N], b[N * N];
+    float ones[N * N], c[N * N];
+    for (int i = 0; i < N * N; i++) ones[i] = 1.0f;
+    gemm_to_bf16(ones, a, N * N);
+    gemm_to_bf16(ones, b, N * N);
+    dnnl_status_t s = dnnl_gemm_bf16bf16f32('N', 'N', N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+    if (s != dnnl_success || c[0] != (float)N || c[N * N - 1] != (float)N)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: oneDNN cannot run bfloat16 GEMMs on this CPU (status %d); use \"fp32\"",
+                        what, (int)s);
+    return S2S_OK;
+}
+
+/* The stored matrix behind op(X) (rows × cols with leading dimension ld), packed into bf16. */
+static const uint16_t *to_bf16(Tape *t, const float *x, int rows, int cols, int ld) {
+    uint16_t *y = arena_alloc(&t->arena, (size_t)rows * cols * sizeof *y);
+    if (ld == cols) {
+        gemm_to_bf16(x, y, (size_t)rows * cols);
+    } else {
+        for (int r = 0; r < rows; r++) gemm_to_bf16(x + (size_t)r * ld, y + (size_t)r * cols, (size_t)cols);
+    }
+    return y;
+}
+
+void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc) {
+    ArenaMark m = arena_mark(&t->arena);
+    if (!Abf) {
+        Abf = to_bf16(t, A, ta ? K : M, ta ? M : K, lda);
+        lda = ta ? M : K;
+    }
+    if (!Bbf) {
+        Bbf = to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
+        ldb = tb ? K : N;
+    }
+    int threads = omp_get_max_threads();
+    bool serial = threads > 1 && (long)M * N * K < GEMM_SERIAL_MACS;
+    if (serial) omp_set_num_threads(1);
+    dnnl_status_t s = dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf, ldb, beta, C, ldc);
+    if (serial) omp_set_num_threads(threads);
+    S2S_ASSERT(s == dnnl_success); /* gemm_bf16_check ran before any tape turned bf16 on */
+    arena_rewind(&t->arena, m);
+}
+
+uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
+    uint16_t *y = arena_alloc(&t->arena, n * sizeof *y);
+    gemm_to_bf16(x, y, n);
+    return y;
+}

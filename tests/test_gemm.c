@@ -1,0 +1,225 @@
+/* test_gemm.c — the bfloat16 back end: rounding to bf16, GEMMs and their backward on a bf16
+ * tape against double-precision products of the rounded operands, the recurrence close to
+ * float32, and NaN kept. */
+#include "test_util.h"
+#include "s2s/gemm.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#define SH(...) ((int[]){__VA_ARGS__})
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+static float from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static float round_bf16(float x) {
+    uint16_t b;
+    gemm_to_bf16(&x, &b, 1);
+    return gemm_from_bf16(b);
+}
+
+Test(gemm, rounds_to_nearest_bf16_ties_to_even) {
+    struct { uint32_t in; uint16_t out; } cases[] = {
+        {0x3f800000u, 0x3f80}, /* 1 exactly */
+        {0x3f808000u, 0x3f80}, /* halfway, even below: down */
+        {0x3f818000u, 0x3f82}, /* halfway, odd below: up to even */
+        {0x3f808001u, 0x3f81}, /* just above halfway: up */
+        {0x3f807fffu, 0x3f80}, /* just below halfway: down */
+        {0xbf818000u, 0xbf82}, /* sign kept */
+        {0x7f800000u, 0x7f80}, /* +Inf */
+        {0xff800000u, 0xff80}, /* -Inf */
+        {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to Inf, as round-to-nearest must */
+        {0x00000001u, 0x0000}, /* smallest subnormal: to zero */
+        {0x80000000u, 0x8000}, /* -0 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t b;
+        float x = from_bits(cases[i].in);
+        gemm_to_bf16(&x, &b, 1);
+        cr_expect_eq(b, cases[i].out, "0x%08x -> 0x%04x, expected 0x%04x", cases[i].in, b, cases[i].out);
+    }
+    /* NaNs, even one whose rounding would carry into the exponent, stay NaN */
+    uint32_t nans[] = {0x7fc00000u, 0x7fffffffu, 0xffffffffu, 0x7f800001u};
+    for (size_t i = 0; i < 4; i++) {
+        float x = from_bits(nans[i]);
+        cr_expect(isnan(round_bf16(x)), "NaN 0x%08x became 0x%08x", nans[i], bits(round_bf16(x)));
+    }
+    cr_expect_eq(gemm_from_bf16(0x3f80), 1.0f);
+    cr_expect_eq(gemm_from_bf16(0xc040), -3.0f);
+}
+
+Test(gemm, bf16_is_available_here) {
+    S2sError err;
+    cr_assert_eq(gemm_bf16_check("test", &err), S2S_OK, "%s", err.msg);
+}
+
+/* Element (i, j) of op(X) for a tensor stored (rows × cols) or, batched, (nb × rows × cols). */
+static double ref_product(const Tensor *a, const Tensor *b, int flags, int bi, int i, int j, int K, bool round) {
+    bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
+    int ac = a->shape[a->ndim - 1], bc = b->shape[b->ndim - 1];
+    size_t ao = a->ndim == 3 ? (size_t)bi * a->shape[1] * ac : 0, bo = b->ndim == 3 ? (size_t)bi * b->shape[1] * bc : 0;
+    double s = 0;
+    for (int k = 0; k < K; k++) {
+        float x = a->data[ao + (ta ? (size_t)k * ac + i : (size_t)i * ac + k)];
+        float y = b->data[bo + (tb ? (size_t)j * bc + k : (size_t)k * bc + j)];
+        s += round ? (double)round_bf16(x) * round_bf16(y) : (double)x * y;
+    }
+    return s;
+}
+
+/* Forward C = op(A) op(B) and backward with a random seed dC, on a bf16 tape: every value
+ * equals the double-precision product of the bf16-rounded operands to float32 accumulation
+ * accuracy, and is visibly different from the float32 product (the path really is bf16). */
+static void check_matmul(int flags, int nb, int M, int N, int K) {
+    bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
+    Rng rng;
+    rng_init(&rng, 7, 0);
+    Tensor *a = nb ? tensor_new(3, ta ? SH(nb, K, M) : SH(nb, M, K), true) : tensor_new(2, ta ? SH(K, M) : SH(M, K), true);
+    Tensor *b = nb ? tensor_new(3, tb ? SH(nb, N, K) : SH(nb, K, N), true) : tensor_new(2, tb ? SH(N, K) : SH(K, N), true);
+    tu_fill(a, &rng, -1, 1);
+    tu_fill(b, &rng, -1, 1);
+    Tape t;
+    tape_init(&t, 1 << 16);
+    t.bf16 = true;
+    t.grad_enabled = true;
+    Tensor *c = op_matmul(&t, a, b, flags);
+    int nbat = nb ? nb : 1;
+    double worst = 0, moved = 0;
+    for (int bi = 0; bi < nbat; bi++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                float got = c->data[((size_t)bi * M + i) * N + j];
+                double want = ref_product(a, b, flags, bi, i, j, K, true);
+                worst = fmax(worst, fabs(got - want));
+                moved = fmax(moved, fabs(got - ref_product(a, b, flags, bi, i, j, K, false)));
+            }
+    cr_expect_lt(worst, 1e-5 * K, "bf16 forward off by %g", worst);
+    cr_expect_gt(moved, 1e-4, "the product equals float32's: no bf16 rounding happened");
+    /* backward: dA = dC op(B)^T (transposed back), dB likewise, from a bf16-rounded seed */
+    Tensor *dc = tensor_new(c->ndim, c->shape, false);
+    tu_fill(dc, &rng, -1, 1);
+    tape_backward_seed(&t, c, dc->data);
+    for (int bi = 0; bi < nbat; bi++) {
+        for (int i = 0; i < M; i++)
+            for (int k = 0; k < K; k++) {
+                double s = 0;
+                for (int j = 0; j < N; j++) {
+                    int bc = b->shape[b->ndim - 1];
+                    size_t bo = b->ndim == 3 ? (size_t)bi * b->shape[1] * bc : 0;
+                    float y = b->data[bo + (tb ? (size_t)j * bc + k : (size_t)k * bc + j)];
+                    s += (double)round_bf16(dc->data[((size_t)bi * M + i) * N + j]) * round_bf16(y);
+                }
+                int ac = a->shape[a->ndim - 1];
+                size_t ao = a->ndim == 3 ? (size_t)bi * a->shape[1] * ac : 0;
+                float got = a->grad[ao + (ta ? (size_t)k * ac + i : (size_t)i * ac + k)];
+                cr_expect_lt(fabs(got - s), 1e-5 * N, "dA[%d,%d,%d] = %g, expected %g", bi, i, k, got, s);
+            }
+    }
+    tape_free(&t);
+    tensor_free(a);
+    tensor_free(b);
+    tensor_free(dc);
+}
+
+Test(gemm, bf16_matmul_all_transposes) {
+    check_matmul(0, 0, 5, 7, 33);
+    check_matmul(MM_TRANS_A, 0, 5, 7, 33);
+    check_matmul(MM_TRANS_B, 0, 5, 7, 33);
+    check_matmul(MM_TRANS_A | MM_TRANS_B, 0, 5, 7, 33);
+    check_matmul(MM_TRANS_B, 3, 4, 6, 40);
+}
+
+/* A time-major operand is strided (leading dimension B·H): the conversion must follow it. */
+Test(gemm, bf16_time_major_operands_match_float32_closely) {
+    Rng rng;
+    rng_init(&rng, 3, 0);
+    Tensor *dec = tensor_new(3, SH(4, 3, 16), false), *enc = tensor_new(3, SH(6, 3, 16), false); /* (T,B,H), (S,B,H) */
+    tu_fill(dec, &rng, -1, 1);
+    tu_fill(enc, &rng, -1, 1);
+    Tape t32, t16;
+    tape_init(&t32, 1 << 16);
+    tape_init(&t16, 1 << 16);
+    t16.bf16 = true;
+    int flags = MM_A_TM | MM_B_TM | MM_TRANS_B;
+    Tensor *s32 = op_matmul(&t32, dec, enc, flags), *s16 = op_matmul(&t16, dec, enc, flags); /* (B,T,S) */
+    double *want = malloc(s32->size * sizeof *want);
+    for (size_t i = 0; i < s32->size; i++) want[i] = s32->data[i];
+    char why[256];
+    cr_expect(tu_close(s16->data, want, s32->size, 2e-2, why, sizeof why), "%s", why);
+    free(want);
+    tape_free(&t32);
+    tape_free(&t16);
+    tensor_free(dec);
+    tensor_free(enc);
+}
+
+/* A GRU direction forward and backward in bf16 stays within bf16 accuracy of float32. */
+Test(gemm, bf16_recurrence_close_to_float32) {
+    int S = 5, B = 3, H = 8, G = 3 * H;
+    Rng rng;
+    rng_init(&rng, 11, 0);
+    Tensor *xg = tensor_new(2, SH(S * B, G), true), *h0 = tensor_new(2, SH(B, H), true);
+    Tensor *w = tensor_new(2, SH(G, H), true), *bh = tensor_new(1, SH(G), true);
+    tu_fill(xg, &rng, -1, 1);
+    tu_fill(h0, &rng, -1, 1);
+    tu_fill(w, &rng, -0.5f, 0.5f);
+    tu_fill(bh, &rng, -0.5f, 0.5f);
+    float *y32 = malloc((size_t)(S + 1) * B * H * sizeof *y32), *dw32 = malloc((size_t)G * H * sizeof *dw32);
+    for (int pass = 0; pass < 2; pass++) {
+        Tape t;
+        tape_init(&t, 1 << 16);
+        t.bf16 = pass == 1;
+        t.grad_enabled = true;
+        memset(w->grad, 0, w->size * sizeof(float));
+        Tensor *y = op_rnn_seq(&t, CELL_GRU, xg, h0, NULL, w, bh, NULL, false, NULL);
+        float *seed = malloc(y->size * sizeof *seed);
+        for (size_t i = 0; i < y->size; i++) seed[i] = (float)((i % 7) - 3) * 0.25f;
+        tape_backward_seed(&t, y, seed);
+        free(seed);
+        if (pass == 0) {
+            memcpy(y32, y->data, y->size * sizeof(float));
+            memcpy(dw32, w->grad, w->size * sizeof(float));
+        } else {
+            double worst_y = 0, worst_g = 0, scale = 0;
+            for (size_t i = 0; i < y->size; i++) worst_y = fmax(worst_y, fabs(y->data[i] - y32[i]));
+            for (size_t i = 0; i < w->size; i++) {
+                worst_g = fmax(worst_g, fabs(w->grad[i] - dw32[i]));
+                scale = fmax(scale, fabs(dw32[i]));
+            }
+            cr_expect_lt(worst_y, 2e-2, "bf16 GRU outputs differ from float32 by %g", worst_y);
+            cr_expect_gt(worst_y, 0.0, "bf16 GRU equals float32 exactly: no bf16 rounding happened");
+            cr_expect_lt(worst_g, 3e-2 * scale, "bf16 dW_hh differs by %g (scale %g)", worst_g, scale);
+        }
+        tape_free(&t);
+    }
+    free(y32);
+    free(dw32);
+    tensor_free(xg);
+    tensor_free(h0);
+    tensor_free(w);
+    tensor_free(bh);
+}
+
+/* A NaN in an operand reaches the product, so the trainer's NaN check still fires. */
+Test(gemm, bf16_keeps_nan) {
+    Tensor *a = tensor_new(2, SH(2, 3), false), *b = tensor_new(2, SH(3, 2), false);
+    for (size_t i = 0; i < 6; i++) a->data[i] = b->data[i] = 1.0f;
+    a->data[4] = NAN;
+    Tape t;
+    tape_init(&t, 1 << 12);
+    t.bf16 = true;
+    Tensor *c = op_matmul(&t, a, b, 0);
+    cr_expect(!isnan(c->data[0]) && !isnan(c->data[1]));
+    cr_expect(isnan(c->data[2]) && isnan(c->data[3]), "row with a NaN: %g %g", c->data[2], c->data[3]);
+    tape_free(&t);
+    tensor_free(a);
+    tensor_free(b);
+}
