@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,4 +140,70 @@ Test(beam, finds_better_scoring_outputs_than_greedy) {
     batch_free(&b);
     dataset_free(&d);
     model_free(&m);
+}
+
+/* Greedy decoding drops finished sentences from the batch as it goes: every sentence's
+ * output and attention must equal decoding it alone. LSTM with 2 layers covers the cell
+ * states and every layer's kept buffers. */
+Test(beam, greedy_batch_equals_one_sentence_at_a_time) {
+    const char *att[] = {"scaled_dot", "meanpool"};
+    /* seeds and <eos> biases found to make sentences end at many different steps */
+    const uint64_t seed[] = {5, 3};
+    const float eos_bias[] = {0.5f, 0.2f};
+    for (int a = 0; a < 2; a++) {
+        Config c;
+        config_defaults(&c);
+        c.model = (ConfigModel){.cell = "lstm", .bidirectional = false, .layers = 2, .embedding_type = "learned",
+                                .embedding = 8, .encoder_hidden = 8, .decoder_hidden = 8, .attention = "",
+                                .kq = 6, .combine = "concat", .init_range = 0.6f};
+        strcpy(c.model.attention, att[a]);
+        S2sError err;
+        Seq2Seq m;
+        cr_assert_eq(model_init(&m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);
+        Rng r;
+        rng_init(&r, seed[a], RNG_STREAM_INIT);
+        model_init_weights(&m, &r);
+        /* make <eos> likely enough that sentences end at different steps */
+        m.out.b->data[TOK_EOS] += eos_bias[a];
+        Dataset d;
+        Batch b;
+        make_batch(&d, &b);
+        Tape t;
+        tape_init(&t, 1 << 16);
+        int32_t g[NB * MAXLEN];
+        int gl[NB];
+        float *attn = calloc((size_t)NB * MAXLEN * b.S, sizeof *attn);
+        model_greedy(&t, &m, &b, MAXLEN, g, gl, attn);
+        int ended_at[MAXLEN] = {0};
+        for (int i = 0; i < NB; i++) {
+            Batch one;
+            batch_init(&one);
+            int e = b.index[i];
+            batch_fill(&one, &d, &e, 1);
+            int32_t o[MAXLEN];
+            int ol;
+            float *a1 = calloc((size_t)MAXLEN * one.S, sizeof *a1);
+            tape_reset(&t);
+            model_greedy(&t, &m, &one, MAXLEN, o, &ol, a1);
+            cr_assert_eq(ol, gl[i], "%s: sentence %d: alone %d tokens, in the batch %d", att[a], i, ol, gl[i]);
+            cr_expect_eq(memcmp(o, g + i * MAXLEN, (size_t)ol * sizeof *o), 0, "%s: sentence %d differs", att[a], i);
+            for (int s = 0; s <= ol && s < MAXLEN; s++)
+                for (int k = 0; k < one.S; k++) {
+                    float x = a1[(size_t)s * one.S + k], y = attn[((size_t)i * MAXLEN + s) * b.S + k];
+                    cr_expect(fabsf(x - y) < 1e-5f, "%s: sentence %d step %d: attention %g vs %g", att[a], i, s, x, y);
+                }
+            free(a1);
+            batch_free(&one);
+            if (gl[i] < MAXLEN) ended_at[gl[i]] = 1;
+        }
+        /* the case must exercise dropping: sentences ended at several different steps */
+        int steps = 0;
+        for (int k = 0; k < MAXLEN; k++) steps += ended_at[k];
+        cr_expect_geq(steps, 3, "%s: sentences ended at only %d different steps", att[a], steps);
+        free(attn);
+        tape_free(&t);
+        batch_free(&b);
+        dataset_free(&d);
+        model_free(&m);
+    }
 }

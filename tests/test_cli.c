@@ -79,6 +79,7 @@ static char *log_without_timing(const char *path) {
         cr_assert(j != NULL, "log line is not JSON: %s", line);
         cJSON_DeleteItemFromObject(j, "tokens_per_s");
         cJSON_DeleteItemFromObject(j, "epoch_s");
+        cJSON_DeleteItemFromObject(j, "elapsed_s");
         char *s = cJSON_PrintUnformatted(j);
         size_t k = strlen(s);
         out = realloc(out, cap += k + 2);
@@ -199,7 +200,20 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     snprintf(a, sizeof a, "%s/bf0/model.bin", d);
     snprintf(b, sizeof b, "%s/bf1/model.bin", d);
     cr_expect(same_file(a, b), "bf16 model.bin differs between two runs with the same seed");
-    cr_assert_eq(sh("%s/train --config %s/small.json --set epochs=1 --out %s/f32 > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(sh("%s/train --config %s/small.json --set epochs=1 --set test_each_epoch=true --out %s/f32 > /dev/null",
+                    bin(), d, d), 0);
+    /* test_each_epoch: with one epoch, the epoch line's test score is the final test score */
+    snprintf(a, sizeof a, "%s/f32/log.jsonl", d);
+    char *log = slurp(a, NULL), *ep = log ? strstr(log, "{\"type\":\"epoch\"") : NULL;
+    cr_assert(ep != NULL);
+    cJSON *j = cJSON_Parse(strtok(ep, "\n"));
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "test_loss");
+    cr_assert(cJSON_IsNumber(x), "no test_loss in the epoch line");
+    snprintf(a, sizeof a, "%s/f32", d);
+    cr_expect_eq(x->valuedouble, last_test_metric(a, "test_loss"));
+    cr_expect(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "elapsed_s")));
+    cJSON_Delete(j);
+    free(log);
     cr_assert_eq(sh("%s/train --config %s/small.json --set epochs=1 --set precision=bf16 --out %s/b16 > /dev/null", bin(), d, d), 0);
     snprintf(a, sizeof a, "%s/f32/model.bin", d);
     snprintf(b, sizeof b, "%s/b16/model.bin", d);

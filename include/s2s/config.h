@@ -52,6 +52,7 @@ typedef struct ConfigTrain {
     float clip;             /* global gradient norm limit (0: none) */
     int log_every;          /* steps between log lines */
     int threads;            /* GEMM threads (0: leave the libraries' choice) */
+    bool test_each_epoch;   /* log test metrics every epoch too (never used to select) */
     char precision[8];      /* "fp32" | "bf16": the GEMMs' operand type (gemm.h) */
     char metric[24];        /* what picks the best checkpoint */
     int patience;           /* epochs without improvement before stopping (0: never) */

@@ -9,6 +9,7 @@
 #define S2S_GEMM_H
 
 #include "s2s/common.h"
+#include "s2s/tape.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,10 @@ void gemm_set_threads(int n);
 /* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */
 S2sStatus gemm_bf16_check(const char *what, S2sError *err);
+
+/* Row-major C = alpha op(A) op(B) + beta C in the tape's precision (what the ops call). */
+void gemm_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+               const float *B, int ldb, float beta, float *C, int ldc);
 
 /* y[i] = x[i] rounded to the nearest bfloat16 (ties to even; NaN stays NaN). */
 void gemm_to_bf16(const float *x, uint16_t *y, size_t n);

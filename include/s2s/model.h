@@ -85,6 +85,9 @@ void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *p
  * swapped each step and releases the step's temporaries, so decoding needs one step's
  * memory however long the output. */
 void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step);
+/* After settling: keeps only rows rows[0..n) (ascending) of the state, in place, so finished
+ * sentences stop costing work; later steps take n rows. */
+void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n);
 
 /* Beam search with length normalisation, batched over sentences. A sentence stops when K
  * hypotheses have ended (so K = 1 is greedy decoding); at max_len the unfinished ones

@@ -27,6 +27,7 @@ typedef struct ParamStore {
     float *data;   /* (total) */
     float *grad;   /* (total) */
     float *m, *v;  /* (total) optimizer moments, NULL until an optimizer asks */
+    uint16_t *bf16; /* (total) bfloat16 snapshot of data, NULL until one is made */
     bool allocated;
 } ParamStore;
 
@@ -39,6 +40,12 @@ void params_alloc_moments(ParamStore *ps); /* zeroed m and v, once */
 Param *params_find(ParamStore *ps, const char *name);
 size_t params_numel(const ParamStore *ps); /* real elements, without padding */
 void params_zero_grad(ParamStore *ps);
+/* A bfloat16 copy of every parameter, which bf16 GEMMs then use instead of rounding the
+ * weights on every call (each Tensor's bf16 points into it). A snapshot: it does not follow
+ * later changes of the weights, so take it where they are fixed (evaluation, decoding)
+ * and drop it before they change again. */
+void params_bf16_snapshot(ParamStore *ps);
+void params_bf16_drop(ParamStore *ps);
 /* Every parameter uniform in [-a, a] from rng, in declaration order. */
 void params_init_uniform(ParamStore *ps, Rng *rng, float a);
 

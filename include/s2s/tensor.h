@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define S2S_MAX_DIMS 3
 
@@ -22,6 +23,7 @@ typedef struct Tensor {
     int ndim;
     int shape[S2S_MAX_DIMS];
     bool requires_grad;
+    const uint16_t *bf16; /* a bfloat16 copy of data for bf16 GEMMs (params_bf16_snapshot), or NULL */
 } Tensor;
 
 /* Heap tensor with zeroed data (and a zeroed grad when with_grad). */

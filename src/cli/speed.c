@@ -2,7 +2,12 @@
  * second over a fixed set of length-bucketed batches after warm-up, greedy and beam-5
  * decoding of the test set (sentences per second), peak RSS, and the step's GEMM rate
  * against a plain sgemm of the output layer's shape. One JSON line per measurement.
-*   speed [--config multi30k] [--warmup 5] [--iters 60] [--no-decode] [--set key=value]... */
+* Decoding runs on random weights, or on a trained model's (--model FILE): random weights
+ * rarely say <eos>, so "greedy_full" decodes exactly 50 steps for every sentence — the work
+ * of a decoder that never stops, comparable across implementations — and "greedy" stops at
+ * <eos> as users' decoding does. train.precision=bf16 runs the GEMMs in bfloat16.
+*   speed [--config multi30k] [--model FILE] [--warmup 5] [--iters 60] [--no-train] [--no-decode]
+*         [--set key=value]... */
 #include "s2s/eval.h"
 #include "s2s/gemm.h"
 #include "s2s/optim.h"
@@ -28,27 +33,89 @@ static double peak_rss_mb(void) {
 }
 
 /* GFLOP/s of one sgemm (M × K)·(K × N), best of 5 after a warm-up. */
-static double sgemm_rate(int M, int N, int K) {
+static double gemm_rate(int M, int N, int K, bool bf16) {
     float *a = calloc((size_t)M * K, sizeof *a), *b = calloc((size_t)K * N, sizeof *b), *c = calloc((size_t)M * N, sizeof *c);
     for (size_t i = 0; i < (size_t)M * K; i++) a[i] = (float)(i % 7) * 0.1f;
     for (size_t i = 0; i < (size_t)K * N; i++) b[i] = (float)(i % 5) * 0.1f;
     double best = 0;
+    Tape t; /* for the bf16 path's conversions */
+    tape_init(&t, 1 << 20);
+    t.bf16 = bf16;
     for (int r = 0; r < 6; r++) {
         double t0 = now_s();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N);
+        gemm_tape(&t, false, true, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N); /* bf16: conversions included, as in the step */
         double dt = now_s() - t0;
         if (r > 0 && 2.0 * M * N * K / dt / 1e9 > best) best = 2.0 * M * N * K / dt / 1e9;
     }
+    tape_free(&t);
     free(a);
     free(b);
     free(c);
     return best;
 }
 
+/* Decodes the test set: greedy (stopping at <eos>), greedy for exactly `full` steps when
+ * full > 0, or beam search; returns sentences per second. */
+static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int beam, int full, long *out_tokens) {
+    BatchPlan ep;
+    batchplan_make(&ep, test, 128, 0, 0, NULL);
+    Batch b;
+    batch_init(&b);
+    double d0 = now_s();
+    *out_tokens = 0;
+    const int L = 50;
+    int32_t *o = s2s_xmalloc((size_t)128 * L * sizeof *o);
+    int *ol = s2s_xmalloc((size_t)128 * sizeof *ol);
+    int32_t *tok = s2s_xmalloc((size_t)128 * sizeof *tok);
+    for (int k = 0; k < ep.n_batches; k++) {
+        batch_fill(&b, test, ep.order + ep.start[k], ep.start[k + 1] - ep.start[k]);
+        tape_reset(t);
+        if (full) { /* every row, every step: argmax fed back, <eos> ignored */
+            t->grad_enabled = t->training = false;
+            DecodeState ds;
+            model_decode_start(t, m, &b, 1, &ds);
+            for (int i = 0; i < b.B; i++) tok[i] = TOK_SOS;
+            for (int step = 0; step < full; step++) {
+                Tensor *lg = model_decode_step(t, m, &ds, tok, NULL);
+                for (int i = 0; i < b.B; i++) {
+                    const float *row = lg->data + (size_t)i * m->trg_vocab;
+                    int best = 0;
+                    for (int v = 1; v < m->trg_vocab; v++)
+                        if (row[v] > row[best]) best = v;
+                    tok[i] = best;
+                }
+                model_decode_settle(t, m, &ds, step);
+            }
+            *out_tokens += (long)b.B * full;
+        } else if (beam == 1) {
+            model_greedy(t, m, &b, L, o, ol, NULL);
+            for (int i = 0; i < b.B; i++) *out_tokens += ol[i];
+        } else {
+            BeamHyp *h = s2s_xcalloc((size_t)b.B, sizeof *h);
+            model_beam(t, m, &b, beam, L, 1.0f, 1, h);
+            for (int i = 0; i < b.B; i++) *out_tokens += h[i].len;
+            beam_hyps_free(h, b.B);
+            free(h);
+        }
+    }
+    double dt = now_s() - d0;
+    free(o);
+    free(ol);
+    free(tok);
+    batch_free(&b);
+    batchplan_free(&ep);
+    return test->n / dt;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: speed [--config NAME] [--model FILE] [--warmup N] [--iters N] [--no-train] [--no-decode]\n"
+                    "             [--set key=value]...\n");
+}
+
 int main(int argc, char **argv) {
-    const char *config = "multi30k";
+    const char *config = "multi30k", *model_path = NULL;
     int warmup = 5, iters = 60;
-    bool decode = true;
+    bool decode = true, train = true;
     Config cfg;
     config_defaults(&cfg);
     const char *sets[64];
@@ -56,21 +123,36 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         bool v = i + 1 < argc;
         if (!strcmp(argv[i], "--config") && v) config = argv[++i];
+        else if (!strcmp(argv[i], "--model") && v) model_path = argv[++i];
         else if (!strcmp(argv[i], "--warmup") && v) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && v) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-decode")) decode = false;
+        else if (!strcmp(argv[i], "--no-train")) train = false;
         else if (!strcmp(argv[i], "--set") && v && n_sets < 64) sets[n_sets++] = argv[++i];
         else {
-            fprintf(stderr, "usage: speed [--config NAME] [--warmup N] [--iters N] [--no-decode] [--set key=value]...\n");
+            usage();
             return 2;
         }
     }
+    if (warmup < 0 || iters < 1) {
+        usage();
+        return 2;
+    }
     char path[PATH_MAX];
     S2sError err;
-    config_find_file(config, path, sizeof path);
-    if (config_load(&cfg, path, &err)) {
-        fprintf(stderr, "speed: %s\n", err.msg);
-        return 2;
+    Seq2Seq m;
+    Vocab msrc, mtrg;
+    if (model_path) { /* the model's own config and weights */
+        if (model_load_file(&m, &cfg, &msrc, &mtrg, model_path, &err)) {
+            fprintf(stderr, "speed: %s\n", err.msg);
+            return 1;
+        }
+    } else {
+        config_find_file(config, path, sizeof path);
+        if (config_load(&cfg, path, &err)) {
+            fprintf(stderr, "speed: %s\n", err.msg);
+            return 2;
+        }
     }
     for (int i = 0; i < n_sets; i++)
         if (config_set(&cfg, sets[i], &err)) {
@@ -88,91 +170,88 @@ int main(int argc, char **argv) {
         fprintf(stderr, "speed: %s\n", err.msg);
         return 1;
     }
-    Seq2Seq m;
-    if (model_init(&m, &cfg.model, d.src_vocab.size, d.trg_vocab.size, &err)) {
-        fprintf(stderr, "speed: %s\n", err.msg);
-        return 2;
+    if (model_path) {
+        if (d.src_vocab.size != msrc.size || d.trg_vocab.size != mtrg.size) {
+            fprintf(stderr, "speed: %s: vocabularies %d/%d, but the data give %d/%d\n", model_path, msrc.size, mtrg.size,
+                    d.src_vocab.size, d.trg_vocab.size);
+            return 1;
+        }
+        vocab_free(&msrc);
+        vocab_free(&mtrg);
+    } else {
+        if (model_init(&m, &cfg.model, d.src_vocab.size, d.trg_vocab.size, &err)) {
+            fprintf(stderr, "speed: %s\n", err.msg);
+            return 2;
+        }
+        Rng rng;
+        rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
+        model_init_weights(&m, &rng);
     }
-    Rng rng;
-    rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
-    model_init_weights(&m, &rng);
+    const char *prec = bf16 ? "bf16" : "fp32";
     Tape t;
     tape_init(&t, 1 << 24);
     t.bf16 = bf16;
-    Adam adam = adam_default();
-    adam.lr = cfg.train.lr;
-    Rng shuf;
-    rng_init(&shuf, 1, RNG_STREAM_SHUFFLE);
-    BatchPlan plan;
-    batchplan_make(&plan, &d.train, cfg.train.batch_size, cfg.train.batch_tokens, 100, &shuf);
-    Batch b;
-    batch_init(&b);
-    long tokens = 0, positions = 0;
-    double flops = 0, t0 = 0;
-    for (int k = 0; k < warmup + iters && k < plan.n_batches; k++) {
-        if (k == warmup) {
-            t0 = now_s();
-            flops = t.flops;
-        }
-        batch_fill(&b, &d.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
-        tape_reset(&t);
-        t.training = true;
-        Rng drop;
-        rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
-        ModelOutput o = model_forward(&t, &m, &b, &drop);
-        params_zero_grad(&m.params);
-        tape_backward(&t, o.loss);
-        grad_clip_global_norm(&m.params, cfg.train.clip);
-        adam_step(&adam, &m.params);
-        if (k >= warmup) {
-            tokens += o.n_tokens;
-            positions += (long)(b.T - 1) * b.B;
-        }
-    }
-    double dt = now_s() - t0, step_gflops = (t.flops - flops) / dt / 1e9;
-    int rows = (int)(positions / (iters > 0 ? iters : 1));
-    double ref = sgemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden);
-    printf("{\"event\":\"train\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,\"trg_positions\":%ld,\"seconds\":%.3f,"
-           "\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,\"sgemm_gflops_output_shape\":%.1f,"
-           "\"arena_peak_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
-           cfg.model.attention, iters, tokens, positions, dt, tokens / dt, 1e3 * dt / iters, step_gflops, ref,
-           (double)t.arena.peak / 1048576.0, peak_rss_mb());
-    fflush(stdout);
-    if (decode) {
-        for (int beam = 1; beam <= 5; beam += 4) {
-            BatchPlan ep;
-            batchplan_make(&ep, &d.test, 128, 0, 0, NULL);
-            double d0 = now_s();
-            long out_tokens = 0;
-            for (int k = 0; k < ep.n_batches; k++) {
-                batch_fill(&b, &d.test, ep.order + ep.start[k], ep.start[k + 1] - ep.start[k]);
-                tape_reset(&t);
-                int L = 50;
-                if (beam == 1) {
-                    int32_t *o = malloc((size_t)b.B * L * sizeof *o);
-                    int *ol = malloc((size_t)b.B * sizeof *ol);
-                    model_greedy(&t, &m, &b, L, o, ol, NULL);
-                    for (int i = 0; i < b.B; i++) out_tokens += ol[i];
-                    free(o);
-                    free(ol);
-                } else {
-                    BeamHyp *h = calloc((size_t)b.B, sizeof *h);
-                    model_beam(&t, &m, &b, beam, L, 1.0f, 1, h);
-                    for (int i = 0; i < b.B; i++) out_tokens += h[i].len;
-                    beam_hyps_free(h, b.B);
-                    free(h);
-                }
+    if (train) {
+        Adam adam = adam_default();
+        adam.lr = cfg.train.lr;
+        Rng shuf;
+        rng_init(&shuf, 1, RNG_STREAM_SHUFFLE);
+        BatchPlan plan;
+        batchplan_make(&plan, &d.train, cfg.train.batch_size, cfg.train.batch_tokens, 100, &shuf);
+        Batch b;
+        batch_init(&b);
+        long tokens = 0, positions = 0;
+        double flops = 0, t0 = 0;
+        int done = 0;
+        for (int k = 0; k < warmup + iters && k < plan.n_batches; k++) {
+            if (k == warmup) {
+                t0 = now_s();
+                flops = t.flops;
             }
-            double ddt = now_s() - d0;
-            printf("{\"event\":\"decode\",\"beam\":%d,\"sentences\":%d,\"seconds\":%.3f,\"sent_per_s\":%.1f,\"out_tokens\":%ld,"
-                   "\"peak_rss_mb\":%.1f}\n",
-                   beam, d.test.n, ddt, d.test.n / ddt, out_tokens, peak_rss_mb());
+            batch_fill(&b, &d.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+            tape_reset(&t);
+            t.training = t.grad_enabled = true;
+            Rng drop;
+            rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
+            ModelOutput o = model_forward(&t, &m, &b, &drop);
+            params_zero_grad(&m.params);
+            tape_backward(&t, o.loss);
+            grad_clip_global_norm(&m.params, cfg.train.clip);
+            adam_step(&adam, &m.params);
+            if (k >= warmup) {
+                tokens += o.n_tokens;
+                positions += (long)(b.T - 1) * b.B;
+                done++;
+            }
+        }
+        double dt = now_s() - t0, step_gflops = (t.flops - flops) / dt / 1e9;
+        int rows = (int)(positions / (done > 0 ? done : 1));
+        double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false);
+        double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true) : 0;
+        printf("{\"event\":\"train\",\"precision\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
+               "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
+               "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
+               "\"peak_rss_mb\":%.1f}\n",
+               prec, cfg.model.attention, done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
+               step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, peak_rss_mb());
+        fflush(stdout);
+        batch_free(&b);
+        batchplan_free(&plan);
+    }
+    if (decode) {
+        if (bf16) params_bf16_snapshot(&m.params);
+        decode_rate(&t, &m, &d.test, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
+        struct { const char *name; int beam, full; } runs[] = {{"greedy", 1, 0}, {"greedy_full", 1, 50}, {"beam", 5, 0}};
+        for (int r = 0; r < 3; r++) {
+            long out_tokens;
+            double rate = decode_rate(&t, &m, &d.test, runs[r].beam, runs[r].full, &out_tokens);
+            printf("{\"event\":\"decode\",\"precision\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
+                   "\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f}\n",
+                   prec, runs[r].name, runs[r].beam, model_path ? "trained" : "random", d.test.n, rate, out_tokens,
+                   peak_rss_mb());
             fflush(stdout);
-            batchplan_free(&ep);
         }
     }
-    batch_free(&b);
-    batchplan_free(&plan);
     tape_free(&t);
     model_free(&m);
     task_free(&d);

@@ -17,7 +17,7 @@ extern int omp_get_max_threads(void);
 
 /* Products below this many multiply-adds run on one thread: waking OpenMP's threads costs
  * more than they save, and far more when the cores are busy with other work. */
-#define GEMM_SERIAL_MACS (1L << 21)
+#define GEMM_SERIAL_MACS (1L << 24)
 
 void gemm_set_threads(int n) {
     if (n <= 0) return;
@@ -91,4 +91,9 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
     uint16_t *y = arena_alloc(&t->arena, n * sizeof *y);
     gemm_to_bf16(x, y, n);
     return y;
+}
+
+void gemm_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+               const float *B, int ldb, float beta, float *C, int ldc) {
+    s2s_gemm(t, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

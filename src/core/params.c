@@ -1,6 +1,7 @@
 /* params.c — one block each for parameters, gradients and optimizer state. */
 #include "s2s/params.h"
 #include "s2s/common.h"
+#include "s2s/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ void params_free(ParamStore *ps) {
     free(ps->grad);
     free(ps->m);
     free(ps->v);
+    free(ps->bf16);
     memset(ps, 0, sizeof *ps);
 }
 
@@ -86,4 +88,15 @@ void params_init_uniform(ParamStore *ps, Rng *rng, float a) {
         Tensor *t = ps->items[i].t;
         for (size_t k = 0; k < t->size; k++) t->data[k] = rng_uniform_range(rng, -a, a);
     }
+}
+
+void params_bf16_snapshot(ParamStore *ps) {
+    S2S_ASSERT(ps->allocated);
+    if (!ps->bf16) ps->bf16 = s2s_xmalloc(ps->total * sizeof *ps->bf16);
+    gemm_to_bf16(ps->data, ps->bf16, ps->total);
+    for (int i = 0; i < ps->count; i++) ps->items[i].t->bf16 = ps->bf16 + ps->items[i].offset;
+}
+
+void params_bf16_drop(ParamStore *ps) {
+    for (int i = 0; i < ps->count; i++) ps->items[i].t->bf16 = NULL;
 }

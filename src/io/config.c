@@ -66,6 +66,8 @@ static const Key KEYS[] = {
     {"train.clip", K_FLOAT, OFF(train.clip), 0, 1e9, NULL, "global gradient-norm limit (0: none)"},
     {"train.log_every", K_INT, OFF(train.log_every), 1, 1e9, NULL, "steps between log lines"},
     {"train.threads", K_INT, OFF(train.threads), 0, 256, NULL, "GEMM threads (0: library default)"},
+    {"train.test_each_epoch", K_BOOL, OFF(train.test_each_epoch), 0, 0, NULL,
+     "also score the test split after every epoch (time-to-quality; never picks the model)"},
     {"train.precision", K_STR, OFF(train.precision), 0, 0, "fp32|bf16",
      "GEMM operands: float32, or bfloat16 with float32 accumulation and weights"},
     {"train.metric", K_STR, OFF(train.metric), 0, 0, "exact_match|token_accuracy|tf_token_accuracy|valid_loss|bleu",

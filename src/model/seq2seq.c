@@ -180,7 +180,9 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState 
     ds->S = S;
     if (K == 1) {
         ds->enc = e.enc;
-        ds->mask = b->src_mask;
+        uint8_t *mask = arena_alloc(&t->arena, (size_t)N * S); /* ours: model_decode_keep_rows edits it */
+        memcpy(mask, b->src_mask, (size_t)N * S);
+        ds->mask = mask;
         for (int l = 0; l < L; l++) {
             ds->h[l] = e.h0[l];
             ds->c[l] = m->cfg.bidirectional ? NULL : e.c0[l];
@@ -241,6 +243,48 @@ void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *p
     }
 }
 
+/* Rows rows[0..n) (ascending) of a (S, N, D) tensor, in place: (S, n, D). Every source
+ * lies at or after its destination, so a forward pass never reads what it overwrote. */
+static void keep_rows_tm(Tensor *x, int N, const int32_t *rows, int n) {
+    int S = x->shape[0], D = x->shape[2];
+    S2S_ASSERT(x->shape[1] == N);
+    for (int s = 0; s < S; s++)
+        for (int i = 0; i < n; i++)
+            memmove(x->data + ((size_t)s * n + i) * D, x->data + ((size_t)s * N + rows[i]) * D, (size_t)D * sizeof(float));
+    x->shape[1] = n;
+    x->size = (size_t)S * n * D;
+}
+
+static void keep_rows_2d(Tensor *x, const int32_t *rows, int n) {
+    int D = x->shape[1];
+    for (int i = 0; i < n; i++) memmove(x->data + (size_t)i * D, x->data + (size_t)rows[i] * D, (size_t)D * sizeof(float));
+    x->shape[0] = n;
+    x->size = (size_t)n * D;
+}
+
+void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n) {
+    int N = ds->N, S = ds->S;
+    S2S_ASSERT(n > 0 && n <= N);
+    for (int i = 1; i < n; i++) S2S_ASSERT(rows[i] > rows[i - 1]);
+    keep_rows_tm(ds->enc, N, rows, n);
+    if (ds->keys) keep_rows_tm(ds->keys, N, rows, n);
+    uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_start) */
+    for (int i = 0; i < n; i++) memmove(mask + (size_t)i * S, mask + (size_t)rows[i] * S, (size_t)S);
+    for (int l = 0; l < m->cfg.layers; l++) {
+        keep_rows_2d(ds->h[l], rows, n);
+        if (ds->c[l]) keep_rows_2d(ds->c[l], rows, n);
+        for (int k = 0; k < 2; k++) /* the buffers later steps settle into: n rows now */
+            for (int j = 0; j < 2; j++) {
+                Tensor *x = ds->keep[k][j][l];
+                if (x && x != ds->h[l] && x != ds->c[l]) {
+                    x->shape[0] = n;
+                    x->size = (size_t)n * x->shape[1];
+                }
+            }
+    }
+    ds->N = n;
+}
+
 void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn) {
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
@@ -249,32 +293,46 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
     DecodeState ds;
     model_decode_start(t, m, b, 1, &ds);
     int32_t *tok = arena_alloc(&t->arena, (size_t)B * sizeof *tok);
-    uint8_t *done = arena_calloc(&t->arena, (size_t)B);
+    int32_t *sent = arena_alloc(&t->arena, (size_t)B * sizeof *sent); /* row → sentence */
+    int32_t *rows = arena_alloc(&t->arena, (size_t)B * sizeof *rows);
+    uint8_t *done = arena_calloc(&t->arena, (size_t)B); /* by sentence */
     for (int i = 0; i < B; i++) {
         tok[i] = TOK_SOS;
+        sent[i] = i;
         out_len[i] = 0;
     }
     if (attn) memset(attn, 0, (size_t)B * max_len * S * sizeof *attn);
-    int n_done = 0;
-    for (int step = 0; step < max_len && n_done < B; step++) {
+    for (int step = 0; step < max_len && ds.N > 0; step++) {
         Tensor *w = NULL;
         Tensor *logits = model_decode_step(t, m, &ds, tok, &w);
-        for (int i = 0; i < B; i++) {
-            if (done[i]) continue;
-            const float *row = logits->data + (size_t)i * V;
+        int alive = 0;
+        for (int r = 0; r < ds.N; r++) {
+            int i = sent[r];
+            if (done[i]) continue; /* finished, not yet dropped */
+            const float *row = logits->data + (size_t)r * V;
             int best = TOK_UNK; /* never <pad> or <sos>: they are not outputs (as in beam search) */
             for (int v = TOK_UNK + 1; v < V; v++)
                 if (v != TOK_SOS && row[v] > row[best]) best = v;
-            if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, w->data + (size_t)i * S, (size_t)S * sizeof *attn);
+            if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, w->data + (size_t)r * S, (size_t)S * sizeof *attn);
             if (best == TOK_EOS) {
                 done[i] = 1;
-                n_done++;
                 continue;
             }
             out[(size_t)i * max_len + out_len[i]++] = best;
-            tok[i] = best;
+            tok[r] = best;
+            rows[alive++] = r;
         }
         model_decode_settle(t, m, &ds, step);
+        /* drop finished sentences once an eighth of the rows are: the copy costs less than
+         * the output layer would spend on them */
+        if (alive == 0) break;
+        if (alive <= ds.N - (ds.N + 7) / 8) {
+            for (int k = 0; k < alive; k++) {
+                tok[k] = tok[rows[k]];
+                sent[k] = sent[rows[k]];
+            }
+            model_decode_keep_rows(m, &ds, rows, alive);
+        }
     }
     t->grad_enabled = grad;
     t->training = training;

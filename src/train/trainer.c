@@ -435,7 +435,13 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
         double epoch_s = now_s() - tick;
         EvalOptions eo = eval_options(r, r->data.valid_refs);
+        if (r->tape.bf16) params_bf16_snapshot(&r->model.params); /* weights fixed until the next step */
         eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
+        EvalResult test_now = {0};
+        if (tc->test_each_epoch) {
+            EvalOptions to = eval_options(r, r->data.test_refs);
+            eval_dataset(&r->tape, &r->model, &r->data.test, &to, &test_now, NULL);
+        }
         double m = metric_value(tc->metric, &sum->valid);
         bool better = higher ? m > r->st.best : m < r->st.best;
         if (better) {
@@ -456,8 +462,12 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         cJSON_AddNumberToObject(j, "lr", r->st.lr);
         cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
         cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
+        /* wall time of the run so far, evaluations included (time-to-quality) */
+        cJSON_AddNumberToObject(j, "elapsed_s", r->st.seconds + now_s() - t0);
+        if (tc->test_each_epoch) eval_json(j, "test", &test_now, true);
         log_line(r, j);
         draw_epoch(r);
+        params_bf16_drop(&r->model.params);
         if (opt->out && sum->valid.has_bleu)
             fprintf(opt->out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  BLEU %.2f  tf token acc %.2f%%  %.1fs%s\n",
                     r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, sum->valid.bleu,
@@ -497,7 +507,9 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         if (st) goto done;
         EvalOptions eo = eval_options(r, r->data.test_refs);
         IdSeqs hyps;
+        if (r->tape.bf16) params_bf16_snapshot(&r->model.params);
         eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, &hyps);
+        params_bf16_drop(&r->model.params);
         st = write_test_outputs(r, &hyps, err);
         idseqs_free(&hyps);
         if (st) goto done;
