@@ -1,43 +1,65 @@
 #!/usr/bin/env bash
-# make bench: the Multi30k model's training and decoding throughput, here and (where Debian's
-# python3-torch is installed) PyTorch's baseline of the same model in the same run, with the
-# ratios. Appends one JSON line per run to bench/results.jsonl (machine, commit, figures).
+# make bench: the Multi30k model's training and decoding throughput here, in float32 and in
+# bf16, and (where Debian's python3-torch is installed) PyTorch's baseline of the same model
+# in the same run, with the ratios. Appends one JSON line per run to bench/results.jsonl
+# (machine, commit, figures).
+#   BENCH_ITERS, BENCH_WARMUP   timed and warm-up batches (60, 5)
+#   BENCH_MODEL                 a trained model.bin for decoding with real weights
+#                               (default runs/multi30k/model.bin when it exists)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITERS=${BENCH_ITERS:-60}
 WARMUP=${BENCH_WARMUP:-5}
+MODEL=${BENCH_MODEL:-runs/multi30k/model.bin}
 BASE=../shared/bench
 [ -d data/multi30k/tok ] || bash scripts/get-multi30k.sh
 mkdir -p bench
-ours=$(./speed --warmup "$WARMUP" --iters "$ITERS")
-echo "$ours"
-torch_train=""; torch_decode=""
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+# Decoding with random weights: greedy_full (50 steps for every sentence) is the work
+# PyTorch's --decode-bench does with its untrained model, which never says <eos>.
+./speed --warmup "$WARMUP" --iters "$ITERS" | tee -a "$out"
+./speed --warmup "$WARMUP" --iters "$ITERS" --set precision=bf16 | tee -a "$out"
+if [ -f "$MODEL" ]; then
+    ./speed --model "$MODEL" --no-train | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
+    ./speed --model "$MODEL" --no-train --set precision=bf16 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
+fi
 if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.py" ]; then
     export MULTI30K_DIR=${MULTI30K_DIR:-$(pwd)/data/multi30k}
-    torch_train=$(/usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket \
-                  --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' || true)
-    torch_decode=$(/usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench 2>/dev/null \
-                   | grep '"event": "decode_bench"' || true)
-    echo "pytorch: $torch_train"
-    echo "pytorch: $torch_decode"
+    for extra in "" "--bf16"; do
+        /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket $extra \
+            --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
+            | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /" | tee -a "$out" || true
+    done
+    /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench 2>/dev/null \
+        | grep '"event": "decode_bench"' | tee -a "$out" || true
 else
     echo "bench: python3-torch not installed: no PyTorch baseline in this run (apt-get install python3-torch)"
 fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 # one line: ours, torch's, ratios (awk keeps this free of Python)
-line=$(printf '%s\n%s\n%s\n' "$ours" "$torch_train" "$torch_decode" | awk -v commit="$commit" -v cpu="$cpu" -v cores="$(nproc)" '
+line=$(awk -v commit="$commit" -v cpu="$cpu" -v cores="$(nproc)" '
     function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }
-    /"event":"train"/ { tok = num($0, "tok_per_s"); rss = num($0, "peak_rss_mb"); gf = num($0, "gemm_gflops"); sg = num($0, "sgemm_gflops_output_shape") }
-    /"event":"decode","beam":1/ { g1 = num($0, "sent_per_s") }
-    /"event":"decode","beam":5/ { g5 = num($0, "sent_per_s") }
-    /"event": "bench"/ { ttok = num($0, "tok_per_s"); trss = num($0, "peak_rss_mb") }
+    function has(s, t) { return index(s, t) > 0 }
+    /"event":"train"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; tok[p] = num($0, "tok_per_s"); rss[p] = num($0, "peak_rss_mb")
+                        gf[p] = num($0, "gemm_gflops"); sg = num($0, "sgemm_gflops_output_shape")
+                        if (p == "bf16") bg = num($0, "bf16_gemm_gflops_output_shape") }
+    /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
+                         dec[p "_" md] = num($0, "sent_per_s") }
+    /"event":"decode_trained"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
+                         tdec[p "_" md] = num($0, "sent_per_s") }
+    /"event": "bench"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttok[p] = num($0, "tok_per_s"); trss[p] = num($0, "peak_rss_mb") }
     /"event": "decode_bench"/ { tg = num($0, "sent_per_s") }
     END {
-        printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cores\":%s,\"train_tok_per_s\":%s,\"greedy_sent_per_s\":%s,\"beam5_sent_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s", commit, cpu, cores, tok, g1, g5, rss, gf, sg
-        if (ttok != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok, trss, tok / ttok, rss / trss
-        if (tg != "") printf ",\"torch_greedy_sent_per_s\":%s,\"greedy_ratio\":%.2f,\"beam5_vs_torch_greedy\":%.2f", tg, g1 / tg, g5 / tg
+        printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cores\":%s", commit, cpu, cores
+        printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], tok["bf16"], rss["fp32"], gf["fp32"], sg, bg
+        printf ",\"random_greedy_full_sent_per_s\":%s,\"random_greedy_full_bf16_sent_per_s\":%s,\"random_beam5_sent_per_s\":%s,\"random_beam5_bf16_sent_per_s\":%s", dec["fp32_full"], dec["bf16_full"], dec["fp32_beam5"], dec["bf16_beam5"]
+        if (tdec["fp32_greedy"] != "") printf ",\"trained_greedy_sent_per_s\":%s,\"trained_greedy_bf16_sent_per_s\":%s,\"trained_beam5_sent_per_s\":%s,\"trained_beam5_bf16_sent_per_s\":%s", tdec["fp32_greedy"], tdec["bf16_greedy"], tdec["fp32_beam5"], tdec["bf16_beam5"]
+        if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]
+        if (ttok["bf16"] != "") printf ",\"torch_train_bf16_tok_per_s\":%s,\"train_bf16_ratio\":%.2f", ttok["bf16"], tok["bf16"] / ttok["bf16"]
+        if (tg != "") printf ",\"torch_random_greedy_sent_per_s\":%s,\"greedy_full_ratio\":%.2f,\"greedy_full_bf16_ratio\":%.2f,\"beam5_vs_torch_greedy\":%.2f,\"beam5_bf16_vs_torch_greedy\":%.2f", tg, dec["fp32_full"] / tg, dec["bf16_full"] / tg, dec["fp32_beam5"] / tg, dec["bf16_beam5"] / tg
         printf "}\n"
-    }')
+    }' "$out")
 echo "$line" >> bench/results.jsonl
 echo "bench: $line"

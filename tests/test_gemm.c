@@ -2,10 +2,12 @@
  * tape against double-precision products of the rounded operands, the recurrence close to
  * float32, and NaN kept. */
 #include "test_util.h"
+#include "s2s/fastmath.h"
 #include "s2s/gemm.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SH(...) ((int[]){__VA_ARGS__})
@@ -130,18 +132,18 @@ static void check_matmul(int flags, int nb, int M, int N, int K) {
 }
 
 Test(gemm, bf16_matmul_all_transposes) {
-    check_matmul(0, 0, 5, 7, 33);
-    check_matmul(MM_TRANS_A, 0, 5, 7, 33);
-    check_matmul(MM_TRANS_B, 0, 5, 7, 33);
-    check_matmul(MM_TRANS_A | MM_TRANS_B, 0, 5, 7, 33);
-    check_matmul(MM_TRANS_B, 3, 4, 6, 40);
+    check_matmul(0, 0, 9, 10, 33);
+    check_matmul(MM_TRANS_A, 0, 9, 10, 33);
+    check_matmul(MM_TRANS_B, 0, 9, 10, 33);
+    check_matmul(MM_TRANS_A | MM_TRANS_B, 0, 9, 10, 33);
+    check_matmul(MM_TRANS_B, 3, 8, 12, 40);
 }
 
 /* A time-major operand is strided (leading dimension B·H): the conversion must follow it. */
 Test(gemm, bf16_time_major_operands_match_float32_closely) {
     Rng rng;
     rng_init(&rng, 3, 0);
-    Tensor *dec = tensor_new(3, SH(4, 3, 16), false), *enc = tensor_new(3, SH(6, 3, 16), false); /* (T,B,H), (S,B,H) */
+    Tensor *dec = tensor_new(3, SH(9, 3, 16), false), *enc = tensor_new(3, SH(11, 3, 16), false); /* (T,B,H), (S,B,H) */
     tu_fill(dec, &rng, -1, 1);
     tu_fill(enc, &rng, -1, 1);
     Tape t32, t16;
@@ -163,7 +165,7 @@ Test(gemm, bf16_time_major_operands_match_float32_closely) {
 
 /* A GRU direction forward and backward in bf16 stays within bf16 accuracy of float32. */
 Test(gemm, bf16_recurrence_close_to_float32) {
-    int S = 5, B = 3, H = 8, G = 3 * H;
+    int S = 5, B = 8, H = 8, G = 3 * H; /* every product at least 8 wide: all take the bf16 path */
     Rng rng;
     rng_init(&rng, 11, 0);
     Tensor *xg = tensor_new(2, SH(S * B, G), true), *h0 = tensor_new(2, SH(B, H), true);
@@ -210,16 +212,52 @@ Test(gemm, bf16_recurrence_close_to_float32) {
 
 /* A NaN in an operand reaches the product, so the trainer's NaN check still fires. */
 Test(gemm, bf16_keeps_nan) {
-    Tensor *a = tensor_new(2, SH(2, 3), false), *b = tensor_new(2, SH(3, 2), false);
-    for (size_t i = 0; i < 6; i++) a->data[i] = b->data[i] = 1.0f;
-    a->data[4] = NAN;
+    Tensor *a = tensor_new(2, SH(8, 3), false), *b = tensor_new(2, SH(3, 8), false);
+    for (size_t i = 0; i < 24; i++) a->data[i] = b->data[i] = 1.0f;
+    a->data[4] = NAN; /* row 1 */
     Tape t;
     tape_init(&t, 1 << 12);
     t.bf16 = true;
     Tensor *c = op_matmul(&t, a, b, 0);
-    cr_expect(!isnan(c->data[0]) && !isnan(c->data[1]));
-    cr_expect(isnan(c->data[2]) && isnan(c->data[3]), "row with a NaN: %g %g", c->data[2], c->data[3]);
+    cr_expect(!isnan(c->data[0]) && !isnan(c->data[7]));
+    cr_expect(isnan(c->data[8]) && isnan(c->data[15]), "row with a NaN: %g %g", c->data[8], c->data[15]);
     tape_free(&t);
     tensor_free(a);
     tensor_free(b);
+}
+
+/* A product with a side under 8 stays float32 on a bf16 tape (GEMM_BF16_MIN_SIDE). */
+Test(gemm, thin_products_stay_float32) {
+    Rng rng;
+    rng_init(&rng, 5, 0);
+    Tensor *a = tensor_new(2, SH(1, 40), false), *b = tensor_new(2, SH(40, 30), false);
+    tu_fill(a, &rng, -1, 1);
+    tu_fill(b, &rng, -1, 1);
+    Tape t32, t16;
+    tape_init(&t32, 1 << 12);
+    tape_init(&t16, 1 << 12);
+    t16.bf16 = true;
+    Tensor *c32 = op_matmul(&t32, a, b, 0), *c16 = op_matmul(&t16, a, b, 0);
+    cr_expect_eq(memcmp(c32->data, c16->data, c32->size * sizeof(float)), 0);
+    tape_free(&t32);
+    tape_free(&t16);
+    tensor_free(a);
+    tensor_free(b);
+}
+
+Test(gemm, logsumexp_matches_double) {
+    Rng rng;
+    rng_init(&rng, 9, 0);
+    int sizes[] = {1, 15, 16, 17, 33, 5921};
+    float *x = malloc(5921 * sizeof *x);
+    for (int k = 0; k < 6; k++) {
+        int n = sizes[k];
+        for (int i = 0; i < n; i++) x[i] = 20.0f * (rng_uniform(&rng) - 0.5f);
+        double mx = x[0], s = 0;
+        for (int i = 1; i < n; i++) mx = fmax(mx, x[i]);
+        for (int i = 0; i < n; i++) s += exp(x[i] - mx);
+        double want = mx + log(s), got = s2s_logsumexp(x, n);
+        cr_expect(fabs(got - want) < 1e-5 * fmax(1.0, fabs(want)), "n %d: %.9g vs %.9g", n, got, want);
+    }
+    free(x);
 }

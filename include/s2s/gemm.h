@@ -3,7 +3,8 @@
  * float32 GEMMs go to OpenBLAS (cblas_sgemm): the exact reference. Where a tape runs in
  * bfloat16 (Tape.bf16), both operands are rounded to bfloat16 (round to nearest even) and
  * multiplied by oneDNN with float32 accumulation into a float32 result, as on CPUs with
- * avx512_bf16; weights, gradients and optimizer state stay float32. This module owns no
+ * avx512_bf16; weights, gradients and optimizer state stay float32. Products with a side
+ * shorter than 8 (matrix-vector-like) stay float32 even then: they are memory-bound. This module owns no
  * memory of its own: conversions borrow the tape's arena for the length of one call. */
 #ifndef S2S_GEMM_H
 #define S2S_GEMM_H

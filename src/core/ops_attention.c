@@ -1,7 +1,7 @@
 /* ops_attention.c — Bahdanau's additive scores, fused: score[b,t,s] = v · tanh(q[t,b] + k[s,b]).
  * The (B, T, S, A) tensor of pre-activations is never stored: backward recomputes the tanh,
  * which keeps memory at O(B·T·S) for a cost of one more pass. */
-#include "fastmath.h"
+#include "s2s/fastmath.h"
 #include "ops_internal.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* ops_elementwise.c — add, bias, mul, scale, tanh, sigmoid, relu, exp, log, sum, mean. */
-#include "fastmath.h"
+#include "s2s/fastmath.h"
 #include "ops_internal.h"
 
 #include <math.h>

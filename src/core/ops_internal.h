@@ -39,6 +39,11 @@ void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
 /* A bf16 copy of x in the tape's arena, for an operand used by many GEMMs of one op. */
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
 
+/* A bf16 tape rounds only products whose both sides reach this: thinner ones (the attention
+ * of one decoding step is a matrix-vector product per sentence) are memory-bound, and
+ * rounding their operands would cost more than the bf16 multiply saves. */
+#define GEMM_BF16_MIN_SIDE 8
+
 /* Row-major C = alpha op(A) op(B) + beta C in the tape's precision; counts its FLOPs.
  * Abf/Bbf: bf16 copies of A/B (gemm_bf16_copy) or NULL; used only when the tape is bf16. */
 static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
@@ -51,7 +56,7 @@ static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, 
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
         return;
     }
-    if (t->bf16) {
+    if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
         gemm_bf16_tape(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, beta, C, ldc);
         return;
     }

@@ -8,7 +8,7 @@
  * direction starts there (PyTorch's packed sequences). The output holds S + 1 rows of
  * (B, H): the S step outputs, then the final state; an LSTM's second output likewise holds
  * the cell states. */
-#include "fastmath.h"
+#include "s2s/fastmath.h"
 #include "ops_internal.h"
 
 #include <string.h>

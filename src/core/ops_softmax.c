@@ -1,6 +1,6 @@
 /* ops_softmax.c — masked softmax over the last axis, and cross-entropy (log-softmax + NLL
  * with an ignore index, mean over counted rows). */
-#include "fastmath.h"
+#include "s2s/fastmath.h"
 #include "ops_internal.h"
 
 #include <math.h>

@@ -1,5 +1,6 @@
 /* beam.c — beam search over a batch of sentences. */
 #include "s2s/model.h"
+#include "s2s/fastmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -73,11 +74,7 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
                 parent[row] = row; /* dead and finished sentences keep their rows */
                 if (s->done || score[row] == -INFINITY) continue;
                 const float *x = logits->data + (size_t)row * V;
-                float mx = x[0];
-                for (int v = 1; v < V; v++) mx = x[v] > mx ? x[v] : mx;
-                double sum = 0.0;
-                for (int v = 0; v < V; v++) sum += exp((double)(x[v] - mx));
-                float lse = mx + (float)log(sum);
+                float lse = s2s_logsumexp(x, V);
                 for (int v = 0; v < V; v++) lp[v] = x[v] - lse;
                 /* this slot's best C tokens (insertion into a small sorted list) */
                 Cand top[64];

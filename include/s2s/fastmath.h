@@ -1,7 +1,7 @@
 /* fastmath.h — exp, sigmoid and tanh for the elementwise loops, branch-free so that the
  * compiler vectorises them (libm's tanhf went through expm1f one value at a time and was a
  * quarter of a training step). Accuracy: exp within 2 ulp (Cephes' polynomial on
- * [-ln2/2, ln2/2]); tanh within ~1e-7 absolute. Internal header. */
+ * [-ln2/2, ln2/2]); tanh within ~1e-7 absolute. Shared by core and model (beam search). */
 #ifndef S2S_FASTMATH_H
 #define S2S_FASTMATH_H
 
@@ -38,6 +38,21 @@ static inline float s2s_tanhf(float x) {
     float a = fabsf(x);
     float t = 1.0f - 2.0f / (s2s_expf(2.0f * a) + 1.0f);
     return x < 0.0f ? -t : t;
+}
+
+/* log Σ exp(x_i), the max subtracted; 16 independent partial sums let the compiler
+ * vectorise the loop (one running float sum would be a serial chain). */
+static inline float s2s_logsumexp(const float *x, int n) {
+    float mx = x[0];
+    for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    float part[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) part[j] += s2s_expf(x[i + j] - mx);
+    float sum = 0.0f;
+    for (; i < n; i++) sum += s2s_expf(x[i] - mx);
+    for (int j = 0; j < 16; j++) sum += part[j];
+    return mx + logf(sum);
 }
 
 #endif
