@@ -7,6 +7,7 @@
 #include "s2s/ops.h"
 
 #include <cblas.h>
+#include <string.h>
 
 typedef void (*OpBackward)(Tape *t, const TapeNode *n);
 
@@ -58,6 +59,13 @@ static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, 
     }
     if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
         gemm_bf16_tape(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, beta, C, ldc);
+        return;
+    }
+    if (M == 1) { /* a row times a matrix (one decoding step's attention): sgemm's packing
+                   * would cost more than the product */
+        if (beta == 0.0f) memset(C, 0, (size_t)N * sizeof *C); /* arena garbage may hold NaNs; 0·NaN is NaN */
+        cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, ldb, A,
+                    ta ? lda : 1, beta, C, 1);
         return;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
