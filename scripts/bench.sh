@@ -26,6 +26,11 @@ if [ -f "$MODEL" ]; then
 fi
 if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.py" ]; then
     export MULTI30K_DIR=${MULTI30K_DIR:-$(pwd)/data/multi30k}
+    # PyTorch's README measured it with OpenBLAS's OpenMP build: with the pthread build its
+    # own OpenMP threads and OpenBLAS's fight (799 against 1,244 tok/s here in one session).
+    omp=/usr/lib/x86_64-linux-gnu/openblas-openmp
+    if [ -f "$omp/libblas.so.3" ]; then export LD_LIBRARY_PATH="$omp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    else echo "bench: PyTorch runs on the system BLAS; for its best figures: apt-get install libopenblas0-openmp"; fi
     for extra in "" "--bf16"; do
         /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket $extra \
             --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
