@@ -113,6 +113,10 @@ static void ce_setup(Gc *g) {
     memcpy(g->ids, tg, sizeof tg);
 }
 static void ce_fwd(Tape *t, Gc *g) { OUT(g, op_cross_entropy(t, g->leaf[0], g->ids, 0)); }
+/* consuming: logits made by an op (a leaf already has a gradient), so backward overwrites them */
+static void ce_consume_fwd(Tape *t, Gc *g) {
+    OUT(g, op_cross_entropy_consume(t, op_scale(t, g->leaf[0], 1.5f), g->ids, 0));
+}
 
 /* ---- gather (repeated ids accumulate), concat, slice, dropout ---- */
 static void gather_setup(Gc *g) {
@@ -263,6 +267,7 @@ static const GradCase CASES[] = {
     {"softmax_mask", sm_mask_setup, sm_mask_fwd},
     {"softmax_causal", sm_causal_setup, sm_causal_fwd},
     {"cross_entropy", ce_setup, ce_fwd},
+    {"cross_entropy_consume", ce_setup, ce_consume_fwd},
     {"gather_rows", gather_setup, gather_fwd},
     {"concat", concat_setup, concat_fwd},
     {"slice", concat_setup, slice_fwd},

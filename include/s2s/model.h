@@ -51,7 +51,8 @@ typedef struct ModelOutput {
 } ModelOutput;
 
 /* Teacher-forced forward (and loss) of a batch; the output layer runs only where a target is
- * real (no work on padding). dropout_rng may be NULL when the tape is not training. */
+ * real (no work on padding). dropout_rng may be NULL when the tape is not training. After
+ * tape_backward, o.logits holds the loss's gradient, no longer the logits. */
 ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *dropout_rng);
 /* The same with logits at every position, pads included, as PyTorch computes them (goldens). */
 ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b);

@@ -49,6 +49,10 @@ Tensor *op_softmax(Tape *t, Tensor *x, const uint8_t *mask, int mask_rows);
 /* Mean over rows whose target != ignore_index of -log softmax(logits)[target].
  * logits (N, V), targets (N) → (1). With no counted row the loss is 0. */
 Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index);
+/* The same, for logits that nothing reads after the backward pass (the training loss): where
+ * logits is not a view and has no gradient yet, backward writes the gradient over its values
+ * instead of keeping a second (N, V) buffer. */
+Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index);
 
 /* Rows of src (R, D) picked by ids (n), each in [0, R) → (n, D); backward scatter-adds.
  * Embedding lookup, and picking each sequence's last state. */

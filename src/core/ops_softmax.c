@@ -53,7 +53,7 @@ void op_softmax_backward(Tape *t, const TapeNode *n) {
 
 /* saved: targets (N) copy; saved2: per-row log-sum-exp (N), so backward recomputes the
  * softmax from the logits instead of keeping an (N, V) copy. */
-Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index) {
+static Tensor *cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index, bool consume) {
     int V = tensor_cols(logits), N = tensor_rows(logits);
     float *lse = arena_alloc(&t->arena, (size_t)N * sizeof *lse);
     double total = 0.0;
@@ -81,8 +81,17 @@ Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ig
         n->saved2 = lse;
         n->i[0] = ignore_index;
         n->i[1] = count;
+        n->i[2] = consume;
     }
     return y;
+}
+
+Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index) {
+    return cross_entropy(t, logits, targets, ignore_index, false);
+}
+
+Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index) {
+    return cross_entropy(t, logits, targets, ignore_index, true);
 }
 
 void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
@@ -92,6 +101,19 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
     int V = tensor_cols(logits), N = tensor_rows(logits), count = n->i[1];
     if (!count) return;
     float g = n->out->grad[0] / (float)count;
+    if (n->i[2] && !logits->grad && !logits->base) { /* the gradient takes the logits' place */
+        logits->grad = logits->data;
+        for (int r = 0; r < N; r++) {
+            float *d = logits->grad + (size_t)r * V;
+            if (tg[r] == n->i[0]) {
+                memset(d, 0, (size_t)V * sizeof *d);
+                continue;
+            }
+            for (int j = 0; j < V; j++) d[j] = g * s2s_expf(d[j] - lse[r]); /* reads x_j, then writes d_j */
+            d[tg[r]] -= g;
+        }
+        return;
+    }
     float *dx = tensor_grad(t, logits);
     for (int r = 0; r < N; r++) {
         if (tg[r] == n->i[0]) continue;

@@ -156,7 +156,7 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
         o.targets = tg;
         o.rows = rows;
     }
-    o.loss = op_cross_entropy(t, o.logits, o.targets, TOK_PAD);
+    o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD); /* nothing reads logits after backward */
     return o;
 }
 
