@@ -166,8 +166,11 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     int S = q->S, B = q->B, H = q->H, G = (q->lstm ? 4 : 3) * H;
     size_t BH = (size_t)B * H, BG = (size_t)B * G;
     const float *dy = tensor_grad_if(n->out), *dcy = n->out2 ? tensor_grad_if(n->out2) : NULL;
-    float *dG = arena_calloc(&t->arena, (size_t)S * BG * sizeof(float));   /* d recurrent pre-activations */
-    float *dX = q->lstm ? dG : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
+    /* d xg is written once, whole: where xg has no gradient yet (the usual case: only this op
+     * reads it), it is written straight into xg's gradient instead of a buffer added later */
+    bool own = xg->requires_grad && !xg->grad && !xg->base;
+    float *dG = q->lstm && own ? tensor_grad(t, xg) : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d recurrent pre-activations */
+    float *dX = q->lstm ? dG : own ? tensor_grad(t, xg) : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
     const uint16_t *wbf = !t->bf16 ? NULL : w->bf16 ? w->bf16 : gemm_bf16_copy(t, w->data, w->size);
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
@@ -217,7 +220,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         for (size_t r = 0; r < rows; r++)
             for (int j = 0; j < G; j++) db[j] += dG[r * G + j];
     }
-    if (xg->requires_grad) {
+    if (xg->requires_grad && !own) {
         float *dx = tensor_grad(t, xg);
         for (size_t i = 0; i < rows * G; i++) dx[i] += dX[i];
     }
