@@ -78,6 +78,12 @@ static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, floa
     s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, C, ldc);
 }
 
+/* A weight used by many products of one op, in bf16: its snapshot (params_bf16_snapshot) or a
+ * copy rounded once in the arena; NULL on a float32 tape. */
+static inline const uint16_t *gemm_bf16_weight(Tape *t, const Tensor *w) {
+    return !t->bf16 ? NULL : w->bf16 ? w->bf16 : gemm_bf16_copy(t, w->data, w->size);
+}
+
 static inline Tensor *tape_like(Tape *t, const Tensor *x) { return tape_tensor(t, x->ndim, x->shape); }
 
 #endif

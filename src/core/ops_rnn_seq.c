@@ -83,7 +83,7 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
     memcpy(h, h0->data, BH * sizeof(float));
     if (lstm) memcpy(c, c0->data, BH * sizeof(float));
     float *hnew = arena_alloc(&t->arena, BH * sizeof(float)), *cnew = lstm ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
-    const uint16_t *wbf = !t->bf16 ? NULL : w_hh->bf16 ? w_hh->bf16 : gemm_bf16_copy(t, w_hh->data, w_hh->size); /* once, not per step */
+    const uint16_t *wbf = gemm_bf16_weight(t, w_hh); /* once, not per step */
     for (int k = 0; k < S; k++) {
         int s = step_at(q, k);
         float *hp = q->hprev + (size_t)s * BH, *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH;
@@ -171,7 +171,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     bool own = xg->requires_grad && !xg->grad && !xg->base;
     float *dG = q->lstm && own ? tensor_grad(t, xg) : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d recurrent pre-activations */
     float *dX = q->lstm ? dG : own ? tensor_grad(t, xg) : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
-    const uint16_t *wbf = !t->bf16 ? NULL : w->bf16 ? w->bf16 : gemm_bf16_copy(t, w->data, w->size);
+    const uint16_t *wbf = gemm_bf16_weight(t, w);
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
     if (dy) memcpy(dh, dy + (size_t)S * BH, BH * sizeof(float)); /* the final state's gradient */
