@@ -20,6 +20,9 @@ trap 'rm -f "$out"' EXIT
 # PyTorch's --decode-bench does with its untrained model, which never says <eos>.
 ./speed --warmup "$WARMUP" --iters "$ITERS" | tee -a "$out"
 ./speed --warmup "$WARMUP" --iters "$ITERS" --set precision=bf16 | tee -a "$out"
+# the other float32 back end, training only (OpenBLAS picks its kernels from the CPU, or from
+# OPENBLAS_CORETYPE when that is set: ${OPENBLAS_CORETYPE:-unset} here)
+./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set gemm=openblas | tee -a "$out"
 if [ -f "$MODEL" ]; then
     ./speed --model "$MODEL" --no-train | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
     ./speed --model "$MODEL" --no-train --set precision=bf16 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
@@ -44,11 +47,12 @@ fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 # one line: ours, torch's, ratios (awk keeps this free of Python)
-line=$(awk -v commit="$commit" -v cpu="$cpu" -v cores="$(nproc)" '
+line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v cores="$(nproc)" '
     function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }
     function has(s, t) { return index(s, t) > 0 }
-    /"event":"train"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; tok[p] = num($0, "tok_per_s"); rss[p] = num($0, "peak_rss_mb")
-                        gf[p] = num($0, "gemm_gflops"); sg = num($0, "sgemm_gflops_output_shape")
+    /"event":"train"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"openblas\"") ? "openblas" : "fp32"; tok[p] = num($0, "tok_per_s"); rss[p] = num($0, "peak_rss_mb")
+                        gf[p] = num($0, "gemm_gflops"); if (p != "openblas") sg = num($0, "sgemm_gflops_output_shape")
+                        else osg = num($0, "sgemm_gflops_output_shape")
                         if (p == "bf16") bg = num($0, "bf16_gemm_gflops_output_shape") }
     /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
                          dec[p "_" md] = num($0, "sent_per_s") }
@@ -57,8 +61,9 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v cores="$(nproc)" '
     /"event": "bench"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttok[p] = num($0, "tok_per_s"); trss[p] = num($0, "peak_rss_mb") }
     /"event": "decode_bench"/ { tg = num($0, "sent_per_s") }
     END {
-        printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cores\":%s", commit, cpu, cores
+        printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cores\":%s,\"openblas_coretype\":\"%s\"", commit, cpu, cores, coretype
         printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], tok["bf16"], rss["fp32"], gf["fp32"], sg, bg
+        printf ",\"train_openblas_tok_per_s\":%s,\"step_gemm_openblas_gflops\":%s,\"sgemm_openblas_gflops\":%s", tok["openblas"], gf["openblas"], osg
         printf ",\"random_greedy_full_sent_per_s\":%s,\"random_greedy_full_bf16_sent_per_s\":%s,\"random_beam5_sent_per_s\":%s,\"random_beam5_bf16_sent_per_s\":%s", dec["fp32_full"], dec["bf16_full"], dec["fp32_beam5"], dec["bf16_beam5"]
         if (tdec["fp32_greedy"] != "") printf ",\"trained_greedy_sent_per_s\":%s,\"trained_greedy_bf16_sent_per_s\":%s,\"trained_beam5_sent_per_s\":%s,\"trained_beam5_bf16_sent_per_s\":%s", tdec["fp32_greedy"], tdec["bf16_greedy"], tdec["fp32_beam5"], tdec["bf16_beam5"]
         if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]

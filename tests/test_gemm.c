@@ -1,6 +1,7 @@
-/* test_gemm.c — the bfloat16 back end: rounding to bf16, GEMMs and their backward on a bf16
- * tape against double-precision products of the rounded operands, the recurrence close to
- * float32, and NaN kept. */
+/* test_gemm.c — the GEMM back ends: float32 on oneDNN and on OpenBLAS against double
+ * products; bfloat16: rounding, GEMMs and their backward on a bf16 tape against
+ * double-precision products of the rounded operands, the recurrence close to float32, and
+ * NaN kept. */
 #include "test_util.h"
 #include "s2s/fastmath.h"
 #include "s2s/gemm.h"
@@ -224,6 +225,73 @@ Test(gemm, bf16_keeps_nan) {
     tape_free(&t);
     tensor_free(a);
     tensor_free(b);
+}
+
+/* float32 on either library (oneDNN, the default, or OpenBLAS): forward and dA of every
+ * transpose and a batched product within float32 accumulation error of the double product.
+ * Returns how many forward values the two libraries give with different bits. */
+static int check_matmul_f32(int flags, int nb, int M, int N, int K) {
+    bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
+    Rng rng;
+    rng_init(&rng, 11, 0);
+    Tensor *a = nb ? tensor_new(3, ta ? SH(nb, K, M) : SH(nb, M, K), true) : tensor_new(2, ta ? SH(K, M) : SH(M, K), true);
+    Tensor *b = nb ? tensor_new(3, tb ? SH(nb, N, K) : SH(nb, K, N), false) : tensor_new(2, tb ? SH(N, K) : SH(K, N), false);
+    tu_fill(a, &rng, -1, 1);
+    tu_fill(b, &rng, -1, 1);
+    int nbat = nb ? nb : 1, differ = 0;
+    float *first = NULL;
+    for (int lib = 0; lib < 2; lib++) {
+        Tape t;
+        tape_init(&t, 1 << 16);
+        t.openblas = lib == 1;
+        t.grad_enabled = true;
+        memset(a->grad, 0, a->size * sizeof(float));
+        Tensor *c = op_matmul(&t, a, b, flags);
+        double worst = 0;
+        for (int bi = 0; bi < nbat; bi++)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++)
+                    worst = fmax(worst, fabs(c->data[((size_t)bi * M + i) * N + j] - ref_product(a, b, flags, bi, i, j, K, false)));
+        cr_expect_lt(worst, 1e-6 * K, "%s: float32 forward off by %g", lib ? "openblas" : "onednn", worst);
+        if (!first) {
+            first = malloc(c->size * sizeof *first);
+            memcpy(first, c->data, c->size * sizeof *first);
+        } else {
+            for (size_t e = 0; e < c->size; e++) differ += bits(first[e]) != bits(c->data[e]);
+        }
+        /* backward with dC = 1: dA[i, k] = sum_j op(B)[k, j] */
+        float *ones = malloc(c->size * sizeof *ones);
+        for (size_t e = 0; e < c->size; e++) ones[e] = 1.0f;
+        tape_backward_seed(&t, c, ones);
+        free(ones);
+        int ac = a->shape[a->ndim - 1], bc = b->shape[b->ndim - 1];
+        for (int bi = 0; bi < nbat; bi++)
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++) {
+                    size_t bo = b->ndim == 3 ? (size_t)bi * b->shape[1] * bc : 0, ao = a->ndim == 3 ? (size_t)bi * a->shape[1] * ac : 0;
+                    double s = 0;
+                    for (int j = 0; j < N; j++) s += b->data[bo + (tb ? (size_t)j * bc + k : (size_t)k * bc + j)];
+                    float got = a->grad[ao + (ta ? (size_t)k * ac + i : (size_t)i * ac + k)];
+                    cr_assert_lt(fabs(got - s), 1e-6 * N, "%s: dA[%d,%d,%d] = %g, expected %g", lib ? "openblas" : "onednn",
+                                 bi, i, k, got, s);
+                }
+        tape_free(&t);
+    }
+    free(first);
+    tensor_free(a);
+    tensor_free(b);
+    return differ;
+}
+
+Test(gemm, float32_both_libraries_all_transposes) {
+    int differ = 0;
+    differ += check_matmul_f32(0, 0, 33, 40, 300);
+    differ += check_matmul_f32(MM_TRANS_A, 0, 33, 40, 300);
+    differ += check_matmul_f32(MM_TRANS_B, 0, 33, 40, 300);
+    differ += check_matmul_f32(MM_TRANS_A | MM_TRANS_B, 0, 33, 40, 300);
+    differ += check_matmul_f32(MM_TRANS_B, 3, 17, 24, 200);
+    /* they sum in different orders: identical bits everywhere would mean one library ran twice */
+    cr_expect_gt(differ, 0, "oneDNN and OpenBLAS gave bit-identical products: Tape.openblas is not obeyed");
 }
 
 /* A product with a side under 8 stays float32 on a bf16 tape (GEMM_BF16_MIN_SIDE). */

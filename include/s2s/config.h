@@ -54,6 +54,7 @@ typedef struct ConfigTrain {
     int threads;            /* GEMM threads (0: leave the libraries' choice) */
     bool test_each_epoch;   /* log test metrics every epoch too (never used to select) */
     char precision[8];      /* "fp32" | "bf16": the GEMMs' operand type (gemm.h) */
+    char gemm[12];          /* "onednn" | "openblas": who multiplies float32 (gemm.h) */
     char metric[24];        /* what picks the best checkpoint */
     int patience;           /* epochs without improvement before stopping (0: never) */
     float lr_decay;         /* multiply lr on a plateau (1: never) */

@@ -62,6 +62,7 @@ typedef struct Tape {
     bool grad_enabled; /* record nodes (training); false for inference */
     bool training;     /* dropout active */
     bool bf16;         /* GEMM operands in bfloat16, float32 accumulation (gemm.h) */
+    bool openblas;     /* float32 GEMMs by OpenBLAS instead of oneDNN (gemm.h) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
 } Tape;
 

@@ -33,7 +33,7 @@ static double peak_rss_mb(void) {
 }
 
 /* GFLOP/s of one sgemm (M × K)·(K × N), best of 5 after a warm-up. */
-static double gemm_rate(int M, int N, int K, bool bf16) {
+static double gemm_rate(int M, int N, int K, bool bf16, bool openblas) {
     float *a = calloc((size_t)M * K, sizeof *a), *b = calloc((size_t)K * N, sizeof *b), *c = calloc((size_t)M * N, sizeof *c);
     for (size_t i = 0; i < (size_t)M * K; i++) a[i] = (float)(i % 7) * 0.1f;
     for (size_t i = 0; i < (size_t)K * N; i++) b[i] = (float)(i % 5) * 0.1f;
@@ -41,6 +41,7 @@ static double gemm_rate(int M, int N, int K, bool bf16) {
     Tape t; /* for the bf16 path's conversions */
     tape_init(&t, 1 << 20);
     t.bf16 = bf16;
+    t.openblas = openblas;
     for (int r = 0; r < 6; r++) {
         double t0 = now_s();
         gemm_tape(&t, false, true, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N); /* bf16: conversions included, as in the step */
@@ -191,6 +192,7 @@ int main(int argc, char **argv) {
     Tape t;
     tape_init(&t, 1 << 24);
     t.bf16 = bf16;
+    t.openblas = strcmp(cfg.train.gemm, "openblas") == 0;
     if (train) {
         Adam adam = adam_default();
         adam.lr = cfg.train.lr;
@@ -226,13 +228,13 @@ int main(int argc, char **argv) {
         }
         double dt = now_s() - t0, step_gflops = (t.flops - flops) / dt / 1e9;
         int rows = (int)(positions / (done > 0 ? done : 1));
-        double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false);
-        double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true) : 0;
-        printf("{\"event\":\"train\",\"precision\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
+        double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false, t.openblas);
+        double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true, false) : 0;
+        printf("{\"event\":\"train\",\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
                "\"peak_rss_mb\":%.1f}\n",
-               prec, cfg.model.attention, done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
+               prec, bf16 ? "onednn" : cfg.train.gemm, cfg.model.attention, done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
                step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, peak_rss_mb());
         fflush(stdout);
         batch_free(&b);
@@ -245,9 +247,9 @@ int main(int argc, char **argv) {
         for (int r = 0; r < 3; r++) {
             long out_tokens;
             double rate = decode_rate(&t, &m, &d.test, runs[r].beam, runs[r].full, &out_tokens);
-            printf("{\"event\":\"decode\",\"precision\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
+            printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
                    "\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f}\n",
-                   prec, runs[r].name, runs[r].beam, model_path ? "trained" : "random", d.test.n, rate, out_tokens,
+                   prec, bf16 ? "onednn" : cfg.train.gemm, runs[r].name, runs[r].beam, model_path ? "trained" : "random", d.test.n, rate, out_tokens,
                    peak_rss_mb());
             fflush(stdout);
         }

@@ -286,6 +286,7 @@ int main(int argc, char **argv) {
     }
     if (!c.max_len) c.max_len = c.cfg.train.max_decode_len;
     tape_init(&c.tape, 1 << 20);
+    c.tape.openblas = strcmp(c.cfg.train.gemm, "openblas") == 0;
     gemm_set_threads(threads);
     if (bf16) {
         if (gemm_bf16_check("translate: --bf16", &err)) {

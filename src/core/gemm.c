@@ -1,4 +1,4 @@
-/* gemm.c — OpenBLAS float32 and oneDNN bfloat16 matrix products (see gemm.h). */
+/* gemm.c — oneDNN float32 and bfloat16 matrix products, thread settings (see gemm.h). */
 #include "ops_internal.h"
 #include "s2s/gemm.h"
 
@@ -67,6 +67,22 @@ static const uint16_t *to_bf16(Tape *t, const float *x, int rows, int cols, int 
     return y;
 }
 
+/* Runs one oneDNN product, on one thread when it is small (GEMM_SERIAL_MACS). */
+#define GEMM_ONEDNN(M, N, K, call)                                              \
+    do {                                                                        \
+        int threads_ = omp_get_max_threads();                                   \
+        bool serial_ = threads_ > 1 && (long)(M) * (N) * (K) < GEMM_SERIAL_MACS; \
+        if (serial_) omp_set_num_threads(1);                                    \
+        dnnl_status_t s_ = (call);                                              \
+        if (serial_) omp_set_num_threads(threads_);                             \
+        S2S_ASSERT(s_ == dnnl_success); /* shapes and strides are the caller's bugs */ \
+    } while (0)
+
+void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     int ldb, float beta, float *C, int ldc) {
+    GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+}
+
 void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc) {
     ArenaMark m = arena_mark(&t->arena);
@@ -78,12 +94,8 @@ void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
         Bbf = to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
         ldb = tb ? K : N;
     }
-    int threads = omp_get_max_threads();
-    bool serial = threads > 1 && (long)M * N * K < GEMM_SERIAL_MACS;
-    if (serial) omp_set_num_threads(1);
-    dnnl_status_t s = dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf, ldb, beta, C, ldc);
-    if (serial) omp_set_num_threads(threads);
-    S2S_ASSERT(s == dnnl_success); /* gemm_bf16_check ran before any tape turned bf16 on */
+    /* gemm_bf16_check ran before any tape turned bf16 on */
+    GEMM_ONEDNN(M, N, K, dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf, ldb, beta, C, ldc));
     arena_rewind(&t->arena, m);
 }
 

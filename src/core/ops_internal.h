@@ -37,6 +37,9 @@ void op_additive_scores_backward(Tape *t, const TapeNode *n);
  * Bbf, packed with leading dimension lda, ldb), float32 accumulation. */
 void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc);
+/* oneDNN float32 GEMM (gemm.c). */
+void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     int ldb, float beta, float *C, int ldc);
 /* A bf16 copy of x in the tape's arena, for an operand used by many GEMMs of one op. */
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
 
@@ -66,6 +69,10 @@ static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, 
         if (beta == 0.0f) memset(C, 0, (size_t)N * sizeof *C); /* arena garbage may hold NaNs; 0·NaN is NaN */
         cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, ldb, A,
                     ta ? lda : 1, beta, C, 1);
+        return;
+    }
+    if (!t->openblas) {
+        gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,

@@ -1,4 +1,4 @@
-/* ops_matmul.c — matrix products through OpenBLAS: matmul (2-D and batched, with
+/* ops_matmul.c — matrix products (gemm.h back ends): matmul (2-D and batched, with
  * transposes and time-major operands) and linear (x W^T + b). */
 #include "ops_internal.h"
 

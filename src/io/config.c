@@ -70,6 +70,8 @@ static const Key KEYS[] = {
      "also score the test split after every epoch (time-to-quality; never picks the model)"},
     {"train.precision", K_STR, OFF(train.precision), 0, 0, "fp32|bf16",
      "GEMM operands: float32, or bfloat16 with float32 accumulation and weights"},
+    {"train.gemm", K_STR, OFF(train.gemm), 0, 0, "onednn|openblas",
+     "float32 GEMM library (bf16 always runs on oneDNN)"},
     {"train.metric", K_STR, OFF(train.metric), 0, 0, "exact_match|token_accuracy|tf_token_accuracy|valid_loss|bleu",
      "validation metric that picks model.bin"},
     {"train.patience", K_INT, OFF(train.patience), 0, 1e6, NULL, "epochs without improvement before stopping (0: never)"},
@@ -119,6 +121,7 @@ void config_defaults(Config *c) {
     r->log_every = 100;
     strcpy(r->metric, "exact_match");
     strcpy(r->precision, "fp32");
+    strcpy(r->gemm, "onednn");
     r->lr_decay = 1.0f;
     r->eval_batch_size = 256;
 }

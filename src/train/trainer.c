@@ -283,6 +283,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
     r->adam.lr = cfg->train.lr;
     tape_init(&r->tape, 1 << 20);
     r->tape.bf16 = bf16;
+    r->tape.openblas = strcmp(cfg->train.gemm, "openblas") == 0;
     if (r->opt->resume) {
         bool moments = strcmp(cfg->train.optimizer, "adam") == 0;
         if ((st = ckpt_restore(&ck, &r->model.params, moments && ck.has_moments, r->path_last, err))) goto out;
