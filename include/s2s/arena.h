@@ -5,7 +5,8 @@
  * a new block is chained on (never an abort on a long batch); at the next reset a chain of
  * several blocks is merged into one block of the total size, so the steady state is one
  * block, O(1) resets and no malloc inside a training step. The high-water mark is kept for
- * the logs. Memory handed out is not zeroed unless arena_calloc is used. */
+ * the logs. Memory handed out is not zeroed unless arena_calloc is used.
+ * arena_init_reserved (the tapes' arenas) reserves address space instead: see there. */
 #ifndef S2S_ARENA_H
 #define S2S_ARENA_H
 
@@ -23,6 +24,11 @@ typedef struct Arena {
 } Arena;
 
 void arena_init(Arena *a, size_t initial_bytes);
+/* One block reserving the machine's RAM in address space only (mmap, MAP_NORESERVE): pages
+ * become memory when first touched and stay for the next steps, so a growing step never
+ * refaults what earlier steps touched, and nothing is ever merged. Falls back to arena_init
+ * where the reservation is refused. */
+void arena_init_reserved(Arena *a, size_t initial_bytes);
 void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t bytes);
 void *arena_calloc(Arena *a, size_t bytes);

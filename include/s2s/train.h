@@ -11,7 +11,7 @@
 
 #include "s2s/eval.h"
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 typedef struct TrainOptions {
@@ -19,7 +19,7 @@ typedef struct TrainOptions {
     bool resume;                  /* continue from out_dir/last.bin */
     FILE *out;                    /* one line per epoch and the final summary, or NULL */
     FILE *progress;               /* the live progress line (a terminal), or NULL */
-    volatile sig_atomic_t *stop;  /* set asynchronously (a signal): stop after this step */
+    const atomic_int *stop;       /* set asynchronously (a signal): stop after this step */
     long max_steps;               /* this session stops after this many steps in all (0: the
                                      config's train.max_steps); not saved, so a resumed run
                                      goes on */

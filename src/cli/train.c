@@ -3,15 +3,49 @@
 #include "s2s/train.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop; /* the one global: set by the signal handler */
+static atomic_int g_stop; /* the one global: the signal that asks to stop (0: none) */
 
-static void on_signal(int sig) { g_stop = sig; }
+/* SIGINT and SIGTERM never interrupt the threads that compute: oneDNN 2.x's GEMM kernels
+ * point rsp into the heap, and a handler running on that thread writes its frame there
+ * (uxlfoundation/oneDNN#4845: heap corruption, seen here as an abort after Ctrl-C). So the
+ * signals are blocked before any computing thread exists (OpenMP's threads inherit the mask)
+ * and taken by one thread that only waits for them. A handler stays for threads the BLAS
+ * started before main, which would otherwise die of the default action. */
+static void on_signal(int sig) { atomic_store(&g_stop, sig); }
+
+static sigset_t g_stop_signals; /* read-only once set */
+
+static void *signal_waiter(void *arg) {
+    (void)arg;
+    for (;;) {
+        int sig;
+        if (sigwait(&g_stop_signals, &sig) == 0) atomic_store(&g_stop, sig);
+    }
+    return NULL;
+}
+
+static void catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigemptyset(&g_stop_signals);
+    sigaddset(&g_stop_signals, SIGINT);
+    sigaddset(&g_stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &g_stop_signals, NULL);
+    pthread_t t;
+    if (pthread_create(&t, NULL, signal_waiter, NULL) == 0) pthread_detach(t);
+    else pthread_sigmask(SIG_UNBLOCK, &g_stop_signals, NULL); /* no waiter: the handler on this thread */
+}
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -105,11 +139,7 @@ int main(int argc, char **argv) {
         snprintf(out_dir, sizeof out_dir, "%s", resume);
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    catch_stop_signals();
 
     TrainOptions opt = {out_dir, resume != NULL, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps};
     if (!resume) printf("train: %s → %s\n", cfg.path, out_dir);
@@ -120,7 +150,7 @@ int main(int argc, char **argv) {
     if (st) return fail(err.msg, st == S2S_ERR_CONFIG ? 2 : 1);
     if (sum.interrupted) {
         fprintf(stderr, "train: interrupted after step %ld; resume with: ./train --resume %s\n", sum.steps, out_dir);
-        return 128 + (int)g_stop;
+        return 128 + atomic_load(&g_stop);
     }
     printf("train: %d epochs, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs, sum.steps, sum.seconds, out_dir);
     return 0;

@@ -1,10 +1,13 @@
-/* arena.c — chained bump allocator, merged into one block on reset. */
+/* arena.c — chained bump allocator, merged into one block on reset; or one reserved range. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "s2s/arena.h"
 #include "s2s/common.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define ARENA_ALIGN 64
 
@@ -14,6 +17,7 @@ struct ArenaBlock {
     size_t used;
     unsigned char *data; /* aligned */
     void *raw;
+    bool mapped; /* raw is an mmap reservation of size bytes (arena_init_reserved) */
 };
 
 static ArenaBlock *block_new(size_t size) {
@@ -29,7 +33,8 @@ static ArenaBlock *block_new(size_t size) {
 static void chain_free(ArenaBlock *b) {
     while (b) {
         ArenaBlock *n = b->next;
-        free(b->raw);
+        if (b->mapped) munmap(b->raw, b->size);
+        else free(b->raw);
         free(b);
         b = n;
     }
@@ -40,6 +45,23 @@ void arena_init(Arena *a, size_t initial_bytes) {
     a->min_block = initial_bytes < 4096 ? 4096 : initial_bytes;
     a->head = a->cur = block_new(a->min_block);
     a->capacity = a->min_block;
+}
+
+void arena_init_reserved(Arena *a, size_t initial_bytes) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t size = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    void *raw = size ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                     : MAP_FAILED;
+    if (raw == MAP_FAILED) { /* strict overcommit, an address-space limit: the chain still works */
+        arena_init(a, initial_bytes);
+        return;
+    }
+    memset(a, 0, sizeof *a);
+    a->min_block = initial_bytes < 4096 ? 4096 : initial_bytes;
+    ArenaBlock *b = s2s_xmalloc(sizeof *b);
+    *b = (ArenaBlock){.size = size, .data = raw, .raw = raw, .mapped = true}; /* page-aligned */
+    a->head = a->cur = b;
+    a->capacity = size;
 }
 
 void arena_free(Arena *a) {
@@ -54,7 +76,8 @@ void *arena_alloc(Arena *a, size_t bytes) {
     ArenaBlock *b = a->cur;
     while (b->used + need > b->size) {
         if (!b->next) {
-            size_t size = a->capacity > need ? a->capacity : need; /* double the total */
+            /* double the total; past a reservation (all of RAM) just what is needed */
+            size_t size = a->head->mapped ? need : a->capacity > need ? a->capacity : need;
             if (size < a->min_block) size = a->min_block;
             b->next = block_new(size);
             a->capacity += size;
@@ -77,7 +100,7 @@ void *arena_calloc(Arena *a, size_t bytes) {
 }
 
 void arena_reset(Arena *a) {
-    if (a->head->next) { /* grew during the step: merge into one block of the total size */
+    if (a->head->next && !a->head->mapped) { /* grew during the step: merge into one block of the total size */
         size_t total = a->capacity;
         chain_free(a->head);
         a->head = block_new(total);

@@ -2,6 +2,7 @@
  * with an ignore index, mean over counted rows). */
 #include "s2s/fastmath.h"
 #include "ops_internal.h"
+#include "s2s/par.h"
 
 #include <math.h>
 #include <string.h>
@@ -53,21 +54,30 @@ void op_softmax_backward(Tape *t, const TapeNode *n) {
 
 /* saved: targets (N) copy; saved2: per-row log-sum-exp (N), so backward recomputes the
  * softmax from the logits instead of keeping an (N, V) copy. */
+typedef struct LseJob {
+    const float *x;
+    const int32_t *targets;
+    float *lse;
+    int V, ignore;
+} LseJob;
+
+static void lse_rows(void *ctx, size_t begin, size_t end) {
+    const LseJob *j = ctx;
+    for (size_t r = begin; r < end; r++)
+        if (j->targets[r] != j->ignore) j->lse[r] = s2s_logsumexp(j->x + r * (size_t)j->V, j->V);
+}
+
 static Tensor *cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index, bool consume) {
     int V = tensor_cols(logits), N = tensor_rows(logits);
     float *lse = arena_alloc(&t->arena, (size_t)N * sizeof *lse);
+    for (int r = 0; r < N; r++) S2S_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V));
+    LseJob job = {logits->data, targets, lse, V, ignore_index};
+    par_for((size_t)N, (size_t)V, lse_rows, &job); /* rows on the threads; the sum below in row order */
     double total = 0.0;
     int count = 0;
     for (int r = 0; r < N; r++) {
         if (targets[r] == ignore_index) continue;
-        S2S_ASSERT(targets[r] >= 0 && targets[r] < V);
-        const float *x = logits->data + (size_t)r * V;
-        float mx = x[0];
-        for (int j = 1; j < V; j++) mx = x[j] > mx ? x[j] : mx;
-        float s = 0.0f;
-        for (int j = 0; j < V; j++) s += s2s_expf(x[j] - mx);
-        lse[r] = mx + logf(s);
-        total += lse[r] - x[targets[r]];
+        total += lse[r] - logits->data[(size_t)r * V + targets[r]];
         count++;
     }
     Tensor *y = tape_tensor1(t, 1);
@@ -94,6 +104,41 @@ Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets
     return cross_entropy(t, logits, targets, ignore_index, true);
 }
 
+typedef struct CeGradJob {
+    const float *x;
+    float *d;
+    const int32_t *tg;
+    const float *lse;
+    float g;
+    int V, ignore;
+} CeGradJob;
+
+/* d = softmax(x) g - g onehot, written over x (the consuming loss) */
+static void ce_grad_rows_over(void *ctx, size_t begin, size_t end) {
+    const CeGradJob *j = ctx;
+    for (size_t r = begin; r < end; r++) {
+        float *d = j->d + r * (size_t)j->V;
+        if (j->tg[r] == j->ignore) {
+            memset(d, 0, (size_t)j->V * sizeof *d);
+            continue;
+        }
+        for (int c = 0; c < j->V; c++) d[c] = j->g * s2s_expf(d[c] - j->lse[r]); /* reads x_c, then writes d_c */
+        d[j->tg[r]] -= j->g;
+    }
+}
+
+/* d += softmax(x) g - g onehot */
+static void ce_grad_rows_add(void *ctx, size_t begin, size_t end) {
+    const CeGradJob *j = ctx;
+    for (size_t r = begin; r < end; r++) {
+        if (j->tg[r] == j->ignore) continue;
+        const float *x = j->x + r * (size_t)j->V;
+        float *d = j->d + r * (size_t)j->V;
+        for (int c = 0; c < j->V; c++) d[c] += j->g * s2s_expf(x[c] - j->lse[r]);
+        d[j->tg[r]] -= j->g;
+    }
+}
+
 void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
     Tensor *logits = n->in[0];
     const int32_t *tg = n->saved;
@@ -101,25 +146,13 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
     int V = tensor_cols(logits), N = tensor_rows(logits), count = n->i[1];
     if (!count) return;
     float g = n->out->grad[0] / (float)count;
+    CeGradJob job = {logits->data, NULL, tg, lse, g, V, n->i[0]};
     if (n->i[2] && !logits->grad && !logits->base) { /* the gradient takes the logits' place */
         logits->grad = logits->data;
-        for (int r = 0; r < N; r++) {
-            float *d = logits->grad + (size_t)r * V;
-            if (tg[r] == n->i[0]) {
-                memset(d, 0, (size_t)V * sizeof *d);
-                continue;
-            }
-            for (int j = 0; j < V; j++) d[j] = g * s2s_expf(d[j] - lse[r]); /* reads x_j, then writes d_j */
-            d[tg[r]] -= g;
-        }
+        job.d = logits->grad;
+        par_for((size_t)N, (size_t)V, ce_grad_rows_over, &job);
         return;
     }
-    float *dx = tensor_grad(t, logits);
-    for (int r = 0; r < N; r++) {
-        if (tg[r] == n->i[0]) continue;
-        const float *x = logits->data + (size_t)r * V;
-        float *d = dx + (size_t)r * V;
-        for (int j = 0; j < V; j++) d[j] += g * s2s_expf(x[j] - lse[r]);
-        d[tg[r]] -= g;
-    }
+    job.d = tensor_grad(t, logits);
+    par_for((size_t)N, (size_t)V, ce_grad_rows_add, &job);
 }

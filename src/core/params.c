@@ -1,5 +1,6 @@
 /* params.c — one block each for parameters, gradients and optimizer state. */
 #include "s2s/params.h"
+#include "s2s/par.h"
 #include "s2s/common.h"
 #include "s2s/gemm.h"
 
@@ -81,7 +82,7 @@ void params_alloc_moments(ParamStore *ps) {
     ps->v = block_alloc(ps->total);
 }
 
-void params_zero_grad(ParamStore *ps) { memset(ps->grad, 0, ps->total * sizeof(float)); }
+void params_zero_grad(ParamStore *ps) { par_zero(ps->grad, ps->total); }
 
 void params_init_uniform(ParamStore *ps, Rng *rng, float a) {
     for (int i = 0; i < ps->count; i++) {

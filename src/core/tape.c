@@ -1,5 +1,6 @@
 /* tape.c — node recording, the op table, and the backward sweep. */
 #include "ops_internal.h"
+#include "s2s/par.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ _Static_assert(sizeof OP_BACKWARD / sizeof OP_BACKWARD[0] == OP_COUNT,
 
 void tape_init(Tape *t, size_t arena_bytes) {
     memset(t, 0, sizeof *t);
-    arena_init(&t->arena, arena_bytes);
+    arena_init_reserved(&t->arena, arena_bytes);
     t->grad_enabled = true;
     t->training = true;
 }
@@ -103,7 +104,8 @@ float *tensor_grad_if(Tensor *x) {
 float *tensor_grad(Tape *t, Tensor *x) {
     if (tensor_grad_if(x)) return x->grad;
     Tensor *root = x->base ? x->base : x;
-    root->grad = arena_calloc(&t->arena, root->size * sizeof(float));
+    root->grad = arena_alloc(&t->arena, root->size * sizeof(float));
+    par_zero(root->grad, root->size);
     return x->grad = root->grad + (x->base ? x->offset : 0);
 }
 

@@ -1,6 +1,7 @@
-/* optim.c — SGD, Adam, clipping: single loops over the parameter blocks. */
+/* optim.c — SGD, Adam, clipping: loops over the parameter blocks, split over the threads. */
 #include "s2s/optim.h"
 #include "s2s/common.h"
+#include "s2s/par.h"
 
 #include <math.h>
 
@@ -9,17 +10,17 @@ Adam adam_default(void) { return (Adam){.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.9
 /* torch.optim.Adam (non-amsgrad): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
  * p -= lr/(1-b1^t) · m / (sqrt(v)/sqrt(1-b2^t) + eps). Padding between tensors has zero
  * gradient and stays zero. */
-void adam_step(Adam *opt, ParamStore *ps) {
-    S2S_ASSERT(ps->allocated);
-    params_alloc_moments(ps);
-    opt->step++;
-    double bc1 = 1.0 - pow(opt->beta1, (double)opt->step);
-    double bc2 = 1.0 - pow(opt->beta2, (double)opt->step);
-    float step_size = (float)(opt->lr / bc1);
-    float inv_sqrt_bc2 = (float)(1.0 / sqrt(bc2));
-    float b1 = opt->beta1, b2 = opt->beta2, eps = opt->eps, wd = opt->weight_decay;
-    float *p = ps->data, *g = ps->grad, *m = ps->m, *v = ps->v;
-    for (size_t i = 0; i < ps->total; i++) {
+typedef struct AdamJob {
+    float *p, *g, *m, *v;
+    float b1, b2, eps, wd, step_size, inv_sqrt_bc2;
+} AdamJob;
+
+static void adam_range(void *ctx, size_t begin, size_t end) {
+    const AdamJob *j = ctx;
+    float *restrict p = j->p, *restrict m = j->m, *restrict v = j->v;
+    const float *restrict g = j->g;
+    float b1 = j->b1, b2 = j->b2, eps = j->eps, wd = j->wd, step_size = j->step_size, inv_sqrt_bc2 = j->inv_sqrt_bc2;
+    for (size_t i = begin; i < end; i++) {
         float gi = g[i] + wd * p[i];
         m[i] = b1 * m[i] + (1.0f - b1) * gi;
         v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
@@ -27,22 +28,38 @@ void adam_step(Adam *opt, ParamStore *ps) {
     }
 }
 
+void adam_step(Adam *opt, ParamStore *ps) {
+    S2S_ASSERT(ps->allocated);
+    params_alloc_moments(ps);
+    opt->step++;
+    double bc1 = 1.0 - pow(opt->beta1, (double)opt->step);
+    double bc2 = 1.0 - pow(opt->beta2, (double)opt->step);
+    AdamJob j = {ps->data, ps->grad, ps->m, ps->v, opt->beta1, opt->beta2, opt->eps, opt->weight_decay,
+                 (float)(opt->lr / bc1), (float)(1.0 / sqrt(bc2))};
+    par_for(ps->total, 1, adam_range, &j);
+}
+
 void sgd_step(ParamStore *ps, float lr) {
     for (size_t i = 0; i < ps->total; i++) ps->data[i] -= lr * ps->grad[i];
 }
 
-double grad_global_norm(const ParamStore *ps) {
-    double s = 0.0;
-    for (size_t i = 0; i < ps->total; i++) s += (double)ps->grad[i] * ps->grad[i];
-    return sqrt(s);
+double grad_global_norm(const ParamStore *ps) { return sqrt(par_sum_sq(ps->grad, ps->total)); }
+
+typedef struct ScaleJob {
+    float *x, c;
+} ScaleJob;
+
+static void scale_range(void *ctx, size_t begin, size_t end) {
+    const ScaleJob *j = ctx;
+    for (size_t i = begin; i < end; i++) j->x[i] *= j->c;
 }
 
 double grad_clip_global_norm(ParamStore *ps, double max_norm) {
     double norm = grad_global_norm(ps);
     double coef = max_norm / (norm + 1e-6);
     if (coef < 1.0) {
-        float c = (float)coef;
-        for (size_t i = 0; i < ps->total; i++) ps->grad[i] *= c;
+        ScaleJob j = {ps->grad, (float)coef};
+        par_for(ps->total, 1, scale_range, &j);
     }
     return norm;
 }

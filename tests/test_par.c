@@ -1,0 +1,109 @@
+/* test_par.c — loops over threads: every index once, and the same bits on 1, 2 or 3
+ * threads for the reduction, the cross-entropy and Adam that use them. */
+#include "test_util.h"
+#include "s2s/gemm.h"
+#include "s2s/optim.h"
+#include "s2s/par.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int omp_get_max_threads(void);
+
+static void count_range(void *ctx, size_t b, size_t e) {
+    unsigned char *hits = ctx;
+    for (size_t i = b; i < e; i++) hits[i]++;
+}
+
+Test(par, every_index_once) {
+    int restore = omp_get_max_threads();
+    size_t sizes[] = {0, 1, 2, 63, 64, 1000, 1025, 40000, 100003};
+    for (int th = 1; th <= 3; th++) {
+        gemm_set_threads(th);
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            size_t n = sizes[s];
+            unsigned char *hits = calloc(n + 1, 1);
+            par_for(n, 1, count_range, hits);
+            for (size_t i = 0; i < n; i++) cr_assert_eq(hits[i], 1, "threads %d, n %zu: index %zu ran %d times", th, n, i, hits[i]);
+            cr_assert_eq(hits[n], 0);
+            free(hits);
+        }
+    }
+    gemm_set_threads(restore);
+}
+
+Test(par, sum_sq_same_bits_on_any_thread_count) {
+    int restore = omp_get_max_threads();
+    size_t n = 3000001;
+    float *x = malloc(n * sizeof *x);
+    Rng rng;
+    rng_init(&rng, 3, 0);
+    double want = 0;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = rng_uniform_range(&rng, -1, 1);
+        want += (double)x[i] * x[i];
+    }
+    double got[3];
+    for (int th = 1; th <= 3; th++) {
+        gemm_set_threads(th);
+        got[th - 1] = par_sum_sq(x, n);
+    }
+    gemm_set_threads(restore);
+    cr_expect_eq(memcmp(&got[0], &got[1], sizeof got[0]), 0, "1 vs 2 threads: %.17g %.17g", got[0], got[1]);
+    cr_expect_eq(memcmp(&got[0], &got[2], sizeof got[0]), 0, "1 vs 3 threads: %.17g %.17g", got[0], got[2]);
+    cr_expect_lt(fabs(got[0] - want), 1e-9 * want);
+    free(x);
+}
+
+/* A loss, its gradient and one Adam step, on th threads: the bits of all three. */
+static void loss_and_step(int th, float *loss, float *grad, float *param) {
+    enum { N = 96, V = 1000, P = 50000 };
+    gemm_set_threads(th);
+    Rng rng;
+    rng_init(&rng, 5, 0);
+    Tensor *logits = tensor_new(2, (int[]){N, V}, true);
+    tu_fill(logits, &rng, -4, 4);
+    int32_t tg[N];
+    for (int r = 0; r < N; r++) tg[r] = r % 7 == 3 ? -1 : (int32_t)(rng_u32(&rng) % V);
+    Tape t;
+    tape_init(&t, 1 << 16);
+    Tensor *y = op_cross_entropy(&t, logits, tg, -1);
+    tape_backward(&t, y);
+    *loss = y->data[0];
+    memcpy(grad, logits->grad, sizeof(float) * N * V);
+    tape_free(&t);
+    tensor_free(logits);
+    ParamStore ps;
+    params_init(&ps);
+    Tensor *w = params_add(&ps, "w", 1, (int[]){P});
+    params_alloc(&ps);
+    for (int i = 0; i < P; i++) {
+        w->data[i] = rng_uniform_range(&rng, -1, 1);
+        ps.grad[i] = rng_uniform_range(&rng, -1, 1);
+    }
+    grad_clip_global_norm(&ps, 1.0);
+    Adam a = adam_default();
+    adam_step(&a, &ps);
+    memcpy(param, w->data, sizeof(float) * P);
+    params_free(&ps);
+}
+
+Test(par, loss_gradient_and_adam_same_bits_on_any_thread_count) {
+    int restore = omp_get_max_threads();
+    enum { N = 96, V = 1000, P = 50000 };
+    float l1, l2;
+    float *g1 = malloc(sizeof(float) * N * V), *g2 = malloc(sizeof(float) * N * V);
+    float *p1 = malloc(sizeof(float) * P), *p2 = malloc(sizeof(float) * P);
+    loss_and_step(1, &l1, g1, p1);
+    loss_and_step(2, &l2, g2, p2);
+    gemm_set_threads(restore);
+    cr_expect_eq(memcmp(&l1, &l2, sizeof l1), 0, "loss %.9g vs %.9g", l1, l2);
+    cr_expect_eq(memcmp(g1, g2, sizeof(float) * N * V), 0, "logit gradients differ");
+    cr_expect_eq(memcmp(p1, p2, sizeof(float) * P), 0, "Adam's weights differ");
+    free(g1);
+    free(g2);
+    free(p1);
+    free(p2);
+}
