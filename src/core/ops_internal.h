@@ -37,6 +37,9 @@ void op_additive_scores_backward(Tape *t, const TapeNode *n);
  * Bbf, packed with leading dimension lda, ldb), float32 accumulation. */
 void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc);
+/* C (1 × N) = alpha op(A) op(B) + beta C for a one-row A, on the calling thread (gemm.c). */
+void gemm_row(Tape *t, bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+              float beta, float *C);
 /* oneDNN float32 GEMM (gemm.c). */
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc);
@@ -64,11 +67,9 @@ static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, 
         gemm_bf16_tape(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, beta, C, ldc);
         return;
     }
-    if (M == 1) { /* a row times a matrix (one decoding step's attention): sgemm's packing
-                   * would cost more than the product */
-        if (beta == 0.0f) memset(C, 0, (size_t)N * sizeof *C); /* arena garbage may hold NaNs; 0·NaN is NaN */
-        cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, ldb, A,
-                    ta ? lda : 1, beta, C, 1);
+    if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
+                   * or waking BLAS threads for it, would cost more than the product */
+        gemm_row(t, ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
         return;
     }
     if (!t->openblas) {
