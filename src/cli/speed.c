@@ -6,8 +6,9 @@
  * rarely say <eos>, so "greedy_full" decodes exactly 50 steps for every sentence — the work
  * of a decoder that never stops, comparable across implementations — and "greedy" stops at
  * <eos> as users' decoding does. train.precision=bf16 runs the GEMMs in bfloat16.
+* --decode-batch N decodes N sentences at a time (128, as PyTorch's --decode-bench --bs).
 *   speed [--config multi30k] [--model FILE] [--warmup 5] [--iters 60] [--no-train] [--no-decode]
-*         [--set key=value]... */
+*         [--decode-batch 128] [--set key=value]... */
 #include "s2s/eval.h"
 #include "s2s/gemm.h"
 #include "s2s/optim.h"
@@ -57,17 +58,17 @@ static double gemm_rate(int M, int N, int K, bool bf16, bool openblas) {
 
 /* Decodes the test set: greedy (stopping at <eos>), greedy for exactly `full` steps when
  * full > 0, or beam search; returns sentences per second. */
-static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int beam, int full, long *out_tokens) {
+static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int bs, int beam, int full, long *out_tokens) {
     BatchPlan ep;
-    batchplan_make(&ep, test, 128, 0, 0, NULL);
+    batchplan_make(&ep, test, bs, 0, 0, NULL);
     Batch b;
     batch_init(&b);
     double d0 = now_s();
     *out_tokens = 0;
     const int L = 50;
-    int32_t *o = s2s_xmalloc((size_t)128 * L * sizeof *o);
-    int *ol = s2s_xmalloc((size_t)128 * sizeof *ol);
-    int32_t *tok = s2s_xmalloc((size_t)128 * sizeof *tok);
+    int32_t *o = s2s_xmalloc((size_t)bs * L * sizeof *o);
+    int *ol = s2s_xmalloc((size_t)bs * sizeof *ol);
+    int32_t *tok = s2s_xmalloc((size_t)bs * sizeof *tok);
     for (int k = 0; k < ep.n_batches; k++) {
         batch_fill(&b, test, ep.order + ep.start[k], ep.start[k + 1] - ep.start[k]);
         tape_reset(t);
@@ -110,12 +111,12 @@ static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int beam, in
 
 static void usage(void) {
     fprintf(stderr, "usage: speed [--config NAME] [--model FILE] [--warmup N] [--iters N] [--no-train] [--no-decode]\n"
-                    "             [--set key=value]...\n");
+                    "             [--decode-batch N] [--set key=value]...\n");
 }
 
 int main(int argc, char **argv) {
     const char *config = "multi30k", *model_path = NULL;
-    int warmup = 5, iters = 60;
+    int warmup = 5, iters = 60, decode_batch = 128;
     bool decode = true, train = true;
     Config cfg;
     config_defaults(&cfg);
@@ -127,6 +128,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--model") && v) model_path = argv[++i];
         else if (!strcmp(argv[i], "--warmup") && v) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && v) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--decode-batch") && v) decode_batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-decode")) decode = false;
         else if (!strcmp(argv[i], "--no-train")) train = false;
         else if (!strcmp(argv[i], "--set") && v && n_sets < 64) sets[n_sets++] = argv[++i];
@@ -135,7 +137,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (warmup < 0 || iters < 1) {
+    if (warmup < 0 || iters < 1 || decode_batch < 1 || decode_batch > 100000) {
         usage();
         return 2;
     }
@@ -242,14 +244,14 @@ int main(int argc, char **argv) {
     }
     if (decode) {
         if (bf16) params_bf16_snapshot(&m.params);
-        decode_rate(&t, &m, &d.test, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
+        decode_rate(&t, &m, &d.test, decode_batch, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
         struct { const char *name; int beam, full; } runs[] = {{"greedy", 1, 0}, {"greedy_full", 1, 50}, {"beam", 5, 0}};
         for (int r = 0; r < 3; r++) {
             long out_tokens;
-            double rate = decode_rate(&t, &m, &d.test, runs[r].beam, runs[r].full, &out_tokens);
+            double rate = decode_rate(&t, &m, &d.test, decode_batch, runs[r].beam, runs[r].full, &out_tokens);
             printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
-                   "\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f}\n",
-                   prec, bf16 ? "onednn" : cfg.train.gemm, runs[r].name, runs[r].beam, model_path ? "trained" : "random", d.test.n, rate, out_tokens,
+                   "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f}\n",
+                   prec, bf16 ? "onednn" : cfg.train.gemm, runs[r].name, runs[r].beam, model_path ? "trained" : "random", decode_batch, d.test.n, rate, out_tokens,
                    peak_rss_mb());
             fflush(stdout);
         }
