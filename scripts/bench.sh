@@ -23,6 +23,11 @@ trap 'rm -f "$out"' EXIT
 # the other float32 back end, training only (OpenBLAS picks its kernels from the CPU, or from
 # OPENBLAS_CORETYPE when that is set: ${OPENBLAS_CORETYPE:-unset} here)
 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set gemm=openblas | tee -a "$out"
+# all of test_2016_flickr as one batch: products of 1,000 rows run nearer the GEMMs' peak
+# (PyTorch likewise below, with --bs 1000)
+for prec in fp32 bf16; do
+    ./speed --no-train --decode-batch 1000 --set precision=$prec | sed 's/"event":"decode"/"event":"decode_b1000"/' | tee -a "$out"
+done
 if [ -f "$MODEL" ]; then
     ./speed --model "$MODEL" --no-train | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
     ./speed --model "$MODEL" --no-train --set precision=bf16 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
@@ -41,6 +46,8 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.p
     done
     /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench 2>/dev/null \
         | grep '"event": "decode_bench"' | tee -a "$out" || true
+    /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench --bs 1000 2>/dev/null \
+        | grep '"event": "decode_bench"' | sed 's/"event": "decode_bench"/"event": "decode_bench_b1000"/' | tee -a "$out" || true
 else
     echo "bench: python3-torch not installed: no PyTorch baseline in this run (apt-get install python3-torch)"
 fi
@@ -60,6 +67,9 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
                          tdec[p "_" md] = num($0, "sent_per_s") }
     /"event": "bench"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttok[p] = num($0, "tok_per_s"); trss[p] = num($0, "peak_rss_mb") }
     /"event": "decode_bench"/ { tg = num($0, "sent_per_s") }
+    /"event":"decode_b1000"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
+                         bdec[p "_" md] = num($0, "sent_per_s") }
+    /"event": "decode_bench_b1000"/ { tg1000 = num($0, "sent_per_s") }
     END {
         printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cores\":%s,\"openblas_coretype\":\"%s\"", commit, cpu, cores, coretype
         printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], tok["bf16"], rss["fp32"], gf["fp32"], sg, bg
@@ -69,6 +79,8 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
         if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]
         if (ttok["bf16"] != "") printf ",\"torch_train_bf16_tok_per_s\":%s,\"train_bf16_ratio\":%.2f", ttok["bf16"], tok["bf16"] / ttok["bf16"]
         if (tg != "") printf ",\"torch_random_greedy_sent_per_s\":%s,\"greedy_full_ratio\":%.2f,\"greedy_full_bf16_ratio\":%.2f,\"beam5_vs_torch_greedy\":%.2f,\"beam5_bf16_vs_torch_greedy\":%.2f", tg, dec["fp32_full"] / tg, dec["bf16_full"] / tg, dec["fp32_beam5"] / tg, dec["bf16_beam5"] / tg
+        if (bdec["fp32_full"] != "") printf ",\"random_greedy_full_b1000_sent_per_s\":%s,\"random_greedy_full_b1000_bf16_sent_per_s\":%s,\"random_beam5_b1000_sent_per_s\":%s,\"random_beam5_b1000_bf16_sent_per_s\":%s", bdec["fp32_full"], bdec["bf16_full"], bdec["fp32_beam5"], bdec["bf16_beam5"]
+        if (tg1000 != "") printf ",\"torch_random_greedy_b1000_sent_per_s\":%s,\"greedy_full_b1000_ratio\":%.2f,\"greedy_full_b1000_bf16_ratio\":%.2f", tg1000, bdec["fp32_full"] / tg1000, bdec["bf16_full"] / tg1000
         printf "}\n"
     }' "$out")
 echo "$line" >> bench/results.jsonl
