@@ -27,6 +27,7 @@ static ArenaBlock *block_new(size_t size) {
     b->size = size;
     b->used = 0;
     b->next = NULL;
+    b->mapped = false;
     return b;
 }
 
