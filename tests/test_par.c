@@ -19,7 +19,7 @@ static void count_range(void *ctx, size_t b, size_t e) {
 
 Test(par, every_index_once) {
     int restore = omp_get_max_threads();
-    size_t sizes[] = {0, 1, 2, 63, 64, 1000, 1025, 40000, 100003};
+    size_t sizes[] = {0, 1, 2, 63, 64, 1000, 1025, 40000, PAR_MIN_WORK - 1, PAR_MIN_WORK, PAR_MIN_WORK + 1, 3000017};
     for (int th = 1; th <= 3; th++) {
         gemm_set_threads(th);
         for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
@@ -58,14 +58,16 @@ Test(par, sum_sq_same_bits_on_any_thread_count) {
 }
 
 /* A loss, its gradient and one Adam step, on th threads: the bits of all three. */
+/* sizes above PAR_MIN_WORK, so that two threads really split them */
+enum { N = 96, V = 11000, P = 1100000 };
+
 static void loss_and_step(int th, float *loss, float *grad, float *param) {
-    enum { N = 96, V = 1000, P = 50000 };
     gemm_set_threads(th);
     Rng rng;
     rng_init(&rng, 5, 0);
     Tensor *logits = tensor_new(2, (int[]){N, V}, true);
     tu_fill(logits, &rng, -4, 4);
-    int32_t tg[N];
+    static int32_t tg[N];
     for (int r = 0; r < N; r++) tg[r] = r % 7 == 3 ? -1 : (int32_t)(rng_u32(&rng) % V);
     Tape t;
     tape_init(&t, 1 << 16);
@@ -92,7 +94,6 @@ static void loss_and_step(int th, float *loss, float *grad, float *param) {
 
 Test(par, loss_gradient_and_adam_same_bits_on_any_thread_count) {
     int restore = omp_get_max_threads();
-    enum { N = 96, V = 1000, P = 50000 };
     float l1, l2;
     float *g1 = malloc(sizeof(float) * N * V), *g2 = malloc(sizeof(float) * N * V);
     float *p1 = malloc(sizeof(float) * P), *p2 = malloc(sizeof(float) * P);

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#define PAR_MIN_WORK ((size_t)1 << 15)
+#define PAR_MIN_WORK ((size_t)1 << 20)
 
 typedef void (*ParFn)(void *ctx, size_t begin, size_t end);
 
