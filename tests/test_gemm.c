@@ -78,17 +78,27 @@ static double ref_product(const Tensor *a, const Tensor *b, int flags, int bi, i
     return s;
 }
 
+/* Random operands of op(A) (M × K) and op(B) (K × N), stored transposed when flags say so,
+ * batched (nb × …) when nb > 0; A keeps a gradient, B when b_grad. */
+static void make_operands(int flags, int nb, int M, int N, int K, uint64_t seed, bool b_grad, Tensor **a, Tensor **b) {
+    bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
+    Rng rng;
+    rng_init(&rng, seed, 0);
+    *a = nb ? tensor_new(3, ta ? SH(nb, K, M) : SH(nb, M, K), true) : tensor_new(2, ta ? SH(K, M) : SH(M, K), true);
+    *b = nb ? tensor_new(3, tb ? SH(nb, N, K) : SH(nb, K, N), b_grad) : tensor_new(2, tb ? SH(N, K) : SH(K, N), b_grad);
+    tu_fill(*a, &rng, -1, 1);
+    tu_fill(*b, &rng, -1, 1);
+}
+
 /* Forward C = op(A) op(B) and backward with a random seed dC, on a bf16 tape: every value
  * equals the double-precision product of the bf16-rounded operands to float32 accumulation
  * accuracy, and is visibly different from the float32 product (the path really is bf16). */
 static void check_matmul(int flags, int nb, int M, int N, int K) {
     bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
+    Tensor *a, *b;
+    make_operands(flags, nb, M, N, K, 7, true, &a, &b);
     Rng rng;
-    rng_init(&rng, 7, 0);
-    Tensor *a = nb ? tensor_new(3, ta ? SH(nb, K, M) : SH(nb, M, K), true) : tensor_new(2, ta ? SH(K, M) : SH(M, K), true);
-    Tensor *b = nb ? tensor_new(3, tb ? SH(nb, N, K) : SH(nb, K, N), true) : tensor_new(2, tb ? SH(N, K) : SH(K, N), true);
-    tu_fill(a, &rng, -1, 1);
-    tu_fill(b, &rng, -1, 1);
+    rng_init(&rng, 8, 0);
     Tape t;
     tape_init(&t, 1 << 16);
     t.bf16 = true;
@@ -232,12 +242,8 @@ Test(gemm, bf16_keeps_nan) {
  * Returns how many forward values the two libraries give with different bits. */
 static int check_matmul_f32(int flags, int nb, int M, int N, int K) {
     bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
-    Rng rng;
-    rng_init(&rng, 11, 0);
-    Tensor *a = nb ? tensor_new(3, ta ? SH(nb, K, M) : SH(nb, M, K), true) : tensor_new(2, ta ? SH(K, M) : SH(M, K), true);
-    Tensor *b = nb ? tensor_new(3, tb ? SH(nb, N, K) : SH(nb, K, N), false) : tensor_new(2, tb ? SH(N, K) : SH(K, N), false);
-    tu_fill(a, &rng, -1, 1);
-    tu_fill(b, &rng, -1, 1);
+    Tensor *a, *b;
+    make_operands(flags, nb, M, N, K, 11, false, &a, &b);
     int nbat = nb ? nb : 1, differ = 0;
     float *first = NULL;
     for (int lib = 0; lib < 2; lib++) {
