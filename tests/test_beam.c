@@ -1,6 +1,7 @@
 /* test_beam.c — beam search: K = 1 is greedy decoding, and beam search finds outputs that
  * score better than greedy's on a small random model. */
 #include "test_util.h"
+#include "s2s/gemm.h"
 #include "s2s/model.h"
 
 #include <criterion/criterion.h>
@@ -206,4 +207,68 @@ Test(beam, greedy_batch_equals_one_sentence_at_a_time) {
         dataset_free(&d);
         model_free(&m);
     }
+}
+
+/* Beam search and the per-sentence attention rows of decoding split over threads when they
+ * are large (par_for): two threads give the same hypotheses, scores and greedy attention as
+ * one. Sizes chosen above PAR_MIN_WORK: 64 sentences × 5 beams × 4,000 target words, and
+ * encoder states 512 wide. */
+extern int omp_get_max_threads(void);
+
+Test(beam, same_results_on_two_threads, .timeout = 120) {
+    enum { B = 64, BIG_VT = 4000, L = 10, K = 5 };
+    Config c;
+    config_defaults(&c);
+    c.model = (ConfigModel){.cell = "gru", .bidirectional = true, .layers = 1, .embedding_type = "learned",
+                            .embedding = 8, .encoder_hidden = 256, .decoder_hidden = 12, .attention = "scaled_dot",
+                            .kq = 6, .combine = "concat", .init_range = 0.5f};
+    S2sError err;
+    Seq2Seq m;
+    cr_assert_eq(model_init(&m, &c.model, VS, BIG_VT, &err), S2S_OK, "%s", err.msg);
+    Rng r;
+    rng_init(&r, 23, RNG_STREAM_INIT);
+    model_init_weights(&m, &r);
+    Dataset d;
+    dataset_init(&d);
+    rng_init(&r, 6, RNG_STREAM_DATA);
+    int idx[B];
+    for (int i = 0; i < B; i++) {
+        int32_t src[8], trg[2] = {TOK_SOS, TOK_EOS};
+        int n = 2 + (int)rng_below(&r, 6);
+        for (int k = 0; k < n; k++) src[k] = TOK_SPECIALS + (int32_t)rng_below(&r, VS - TOK_SPECIALS);
+        dataset_add(&d, src, n, trg, 2);
+        idx[i] = i;
+    }
+    Batch b;
+    batch_init(&b);
+    batch_fill(&b, &d, idx, B);
+    int restore = omp_get_max_threads();
+    static BeamHyp h[2][B];
+    static int32_t g[2][B * L];
+    static float att[2][B * L * 8];
+    int gl[2][B];
+    for (int th = 1; th <= 2; th++) {
+        gemm_set_threads(th);
+        Tape t;
+        tape_init(&t, 1 << 16);
+        model_beam(&t, &m, &b, K, L, 1.0f, 1, h[th - 1]);
+        tape_reset(&t);
+        memset(att[th - 1], 0, sizeof att[0]);
+        model_greedy(&t, &m, &b, L, g[th - 1], gl[th - 1], att[th - 1]);
+        tape_free(&t);
+    }
+    gemm_set_threads(restore);
+    for (int i = 0; i < B; i++) {
+        cr_assert_eq(h[0][i].len, h[1][i].len, "sentence %d: beam lengths %d and %d", i, h[0][i].len, h[1][i].len);
+        cr_expect_eq(memcmp(h[0][i].ids, h[1][i].ids, (size_t)h[0][i].len * sizeof(int32_t)), 0, "sentence %d", i);
+        cr_expect_eq(memcmp(&h[0][i].score, &h[1][i].score, sizeof(float)), 0, "sentence %d: score", i);
+        cr_assert_eq(gl[0][i], gl[1][i], "sentence %d: greedy lengths", i);
+    }
+    cr_expect_eq(memcmp(g[0], g[1], sizeof g[0]), 0, "greedy outputs differ");
+    cr_expect_eq(memcmp(att[0], att[1], sizeof att[0]), 0, "greedy attention differs");
+    beam_hyps_free(h[0], B);
+    beam_hyps_free(h[1], B);
+    batch_free(&b);
+    dataset_free(&d);
+    model_free(&m);
 }

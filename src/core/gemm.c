@@ -83,37 +83,33 @@ void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const f
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
-void gemm_row(Tape *t, bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-              float beta, float *C) {
-    ArenaMark mark = arena_mark(&t->arena);
-    const float *a = A;
-    if (ta && lda != 1) { /* the row is a column of the stored matrix: gather it */
-        float *g = arena_alloc(&t->arena, (size_t)K * sizeof *g);
-        for (int k = 0; k < K; k++) g[k] = A[(size_t)k * lda];
-        a = g;
-    }
+void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+              float *C) {
+    size_t inc = ta ? (size_t)lda : 1; /* a transposed one-row A is a column of its stored matrix */
     if (tb) { /* C[j] = a · B[j, :]: 16 partial sums so the loop vectorises */
         for (int j = 0; j < N; j++) {
             const float *b = B + (size_t)j * ldb;
             float part[16] = {0}, sum = 0.0f;
             int k = 0;
             for (; k + 16 <= K; k += 16)
-                for (int q = 0; q < 16; q++) part[q] += a[k + q] * b[k + q];
-            for (; k < K; k++) sum += a[k] * b[k];
+                for (int q = 0; q < 16; q++) part[q] += A[(size_t)(k + q) * inc] * b[k + q];
+            for (; k < K; k++) sum += A[(size_t)k * inc] * b[k];
             for (int q = 0; q < 16; q++) sum += part[q];
             C[j] = alpha * sum + (beta == 0.0f ? 0.0f : beta * C[j]); /* beta 0: C may hold NaN garbage */
         }
-    } else { /* C = sum_k a[k] B[k, :]: rows of B added in order */
-        float *acc = arena_alloc(&t->arena, (size_t)N * sizeof *acc);
-        memset(acc, 0, (size_t)N * sizeof *acc);
-        for (int k = 0; k < K; k++) {
-            const float *b = B + (size_t)k * ldb;
-            float ak = a[k];
-            for (int j = 0; j < N; j++) acc[j] += ak * b[j];
-        }
-        for (int j = 0; j < N; j++) C[j] = alpha * acc[j] + (beta == 0.0f ? 0.0f : beta * C[j]);
+        return;
     }
-    arena_rewind(&t->arena, mark);
+    enum { CHUNK = 256 }; /* C = sum_k a[k] B[k, :], rows of B added in order, a chunk of columns at a time */
+    for (int j0 = 0; j0 < N; j0 += CHUNK) {
+        int n = N - j0 < CHUNK ? N - j0 : CHUNK;
+        float acc[CHUNK] = {0};
+        for (int k = 0; k < K; k++) {
+            const float *b = B + (size_t)k * ldb + j0;
+            float ak = A[(size_t)k * inc];
+            for (int j = 0; j < n; j++) acc[j] += ak * b[j];
+        }
+        for (int j = 0; j < n; j++) C[j0 + j] = alpha * acc[j] + (beta == 0.0f ? 0.0f : beta * C[j0 + j]);
+    }
 }
 
 void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,

@@ -37,9 +37,10 @@ void op_additive_scores_backward(Tape *t, const TapeNode *n);
  * Bbf, packed with leading dimension lda, ldb), float32 accumulation. */
 void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc);
-/* C (1 × N) = alpha op(A) op(B) + beta C for a one-row A, on the calling thread (gemm.c). */
-void gemm_row(Tape *t, bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-              float beta, float *C);
+/* C (1 × N) = alpha op(A) op(B) + beta C for a one-row A, on the calling thread; touches
+ * nothing shared, so batched products may run it on several threads (gemm.c). */
+void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+              float *C);
 /* oneDNN float32 GEMM (gemm.c). */
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc);
@@ -69,7 +70,7 @@ static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, 
     }
     if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
                    * or waking BLAS threads for it, would cost more than the product */
-        gemm_row(t, ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
+        gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
         return;
     }
     if (!t->openblas) {

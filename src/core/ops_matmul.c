@@ -1,6 +1,7 @@
 /* ops_matmul.c — matrix products (gemm.h back ends): matmul (2-D and batched, with
  * transposes and time-major operands) and linear (x W^T + b). */
 #include "ops_internal.h"
+#include "s2s/par.h"
 
 #include <string.h>
 
@@ -27,9 +28,32 @@ static MatView mat_view(const Tensor *x, bool time_major) {
     return v;
 }
 
-/* C_b (+)= op(A_b) op(B_b) for every batch entry. */
+typedef struct RowJob {
+    bool ta, tb;
+    int N, K;
+    const float *A, *B;
+    MatView va, vb, vc;
+    float beta;
+    float *C;
+} RowJob;
+
+static void rows_range(void *ctx, size_t b0, size_t b1) {
+    const RowJob *j = ctx;
+    for (size_t b = b0; b < b1; b++)
+        gemm_row(j->ta, j->tb, j->N, j->K, 1.0f, j->A + b * j->va.bstride, j->va.ld, j->B + b * j->vb.bstride, j->vb.ld,
+                 j->beta, j->C + b * j->vc.bstride);
+}
+
+/* C_b (+)= op(A_b) op(B_b) for every batch entry. One-row products (a decoding step's
+ * attention, one per sentence) are split over the threads by entry. */
 static void gemm_batched(Tape *t, bool ta, bool tb, int M, int N, int K, const float *A, MatView va,
                          const float *B, MatView vb, float beta, float *C, MatView vc) {
+    if (M == 1 && N > 0 && K > 0 && vc.batch > 1) {
+        t->flops += 2.0 * N * K * vc.batch;
+        RowJob j = {ta, tb, N, K, A, B, va, vb, vc, beta, C};
+        par_for((size_t)vc.batch, (size_t)N * K, rows_range, &j);
+        return;
+    }
     for (int b = 0; b < vc.batch; b++)
         s2s_gemm(t, ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
                  beta, C + b * vc.bstride, vc.ld);

@@ -1,6 +1,7 @@
 /* beam.c — beam search over a batch of sentences. */
 #include "s2s/model.h"
 #include "s2s/fastmath.h"
+#include "s2s/par.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +45,73 @@ void beam_hyps_free(BeamHyp *h, int n) {
     for (int i = 0; i < n; i++) free(h[i].ids);
 }
 
+/* One step of the search for sentences [b0, b1): each writes only its own rows, candidates
+ * and finished list, so sentences run on several threads (par_for). */
+typedef struct BeamStep {
+    const float *logits;
+    int V, K, C, step, max_len;
+    float alpha;
+    float *score;
+    const int32_t *hist;
+    int32_t *nhist, *tok, *parent;
+    Cand *cand; /* K × C per sentence */
+    Sentence *sent;
+} BeamStep;
+
+static void beam_sentences(void *ctx, size_t b0, size_t b1) {
+    const BeamStep *j = ctx;
+    int V = j->V, K = j->K, C = j->C, step = j->step, stride = j->max_len + 1;
+    float *score = j->score;
+    for (size_t bi = b0; bi < b1; bi++) {
+        Sentence *s = &j->sent[bi];
+        Cand *cand = j->cand + bi * (size_t)K * C;
+        int nc = 0;
+        for (int k = 0; k < K; k++) {
+            int row = (int)bi * K + k;
+            j->parent[row] = row; /* dead and finished sentences keep their rows */
+            if (s->done || score[row] == -INFINITY) continue;
+            const float *x = j->logits + (size_t)row * V;
+            float lse = s2s_logsumexp(x, V);
+            /* this slot's best C tokens (insertion into a small sorted list) */
+            Cand top[64];
+            int nt = 0;
+            for (int v = 0; v < V; v++) {
+                if (v == TOK_PAD || v == TOK_SOS) continue;
+                float lp = x[v] - lse;
+                Cand c = {score[row] + lp, k, v};
+                if (nt == C && cmp_cand(&c, &top[nt - 1]) >= 0) continue;
+                int p = nt < C ? nt++ : C - 1;
+                while (p > 0 && cmp_cand(&c, &top[p - 1]) < 0) {
+                    top[p] = top[p - 1];
+                    p--;
+                }
+                top[p] = c;
+            }
+            memcpy(cand + nc, top, (size_t)nt * sizeof *top);
+            nc += nt;
+        }
+        if (s->done) continue;
+        qsort(cand, (size_t)nc, sizeof *cand, cmp_cand);
+        int live = 0;
+        for (int r = 0; r < nc && live < K; r++) {
+            const Cand *c = &cand[r];
+            int from = (int)bi * K + c->slot;
+            if (c->token == TOK_EOS) {
+                if (r < K) finish(s, j->hist + (size_t)from * stride, step, c->score, true, j->alpha);
+                continue;
+            }
+            int to = (int)bi * K + live++;
+            j->parent[to] = from;
+            memcpy(j->nhist + (size_t)to * stride, j->hist + (size_t)from * stride, (size_t)step * sizeof *j->hist);
+            j->nhist[(size_t)to * stride + step] = c->token;
+            score[to] = c->score;
+            j->tok[to] = c->token;
+        }
+        for (int k = live; k < K; k++) score[bi * K + k] = -INFINITY;
+        if (s->n_fin >= K || live == 0) s->done = true;
+    }
+}
+
 void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float alpha, int n_best, BeamHyp *out) {
     S2S_ASSERT(K >= 1 && K <= 32 && n_best >= 1 && n_best <= K); /* 2K candidates per slot fit top[64] */
     bool grad = t->grad_enabled, training = t->training;
@@ -56,9 +124,8 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
     float *score = s2s_xmalloc((size_t)N * sizeof *score);
     int32_t *hist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *hist), *nhist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *nhist);
     int32_t *tok = s2s_xmalloc((size_t)N * sizeof *tok), *parent = s2s_xmalloc((size_t)N * sizeof *parent);
-    Cand *cand = s2s_xmalloc((size_t)K * C * sizeof *cand);
+    Cand *cand = s2s_xmalloc((size_t)B * K * C * sizeof *cand);
     Sentence *sent = s2s_xcalloc((size_t)B, sizeof *sent);
-    float *lp = s2s_xmalloc((size_t)V * sizeof *lp);
     for (int i = 0; i < N; i++) {
         score[i] = i % K == 0 ? 0.0f : -INFINITY; /* one live hypothesis to start */
         tok[i] = TOK_SOS;
@@ -66,56 +133,10 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
     int step = 0, n_done = 0;
     for (; step < max_len && n_done < B; step++) {
         Tensor *logits = model_decode_step(t, m, &ds, tok, NULL);
-        for (int bi = 0; bi < B; bi++) {
-            Sentence *s = &sent[bi];
-            int nc = 0;
-            for (int k = 0; k < K; k++) {
-                int row = bi * K + k;
-                parent[row] = row; /* dead and finished sentences keep their rows */
-                if (s->done || score[row] == -INFINITY) continue;
-                const float *x = logits->data + (size_t)row * V;
-                float lse = s2s_logsumexp(x, V);
-                for (int v = 0; v < V; v++) lp[v] = x[v] - lse;
-                /* this slot's best C tokens (insertion into a small sorted list) */
-                Cand top[64];
-                int nt = 0;
-                for (int v = 0; v < V; v++) {
-                    if (v == TOK_PAD || v == TOK_SOS) continue;
-                    Cand c = {score[row] + lp[v], k, v};
-                    if (nt == C && cmp_cand(&c, &top[nt - 1]) >= 0) continue;
-                    int p = nt < C ? nt++ : C - 1;
-                    while (p > 0 && cmp_cand(&c, &top[p - 1]) < 0) {
-                        top[p] = top[p - 1];
-                        p--;
-                    }
-                    top[p] = c;
-                }
-                memcpy(cand + nc, top, (size_t)nt * sizeof *top);
-                nc += nt;
-            }
-            if (s->done) continue;
-            qsort(cand, (size_t)nc, sizeof *cand, cmp_cand);
-            int live = 0;
-            for (int r = 0; r < nc && live < K; r++) {
-                const Cand *c = &cand[r];
-                int from = bi * K + c->slot;
-                if (c->token == TOK_EOS) {
-                    if (r < K) finish(s, hist + (size_t)from * (max_len + 1), step, c->score, true, alpha);
-                    continue;
-                }
-                int to = bi * K + live++;
-                parent[to] = from;
-                memcpy(nhist + (size_t)to * (max_len + 1), hist + (size_t)from * (max_len + 1), (size_t)step * sizeof *hist);
-                nhist[(size_t)to * (max_len + 1) + step] = c->token;
-                score[to] = c->score;
-                tok[to] = c->token;
-            }
-            for (int k = live; k < K; k++) score[bi * K + k] = -INFINITY;
-            if (s->n_fin >= K || live == 0) {
-                s->done = true;
-                n_done++;
-            }
-        }
+        BeamStep job = {logits->data, V, K, C, step, max_len, alpha, score, hist, nhist, tok, parent, cand, sent};
+        par_for((size_t)B, (size_t)K * V, beam_sentences, &job);
+        n_done = 0;
+        for (int bi = 0; bi < B; bi++) n_done += sent[bi].done;
         for (int bi = 0; bi < B; bi++) /* the unchanged rows of done sentences */
             if (sent[bi].done)
                 for (int k = 0; k < K; k++)
@@ -148,7 +169,6 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
         free(s->fin);
     }
     free(sent);
-    free(lp);
     free(cand);
     free(parent);
     free(tok);
