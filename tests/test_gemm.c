@@ -296,6 +296,11 @@ Test(gemm, float32_both_libraries_all_transposes) {
     differ += check_matmul_f32(MM_TRANS_B, 0, 33, 40, 300);
     differ += check_matmul_f32(MM_TRANS_A | MM_TRANS_B, 0, 33, 40, 300);
     differ += check_matmul_f32(MM_TRANS_B, 3, 17, 24, 200);
+    /* one-row products (gemm_row), plain and batched */
+    check_matmul_f32(0, 0, 1, 40, 300);
+    check_matmul_f32(MM_TRANS_A, 0, 1, 40, 300);
+    check_matmul_f32(MM_TRANS_B, 5, 1, 24, 200);
+    check_matmul_f32(0, 5, 1, 300, 24);
     /* they sum in different orders: identical bits everywhere would mean one library ran twice */
     cr_expect_gt(differ, 0, "oneDNN and OpenBLAS gave bit-identical products: Tape.openblas is not obeyed");
 }

@@ -4,8 +4,8 @@
  * where a tape says so (Tape.openblas, config "gemm": "openblas"). Both are float32 with float32
  * accumulation; they differ in summation order only. oneDNN is the default because it
  * multiplies with AVX-512 on this machine's CPUs whatever OPENBLAS_CORETYPE says (1.1–2.2×
- * OpenBLAS at the model's shapes here); row-times-matrix products go to OpenBLAS's sgemv
- * in both. Where a tape runs in
+ * OpenBLAS at the model's shapes here); a one-row A (a decoding step's attention) is
+ * multiplied on the calling thread by plain vectorised loops in both. Where a tape runs in
  * bfloat16 (Tape.bf16), both operands are rounded to bfloat16 (round to nearest even) and
  * multiplied by oneDNN with float32 accumulation into a float32 result, as on CPUs with
  * avx512_bf16; weights, gradients and optimizer state stay float32. Products with a side
