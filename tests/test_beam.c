@@ -28,21 +28,25 @@ static void make_model(Seq2Seq *m, const char *attention, float range) {
     model_init_weights(m, &r);
 }
 
-static void make_batch(Dataset *d, Batch *b) {
+/* n random sources over the source vocabulary (lengths 2..7), targets <sos> <eos>. */
+static void make_batch_n(Dataset *d, Batch *b, int n, uint64_t seed) {
     dataset_init(d);
     Rng r;
-    rng_init(&r, 5, RNG_STREAM_DATA);
-    int idx[NB];
-    for (int i = 0; i < NB; i++) {
+    rng_init(&r, seed, RNG_STREAM_DATA);
+    int *idx = malloc((size_t)n * sizeof *idx);
+    for (int i = 0; i < n; i++) {
         int32_t src[8], trg[2] = {TOK_SOS, TOK_EOS};
-        int n = 2 + (int)rng_below(&r, 6);
-        for (int k = 0; k < n; k++) src[k] = TOK_SPECIALS + (int32_t)rng_below(&r, VS - TOK_SPECIALS);
-        dataset_add(d, src, n, trg, 2);
+        int len = 2 + (int)rng_below(&r, 6);
+        for (int k = 0; k < len; k++) src[k] = TOK_SPECIALS + (int32_t)rng_below(&r, VS - TOK_SPECIALS);
+        dataset_add(d, src, len, trg, 2);
         idx[i] = i;
     }
     batch_init(b);
-    batch_fill(b, d, idx, NB);
+    batch_fill(b, d, idx, n);
+    free(idx);
 }
+
+static void make_batch(Dataset *d, Batch *b) { make_batch_n(d, b, NB, 5); }
 
 /* Σ log p of a given output (plus <eos> when it ended), decoding one sentence step by step. */
 static double score_output(Seq2Seq *m, Batch *all, int row, const int32_t *ids, int len, bool ended) {
@@ -229,19 +233,8 @@ Test(beam, same_results_on_two_threads, .timeout = 120) {
     rng_init(&r, 23, RNG_STREAM_INIT);
     model_init_weights(&m, &r);
     Dataset d;
-    dataset_init(&d);
-    rng_init(&r, 6, RNG_STREAM_DATA);
-    int idx[B];
-    for (int i = 0; i < B; i++) {
-        int32_t src[8], trg[2] = {TOK_SOS, TOK_EOS};
-        int n = 2 + (int)rng_below(&r, 6);
-        for (int k = 0; k < n; k++) src[k] = TOK_SPECIALS + (int32_t)rng_below(&r, VS - TOK_SPECIALS);
-        dataset_add(&d, src, n, trg, 2);
-        idx[i] = i;
-    }
     Batch b;
-    batch_init(&b);
-    batch_fill(&b, &d, idx, B);
+    make_batch_n(&d, &b, B, 6);
     int restore = omp_get_max_threads();
     static BeamHyp h[2][B];
     static int32_t g[2][B * L];

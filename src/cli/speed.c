@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
         rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
         model_init_weights(&m, &rng);
     }
-    const char *prec = bf16 ? "bf16" : "fp32";
+    const char *prec = bf16 ? "bf16" : "fp32", *lib = bf16 ? "onednn" : cfg.train.gemm; /* bf16 is oneDNN's only */
     Tape t;
     tape_init(&t, 1 << 24);
     t.bf16 = bf16;
@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
                "\"peak_rss_mb\":%.1f}\n",
-               prec, bf16 ? "onednn" : cfg.train.gemm, cfg.model.attention, done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
+               prec, lib, cfg.model.attention, done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
                step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, peak_rss_mb());
         fflush(stdout);
         batch_free(&b);
@@ -251,7 +251,7 @@ int main(int argc, char **argv) {
             double rate = decode_rate(&t, &m, &d.test, decode_batch, runs[r].beam, runs[r].full, &out_tokens);
             printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
                    "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f}\n",
-                   prec, bf16 ? "onednn" : cfg.train.gemm, runs[r].name, runs[r].beam, model_path ? "trained" : "random", decode_batch, d.test.n, rate, out_tokens,
+                   prec, lib, runs[r].name, runs[r].beam, model_path ? "trained" : "random", decode_batch, d.test.n, rate, out_tokens,
                    peak_rss_mb());
             fflush(stdout);
         }
