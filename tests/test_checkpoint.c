@@ -133,24 +133,3 @@ Test(checkpoint, foreign_and_newer_files) {
     cr_expect_eq(ckpt_load(&c, "/nonexistent/model.bin", &err), S2S_ERR_IO);
     cr_expect(strstr(err.msg, "/nonexistent/model.bin: cannot open"), "%s", err.msg);
 }
-
-Test(checkpoint, atomic_write_leaves_no_temporary) {
-    char dir[] = "/tmp/s2s_atomic_XXXXXX";
-    cr_assert(mkdtemp(dir) != NULL);
-    char path[128];
-    snprintf(path, sizeof path, "%s/f.txt", dir);
-    S2sError err;
-    cr_assert_eq(file_write_atomic(path, "one", 3, &err), S2S_OK);
-    cr_assert_eq(file_write_atomic(path, "two!", 4, &err), S2S_OK);
-    FILE *f = fopen(path, "rb");
-    char buf[8] = {0};
-    cr_expect_eq(fread(buf, 1, 8, f), 4u);
-    fclose(f);
-    cr_expect_str_eq(buf, "two!");
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", dir);
-    cr_expect_eq(system(cmd), 0, "a temporary file was left behind");
-    unlink(path);
-    rmdir(dir);
-    cr_expect_eq(file_write_atomic("/nonexistent/dir/f", "x", 1, &err), S2S_ERR_IO);
-}

@@ -425,6 +425,37 @@ Test(cli, unwritable_output_is_reported_before_training) {
     free(d);
 }
 
+/* --output is written to a temporary file and renamed at the end: it may name the input, an
+ * interrupt leaves the old file as it was and no temporary, and a full disk is an error. */
+Test(cli, translate_output_is_whole_or_absent, .timeout = 240) {
+    char *d = tmpdir();
+    write_config(d, 1);
+    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(sh("printf 'abcd\\nbbca\\n' > %s/in.txt && %s/translate %s/run/model.bin < %s/in.txt > %s/want.txt",
+                    d, bin(), d, d, d), 0);
+    cr_assert_eq(sh("%s/translate %s/run/model.bin --input %s/in.txt --output %s/in.txt", bin(), d, d, d), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/in.txt", d);
+    snprintf(b, sizeof b, "%s/want.txt", d);
+    cr_expect(same_file(a, b), "translating a file onto itself gives what stdout gave");
+
+    /* wait until the temporary file exists, so the signal reaches the translation itself */
+    cr_assert_eq(sh("yes abcdabcd | head -n 3000000 > %s/big.txt && echo old > %s/out.txt && "
+                    "{ %s/translate %s/run/model.bin --input %s/big.txt --output %s/out.txt & p=$!; "
+                    "until ls %s/out.txt.tmp.* > /dev/null 2>&1 || ! kill -0 $p 2> /dev/null; do sleep 0.05; done; "
+                    "kill -INT $p; wait $p; test $? -eq 130; }", d, d, bin(), d, d, d, d), 0);
+    cr_expect_eq(sh("cd %s && test \"$(cat out.txt)\" = old", d), 0, "the interrupted output replaced the old file");
+    cr_expect_eq(sh("cd %s && ! ls out.txt.tmp.* > /dev/null 2>&1", d), 0, "a temporary file was left behind");
+
+    cr_expect_eq(sh("%s/translate %s/run/model.bin < %s/want.txt > /dev/full 2> %s/err.txt", bin(), d, d, d), 1);
+    snprintf(a, sizeof a, "%s/err.txt", d);
+    char *e = slurp(a, NULL);
+    cr_expect(strstr(e, "translate: standard output: write error"), "%s", e);
+    free(e);
+    sh("rm -rf %s", d);
+    free(d);
+}
+
 Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
     char *d = tmpdir();
     write_config(d, 1);

@@ -9,8 +9,7 @@
  * gives one clear error and never a crash or a huge allocation.
  *
  * A Checkpoint owns everything it holds (one buffer for the file, pointers into it). Saving
- * borrows the ParamStore and vocabularies, writes a temporary file and renames it. The file
- * helpers below (atomic write, mkdir -p) serve every writer of the project. */
+ * borrows the ParamStore and vocabularies, writes a temporary file and renames it (file.h). */
 #ifndef S2S_CHECKPOINT_H
 #define S2S_CHECKPOINT_H
 
@@ -58,10 +57,5 @@ void ckpt_free(Checkpoint *c);
 /* Copies the tensors into ps by name; every parameter must be present with its shape.
  * Moments too when with_moments (the file must have them). */
 S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, const char *origin, S2sError *err);
-
-/* Creates a folder and its parents (mkdir -p). */
-S2sStatus file_mkdirs(const char *path, S2sError *err);
-/* Writes n bytes to path through a temporary file in the same folder and a rename. */
-S2sStatus file_write_atomic(const char *path, const void *data, size_t n, S2sError *err);
 
 #endif

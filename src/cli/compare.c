@@ -2,7 +2,7 @@
  * threads split between jobs), skips finished runs and resumes interrupted ones, then
  * tabulates: mean, variance, range, paired bootstrap tests; summary.{md,csv,json,png}.
  *   exit 0 · 1 a run failed or IO · 2 usage */
-#include "s2s/checkpoint.h"
+#include "s2s/file.h"
 #include "s2s/compare.h"
 #include "s2s/train.h"
 

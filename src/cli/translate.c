@@ -1,6 +1,7 @@
 /* translate — reads one source per line, writes one output per line (greedy or beam search).
  *   exit 0 · 1 runtime/IO/corrupt model or a line that could not be read · 2 usage */
 #include "s2s/checkpoint.h"
+#include "s2s/file.h"
 #include "s2s/bleu.h"
 #include "s2s/eval.h"
 #include "s2s/gemm.h"
@@ -8,6 +9,8 @@
 #include "s2s/visuals.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +60,26 @@ static char *read_line(FILE *f) {
         buf[1] = '\0';
     }
     return buf;
+}
+
+/* The temporary --output file, set once before the handler is installed: Ctrl-C or a kill
+ * removes it (unlink and _exit are async-signal-safe), so no partial file is left behind. */
+static char g_out_tmp[PATH_MAX];
+
+static void on_stop_signal(int sig) {
+    unlink(g_out_tmp);
+    _exit(128 + sig);
+}
+
+static void remove_on_signal(const char *tmp) {
+    snprintf(g_out_tmp, sizeof g_out_tmp, "%s", tmp);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 static bool had_nul(const char *line) { return line[0] == '\x01' && line[1] == '\0'; }
@@ -301,16 +324,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: %s: cannot open: %s\n", in_path, strerror(errno));
         return 1;
     }
-    if (out_path && !(out = fopen(out_path, "wb"))) {
-        fprintf(stderr, "translate: %s: cannot create: %s\n", out_path, strerror(errno));
-        return 1;
-    }
     if (ref_path) {
         if (!(c.ref = fopen(ref_path, "rb"))) {
             fprintf(stderr, "translate: %s: cannot open: %s\n", ref_path, strerror(errno));
             return 1;
         }
         bleu_init(&c.bleu);
+    }
+    /* --output appears whole or not at all (it may even name the input file) */
+    FileTmp out_tmp = {0};
+    if (out_path) {
+        if (file_tmp_open(&out_tmp, out_path, &err)) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            return 1;
+        }
+        remove_on_signal(out_tmp.tmp);
+        out = out_tmp.f;
     }
     /* on a terminal, answer each line as it is typed; otherwise batch for speed */
     if (isatty(fileno(in))) block = 1;
@@ -333,8 +362,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: read error\n");
         rc = 1;
     }
-    if (out != stdout && fclose(out) != 0) {
-        fprintf(stderr, "translate: %s: write error\n", out_path);
+    if (out_path) {
+        /* the input was read to its end (lines that failed are empty): keep the output */
+        if (rc) {
+            file_tmp_abort(&out_tmp); /* a read error cut it short */
+        } else if (file_tmp_commit(&out_tmp, ferror(out) != 0, &err)) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            rc = 1;
+        }
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "translate: standard output: write error\n");
         rc = 1;
     }
     if (c.ref) {

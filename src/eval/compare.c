@@ -1,7 +1,7 @@
 /* compare.c — run results, statistics, paired bootstrap, the summary files. */
 #include "s2s/compare.h"
 #include "s2s/bleu.h"
-#include "s2s/checkpoint.h"
+#include "s2s/file.h"
 #include "s2s/config.h"
 #include "s2s/data.h"
 #include "s2s/rng.h"

@@ -1,13 +1,11 @@
 /* checkpoint.c — writing and checked reading of model files. */
 #include "s2s/checkpoint.h"
+#include "s2s/file.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #define MAGIC "S2SMODEL"
@@ -77,69 +75,12 @@ static void put_floats(Out *o, const char tag[4], const ParamStore *ps, const fl
     for (int i = 0; i < ps->count; i++) put(o, block + ps->items[i].offset, ps->items[i].t->size * 4);
 }
 
-static S2sStatus finish_tmp(Out *o, char *tmp, const char *path, S2sError *err) {
-    if (!o->failed && fflush(o->f) != 0) o->failed = true;
-    if (!o->failed && fsync(fileno(o->f)) != 0) o->failed = true;
-    int e = errno;
-    if (fclose(o->f) != 0) o->failed = true;
-    if (o->failed) {
-        unlink(tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", path, strerror(e ? e : EIO));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot rename the temporary file into place: %s", path, strerror(e));
-    }
-    return S2S_OK;
-}
-
-static S2sStatus open_tmp(Out *o, char *tmp, size_t n, const char *path, S2sError *err) {
-    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
-    if (fchmod(fd, 0644) != 0) { /* mkstemp makes 0600; a model file is for sharing */
-        close(fd);
-        unlink(tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot set permissions: %s", path, strerror(errno));
-    }
-    o->f = fdopen(fd, "wb");
-    if (!o->f) {
-        close(fd);
-        unlink(tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
+static S2sStatus open_tmp(Out *o, FileTmp *t, const char *path, S2sError *err) {
+    S2sStatus st = file_tmp_open(t, path, err);
+    o->f = t->f;
     o->crc = crc32(0L, Z_NULL, 0);
     o->failed = false;
-    return S2S_OK;
-}
-
-S2sStatus file_mkdirs(const char *path, S2sError *err) {
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: not a directory", path);
-    return S2S_OK;
-}
-
-S2sStatus file_write_atomic(const char *path, const void *data, size_t n, S2sError *err) {
-    Out o;
-    char tmp[PATH_MAX];
-    S2sStatus st = open_tmp(&o, tmp, sizeof tmp, path, err);
-    if (st) return st;
-    put(&o, data, n);
-    return finish_tmp(&o, tmp, path, err);
+    return st;
 }
 
 S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
@@ -147,8 +88,8 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
     const ParamStore *ps = s->params;
     S2S_ASSERT(!s->with_moments || ps->m);
     Out o;
-    char tmp[PATH_MAX];
-    S2sStatus st = open_tmp(&o, tmp, sizeof tmp, path, err);
+    FileTmp t;
+    S2sStatus st = open_tmp(&o, &t, path, err);
     if (st) return st;
     put(&o, MAGIC, 8);
     put_u32(&o, CKPT_VERSION);
@@ -179,7 +120,7 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
     }
     uLong crc = o.crc;
     put_u32(&o, (uint32_t)crc);
-    return finish_tmp(&o, tmp, path, err);
+    return file_tmp_commit(&t, o.failed, err);
 }
 
 /* ---- reading: a cursor that never passes the end ---- */

@@ -2,6 +2,7 @@
 #include "s2s/train.h"
 #include "s2s/gemm.h"
 #include "s2s/checkpoint.h"
+#include "s2s/file.h"
 #include "s2s/optim.h"
 #include "s2s/visuals.h"
 

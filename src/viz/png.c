@@ -1,45 +1,33 @@
 /* png.c — PNG files through libpng; setjmp stays in these two functions. */
 #include "s2s/viz.h"
+#include "s2s/file.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 S2sStatus png_write(const char *path, const Image *im, S2sError *err) {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    fchmod(fd, 0644);
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
+    FileTmp t;
+    S2sStatus st = file_tmp_open(&t, path, err);
+    if (st) return st;
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     png_bytep *rows = malloc((size_t)im->h * sizeof *rows);
     if (!png || !info || !rows) {
         png_destroy_write_struct(&png, &info);
         free(rows);
-        fclose(f);
-        unlink(tmp);
+        file_tmp_abort(&t);
         return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory", path);
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         free(rows);
-        fclose(f);
-        unlink(tmp);
+        file_tmp_abort(&t);
         return s2s_fail(err, S2S_ERR_IO, "%s: libpng could not write the image", path);
     }
-    png_init_io(png, f);
+    png_init_io(png, t.f);
     png_set_IHDR(png, info, (png_uint_32)im->w, (png_uint_32)im->h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -48,17 +36,7 @@ S2sStatus png_write(const char *path, const Image *im, S2sError *err) {
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     free(rows);
-    bool bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    if (fclose(f) != 0 || bad) {
-        unlink(tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: write error", path);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot rename into place: %s", path, strerror(e));
-    }
-    return S2S_OK;
+    return file_tmp_commit(&t, false, err);
 }
 
 S2sStatus png_read(const char *path, Image *im, S2sError *err) {
