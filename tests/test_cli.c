@@ -31,20 +31,6 @@ __attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    b[got] = '\0';
-    fclose(f);
-    if (len) *len = got;
-    return b;
-}
-
 static char *tmpdir(void) {
     char *d = strdup("/tmp/s2s_cli_XXXXXX");
     cr_assert(mkdtemp(d) != NULL);
@@ -69,7 +55,7 @@ static void write_config(const char *dir, int epochs) {
 
 /* The log without its wall-clock fields, which differ between any two runs. */
 static char *log_without_timing(const char *path) {
-    char *txt = slurp(path, NULL);
+    char *txt = tu_slurp(path, NULL);
     cr_assert(txt != NULL, "%s missing", path);
     size_t cap = strlen(txt) + 1, n = 0;
     char *out = malloc(cap);
@@ -97,7 +83,7 @@ static char *log_without_timing(const char *path) {
 static double last_test_metric(const char *dir, const char *key) {
     char path[512];
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
-    char *txt = slurp(path, NULL);
+    char *txt = tu_slurp(path, NULL);
     cr_assert(txt != NULL);
     char *test = strstr(txt, "{\"type\":\"test\"");
     cr_assert(test != NULL, "no test line in %s", path);
@@ -110,7 +96,7 @@ static double last_test_metric(const char *dir, const char *key) {
 
 static bool same_file(const char *a, const char *b) {
     size_t la = 0, lb = 0;
-    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    char *x = tu_slurp(a, &la), *y = tu_slurp(b, &lb);
     bool same = x && y && la == lb && memcmp(x, y, la) == 0;
     free(x);
     free(y);
@@ -151,7 +137,7 @@ Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .time
     }
     fclose(f);
     cr_assert_eq(sh("%s/translate %s/run/model.bin --input %s --output %s", bin(), d, in, out), 0);
-    char *hyp = slurp(out, NULL);
+    char *hyp = tu_slurp(out, NULL);
     int right = 0, lines = 0;
     for (char *line = strtok(hyp, "\n"); line; line = strtok(NULL, "\n"), lines++) right += !strcmp(line, want[lines]);
     cr_expect_eq(lines, td.test.n);
@@ -204,7 +190,7 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
                     bin(), d, d), 0);
     /* test_each_epoch: with one epoch, the epoch line's test score is the final test score */
     snprintf(a, sizeof a, "%s/f32/log.jsonl", d);
-    char *log = slurp(a, NULL), *ep = log ? strstr(log, "{\"type\":\"epoch\"") : NULL;
+    char *log = tu_slurp(a, NULL), *ep = log ? strstr(log, "{\"type\":\"epoch\"") : NULL;
     cr_assert(ep != NULL);
     cJSON *j = cJSON_Parse(strtok(ep, "\n"));
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "test_loss");
@@ -220,7 +206,7 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     cr_expect(!same_file(a, b), "bf16 and fp32 gave the same weights");
     cr_expect_eq(sh("%s/train --config %s/small.json --set precision=fp16 --out %s/x 2> %s/err.txt", bin(), d, d, d), 2);
     snprintf(a, sizeof a, "%s/err.txt", d);
-    char *msg = slurp(a, NULL);
+    char *msg = tu_slurp(a, NULL);
     cr_expect(msg && strstr(msg, "precision") && strstr(msg, "fp32,bf16"), "message: %s", msg ? msg : "(none)");
     free(msg);
     sh("rm -rf %s", d);
@@ -292,14 +278,14 @@ Test(cli, config_errors_exit_2_with_one_line) {
     fclose(f);
     cr_expect_eq(sh("%s/train --config %s --out %s/r 2> %s/err.txt", bin(), p, d, d), 2);
     snprintf(p, sizeof p, "%s/err.txt", d);
-    char *e = slurp(p, NULL);
+    char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "train: ") == e && strstr(e, "bad.json:3:5: model.encoder_hidden: expected a positive integer, got -3\n"),
               "%s", e);
     free(e);
     cr_expect_eq(sh("%s/train --config %s/missing.json 2> /dev/null", bin(), d), 2);
     cr_expect_eq(sh("%s/train --config reverse --set nonsense=1 2> /dev/null", bin()), 2);
     cr_expect_eq(sh("%s/train --config reverse --set attention=dot --set bidirectional=true 2> %s/err.txt > /dev/null", bin(), d), 2);
-    e = slurp(p, NULL);
+    e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "decoder_hidden (64) must equal the encoder output size (128"), "%s", e);
     free(e);
     cr_expect_eq(sh("%s/train 2> /dev/null", bin()), 2);
@@ -314,7 +300,7 @@ Test(cli, translate_bad_model_files_exit_1) {
     cr_expect_eq(sh("echo 'not a model' > %s/t.bin; echo abc | %s/translate %s/t.bin 2> %s/err.txt", d, bin(), d, d), 1);
     char p[256];
     snprintf(p, sizeof p, "%s/err.txt", d);
-    char *e = slurp(p, NULL);
+    char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "t.bin: not an s2s model file"), "%s", e);
     free(e);
     cr_expect_eq(sh("%s/translate 2> /dev/null", bin()), 2);
@@ -329,13 +315,13 @@ Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
     cr_expect_eq(sh("printf 'abc\\nxyz\\n\\nab\\377\\ndcba\\n' | %s/translate %s/run/model.bin > %s/out.txt 2> %s/err.txt", bin(), d, d, d), 1);
     char p[256];
     snprintf(p, sizeof p, "%s/out.txt", d);
-    char *o = slurp(p, NULL);
+    char *o = tu_slurp(p, NULL);
     int lines = 0;
     for (char *c = o; *c; c++) lines += *c == '\n';
     cr_expect_eq(lines, 5, "one output line per input line:\n%s", o);
     free(o);
     snprintf(p, sizeof p, "%s/err.txt", d);
-    char *e = slurp(p, NULL);
+    char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "line 2: 'x' is not in the model's alphabet"), "%s", e);
     cr_expect(strstr(e, "line 4: byte 0xff"), "%s", e);
     cr_expect(!strstr(e, "line 3"), "an empty line is not an error: %s", e);
@@ -355,7 +341,7 @@ Test(cli, sigint_then_resume_equals_uninterrupted, .timeout = 240) {
     cr_assert_eq(rc, 130, "an interrupted run exits 130 (got %d)", rc);
     char p[256];
     snprintf(p, sizeof p, "%s/err.txt", d);
-    char *e = slurp(p, NULL);
+    char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "interrupted after step") && strstr(e, "--resume"), "%s", e);
     free(e);
     cr_assert_eq(sh("%s/train --resume %s/part > /dev/null", bin(), d), 0);
@@ -404,7 +390,7 @@ Test(cli, nan_loss_stops_and_keeps_the_last_good_state, .timeout = 120) {
     int rc = sh("%s/train --resume %s/run > /dev/null 2> %s/err.txt", bin(), d, d);
     cr_expect_eq(rc, 1, "a NaN loss exits 1");
     snprintf(q, sizeof q, "%s/err.txt", d);
-    char *e = slurp(q, NULL);
+    char *e = tu_slurp(q, NULL);
     cr_expect(strstr(e, "step 6 ") && strstr(e, "the loss is NaN") && strstr(e, "keeps the last good state"), "%s", e);
     free(e);
     snprintf(q, sizeof q, "%s/poisoned.bin", d);
@@ -418,7 +404,7 @@ Test(cli, unwritable_output_is_reported_before_training) {
     cr_expect_eq(sh("%s/train --config reverse --out /dev/null/run > /dev/null 2> %s/err.txt", bin(), d), 1);
     char p[256];
     snprintf(p, sizeof p, "%s/err.txt", d);
-    char *e = slurp(p, NULL);
+    char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "/dev/null") && !strstr(e, "epoch"), "%s", e);
     free(e);
     sh("rm -rf %s", d);
@@ -449,7 +435,7 @@ Test(cli, translate_output_is_whole_or_absent, .timeout = 240) {
 
     cr_expect_eq(sh("%s/translate %s/run/model.bin < %s/want.txt > /dev/full 2> %s/err.txt", bin(), d, d, d), 1);
     snprintf(a, sizeof a, "%s/err.txt", d);
-    char *e = slurp(a, NULL);
+    char *e = tu_slurp(a, NULL);
     cr_expect(strstr(e, "translate: standard output: write error"), "%s", e);
     free(e);
     sh("rm -rf %s", d);
@@ -471,13 +457,13 @@ Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
     fclose(f);
     cr_expect_eq(sh("%s/translate %s/run/model.bin --input %s --output %s/out.txt 2> %s/err.txt", bin(), d, p, d, d), 1);
     snprintf(p, sizeof p, "%s/err.txt", d);
-    char *e = slurp(p, NULL);
+    char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "line 2: contains a NUL byte"), "%s", e);
     cr_expect(strstr(e, "line 3: source of 1048576 tokens; the limit is"), "%s", e);
     free(e);
     snprintf(p, sizeof p, "%s/out.txt", d);
     size_t n = 0;
-    char *o = slurp(p, &n);
+    char *o = tu_slurp(p, &n);
     int lines = 0;
     for (size_t i = 0; i < n; i++) lines += o[i] == '\n';
     cr_expect_eq(lines, 4, "every line answered");

@@ -23,17 +23,20 @@ Test(compare, stat_by_hand) {
     cr_expect(one.var == 0.0 && one.mean == 2.0);
 }
 
-static double test_metric_from_log(const char *dir) {
+/* From a run's own log: the test exact match (%) and the lowest validation loss of its epochs. */
+static double from_log(const char *dir, bool valid_loss) {
     char p[1024];
     snprintf(p, sizeof p, "%s/log.jsonl", dir);
     FILE *f = fopen(p, "r");
     cr_assert(f != NULL, "%s", p);
     char line[1 << 14];
-    double v = NAN;
+    double v = valid_loss ? INFINITY : NAN;
     while (fgets(line, sizeof line, f)) {
-        if (!strstr(line, "\"type\":\"test\"")) continue;
+        const char *type = valid_loss ? "\"type\":\"epoch\"" : "\"type\":\"test\"";
+        if (!strstr(line, type)) continue;
         cJSON *j = cJSON_Parse(line);
-        v = 100.0 * cJSON_GetObjectItem(j, "test_exact_match")->valuedouble;
+        if (valid_loss) v = fmin(v, cJSON_GetObjectItem(j, "valid_loss")->valuedouble);
+        else v = 100.0 * cJSON_GetObjectItem(j, "test_exact_match")->valuedouble;
         cJSON_Delete(j);
     }
     fclose(f);
@@ -59,6 +62,9 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     snprintf(p, sizeof p, "%s/cmp/summary.json", d);
     cJSON *s = tu_json_load(p);
     cr_assert(s != NULL);
+    snprintf(p, sizeof p, "%s/cmp/summary.md", d);
+    char *md = tu_slurp(p, NULL);
+    cr_assert(md != NULL);
     const cJSON *vs = cJSON_GetObjectItem(s, "variants");
     cr_assert_eq(cJSON_GetArraySize(vs), 2);
     const char *names[2] = {"dummy", "dot"};
@@ -66,13 +72,23 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     for (int v = 0; v < 2; v++) {
         const cJSON *x = cJSON_GetArrayItem(vs, v);
         cr_expect_str_eq(cJSON_GetObjectItem(x, "attention")->valuestring, names[v]);
-        double m[3];
+        double m[3], l[3];
         for (int k = 0; k < 3; k++) {
             char run[600];
             snprintf(run, sizeof run, "%s/cmp/%s-seed%d", d, names[v], k + 1);
-            m[k] = test_metric_from_log(run);
+            m[k] = from_log(run, false);
+            l[k] = from_log(run, true);
         }
-        Stat st = compare_stat(m, 3);
+        Stat st = compare_stat(m, 3), sl = compare_stat(l, 3);
+        /* the Markdown row shows the same numbers, rounded */
+        char row[512];
+        snprintf(row, sizeof row, "| %s | 3 | %.2f ± %.2f | %.3f | %.2f | %.2f |", names[v], st.mean, st.sd, st.var, st.min, st.max);
+        cr_expect(strstr(md, row), "row %s not in\n%s", row, md);
+        snprintf(row, sizeof row, "| %.2f ± %.2f | %.3f |", sl.mean, sl.sd, sl.var);
+        cr_expect(strstr(md, row), "valid loss %s not in\n%s", row, md);
+        const cJSON *bl = cJSON_GetObjectItem(x, "best_valid_loss");
+        cr_expect_float_eq(cJSON_GetObjectItem(bl, "mean")->valuedouble, sl.mean, 1e-9, "%s valid loss mean", names[v]);
+        cr_expect_float_eq(cJSON_GetObjectItem(bl, "variance")->valuedouble, sl.var, 1e-9, "%s valid loss variance", names[v]);
         const cJSON *tm = cJSON_GetObjectItem(x, "test_metric");
         cr_expect_float_eq(cJSON_GetObjectItem(tm, "mean")->valuedouble, st.mean, 1e-9, "%s mean", names[v]);
         cr_expect_float_eq(cJSON_GetObjectItem(tm, "variance")->valuedouble, st.var, 1e-9, "%s variance", names[v]);
@@ -85,6 +101,7 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     cr_expect_float_eq(cJSON_GetObjectItem(pt, "difference")->valuedouble, means[0] - means[1], 1e-9);
     cr_expect_lt(cJSON_GetObjectItem(pt, "p")->valuedouble, 0.05);
     cJSON_Delete(s);
+    free(md);
     const char *files[] = {"summary.md", "summary.csv", "summary.png"};
     for (int i = 0; i < 3; i++) {
         snprintf(p, sizeof p, "%s/cmp/%s", d, files[i]);

@@ -21,16 +21,6 @@ __attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     const char *env = getenv("MULTI30K_DIR");
     char src[512];
@@ -54,12 +44,16 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
                  0);
     char p[256];
     snprintf(p, sizeof p, "%s/out.txt", d);
-    char *out = slurp(p);
+    char *out = tu_slurp(p, NULL);
+    cr_assert(out, "%s", p);
     cr_expect(strstr(out, "BLEU") && strstr(out, "test (best checkpoint)"), "%s", out);
     cr_expect(strstr(out, "data: 3000 training pairs"), "%s", out);
+    free(out);
     snprintf(p, sizeof p, "%s/run/log.jsonl", d);
-    char *log = slurp(p);
+    char *log = tu_slurp(p, NULL);
+    cr_assert(log, "%s", p);
     cr_expect(strstr(log, "\"valid_bleu\":") && strstr(log, "\"test_bleu\":"), "BLEU is logged");
+    free(log);
     /* training-time pictures of a translation model read back as PNGs */
     const char *pics[] = {"attention/epoch01_ex1.png", "attention/epoch02_ex4.png", "curves.png"};
     for (int i = 0; i < 3; i++) {
@@ -73,14 +67,19 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     /* raw German in, one tokenised English line out; beam search and BLEU against references */
     cr_expect_eq(sh("echo 'Ein Mann fährt Fahrrad.' | %s/translate %s/run/model.bin > %s/one.txt", bin, d, d), 0);
     snprintf(p, sizeof p, "%s/one.txt", d);
-    char *one = slurp(p);
+    char *one = tu_slurp(p, NULL);
+    cr_assert(one, "%s", p);
     int lines = 0;
     for (char *c = one; *c; c++) lines += *c == '\n';
     cr_expect_eq(lines, 1, "%s", one);
+    free(one);
     cr_expect_eq(sh("%s/translate %s/run/model.bin --tokenized --beam 3 --input %s/test.de --ref %s/test.en"
                     " > %s/hyp.txt 2> %s/bleu.txt", bin, d, d, d, d, d), 0);
     snprintf(p, sizeof p, "%s/bleu.txt", d);
-    cr_expect(strncmp(slurp(p), "BLEU = ", 7) == 0, "--ref prints BLEU: %s", slurp(p));
+    char *bleu = tu_slurp(p, NULL);
+    cr_assert(bleu, "%s", p);
+    cr_expect(strncmp(bleu, "BLEU = ", 7) == 0, "--ref prints BLEU: %s", bleu);
+    free(bleu);
     cr_expect_eq(sh("%s/bleu %s/test.en < %s/hyp.txt > /dev/null", bin, d, d), 0);
     sh("rm -rf %s", d);
 }

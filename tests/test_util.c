@@ -28,16 +28,23 @@ const char *tu_golden_dir(void) {
     return d && *d ? d : "../shared/golden";
 }
 
-cJSON *tu_json_load(const char *path) {
+char *tu_slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
+    rewind(f);
+    char *b = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = fread(b, 1, (size_t)(n > 0 ? n : 0), f);
+    b[got] = '\0';
     fclose(f);
-    buf[got] = '\0';
+    if (len) *len = got;
+    return b;
+}
+
+cJSON *tu_json_load(const char *path) {
+    char *buf = tu_slurp(path, NULL);
+    if (!buf) return NULL;
     cJSON *j = cJSON_Parse(buf);
     free(buf);
     return j;

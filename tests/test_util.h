@@ -21,6 +21,9 @@ bool tu_close(const float *actual, const double *expected, size_t n, double rtol
 /* Golden JSON. tu_golden_path joins $S2S_GOLDEN_DIR (default ../shared/golden) and name. */
 const char *tu_golden_dir(void);
 cJSON *tu_json_load(const char *path);
+/* A whole file, NUL-terminated, in a malloc'd buffer (the caller frees); its length in *len
+ * when len is not NULL. NULL when it cannot be opened. */
+char *tu_slurp(const char *path, size_t *len);
 /* Flattens a nested numeric list into out (up to cap), returns the count (−1 on a
  * non-number). */
 long tu_json_flatten(const cJSON *node, double *out, size_t cap);

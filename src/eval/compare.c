@@ -261,26 +261,36 @@ static void fmt_stat(char *b, size_t n, const Stat *s) {
     else snprintf(b, n, "%.2f", s->mean);
 }
 
+/* a sample variance needs two runs: one run shows a dash, not a zero */
+static void fmt_var(char *b, size_t n, const Stat *s) {
+    if (s->n > 1) snprintf(b, n, "%.3f", s->var);
+    else snprintf(b, n, "—");
+}
+
 S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
-    /* Markdown: the homework's table, with variance, range, and the tests */
+    /* Markdown: the homework's table (mean and variance of the test metric and of the best
+     * validation loss), with sd, range, epochs, time and the tests */
     size_t cap = 1 << 16, len = 0;
     char *md = s2s_xmalloc(cap);
 #define MD(...) (len += (size_t)snprintf(md + len, cap - len, __VA_ARGS__))
-    MD("| attention | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss | epochs | minutes |\n",
+    MD("| attention | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
+       "minutes |\n",
        c->metric_name, c->translation ? "" : " token acc (%) |");
-    MD("|---|---|---|---|---|---|%s---|---|---|\n", c->translation ? "" : "---|");
+    MD("|---|---|---|---|---|---|%s---|---|---|---|\n", c->translation ? "" : "---|");
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
-        char m[64], ta[64] = "", vl[64];
+        char m[64], mv[32], ta[64] = "", vl[64], vv[32];
         fmt_stat(m, sizeof m, &s->metric);
+        fmt_var(mv, sizeof mv, &s->metric);
         fmt_stat(vl, sizeof vl, &s->valid_loss);
+        fmt_var(vv, sizeof vv, &s->valid_loss);
         if (!c->translation) {
             ta[0] = ' ';
             fmt_stat(ta + 1, sizeof ta - 1, &s->token_acc);
             strcat(ta, " |");
         }
-        MD("| %s | %d | %s | %.3f | %.2f | %.2f |%s %s | %.1f | %.1f |\n", s->name, s->runs, m, s->metric.var, s->metric.min,
-           s->metric.max, c->translation ? "" : ta, vl, s->epochs.mean, s->seconds.mean / 60.0);
+        MD("| %s | %d | %s | %s | %.2f | %.2f |%s %s | %s | %.1f | %.1f |\n", s->name, s->runs, m, mv, s->metric.min,
+           s->metric.max, c->translation ? "" : ta, vl, vv, s->epochs.mean, s->seconds.mean / 60.0);
     }
     if (c->n_pairs) {
         MD("\nPaired bootstrap over the test sentences (%d resamples, runs paired by seed):\n\n", c->resamples);
@@ -288,9 +298,12 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
         for (int i = 0; i < c->n_pairs; i++) {
             const PairTest *p = &c->pairs[i];
             if (!p->seeds) MD("| %s − %s | 0 | | | |\n", c->v[p->a].name, c->v[p->b].name);
-            else
+            else if (p->p > 0)
                 MD("| %s − %s | %d | %+.2f | [%+.2f, %+.2f] | %.3f |\n", c->v[p->a].name, c->v[p->b].name, p->seeds, p->diff,
                    p->lo, p->hi, p->p);
+            else /* no resample went the other way: p is below one in `resamples` */
+                MD("| %s − %s | %d | %+.2f | [%+.2f, %+.2f] | < %.3f |\n", c->v[p->a].name, c->v[p->b].name, p->seeds,
+                   p->diff, p->lo, p->hi, 1.0 / c->resamples);
         }
     }
     char path[700];
@@ -299,12 +312,15 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     if (out) fputs(md, out);
     /* CSV */
     len = 0;
-    MD("variant,runs,metric,mean,sd,variance,min,max,token_acc_mean,valid_loss_mean,epochs_mean,seconds_mean\n");
+    /* new columns go at the end, so readers by position keep working */
+    MD("variant,runs,metric,mean,sd,variance,min,max,token_acc_mean,valid_loss_mean,epochs_mean,seconds_mean,"
+       "token_acc_sd,valid_loss_sd,valid_loss_variance,valid_loss_min,valid_loss_max\n");
     for (int v = 0; v < c->n_variants && !st; v++) {
         const VariantSummary *s = &c->v[v];
-        MD("%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.1f\n", s->name, s->runs, c->translation ? "bleu" : "exact_match",
-           s->metric.mean, s->metric.sd, s->metric.var, s->metric.min, s->metric.max, s->token_acc.mean, s->valid_loss.mean,
-           s->epochs.mean, s->seconds.mean);
+        MD("%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.1f,%.6f,%.6f,%.6f,%.6f,%.6f\n", s->name, s->runs,
+           c->translation ? "bleu" : "exact_match", s->metric.mean, s->metric.sd, s->metric.var, s->metric.min, s->metric.max,
+           s->token_acc.mean, s->valid_loss.mean, s->epochs.mean, s->seconds.mean, s->token_acc.sd, s->valid_loss.sd,
+           s->valid_loss.var, s->valid_loss.min, s->valid_loss.max);
     }
     snprintf(path, sizeof path, "%s/summary.csv", dir);
     if (!st) st = file_write_atomic(path, md, len, err);
