@@ -3,6 +3,7 @@
  * the statistics by hand. */
 #include "test_util.h"
 #include "s2s/compare.h"
+#include "s2s/viz.h"
 
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -84,7 +85,7 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
         char row[512];
         snprintf(row, sizeof row, "| %s | 3 | %.2f ± %.2f | %.3f | %.2f | %.2f |", names[v], st.mean, st.sd, st.var, st.min, st.max);
         cr_expect(strstr(md, row), "row %s not in\n%s", row, md);
-        snprintf(row, sizeof row, "| %.2f ± %.2f | %.3f |", sl.mean, sl.sd, sl.var);
+        snprintf(row, sizeof row, "| %.3f ± %.3f | %.4f |", sl.mean, sl.sd, sl.var);
         cr_expect(strstr(md, row), "valid loss %s not in\n%s", row, md);
         const cJSON *bl = cJSON_GetObjectItem(x, "best_valid_loss");
         cr_expect_float_eq(cJSON_GetObjectItem(bl, "mean")->valuedouble, sl.mean, 1e-9, "%s valid loss mean", names[v]);
@@ -102,6 +103,20 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     cr_expect_lt(cJSON_GetObjectItem(pt, "p")->valuedouble, 0.05);
     cJSON_Delete(s);
     free(md);
+    /* the picture: every run is a dot (orange outline) */
+    snprintf(p, sizeof p, "%s/cmp/summary.png", d);
+    Image im;
+    S2sError err;
+    cr_assert_eq(png_read(p, &im, &err), S2S_OK, "%s", err.msg);
+    int orange = 0;
+    for (int y = 0; y < im.h; y++)
+        for (int x = 0; x < im.w; x++) {
+            Rgb c = image_get(&im, x, y);
+            orange += c.r == 255 && c.g == 127 && c.b == 14;
+        }
+    image_free(&im);
+    /* a dot's ring is 24 pixels; dots at equal values may overlap */
+    cr_expect(orange >= 24 * 2 && orange <= 24 * 6, "%d orange pixels for 6 runs", orange);
     const char *files[] = {"summary.md", "summary.csv", "summary.png"};
     for (int i = 0; i < 3; i++) {
         snprintf(p, sizeof p, "%s/cmp/%s", d, files[i]);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #define COMPARE_MAX_VARIANTS 16
+#define COMPARE_MAX_POINTS 64 /* runs per variant drawn as points */
 
 typedef struct RunResult {
     char dir[512];
@@ -43,6 +44,7 @@ typedef struct VariantSummary {
     Stat metric;             /* BLEU or exact match (%) */
     Stat token_acc;          /* reversal: greedy token accuracy (%) */
     Stat valid_loss, epochs, seconds;
+    double points[COMPARE_MAX_POINTS]; /* each run's test metric, first COMPARE_MAX_POINTS */
 } VariantSummary;
 
 typedef struct PairTest {

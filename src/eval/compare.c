@@ -200,6 +200,7 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
         }
         VariantSummary *vs = &c->v[v];
         vs->runs = k;
+        for (int i = 0; i < k && i < COMPARE_MAX_POINTS; i++) vs->points[i] = m[i];
         vs->metric = compare_stat(m, k);
         vs->token_acc = compare_stat(t, k);
         vs->valid_loss = compare_stat(l, k);
@@ -256,14 +257,14 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
     return S2S_OK;
 }
 
-static void fmt_stat(char *b, size_t n, const Stat *s) {
-    if (s->n > 1) snprintf(b, n, "%.2f ± %.2f", s->mean, s->sd);
-    else snprintf(b, n, "%.2f", s->mean);
+static void fmt_stat(char *b, size_t n, const Stat *s, int digits) {
+    if (s->n > 1) snprintf(b, n, "%.*f ± %.*f", digits, s->mean, digits, s->sd);
+    else snprintf(b, n, "%.*f", digits, s->mean);
 }
 
 /* a sample variance needs two runs: one run shows a dash, not a zero */
-static void fmt_var(char *b, size_t n, const Stat *s) {
-    if (s->n > 1) snprintf(b, n, "%.3f", s->var);
+static void fmt_var(char *b, size_t n, const Stat *s, int digits) {
+    if (s->n > 1) snprintf(b, n, "%.*f", digits, s->var);
     else snprintf(b, n, "—");
 }
 
@@ -280,13 +281,14 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
         char m[64], mv[32], ta[64] = "", vl[64], vv[32];
-        fmt_stat(m, sizeof m, &s->metric);
-        fmt_var(mv, sizeof mv, &s->metric);
-        fmt_stat(vl, sizeof vl, &s->valid_loss);
-        fmt_var(vv, sizeof vv, &s->valid_loss);
+        /* the homework's precision: BLEU 2 decimals, variance 3; loss 3, its variance 4 */
+        fmt_stat(m, sizeof m, &s->metric, 2);
+        fmt_var(mv, sizeof mv, &s->metric, 3);
+        fmt_stat(vl, sizeof vl, &s->valid_loss, 3);
+        fmt_var(vv, sizeof vv, &s->valid_loss, 4);
         if (!c->translation) {
             ta[0] = ' ';
-            fmt_stat(ta + 1, sizeof ta - 1, &s->token_acc);
+            fmt_stat(ta + 1, sizeof ta - 1, &s->token_acc, 2);
             strcat(ta, " |");
         }
         MD("| %s | %d | %s | %s | %.2f | %.2f |%s %s | %s | %.1f | %.1f |\n", s->name, s->runs, m, mv, s->metric.min,
@@ -369,10 +371,11 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     snprintf(path, sizeof path, "%s/summary.json", dir);
     if (!st) st = file_write_atomic(path, txt, strlen(txt), err);
     free(txt);
-    /* bars with ±sd error bars and the min–max range */
+    /* bars (mean) with ±sd error bars and a point for every run */
     if (!st) {
         Font *font = font_open(NULL);
-        int W = 160 + 120 * c->n_variants, H = 420, left = 60, top = 40, ph = 300;
+        int W = 100 + 120 * c->n_variants, H = 420, left = 60, top = 40, ph = 300;
+        W = W < 460 ? 460 : W; /* room for the title */
         Image im = image_new(W, H, (Rgb){255, 255, 255});
         double top_v = 0;
         for (int v = 0; v < c->n_variants; v++) top_v = fmax(top_v, fmax(c->v[v].metric.max, c->v[v].metric.mean + c->v[v].metric.sd));
@@ -397,17 +400,27 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
                 image_line(&im, x + 20, Y(s->mean + s->sd), x + 40, Y(s->mean + s->sd), black);
                 image_line(&im, x + 20, Y(s->mean - s->sd), x + 40, Y(s->mean - s->sd), black);
             }
+            /* runs as dots spread across the bar, so equal values stay visible */
+            int np = c->v[v].runs < COMPARE_MAX_POINTS ? c->v[v].runs : COMPARE_MAX_POINTS;
+            for (int i = 0; i < np; i++) {
+                double pv = c->v[v].points[i];
+                if (!isfinite(pv)) continue;
+                int px = x + 30 + (np > 1 ? (int)lround(40.0 * i / (np - 1)) - 20 : 0);
+                image_fill_rect(&im, px - 3, Y(pv) - 3, 7, 7, (Rgb){255, 127, 14});
+                image_fill_rect(&im, px - 2, Y(pv) - 2, 5, 5, (Rgb){255, 187, 120});
+            }
             if (font) {
                 font_draw(font, &im, x + 30 - font_width(font, 12, c->v[v].name) / 2, top + ph + 8, 12, c->v[v].name, black, false);
                 char b[32];
                 snprintf(b, sizeof b, "%.2f", s->mean);
-                font_draw(font, &im, x + 30 - font_width(font, 11, b) / 2, Y(s->mean) - 18, 11, b, black, false);
+                double above = fmax(s->mean, fmax(s->max, s->n > 1 ? s->mean + s->sd : s->mean)); /* clear of the marks */
+                font_draw(font, &im, x + 30 - font_width(font, 11, b) / 2, Y(above) - 20, 11, b, black, false);
             }
         }
 #undef Y
         if (font) {
             char t[96];
-            snprintf(t, sizeof t, "test %s by attention variant (mean ± sd over seeds)", c->metric_name);
+            snprintf(t, sizeof t, "test %s by attention variant (mean ± sd; dots: runs)", c->metric_name);
             font_draw(font, &im, left, 10, 14, t, black, false);
         }
         snprintf(path, sizeof path, "%s/summary.png", dir);
