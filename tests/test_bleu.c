@@ -62,11 +62,6 @@ ParameterizedTest(int *i, bleu, matches_multi_bleu) {
     bleu_free(&b);
 }
 
-static const char *bin(void) {
-    const char *b = getenv("S2S_BIN_DIR");
-    return b && *b ? b : ".";
-}
-
 Test(bleu, program_reads_files_like_multi_bleu) {
     const BleuCase *c = &CASES[N_CASES - 1];
     char dir[] = "/tmp/s2s_bleu_XXXXXX";
@@ -82,7 +77,7 @@ Test(bleu, program_reads_files_like_multi_bleu) {
     }
     fclose(fr);
     fclose(fh);
-    snprintf(cmd, sizeof cmd, "%s/bleu %s < %s > %s", bin(), ref, hyp, out);
+    snprintf(cmd, sizeof cmd, "%s/bleu %s < %s > %s", tu_bin(), ref, hyp, out);
     cr_assert_eq(system(cmd), 0);
     FILE *f = fopen(out, "r");
     char line[256] = "";
@@ -94,7 +89,7 @@ Test(bleu, program_reads_files_like_multi_bleu) {
     fh = fopen(hyp, "a");
     fprintf(fh, "one more\n");
     fclose(fh);
-    snprintf(cmd, sizeof cmd, "%s/bleu %s < %s > /dev/null 2>&1", bin(), ref, hyp);
+    snprintf(cmd, sizeof cmd, "%s/bleu %s < %s > /dev/null 2>&1", tu_bin(), ref, hyp);
     cr_expect_neq(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     system(cmd);

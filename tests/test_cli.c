@@ -15,21 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *bin(void) {
-    const char *b = getenv("S2S_BIN_DIR");
-    return b && *b ? b : ".";
-}
-
-/* Runs a shell command (printf-style); returns its exit status. */
-__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 static char *tmpdir(void) {
     char *d = strdup("/tmp/s2s_cli_XXXXXX");
@@ -106,7 +91,7 @@ static bool same_file(const char *a, const char *b) {
 Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .timeout = 240) {
     char *d = tmpdir();
     write_config(d, 6);
-    cr_assert_eq(sh("%s/train --config %s/small.json --out %s/run > %s/out.txt 2>&1", bin(), d, d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0);
     char run[256];
     snprintf(run, sizeof run, "%s/run", d);
     double exact = last_test_metric(run, "test_exact_match");
@@ -136,7 +121,7 @@ Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .time
         fprintf(f, "%s\n", s);
     }
     fclose(f);
-    cr_assert_eq(sh("%s/translate %s/run/model.bin --input %s --output %s", bin(), d, in, out), 0);
+    cr_assert_eq(tu_sh("%s/translate %s/run/model.bin --input %s --output %s", tu_bin(), d, in, out), 0);
     char *hyp = tu_slurp(out, NULL);
     int right = 0, lines = 0;
     for (char *line = strtok(hyp, "\n"); line; line = strtok(NULL, "\n"), lines++) right += !strcmp(line, want[lines]);
@@ -145,7 +130,7 @@ Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .time
     free(hyp);
     free(want);
     task_free(&td);
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
@@ -153,7 +138,7 @@ Test(cli, same_seed_same_logs_and_model_files, .timeout = 240) {
     char *d = tmpdir();
     write_config(d, 1);
     for (int k = 0; k < 2; k++)
-        cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --out %s/run%d > /dev/null", bin(), d, d, k), 0);
+        cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=800 --out %s/run%d > /dev/null", tu_bin(), d, d, k), 0);
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/run0/model.bin", d);
     snprintf(b, sizeof b, "%s/run1/model.bin", d);
@@ -165,11 +150,11 @@ Test(cli, same_seed_same_logs_and_model_files, .timeout = 240) {
     free(la);
     free(lb);
     /* and another seed gives another model */
-    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --seed 4 --out %s/run2 > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=800 --seed 4 --out %s/run2 > /dev/null", tu_bin(), d, d), 0);
     snprintf(a, sizeof a, "%s/run0/model.bin", d);
     snprintf(b, sizeof b, "%s/run2/model.bin", d);
     cr_expect(!same_file(a, b));
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
@@ -178,7 +163,7 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     char *d = tmpdir();
     write_config(d, 6);
     for (int k = 0; k < 2; k++)
-        cr_assert_eq(sh("%s/train --config %s/small.json --set precision=bf16 --out %s/bf%d > /dev/null", bin(), d, d, k), 0);
+        cr_assert_eq(tu_sh("%s/train --config %s/small.json --set precision=bf16 --out %s/bf%d > /dev/null", tu_bin(), d, d, k), 0);
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/bf0", d);
     double exact = last_test_metric(a, "test_exact_match");
@@ -186,8 +171,8 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     snprintf(a, sizeof a, "%s/bf0/model.bin", d);
     snprintf(b, sizeof b, "%s/bf1/model.bin", d);
     cr_expect(same_file(a, b), "bf16 model.bin differs between two runs with the same seed");
-    cr_assert_eq(sh("%s/train --config %s/small.json --set epochs=1 --set test_each_epoch=true --out %s/f32 > /dev/null",
-                    bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set epochs=1 --set test_each_epoch=true --out %s/f32 > /dev/null",
+                    tu_bin(), d, d), 0);
     /* test_each_epoch: with one epoch, the epoch line's test score is the final test score */
     snprintf(a, sizeof a, "%s/f32/log.jsonl", d);
     char *log = tu_slurp(a, NULL), *ep = log ? strstr(log, "{\"type\":\"epoch\"") : NULL;
@@ -200,16 +185,16 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     cr_expect(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "elapsed_s")));
     cJSON_Delete(j);
     free(log);
-    cr_assert_eq(sh("%s/train --config %s/small.json --set epochs=1 --set precision=bf16 --out %s/b16 > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set epochs=1 --set precision=bf16 --out %s/b16 > /dev/null", tu_bin(), d, d), 0);
     snprintf(a, sizeof a, "%s/f32/model.bin", d);
     snprintf(b, sizeof b, "%s/b16/model.bin", d);
     cr_expect(!same_file(a, b), "bf16 and fp32 gave the same weights");
-    cr_expect_eq(sh("%s/train --config %s/small.json --set precision=fp16 --out %s/x 2> %s/err.txt", bin(), d, d, d), 2);
+    cr_expect_eq(tu_sh("%s/train --config %s/small.json --set precision=fp16 --out %s/x 2> %s/err.txt", tu_bin(), d, d, d), 2);
     snprintf(a, sizeof a, "%s/err.txt", d);
     char *msg = tu_slurp(a, NULL);
     cr_expect(msg && strstr(msg, "precision") && strstr(msg, "fp32,bf16"), "message: %s", msg ? msg : "(none)");
     free(msg);
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
@@ -247,11 +232,11 @@ static void expect_same_checkpoint(const char *a, const char *b) {
 Test(cli, resume_equals_uninterrupted, .timeout = 240) {
     char *d = tmpdir();
     write_config(d, 2);
-    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --out %s/full > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=800 --out %s/full > /dev/null", tu_bin(), d, d), 0);
     /* 800 / 32 = 25 steps an epoch: stop mid-epoch 1, resume, stop in epoch 2, resume */
-    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=800 --out %s/part --max-steps 13 > /dev/null", bin(), d, d), 0);
-    cr_assert_eq(sh("%s/train --resume %s/part --max-steps 31 > /dev/null", bin(), d), 0);
-    cr_assert_eq(sh("%s/train --resume %s/part > /dev/null", bin(), d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=800 --out %s/part --max-steps 13 > /dev/null", tu_bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part --max-steps 31 > /dev/null", tu_bin(), d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part > /dev/null", tu_bin(), d), 0);
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/full/model.bin", d);
     snprintf(b, sizeof b, "%s/part/model.bin", d);
@@ -265,7 +250,7 @@ Test(cli, resume_equals_uninterrupted, .timeout = 240) {
     cr_expect_str_eq(la, lb);
     free(la);
     free(lb);
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
@@ -276,43 +261,43 @@ Test(cli, config_errors_exit_2_with_one_line) {
     FILE *f = fopen(p, "w");
     fprintf(f, "{\n  \"model\": {\n    \"encoder_hidden\": -3\n  }\n}\n");
     fclose(f);
-    cr_expect_eq(sh("%s/train --config %s --out %s/r 2> %s/err.txt", bin(), p, d, d), 2);
+    cr_expect_eq(tu_sh("%s/train --config %s --out %s/r 2> %s/err.txt", tu_bin(), p, d, d), 2);
     snprintf(p, sizeof p, "%s/err.txt", d);
     char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "train: ") == e && strstr(e, "bad.json:3:5: model.encoder_hidden: expected a positive integer, got -3\n"),
               "%s", e);
     free(e);
-    cr_expect_eq(sh("%s/train --config %s/missing.json 2> /dev/null", bin(), d), 2);
-    cr_expect_eq(sh("%s/train --config reverse --set nonsense=1 2> /dev/null", bin()), 2);
-    cr_expect_eq(sh("%s/train --config reverse --set attention=dot --set bidirectional=true 2> %s/err.txt > /dev/null", bin(), d), 2);
+    cr_expect_eq(tu_sh("%s/train --config %s/missing.json 2> /dev/null", tu_bin(), d), 2);
+    cr_expect_eq(tu_sh("%s/train --config reverse --set nonsense=1 2> /dev/null", tu_bin()), 2);
+    cr_expect_eq(tu_sh("%s/train --config reverse --set attention=dot --set bidirectional=true 2> %s/err.txt > /dev/null", tu_bin(), d), 2);
     e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "decoder_hidden (64) must equal the encoder output size (128"), "%s", e);
     free(e);
-    cr_expect_eq(sh("%s/train 2> /dev/null", bin()), 2);
-    cr_expect_eq(sh("%s/train --bogus 2> /dev/null", bin()), 2);
-    sh("rm -rf %s", d);
+    cr_expect_eq(tu_sh("%s/train 2> /dev/null", tu_bin()), 2);
+    cr_expect_eq(tu_sh("%s/train --bogus 2> /dev/null", tu_bin()), 2);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
 Test(cli, translate_bad_model_files_exit_1) {
     char *d = tmpdir();
-    cr_expect_eq(sh("echo abc | %s/translate %s/none.bin 2> /dev/null", bin(), d), 1);
-    cr_expect_eq(sh("echo 'not a model' > %s/t.bin; echo abc | %s/translate %s/t.bin 2> %s/err.txt", d, bin(), d, d), 1);
+    cr_expect_eq(tu_sh("echo abc | %s/translate %s/none.bin 2> /dev/null", tu_bin(), d), 1);
+    cr_expect_eq(tu_sh("echo 'not a model' > %s/t.bin; echo abc | %s/translate %s/t.bin 2> %s/err.txt", d, tu_bin(), d, d), 1);
     char p[256];
     snprintf(p, sizeof p, "%s/err.txt", d);
     char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "t.bin: not an s2s model file"), "%s", e);
     free(e);
-    cr_expect_eq(sh("%s/translate 2> /dev/null", bin()), 2);
-    sh("rm -rf %s", d);
+    cr_expect_eq(tu_sh("%s/translate 2> /dev/null", tu_bin()), 2);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
 Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
     char *d = tmpdir();
     write_config(d, 1);
-    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", bin(), d, d), 0);
-    cr_expect_eq(sh("printf 'abc\\nxyz\\n\\nab\\377\\ndcba\\n' | %s/translate %s/run/model.bin > %s/out.txt 2> %s/err.txt", bin(), d, d, d), 1);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    cr_expect_eq(tu_sh("printf 'abc\\nxyz\\n\\nab\\377\\ndcba\\n' | %s/translate %s/run/model.bin > %s/out.txt 2> %s/err.txt", tu_bin(), d, d, d), 1);
     char p[256];
     snprintf(p, sizeof p, "%s/out.txt", d);
     char *o = tu_slurp(p, NULL);
@@ -326,7 +311,7 @@ Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
     cr_expect(strstr(e, "line 4: byte 0xff"), "%s", e);
     cr_expect(!strstr(e, "line 3"), "an empty line is not an error: %s", e);
     free(e);
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
@@ -335,28 +320,28 @@ Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
 Test(cli, sigint_then_resume_equals_uninterrupted, .timeout = 240) {
     char *d = tmpdir();
     write_config(d, 6); /* long enough (~2 s) that the signals land mid-run */
-    cr_assert_eq(sh("%s/train --config %s/small.json --out %s/full > /dev/null", bin(), d, d), 0);
-    int rc = sh("%s/train --config %s/small.json --out %s/part > %s/part.txt 2> %s/err.txt & pid=$!; sleep 0.4;"
-                " kill -INT $pid; wait $pid", bin(), d, d, d, d);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --out %s/full > /dev/null", tu_bin(), d, d), 0);
+    int rc = tu_sh("%s/train --config %s/small.json --out %s/part > %s/part.txt 2> %s/err.txt & pid=$!; sleep 0.4;"
+                " kill -INT $pid; wait $pid", tu_bin(), d, d, d, d);
     cr_assert_eq(rc, 130, "an interrupted run exits 130 (got %d)", rc);
     char p[256];
     snprintf(p, sizeof p, "%s/err.txt", d);
     char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "interrupted after step") && strstr(e, "--resume"), "%s", e);
     free(e);
-    cr_assert_eq(sh("%s/train --resume %s/part > /dev/null", bin(), d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part > /dev/null", tu_bin(), d), 0);
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/full/model.bin", d);
     snprintf(b, sizeof b, "%s/part/model.bin", d);
     cr_expect(same_file(a, b), "model.bin after SIGINT and --resume differs from the uninterrupted run");
     /* SIGTERM likewise, exit 143 */
-    rc = sh("%s/train --config %s/small.json --out %s/term > /dev/null 2>&1 & pid=$!; sleep 0.4; kill -TERM $pid; wait $pid",
-            bin(), d, d);
+    rc = tu_sh("%s/train --config %s/small.json --out %s/term > /dev/null 2>&1 & pid=$!; sleep 0.4; kill -TERM $pid; wait $pid",
+            tu_bin(), d, d);
     cr_assert_eq(rc, 143, "SIGTERM exits 143 (got %d)", rc);
-    cr_assert_eq(sh("%s/train --resume %s/term > /dev/null", bin(), d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/term > /dev/null", tu_bin(), d), 0);
     snprintf(b, sizeof b, "%s/term/model.bin", d);
     cr_expect(same_file(a, b), "model.bin after SIGTERM and --resume differs from the uninterrupted run");
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
@@ -381,13 +366,13 @@ static void poison_checkpoint(const char *path) {
 Test(cli, nan_loss_stops_and_keeps_the_last_good_state, .timeout = 120) {
     char *d = tmpdir();
     write_config(d, 2);
-    cr_assert_eq(sh("%s/train --config %s/small.json --out %s/run --max-steps 5 > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --out %s/run --max-steps 5 > /dev/null", tu_bin(), d, d), 0);
     char p[256], q[600];
     snprintf(p, sizeof p, "%s/run/last.bin", d);
     poison_checkpoint(p);
     snprintf(q, sizeof q, "cp %s %s/poisoned.bin", p, d);
     cr_assert_eq(system(q), 0);
-    int rc = sh("%s/train --resume %s/run > /dev/null 2> %s/err.txt", bin(), d, d);
+    int rc = tu_sh("%s/train --resume %s/run > /dev/null 2> %s/err.txt", tu_bin(), d, d);
     cr_expect_eq(rc, 1, "a NaN loss exits 1");
     snprintf(q, sizeof q, "%s/err.txt", d);
     char *e = tu_slurp(q, NULL);
@@ -395,19 +380,19 @@ Test(cli, nan_loss_stops_and_keeps_the_last_good_state, .timeout = 120) {
     free(e);
     snprintf(q, sizeof q, "%s/poisoned.bin", d);
     cr_expect(same_file(p, q), "last.bin is left as it was");
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
 Test(cli, unwritable_output_is_reported_before_training) {
     char *d = tmpdir();
-    cr_expect_eq(sh("%s/train --config reverse --out /dev/null/run > /dev/null 2> %s/err.txt", bin(), d), 1);
+    cr_expect_eq(tu_sh("%s/train --config reverse --out /dev/null/run > /dev/null 2> %s/err.txt", tu_bin(), d), 1);
     char p[256];
     snprintf(p, sizeof p, "%s/err.txt", d);
     char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "/dev/null") && !strstr(e, "epoch"), "%s", e);
     free(e);
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
@@ -416,36 +401,36 @@ Test(cli, unwritable_output_is_reported_before_training) {
 Test(cli, translate_output_is_whole_or_absent, .timeout = 240) {
     char *d = tmpdir();
     write_config(d, 1);
-    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", bin(), d, d), 0);
-    cr_assert_eq(sh("printf 'abcd\\nbbca\\n' > %s/in.txt && %s/translate %s/run/model.bin < %s/in.txt > %s/want.txt",
-                    d, bin(), d, d, d), 0);
-    cr_assert_eq(sh("%s/translate %s/run/model.bin --input %s/in.txt --output %s/in.txt", bin(), d, d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    cr_assert_eq(tu_sh("printf 'abcd\\nbbca\\n' > %s/in.txt && %s/translate %s/run/model.bin < %s/in.txt > %s/want.txt",
+                    d, tu_bin(), d, d, d), 0);
+    cr_assert_eq(tu_sh("%s/translate %s/run/model.bin --input %s/in.txt --output %s/in.txt", tu_bin(), d, d, d), 0);
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/in.txt", d);
     snprintf(b, sizeof b, "%s/want.txt", d);
     cr_expect(same_file(a, b), "translating a file onto itself gives what stdout gave");
 
     /* wait until the temporary file exists, so the signal reaches the translation itself */
-    cr_assert_eq(sh("yes abcdabcd | head -n 3000000 > %s/big.txt && echo old > %s/out.txt && "
+    cr_assert_eq(tu_sh("yes abcdabcd | head -n 3000000 > %s/big.txt && echo old > %s/out.txt && "
                     "{ %s/translate %s/run/model.bin --input %s/big.txt --output %s/out.txt & p=$!; "
                     "until ls %s/out.txt.tmp.* > /dev/null 2>&1 || ! kill -0 $p 2> /dev/null; do sleep 0.05; done; "
-                    "kill -INT $p; wait $p; test $? -eq 130; }", d, d, bin(), d, d, d, d), 0);
-    cr_expect_eq(sh("cd %s && test \"$(cat out.txt)\" = old", d), 0, "the interrupted output replaced the old file");
-    cr_expect_eq(sh("cd %s && ! ls out.txt.tmp.* > /dev/null 2>&1", d), 0, "a temporary file was left behind");
+                    "kill -INT $p; wait $p; test $? -eq 130; }", d, d, tu_bin(), d, d, d, d), 0);
+    cr_expect_eq(tu_sh("cd %s && test \"$(cat out.txt)\" = old", d), 0, "the interrupted output replaced the old file");
+    cr_expect_eq(tu_sh("cd %s && ! ls out.txt.tmp.* > /dev/null 2>&1", d), 0, "a temporary file was left behind");
 
-    cr_expect_eq(sh("%s/translate %s/run/model.bin < %s/want.txt > /dev/full 2> %s/err.txt", bin(), d, d, d), 1);
+    cr_expect_eq(tu_sh("%s/translate %s/run/model.bin < %s/want.txt > /dev/full 2> %s/err.txt", tu_bin(), d, d, d), 1);
     snprintf(a, sizeof a, "%s/err.txt", d);
     char *e = tu_slurp(a, NULL);
     cr_expect(strstr(e, "translate: standard output: write error"), "%s", e);
     free(e);
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }
 
 Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
     char *d = tmpdir();
     write_config(d, 1);
-    cr_assert_eq(sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", tu_bin(), d, d), 0);
     /* line 2 has a NUL byte, line 3 is 1 MB long */
     char p[256];
     snprintf(p, sizeof p, "%s/in.txt", d);
@@ -455,7 +440,7 @@ Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
     for (int i = 0; i < (1 << 20); i++) fputc("abcd"[i % 4], f);
     fputs("\ndcba\n", f);
     fclose(f);
-    cr_expect_eq(sh("%s/translate %s/run/model.bin --input %s --output %s/out.txt 2> %s/err.txt", bin(), d, p, d, d), 1);
+    cr_expect_eq(tu_sh("%s/translate %s/run/model.bin --input %s --output %s/out.txt 2> %s/err.txt", tu_bin(), d, p, d, d), 1);
     snprintf(p, sizeof p, "%s/err.txt", d);
     char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "line 2: contains a NUL byte"), "%s", e);
@@ -468,6 +453,6 @@ Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
     for (size_t i = 0; i < n; i++) lines += o[i] == '\n';
     cr_expect_eq(lines, 4, "every line answered");
     free(o);
-    sh("rm -rf %s", d);
+    tu_sh("rm -rf %s", d);
     free(d);
 }

@@ -45,7 +45,7 @@ static double from_log(const char *dir, bool valid_loss) {
 }
 
 Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
-    const char *bin = getenv("S2S_BIN_DIR") && *getenv("S2S_BIN_DIR") ? getenv("S2S_BIN_DIR") : ".";
+    const char *bin = tu_bin();
     char d[] = "/tmp/s2s_cmp_XXXXXX";
     cr_assert(mkdtemp(d) != NULL);
     char cfg[256], cmd[2048];

@@ -11,15 +11,6 @@
 #include <string.h>
 #include <sys/wait.h>
 
-__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     const char *env = getenv("MULTI30K_DIR");
@@ -30,14 +21,14 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     FILE *f = fopen(probe, "r");
     if (!f) cr_skip_test("Multi30k not found at %s (set MULTI30K_DIR)", src);
     fclose(f);
-    const char *bin = getenv("S2S_BIN_DIR") && *getenv("S2S_BIN_DIR") ? getenv("S2S_BIN_DIR") : ".";
+    const char *bin = tu_bin();
     char d[] = "/tmp/s2s_m30k_XXXXXX";
     cr_assert(mkdtemp(d) != NULL);
-    cr_assert_eq(sh("set -e; for l in de en; do head -3000 %s/train.lc.norm.tok.$l > %s/train.$l;"
+    cr_assert_eq(tu_sh("set -e; for l in de en; do head -3000 %s/train.lc.norm.tok.$l > %s/train.$l;"
                     " head -150 %s/val.lc.norm.tok.$l > %s/val.$l; head -150 %s/test_2016_flickr.lc.norm.tok.$l > %s/test.$l; done",
                     src, d, src, d, src, d),
                  0);
-    cr_assert_eq(sh("%s/train --config multi30k --out %s/run --set data_dir=%s --set train_prefix=train --set valid_prefix=val"
+    cr_assert_eq(tu_sh("%s/train --config multi30k --out %s/run --set data_dir=%s --set train_prefix=train --set valid_prefix=val"
                     " --set test_prefix=test --set embedding=32 --set encoder_hidden=48 --set decoder_hidden=64"
                     " --set kq=32 --set epochs=2 --set batch_size=64 --set lr=0.003 --set max_decode_len=30 > %s/out.txt",
                     bin, d, d, d),
@@ -65,7 +56,7 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
         if (im.rgb) image_free(&im);
     }
     /* raw German in, one tokenised English line out; beam search and BLEU against references */
-    cr_expect_eq(sh("echo 'Ein Mann fährt Fahrrad.' | %s/translate %s/run/model.bin > %s/one.txt", bin, d, d), 0);
+    cr_expect_eq(tu_sh("echo 'Ein Mann fährt Fahrrad.' | %s/translate %s/run/model.bin > %s/one.txt", bin, d, d), 0);
     snprintf(p, sizeof p, "%s/one.txt", d);
     char *one = tu_slurp(p, NULL);
     cr_assert(one, "%s", p);
@@ -73,13 +64,13 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     for (char *c = one; *c; c++) lines += *c == '\n';
     cr_expect_eq(lines, 1, "%s", one);
     free(one);
-    cr_expect_eq(sh("%s/translate %s/run/model.bin --tokenized --beam 3 --input %s/test.de --ref %s/test.en"
+    cr_expect_eq(tu_sh("%s/translate %s/run/model.bin --tokenized --beam 3 --input %s/test.de --ref %s/test.en"
                     " > %s/hyp.txt 2> %s/bleu.txt", bin, d, d, d, d, d), 0);
     snprintf(p, sizeof p, "%s/bleu.txt", d);
     char *bleu = tu_slurp(p, NULL);
     cr_assert(bleu, "%s", p);
     cr_expect(strncmp(bleu, "BLEU = ", 7) == 0, "--ref prints BLEU: %s", bleu);
     free(bleu);
-    cr_expect_eq(sh("%s/bleu %s/test.en < %s/hyp.txt > /dev/null", bin, d, d), 0);
-    sh("rm -rf %s", d);
+    cr_expect_eq(tu_sh("%s/bleu %s/test.en < %s/hyp.txt > /dev/null", bin, d, d), 0);
+    tu_sh("rm -rf %s", d);
 }

@@ -2,9 +2,11 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 void tu_fill(Tensor *t, Rng *rng, float lo, float hi) {
     for (size_t i = 0; i < t->size; i++) t->data[i] = rng_uniform_range(rng, lo, hi);
@@ -40,6 +42,22 @@ char *tu_slurp(const char *path, size_t *len) {
     fclose(f);
     if (len) *len = got;
     return b;
+}
+
+const char *tu_bin(void) {
+    const char *b = getenv("S2S_BIN_DIR");
+    return b && *b ? b : ".";
+}
+
+int tu_sh(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    S2S_ASSERT(n >= 0 && n < (int)sizeof cmd);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 cJSON *tu_json_load(const char *path) {

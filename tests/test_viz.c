@@ -105,11 +105,6 @@ Test(viz, plot_writes_a_valid_png) {
 }
 
 /* ---- ./attend ---- */
-static const char *bin(void) {
-    const char *b = getenv("S2S_BIN_DIR");
-    return b && *b ? b : ".";
-}
-
 static cJSON *run_attend(const char *input_json, int *rc) {
     char in[128], out[128], cmd[512];
     snprintf(in, sizeof in, "/tmp/s2s_attend_%d.json", (int)getpid());
@@ -117,7 +112,7 @@ static cJSON *run_attend(const char *input_json, int *rc) {
     FILE *f = fopen(in, "w");
     fputs(input_json, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s/attend %s --json > %s 2>&1", bin(), in, out);
+    snprintf(cmd, sizeof cmd, "%s/attend %s --json > %s 2>&1", tu_bin(), in, out);
     int st = system(cmd);
     *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     cJSON *j = tu_json_load(out);
@@ -211,7 +206,7 @@ Test(attend, bad_input) {
     cr_expect_eq(rc, 2, "unknown key");
     cJSON_Delete(j);
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "%s/attend --q '[[1,0]]' --k '[[1,0],[0,1]]' --v '[[1],[2]]' --causal > /dev/null 2>&1", bin());
+    snprintf(cmd, sizeof cmd, "%s/attend --q '[[1,0]]' --k '[[1,0],[0,1]]' --v '[[1],[2]]' --causal > /dev/null 2>&1", tu_bin());
     int st = system(cmd);
     cr_expect_eq(WEXITSTATUS(st), 2, "causal needs as many queries as keys");
 }
