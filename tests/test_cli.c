@@ -8,11 +8,9 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 

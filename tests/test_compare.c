@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 Test(compare, stat_by_hand) {
     double x[4] = {2, 4, 4, 6};

@@ -5,11 +5,9 @@
 #include "s2s/viz.h"
 
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 
 Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
