@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 Test(compare, stat_by_hand) {
     double x[4] = {2, 4, 4, 6};
@@ -41,6 +42,24 @@ static double from_log(const char *dir, bool valid_loss) {
     }
     fclose(f);
     return v;
+}
+
+/* A run's validation exact match (%) by epoch, from its log; returns the epochs read. */
+static int curve_from_log(const char *dir, double *out, int cap) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/log.jsonl", dir);
+    FILE *f = fopen(p, "r");
+    cr_assert(f != NULL, "%s", p);
+    char line[1 << 14];
+    int n = 0;
+    while (fgets(line, sizeof line, f) && n < cap) {
+        if (!strstr(line, "\"type\":\"epoch\"")) continue;
+        cJSON *j = cJSON_Parse(line);
+        out[n++] = 100.0 * cJSON_GetObjectItem(j, "valid_exact_match")->valuedouble;
+        cJSON_Delete(j);
+    }
+    fclose(f);
+    return n;
 }
 
 Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
@@ -86,6 +105,18 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
         cr_expect(strstr(md, row), "row %s not in\n%s", row, md);
         snprintf(row, sizeof row, "| %.3f ± %.3f | %.4f |", sl.mean, sl.sd, sl.var);
         cr_expect(strstr(md, row), "valid loss %s not in\n%s", row, md);
+        /* the validation curve (curves.png) is the mean of the runs' logged curves */
+        double cv[3][8];
+        for (int k = 0; k < 3; k++) {
+            char run[600];
+            snprintf(run, sizeof run, "%s/cmp/%s-seed%d", d, names[v], k + 1);
+            cr_expect_eq(curve_from_log(run, cv[k], 8), 4, "4 epochs logged");
+        }
+        const cJSON *jc = cJSON_GetObjectItem(x, "valid_curve");
+        cr_assert_eq(cJSON_GetArraySize(jc), 4);
+        for (int e = 0; e < 4; e++)
+            cr_expect_float_eq(cJSON_GetArrayItem(jc, e)->valuedouble, (cv[0][e] + cv[1][e] + cv[2][e]) / 3.0, 1e-9,
+                               "%s epoch %d", names[v], e + 1);
         const cJSON *bl = cJSON_GetObjectItem(x, "best_valid_loss");
         cr_expect_float_eq(cJSON_GetObjectItem(bl, "mean")->valuedouble, sl.mean, 1e-9, "%s valid loss mean", names[v]);
         cr_expect_float_eq(cJSON_GetObjectItem(bl, "variance")->valuedouble, sl.var, 1e-9, "%s valid loss variance", names[v]);
@@ -116,10 +147,10 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     image_free(&im);
     /* a dot's ring is 24 pixels; dots at equal values may overlap */
     cr_expect(orange >= 24 * 2 && orange <= 24 * 6, "%d orange pixels for 6 runs", orange);
-    const char *files[] = {"summary.md", "summary.csv", "summary.png"};
-    for (int i = 0; i < 3; i++) {
+    const char *files[] = {"summary.md", "summary.csv", "summary.png", "curves.png"};
+    for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/cmp/%s", d, files[i]);
-        cr_expect(fopen(p, "r") != NULL, "%s is written", files[i]);
+        cr_expect(access(p, R_OK) == 0, "%s is written", files[i]);
     }
     /* again: nothing to train */
     snprintf(cmd, sizeof cmd, "%s/compare --config %s --attention dummy,dot --seeds 1,2,3 --out %s/cmp > %s/again.txt 2>&1", bin,

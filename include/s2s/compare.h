@@ -11,7 +11,8 @@
 #include <stdio.h>
 
 #define COMPARE_MAX_VARIANTS 16
-#define COMPARE_MAX_POINTS 64 /* runs per variant drawn as points */
+#define COMPARE_MAX_POINTS 64  /* runs per variant drawn as points */
+#define COMPARE_MAX_EPOCHS 200 /* epochs of the validation curves */
 
 typedef struct RunResult {
     char dir[512];
@@ -20,6 +21,8 @@ typedef struct RunResult {
     bool translation;        /* BLEU; otherwise exact match */
     double test_bleu, test_exact, test_token_acc, best_valid_loss, seconds;
     int epochs;
+    double valid_curve[COMPARE_MAX_EPOCHS]; /* validation BLEU or exact match (%) by epoch; NaN: none */
+    int curve_n;                            /* epochs in valid_curve */
     char **hyp, **ref;       /* test outputs and references */
     int n;
 } RunResult;
@@ -45,6 +48,8 @@ typedef struct VariantSummary {
     Stat token_acc;          /* reversal: greedy token accuracy (%) */
     Stat valid_loss, epochs, seconds;
     double points[COMPARE_MAX_POINTS]; /* each run's test metric, first COMPARE_MAX_POINTS */
+    double curve[COMPARE_MAX_EPOCHS];  /* validation metric by epoch, mean over the runs that have it */
+    int curve_n;
 } VariantSummary;
 
 typedef struct PairTest {
@@ -68,7 +73,8 @@ typedef struct Comparison {
 /* Groups runs by variant (in order of first appearance) and tests every pair with
  * `resamples` paired bootstrap resamples of the test sentences (deterministic). */
 S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Comparison *c, S2sError *err);
-/* summary.md, summary.csv, summary.json and summary.png in dir; the Markdown table also to out. */
+/* summary.md, summary.csv, summary.json, summary.png (bars) and curves.png (validation metric by
+ * epoch) in dir; the Markdown table also to out. */
 S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err);
 
 #endif

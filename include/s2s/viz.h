@@ -61,7 +61,8 @@ typedef struct HeatmapLayout {
 HeatmapLayout heatmap_layout(const Heatmap *hm, Font *font);
 S2sStatus heatmap_write_png(const char *path, const Heatmap *hm, Font *font, S2sError *err);
 
-/* Line plots (learning curves): up to 4 series on a shared x axis, a left y axis. */
+/* Line plots (learning curves): up to PLOT_MAX_SERIES series on a shared x axis, a left y axis. */
+#define PLOT_MAX_SERIES 8
 typedef struct Series {
     const char *name;
     const double *y; /* (n); NaN skips a point */
@@ -72,7 +73,7 @@ typedef struct Plot {
     const char *title, *xlabel, *ylabel;
     const double *x; /* (n) */
     int n;
-    Series series[4];
+    Series series[PLOT_MAX_SERIES];
     int n_series;
 } Plot;
 

@@ -22,8 +22,9 @@ static void usage(FILE *f) {
                "\n"
                "Trains every (attention, seed) pair as DIR/<attention>-seed<N> (default DIR: runs/compare-<name>),\n"
                "skipping finished runs and resuming interrupted ones, then writes DIR/summary.md (printed too),\n"
-               "summary.csv, summary.json and summary.png: per variant the test metric's mean, variance, sd,\n"
-               "min and max, the best validation loss, epochs and time; paired bootstrap tests between variants.\n"
+               "summary.csv, summary.json, summary.png and curves.png: per variant the test metric's mean,\n"
+               "variance, sd, min and max, the best validation loss's, epochs and time, the validation metric\n"
+               "by epoch; paired bootstrap tests between variants.\n"
                "--runs tabulates existing run folders instead.\n");
 }
 

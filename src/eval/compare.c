@@ -70,6 +70,12 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
         if (cJSON_IsString(type) && !strcmp(type->valuestring, "epoch")) {
             r->best_valid_loss = fmin(r->best_valid_loss, num(j, "valid_loss", INFINITY));
             r->seconds += num(j, "epoch_s", 0.0);
+            int e = (int)num(j, "epoch", 0);
+            if (e >= 1 && e <= COMPARE_MAX_EPOCHS) {
+                for (int k = r->curve_n; k < e - 1; k++) r->valid_curve[k] = NAN; /* a gap */
+                r->valid_curve[e - 1] = r->translation ? num(j, "valid_bleu", NAN) : 100.0 * num(j, "valid_exact_match", NAN);
+                if (e > r->curve_n) r->curve_n = e;
+            }
         } else if (cJSON_IsString(type) && !strcmp(type->valuestring, "test")) {
             finished = true;
             r->epochs = (int)num(j, "epochs", 0);
@@ -201,6 +207,19 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
         VariantSummary *vs = &c->v[v];
         vs->runs = k;
         for (int i = 0; i < k && i < COMPARE_MAX_POINTS; i++) vs->points[i] = m[i];
+        vs->curve_n = 0;
+        for (int i = 0; i < n; i++)
+            if (var_of[i] == v && runs[i].curve_n > vs->curve_n) vs->curve_n = runs[i].curve_n;
+        for (int ep = 0; ep < vs->curve_n; ep++) {
+            double sum = 0;
+            int cnt = 0;
+            for (int i = 0; i < n; i++)
+                if (var_of[i] == v && ep < runs[i].curve_n && isfinite(runs[i].valid_curve[ep])) {
+                    sum += runs[i].valid_curve[ep];
+                    cnt++;
+                }
+            vs->curve[ep] = cnt ? sum / cnt : NAN;
+        }
         vs->metric = compare_stat(m, k);
         vs->token_acc = compare_stat(t, k);
         vs->valid_loss = compare_stat(l, k);
@@ -266,6 +285,29 @@ static void fmt_stat(char *b, size_t n, const Stat *s, int digits) {
 static void fmt_var(char *b, size_t n, const Stat *s, int digits) {
     if (s->n > 1) snprintf(b, n, "%.*f", digits, s->var);
     else snprintf(b, n, "—");
+}
+
+/* curves.png: the validation metric by epoch, one line per variant (mean over its runs):
+ * whether a variant had converged when training stopped. */
+static S2sStatus write_curves(const Comparison *c, const char *dir, Font *font, S2sError *err) {
+    static const Rgb colors[PLOT_MAX_SERIES] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
+                                                {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127}};
+    int n = 0;
+    for (int v = 0; v < c->n_variants; v++) n = c->v[v].curve_n > n ? c->v[v].curve_n : n;
+    if (n == 0) return S2S_OK; /* no epoch lines: nothing to draw */
+    double x[COMPARE_MAX_EPOCHS], y[PLOT_MAX_SERIES][COMPARE_MAX_EPOCHS];
+    char title[96];
+    snprintf(title, sizeof title, "validation %s, mean over seeds",
+             c->translation ? "BLEU" : "exact match");
+    Plot p = {title, "epoch", c->translation ? "BLEU" : "exact match (%)", x, n, {{0}}, 0};
+    for (int e = 0; e < n; e++) x[e] = e + 1;
+    for (int v = 0; v < c->n_variants && v < PLOT_MAX_SERIES; v++) {
+        for (int e = 0; e < n; e++) y[v][e] = e < c->v[v].curve_n ? c->v[v].curve[e] : NAN;
+        p.series[p.n_series++] = (Series){c->v[v].name, y[v], colors[v]};
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/curves.png", dir);
+    return plot_write_png(path, &p, font, err);
 }
 
 S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
@@ -348,6 +390,9 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
             cJSON_AddNumberToObject(x, "min", st4[k]->min);
             cJSON_AddNumberToObject(x, "max", st4[k]->max);
         }
+        cJSON *cv = cJSON_AddArrayToObject(o, "valid_curve"); /* by epoch, mean over runs; null: none */
+        for (int e = 0; e < s->curve_n; e++)
+            cJSON_AddItemToArray(cv, isfinite(s->curve[e]) ? cJSON_CreateNumber(s->curve[e]) : cJSON_CreateNull());
         cJSON_AddItemToArray(vs, o);
     }
     cJSON *ps = cJSON_AddArrayToObject(j, "paired_bootstrap");
@@ -426,6 +471,7 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
         snprintf(path, sizeof path, "%s/summary.png", dir);
         st = png_write(path, &im, err);
         image_free(&im);
+        if (!st) st = write_curves(c, dir, font, err);
         font_close(font);
     }
     return st;

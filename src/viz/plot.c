@@ -19,7 +19,7 @@ static void fmt(char *buf, size_t n, double v, double step) {
 }
 
 void plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font) {
-    S2S_ASSERT(p->n >= 1 && p->n_series >= 1 && p->n_series <= 4);
+    S2S_ASSERT(p->n >= 1 && p->n_series >= 1 && p->n_series <= PLOT_MAX_SERIES);
     int left = 70, right = 20, top = 40, bottom = 50;
     /* draw into a panel, then copy it in place */
     Image im = image_new(W, H, WHITE);
@@ -82,12 +82,16 @@ void plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font 
         if (p->title) font_draw(font, &im, left, 10, 15, p->title, BLACK, false);
         if (p->xlabel) font_draw(font, &im, left + pw / 2 - font_width(font, 12, p->xlabel) / 2, H - 22, 12, p->xlabel, BLACK, false);
         if (p->ylabel) font_draw(font, &im, 8, top + ph / 2 + font_width(font, 12, p->ylabel) / 2, 12, p->ylabel, BLACK, true);
-        int lx = left + pw - 10; /* legend, right-aligned at the top */
+        /* legend, right-aligned at the top; a row lower when it would run into the title */
+        int lw = 0;
+        for (int s = 0; s < p->n_series; s++) lw += font_width(font, 12, p->series[s].name) + 28;
+        int tw = p->title ? font_width(font, 15, p->title) : 0, ly = left + tw + 16 > left + pw - 10 - lw ? 26 : 12;
+        int lx = left + pw - 10;
         for (int s = p->n_series - 1; s >= 0; s--) {
             int w = font_width(font, 12, p->series[s].name);
             lx -= w + 28;
-            image_fill_rect(&im, lx, 18, 18, 4, p->series[s].color);
-            font_draw(font, &im, lx + 22, 12, 12, p->series[s].name, BLACK, false);
+            image_fill_rect(&im, lx, ly + 6, 18, 4, p->series[s].color);
+            font_draw(font, &im, lx + 22, ly, 12, p->series[s].name, BLACK, false);
         }
     }
     for (int y = 0; y < H && oy + y < canvas->h; y++)
