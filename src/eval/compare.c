@@ -312,12 +312,13 @@ static S2sStatus write_curves(const Comparison *c, const char *dir, Font *font, 
 
 S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
     /* Markdown: the homework's table (mean and variance of the test metric and of the best
-     * validation loss), with sd, range, epochs, time and the tests */
+     * validation loss), with sd, range, epochs, time and the tests. Time is the sum of the
+     * training epochs (validation and test decoding excluded). */
     size_t cap = 1 << 16, len = 0;
     char *md = s2s_xmalloc(cap);
 #define MD(...) (len += (size_t)snprintf(md + len, cap - len, __VA_ARGS__))
     MD("| attention | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
-       "minutes |\n",
+       "minutes training |\n",
        c->metric_name, c->translation ? "" : " token acc (%) |");
     MD("|---|---|---|---|---|---|%s---|---|---|---|\n", c->translation ? "" : "---|");
     for (int v = 0; v < c->n_variants; v++) {
