@@ -252,6 +252,38 @@ Test(cli, resume_equals_uninterrupted, .timeout = 240) {
     free(d);
 }
 
+/* lr_schedule: every step's logged lr is the base lr times the schedule at that step's share
+ * of the configured epochs, and a run stopped and resumed mid-epoch gives the same model. */
+Test(cli, lr_schedule_follows_the_steps_and_resumes, .timeout = 240) {
+    char *d = tmpdir();
+    write_config(d, 2);
+    const char *set = "--set train_size=800 --set lr_schedule=cosine --set log_every=1";
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/full > /dev/null", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/part --max-steps 13 > /dev/null", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part > /dev/null", tu_bin(), d), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/full/model.bin", d);
+    snprintf(b, sizeof b, "%s/part/model.bin", d);
+    cr_expect(same_file(a, b), "model.bin of the resumed run differs");
+    snprintf(a, sizeof a, "%s/full/log.jsonl", d);
+    char *log = tu_slurp(a, NULL);
+    cr_assert(log != NULL);
+    int steps = 0;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"type\":\"step\"")) continue;
+        cJSON *j = cJSON_Parse(line);
+        int step = (int)cJSON_GetObjectItem(j, "step")->valuedouble; /* 1-based; 25 steps an epoch, 2 epochs */
+        double want = 0.005 * 0.5 * (1.0 + cos(3.14159265358979323846 * (step - 1) / 50.0));
+        cr_expect_float_eq(cJSON_GetObjectItem(j, "lr")->valuedouble, want, 1e-6 * want + 1e-12, "step %d", step);
+        cJSON_Delete(j);
+        steps++;
+    }
+    cr_expect_eq(steps, 50);
+    free(log);
+    tu_sh("rm -rf %s", d);
+    free(d);
+}
+
 Test(cli, config_errors_exit_2_with_one_line) {
     char *d = tmpdir();
     char p[256];

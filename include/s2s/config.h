@@ -58,6 +58,7 @@ typedef struct ConfigTrain {
     char metric[24];        /* what picks the best checkpoint */
     int patience;           /* epochs without improvement before stopping (0: never) */
     float lr_decay;         /* multiply lr on a plateau (1: never) */
+    char lr_schedule[12];   /* "constant" | "linear" | "cosine": lr over the run (optim.h) */
     int max_decode_len;     /* greedy decoding limit (0: 2 × source length + 10) */
     int eval_batch_size;
 } ConfigTrain;

@@ -1,5 +1,5 @@
 /* optim.h — optimizers over a ParamStore's blocks: SGD, Adam (PyTorch's formulation and
- * defaults), and global-norm gradient clipping. Adam's moments live in the store (m, v),
+ * defaults), global-norm gradient clipping, and learning-rate schedules. Adam's moments live in the store (m, v),
  * created zeroed on the first step; the step counter lives in Adam. */
 #ifndef S2S_OPTIM_H
 #define S2S_OPTIM_H
@@ -21,5 +21,10 @@ double grad_global_norm(const ParamStore *ps);
  * torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), capped at 1).
  * Returns the norm before clipping. */
 double grad_clip_global_norm(ParamStore *ps, double max_norm);
+
+/* The learning-rate factor at `progress` in [0, 1] (the share of the run's steps done):
+ * "constant" 1; "linear" 1 − progress; "cosine" (1 + cos(π progress)) / 2. Both decays start
+ * at 1 and reach 0 after the last step, so the final updates are small. */
+double optim_lr_factor(const char *schedule, double progress);
 
 #endif

@@ -76,6 +76,8 @@ static const Key KEYS[] = {
      "validation metric that picks model.bin"},
     {"train.patience", K_INT, OFF(train.patience), 0, 1e6, NULL, "epochs without improvement before stopping (0: never)"},
     {"train.lr_decay", K_FLOAT, OFF(train.lr_decay), 1e-6, 1, NULL, "lr factor on a plateau (1: never)"},
+    {"train.lr_schedule", K_STR, OFF(train.lr_schedule), 0, 0, "constant|linear|cosine",
+     "lr over the run: constant, or decayed to 0 at the last step (linearly or as a half cosine)"},
     {"train.max_decode_len", K_INT, OFF(train.max_decode_len), 0, 1e5, NULL, "greedy output limit (0: 2 x source + 10)"},
     {"train.eval_batch_size", K_INT, OFF(train.eval_batch_size), 1, 1e6, NULL, "sentences per evaluation batch"},
 };
@@ -123,6 +125,7 @@ void config_defaults(Config *c) {
     strcpy(r->precision, "fp32");
     strcpy(r->gemm, "onednn");
     r->lr_decay = 1.0f;
+    strcpy(r->lr_schedule, "constant");
     r->eval_batch_size = 256;
 }
 

@@ -4,6 +4,7 @@
 #include "s2s/par.h"
 
 #include <math.h>
+#include <string.h>
 
 Adam adam_default(void) { return (Adam){.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f}; }
 
@@ -62,4 +63,12 @@ double grad_clip_global_norm(ParamStore *ps, double max_norm) {
         par_for(ps->total, 1, scale_range, &j);
     }
     return norm;
+}
+
+double optim_lr_factor(const char *schedule, double progress) {
+    double p = progress < 0 ? 0 : progress > 1 ? 1 : progress;
+    if (strcmp(schedule, "linear") == 0) return 1.0 - p;
+    if (strcmp(schedule, "cosine") == 0) return 0.5 * (1.0 + cos(3.14159265358979323846 * p));
+    S2S_ASSERT(strcmp(schedule, "constant") == 0); /* the config allows nothing else */
+    return 1.0;
 }

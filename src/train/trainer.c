@@ -323,7 +323,7 @@ static void teardown(Run *r) {
 
 /* One optimizer step on a batch; returns the loss. A non-finite loss or gradient returns
  * before any weight changes (*what says which), for the caller to report. */
-static double train_step(Run *r, const Batch *b, int *n_tokens, const char **what) {
+static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, const char **what) {
     Tape *t = &r->tape;
     tape_reset(t);
     t->training = true;
@@ -343,9 +343,9 @@ static double train_step(Run *r, const Batch *b, int *n_tokens, const char **wha
         *what = "gradient norm";
         return norm;
     }
-    if (strcmp(r->cfg->train.optimizer, "sgd") == 0) sgd_step(&r->model.params, (float)r->st.lr);
+    if (strcmp(r->cfg->train.optimizer, "sgd") == 0) sgd_step(&r->model.params, lr);
     else {
-        r->adam.lr = (float)r->st.lr;
+        r->adam.lr = lr;
         adam_step(&r->adam, &r->model.params);
     }
     r->st.step++;
@@ -386,7 +386,10 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
             batch_fill(&b, &r->data.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
             int ntok;
             const char *what = "loss";
-            double loss = train_step(r, &b, &ntok, &what);
+            /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
+            double done_share = (r->st.epoch + (double)k / plan.n_batches) / tc->epochs;
+            float lr = (float)(r->st.lr * optim_lr_factor(tc->lr_schedule, done_share));
+            double loss = train_step(r, &b, lr, &ntok, &what);
             if (!isfinite(loss)) {
                 st = s2s_fail(err, S2S_ERR_NUMERIC,
                               "step %ld (epoch %d, batch %d): the %s is %s; stopped, %s keeps the last good state",
@@ -404,7 +407,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
                 cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
                 cJSON_AddNumberToObject(j, "step", (double)r->st.step);
                 cJSON_AddNumberToObject(j, "loss", loss);
-                cJSON_AddNumberToObject(j, "lr", r->st.lr);
+                cJSON_AddNumberToObject(j, "lr", lr);
                 cJSON_AddNumberToObject(j, "tokens_per_s", window_tokens / fmax(now - window_t, 1e-9));
                 log_line(r, j);
                 window_tokens = 0;
@@ -461,7 +464,8 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         cJSON_AddNumberToObject(j, "train_loss", train_loss);
         eval_json(j, "valid", &sum->valid, true);
         cJSON_AddBoolToObject(j, "best", better);
-        cJSON_AddNumberToObject(j, "lr", r->st.lr);
+        /* the lr the next epoch starts with (schedule and plateau decay applied) */
+        cJSON_AddNumberToObject(j, "lr", r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs));
         cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
         cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
         /* wall time of the run so far, evaluations included (time-to-quality) */
