@@ -301,7 +301,7 @@ Test(cli, config_errors_exit_2_with_one_line) {
     cr_expect_eq(tu_sh("%s/train --config reverse --set nonsense=1 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/train --config reverse --set attention=dot --set bidirectional=true 2> %s/err.txt > /dev/null", tu_bin(), d), 2);
     e = tu_slurp(p, NULL);
-    cr_expect(strstr(e, "decoder_hidden (64) must equal the encoder output size (128"), "%s", e);
+    cr_expect(strstr(e, "decoder_hidden (96) must equal the encoder output size (192 = 2 x 96)"), "%s", e);
     free(e);
     cr_expect_eq(tu_sh("%s/train 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/train --bogus 2> /dev/null", tu_bin()), 2);
