@@ -105,6 +105,14 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
         cr_expect(strstr(md, row), "row %s not in\n%s", row, md);
         snprintf(row, sizeof row, "| %.3f ± %.3f | %.4f |", sl.mean, sl.sd, sl.var);
         cr_expect(strstr(md, row), "valid loss %s not in\n%s", row, md);
+        snprintf(row, sizeof row, "- %s: 1: %.2f, 2: %.2f, 3: %.2f\n", names[v], m[0], m[1], m[2]);
+        cr_expect(strstr(md, row), "runs by seed %s not in\n%s", row, md);
+        const cJSON *bs = cJSON_GetObjectItem(x, "by_seed");
+        cr_assert_eq(cJSON_GetArraySize(bs), 3);
+        for (int k = 0; k < 3; k++) {
+            cr_expect_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(bs, k), "seed")->valuedouble, k + 1);
+            cr_expect_float_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(bs, k), "test_metric")->valuedouble, m[k], 1e-9);
+        }
         /* the validation curve (curves.png) is the mean of the runs' logged curves */
         double cv[3][8];
         for (int k = 0; k < 3; k++) {

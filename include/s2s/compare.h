@@ -48,6 +48,7 @@ typedef struct VariantSummary {
     Stat token_acc;          /* reversal: greedy token accuracy (%) */
     Stat valid_loss, epochs, seconds;
     double points[COMPARE_MAX_POINTS]; /* each run's test metric, first COMPARE_MAX_POINTS */
+    long point_seeds[COMPARE_MAX_POINTS]; /* and its seed */
     double curve[COMPARE_MAX_EPOCHS];  /* validation metric by epoch, mean over the runs that have it */
     int curve_n;
 } VariantSummary;

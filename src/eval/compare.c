@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,7 +207,11 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
         }
         VariantSummary *vs = &c->v[v];
         vs->runs = k;
-        for (int i = 0; i < k && i < COMPARE_MAX_POINTS; i++) vs->points[i] = m[i];
+        for (int i = 0, j = 0; i < n && j < COMPARE_MAX_POINTS; i++)
+            if (var_of[i] == v) {
+                vs->points[j] = m[j];
+                vs->point_seeds[j++] = runs[i].seed;
+            }
         vs->curve_n = 0;
         for (int i = 0; i < n; i++)
             if (var_of[i] == v && runs[i].curve_n > vs->curve_n) vs->curve_n = runs[i].curve_n;
@@ -310,13 +315,34 @@ static S2sStatus write_curves(const Comparison *c, const char *dir, Font *font, 
     return plot_write_png(path, &p, font, err);
 }
 
+/* A growing text buffer for the Markdown and CSV files. */
+typedef struct Text {
+    char *s;
+    size_t len, cap;
+} Text;
+
+__attribute__((format(printf, 2, 3))) static void text_add(Text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        S2S_ASSERT(n >= 0);
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = 2 * (t->cap + (size_t)n);
+        t->s = s2s_xrealloc(t->s, t->cap);
+    }
+}
+
 S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
     /* Markdown: the homework's table (mean and variance of the test metric and of the best
      * validation loss), with sd, range, epochs, time and the tests. Time is the sum of the
      * training epochs (validation and test decoding excluded). */
-    size_t cap = 1 << 16, len = 0;
-    char *md = s2s_xmalloc(cap);
-#define MD(...) (len += (size_t)snprintf(md + len, cap - len, __VA_ARGS__))
+    Text tx = {s2s_xmalloc(4096), 0, 4096};
+#define MD(...) text_add(&tx, __VA_ARGS__)
     MD("| attention | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
        "minutes training |\n",
        c->metric_name, c->translation ? "" : " token acc (%) |");
@@ -337,6 +363,15 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
         MD("| %s | %d | %s | %s | %.2f | %.2f |%s %s | %s | %.1f | %.1f |\n", s->name, s->runs, m, mv, s->metric.min,
            s->metric.max, c->translation ? "" : ta, vl, vv, s->epochs.mean, s->seconds.mean / 60.0);
     }
+    /* every run's test metric, by seed: the values behind the means */
+    MD("\nTest %s by run (seed: value):\n\n", c->metric_name);
+    for (int v = 0; v < c->n_variants; v++) {
+        const VariantSummary *s = &c->v[v];
+        MD("- %s:", s->name);
+        int np = s->runs < COMPARE_MAX_POINTS ? s->runs : COMPARE_MAX_POINTS;
+        for (int i = 0; i < np; i++) MD("%s %ld: %.2f", i ? "," : "", s->point_seeds[i], s->points[i]);
+        MD("%s\n", s->runs > np ? ", …" : "");
+    }
     if (c->n_pairs) {
         MD("\nPaired bootstrap over the test sentences (%d resamples, runs paired by seed):\n\n", c->resamples);
         MD("| A − B | seeds | difference | 95%% interval | p |\n|---|---|---|---|---|\n");
@@ -353,10 +388,10 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     }
     char path[700];
     snprintf(path, sizeof path, "%s/summary.md", dir);
-    S2sStatus st = file_write_atomic(path, md, len, err);
-    if (out) fputs(md, out);
+    S2sStatus st = file_write_atomic(path, tx.s, tx.len, err);
+    if (out) fputs(tx.s, out);
     /* CSV */
-    len = 0;
+    tx.len = 0;
     /* new columns go at the end, so readers by position keep working */
     MD("variant,runs,metric,mean,sd,variance,min,max,token_acc_mean,valid_loss_mean,epochs_mean,seconds_mean,"
        "token_acc_sd,valid_loss_sd,valid_loss_variance,valid_loss_min,valid_loss_max\n");
@@ -368,9 +403,9 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
            s->valid_loss.var, s->valid_loss.min, s->valid_loss.max);
     }
     snprintf(path, sizeof path, "%s/summary.csv", dir);
-    if (!st) st = file_write_atomic(path, md, len, err);
+    if (!st) st = file_write_atomic(path, tx.s, tx.len, err);
 #undef MD
-    free(md);
+    free(tx.s);
     /* JSON */
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "metric", c->translation ? "bleu" : "exact_match");
@@ -390,6 +425,13 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
             cJSON_AddNumberToObject(x, "sd", st4[k]->sd);
             cJSON_AddNumberToObject(x, "min", st4[k]->min);
             cJSON_AddNumberToObject(x, "max", st4[k]->max);
+        }
+        cJSON *rs = cJSON_AddArrayToObject(o, "by_seed"); /* [{seed, test_metric}] */
+        for (int i = 0; i < s->runs && i < COMPARE_MAX_POINTS; i++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "seed", (double)s->point_seeds[i]);
+            cJSON_AddNumberToObject(x, "test_metric", s->points[i]);
+            cJSON_AddItemToArray(rs, x);
         }
         cJSON *cv = cJSON_AddArrayToObject(o, "valid_curve"); /* by epoch, mean over runs; null: none */
         for (int e = 0; e < s->curve_n; e++)
