@@ -1,6 +1,6 @@
 /* optim.h — optimizers over a ParamStore's blocks: SGD, Adam (PyTorch's formulation and
- * defaults), global-norm gradient clipping, and learning-rate schedules. Adam's moments live in the store (m, v),
- * created zeroed on the first step; the step counter lives in Adam. */
+ * defaults), global-norm gradient clipping, and learning-rate schedules. Adam's moments live
+ * in the store (m, v), created zeroed on the first step; the step counter lives in Adam. */
 #ifndef S2S_OPTIM_H
 #define S2S_OPTIM_H
 
