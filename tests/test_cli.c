@@ -36,6 +36,15 @@ static void write_config(const char *dir, int epochs) {
     fclose(f);
 }
 
+/* A temporary folder holding a small reversal model trained for one epoch (run/model.bin),
+ * for the tests of ./translate. */
+static char *dir_with_small_model(void) {
+    char *d = tmpdir();
+    write_config(d, 1);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    return d;
+}
+
 /* The log without its wall-clock fields, which differ between any two runs. */
 static char *log_without_timing(const char *path) {
     char *txt = tu_slurp(path, NULL);
@@ -324,9 +333,7 @@ Test(cli, translate_bad_model_files_exit_1) {
 }
 
 Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
-    char *d = tmpdir();
-    write_config(d, 1);
-    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    char *d = dir_with_small_model();
     cr_expect_eq(tu_sh("printf 'abc\\nxyz\\n\\nab\\377\\ndcba\\n' | %s/translate %s/run/model.bin > %s/out.txt 2> %s/err.txt", tu_bin(), d, d, d), 1);
     char p[256];
     snprintf(p, sizeof p, "%s/out.txt", d);
@@ -429,9 +436,7 @@ Test(cli, unwritable_output_is_reported_before_training) {
 /* --output is written to a temporary file and renamed at the end: it may name the input, an
  * interrupt leaves the old file as it was and no temporary, and a full disk is an error. */
 Test(cli, translate_output_is_whole_or_absent, .timeout = 240) {
-    char *d = tmpdir();
-    write_config(d, 1);
-    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    char *d = dir_with_small_model();
     cr_assert_eq(tu_sh("printf 'abcd\\nbbca\\n' > %s/in.txt && %s/translate %s/run/model.bin < %s/in.txt > %s/want.txt",
                     d, tu_bin(), d, d, d), 0);
     cr_assert_eq(tu_sh("%s/translate %s/run/model.bin --input %s/in.txt --output %s/in.txt", tu_bin(), d, d, d), 0);
@@ -458,9 +463,7 @@ Test(cli, translate_output_is_whole_or_absent, .timeout = 240) {
 }
 
 Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
-    char *d = tmpdir();
-    write_config(d, 1);
-    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=400 --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    char *d = dir_with_small_model();
     /* line 2 has a NUL byte, line 3 is 1 MB long */
     char p[256];
     snprintf(p, sizeof p, "%s/in.txt", d);

@@ -28,11 +28,15 @@ static void expect_content(const char *path, const char *want) {
     cr_expect_str_eq(buf, want);
 }
 
-Test(file, atomic_write_replaces_and_leaves_no_temporary) {
-    char dir[] = "/tmp/s2s_file_XXXXXX";
+/* A new empty folder (dir is its mkdtemp template) and the path of f.txt in it. */
+static void temp_file_path(char *dir, char *path, size_t n) {
     cr_assert(mkdtemp(dir) != NULL);
-    char path[128];
-    snprintf(path, sizeof path, "%s/f.txt", dir);
+    snprintf(path, n, "%s/f.txt", dir);
+}
+
+Test(file, atomic_write_replaces_and_leaves_no_temporary) {
+    char dir[] = "/tmp/s2s_file_XXXXXX", path[128];
+    temp_file_path(dir, path, sizeof path);
     S2sError err;
     cr_assert_eq(file_write_atomic(path, "one", 3, &err), S2S_OK);
     cr_assert_eq(file_write_atomic(path, "two!", 4, &err), S2S_OK);
@@ -45,10 +49,8 @@ Test(file, atomic_write_replaces_and_leaves_no_temporary) {
 }
 
 Test(file, abort_and_failed_commit_keep_the_old_file) {
-    char dir[] = "/tmp/s2s_file_XXXXXX";
-    cr_assert(mkdtemp(dir) != NULL);
-    char path[128];
-    snprintf(path, sizeof path, "%s/f.txt", dir);
+    char dir[] = "/tmp/s2s_file_XXXXXX", path[128];
+    temp_file_path(dir, path, sizeof path);
     S2sError err;
     cr_assert_eq(file_write_atomic(path, "old", 3, &err), S2S_OK);
 
