@@ -144,6 +144,31 @@ Test(tape, no_nodes_without_grad_or_when_disabled) {
     tape_free(&t);
 }
 
+/* x → tanh → tanh → tanh → sum: once a tensor's producer has run backward its gradient is
+ * dead, and the next gradient of its size takes that buffer (backward holds only the live
+ * ones). The gradient of x is still exact. */
+Test(tape, backward_reuses_dead_gradient_buffers) {
+    Tape t;
+    tape_init(&t, 1 << 16);
+    Tensor *x = tape_tensor(&t, 2, (int[]){4, 8});
+    for (size_t i = 0; i < x->size; i++) x->data[i] = 0.1f * (float)i - 1.5f;
+    x->requires_grad = true;
+    Tensor *y1 = op_tanh(&t, x), *y2 = op_tanh(&t, y1), *y3 = op_tanh(&t, y2);
+    tape_backward(&t, op_sum(&t, y3));
+    cr_expect_eq(y1->grad, y3->grad, "y1's gradient reuses y3's buffer (dead after the third tanh's backward)");
+    cr_expect_eq(x->grad, y2->grad, "x's gradient reuses y2's");
+    cr_expect_neq(y1->grad, y2->grad);
+    for (size_t i = 0; i < x->size; i++) {
+        double a = tanh((double)x->data[i]), b = tanh(a), c = tanh(b);
+        double want = (1 - c * c) * (1 - b * b) * (1 - a * a);
+        cr_expect_float_eq(x->grad[i], want, 1e-5, "element %zu", i);
+    }
+    /* the next step starts with an empty free list: the arena was reset */
+    tape_reset(&t);
+    cr_expect_eq(t.n_free_grads, 0);
+    tape_free(&t);
+}
+
 Test(tape, dropout_is_identity_in_eval_and_scales_in_training) {
     Tape t;
     tape_init(&t, 1 << 16);

@@ -5,7 +5,11 @@
  * input requires a gradient and recording is on, appends a node whose backward (in the op
  * table, OP_BACKWARD) accumulates (+=) into its inputs' gradients. tape_reset drops the
  * nodes and everything in the arena in O(1); tensors made by the tape die with it.
- * The tape borrows parameter tensors (their data and grad stay in the ParamStore). */
+ * The tape borrows parameter tensors (their data and grad stay in the ParamStore).
+ * During backward, the gradient of a tensor whose producing node has run its backward is
+ * dead; its buffer goes to a free list that later gradients draw on, so the arena holds
+ * the live gradients rather than all of them. Read intermediate gradients inside backward
+ * only: after tape_backward, only leaves' gradients (no producing node) keep their values. */
 #ifndef S2S_TAPE_H
 #define S2S_TAPE_H
 
@@ -64,6 +68,10 @@ typedef struct Tape {
     bool bf16;         /* GEMM operands in bfloat16, float32 accumulation (gemm.h) */
     bool openblas;     /* float32 GEMMs by OpenBLAS instead of oneDNN (gemm.h) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
+    /* gradient buffers of tensors whose producer has run its backward: tensor_grad reuses them,
+     * so backward holds only the live gradients, not every one (kept across resets) */
+    struct GradBuf { float *p; size_t n; } *free_grads;
+    int n_free_grads, cap_free_grads;
 } Tape;
 
 void tape_init(Tape *t, size_t arena_bytes);
@@ -82,8 +90,9 @@ Tensor *tape_view(Tape *t, Tensor *x, size_t offset, int ndim, const int *shape)
 Tensor *tape_reshape2(Tape *t, Tensor *x, int d0, int d1);
 Tensor *tape_reshape3(Tape *t, Tensor *x, int d0, int d1, int d2);
 
-/* The gradient buffer of x, created zeroed in the arena on first use (through the base
- * for views). tensor_grad_if returns NULL instead of creating it. */
+/* The gradient buffer of x, created zeroed on first use (through the base for views): a
+ * dead gradient's buffer when one is large enough, else new arena memory. tensor_grad_if
+ * returns NULL instead of creating it. */
 float *tensor_grad(Tape *t, Tensor *x);
 float *tensor_grad_if(Tensor *x);
 

@@ -23,6 +23,8 @@ typedef struct Tensor {
     int ndim;
     int shape[S2S_MAX_DIMS];
     bool requires_grad;
+    bool grad_recyclable; /* grad came from the tape's arena (tensor_grad): reusable once dead */
+    int producer;         /* 1 + index of the first tape node writing it or a view of it; 0: none */
     const uint16_t *bf16; /* a bfloat16 copy of data for bf16 GEMMs (params_bf16_snapshot), or NULL */
 } Tensor;
 

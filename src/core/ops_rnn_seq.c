@@ -124,6 +124,7 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
         if (lstm) {
             n->out2 = cy;
             cy->requires_grad = true;
+            if (!cy->base && !cy->producer) cy->producer = t->n_nodes; /* as tape_record does for out */
         }
     }
     if (cells) *cells = cy;

@@ -149,6 +149,7 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
     CeGradJob job = {logits->data, NULL, tg, lse, g, V, n->i[0]};
     if (n->i[2] && !logits->grad && !logits->base) { /* the gradient takes the logits' place */
         logits->grad = logits->data;
+        logits->grad_recyclable = true; /* dead, values and gradient, once its producer ran backward */
         job.d = logits->grad;
         par_for((size_t)N, (size_t)V, ce_grad_rows_over, &job);
         return;

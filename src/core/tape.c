@@ -45,12 +45,14 @@ void tape_init(Tape *t, size_t arena_bytes) {
 void tape_free(Tape *t) {
     arena_free(&t->arena);
     free(t->nodes);
+    free(t->free_grads);
     memset(t, 0, sizeof *t);
 }
 
 void tape_reset(Tape *t) {
     arena_reset(&t->arena);
     t->n_nodes = 0;
+    t->n_free_grads = 0;
 }
 
 Tensor *tape_tensor(Tape *t, int ndim, const int *shape) {
@@ -101,10 +103,24 @@ float *tensor_grad_if(Tensor *x) {
     return NULL;
 }
 
+/* The smallest dead gradient buffer that holds n floats (taken off the list), or NULL. The
+ * list's order depends only on the tape's ops, so the choice is the same every run. */
+static float *take_free_grad(Tape *t, size_t n) {
+    int best = -1;
+    for (int i = 0; i < t->n_free_grads; i++)
+        if (t->free_grads[i].n >= n && (best < 0 || t->free_grads[i].n < t->free_grads[best].n)) best = i;
+    if (best < 0) return NULL;
+    float *p = t->free_grads[best].p;
+    t->free_grads[best] = t->free_grads[--t->n_free_grads];
+    return p;
+}
+
 float *tensor_grad(Tape *t, Tensor *x) {
     if (tensor_grad_if(x)) return x->grad;
     Tensor *root = x->base ? x->base : x;
-    root->grad = arena_alloc(&t->arena, root->size * sizeof(float));
+    root->grad = take_free_grad(t, root->size);
+    if (!root->grad) root->grad = arena_alloc(&t->arena, root->size * sizeof(float));
+    root->grad_recyclable = true;
     par_zero(root->grad, root->size);
     return x->grad = root->grad + (x->base ? x->offset : 0);
 }
@@ -123,9 +139,22 @@ TapeNode *tape_record(Tape *t, OpKind op, Tensor *out) {
     memset(n, 0, sizeof *n);
     n->op = op;
     n->out = out;
+    Tensor *root = out->base ? out->base : out;
+    if (!root->producer) root->producer = t->n_nodes; /* 1 + this node's index */
     out->requires_grad = true;
     if (out->base) out->base->requires_grad = true; /* the whole sequence now carries grads */
     return n;
+}
+
+static void release_grad(Tape *t, Tensor *out, int node) {
+    Tensor *root = out->base ? out->base : out;
+    if (root->producer != node + 1 || !root->grad_recyclable || !root->grad) return;
+    if (t->n_free_grads == t->cap_free_grads) {
+        t->cap_free_grads = t->cap_free_grads ? 2 * t->cap_free_grads : 64;
+        t->free_grads = s2s_xrealloc(t->free_grads, (size_t)t->cap_free_grads * sizeof *t->free_grads);
+    }
+    t->free_grads[t->n_free_grads++] = (struct GradBuf){root->grad, root->size};
+    root->grad_recyclable = false;
 }
 
 void tape_propagate(Tape *t) {
@@ -134,6 +163,9 @@ void tape_propagate(Tape *t) {
         /* no gradient reached this node's outputs: nothing to propagate */
         if (!tensor_grad_if(n->out) && !(n->out2 && tensor_grad_if(n->out2))) continue;
         OP_BACKWARD[n->op](t, n);
+        /* every writer of these outputs has now run backward: their gradients are dead */
+        release_grad(t, n->out, i);
+        if (n->out2) release_grad(t, n->out2, i);
     }
 }
 
