@@ -99,6 +99,8 @@ float *tensor_grad_if(Tensor *x);
 /* For ops: whether the output of inputs a, b, ... needs a node. */
 bool tape_wants(const Tape *t, const Tensor *a, const Tensor *b, const Tensor *c);
 TapeNode *tape_record(Tape *t, OpKind op, Tensor *out);
+/* A second output of the node just recorded (the LSTM's cell states). */
+void tape_record_out2(Tape *t, TapeNode *n, Tensor *out2);
 
 /* Backpropagate from a scalar (its gradient seeded with 1), or from any output with a
  * given seed gradient (tests use a random seed: loss = sum(seed * out)). */

@@ -121,11 +121,7 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
         n->in[3] = w_hh;
         n->in[4] = b_hh;
         n->saved = q;
-        if (lstm) {
-            n->out2 = cy;
-            cy->requires_grad = true;
-            if (!cy->base && !cy->producer) cy->producer = t->n_nodes; /* as tape_record does for out */
-        }
+        if (lstm) tape_record_out2(t, n, cy);
     }
     if (cells) *cells = cy;
     return y;

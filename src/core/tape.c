@@ -130,6 +130,15 @@ bool tape_wants(const Tape *t, const Tensor *a, const Tensor *b, const Tensor *c
     return (a && a->requires_grad) || (b && b->requires_grad) || (c && c->requires_grad);
 }
 
+/* out is written by the newest node: it carries gradients, and its root remembers its first
+ * writer (when that node has run backward, the root's gradient is dead). */
+static void mark_output(Tape *t, Tensor *out) {
+    Tensor *root = out->base ? out->base : out;
+    if (!root->producer) root->producer = t->n_nodes; /* 1 + the newest node's index */
+    out->requires_grad = true;
+    if (out->base) out->base->requires_grad = true; /* the whole sequence now carries grads */
+}
+
 TapeNode *tape_record(Tape *t, OpKind op, Tensor *out) {
     if (t->n_nodes == t->cap_nodes) {
         t->cap_nodes = t->cap_nodes ? 2 * t->cap_nodes : 256;
@@ -139,11 +148,14 @@ TapeNode *tape_record(Tape *t, OpKind op, Tensor *out) {
     memset(n, 0, sizeof *n);
     n->op = op;
     n->out = out;
-    Tensor *root = out->base ? out->base : out;
-    if (!root->producer) root->producer = t->n_nodes; /* 1 + this node's index */
-    out->requires_grad = true;
-    if (out->base) out->base->requires_grad = true; /* the whole sequence now carries grads */
+    mark_output(t, out);
     return n;
+}
+
+void tape_record_out2(Tape *t, TapeNode *n, Tensor *out2) {
+    S2S_ASSERT(n == &t->nodes[t->n_nodes - 1] && !n->out2);
+    n->out2 = out2;
+    mark_output(t, out2);
 }
 
 static void release_grad(Tape *t, Tensor *out, int node) {
