@@ -47,8 +47,9 @@ typedef struct VariantSummary {
     Stat metric;             /* BLEU or exact match (%) */
     Stat token_acc;          /* reversal: greedy token accuracy (%) */
     Stat valid_loss, epochs, seconds;
-    double points[COMPARE_MAX_POINTS]; /* each run's test metric, first COMPARE_MAX_POINTS */
+    double points[COMPARE_MAX_POINTS]; /* each run's test metric (the first n_points runs) */
     long point_seeds[COMPARE_MAX_POINTS]; /* and its seed */
+    int n_points;                         /* min(runs, COMPARE_MAX_POINTS) */
     double curve[COMPARE_MAX_EPOCHS];  /* validation metric by epoch, mean over the runs that have it */
     int curve_n;
 } VariantSummary;

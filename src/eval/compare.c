@@ -207,10 +207,11 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
         }
         VariantSummary *vs = &c->v[v];
         vs->runs = k;
-        for (int i = 0, j = 0; i < n && j < COMPARE_MAX_POINTS; i++)
+        vs->n_points = 0;
+        for (int i = 0; i < n && vs->n_points < COMPARE_MAX_POINTS; i++)
             if (var_of[i] == v) {
-                vs->points[j] = m[j];
-                vs->point_seeds[j++] = runs[i].seed;
+                vs->points[vs->n_points] = m[vs->n_points];
+                vs->point_seeds[vs->n_points++] = runs[i].seed;
             }
         vs->curve_n = 0;
         for (int i = 0; i < n; i++)
@@ -368,9 +369,8 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
         MD("- %s:", s->name);
-        int np = s->runs < COMPARE_MAX_POINTS ? s->runs : COMPARE_MAX_POINTS;
-        for (int i = 0; i < np; i++) MD("%s %ld: %.2f", i ? "," : "", s->point_seeds[i], s->points[i]);
-        MD("%s\n", s->runs > np ? ", …" : "");
+        for (int i = 0; i < s->n_points; i++) MD("%s %ld: %.2f", i ? "," : "", s->point_seeds[i], s->points[i]);
+        MD("%s\n", s->runs > s->n_points ? ", …" : "");
     }
     if (c->n_pairs) {
         MD("\nPaired bootstrap over the test sentences (%d resamples, runs paired by seed):\n\n", c->resamples);
@@ -427,7 +427,7 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
             cJSON_AddNumberToObject(x, "max", st4[k]->max);
         }
         cJSON *rs = cJSON_AddArrayToObject(o, "by_seed"); /* [{seed, test_metric}] */
-        for (int i = 0; i < s->runs && i < COMPARE_MAX_POINTS; i++) {
+        for (int i = 0; i < s->n_points; i++) {
             cJSON *x = cJSON_CreateObject();
             cJSON_AddNumberToObject(x, "seed", (double)s->point_seeds[i]);
             cJSON_AddNumberToObject(x, "test_metric", s->points[i]);
@@ -489,7 +489,7 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
                 image_line(&im, x + 20, Y(s->mean - s->sd), x + 40, Y(s->mean - s->sd), black);
             }
             /* runs as dots spread across the bar, so equal values stay visible */
-            int np = c->v[v].runs < COMPARE_MAX_POINTS ? c->v[v].runs : COMPARE_MAX_POINTS;
+            int np = c->v[v].n_points;
             for (int i = 0; i < np; i++) {
                 double pv = c->v[v].points[i];
                 if (!isfinite(pv)) continue;
@@ -501,7 +501,7 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
                 font_draw(font, &im, x + 30 - font_width(font, 12, c->v[v].name) / 2, top + ph + 8, 12, c->v[v].name, black, false);
                 char b[32];
                 snprintf(b, sizeof b, "%.2f", s->mean);
-                double above = fmax(s->mean, fmax(s->max, s->n > 1 ? s->mean + s->sd : s->mean)); /* clear of the marks */
+                double above = fmax(s->max, s->mean + (s->n > 1 ? s->sd : 0.0)); /* clear of the dots and the bar */
                 font_draw(font, &im, x + 30 - font_width(font, 11, b) / 2, Y(above) - 20, 11, b, black, false);
             }
         }
