@@ -94,7 +94,7 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 
 # The reversal demo: train (about 10 s on 2 cores), then reverse strings it never saw.
 demo: all
-	./train --config reverse
+	./train --config reverse --overwrite
 	@echo "--- ./translate runs/reverse/model.bin"
 	printf 'abcd\nddacbbadca\ncabbadcbadddacbca\n' | ./translate runs/reverse/model.bin
 

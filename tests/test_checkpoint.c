@@ -15,8 +15,8 @@ static void make_store(ParamStore *ps, float base) {
     params_init(ps);
     params_add(ps, "enc.w", 2, (int[]){3, 4});
     params_add(ps, "enc.b", 1, (int[]){3});
-    params_alloc(ps);
-    params_alloc_moments(ps);
+    cr_assert_eq(params_alloc(ps, NULL), S2S_OK);
+    cr_assert_eq(params_alloc_moments(ps, NULL), S2S_OK);
     for (int i = 0; i < ps->count; i++) {
         Tensor *t = ps->items[i].t;
         for (size_t k = 0; k < t->size; k++) {
@@ -73,7 +73,7 @@ Test(checkpoint, round_trip) {
     params_init(&ps);
     params_add(&ps, "enc.w", 2, (int[]){4, 3});
     params_add(&ps, "enc.b", 1, (int[]){3});
-    params_alloc(&ps);
+    cr_assert_eq(params_alloc(&ps, NULL), S2S_OK);
     cr_expect_eq(ckpt_restore(&c, &ps, false, path, &err), S2S_ERR_CORRUPT);
     cr_expect(strstr(err.msg, "\"enc.w\" has another shape"), "%s", err.msg);
     params_free(&ps);
@@ -132,4 +132,49 @@ Test(checkpoint, foreign_and_newer_files) {
     Checkpoint c;
     cr_expect_eq(ckpt_load(&c, "/nonexistent/model.bin", &err), S2S_ERR_IO);
     cr_expect(strstr(err.msg, "/nonexistent/model.bin: cannot open"), "%s", err.msg);
+}
+
+/* The file path checks the layout before reading (D16): every truncation is refused, and a
+ * sparse file of 8 GiB whose header is valid is refused by its section table, without being
+ * read (the message is the layout's, not the checksum's, which needs the whole file). */
+Test(checkpoint, files_are_checked_before_they_are_read) {
+    size_t len;
+    char *img = save_tmp(true, &len);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/s2s_ckpt_cut_%d.bin", (int)getpid());
+    S2sError err;
+    Checkpoint c;
+    for (size_t n = 0; n < len; n += 7) {
+        FILE *f = fopen(path, "wb");
+        fwrite(img, 1, n, f);
+        fclose(f);
+        S2sStatus st = ckpt_load(&c, path, &err);
+        cr_assert(st == S2S_ERR_CORRUPT, "a file cut to %zu of %zu bytes loaded (status %d)", n, len, st);
+    }
+    /* a valid header and section table whose DATA section claims 8 GiB of a sparse file */
+    FILE *f = fopen(path, "wb");
+    fwrite(img, 1, 16, f); /* magic, version, section count (7 for a file with moments) */
+    const char tens[4] = {'T', 'E', 'N', 'S'}, data[4] = {'D', 'A', 'T', 'A'};
+    uint64_t tlen = 4, dlen = (uint64_t)8 << 30;
+    uint32_t zero = 0, two = 2;
+    fwrite(tens, 1, 4, f);
+    fwrite(&tlen, 8, 1, f);
+    fwrite(&zero, 4, 1, f); /* no tensors */
+    fwrite(data, 1, 4, f);
+    fwrite(&dlen, 8, 1, f);
+    fclose(f);
+    cr_assert_eq(truncate(path, (off_t)(16 + 12 + 4 + 12 + dlen + 4)), 0);
+    /* seven sections are announced, two present: the table ends early */
+    cr_expect_eq(ckpt_load(&c, path, &err), S2S_ERR_CORRUPT);
+    cr_expect(strstr(err.msg, "header truncated") || strstr(err.msg, "needs"), "%s", err.msg);
+    f = fopen(path, "r+b");
+    fseek(f, 12, SEEK_SET);
+    fwrite(&two, 4, 1, f); /* now two sections: the layout holds, DATA disagrees with the table */
+    fclose(f);
+    cr_expect_eq(ckpt_load(&c, path, &err), S2S_ERR_CORRUPT);
+    cr_expect(strstr(err.msg, "section DATA has 8589934592 bytes; the tensor table needs 0"), "%s", err.msg);
+    unlink(path);
+    cr_expect_eq(ckpt_load(&c, "/dev/zero", &err), S2S_ERR_IO);
+    cr_expect(strstr(err.msg, "not a regular file"), "%s", err.msg);
+    free(img);
 }

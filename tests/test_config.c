@@ -72,8 +72,28 @@ Test(config, cross_field_checks) {
     cr_expect(strstr(err.msg, "task.min_len (9) must not exceed task.max_len (4)"), "%s", err.msg);
     cr_assert_eq(parse(&c, "{\"task\": {\"alphabet\": \"aba\"}}", &err), S2S_OK);
     cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
-    cr_assert_eq(parse(&c, "{\"name\": \"../x\"}", &err), S2S_OK);
-    cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
+    /* a name becomes a folder under runs/: refused when read, before any folder is made */
+    const char *bad_names[] = {"{\"name\": \"../x\"}", "{\"name\": \"a/b\"}", "{\"name\": \"..\"}", "{\"name\": \"\"}"};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(parse(&c, bad_names[i], &err), S2S_ERR_CONFIG, "%s", bad_names[i]);
+        cr_expect(strstr(err.msg, "name: expected a plain name"), "%s", err.msg);
+    }
+    config_defaults(&c);
+    cr_expect_eq(config_set(&c, "name=../up", &err), S2S_ERR_CONFIG);
+    cr_expect_str_eq(c.name, "run");
+}
+
+/* cJSON keeps both members of a key given twice and its lookups take the first: a config
+ * with a duplicate is refused, naming the key and where its second copy is. */
+Test(config, duplicate_keys_are_refused) {
+    Config c;
+    S2sError err;
+    cr_expect_eq(parse(&c, "{\"seed\": 1,\n \"seed\": 2}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "x.json:2:2: \"seed\" is given twice"), "%s", err.msg);
+    cr_expect_eq(parse(&c, "{\"model\": {\"cell\": \"gru\",\n \"cell\": \"lstm\"}}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "\"model.cell\" is given twice"), "%s", err.msg);
+    cr_expect_eq(parse(&c, "{\"train\": {\"lr\": 0.1}, \"train\": {\"epochs\": 2}}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "\"train\" is given twice"), "%s", err.msg);
 }
 
 Test(config, set_by_path_or_unique_leaf) {

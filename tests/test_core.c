@@ -220,7 +220,7 @@ Test(params, one_block_aligned_and_named) {
     params_init(&ps);
     Tensor *a = params_add(&ps, "enc.w", 2, (int[]){3, 5});
     Tensor *b = params_add(&ps, "enc.b", 1, (int[]){7});
-    params_alloc(&ps);
+    cr_assert_eq(params_alloc(&ps, NULL), S2S_OK);
     cr_expect_eq(params_numel(&ps), 22u);
     cr_expect_eq((uintptr_t)a->data % 64, 0);
     cr_expect_eq((uintptr_t)b->data % 64, 0);

@@ -9,7 +9,7 @@ static ParamStore one_param(Tensor **p, int n) {
     ParamStore ps;
     params_init(&ps);
     *p = params_add(&ps, "p", 1, (int[]){n});
-    params_alloc(&ps);
+    cr_assert_eq(params_alloc(&ps, NULL), S2S_OK);
     return ps;
 }
 

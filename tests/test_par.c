@@ -80,7 +80,7 @@ static void loss_and_step(int th, float *loss, float *grad, float *param) {
     ParamStore ps;
     params_init(&ps);
     Tensor *w = params_add(&ps, "w", 1, (int[]){P});
-    params_alloc(&ps);
+    cr_assert_eq(params_alloc(&ps, NULL), S2S_OK);
     for (int i = 0; i < P; i++) {
         w->data[i] = rng_uniform_range(&rng, -1, 1);
         ps.grad[i] = rng_uniform_range(&rng, -1, 1);

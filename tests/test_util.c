@@ -1,5 +1,6 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
+#include "s2s/checkpoint.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -58,6 +59,105 @@ int tu_sh(const char *fmt, ...) {
     S2S_ASSERT(n >= 0 && n < (int)sizeof cmd);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+char *tu_tmpdir(void) {
+    char *d = strdup("/tmp/s2s_test_XXXXXX");
+    S2S_ASSERT(mkdtemp(d) != NULL);
+    return d;
+}
+
+void tu_rm_rf(const char *dir) { tu_sh("rm -rf '%s'", dir); }
+
+void tu_write(const char *path, const char *fmt, ...) {
+    FILE *f = fopen(path, "wb");
+    S2S_ASSERT(f != NULL);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    S2S_ASSERT(fclose(f) == 0);
+}
+
+bool tu_same_file(const char *a, const char *b) {
+    size_t la = 0, lb = 0;
+    char *x = tu_slurp(a, &la), *y = tu_slurp(b, &lb);
+    bool same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+char *tu_log_without_timing(const char *path) {
+    char *txt = tu_slurp(path, NULL);
+    if (!txt) return NULL;
+    size_t cap = strlen(txt) + 1, n = 0;
+    char *out = malloc(cap);
+    out[0] = '\0';
+    for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (!j) {
+            free(out);
+            free(txt);
+            return strdup("(a log line is not JSON)");
+        }
+        cJSON_DeleteItemFromObject(j, "tokens_per_s");
+        cJSON_DeleteItemFromObject(j, "epoch_s");
+        cJSON_DeleteItemFromObject(j, "elapsed_s");
+        char *s = cJSON_PrintUnformatted(j);
+        size_t k = strlen(s);
+        out = realloc(out, cap += k + 2);
+        memcpy(out + n, s, k);
+        n += k;
+        out[n++] = '\n';
+        out[n] = '\0';
+        free(s);
+        cJSON_Delete(j);
+    }
+    free(txt);
+    return out;
+}
+
+bool tu_same_checkpoint(const char *a, const char *b, char *why, size_t wn) {
+    Checkpoint x, y;
+    S2sError err;
+    if (ckpt_load(&x, a, &err)) {
+        snprintf(why, wn, "%s", err.msg);
+        return false;
+    }
+    if (ckpt_load(&y, b, &err)) {
+        ckpt_free(&x);
+        snprintf(why, wn, "%s", err.msg);
+        return false;
+    }
+    bool same = true;
+    if (strcmp(x.config_json, y.config_json) != 0) same = false, snprintf(why, wn, "configs differ");
+    if (same && (x.n_tensors != y.n_tensors || x.has_moments != y.has_moments))
+        same = false, snprintf(why, wn, "tensor tables differ");
+    for (int i = 0; same && i < x.n_tensors; i++) {
+        size_t n = x.tensors[i].size * 4;
+        if (memcmp(x.tensors[i].data, y.tensors[i].data, n) != 0) same = false, snprintf(why, wn, "%s differs", x.tensors[i].name);
+        else if (x.has_moments && (memcmp(x.tensors[i].m, y.tensors[i].m, n) || memcmp(x.tensors[i].v, y.tensors[i].v, n)))
+            same = false, snprintf(why, wn, "moments of %s differ", x.tensors[i].name);
+    }
+    if (same && (!x.state_json) != (!y.state_json)) same = false, snprintf(why, wn, "one has a training state");
+    if (same && x.state_json) {
+        cJSON *s = cJSON_Parse(x.state_json), *t = cJSON_Parse(y.state_json);
+        const char *wall[] = {"seconds", "log_bytes"}; /* the log holds wall-clock fields */
+        for (int k = 0; k < 2; k++) {
+            cJSON_DeleteItemFromObject(s, wall[k]);
+            cJSON_DeleteItemFromObject(t, wall[k]);
+        }
+        char *ss = cJSON_PrintUnformatted(s), *ts = cJSON_PrintUnformatted(t);
+        if (strcmp(ss, ts) != 0) same = false, snprintf(why, wn, "states differ: %s vs %s", ss, ts);
+        free(ss);
+        free(ts);
+        cJSON_Delete(s);
+        cJSON_Delete(t);
+    }
+    ckpt_free(&x);
+    ckpt_free(&y);
+    return same;
 }
 
 cJSON *tu_json_load(const char *path) {

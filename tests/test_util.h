@@ -28,6 +28,19 @@ char *tu_slurp(const char *path, size_t *len);
 const char *tu_bin(void);
 /* Runs a shell command (printf-style); returns its exit status (128 + signal if killed). */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A new empty folder under /tmp (malloc'd path); removed with tu_rm_rf. */
+char *tu_tmpdir(void);
+void tu_rm_rf(const char *dir);
+/* Writes text (printf-style) to path; asserts on failure. */
+void tu_write(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether two files have the same bytes (both must exist). */
+bool tu_same_file(const char *a, const char *b);
+/* A run's log.jsonl without its wall-clock fields (tokens_per_s, epoch_s, elapsed_s), which
+ * differ between any two runs; malloc'd. Every line must be JSON. */
+char *tu_log_without_timing(const char *path);
+/* Two checkpoints with the same config, weights, moments and training state (its wall-clock
+ * fields aside); on a difference returns false and names it in why. */
+bool tu_same_checkpoint(const char *a, const char *b, char *why, size_t n);
 /* Flattens a nested numeric list into out (up to cap), returns the count (−1 on a
  * non-number). */
 long tu_json_flatten(const cJSON *node, double *out, size_t cap);

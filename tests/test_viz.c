@@ -20,9 +20,10 @@ static char *tmp_png(const char *name) {
 }
 
 Test(viz, png_round_trip) {
-    Image im = image_new(7, 5, (Rgb){10, 20, 30});
-    image_fill_rect(&im, 2, 1, 3, 2, (Rgb){200, 100, 50});
+    Image im;
     S2sError err;
+    cr_assert_eq(image_new(&im, 7, 5, (Rgb){10, 20, 30}, &err), S2S_OK);
+    image_fill_rect(&im, 2, 1, 3, 2, (Rgb){200, 100, 50});
     char *p = tmp_png("rt");
     cr_assert_eq(png_write(p, &im, &err), S2S_OK, "%s", err.msg);
     Image back;
@@ -85,6 +86,34 @@ Test(viz, heatmap_cells_and_labels) {
 Test(viz, heatmap_without_a_font) {
     cr_expect_null(font_open("/nonexistent/font.ttf"));
     heatmap_case(NULL);
+}
+
+/* D7: a heatmap of a very long input shrinks its cells (no labels below 6 pixels), and one too
+ * large to draw is an error to warn about, never an abort. */
+Test(viz, huge_heatmaps_shrink_or_are_refused) {
+    Font *font = font_open(NULL);
+    S2sError err;
+    char *path = tmp_png("huge");
+    int rows = 3000, cols = 7;
+    float *w = calloc((size_t)rows * cols, sizeof *w);
+    Heatmap hm = {w, rows, cols, NULL, NULL, "t"};
+    HeatmapLayout L = heatmap_layout(&hm, font);
+    cr_expect(L.cell == 2 && L.height <= IMAGE_MAX_SIDE, "cell %d, height %d", L.cell, L.height);
+    cr_expect_eq(heatmap_write_png(path, &hm, font, &err), S2S_OK, "%s", err.msg);
+    Image im;
+    cr_assert_eq(png_read(path, &im, &err), S2S_OK);
+    cr_expect_eq(im.w, L.width);
+    image_free(&im);
+    free(w);
+    rows = 20000;
+    w = calloc((size_t)rows * cols, sizeof *w);
+    hm = (Heatmap){w, rows, cols, NULL, NULL, "t"};
+    cr_expect_eq(heatmap_write_png(path, &hm, font, &err), S2S_ERR_DATA);
+    cr_expect(strstr(err.msg, "20000 x 7 attention weights") && strstr(err.msg, "too large to draw"), "%s", err.msg);
+    free(w);
+    cr_expect_eq(image_new(&im, 100000, 2, (Rgb){0, 0, 0}, &err), S2S_ERR_DATA);
+    font_close(font);
+    unlink(path);
 }
 
 Test(viz, plot_writes_a_valid_png) {

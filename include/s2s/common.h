@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#define S2S_VERSION "0.6.0"
+
 typedef enum S2sStatus {
     S2S_OK = 0,
     S2S_ERR_IO,       /* a file could not be read or written */
@@ -39,10 +41,18 @@ const char *s2s_status_name(S2sStatus status);
     } while (0)
 _Noreturn void s2s_assert_fail(const char *expr, const char *file, int line, const char *func);
 
-/* malloc that treats failure as fatal: for small, bounded bookkeeping only.
- * Sizes that come from files or users go through checked paths instead. */
-void *s2s_xmalloc(size_t n);
-void *s2s_xcalloc(size_t count, size_t size);
-void *s2s_xrealloc(void *p, size_t n);
+/* malloc that treats failure as fatal (the caller's file and line, then abort): for small,
+ * bounded bookkeeping only. Sizes that come from files or users are bounded first (a limit,
+ * or the memory estimate of a run) or go through checked paths that return S2S_ERR_NOMEM. */
+#define s2s_xmalloc(n) s2s_xmalloc_at((n), __FILE__, __LINE__)
+#define s2s_xcalloc(count, size) s2s_xcalloc_at((count), (size), __FILE__, __LINE__)
+#define s2s_xrealloc(p, n) s2s_xrealloc_at((p), (n), __FILE__, __LINE__)
+void *s2s_xmalloc_at(size_t n, const char *file, int line);
+void *s2s_xcalloc_at(size_t count, size_t size, const char *file, int line);
+void *s2s_xrealloc_at(void *p, size_t n, const char *file, int line);
+
+/* The memory this process may use: the machine's RAM, or less where a cgroup or an rlimit
+ * says so (bytes; 0 when unknown). */
+size_t s2s_memory_limit(void);
 
 #endif

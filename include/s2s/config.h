@@ -48,7 +48,8 @@ typedef struct ConfigTrain {
     int batch_size;         /* sentences per batch (at most) */
     int batch_tokens;       /* padded positions per batch, at most (0: sentences only) */
     int epochs;
-    long max_steps;         /* stop after this many optimizer steps (0: no limit) */
+    long max_steps;         /* the run ends after this many optimizer steps (0: no limit) */
+    int save_every;         /* steps between resumable checkpoints within an epoch (0: per epoch only) */
     float clip;             /* global gradient norm limit (0: none) */
     int log_every;          /* steps between log lines */
     int threads;            /* GEMM threads (0: leave the libraries' choice) */

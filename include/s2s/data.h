@@ -10,6 +10,7 @@
 #include "s2s/common.h"
 #include "s2s/config.h"
 #include "s2s/rng.h"
+#include "s2s/text.h"
 
 #include <stdint.h>
 
@@ -55,6 +56,13 @@ typedef struct TaskData {
 /* Loads or generates the task's data (reverse; translate comes from files). */
 S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err);
 void task_free(TaskData *td);
+/* Bytes task_load will hold, from the config alone (generated data; 0 for files). */
+double task_memory_estimate(const ConfigTask *task);
+/* Bytes the loaded datasets hold. */
+size_t task_data_bytes(const TaskData *td);
+/* A 64-bit hash of the vocabularies, every split's ids and the reference texts: equal
+ * fingerprints, the same data (a resumed run checks it has the data it started with). */
+uint64_t task_fingerprint(const TaskData *td);
 
 /* String reversal: the vocabulary is the specials then the alphabet's characters (the same
  * on both sides); train, valid and test are drawn from task.data_seed, with valid and test
@@ -67,16 +75,6 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
 /* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
 S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
-
-/* Reads a text file into lines (without newlines, a final CR dropped). Each line must be
- * valid UTF-8 without NUL bytes; errors name the file and line. */
-S2sStatus text_read_lines(const char *path, char ***lines, int *n, S2sError *err);
-void text_free_lines(char **lines, int n);
-/* Splits line on spaces and tabs in place: *toks (grown as needed, *cap its size) points
- * into line. Returns the number of tokens. */
-int text_split(char *line, char ***toks, int *cap);
-/* Whether s[0..n) is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
-bool utf8_valid(const char *s, size_t n);
 
 /* Raw text → the Multi30k token convention (lowercased, normalised, Moses-tokenised,
  * tokens separated by single spaces); lang is "en", "de", … (apostrophes differ).

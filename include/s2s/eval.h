@@ -8,6 +8,8 @@
 
 #include "s2s/model.h"
 
+#include <stdatomic.h>
+
 typedef struct EvalResult {
     int n;                 /* examples */
     long tokens;           /* non-pad target tokens (teacher-forced, incl. <eos>) */
@@ -21,6 +23,7 @@ typedef struct EvalResult {
     double attn_entropy;   /* teacher-forced: mean entropy (nats) of the attention rows */
     double align_acc;      /* reversal: how often the arg-max source position is the mirrored one */
     bool has_attn, has_align;
+    bool interrupted;      /* o->stop was set: the figures cover only part of the data */
 } EvalResult;
 
 typedef struct EvalOptions {
@@ -31,6 +34,7 @@ typedef struct EvalOptions {
     char *const *refs;
     int align_offset;      /* reversal: the first character's source position (1 with
                               markers); −1: no alignment accuracy */
+    const atomic_int *stop; /* when set (a signal), stop after the current batch, or NULL */
 } EvalOptions;
 
 typedef struct IdSeqs {

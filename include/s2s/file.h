@@ -1,10 +1,17 @@
-/* file.h — writing files so that a reader never sees half of one, and mkdir -p.
+/* file.h — files that a reader never sees half of, bounded reads, folder locks, mkdir -p.
  *
  * Every file the project writes (model files, configs, summaries, PNGs, translations) goes
- * through a temporary file in the same folder (`path.tmp.XXXXXX`, mode 0644) that is flushed,
- * synced and renamed over `path` only once complete; a failure or file_tmp_abort removes it,
- * so `path` holds either its old content or the whole new one. A FileTmp owns its FILE and
- * the temporary name until commit or abort; the caller owns the FileTmp. */
+ * through file_tmp_*: a temporary file in the destination's folder (`path.tmp.XXXXXX`, mode
+ * 0644) that is flushed, synced and renamed over the destination only once complete; a
+ * failure or file_tmp_abort removes it, so the destination holds either its old content or
+ * the whole new one. A symlink is followed (the file it names is replaced, the link stays);
+ * a destination that is not a regular file (a terminal, a pipe, /dev/null) is written
+ * directly, since nothing can be renamed over it. A FileTmp owns its FILE and the temporary
+ * name until commit or abort; the caller owns the FileTmp.
+ *
+ * Reads that input can size are bounded: file_read_all refuses what is larger than its limit
+ * (and folders, with a message) before allocating. A FileLock is an exclusive flock(2) on
+ * DIR/.lock, held until file_unlock or the process ends, SIGKILL included. */
 #ifndef S2S_FILE_H
 #define S2S_FILE_H
 
@@ -15,8 +22,9 @@
 
 typedef struct FileTmp {
     FILE *f;              /* write here; NULL once committed or aborted */
-    char path[PATH_MAX];  /* the destination */
-    char tmp[PATH_MAX];   /* the temporary file, in path's folder */
+    char path[PATH_MAX];  /* the destination (a symlink's target) */
+    char tmp[PATH_MAX];   /* the temporary file, in path's folder; "" when written directly */
+    bool direct;          /* the destination is not a regular file: no temporary, no rename */
 } FileTmp;
 
 S2sStatus file_tmp_open(FileTmp *t, const char *path, S2sError *err);
@@ -31,5 +39,29 @@ void file_tmp_abort(FileTmp *t);
 S2sStatus file_write_atomic(const char *path, const void *data, size_t n, S2sError *err);
 /* Creates a folder and its parents (mkdir -p). */
 S2sStatus file_mkdirs(const char *path, S2sError *err);
+
+/* The whole of path ("-": standard input), NUL-terminated, in a malloc'd *buf of *len bytes
+ * (len may be NULL). A folder, an unreadable file or one of more than max bytes is an error
+ * naming it; nothing larger than max + 1 bytes is ever allocated. */
+S2sStatus file_read_all(const char *path, size_t max, char **buf, size_t *len, S2sError *err);
+/* Whether path is a regular file (after symlinks). */
+bool file_is_regular(const char *path);
+/* Whether path exists (any kind of file, not following a final symlink). */
+bool file_exists(const char *path);
+
+typedef struct FileLock {
+    int fd;               /* −1: not held */
+} FileLock;
+
+/* Takes the exclusive lock of folder dir (creating dir/.lock) without waiting: another
+ * holder is an S2S_ERR_IO naming its pid. The lock ends with file_unlock or the process. */
+S2sStatus file_lock(FileLock *l, const char *dir, S2sError *err);
+void file_unlock(FileLock *l);
+/* Whether some process holds dir's lock now; its pid into *pid when known (else 0). */
+bool file_lock_held(const char *dir, long *pid);
+
+/* Removes the temporary files (`*.tmp.XXXXXX`) that killed writers left in dir; only for a
+ * folder whose lock the caller holds. Returns how many were removed. */
+int file_remove_stale_tmps(const char *dir);
 
 #endif

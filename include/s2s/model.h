@@ -37,6 +37,18 @@ S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_
 S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, size_t max_params,
                              S2sError *err);
 void model_free(Seq2Seq *m);
+
+/* Sizes from the config alone, before anything is allocated, so that a model or a batch this
+ * machine cannot hold is refused with a message instead of failing half-way. */
+size_t model_param_count(const ConfigModel *cfg, int src_vocab, int trg_vocab);
+typedef enum ModelStepKind {
+    MODEL_STEP_TRAIN,  /* forward and backward of a training batch */
+    MODEL_STEP_EVAL,   /* teacher-forced forward without gradients */
+    MODEL_STEP_GREEDY, /* greedy decoding; T is the output limit */
+} ModelStepKind;
+/* An upper estimate of the tape arena's bytes for one step over B sentences of S source
+ * positions and T target positions (<sos> and <eos> included). */
+double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, ModelStepKind kind, int B, int S, int T);
 /* Uniform in [-init_range, init_range] from rng; one-hot embeddings become the identity. */
 void model_init_weights(Seq2Seq *m, Rng *rng);
 

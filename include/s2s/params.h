@@ -9,6 +9,7 @@
 #ifndef S2S_PARAMS_H
 #define S2S_PARAMS_H
 
+#include "s2s/common.h"
 #include "s2s/rng.h"
 #include "s2s/tensor.h"
 
@@ -35,8 +36,10 @@ void params_init(ParamStore *ps);
 void params_free(ParamStore *ps);
 /* Declares a parameter; its data is usable after params_alloc. Names are unique. */
 Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape);
-void params_alloc(ParamStore *ps);   /* zeroed data and grads */
-void params_alloc_moments(ParamStore *ps); /* zeroed m and v, once */
+/* Zeroed data and grads; S2S_ERR_NOMEM (nothing allocated) when memory runs out. */
+S2sStatus params_alloc(ParamStore *ps, S2sError *err);
+/* Zeroed m and v, once; S2S_ERR_NOMEM when memory runs out. */
+S2sStatus params_alloc_moments(ParamStore *ps, S2sError *err);
 Param *params_find(ParamStore *ps, const char *name);
 size_t params_numel(const ParamStore *ps); /* real elements, without padding */
 void params_zero_grad(ParamStore *ps);

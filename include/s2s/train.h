@@ -1,11 +1,13 @@
 /* train.h — the training loop: epochs of length-bucketed batches, Adam or SGD with
  * clipping, validation each epoch, the best checkpoint (model.bin) and a resumable one
- * (last.bin), a JSON-lines log, early stopping and learning-rate decay on a plateau.
+ * (last.bin, every epoch and every train.save_every steps), a JSON-lines log, early stopping,
+ * learning-rate decay on a plateau, and the test of the best checkpoint once the run ends.
  *
  * Randomness is derived, not carried: the batch order of epoch e comes from (seed, e), the
  * dropout masks of step s from (seed, s), so a resumed run repeats an uninterrupted one bit
- * for bit. The trainer owns its model, data and tape for the duration of train_run; it
- * borrows the config and options, and never exits the process. */
+ * for bit, however often it was stopped or killed. The run owns its folder (rundir.h: a lock,
+ * no earlier run's files) for the duration of train_run; the trainer owns its model, data and
+ * tape; it borrows the config and options, and never exits the process. */
 #ifndef S2S_TRAIN_H
 #define S2S_TRAIN_H
 
@@ -17,12 +19,12 @@
 typedef struct TrainOptions {
     const char *out_dir;          /* the run's folder; created if missing */
     bool resume;                  /* continue from out_dir/last.bin */
+    bool overwrite;               /* a new run may replace the run out_dir holds */
     FILE *out;                    /* one line per epoch and the final summary, or NULL */
     FILE *progress;               /* the live progress line (a terminal), or NULL */
     const atomic_int *stop;       /* set asynchronously (a signal): stop after this step */
-    long max_steps;               /* this session stops after this many steps in all (0: the
-                                     config's train.max_steps); not saved, so a resumed run
-                                     goes on */
+    long max_steps;               /* pause this session once the run has made this many steps
+                                     in all (0: never); resumable, no test */
 } TrainOptions;
 
 typedef struct TrainSummary {
@@ -30,15 +32,17 @@ typedef struct TrainSummary {
     long steps;
     double best_metric;
     EvalResult valid;             /* of the last epoch */
-    EvalResult test;              /* of the best checkpoint */
+    EvalResult test;              /* of the best checkpoint, when tested */
+    bool tested;                  /* the run ended and its model.bin was tested */
     double seconds;
     bool interrupted;             /* stopped by *stop; last.bin resumes it */
+    bool paused;                  /* stopped by max_steps; last.bin resumes it */
     bool early_stopped;
 } TrainSummary;
 
-/* Trains per cfg. On resume the run's own config.json is used (cfg is overwritten with
- * it). Returns S2S_ERR_NUMERIC for a NaN/Inf loss (last.bin and model.bin keep the last
- * good state). */
+/* Trains per cfg. On resume the run's own config (in last.bin) is used (cfg is overwritten
+ * with it). Returns S2S_ERR_NUMERIC for a NaN/Inf loss (last.bin and model.bin keep the last
+ * good state), S2S_ERR_CONFIG for a config or a folder the run cannot use. */
 S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err);
 
 #endif

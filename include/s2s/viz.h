@@ -20,7 +20,12 @@ typedef struct Rgb {
     uint8_t r, g, b;
 } Rgb;
 
-Image image_new(int w, int h, Rgb fill);
+/* Pictures are bounded: at most IMAGE_MAX_SIDE pixels a side and IMAGE_MAX_PIXELS in all;
+ * a larger one is an error (S2S_ERR_DATA), never an abort, so input that asks for a huge
+ * picture costs a warning. */
+#define IMAGE_MAX_SIDE 16384
+#define IMAGE_MAX_PIXELS ((size_t)1 << 26)
+S2sStatus image_new(Image *im, int w, int h, Rgb fill, S2sError *err);
 void image_free(Image *im);
 void image_fill_rect(Image *im, int x, int y, int w, int h, Rgb c);
 void image_line(Image *im, int x0, int y0, int x1, int y1, Rgb c);
@@ -79,6 +84,6 @@ typedef struct Plot {
 
 S2sStatus plot_write_png(const char *path, const Plot *p, Font *font, S2sError *err);
 /* The same plot into a W × H panel of a larger image, at (ox, oy). */
-void plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font);
+S2sStatus plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font, S2sError *err);
 
 #endif

@@ -1,7 +1,10 @@
 /* train — trains a model from a JSON config. Thin: arguments, signals, messages, exit codes.
- *   exit 0 done · 1 runtime, IO, corrupt files, NaN · 2 usage and config · 130/143 interrupted */
+ *   exit 0 done or paused (--max-steps) · 1 runtime, IO, corrupt files, NaN · 2 usage and config
+ *   · 128 + signal interrupted (resumable) */
+#include "s2s/args.h"
 #include "s2s/train.h"
 
+#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,12 +16,12 @@
 
 static atomic_int g_stop; /* the one global: the signal that asks to stop (0: none) */
 
-/* SIGINT and SIGTERM never interrupt the threads that compute: oneDNN 2.x's GEMM kernels
- * point rsp into the heap, and a handler running on that thread writes its frame there
- * (uxlfoundation/oneDNN#4845: heap corruption, seen here as an abort after Ctrl-C). So the
- * signals are blocked before any computing thread exists (OpenMP's threads inherit the mask)
- * and taken by one thread that only waits for them. A handler stays for threads the BLAS
- * started before main, which would otherwise die of the default action. */
+/* SIGINT, SIGTERM and SIGHUP never interrupt the threads that compute: oneDNN 2.x's GEMM
+ * kernels point rsp into the heap, and a handler running on that thread writes its frame
+ * there (uxlfoundation/oneDNN#4845: heap corruption, seen here as an abort after Ctrl-C). So
+ * the signals are blocked before any computing thread exists (OpenMP's threads inherit the
+ * mask) and taken by one thread that only waits for them. A handler stays for threads the
+ * BLAS started before main, which would otherwise die of the default action. */
 static void on_signal(int sig) { atomic_store(&g_stop, sig); }
 
 static sigset_t g_stop_signals; /* read-only once set */
@@ -33,14 +36,15 @@ static void *signal_waiter(void *arg) {
 }
 
 static void catch_stop_signals(void) {
+    static const int SIGS[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     sigemptyset(&g_stop_signals);
-    sigaddset(&g_stop_signals, SIGINT);
-    sigaddset(&g_stop_signals, SIGTERM);
+    for (size_t i = 0; i < sizeof SIGS / sizeof SIGS[0]; i++) {
+        sigaction(SIGS[i], &sa, NULL);
+        sigaddset(&g_stop_signals, SIGS[i]);
+    }
     pthread_sigmask(SIG_BLOCK, &g_stop_signals, NULL);
     pthread_t t;
     if (pthread_create(&t, NULL, signal_waiter, NULL) == 0) pthread_detach(t);
@@ -49,16 +53,18 @@ static void catch_stop_signals(void) {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: train --config FILE [--seed N] [--out DIR] [--max-steps N] [--set key=value]...\n"
+            "usage: train --config FILE [--seed N] [--out DIR] [--overwrite] [--max-steps N] [--set key=value]...\n"
             "       train --resume DIR [--max-steps N]\n"
             "\n"
             "  --config FILE     a JSON config; a bare name is looked up in configs/ (reverse → configs/reverse.json)\n"
             "  --seed N          overrides \"seed\"\n"
-            "  --out DIR         the run's folder (default runs/<name>)\n"
-            "  --max-steps N     stop this session after N optimizer steps in all (resumable)\n"
+            "  --out DIR         the run's folder (default runs/<name>); it must not hold another run\n"
+            "  --overwrite       start anew in a folder that holds a run (deletes that run's files)\n"
+            "  --max-steps N     pause once the run has made N optimizer steps in all (resume it with --resume)\n"
             "  --set key=value   overrides any config key by dotted path or unique name (--set attention=dummy)\n"
             "  --resume DIR      continue the run in DIR from its last.bin\n"
             "  --list-keys       print every config key with its type, default and meaning\n"
+            "  --version         print the version\n"
             "\n"
             "Writes DIR/config.json (resolved), DIR/log.jsonl, DIR/model.bin (best) and DIR/last.bin (latest).\n"
             "Keys and defaults: docs/config.md.\n");
@@ -69,79 +75,92 @@ static int fail(const char *msg, int code) {
     return code;
 }
 
+static void list_keys(void) { /* the schema: key, type, default, meaning */
+    Config d;
+    config_defaults(&d);
+    for (int k = 0; k < config_key_count(); k++) {
+        ConfigKeyInfo ki = config_key_info(k);
+        char v[300];
+        config_key_value(&d, k, v, sizeof v);
+        printf("%s\t%s\t%s\t%s%s%s\n", ki.path, ki.type, v, ki.help, ki.choices ? ": " : "", ki.choices ? ki.choices : "");
+    }
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* epoch lines appear as they happen, also in a log file */
-    const char *config_arg = NULL, *out_arg = NULL, *resume = NULL;
+    const char *config_arg = NULL, *out_arg = NULL, *resume = NULL, *seed_arg = NULL;
     const char *sets[256];
     int n_sets = 0;
-    char seed_set[64] = "";
     long max_steps = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--list-keys")) { /* the schema: key, type, default, meaning */
-            Config d;
-            config_defaults(&d);
-            for (int k = 0; k < config_key_count(); k++) {
-                ConfigKeyInfo ki = config_key_info(k);
-                char v[300];
-                config_key_value(&d, k, v, sizeof v);
-                printf("%s\t%s\t%s\t%s%s%s\n", ki.path, ki.type, v, ki.help, ki.choices ? ": " : "", ki.choices ? ki.choices : "");
-            }
-            return 0;
-        } else if (!strcmp(a, "--config") && has_value) {
-            config_arg = argv[++i];
-        } else if (!strcmp(a, "--out") && has_value) {
-            out_arg = argv[++i];
-        } else if (!strcmp(a, "--resume") && has_value) {
-            resume = argv[++i];
-        } else if (!strcmp(a, "--seed") && has_value) {
-            snprintf(seed_set, sizeof seed_set, "seed=%s", argv[++i]);
-        } else if (!strcmp(a, "--max-steps") && has_value) {
-            char *end;
-            max_steps = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || max_steps < 1) {
-                fprintf(stderr, "train: --max-steps: expected a positive integer, got \"%s\"\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--set") && has_value) {
+    bool overwrite = false;
+    S2sError err = {0};
+    enum { O_LIST = 256, O_OVERWRITE, O_MAX_STEPS, O_VERSION };
+    static const struct option LONG[] = {
+        {"help", no_argument, NULL, 'h'},       {"config", required_argument, NULL, 'c'},
+        {"out", required_argument, NULL, 'o'},  {"resume", required_argument, NULL, 'r'},
+        {"seed", required_argument, NULL, 's'}, {"set", required_argument, NULL, 'S'},
+        {"max-steps", required_argument, NULL, O_MAX_STEPS}, {"overwrite", no_argument, NULL, O_OVERWRITE},
+        {"list-keys", no_argument, NULL, O_LIST}, {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: args_print_version(stdout, "train"); return 0;
+        case O_LIST: list_keys(); return 0;
+        case 'c': config_arg = optarg; break;
+        case 'o': out_arg = optarg; break;
+        case 'r': resume = optarg; break;
+        case 's': seed_arg = optarg; break;
+        case O_OVERWRITE: overwrite = true; break;
+        case O_MAX_STEPS:
+            if (args_long("--max-steps", optarg, 1, 1000000000000000L, &max_steps, &err)) return fail(err.msg, 2);
+            break;
+        case 'S':
             if (n_sets == 256) return fail("too many --set options", 2);
-            sets[n_sets++] = argv[++i];
-        } else {
-            fprintf(stderr, "train: %s: %s\n", a,
-                    a[0] == '-' && !has_value ? "needs a value" : "unknown argument (see train --help)");
+            sets[n_sets++] = optarg;
+            break;
+        default: {
+            char msg[256];
+            args_getopt_error(msg, sizeof msg, argv, optind, optopt, c);
+            fprintf(stderr, "train: %s (see train --help)\n", msg);
             return 2;
         }
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "train: %s: unexpected argument (see train --help)\n", argv[optind]);
+        return 2;
     }
     if (!config_arg == !resume) {
         usage(stderr);
         return 2;
     }
-    if (resume && (n_sets || seed_set[0] || out_arg))
-        return fail("--resume takes the run's own config; --set, --seed and --out do not apply", 2);
+    if (resume && (n_sets || seed_arg || out_arg || overwrite))
+        return fail("--resume takes the run's own config and folder; --set, --seed, --out and --overwrite do not apply", 2);
 
     Config cfg;
     config_defaults(&cfg);
-    S2sError err = {0};
     char path[PATH_MAX], out_dir[PATH_MAX];
     if (config_arg) {
         config_find_file(config_arg, path, sizeof path);
-        if (config_load(&cfg, path, &err)) return fail(err.msg, err.status == S2S_ERR_IO ? 2 : 2);
-        if (seed_set[0] && config_set(&cfg, seed_set, &err)) return fail(err.msg, 2);
+        if (config_load(&cfg, path, &err)) return fail(err.msg, 2);
+        if (seed_arg) {
+            char set[300];
+            snprintf(set, sizeof set, "seed=%s", seed_arg);
+            if (config_set(&cfg, set, &err)) return fail(err.msg, 2);
+        }
         for (int i = 0; i < n_sets; i++)
             if (config_set(&cfg, sets[i], &err)) return fail(err.msg, 2);
-        snprintf(out_dir, sizeof out_dir, "%s", out_arg ? out_arg : "");
-        if (!out_arg) snprintf(out_dir, sizeof out_dir, "runs/%s", cfg.name);
+        if (out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
+        else snprintf(out_dir, sizeof out_dir, "runs/%s", cfg.name); /* the name is a plain name (config.c) */
     } else {
         snprintf(out_dir, sizeof out_dir, "%s", resume);
     }
 
     catch_stop_signals();
 
-    TrainOptions opt = {out_dir, resume != NULL, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps};
+    TrainOptions opt = {out_dir, resume != NULL, overwrite, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps};
     if (!resume) printf("train: %s → %s\n", cfg.path, out_dir);
     else printf("train: resuming %s\n", out_dir);
     fflush(stdout);
@@ -152,6 +171,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "train: interrupted after step %ld; resume with: ./train --resume %s\n", sum.steps, out_dir);
         return 128 + atomic_load(&g_stop);
     }
-    printf("train: %d epochs, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs, sum.steps, sum.seconds, out_dir);
+    if (sum.paused) {
+        printf("train: paused after step %ld (--max-steps); continue with: ./train --resume %s\n", sum.steps, out_dir);
+        return 0;
+    }
+    printf("train: %d epochs%s, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs,
+           sum.early_stopped ? " (stopped early)" : "", sum.steps, sum.seconds, out_dir);
     return 0;
 }

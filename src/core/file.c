@@ -1,22 +1,61 @@
-/* file.c — temporary file + rename, and mkdir -p. */
+/* file.c — temporary file + rename, bounded reads, folder locks, mkdir -p. */
+#define _DEFAULT_SOURCE /* realpath, flock */
 #include "s2s/file.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Where a write to path lands: a symlink's target, and whether it is a regular file (or new). */
+static S2sStatus destination(const char *path, char *dest, size_t n, bool *regular, mode_t *mode, S2sError *err) {
+    struct stat st;
+    *regular = true;
+    *mode = 0644;
+    if (snprintf(dest, n, "%s", path) >= (int)n) return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
+    if (lstat(path, &st) != 0) return S2S_OK; /* a new file */
+    if (S_ISLNK(st.st_mode)) {
+        char real[PATH_MAX];
+        if (!realpath(path, real))
+            return s2s_fail(err, S2S_ERR_IO, "%s: a symbolic link to a missing file (%s); give the file's own path", path,
+                            strerror(errno));
+        if (snprintf(dest, n, "%s", real) >= (int)n) return s2s_fail(err, S2S_ERR_IO, "%s: path too long", real);
+        if (stat(dest, &st) != 0) return S2S_OK;
+    }
+    if (S_ISDIR(st.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: is a directory", path);
+    *regular = S_ISREG(st.st_mode);
+    *mode = st.st_mode & 0777;
+    return S2S_OK;
+}
 
 S2sStatus file_tmp_open(FileTmp *t, const char *path, S2sError *err) {
     t->f = NULL;
     t->tmp[0] = '\0';
-    if (snprintf(t->path, sizeof t->path, "%s", path) >= (int)sizeof t->path ||
-        snprintf(t->tmp, sizeof t->tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof t->tmp)
+    t->direct = false;
+    bool regular;
+    mode_t mode;
+    S2sStatus st = destination(path, t->path, sizeof t->path, &regular, &mode, err);
+    if (st) return st;
+    if (!regular) { /* a device, pipe or socket: nothing to rename over; write it as it is */
+        int fd = open(t->path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || !(t->f = fdopen(fd, "wb"))) {
+            int e = errno;
+            if (fd >= 0) close(fd);
+            return s2s_fail(err, S2S_ERR_IO, "%s: cannot open for writing: %s", path, strerror(e));
+        }
+        t->direct = true;
+        return S2S_OK;
+    }
+    if (snprintf(t->tmp, sizeof t->tmp, "%s.tmp.XXXXXX", t->path) >= (int)sizeof t->tmp)
         return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
     int fd = mkstemp(t->tmp);
     if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
-    /* mkstemp makes 0600; our files are for sharing */
-    if (fchmod(fd, 0644) != 0 || !(t->f = fdopen(fd, "wb"))) {
+    /* mkstemp makes 0600; our files are for sharing, and a replaced file keeps its mode */
+    if (fchmod(fd, mode) != 0 || !(t->f = fdopen(fd, "wb"))) {
         int e = errno;
         close(fd);
         unlink(t->tmp);
@@ -28,7 +67,7 @@ S2sStatus file_tmp_open(FileTmp *t, const char *path, S2sError *err) {
 S2sStatus file_tmp_commit(FileTmp *t, bool failed, S2sError *err) {
     S2S_ASSERT(t->f);
     int e = failed ? errno : 0; /* the caller's failed write, when it just happened */
-    if (!failed && (fflush(t->f) != 0 || fsync(fileno(t->f)) != 0)) {
+    if (!failed && (fflush(t->f) != 0 || (!t->direct && fsync(fileno(t->f)) != 0))) {
         e = errno;
         failed = true;
     }
@@ -38,9 +77,10 @@ S2sStatus file_tmp_commit(FileTmp *t, bool failed, S2sError *err) {
     }
     t->f = NULL;
     if (failed) {
-        unlink(t->tmp);
+        if (!t->direct) unlink(t->tmp);
         return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", t->path, strerror(e ? e : EIO));
     }
+    if (t->direct) return S2S_OK;
     if (rename(t->tmp, t->path) != 0) {
         e = errno;
         unlink(t->tmp);
@@ -54,7 +94,7 @@ void file_tmp_abort(FileTmp *t) {
     if (!t->f) return;
     fclose(t->f);
     t->f = NULL;
-    unlink(t->tmp);
+    if (!t->direct) unlink(t->tmp);
 }
 
 S2sStatus file_write_atomic(const char *path, const void *data, size_t n, S2sError *err) {
@@ -82,4 +122,134 @@ S2sStatus file_mkdirs(const char *path, S2sError *err) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: not a directory", path);
     return S2S_OK;
+}
+
+S2sStatus file_read_all(const char *path, size_t max, char **out, size_t *out_len, S2sError *err) {
+    bool is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0) {
+        S2sStatus bad = S2S_OK;
+        if (S_ISDIR(st.st_mode)) bad = s2s_fail(err, S2S_ERR_IO, "%s: is a directory", path);
+        else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max)
+            bad = s2s_fail(err, S2S_ERR_IO, "%s: %lld bytes; the limit for this file is %zu", path, (long long)st.st_size, max);
+        if (bad) {
+            if (!is_stdin) fclose(f);
+            return bad;
+        }
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    S2sStatus rc = S2S_OK;
+    while (buf) {
+        if (n == cap - 1) { /* grow, but never past max + 1 bytes of text */
+            if (n > max) break;
+            size_t nc = cap * 2 > max + 2 ? max + 2 : cap * 2;
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (!buf) rc = s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory reading it", path);
+    else if (n > max) rc = s2s_fail(err, S2S_ERR_IO, "%s: larger than %zu bytes, the limit for this file", path, max);
+    else if (ferror(f)) rc = s2s_fail(err, S2S_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    if (!is_stdin) fclose(f);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (out_len) *out_len = n;
+    return S2S_OK;
+}
+
+bool file_is_regular(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool file_exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static long lock_pid(int fd) {
+    char b[32] = {0};
+    if (pread(fd, b, sizeof b - 1, 0) <= 0) return 0;
+    return strtol(b, NULL, 10);
+}
+
+S2sStatus file_lock(FileLock *l, const char *dir, S2sError *err) {
+    l->fd = -1;
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/.lock", dir) >= (int)sizeof p) return s2s_fail(err, S2S_ERR_IO, "%s: path too long", dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", p, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        long pid = e == EWOULDBLOCK ? lock_pid(fd) : 0;
+        close(fd);
+        if (e != EWOULDBLOCK) return s2s_fail(err, S2S_ERR_IO, "%s: cannot lock: %s", p, strerror(e));
+        if (pid > 0) return s2s_fail(err, S2S_ERR_IO, "%s: in use by another process (pid %ld)", dir, pid);
+        return s2s_fail(err, S2S_ERR_IO, "%s: in use by another process", dir);
+    }
+    char b[32];
+    int k = snprintf(b, sizeof b, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, b, (size_t)k, 0) != k) { /* the pid is a courtesy for messages */
+    }
+    l->fd = fd;
+    return S2S_OK;
+}
+
+void file_unlock(FileLock *l) {
+    if (l->fd < 0) return;
+    close(l->fd); /* releases the flock */
+    l->fd = -1;
+}
+
+bool file_lock_held(const char *dir, long *pid) {
+    if (pid) *pid = 0;
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/.lock", dir) >= (int)sizeof p) return false;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (held && pid) *pid = lock_pid(fd);
+    close(fd); /* also drops the shared lock when it was granted */
+    return held;
+}
+
+/* "name.tmp.XXXXXX", as mkstemp fills file_tmp_open's template */
+static bool is_tmp_name(const char *s) {
+    size_t n = strlen(s);
+    if (n < 12 || memcmp(s + n - 11, ".tmp.", 5) != 0) return false;
+    for (size_t i = n - 6; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+    }
+    return true;
+}
+
+int file_remove_stale_tmps(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!is_tmp_name(e->d_name)) continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
+        if (file_is_regular(p) && unlink(p) == 0) n++;
+    }
+    closedir(d);
+    return n;
 }

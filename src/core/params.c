@@ -4,6 +4,7 @@
 #include "s2s/common.h"
 #include "s2s/gemm.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,24 +44,35 @@ Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape)
     return p->t;
 }
 
-/* 64-byte aligned and zeroed; total is a multiple of PARAM_ALIGN floats. */
+/* 64-byte aligned and zeroed, or NULL; total is a multiple of PARAM_ALIGN floats. */
 static float *block_alloc(size_t total) {
+    if (total > SIZE_MAX / sizeof(float) - PARAM_ALIGN) return NULL;
     size_t bytes = (total ? total : PARAM_ALIGN) * sizeof(float);
     float *p = aligned_alloc(64, bytes);
-    S2S_ASSERT(p != NULL);
-    memset(p, 0, bytes);
+    if (p) memset(p, 0, bytes);
     return p;
 }
 
-void params_alloc(ParamStore *ps) {
+static S2sStatus no_memory(const ParamStore *ps, const char *what, S2sError *err) {
+    return s2s_fail(err, S2S_ERR_NOMEM, "out of memory for the %s of %zu weights (%.1f MB)", what, params_numel(ps),
+                    (double)ps->total * sizeof(float) / 1e6);
+}
+
+S2sStatus params_alloc(ParamStore *ps, S2sError *err) {
     S2S_ASSERT(!ps->allocated);
     ps->data = block_alloc(ps->total);
-    ps->grad = block_alloc(ps->total);
+    ps->grad = ps->data ? block_alloc(ps->total) : NULL;
+    if (!ps->grad) {
+        free(ps->data);
+        ps->data = NULL;
+        return no_memory(ps, "weights and gradients", err);
+    }
     for (int i = 0; i < ps->count; i++) {
         ps->items[i].t->data = ps->data + ps->items[i].offset;
         ps->items[i].t->grad = ps->grad + ps->items[i].offset;
     }
     ps->allocated = true;
+    return S2S_OK;
 }
 
 Param *params_find(ParamStore *ps, const char *name) {
@@ -75,11 +87,17 @@ size_t params_numel(const ParamStore *ps) {
     return n;
 }
 
-void params_alloc_moments(ParamStore *ps) {
+S2sStatus params_alloc_moments(ParamStore *ps, S2sError *err) {
     S2S_ASSERT(ps->allocated);
-    if (ps->m) return;
+    if (ps->m) return S2S_OK;
     ps->m = block_alloc(ps->total);
-    ps->v = block_alloc(ps->total);
+    ps->v = ps->m ? block_alloc(ps->total) : NULL;
+    if (!ps->v) {
+        free(ps->m);
+        ps->m = NULL;
+        return no_memory(ps, "optimizer moments", err);
+    }
+    return S2S_OK;
 }
 
 void params_zero_grad(ParamStore *ps) { par_zero(ps->grad, ps->total); }

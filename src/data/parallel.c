@@ -6,90 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool utf8_valid(const char *str, size_t n) {
-    const unsigned char *s = (const unsigned char *)str;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            if (c == 0) return false;
-            i++;
-            continue;
-        }
-        int len;
-        uint32_t cp, min;
-        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
-        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
-        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
-        else return false;
-        if (i + (size_t)len > n) return false;
-        for (int k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += (size_t)len;
-    }
-    return true;
-}
-
-void text_free_lines(char **lines, int n) {
-    if (!lines) return;
-    for (int i = 0; i < n; i++) free(lines[i]);
-    free(lines);
-}
-
-S2sStatus text_read_lines(const char *path, char ***out, int *n_out, S2sError *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char **lines = NULL;
-    int n = 0, cap = 0;
-    char *buf = NULL;
-    size_t bcap = 0;
-    S2sStatus st = S2S_OK;
-    for (;;) {
-        size_t len = 0;
-        int c;
-        while ((c = fgetc(f)) != EOF && c != '\n') {
-            if (len + 2 > bcap) buf = s2s_xrealloc(buf, bcap = bcap ? 2 * bcap : 256);
-            buf[len++] = (char)c;
-        }
-        if (c == EOF && len == 0) break;
-        if (len && buf[len - 1] == '\r') len--;
-        if (!utf8_valid(buf ? buf : "", len)) {
-            st = s2s_fail(err, S2S_ERR_DATA, "%s:%d: not valid UTF-8 text", path, n + 1);
-            break;
-        }
-        if (n == cap) lines = s2s_xrealloc(lines, (size_t)(cap = cap ? 2 * cap : 1024) * sizeof *lines);
-        lines[n] = s2s_xmalloc(len + 1);
-        if (len) memcpy(lines[n], buf, len);
-        lines[n][len] = '\0';
-        n++;
-        if (c == EOF) break;
-    }
-    if (!st && ferror(f)) st = s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
-    fclose(f);
-    free(buf);
-    if (st) {
-        text_free_lines(lines, n);
-        return st;
-    }
-    *out = lines;
-    *n_out = n;
-    return S2S_OK;
-}
-
-int text_split(char *line, char ***toks, int *cap) {
-    int n = 0;
-    for (char *p = line; *p;) {
-        while (*p == ' ' || *p == '\t') *p++ = '\0';
-        if (!*p) break;
-        if (n == *cap) *toks = s2s_xrealloc(*toks, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof **toks);
-        (*toks)[n++] = p;
-        while (*p && *p != ' ' && *p != '\t') p++;
-    }
-    return n;
-}
-
 typedef struct Split {
     char **src, **trg;
     int n;
@@ -205,10 +121,10 @@ static int encode_line(const Vocab *v, const char *line, bool marked, int32_t **
 static int count_tokens(const char *line) {
     int n = 0;
     for (const char *p = line; *p;) {
-        while (*p == ' ' || *p == '\t') p++;
+        while (text_is_space(*p)) p++;
         if (!*p) break;
         n++;
-        while (*p && *p != ' ' && *p != '\t') p++;
+        while (*p && !text_is_space(*p)) p++;
     }
     return n;
 }

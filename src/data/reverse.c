@@ -196,6 +196,49 @@ char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t
     return s;
 }
 
+double task_memory_estimate(const ConfigTask *task) {
+    if (strcmp(task->type, "reverse") != 0) return 0; /* files: as large as they are on disk */
+    double n = (double)task->train_size + task->valid_size + task->test_size;
+    /* ids of both sides, per-example offsets and lengths, two hash sets of 8-byte slots */
+    return n * ((2.0 * task->max_len + 4) * sizeof(int32_t) + 2 * sizeof(size_t) + 2 * sizeof(int) + 4 * sizeof(uint64_t));
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t task_fingerprint(const TaskData *td) {
+    uint64_t h = 1469598103934665603ull;
+    const Vocab *v[2] = {&td->src_vocab, &td->trg_vocab};
+    for (int k = 0; k < 2; k++) {
+        h = fnv(h, &v[k]->size, sizeof v[k]->size);
+        for (int i = 0; i < v[k]->size; i++) h = fnv(h, v[k]->tokens[i], strlen(v[k]->tokens[i]) + 1);
+    }
+    const Dataset *d[3] = {&td->train, &td->valid, &td->test};
+    for (int k = 0; k < 3; k++) {
+        h = fnv(h, &d[k]->n, sizeof d[k]->n);
+        for (int i = 0; i < d[k]->n; i++) {
+            h = fnv(h, &d[k]->src_len[i], sizeof(int));
+            h = fnv(h, &d[k]->trg_len[i], sizeof(int));
+        }
+        h = fnv(h, d[k]->ids, d[k]->n_ids * sizeof *d[k]->ids);
+    }
+    char *const *refs[2] = {td->valid_refs, td->test_refs};
+    int nrefs[2] = {td->valid.n, td->test.n};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; refs[k] && i < nrefs[k]; i++) h = fnv(h, refs[k][i], strlen(refs[k][i]) + 1);
+    return h;
+}
+
+size_t task_data_bytes(const TaskData *td) {
+    const Dataset *d[3] = {&td->train, &td->valid, &td->test};
+    size_t b = 0;
+    for (int k = 0; k < 3; k++) b += d[k]->cap_ids * sizeof(int32_t) + (size_t)d[k]->cap * (2 * sizeof(size_t) + 2 * sizeof(int));
+    return b;
+}
+
 void task_free(TaskData *td) {
     text_free_lines(td->valid_refs, td->valid_refs ? td->valid.n : 0); /* before the counts go */
     text_free_lines(td->test_refs, td->test_refs ? td->test.n : 0);

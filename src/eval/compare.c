@@ -464,7 +464,11 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
         Font *font = font_open(NULL);
         int W = 100 + 120 * c->n_variants, H = 420, left = 60, top = 40, ph = 300;
         W = W < 460 ? 460 : W; /* room for the title */
-        Image im = image_new(W, H, (Rgb){255, 255, 255});
+        Image im;
+        if ((st = image_new(&im, W, H, (Rgb){255, 255, 255}, err))) {
+            font_close(font);
+            return st;
+        }
         double top_v = 0;
         for (int v = 0; v < c->n_variants; v++) top_v = fmax(top_v, fmax(c->v[v].metric.max, c->v[v].metric.mean + c->v[v].metric.sd));
         top_v = top_v > 0 ? ceil(top_v / 10.0) * 10.0 : 1.0;

@@ -70,6 +70,10 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
     long tf_correct = 0, exact = 0, tok_correct = 0, ref_tokens = 0;
     int V = m->trg_vocab;
     for (int k = 0; k < plan.n_batches; k++) {
+        if (opt->stop && atomic_load(opt->stop)) {
+            r->interrupted = true;
+            break;
+        }
         int n = plan.start[k + 1] - plan.start[k];
         batch_fill(&b, d, plan.order + plan.start[k], n);
         tape_reset(t);

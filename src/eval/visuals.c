@@ -64,11 +64,12 @@ S2sStatus visuals_curves(const char *dir, const char *title, Font *font, S2sErro
         Plot loss = {title, "epoch", "loss (nats per token)", x, n, {{"train", tl, {31, 119, 180}}, {"validation", vl, {255, 127, 14}}}, 2};
         Plot met = {is_bleu ? "validation BLEU (greedy)" : "validation exact match (greedy)", "epoch",
                     is_bleu ? "BLEU" : "exact match (%)", x, n, {{is_bleu ? "BLEU" : "exact match", mv, {44, 160, 44}}}, 1};
-        Image im = image_new(720, 840, (Rgb){255, 255, 255});
-        plot_draw(&im, 0, 0, 720, 420, &loss, font);
-        plot_draw(&im, 0, 420, 720, 420, &met, font);
+        Image im;
+        st = image_new(&im, 720, 840, (Rgb){255, 255, 255}, err);
+        if (!st) st = plot_draw(&im, 0, 0, 720, 420, &loss, font, err);
+        if (!st) st = plot_draw(&im, 0, 420, 720, 420, &met, font, err);
         snprintf(path, sizeof path, "%s/curves.png", dir);
-        st = png_write(path, &im, err);
+        if (!st) st = png_write(path, &im, err);
         image_free(&im);
     }
     free(x);

@@ -3,9 +3,13 @@
 #include "s2s/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define MAGIC "S2SMODEL"
@@ -173,6 +177,8 @@ static S2sStatus read_vocab(In sec, char ***out, int *n_out, const char *origin,
         uint32_t len;
         if (!get_u32(&sec, &len) || len > MAX_TOKEN || (size_t)(sec.end - sec.p) < len)
             return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary entry %u runs past its section", origin, which, i);
+        if (memchr(sec.p, 0, len))
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary entry %u holds a NUL byte", origin, which, i);
         t[i] = dup_text(sec.p, len);
         sec.p += len;
         (*n_out)++;
@@ -190,6 +196,52 @@ void ckpt_free(Checkpoint *c) {
     free(c->trg_tokens);
     free(c->tensors);
     memset(c, 0, sizeof *c);
+}
+
+/* The tensor table: names and shapes into t (when not NULL; n entries), the total of their
+ * elements into *floats. Every count and dimension is bounded. */
+static S2sStatus read_table(In tens, CkptTensor *t, uint32_t *n_out, uint64_t *floats, const char *origin, S2sError *err) {
+    uint32_t n;
+    if (!get_u32(&tens, &n) || n > MAX_TENSORS)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: bad tensor count", origin);
+    *n_out = n;
+    *floats = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        char name[PARAM_NAME_MAX];
+        uint16_t nl;
+        unsigned char nd;
+        if (!get_u16(&tens, &nl) || nl >= PARAM_NAME_MAX || !take(&tens, name, nl) || !take(&tens, &nd, 1) || nd < 1 ||
+            nd > S2S_MAX_DIMS)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor table entry %u is malformed", origin, i);
+        name[nl] = '\0';
+        uint64_t size = 1;
+        int shape[S2S_MAX_DIMS];
+        for (int d = 0; d < nd; d++) {
+            uint32_t dim;
+            if (!get_u32(&tens, &dim) || dim > (1u << 28))
+                return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" has a bad shape", origin, name);
+            shape[d] = (int)dim;
+            size *= dim;
+        }
+        if (size > (1ull << 32))
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" is too large", origin, name);
+        *floats += size;
+        if (t) {
+            memcpy(t[i].name, name, (size_t)nl + 1);
+            t[i].ndim = nd;
+            memcpy(t[i].shape, shape, sizeof shape);
+            t[i].size = (size_t)size;
+        }
+    }
+    return S2S_OK;
+}
+
+/* A float section must hold exactly the table's elements: no more, no less. */
+static S2sStatus check_floats(const char *tag, uint64_t len, uint64_t floats, const char *origin, S2sError *err) {
+    if (len != floats * 4)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: section %s has %llu bytes; the tensor table needs %llu", origin,
+                        tag, (unsigned long long)len, (unsigned long long)floats * 4);
+    return S2S_OK;
 }
 
 static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
@@ -257,43 +309,25 @@ static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
     if (!have_conf || !have_src || !have_trg || !tens.p || !data.p)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: a required section is missing", origin);
     uint32_t n;
-    if (!get_u32(&tens, &n) || n > MAX_TENSORS)
-        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: bad tensor count", origin);
+    uint64_t floats;
+    S2sStatus st = read_table(tens, NULL, &n, &floats, origin, err);
+    if (st) return st;
     c->tensors = s2s_xcalloc(n ? n : 1, sizeof *c->tensors);
+    read_table(tens, c->tensors, &n, &floats, origin, err);
     c->has_moments = mom[0].p && mom[1].p;
+    if ((st = check_floats("DATA", (uint64_t)(data.end - data.p), floats, origin, err))) return st;
+    for (int k = 0; k < 2; k++)
+        if (mom[k].p && (st = check_floats(k ? "MOM2" : "MOM1", (uint64_t)(mom[k].end - mom[k].p), floats, origin, err)))
+            return st;
     uint64_t off = 0;
     for (uint32_t i = 0; i < n; i++) {
         CkptTensor *t = &c->tensors[i];
-        uint16_t nl;
-        unsigned char nd;
-        if (!get_u16(&tens, &nl) || nl >= PARAM_NAME_MAX || !take(&tens, t->name, nl) || !take(&tens, &nd, 1) || nd < 1 ||
-            nd > S2S_MAX_DIMS)
-            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor table entry %u is malformed", origin, i);
-        t->name[nl] = '\0';
-        t->ndim = nd;
-        uint64_t size = 1;
-        for (int d = 0; d < nd; d++) {
-            uint32_t dim;
-            if (!get_u32(&tens, &dim) || dim > (1u << 28))
-                return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" has a bad shape", origin, t->name);
-            t->shape[d] = (int)dim;
-            size *= dim;
-        }
-        if (size > (1ull << 32))
-            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" is too large", origin, t->name);
-        t->size = (size_t)size;
-        uint64_t bytes = size * 4;
-        if (off + bytes > (uint64_t)(data.end - data.p))
-            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: tensor \"%s\" needs %llu bytes, %llu remain", origin, t->name,
-                            (unsigned long long)bytes, (unsigned long long)((uint64_t)(data.end - data.p) - off));
         t->data = data.p + off;
         if (c->has_moments) {
-            if (off + bytes > (uint64_t)(mom[0].end - mom[0].p) || off + bytes > (uint64_t)(mom[1].end - mom[1].p))
-                return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: optimizer state for \"%s\" is truncated", origin, t->name);
             t->m = mom[0].p + off;
             t->v = mom[1].p + off;
         }
-        off += bytes;
+        off += (uint64_t)t->size * 4;
         c->n_tensors++;
     }
     return S2S_OK;
@@ -309,48 +343,122 @@ S2sStatus ckpt_from_memory(Checkpoint *c, const void *buf, size_t len, const cha
     return st;
 }
 
+/* The structure of a file on disk before it is read whole: the header, the section headers
+ * (which must end exactly at the checksum), and the float sections against the tensor table.
+ * A damaged or crafted file of any size costs a few small reads, never an allocation or a
+ * read of its size (a sparse 8 GiB file with a valid magic is refused here). */
+static S2sStatus check_layout(int fd, uint64_t size, const char *path, S2sError *err) {
+    unsigned char h[16];
+    if (size < sizeof h + 4 || pread(fd, h, 8, 0) != 8 || memcmp(h, MAGIC, 8) != 0)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not an s2s model file (bad magic)", path);
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
+    In in = {h + 8, h + sizeof h};
+    uint32_t version, n_sec;
+    get_u32(&in, &version);
+    get_u32(&in, &n_sec);
+    if (version != CKPT_VERSION)
+        return s2s_fail(err, S2S_ERR_VERSION, "%s: model file format version %u; this build reads version %u", path, version,
+                        CKPT_VERSION);
+    if (n_sec > MAX_SECTIONS) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: bad section count", path);
+    uint64_t off = sizeof h, end = size - 4, lens[4] = {0, 0, 0, 0}, tens_off = 0;
+    bool seen[4] = {false, false, false, false};
+    static const char *const FLOATS[4] = {"TENS", "DATA", "MOM1", "MOM2"};
+    for (uint32_t s = 0; s < n_sec; s++) {
+        unsigned char sh[12];
+        if (end - off < sizeof sh || pread(fd, sh, sizeof sh, (off_t)off) != (ssize_t)sizeof sh)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: section %u header truncated", path, s);
+        In x = {sh + 4, sh + sizeof sh};
+        uint64_t len;
+        get_u64(&x, &len);
+        off += sizeof sh;
+        if (len > end - off)
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: section %.4s needs %llu bytes, %llu remain", path, (char *)sh,
+                            (unsigned long long)len, (unsigned long long)(end - off));
+        for (int k = 0; k < 4; k++)
+            if (!seen[k] && memcmp(sh, FLOATS[k], 4) == 0) {
+                seen[k] = true;
+                lens[k] = len;
+                if (k == 0) tens_off = off;
+            }
+        off += len;
+    }
+    if (off != end)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the sections end at byte %llu of %llu (truncated or padded)", path,
+                        (unsigned long long)off, (unsigned long long)size);
+    if (!seen[0] || !seen[1]) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: a required section is missing", path);
+    if (lens[0] > 4 + (uint64_t)MAX_TENSORS * (2 + PARAM_NAME_MAX + 1 + 4 * S2S_MAX_DIMS))
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the tensor table is too long", path);
+    unsigned char *tb = malloc(lens[0] ? lens[0] : 1);
+    if (!tb) return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory", path);
+    S2sStatus st = S2S_OK;
+    if (pread(fd, tb, lens[0], (off_t)tens_off) != (ssize_t)lens[0]) st = s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
+    uint32_t n;
+    uint64_t floats = 0;
+    if (!st) st = read_table((In){tb, tb + lens[0]}, NULL, &n, &floats, path, err);
+    free(tb);
+    for (int k = 1; k < 4 && !st; k++)
+        if (seen[k]) st = check_floats(FLOATS[k], lens[k], floats, path, err);
+    return st;
+}
+
 S2sStatus ckpt_load(Checkpoint *c, const char *path, S2sError *err) {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot seek (not a regular file?)", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    S2sStatus st = S2S_OK;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return s2s_fail(err, S2S_ERR_IO, "%s: not a regular file", path);
     }
-    long n = ftell(f);
-    if (n < 0 || (size_t)n > MAX_FILE) {
-        fclose(f);
-        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a model file (size %ld)", path, n);
+    uint64_t size = (uint64_t)sb.st_size;
+    size_t limit = s2s_memory_limit();
+    if ((limit && size > limit) || size > MAX_FILE) {
+        close(fd);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: %llu bytes, more than this machine can hold (%.1f GB)", path,
+                        (unsigned long long)size, (double)limit / 1e9);
     }
-    rewind(f);
-    /* the magic first: a foreign file of any size costs 8 bytes, not an allocation of its size */
-    char magic[8];
-    if (n < 8 || fread(magic, 1, 8, f) != 8 || memcmp(magic, MAGIC, 8) != 0) {
-        fclose(f);
-        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not an s2s model file (bad magic)", path);
+    if ((st = check_layout(fd, size, path, err))) {
+        close(fd);
+        return st;
     }
-    rewind(f);
-    c->buf = malloc((size_t)n ? (size_t)n : 1);
+    c->buf = malloc(size ? (size_t)size : 1);
     if (!c->buf) {
-        fclose(f);
-        return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory reading %ld bytes", path, n);
+        close(fd);
+        return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory reading %llu bytes", path, (unsigned long long)size);
     }
-    c->len = fread(c->buf, 1, (size_t)n, f);
-    bool bad = ferror(f) || c->len != (size_t)n;
-    fclose(f);
-    if (bad) {
+    size_t got = 0;
+    while (got < size) {
+        ssize_t k = pread(fd, c->buf + got, size - got > (1u << 30) ? (1u << 30) : size - got, (off_t)got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fd);
+    c->len = got;
+    if (got != size) {
         ckpt_free(c);
         return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
     }
-    S2sStatus st = parse(c, path, err);
+    st = parse(c, path, err);
     if (st) ckpt_free(c);
     return st;
+}
+
+/* A NaN or Inf in a file is never a model: it would decode as <unk> everywhere, silently. */
+static S2sStatus all_finite(const float *x, size_t n, bool non_negative, const char *origin, const char *name,
+                            const char *what, S2sError *err) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]) || (non_negative && x[i] < 0))
+            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the %s of \"%s\" hold %g at index %zu", origin, what, name,
+                            (double)x[i], i);
+    return S2S_OK;
 }
 
 S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, const char *origin, S2sError *err) {
     if (with_moments && !c->has_moments)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no optimizer state to resume from", origin);
-    if (with_moments) params_alloc_moments(ps);
+    S2sStatus st;
+    if (with_moments && (st = params_alloc_moments(ps, err))) return st;
     for (int i = 0; i < ps->count; i++) {
         const Param *p = &ps->items[i];
         const CkptTensor *t = NULL;
@@ -362,9 +470,13 @@ S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, c
         if (!same)
             return s2s_fail(err, S2S_ERR_CORRUPT, "%s: tensor \"%s\" has another shape than its config implies", origin, p->name);
         memcpy(p->t->data, t->data, t->size * sizeof(float));
+        if ((st = all_finite(p->t->data, t->size, false, origin, p->name, "weights", err))) return st;
         if (with_moments) {
             memcpy(ps->m + p->offset, t->m, t->size * sizeof(float));
             memcpy(ps->v + p->offset, t->v, t->size * sizeof(float));
+            if ((st = all_finite(ps->m + p->offset, t->size, false, origin, p->name, "first Adam moments", err)) ||
+                (st = all_finite(ps->v + p->offset, t->size, true, origin, p->name, "second Adam moments", err)))
+                return st;
         }
     }
     if (c->n_tensors != ps->count)

@@ -1,5 +1,7 @@
 /* config.c — the schema table, JSON parsing with positions, --set, resolved output. */
 #include "s2s/config.h"
+#include "s2s/file.h"
+#include "s2s/json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum KeyType { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL } KeyType;
+/* K_NAME: a string that becomes a file name (runs/<name>): no '/', no "." or "..". */
+typedef enum KeyType { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL, K_NAME } KeyType;
 
 typedef struct Key {
     const char *path;
@@ -24,7 +27,7 @@ typedef struct Key {
 #define BIG 1e15
 
 static const Key KEYS[] = {
-    {"name", K_STR, OFF(name), 0, 0, NULL, "run name: outputs go to runs/<name>/"},
+    {"name", K_NAME, OFF(name), 0, 0, NULL, "run name: outputs go to runs/<name>/"},
     {"seed", K_LONG, OFF(seed), 0, BIG, NULL, "seed of initialisation, dropout and batch order"},
     {"task.type", K_STR, OFF(task.type), 0, 0, "reverse|translate", "the task"},
     {"task.alphabet", K_STR, OFF(task.alphabet), 0, 0, NULL, "reverse: the characters of the strings"},
@@ -62,7 +65,10 @@ static const Key KEYS[] = {
     {"train.batch_tokens", K_INT, OFF(train.batch_tokens), 0, 1e9, NULL,
      "padded token positions per batch, at most (0: batch_size alone)"},
     {"train.epochs", K_INT, OFF(train.epochs), 1, 1e6, NULL, "epochs"},
-    {"train.max_steps", K_LONG, OFF(train.max_steps), 0, BIG, NULL, "stop after this many steps (0: no limit)"},
+    {"train.max_steps", K_LONG, OFF(train.max_steps), 0, BIG, NULL,
+     "the run ends after this many steps: the epoch in progress is validated, then the test (0: no limit)"},
+    {"train.save_every", K_INT, OFF(train.save_every), 0, 1e9, NULL,
+     "steps between resumable checkpoints (last.bin) within an epoch, besides the one after each epoch (0: none)"},
     {"train.clip", K_FLOAT, OFF(train.clip), 0, 1e9, NULL, "global gradient-norm limit (0: none)"},
     {"train.log_every", K_INT, OFF(train.log_every), 1, 1e9, NULL, "steps between log lines"},
     {"train.threads", K_INT, OFF(train.threads), 0, 256, NULL, "GEMM threads (0: library default)"},
@@ -121,6 +127,7 @@ void config_defaults(Config *c) {
     r->epochs = 10;
     r->clip = 1.0f;
     r->log_every = 100;
+    r->save_every = 1000;
     strcpy(r->metric, "exact_match");
     strcpy(r->precision, "fp32");
     strcpy(r->gemm, "onednn");
@@ -238,6 +245,17 @@ static S2sStatus set_value(Config *c, const Key *k, const cJSON *v, const char *
     got_str(got, sizeof got, v);
     unsigned char *dst = (unsigned char *)c + k->off;
     switch (k->type) {
+    case K_NAME:
+        if (cJSON_IsString(v)) {
+            const char *s = v->valuestring;
+            bool plain = s[0] && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+            for (const char *p = s; plain && *p; p++) plain = *p != '/' && (unsigned char)*p >= 0x20 && *p != 0x7f;
+            if (!plain)
+                return s2s_fail(err, S2S_ERR_CONFIG,
+                                "%s: %s: expected a plain name (a folder under runs/: no '/', not \".\" or \"..\"), got %s",
+                                loc, k->path, got);
+        }
+        __attribute__((fallthrough)); /* the rest as for any string */
     case K_STR: {
         if (!cJSON_IsString(v)) return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected a string, got %s", loc, k->path, got);
         if (strlen(v->valuestring) >= k->size)
@@ -323,6 +341,14 @@ S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError
         st = s2s_fail(err, S2S_ERR_CONFIG, "%s: expected a JSON object at the top", origin);
         goto done;
     }
+    char dup[128];
+    const cJSON *d = json_find_duplicate(root, dup, sizeof dup);
+    if (d) { /* cJSON keeps both; one of them would win silently */
+        char pos[32];
+        json_key_position(json, d->string, 1, pos, sizeof pos);
+        st = s2s_fail(err, S2S_ERR_CONFIG, "%s%s%s: \"%s\" is given twice; keep one", origin, pos[0] ? ":" : "", pos, dup);
+        goto done;
+    }
     const cJSON *item;
     cJSON_ArrayForEach(item, root) {
         char path[128];
@@ -352,47 +378,22 @@ void config_find_file(const char *name, char *out, size_t n) {
     const char *cand[3] = {"%s", "configs/%s", "configs/%s.json"};
     for (int i = 0; i < 3; i++) {
         snprintf(out, n, cand[i], name);
-        FILE *f = fopen(out, "rb");
-        if (f) {
-            fclose(f);
-            return;
-        }
-        if (strchr(name, '/')) break; /* a path is taken as given */
+        if (file_is_regular(out)) return; /* a folder named like a config is not one */
+        if (strchr(name, '/')) break;     /* a path is taken as given */
     }
     snprintf(out, n, "%s", name);
 }
 
 S2sStatus config_load(Config *c, const char *path, S2sError *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            if (cap > (64u << 20)) {
-                free(buf);
-                fclose(f);
-                return s2s_fail(err, S2S_ERR_CONFIG, "%s: too large for a config file", path);
-            }
-            buf = s2s_xrealloc(buf, cap);
-        }
-        size_t got = fread(buf + n, 1, 4096, f);
-        n += got;
-        if (got < 4096) break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = '\0';
+    char *buf;
+    size_t n;
+    S2sStatus st = file_read_all(path, (size_t)1 << 20, &buf, &n, err); /* a config is a few KB */
+    if (st) return st;
     if (strlen(buf) != n) {
         free(buf);
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: contains a NUL byte; expected JSON text", path);
     }
-    S2sStatus st = config_parse(c, buf, path, err);
+    st = config_parse(c, buf, path, err);
     free(buf);
     if (st == S2S_OK) snprintf(c->path, sizeof c->path, "%s", path);
     return st;
@@ -419,7 +420,7 @@ S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
     }
     const char *val = eq + 1;
     cJSON *v = cJSON_Parse(val);
-    if (k->type == K_STR && (!v || !cJSON_IsString(v))) { /* bare strings need no quotes */
+    if ((k->type == K_STR || k->type == K_NAME) && (!v || !cJSON_IsString(v))) { /* bare strings need no quotes */
         cJSON_Delete(v);
         v = cJSON_CreateString(val);
     }
@@ -465,6 +466,7 @@ char *config_to_json(const Config *c) {
         const unsigned char *src = (const unsigned char *)c + k->off;
         const char *name = leaf(k->path);
         switch (k->type) {
+        case K_NAME:
         case K_STR: cJSON_AddStringToObject(parent, name, (const char *)src); break;
         case K_BOOL: cJSON_AddBoolToObject(parent, name, *(const bool *)src); break;
         case K_INT: cJSON_AddNumberToObject(parent, name, *(const int *)src); break;
@@ -490,7 +492,7 @@ char *config_to_json(const Config *c) {
 int config_key_count(void) { return N_KEYS; }
 
 ConfigKeyInfo config_key_info(int i) {
-    static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean"};
+    static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean", "string"};
     S2S_ASSERT(i >= 0 && i < N_KEYS);
     return (ConfigKeyInfo){KEYS[i].path, TYPE[KEYS[i].type], KEYS[i].help, KEYS[i].choices};
 }
@@ -500,6 +502,7 @@ void config_key_value(const Config *c, int i, char *buf, size_t n) {
     const Key *k = &KEYS[i];
     const unsigned char *src = (const unsigned char *)c + k->off;
     switch (k->type) {
+    case K_NAME:
     case K_STR: snprintf(buf, n, "\"%s\"", (const char *)src); break;
     case K_BOOL: snprintf(buf, n, "%s", *(const bool *)src ? "true" : "false"); break;
     case K_INT: snprintf(buf, n, "%d", *(const int *)src); break;

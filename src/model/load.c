@@ -10,6 +10,16 @@ static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *pa
     const char *sp[TOK_SPECIALS] = {"<pad>", "<unk>", "<sos>", "<eos>"};
     if (n < TOK_SPECIALS) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary has %d entries", path, which, n);
     for (int i = 0; i < n; i++) {
+        /* a token is one word of one line: a space or a line break inside one would shift
+         * every output that contains it (and a NUL byte would cut it short) */
+        size_t len = strlen(tokens[i]);
+        bool plain = len > 0 && utf8_valid(tokens[i], len);
+        for (size_t k = 0; plain && k < len; k++) plain = !text_is_space(tokens[i][k]);
+        if (!plain)
+            return s2s_fail(err, S2S_ERR_CORRUPT,
+                            "%s: corrupt: %s vocabulary entry %d is not one word (empty, a space or line break, or "
+                            "not UTF-8)",
+                            path, which, i);
         if (i < TOK_SPECIALS && strcmp(tokens[i], sp[i]) != 0)
             return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary entry %d is \"%s\", expected \"%s\"", path,
                             which, i, tokens[i], sp[i]);

@@ -33,10 +33,8 @@ S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_
     return model_init_limited(m, cfg, src_vocab, trg_vocab, 0, err);
 }
 
-S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, size_t max_params,
-                             S2sError *err) {
-    S2sStatus st = model_check_config(cfg, "model", err);
-    if (st) return st;
+/* Declares every parameter (names and shapes) without allocating them. */
+static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->src_vocab = src_vocab;
@@ -60,12 +58,59 @@ S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, 
     } else {
         linear_init(&m->out, ps, "decoder.out", m->enc_dim + Hd, trg_vocab, true);
     }
+}
+
+size_t model_param_count(const ConfigModel *cfg, int src_vocab, int trg_vocab) {
+    Seq2Seq m;
+    declare(&m, cfg, src_vocab, trg_vocab);
+    size_t n = params_numel(&m.params);
+    model_free(&m);
+    return n;
+}
+
+/* Arena bytes per step: floats per feature, fitted to the measured peaks of 20 shapes (GRU
+ * and LSTM, 1-3 layers, every attention, vocabularies 8-11,800, B 32-128, S and T 30-402;
+ * the fit is within ±11 % of each), times 1.3. The features are the step's big tensors. */
+double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, ModelStepKind kind, int B, int S, int T) {
+    static const double COEF[3][8] = {
+        /* embeddings, encoder gates, encoder outputs, decoder gates, output-layer inputs, logits, attention, keys */
+        [MODEL_STEP_TRAIN] = {3.84, 2.56, 5.30, 5.20, 4.79, 1.00, 1.45, 4.55},
+        [MODEL_STEP_EVAL] = {1.11, 3.14, 0.00, 4.35, 0.98, 0.94, 1.22, 2.14},
+        [MODEL_STEP_GREEDY] = {0.00, 3.39, 0.00, 0.00, 0.00, 0.10, 0.00, 0.19},
+    };
+    bool onehot = is_onehot(cfg);
+    double Es = onehot ? src_vocab : cfg->embedding, Et = onehot ? trg_vocab : cfg->embedding;
+    double G = strcmp(cfg->cell, "gru") == 0 ? 3 : 4, dirs = cfg->bidirectional ? 2 : 1, L = cfg->layers;
+    double He = cfg->encoder_hidden, Hd = cfg->decoder_hidden, D = dirs * He;
+    const AttnVariant *v = attn_find(cfg->attention);
+    bool weights = v && v->has_weights;
+    /* projected keys: kq wide for scaled_dot and additive, Hd for general */
+    double K = strcmp(cfg->attention, "general") == 0 ? Hd
+               : strcmp(cfg->attention, "scaled_dot") == 0 || strcmp(cfg->attention, "additive") == 0 ? cfg->kq : 0;
+    double b = B, s = S, t = T;
+    double x[8] = {b * (s * Es + t * Et), b * s * dirs * L * G * He, b * s * D * L, b * t * L * G * Hd, b * t * (D + Hd),
+                   b * (t - 1) * trg_vocab, weights ? b * t * s : 0, b * (s + t) * K};
+    double floats = 0;
+    for (int i = 0; i < 8; i++) floats += COEF[kind][i] * x[i];
+    return 1.3 * 4.0 * floats + (1 << 20);
+}
+
+S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, size_t max_params,
+                             S2sError *err) {
+    S2sStatus st = model_check_config(cfg, "model", err);
+    if (st) return st;
+    declare(m, cfg, src_vocab, trg_vocab);
+    ParamStore *ps = &m->params;
+    bool onehot = is_onehot(cfg);
     if (max_params && params_numel(ps) > max_params) {
         size_t need = params_numel(ps);
-        params_free(ps);
+        model_free(m);
         return s2s_fail(err, S2S_ERR_CORRUPT, "the config implies %zu weights, the file holds %zu", need, max_params);
     }
-    params_alloc(ps);
+    if ((st = params_alloc(ps, err))) {
+        model_free(m);
+        return st;
+    }
     if (onehot) { /* frozen: no gradient ever reaches them */
         m->enc_emb.w->requires_grad = false;
         m->dec_emb.w->requires_grad = false;

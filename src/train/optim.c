@@ -31,7 +31,8 @@ static void adam_range(void *ctx, size_t begin, size_t end) {
 
 void adam_step(Adam *opt, ParamStore *ps) {
     S2S_ASSERT(ps->allocated);
-    params_alloc_moments(ps);
+    S2sError err;
+    if (params_alloc_moments(ps, &err)) s2s_assert_fail(err.msg, __FILE__, __LINE__, __func__); /* the trainer makes them first */
     opt->step++;
     double bc1 = 1.0 - pow(opt->beta1, (double)opt->step);
     double bc2 = 1.0 - pow(opt->beta2, (double)opt->step);

@@ -1,15 +1,19 @@
-/* trainer.c — the training loop, its log and checkpoints. */
+/* trainer.c — the training loop (setup, epochs, end of epoch, final test), its log and
+ * checkpoints, and the resumable state with its checks. */
 #include "s2s/train.h"
 #include "s2s/gemm.h"
 #include "s2s/checkpoint.h"
-#include "s2s/file.h"
+#include "s2s/json.h"
 #include "s2s/optim.h"
+#include "s2s/rundir.h"
 #include "s2s/visuals.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,12 +34,14 @@ static uint64_t mix(uint64_t a, uint64_t b) {
     return z ^ (z >> 31);
 }
 
+/* ---- the resumable state: one table says how each field is saved and read back ---- */
+
 typedef struct State {
     int epoch, batch;       /* next batch to run */
     long step;
     long adam_step;
-    double lr;
-    double best;
+    double lr;              /* the base lr (plateau decay applied; the schedule on top) */
+    double best;            /* ±INFINITY: no validation has improved yet */
     int bad_epochs;
     double loss_sum;        /* this epoch so far: Σ loss·tokens, tokens */
     double tok_sum;
@@ -43,61 +49,117 @@ typedef struct State {
     double seconds;         /* training time before this session */
 } State;
 
-static char *state_to_json(const State *s) {
+typedef enum FieldType { F_INT, F_LONG, F_NUM, F_BEST } FieldType;
+
+static const struct StateField {
+    const char *key;
+    FieldType type;
+    size_t off;
+} STATE_FIELDS[] = {
+    {"epoch", F_INT, offsetof(State, epoch)},         {"batch", F_INT, offsetof(State, batch)},
+    {"step", F_LONG, offsetof(State, step)},          {"adam_step", F_LONG, offsetof(State, adam_step)},
+    {"lr", F_NUM, offsetof(State, lr)},               {"best", F_BEST, offsetof(State, best)},
+    {"bad_epochs", F_INT, offsetof(State, bad_epochs)}, {"loss_sum", F_NUM, offsetof(State, loss_sum)},
+    {"tok_sum", F_NUM, offsetof(State, tok_sum)},     {"log_bytes", F_LONG, offsetof(State, log_bytes)},
+    {"seconds", F_NUM, offsetof(State, seconds)},
+};
+#define N_STATE_FIELDS ((int)(sizeof STATE_FIELDS / sizeof STATE_FIELDS[0]))
+#define STATE_DATA_KEY "data" /* the data's fingerprint, 16 hex digits */
+
+static char *state_to_json(const State *s, uint64_t data_hash) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "epoch", s->epoch);
-    cJSON_AddNumberToObject(j, "batch", s->batch);
-    cJSON_AddNumberToObject(j, "step", (double)s->step);
-    cJSON_AddNumberToObject(j, "adam_step", (double)s->adam_step);
-    cJSON_AddNumberToObject(j, "lr", s->lr);
-    if (isfinite(s->best)) cJSON_AddNumberToObject(j, "best", s->best);
-    else cJSON_AddNullToObject(j, "best"); /* no validation yet */
-    cJSON_AddNumberToObject(j, "bad_epochs", s->bad_epochs);
-    cJSON_AddNumberToObject(j, "loss_sum", s->loss_sum);
-    cJSON_AddNumberToObject(j, "tok_sum", s->tok_sum);
-    cJSON_AddNumberToObject(j, "log_bytes", (double)s->log_bytes);
-    cJSON_AddNumberToObject(j, "seconds", s->seconds);
+    for (int i = 0; i < N_STATE_FIELDS; i++) {
+        const void *p = (const char *)s + STATE_FIELDS[i].off;
+        switch (STATE_FIELDS[i].type) {
+        case F_INT: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const int *)p); break;
+        case F_LONG: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, (double)*(const long *)p); break;
+        case F_NUM: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p); break;
+        case F_BEST:
+            if (isfinite(*(const double *)p)) cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p);
+            else cJSON_AddNullToObject(j, STATE_FIELDS[i].key); /* no validation has improved yet */
+            break;
+        }
+    }
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, data_hash);
+    cJSON_AddStringToObject(j, STATE_DATA_KEY, hex);
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return txt;
 }
 
-static S2sStatus state_from_json(State *s, const char *txt, const char *origin, S2sError *err) {
+/* Reads every field with its type: integers whole and within range, numbers finite and not
+ * negative, best a number or null. Cross-field checks come later (state_check). */
+static S2sStatus state_from_json(State *s, uint64_t *data_hash, bool *has_hash, const char *txt, const char *origin,
+                                 S2sError *err) {
     cJSON *j = cJSON_Parse(txt);
-    if (!j) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state is not JSON", origin);
-    const char *keys[] = {"epoch", "batch", "step", "adam_step", "lr", "best", "bad_epochs", "loss_sum", "tok_sum", "log_bytes", "seconds"};
-    double v[11];
-    for (int i = 0; i < 11; i++) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
-        if (i == 5 && cJSON_IsNull(x)) { /* best: none yet; the caller sets the sign */
-            v[i] = NAN;
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state is not a JSON object", origin);
+    }
+    char path[128];
+    S2sStatus st = S2S_OK;
+    if (json_find_duplicate(j, path, sizeof path)) {
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state has \"%s\" twice", origin, path);
+        goto out;
+    }
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < N_STATE_FIELDS; i++) {
+        const struct StateField *f = &STATE_FIELDS[i];
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, f->key);
+        void *p = (char *)s + f->off;
+        if (f->type == F_BEST && cJSON_IsNull(x)) {
+            *(double *)p = NAN; /* the caller sets the sign */
             continue;
         }
-        if (!cJSON_IsNumber(x)) {
-            cJSON_Delete(j);
-            return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state lacks \"%s\"", origin, keys[i]);
+        double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        double max = f->type == F_INT ? INT_MAX : f->type == F_LONG ? 9007199254740992.0 : INFINITY;
+        bool whole = f->type == F_INT || f->type == F_LONG;
+        if (!cJSON_IsNumber(x) || !isfinite(v) || (f->type != F_BEST && v < 0) || v > max || (whole && v != floor(v))) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is %s; expected %s", origin, f->key,
+                          x ? (cJSON_IsNumber(x) ? "out of range" : "not a number") : "missing",
+                          whole ? "a whole number >= 0" : f->type == F_BEST ? "a number or null" : "a finite number >= 0");
+            goto out;
         }
-        v[i] = x->valuedouble;
+        if (f->type == F_INT) *(int *)p = (int)v;
+        else if (f->type == F_LONG) *(long *)p = (long)v;
+        else *(double *)p = v;
     }
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, STATE_DATA_KEY);
+    *has_hash = h != NULL; /* absent in files of earlier builds */
+    if (h) {
+        char *end = NULL;
+        if (!cJSON_IsString(h) || strlen(h->valuestring) != 16 || (*data_hash = strtoull(h->valuestring, &end, 16), *end)) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is not 16 hex digits", origin,
+                          STATE_DATA_KEY);
+            goto out;
+        }
+    }
+out:
     cJSON_Delete(j);
-    *s = (State){(int)v[0], (int)v[1], (long)v[2], (long)v[3], v[4], v[5], (int)v[6], v[7], v[8], (long)v[9], v[10]};
-    return S2S_OK;
+    return st;
 }
+
+/* ---- a run ---- */
 
 typedef struct Run {
     Config *cfg;
     const TrainOptions *opt;
+    RunDir dir;
     TaskData data;
     Seq2Seq model;
     Tape tape;
     Adam adam;
     State st;
+    uint64_t data_hash;
     FILE *log;
     Font *font; /* NULL: pictures without labels */
-    char path_model[PATH_MAX], path_last[PATH_MAX], path_log[PATH_MAX], path_config[PATH_MAX];
+    double t0;  /* when this session's training time was last added to st.seconds */
+    double epoch_t0; /* when this session started the current epoch's batches */
 } Run;
 
 static bool metric_higher_is_better(const char *metric) { return strcmp(metric, "valid_loss") != 0; }
+static bool is_adam(const Config *c) { return strcmp(c->train.optimizer, "adam") == 0; }
 
 static double metric_value(const char *metric, const EvalResult *r) {
     if (!strcmp(metric, "valid_loss")) return r->loss;
@@ -107,14 +169,34 @@ static double metric_value(const char *metric, const EvalResult *r) {
     return r->exact_match; /* exact_match (bleu comes with the translation task) */
 }
 
+/* The run has ended: its epochs, early stopping, or the configured step limit. */
+static bool finished(const Run *r) {
+    const ConfigTrain *tc = &r->cfg->train;
+    return r->st.epoch >= tc->epochs || (tc->patience > 0 && r->st.bad_epochs >= tc->patience) ||
+           (tc->max_steps > 0 && r->st.step >= tc->max_steps);
+}
+
+/* The batches of epoch e (the plan is a function of the seed, the epoch and the data). */
+static void epoch_plan(const Run *r, int e, BatchPlan *plan) {
+    Rng shuf;
+    rng_init(&shuf, mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_SHUFFLE);
+    batchplan_make(plan, &r->data.train, r->cfg->train.batch_size, r->cfg->train.batch_tokens, 100, &shuf);
+}
+
 static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
     char *conf = config_to_json(r->cfg);
     char *state = NULL;
     if (last) {
         r->st.adam_step = r->adam.step;
-        fflush(r->log);
+        double now = now_s();
+        r->st.seconds += now - r->t0;
+        r->t0 = now;
+        if (fflush(r->log) != 0) {
+            free(conf);
+            return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", r->dir.log, strerror(errno));
+        }
         r->st.log_bytes = ftell(r->log);
-        state = state_to_json(&r->st);
+        state = state_to_json(&r->st, r->data_hash);
     }
     CkptSave s = {conf,
                   (const char *const *)r->data.src_vocab.tokens, r->data.src_vocab.size,
@@ -126,12 +208,14 @@ static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
     return rc;
 }
 
-static void log_line(Run *r, cJSON *j) {
+/* One line of the log; a line that cannot be written stops the run (a full disk). */
+static S2sStatus log_line(Run *r, cJSON *j, S2sError *err) {
     char *txt = cJSON_PrintUnformatted(j);
-    fprintf(r->log, "%s\n", txt);
-    fflush(r->log);
-    free(txt);
     cJSON_Delete(j);
+    bool bad = fprintf(r->log, "%s\n", txt) < 0 || fflush(r->log) != 0;
+    free(txt);
+    if (bad) return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", r->dir.log, strerror(errno));
+    return S2S_OK;
 }
 
 static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool greedy) {
@@ -151,11 +235,11 @@ static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool 
     return j;
 }
 
-static EvalOptions eval_options(const Run *r, char *const *refs) {
+static EvalOptions eval_options(const Run *r, char *const *refs, bool interruptible) {
     const ConfigTrain *tc = &r->cfg->train;
     bool reverse = strcmp(r->cfg->task.type, "reverse") == 0;
     return (EvalOptions){tc->eval_batch_size, tc->max_decode_len, true, &r->data.trg_vocab, refs,
-                         reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1};
+                         reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1, interruptible ? r->opt->stop : NULL};
 }
 
 /* test.hyp and test.ref: the greedy outputs and references of the test split, one a line,
@@ -182,9 +266,9 @@ static S2sStatus write_test_outputs(Run *r, const IdSeqs *hyps, S2sError *err) {
     }
     char path[PATH_MAX];
     S2sStatus st;
-    snprintf(path, sizeof path, "%s/test.hyp", r->opt->out_dir);
+    rundir_path(path, sizeof path, r->dir.dir, RUN_TEST_HYP);
     st = file_write_atomic(path, buf[0], n[0], err);
-    snprintf(path, sizeof path, "%s/test.ref", r->opt->out_dir);
+    rundir_path(path, sizeof path, r->dir.dir, RUN_TEST_REF);
     if (!st) st = file_write_atomic(path, buf[1], n[1], err);
     free(buf[0]);
     free(buf[1]);
@@ -192,13 +276,14 @@ static S2sStatus write_test_outputs(Run *r, const IdSeqs *hyps, S2sError *err) {
 }
 
 /* After an epoch: heatmaps of the first validation examples (greedy decoding) into
- * dir/attention/, and dir/curves.png. Pictures are secondary: a failure is a warning. */
+ * dir/attention/, and dir/curves.png. Pictures are secondary: a failure is a warning, and
+ * they are drawn after last.bin is safe. */
 static void draw_epoch(Run *r) {
     S2sError err;
-    char path[PATH_MAX], title[256];
-    const char *dir = r->opt->out_dir;
+    char path[PATH_MAX + 64], title[256];
+    const char *dir = r->dir.dir;
     if (r->model.attn.v->has_weights && r->data.valid.n > 0) {
-        snprintf(path, sizeof path, "%s/attention", dir);
+        rundir_path(path, sizeof path, dir, RUN_ATTENTION);
         if (file_mkdirs(path, &err)) goto warn;
         int n = r->data.valid.n < 4 ? r->data.valid.n : 4, idx[4] = {0, 1, 2, 3};
         Batch b;
@@ -215,9 +300,9 @@ static void draw_epoch(Run *r) {
             int e = b.index[i];
             DecodedAttention a = {r->data.valid.ids + r->data.valid.src_off[e], r->data.valid.src_len[e], out + (size_t)i * L,
                                   len[i], len[i] < L, attn + (size_t)i * L * b.S, b.S};
-            snprintf(path, sizeof path, "%s/attention/epoch%02d_ex%d.png", dir, r->st.epoch + 1, i + 1);
+            snprintf(path, sizeof path, "%s/%s/epoch%02d_ex%d.png", dir, RUN_ATTENTION, r->st.epoch, i + 1);
             snprintf(title, sizeof title, "%s - %s attention - epoch %d - validation example %d", r->cfg->name,
-                     r->cfg->model.attention, r->st.epoch + 1, i + 1);
+                     r->cfg->model.attention, r->st.epoch, i + 1);
             st = visuals_heatmap(path, title, &r->data.src_vocab, &r->data.trg_vocab, &a, r->font, &err);
         }
         free(out);
@@ -241,58 +326,215 @@ static void progress(Run *r, int epoch, int k, int nb, double loss, double tps, 
     fflush(r->opt->progress);
 }
 
+/* ---- setup ---- */
+
+static double gb(double bytes) { return bytes / 1e9; }
+
+/* Refuses, before anything large is allocated, a run whose parameters, optimizer state, data
+ * and largest step (training, evaluation or greedy decoding) do not fit this machine. */
+static S2sStatus check_memory(const Run *r, S2sError *err) {
+    size_t limit = s2s_memory_limit();
+    if (!limit) return S2S_OK;
+    const Config *c = r->cfg;
+    const ConfigTrain *tc = &c->train;
+    int Vs = r->data.src_vocab.size, Vt = r->data.trg_vocab.size;
+    double params = (double)model_param_count(&c->model, Vs, Vt);
+    bool bf16 = strcmp(tc->precision, "bf16") == 0;
+    double param_bytes = params * (4.0 * (is_adam(c) ? 4 : 2) + (bf16 ? 2.0 : 0.0));
+    int S = 1, T = 2, Se = 1, Te = 2;
+    const Dataset *d = &r->data.train;
+    for (int i = 0; i < d->n; i++) {
+        if (d->src_len[i] > S) S = d->src_len[i];
+        if (d->trg_len[i] > T) T = d->trg_len[i];
+    }
+    const Dataset *ev[2] = {&r->data.valid, &r->data.test};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ev[k]->n; i++) {
+            if (ev[k]->src_len[i] > Se) Se = ev[k]->src_len[i];
+            if (ev[k]->trg_len[i] > Te) Te = ev[k]->trg_len[i];
+        }
+    int B = tc->batch_size;
+    if (tc->batch_tokens > 0) {
+        int cap = tc->batch_tokens / (S > T ? S : T);
+        if (cap < B) B = cap > 0 ? cap : 1;
+    }
+    int Be = tc->eval_batch_size, L = eval_max_len(tc->max_decode_len, Se);
+    struct {
+        const char *what;
+        double bytes;
+        int B, S, T;
+    } steps[3] = {{"a training step", model_step_bytes(&c->model, Vs, Vt, MODEL_STEP_TRAIN, B, S, T), B, S, T - 2},
+                  {"an evaluation batch", model_step_bytes(&c->model, Vs, Vt, MODEL_STEP_EVAL, Be, Se, Te), Be, Se, Te - 2},
+                  {"greedy decoding", model_step_bytes(&c->model, Vs, Vt, MODEL_STEP_GREEDY, Be, Se, L + 1), Be, Se, L}};
+    int w = 0;
+    for (int i = 1; i < 3; i++)
+        if (steps[i].bytes > steps[w].bytes) w = i;
+    double data = (double)task_data_bytes(&r->data), base = 256e6; /* code, libraries, buffers */
+    double need = param_bytes + steps[w].bytes + data + base;
+    if (need <= (double)limit) return S2S_OK;
+    return s2s_fail(err, S2S_ERR_CONFIG,
+                    "%s: this run needs about %.1f GB and this machine allows %.1f GB: %.3g weights take %.1f GB with "
+                    "their gradients%s, %s %.1f GB (%d sentences, sources of %d and targets of %d tokens), the data "
+                    "%.1f GB; make the model, the batches (batch_size, eval_batch_size) or the sequences smaller",
+                    c->path[0] ? c->path : "config", gb(need), gb((double)limit), params, gb(param_bytes),
+                    is_adam(c) ? " and Adam moments" : "", steps[w].what, gb(steps[w].bytes), steps[w].B, steps[w].S,
+                    steps[w].T, gb(data));
+}
+
+/* Equal vocabularies (a resumed run's data against its checkpoint), or a message naming
+ * the first difference. */
+static S2sStatus same_vocab(const Vocab *v, char *const *tokens, int n, const char *which, const char *origin,
+                            S2sError *err) {
+    for (int i = 0; i < n && i < v->size; i++)
+        if (strcmp(v->tokens[i], tokens[i]) != 0)
+            return s2s_fail(err, S2S_ERR_DATA,
+                            "%s: the data give another %s vocabulary than the run started with (entry %d is \"%.40s\" "
+                            "in the checkpoint, \"%.40s\" now): the data files or the task changed; resuming would train "
+                            "the embeddings of other words",
+                            origin, which, i, tokens[i], v->tokens[i]);
+    if (n != v->size)
+        return s2s_fail(err, S2S_ERR_DATA,
+                        "%s: the data give a %s vocabulary of %d entries, the run started with %d: the data files "
+                        "changed",
+                        origin, which, v->size, n);
+    return S2S_OK;
+}
+
+/* The saved state against the config, the data and the log: every field in range, and the
+ * step count the one that the epoch and batch imply. */
+static S2sStatus state_check(Run *r, S2sError *err) {
+    const State *s = &r->st;
+    const ConfigTrain *tc = &r->cfg->train;
+    const char *o = r->dir.last;
+#define BAD(...) s2s_fail(err, S2S_ERR_CORRUPT, __VA_ARGS__)
+    if (s->epoch > tc->epochs)
+        return BAD("%s: corrupt training state: epoch %d of a run of %d epochs", o, s->epoch, tc->epochs);
+    int nb = 0;
+    if (s->epoch < tc->epochs) {
+        BatchPlan plan;
+        epoch_plan(r, s->epoch, &plan);
+        nb = plan.n_batches;
+        batchplan_free(&plan);
+    }
+    if (s->epoch < tc->epochs ? s->batch >= nb : s->batch != 0)
+        return BAD("%s: corrupt training state: batch %d; epoch %d has %d batches", o, s->batch, s->epoch + 1, nb);
+    bool ended_by_steps = tc->max_steps > 0 && s->step >= tc->max_steps;
+    if (!ended_by_steps) { /* every epoch before this one ran all its batches */
+        long steps = s->batch;
+        for (int e = 0; e < s->epoch; e++) {
+            BatchPlan plan;
+            epoch_plan(r, e, &plan);
+            steps += plan.n_batches;
+            batchplan_free(&plan);
+        }
+        if (s->step != steps)
+            return BAD("%s: corrupt training state: step %ld, but epoch %d batch %d is step %ld", o, s->step, s->epoch + 1,
+                       s->batch, steps);
+    } else if (s->step != tc->max_steps) {
+        return BAD("%s: corrupt training state: step %ld past train.max_steps %ld", o, s->step, tc->max_steps);
+    }
+    if (s->adam_step != (is_adam(r->cfg) ? s->step : 0))
+        return BAD("%s: corrupt training state: %ld optimizer steps in %ld steps", o, s->adam_step, s->step);
+    if (!(s->lr > 0 && s->lr <= (double)tc->lr))
+        return BAD("%s: corrupt training state: lr %g; expected (0, %g] (it only decays)", o, s->lr, (double)tc->lr);
+    if (s->bad_epochs > s->epoch)
+        return BAD("%s: corrupt training state: %d epochs without improvement in %d", o, s->bad_epochs, s->epoch);
+    if (s->tok_sum != floor(s->tok_sum) || (s->batch == 0 && (s->loss_sum != 0 || s->tok_sum != 0)))
+        return BAD("%s: corrupt training state: loss sums %g over %g tokens at batch %d", o, s->loss_sum, s->tok_sum,
+                   s->batch);
+    struct stat sb;
+    if (stat(r->dir.log, &sb) != 0) return s2s_fail(err, S2S_ERR_IO, "%s: missing: %s", r->dir.log, strerror(errno));
+    if (s->log_bytes > sb.st_size)
+        return BAD("%s: corrupt training state: the log was %ld bytes long, %s is %lld", o, s->log_bytes, r->dir.log,
+                   (long long)sb.st_size);
+#undef BAD
+    return S2S_OK;
+}
+
 static S2sStatus setup(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
-    const char *dir = r->opt->out_dir;
-    snprintf(r->path_model, sizeof r->path_model, "%s/model.bin", dir);
-    snprintf(r->path_last, sizeof r->path_last, "%s/last.bin", dir);
-    snprintf(r->path_log, sizeof r->path_log, "%s/log.jsonl", dir);
-    snprintf(r->path_config, sizeof r->path_config, "%s/config.json", dir);
+    const TrainOptions *opt = r->opt;
     S2sStatus st;
     Checkpoint ck = {0};
-    if (r->opt->resume) {
-        if ((st = ckpt_load(&ck, r->path_last, err))) return st;
+    bool hash_saved = false;
+    uint64_t saved_hash = 0;
+    if (opt->resume) {
+        if ((st = rundir_open(&r->dir, opt->out_dir, RUN_RESUME, err))) return st;
+        if ((st = ckpt_load(&ck, r->dir.last, err))) return st;
         Config saved;
         config_defaults(&saved);
-        if ((st = config_parse(&saved, ck.config_json, r->path_last, err))) goto out;
+        if ((st = config_parse(&saved, ck.config_json, r->dir.last, err))) goto out;
+        snprintf(saved.path, sizeof saved.path, "%.*s", (int)sizeof saved.path - 1, r->dir.last);
         *cfg = saved;
         if (!ck.state_json) {
-            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no training state to resume from", r->path_last);
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no training state to resume from", r->dir.last);
             goto out;
         }
-        if ((st = state_from_json(&r->st, ck.state_json, r->path_last, err))) goto out;
+        if ((st = state_from_json(&r->st, &saved_hash, &hash_saved, ck.state_json, r->dir.last, err))) goto out;
         if (isnan(r->st.best)) r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
-    } else {
-        if ((st = file_mkdirs(dir, err))) return st;
     }
+    /* every check of the config before the folder is touched */
     if ((st = config_check(cfg, err))) goto out;
     if ((st = model_check_config(&cfg->model, cfg->path[0] ? cfg->path : "config", err))) goto out;
-    /* the resolved config beside the run; also proves the folder is writable before training */
-    char *conf = config_to_json(cfg);
-    st = file_write_atomic(r->path_config, conf, strlen(conf), err);
-    free(conf);
-    if (st) goto out;
-    gemm_set_threads(cfg->train.threads);
+    double data_est = task_memory_estimate(&cfg->task), limit = (double)s2s_memory_limit();
+    if (limit > 0 && data_est > limit) {
+        st = s2s_fail(err, S2S_ERR_CONFIG, "%s: the generated data need about %.1f GB; this machine allows %.1f GB",
+                      cfg->path[0] ? cfg->path : "config", gb(data_est), gb(limit));
+        goto out;
+    }
     bool bf16 = strcmp(cfg->train.precision, "bf16") == 0;
     if (bf16 && (st = gemm_bf16_check("\"precision\": \"bf16\"", err))) goto out;
     if ((st = task_load(&r->data, &cfg->task, err))) goto out;
+    r->data_hash = task_fingerprint(&r->data);
+    /* a run that cannot fit is refused before its folder is made */
+    if ((st = check_memory(r, err))) goto out;
+    if (!opt->resume) {
+        if ((st = rundir_open(&r->dir, opt->out_dir, opt->overwrite ? RUN_OVERWRITE : RUN_NEW, err))) goto out;
+        /* the resolved config beside the run; also proves the folder is writable */
+        char *conf = config_to_json(cfg);
+        st = file_write_atomic(r->dir.config, conf, strlen(conf), err);
+        free(conf);
+        if (st) goto out;
+    }
+    if (r->dir.stale_tmps && opt->out)
+        fprintf(opt->out, "removed %d temporary file(s) that a killed process left in %s\n", r->dir.stale_tmps,
+                r->dir.dir);
+    gemm_set_threads(cfg->train.threads);
+    if (opt->resume) {
+        if ((st = same_vocab(&r->data.src_vocab, ck.src_tokens, ck.n_src, "source", r->dir.last, err)) ||
+            (st = same_vocab(&r->data.trg_vocab, ck.trg_tokens, ck.n_trg, "target", r->dir.last, err)))
+            goto out;
+        if (hash_saved && saved_hash != r->data_hash) {
+            st = s2s_fail(err, S2S_ERR_DATA,
+                          "%s: the data are not those the run started with (same vocabularies, other sentences): the "
+                          "data files or the task changed; resuming would mix two datasets",
+                          r->dir.last);
+            goto out;
+        }
+    }
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
+    if (is_adam(cfg) && (st = params_alloc_moments(&r->model.params, err))) goto out;
     r->font = font_open(NULL);
-    if (!r->font && r->opt->out)
-        fprintf(r->opt->out, "warning: DejaVu Sans not found (Debian: fonts-dejavu-core); pictures have no labels\n");
+    if (!r->font && opt->out)
+        fprintf(opt->out, "warning: DejaVu Sans not found (Debian: fonts-dejavu-core); pictures have no labels\n");
     r->adam = adam_default();
     r->adam.lr = cfg->train.lr;
     tape_init(&r->tape, 1 << 20);
     r->tape.bf16 = bf16;
     r->tape.openblas = strcmp(cfg->train.gemm, "openblas") == 0;
-    if (r->opt->resume) {
-        bool moments = strcmp(cfg->train.optimizer, "adam") == 0;
-        if ((st = ckpt_restore(&ck, &r->model.params, moments && ck.has_moments, r->path_last, err))) goto out;
+    if (opt->resume) {
+        if ((st = state_check(r, err))) goto out;
+        if (is_adam(cfg) && r->st.adam_step > 0 && !ck.has_moments) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no Adam moments after %ld steps; it cannot resume exactly",
+                          r->dir.last, r->st.adam_step);
+            goto out;
+        }
+        if ((st = ckpt_restore(&ck, &r->model.params, is_adam(cfg) && ck.has_moments, r->dir.last, err))) goto out;
         r->adam.step = r->st.adam_step;
         r->adam.lr = (float)r->st.lr;
-        r->log = fopen(r->path_log, "r+");
+        r->log = fopen(r->dir.log, "r+");
         if (!r->log || ftruncate(fileno(r->log), r->st.log_bytes) != 0 || fseek(r->log, 0, SEEK_END) != 0) {
-            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot reopen the log: %s", r->path_log, strerror(errno));
+            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot reopen the log: %s", r->dir.log, strerror(errno));
             goto out;
         }
     } else {
@@ -302,9 +544,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
         r->st = (State){0};
         r->st.lr = cfg->train.lr;
         r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
-        r->log = fopen(r->path_log, "w");
+        r->log = fopen(r->dir.log, "w");
         if (!r->log) {
-            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", r->path_log, strerror(errno));
+            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", r->dir.log, strerror(errno));
             goto out;
         }
     }
@@ -319,7 +561,10 @@ static void teardown(Run *r) {
     tape_free(&r->tape);
     model_free(&r->model);
     task_free(&r->data);
+    rundir_close(&r->dir);
 }
+
+/* ---- the loop ---- */
 
 /* One optimizer step on a batch; returns the loss. A non-finite loss or gradient returns
  * before any weight changes (*what says which), for the caller to report. */
@@ -352,6 +597,192 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, const 
     return loss;
 }
 
+static bool stop_requested(const Run *r) { return r->opt->stop && atomic_load(r->opt->stop); }
+static bool pause_reached(const Run *r) { return r->opt->max_steps > 0 && r->st.step >= r->opt->max_steps; }
+
+/* Trains the batches of the current epoch from st.batch on. Returns with *complete when the
+ * epoch's batches are done (or train.max_steps ended it), else after saving the state to
+ * resume from (a signal, --max-steps). */
+static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *err) {
+    const ConfigTrain *tc = &r->cfg->train;
+    *complete = false;
+    BatchPlan plan;
+    epoch_plan(r, r->st.epoch, &plan);
+    Batch b;
+    batch_init(&b);
+    S2sStatus st = S2S_OK;
+    double tick = now_s(), last_draw = 0, window_tokens = 0, window_t = tick;
+    r->epoch_t0 = tick;
+    long done_here = 0;
+    while (r->st.batch < plan.n_batches) {
+        int k = r->st.batch;
+        batch_fill(&b, &r->data.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+        int ntok;
+        const char *what = "loss";
+        /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
+        double done_share = (r->st.epoch + (double)k / plan.n_batches) / tc->epochs;
+        float lr = (float)(r->st.lr * optim_lr_factor(tc->lr_schedule, done_share));
+        double loss = train_step(r, &b, lr, &ntok, &what);
+        if (!isfinite(loss)) {
+            st = s2s_fail(err, S2S_ERR_NUMERIC,
+                          "step %ld (epoch %d, batch %d): the %s is %s; stopped, %s keeps the last good state",
+                          r->st.step + 1, r->st.epoch + 1, k + 1, what, isnan(loss) ? "NaN" : "infinite", r->dir.last);
+            break;
+        }
+        r->st.batch++;
+        r->st.loss_sum += loss * ntok;
+        r->st.tok_sum += ntok;
+        window_tokens += ntok;
+        done_here++;
+        double now = now_s();
+        if (r->st.step % tc->log_every == 0) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "type", "step");
+            cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
+            cJSON_AddNumberToObject(j, "step", (double)r->st.step);
+            cJSON_AddNumberToObject(j, "loss", loss);
+            cJSON_AddNumberToObject(j, "lr", lr);
+            cJSON_AddNumberToObject(j, "tokens_per_s", window_tokens / fmax(now - window_t, 1e-9));
+            if ((st = log_line(r, j, err))) break;
+            window_tokens = 0;
+            window_t = now;
+        }
+        if (r->opt->progress && now - last_draw > 0.1) {
+            double left = plan.n_batches - r->st.batch;
+            double tps = r->st.tok_sum / fmax(now - tick, 1e-9);
+            progress(r, r->st.epoch, k, plan.n_batches, r->st.loss_sum / fmax(r->st.tok_sum, 1), tps,
+                     (now - tick) / (double)done_here * left);
+            last_draw = now;
+        }
+        bool last_batch = r->st.batch == plan.n_batches;
+        if (last_batch || (tc->max_steps > 0 && r->st.step >= tc->max_steps)) {
+            *complete = true; /* the end of the epoch, or of the run: validation follows */
+            break;
+        }
+        bool stop = stop_requested(r), pause = pause_reached(r);
+        if (stop || pause || (tc->save_every > 0 && r->st.step % tc->save_every == 0)) {
+            if ((st = save(r, r->dir.last, true, err))) break;
+            if (stop || pause) {
+                sum->interrupted = stop;
+                sum->paused = !stop;
+                break;
+            }
+        }
+    }
+    if (r->opt->progress) fprintf(r->opt->progress, "\r\033[K");
+    batch_free(&b);
+    batchplan_free(&plan);
+    return st;
+}
+
+/* The end of an epoch: validation, the best checkpoint, plateau decay, the log line, then
+ * last.bin, then the pictures. */
+static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
+    const ConfigTrain *tc = &r->cfg->train;
+    double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
+    double epoch_s = now_s() - r->epoch_t0; /* the batches of this session, without validation */
+    EvalOptions eo = eval_options(r, r->data.valid_refs, false);
+    if (r->tape.bf16) params_bf16_snapshot(&r->model.params); /* weights fixed until the next step */
+    eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
+    EvalResult test_now = {0};
+    if (tc->test_each_epoch) {
+        EvalOptions to = eval_options(r, r->data.test_refs, false);
+        eval_dataset(&r->tape, &r->model, &r->data.test, &to, &test_now, NULL);
+    }
+    params_bf16_drop(&r->model.params);
+    double m = metric_value(tc->metric, &sum->valid);
+    bool better = metric_higher_is_better(tc->metric) ? m > r->st.best : m < r->st.best;
+    S2sStatus st;
+    if (better) {
+        r->st.best = m;
+        r->st.bad_epochs = 0;
+        if ((st = save(r, r->dir.model, false, err))) return st;
+    } else {
+        r->st.bad_epochs++;
+        if (tc->lr_decay < 1.0f) r->st.lr *= tc->lr_decay;
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "type", "epoch");
+    cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
+    cJSON_AddNumberToObject(j, "step", (double)r->st.step);
+    cJSON_AddNumberToObject(j, "train_loss", train_loss);
+    eval_json(j, "valid", &sum->valid, true);
+    cJSON_AddBoolToObject(j, "best", better);
+    /* the lr the next epoch starts with (schedule and plateau decay applied) */
+    cJSON_AddNumberToObject(j, "lr", r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs));
+    cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
+    cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
+    /* wall time of the run so far, evaluations included (time-to-quality) */
+    cJSON_AddNumberToObject(j, "elapsed_s", r->st.seconds + now_s() - r->t0);
+    if (tc->test_each_epoch) eval_json(j, "test", &test_now, true);
+    if ((st = log_line(r, j, err))) return st;
+    FILE *out = r->opt->out;
+    if (out && sum->valid.has_bleu)
+        fprintf(out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  BLEU %.2f  tf token acc %.2f%%  %.1fs%s\n",
+                r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, sum->valid.bleu, 100 * sum->valid.tf_token_acc,
+                epoch_s, better ? "  *" : "");
+    else if (out)
+        fprintf(out,
+                "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc "
+                "%.2f%%  %.1fs%s\n",
+                r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, 100 * sum->valid.exact_match,
+                100 * sum->valid.token_acc, 100 * sum->valid.tf_token_acc, epoch_s, better ? "  *" : "");
+    r->st.epoch++;
+    r->st.batch = 0;
+    r->st.loss_sum = r->st.tok_sum = 0;
+    if ((st = save(r, r->dir.last, true, err))) return st;
+    draw_epoch(r);
+    sum->epochs = r->st.epoch;
+    sum->early_stopped = tc->patience > 0 && r->st.bad_epochs >= tc->patience;
+    if (stop_requested(r)) sum->interrupted = true;
+    else if (pause_reached(r)) sum->paused = true;
+    return S2S_OK;
+}
+
+/* The test split, on this run's best checkpoint; a signal stops it (resumable: the run is
+ * tested when resumed). */
+static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
+    if (!isfinite(r->st.best))
+        return s2s_fail(err, S2S_ERR_NUMERIC,
+                        "the run ended without a best checkpoint: no validation gave a %s that is a number",
+                        r->cfg->train.metric);
+    Checkpoint ck;
+    S2sStatus st = ckpt_load(&ck, r->dir.model, err); /* the folder is this run's: so is model.bin */
+    if (st) return st;
+    st = ckpt_restore(&ck, &r->model.params, false, r->dir.model, err);
+    ckpt_free(&ck);
+    if (st) return st;
+    EvalOptions eo = eval_options(r, r->data.test_refs, true);
+    IdSeqs hyps;
+    if (r->tape.bf16) params_bf16_snapshot(&r->model.params);
+    eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, &hyps);
+    params_bf16_drop(&r->model.params);
+    if (sum->test.interrupted) {
+        idseqs_free(&hyps);
+        sum->interrupted = true;
+        return S2S_OK;
+    }
+    st = write_test_outputs(r, &hyps, err);
+    idseqs_free(&hyps);
+    if (st) return st;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "type", "test");
+    cJSON_AddNumberToObject(j, "epochs", r->st.epoch);
+    cJSON_AddNumberToObject(j, "step", (double)r->st.step);
+    eval_json(j, "test", &sum->test, true);
+    if ((st = log_line(r, j, err))) return st;
+    sum->tested = true;
+    FILE *out = r->opt->out;
+    if (out && sum->test.has_bleu)
+        fprintf(out, "test (best checkpoint): loss %.4f  ppl %.3f  BLEU %.2f (greedy)  tf token acc %.2f%%\n",
+                sum->test.loss, sum->test.ppl, sum->test.bleu, 100 * sum->test.tf_token_acc);
+    else if (out)
+        fprintf(out, "test (best checkpoint): loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc %.2f%%\n",
+                sum->test.loss, sum->test.ppl, 100 * sum->test.exact_match, 100 * sum->test.token_acc,
+                100 * sum->test.tf_token_acc);
+    return S2S_OK;
+}
+
 S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err) {
     memset(sum, 0, sizeof *sum);
     Run run;
@@ -359,182 +790,31 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
     Run *r = &run;
     r->cfg = cfg;
     r->opt = opt;
+    r->dir.lock.fd = -1;
     S2sStatus st = setup(r, err);
     if (st) {
         teardown(r);
         return st;
     }
-    const ConfigTrain *tc = &cfg->train;
     if (opt->out)
         fprintf(opt->out, "data: %d training pairs%s, vocabulary %d source / %d target (with 4 specials)\n",
                 r->data.train.n, r->data.train_skipped ? " (some left out: empty or too long)" : "",
                 r->data.src_vocab.size, r->data.trg_vocab.size);
-    long max_steps = opt->max_steps > 0 ? opt->max_steps : tc->max_steps;
-    bool higher = metric_higher_is_better(tc->metric);
-    double t0 = now_s();
-    Batch b;
-    batch_init(&b);
-    bool stop = false;
-    while (!stop && r->st.epoch < tc->epochs) {
-        Rng shuf;
-        rng_init(&shuf, mix((uint64_t)cfg->seed, (uint64_t)r->st.epoch), RNG_STREAM_SHUFFLE);
-        BatchPlan plan;
-        batchplan_make(&plan, &r->data.train, tc->batch_size, tc->batch_tokens, 100, &shuf);
-        double tick = now_s(), last_draw = 0, window_tokens = 0, window_t = now_s();
-        for (; r->st.batch < plan.n_batches; r->st.batch++) {
-            int k = r->st.batch;
-            batch_fill(&b, &r->data.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
-            int ntok;
-            const char *what = "loss";
-            /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
-            double done_share = (r->st.epoch + (double)k / plan.n_batches) / tc->epochs;
-            float lr = (float)(r->st.lr * optim_lr_factor(tc->lr_schedule, done_share));
-            double loss = train_step(r, &b, lr, &ntok, &what);
-            if (!isfinite(loss)) {
-                st = s2s_fail(err, S2S_ERR_NUMERIC,
-                              "step %ld (epoch %d, batch %d): the %s is %s; stopped, %s keeps the last good state",
-                              r->st.step + 1, r->st.epoch + 1, k + 1, what, isnan(loss) ? "NaN" : "infinite", r->path_last);
-                batchplan_free(&plan);
-                goto done;
-            }
-            r->st.loss_sum += loss * ntok;
-            r->st.tok_sum += ntok;
-            window_tokens += ntok;
-            double now = now_s();
-            if (r->st.step % tc->log_every == 0) {
-                cJSON *j = cJSON_CreateObject();
-                cJSON_AddStringToObject(j, "type", "step");
-                cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
-                cJSON_AddNumberToObject(j, "step", (double)r->st.step);
-                cJSON_AddNumberToObject(j, "loss", loss);
-                cJSON_AddNumberToObject(j, "lr", lr);
-                cJSON_AddNumberToObject(j, "tokens_per_s", window_tokens / fmax(now - window_t, 1e-9));
-                log_line(r, j);
-                window_tokens = 0;
-                window_t = now;
-            }
-            if (opt->progress && now - last_draw > 0.1) {
-                double done = k + 1, left = plan.n_batches - done;
-                double tps = r->st.tok_sum / fmax(now - tick, 1e-9);
-                progress(r, r->st.epoch, k, plan.n_batches, r->st.loss_sum / fmax(r->st.tok_sum, 1), tps,
-                         (now - tick) / done * left);
-                last_draw = now;
-            }
-            if ((max_steps > 0 && r->st.step >= max_steps) || (opt->stop && *opt->stop)) {
-                r->st.batch++;
-                sum->interrupted = opt->stop && *opt->stop;
-                stop = true;
-                break;
-            }
-        }
-        int n_batches = plan.n_batches;
-        batchplan_free(&plan);
-        if (opt->progress) fprintf(opt->progress, "\r\033[K");
-        if (stop && r->st.batch < n_batches) { /* mid-epoch: resumable state only */
-            r->st.seconds += now_s() - t0;
-            t0 = now_s();
-            if ((st = save(r, r->path_last, true, err))) goto done;
-            break;
-        }
-        /* end of epoch: validate, keep the best, decay, maybe stop early */
-        double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
-        double epoch_s = now_s() - tick;
-        EvalOptions eo = eval_options(r, r->data.valid_refs);
-        if (r->tape.bf16) params_bf16_snapshot(&r->model.params); /* weights fixed until the next step */
-        eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
-        EvalResult test_now = {0};
-        if (tc->test_each_epoch) {
-            EvalOptions to = eval_options(r, r->data.test_refs);
-            eval_dataset(&r->tape, &r->model, &r->data.test, &to, &test_now, NULL);
-        }
-        double m = metric_value(tc->metric, &sum->valid);
-        bool better = higher ? m > r->st.best : m < r->st.best;
-        if (better) {
-            r->st.best = m;
-            r->st.bad_epochs = 0;
-            if ((st = save(r, r->path_model, false, err))) goto done;
-        } else {
-            r->st.bad_epochs++;
-            if (tc->lr_decay < 1.0f) r->st.lr *= tc->lr_decay;
-        }
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "type", "epoch");
-        cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
-        cJSON_AddNumberToObject(j, "step", (double)r->st.step);
-        cJSON_AddNumberToObject(j, "train_loss", train_loss);
-        eval_json(j, "valid", &sum->valid, true);
-        cJSON_AddBoolToObject(j, "best", better);
-        /* the lr the next epoch starts with (schedule and plateau decay applied) */
-        cJSON_AddNumberToObject(j, "lr", r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs));
-        cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
-        cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
-        /* wall time of the run so far, evaluations included (time-to-quality) */
-        cJSON_AddNumberToObject(j, "elapsed_s", r->st.seconds + now_s() - t0);
-        if (tc->test_each_epoch) eval_json(j, "test", &test_now, true);
-        log_line(r, j);
-        draw_epoch(r);
-        params_bf16_drop(&r->model.params);
-        if (opt->out && sum->valid.has_bleu)
-            fprintf(opt->out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  BLEU %.2f  tf token acc %.2f%%  %.1fs%s\n",
-                    r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, sum->valid.bleu,
-                    100 * sum->valid.tf_token_acc, epoch_s, better ? "  *" : "");
-        else if (opt->out)
-            fprintf(opt->out,
-                    "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc "
-                    "%.2f%%  %.1fs%s\n",
-                    r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, 100 * sum->valid.exact_match,
-                    100 * sum->valid.token_acc, 100 * sum->valid.tf_token_acc, epoch_s, better ? "  *" : "");
-        r->st.epoch++;
-        r->st.batch = 0;
-        r->st.loss_sum = r->st.tok_sum = 0;
-        sum->epochs = r->st.epoch;
-        if (tc->patience > 0 && r->st.bad_epochs >= tc->patience) {
-            sum->early_stopped = true;
-            stop = true;
-        }
-        r->st.seconds += now_s() - t0;
-        t0 = now_s();
-        if ((st = save(r, r->path_last, true, err))) goto done;
-        if (opt->stop && *opt->stop) {
-            sum->interrupted = true;
-            stop = true;
-        }
-        if (max_steps > 0 && r->st.step >= max_steps) stop = true;
+    r->t0 = now_s();
+    sum->epochs = r->st.epoch;
+    while (!st && !finished(r) && !sum->interrupted && !sum->paused) {
+        bool complete;
+        st = run_epoch(r, sum, &complete, err);
+        if (!st && complete) st = end_epoch(r, sum, err);
+    }
+    sum->early_stopped = cfg->train.patience > 0 && r->st.bad_epochs >= cfg->train.patience;
+    if (!st && finished(r)) {
+        sum->paused = false; /* the run ended: nothing to resume */
+        if (!sum->interrupted) st = final_test(r, sum, err);
     }
     sum->steps = r->st.step;
     sum->best_metric = r->st.best;
-    sum->seconds = r->st.seconds;
-    if (!sum->interrupted && access(r->path_model, R_OK) == 0) {
-        /* the test split, on the best checkpoint */
-        Checkpoint ck;
-        if ((st = ckpt_load(&ck, r->path_model, err))) goto done;
-        st = ckpt_restore(&ck, &r->model.params, false, r->path_model, err);
-        ckpt_free(&ck);
-        if (st) goto done;
-        EvalOptions eo = eval_options(r, r->data.test_refs);
-        IdSeqs hyps;
-        if (r->tape.bf16) params_bf16_snapshot(&r->model.params);
-        eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, &hyps);
-        params_bf16_drop(&r->model.params);
-        st = write_test_outputs(r, &hyps, err);
-        idseqs_free(&hyps);
-        if (st) goto done;
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "type", "test");
-        cJSON_AddNumberToObject(j, "epochs", r->st.epoch);
-        cJSON_AddNumberToObject(j, "step", (double)r->st.step);
-        eval_json(j, "test", &sum->test, true);
-        log_line(r, j);
-        if (opt->out && sum->test.has_bleu)
-            fprintf(opt->out, "test (best checkpoint): loss %.4f  ppl %.3f  BLEU %.2f (greedy)  tf token acc %.2f%%\n",
-                    sum->test.loss, sum->test.ppl, sum->test.bleu, 100 * sum->test.tf_token_acc);
-        else if (opt->out)
-            fprintf(opt->out, "test (best checkpoint): loss %.4f  ppl %.3f  exact %.2f%%  token acc %.2f%%  tf token acc %.2f%%\n",
-                    sum->test.loss, sum->test.ppl, 100 * sum->test.exact_match, 100 * sum->test.token_acc,
-                    100 * sum->test.tf_token_acc);
-    }
-done:
-    batch_free(&b);
+    sum->seconds = r->st.seconds; /* training and validation, as of the last save */
     teardown(r);
     return st;
 }

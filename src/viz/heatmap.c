@@ -9,7 +9,11 @@ static int font_px(int cell) { return cell * 11 / 20 < 9 ? 9 : cell * 11 / 20 > 
 
 HeatmapLayout heatmap_layout(const Heatmap *hm, Font *font) {
     int longest = hm->rows > hm->cols ? hm->rows : hm->cols;
-    int cell = longest <= 40 ? 24 : 960 / longest < 6 ? 6 : 960 / longest;
+    /* cells shrink with the longest side to 6 pixels (labels still fit), and past 1000 tokens
+     * down to one pixel without labels; image_new refuses what is still too large */
+    int cell = longest <= 40 ? 24 : 960 / longest;
+    if (cell < 6) cell = longest <= 1000 ? 6 : 6000 / longest > 1 ? 6000 / longest : 1;
+    if (cell < 6) font = NULL;
     int px = font_px(cell), label_w = 0, label_h = 0, title_h = 0;
     if (font) {
         for (int i = 0; hm->row_labels && i < hm->rows; i++) {
@@ -41,7 +45,14 @@ HeatmapLayout heatmap_layout(const Heatmap *hm, Font *font) {
 S2sStatus heatmap_write_png(const char *path, const Heatmap *hm, Font *font, S2sError *err) {
     S2S_ASSERT(hm->rows > 0 && hm->cols > 0);
     HeatmapLayout L = heatmap_layout(hm, font);
-    Image im = image_new(L.width, L.height, WHITE);
+    if (L.cell < 6) font = NULL; /* as the layout decided: no room for labels */
+    Image im;
+    S2sStatus st = image_new(&im, L.width, L.height, WHITE, err);
+    if (st) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return s2s_fail(err, st, "%s: %d x %d attention weights: %s", path, hm->rows, hm->cols, msg);
+    }
     int px = font_px(L.cell);
     for (int i = 0; i < hm->rows; i++)
         for (int j = 0; j < hm->cols; j++)
@@ -64,7 +75,7 @@ S2sStatus heatmap_write_png(const char *path, const Heatmap *hm, Font *font, S2s
         const char *ticks[3] = {"1.0", "0.5", "0.0"};
         for (int k = 0; k < 3; k++) font_draw(font, &im, sx + 20, L.y0 + k * (sh - 1) / 2 - 6, 11, ticks[k], BLACK, false);
     }
-    S2sStatus st = png_write(path, &im, err);
+    st = png_write(path, &im, err);
     image_free(&im);
     return st;
 }

@@ -5,15 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-Image image_new(int w, int h, Rgb fill) {
-    S2S_ASSERT(w > 0 && h > 0 && (size_t)w * h < ((size_t)1 << 30));
-    Image im = {w, h, s2s_xmalloc((size_t)w * h * 3)};
+S2sStatus image_new(Image *im, int w, int h, Rgb fill, S2sError *err) {
+    memset(im, 0, sizeof *im);
+    if (w < 1 || h < 1 || w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || (size_t)w * (size_t)h > IMAGE_MAX_PIXELS)
+        return s2s_fail(err, S2S_ERR_DATA, "a picture of %d x %d pixels is too large to draw (at most %d a side)", w, h,
+                        IMAGE_MAX_SIDE);
+    im->rgb = malloc((size_t)w * h * 3);
+    if (!im->rgb) return s2s_fail(err, S2S_ERR_NOMEM, "out of memory for a picture of %d x %d pixels", w, h);
+    im->w = w;
+    im->h = h;
     for (size_t i = 0; i < (size_t)w * h; i++) {
-        im.rgb[3 * i] = fill.r;
-        im.rgb[3 * i + 1] = fill.g;
-        im.rgb[3 * i + 2] = fill.b;
+        im->rgb[3 * i] = fill.r;
+        im->rgb[3 * i + 1] = fill.g;
+        im->rgb[3 * i + 2] = fill.b;
     }
-    return im;
+    return S2S_OK;
 }
 
 void image_free(Image *im) {

@@ -18,11 +18,13 @@ static void fmt(char *buf, size_t n, double v, double step) {
     snprintf(buf, n, "%.*f", dec, v);
 }
 
-void plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font) {
+S2sStatus plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font, S2sError *err) {
     S2S_ASSERT(p->n >= 1 && p->n_series >= 1 && p->n_series <= PLOT_MAX_SERIES);
     int left = 70, right = 20, top = 40, bottom = 50;
     /* draw into a panel, then copy it in place */
-    Image im = image_new(W, H, WHITE);
+    Image im;
+    S2sStatus st = image_new(&im, W, H, WHITE, err);
+    if (st) return st;
     double xmin = p->x[0], xmax = p->x[0], ymin = INFINITY, ymax = -INFINITY;
     for (int i = 0; i < p->n; i++) {
         xmin = fmin(xmin, p->x[i]);
@@ -98,12 +100,14 @@ void plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font 
         memcpy(canvas->rgb + ((size_t)(oy + y) * canvas->w + ox) * 3, im.rgb + (size_t)y * W * 3,
                (size_t)(W < canvas->w - ox ? W : canvas->w - ox) * 3);
     image_free(&im);
+    return S2S_OK;
 }
 
 S2sStatus plot_write_png(const char *path, const Plot *p, Font *font, S2sError *err) {
-    Image im = image_new(720, 420, WHITE);
-    plot_draw(&im, 0, 0, 720, 420, p, font);
-    S2sStatus st = png_write(path, &im, err);
+    Image im;
+    S2sStatus st = image_new(&im, 720, 420, WHITE, err);
+    if (!st) st = plot_draw(&im, 0, 0, 720, 420, p, font, err);
+    if (!st) st = png_write(path, &im, err);
     image_free(&im);
     return st;
 }

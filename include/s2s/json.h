@@ -1,0 +1,20 @@
+/* json.h — checks on parsed JSON (cJSON) that every reader of the project's JSON shares.
+ *
+ * cJSON keeps every member of an object, duplicates included, and its lookups return the
+ * first: a file with a key twice would silently mean one of them. Readers refuse such files
+ * with json_find_duplicate. Borrows the tree; owns nothing. */
+#ifndef S2S_JSON_H
+#define S2S_JSON_H
+
+#include "s2s/common.h"
+
+#include <cjson/cJSON.h>
+
+/* The first member (depth first) whose key an earlier member of the same object has, or
+ * NULL. Its dotted path ("model.cell", "heads.1.Q") goes into path. */
+const cJSON *json_find_duplicate(const cJSON *node, char *path, size_t n);
+/* "line:col" (1-based) of the k-th (0-based) occurrence of "key" in text, into buf; "" when
+ * not found. */
+void json_key_position(const char *text, const char *key, int k, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,143 @@
+/* text.c — bounded line reading, UTF-8 validation, whitespace splitting. */
+#include "s2s/text.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool utf8_valid(const char *str, size_t n) {
+    const unsigned char *s = (const unsigned char *)str;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if (c == 0) return false;
+            i++;
+            continue;
+        }
+        int len;
+        uint32_t cp, min;
+        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+        else return false;
+        if (i + (size_t)len > n) return false;
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += (size_t)len;
+    }
+    return true;
+}
+
+void line_reader_init(LineReader *r, FILE *f, size_t max) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->max = max;
+    r->cap = max + 3 < 256 ? max + 3 : 256;
+    r->buf = s2s_xmalloc(r->cap);
+}
+
+void line_reader_free(LineReader *r) {
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+LineStatus line_read(LineReader *r, const char **line, size_t *len) {
+    int c;
+    if (r->skipping) { /* the rest of the line that was too long, in constant memory */
+        while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
+        }
+        r->skipping = false;
+        if (c == EOF) return ferror(r->f) ? LINE_ERROR : LINE_EOF;
+    }
+    size_t n = 0;
+    /* the limit counts the line's own bytes; one more is kept to see a final CR */
+    while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
+        if (n == r->max + 1) { /* said at once: an endless line (/dev/zero) is not read to its end */
+            r->line_no++;
+            r->skipping = true;
+            return LINE_TOO_LONG;
+        }
+        if (n + 2 > r->cap) {
+            size_t nc = r->cap * 2 < r->max + 3 ? r->cap * 2 : r->max + 3;
+            r->buf = s2s_xrealloc(r->buf, nc);
+            r->cap = nc;
+        }
+        r->buf[n++] = (char)c;
+    }
+    if (c == EOF && ferror(r->f)) return LINE_ERROR;
+    if (c == EOF && n == 0) return LINE_EOF;
+    r->line_no++;
+    if (n && r->buf[n - 1] == '\r') n--;
+    if (n > r->max) return LINE_TOO_LONG; /* max + 1 bytes then the newline */
+    r->buf[n] = '\0';
+    *line = r->buf;
+    *len = n;
+    return LINE_OK;
+}
+
+void text_free_lines(char **lines, int n) {
+    if (!lines) return;
+    for (int i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+S2sStatus text_read_lines(const char *path, char ***out, int *n_out, S2sError *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    LineReader r;
+    line_reader_init(&r, f, TEXT_MAX_LINE);
+    char **lines = NULL;
+    int n = 0, cap = 0;
+    S2sStatus st = S2S_OK;
+    for (;;) {
+        const char *line;
+        size_t len;
+        LineStatus ls = line_read(&r, &line, &len);
+        if (ls == LINE_EOF) break;
+        if (ls == LINE_ERROR) {
+            st = s2s_fail(err, S2S_ERR_IO, "%s: read error: %s", path, strerror(errno));
+            break;
+        }
+        if (ls == LINE_TOO_LONG) {
+            st = s2s_fail(err, S2S_ERR_DATA, "%s:%ld: longer than %zu bytes; not a text file of sentences?", path, r.line_no,
+                          TEXT_MAX_LINE);
+            break;
+        }
+        if (!utf8_valid(line, len)) {
+            st = s2s_fail(err, S2S_ERR_DATA, "%s:%ld: not valid UTF-8 text", path, r.line_no);
+            break;
+        }
+        if (n == 2000000000) {
+            st = s2s_fail(err, S2S_ERR_DATA, "%s: more than %d lines", path, n);
+            break;
+        }
+        if (n == cap) lines = s2s_xrealloc(lines, (size_t)(cap = cap ? 2 * cap : 1024) * sizeof *lines);
+        lines[n] = s2s_xmalloc(len + 1);
+        memcpy(lines[n], line, len + 1);
+        n++;
+    }
+    line_reader_free(&r);
+    fclose(f);
+    if (st) {
+        text_free_lines(lines, n);
+        return st;
+    }
+    *out = lines;
+    *n_out = n;
+    return S2S_OK;
+}
+
+int text_split(char *line, char ***toks, int *cap) {
+    int n = 0;
+    for (char *p = line; *p;) {
+        while (text_is_space(*p)) *p++ = '\0';
+        if (!*p) break;
+        if (n == *cap) *toks = s2s_xrealloc(*toks, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof **toks);
+        (*toks)[n++] = p;
+        while (*p && !text_is_space(*p)) p++;
+    }
+    return n;
+}

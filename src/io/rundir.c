@@ -1,0 +1,124 @@
+/* rundir.c — run folders: lock, refuse or clear an earlier run, remove stale temporaries. */
+#include "s2s/rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const RUN_FILES[] = {RUN_CONFIG, RUN_LOG, RUN_LAST, RUN_MODEL, RUN_TEST_HYP, RUN_TEST_REF, RUN_CURVES};
+#define N_RUN_FILES ((int)(sizeof RUN_FILES / sizeof RUN_FILES[0]))
+#define N_MARKERS 4 /* the first four: what makes a folder hold a run */
+
+void rundir_path(char *buf, size_t n, const char *dir, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+bool rundir_holds_run(const char *dir) {
+    char p[PATH_MAX];
+    for (int i = 0; i < N_MARKERS; i++) {
+        rundir_path(p, sizeof p, dir, RUN_FILES[i]);
+        if (file_exists(p)) return true;
+    }
+    return false;
+}
+
+/* "config.json, log.jsonl and model.bin" */
+static void list_held(const char *dir, char *buf, size_t n) {
+    char p[PATH_MAX];
+    const char *held[N_MARKERS];
+    int k = 0;
+    for (int i = 0; i < N_MARKERS; i++) {
+        rundir_path(p, sizeof p, dir, RUN_FILES[i]);
+        if (file_exists(p)) held[k++] = RUN_FILES[i];
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ", held[i]);
+}
+
+/* Deletes an earlier run's files (and its heatmaps), nothing else. */
+static S2sStatus clear_run(const char *dir, S2sError *err) {
+    char p[PATH_MAX];
+    for (int i = 0; i < N_RUN_FILES; i++) {
+        rundir_path(p, sizeof p, dir, RUN_FILES[i]);
+        if (unlink(p) != 0 && errno != ENOENT) return s2s_fail(err, S2S_ERR_IO, "%s: cannot delete: %s", p, strerror(errno));
+    }
+    rundir_path(p, sizeof p, dir, RUN_ATTENTION);
+    DIR *d = opendir(p);
+    if (!d) return S2S_OK;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, "epoch", 5) != 0 || n < 4 || strcmp(e->d_name + n - 4, ".png") != 0) continue;
+        char f[PATH_MAX + 256];
+        snprintf(f, sizeof f, "%s/%s", p, e->d_name);
+        unlink(f);
+    }
+    closedir(d);
+    rmdir(p); /* only when empty */
+    return S2S_OK;
+}
+
+S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
+    memset(d, 0, sizeof *d);
+    d->lock.fd = -1;
+    if (snprintf(d->dir, sizeof d->dir, "%s", dir) >= (int)sizeof d->dir)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: path too long", dir);
+    rundir_path(d->config, sizeof d->config, dir, RUN_CONFIG);
+    rundir_path(d->log, sizeof d->log, dir, RUN_LOG);
+    rundir_path(d->model, sizeof d->model, dir, RUN_MODEL);
+    rundir_path(d->last, sizeof d->last, dir, RUN_LAST);
+    S2sStatus st;
+    if (mode == RUN_RESUME) {
+        struct stat sb;
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return s2s_fail(err, S2S_ERR_IO, "%s: no such run folder", dir);
+    } else if ((st = file_mkdirs(dir, err))) {
+        return st;
+    }
+    if ((st = file_lock(&d->lock, dir, err))) {
+        if (st == S2S_ERR_IO && strstr(err->msg, "in use")) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            s2s_fail(err, st, "%s: another run trains there", msg);
+        }
+        return st;
+    }
+    /* ours now: nobody else writes here, so temporary files are leftovers of killed writers */
+    char p[PATH_MAX];
+    d->stale_tmps = file_remove_stale_tmps(dir);
+    rundir_path(p, sizeof p, dir, RUN_ATTENTION);
+    d->stale_tmps += file_remove_stale_tmps(p);
+    if (mode == RUN_RESUME) {
+        if (!file_exists(d->last)) {
+            st = s2s_fail(err, S2S_ERR_IO,
+                          "%s: no %s to resume from (the run stopped before its first checkpoint); start it again "
+                          "with --overwrite",
+                          dir, RUN_LAST);
+            rundir_close(d);
+            return st;
+        }
+        return S2S_OK;
+    }
+    if (rundir_holds_run(dir)) {
+        if (mode == RUN_OVERWRITE) {
+            if ((st = clear_run(dir, err))) {
+                rundir_close(d);
+                return st;
+            }
+            return S2S_OK;
+        }
+        char held[128];
+        list_held(dir, held, sizeof held);
+        st = s2s_fail(err, S2S_ERR_CONFIG,
+                      "%s holds a run already (%s); continue it with --resume %s, start it anew with --overwrite "
+                      "(deletes that run's files), or give another --out",
+                      dir, held, dir);
+        rundir_close(d);
+        return st;
+    }
+    return S2S_OK;
+}
+
+void rundir_close(RunDir *d) { file_unlock(&d->lock); }
