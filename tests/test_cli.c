@@ -484,3 +484,55 @@ Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
     tu_sh("rm -rf %s", d);
     free(d);
 }
+
+/* D9: BLEU only when every output has its reference; D1: --output keeps devices and links as
+ * they are; D28: endless input stops in bounded memory and time. */
+Test(cli, translate_refs_outputs_and_endless_input, .timeout = 120) {
+    char *d = dir_with_small_model();
+    char p[600];
+    cr_assert_eq(tu_sh("cd %s && printf 'abc\\nabd\\nbbb\\n' > in3 && printf 'cba\\ndba\\n' > ref2 && printf '' > empty"
+                       " && printf 'cba\\ndba\\nbbb\\nabc\\n' > ref4", d), 0);
+    const char *refs[] = {"ref2", "ref4"};
+    for (int k = 0; k < 2; k++) {
+        cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input in3 --ref %s > out.txt 2> err.txt", d, tu_bin(), refs[k]), 1);
+        snprintf(p, sizeof p, "%s/err.txt", d);
+        char *e = tu_slurp(p, NULL);
+        cr_expect(strstr(e, k ? "ref4 has 4 lines, the input 3: no BLEU" : "ref2 has 2 lines, the input 3: no BLEU"), "%s", e);
+        cr_expect(!strstr(e, "BLEU ="), "no score printed: %s", e);
+        free(e);
+    }
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input empty --ref empty 2> err.txt", d, tu_bin()), 1);
+    snprintf(p, sizeof p, "%s/err.txt", d);
+    char *e = tu_slurp(p, NULL);
+    cr_expect(strstr(e, "no input lines: no BLEU") && !strstr(e, "BLEU ="), "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input in3 --ref in3 2> err.txt > /dev/null && grep -q 'BLEU = ' err.txt",
+                       d, tu_bin()), 0);
+
+    /* --output to a device, through a symlink, onto a symlink's target */
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input in3 --output /dev/null && test -c /dev/null", d, tu_bin()), 0);
+    cr_assert_eq(tu_sh("cd %s && echo old > target.txt && ln -s target.txt link.txt", d), 0);
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input in3 --output link.txt && test -L link.txt"
+                       " && test $(wc -l < target.txt) -eq 3", d, tu_bin()), 0, "the link stays, its target has the output");
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input in3 --output /dev/stdout > via_stdout.txt"
+                       " && test $(wc -l < via_stdout.txt) -eq 3", d, tu_bin()), 0);
+
+    /* /dev/zero: the first line is too long, then no line break in 64 MiB: stopped, exit 1 */
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input /dev/zero > out.txt 2> err.txt", d, tu_bin()), 1);
+    e = tu_slurp(p, NULL);
+    cr_expect(strstr(e, "line 1: longer than 1048576 bytes") && strstr(e, "no line break in 64 MiB"), "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --input in3 --ref /dev/zero > /dev/null 2> err.txt", d, tu_bin()), 1);
+    e = tu_slurp(p, NULL);
+    cr_expect(strstr(e, "/dev/zero: a read error, or not text") && !strstr(e, "BLEU ="), "%s", e);
+    free(e);
+    /* arguments: an unknown last option is unknown, not "needs a value" (D32); strict numbers */
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --bogus 2> err.txt", d, tu_bin()), 2);
+    e = tu_slurp(p, NULL);
+    cr_expect(strstr(e, "--bogus: unknown option"), "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --beam 2x 2> err.txt", d, tu_bin()), 2);
+    cr_expect_eq(tu_sh("cd %s && %s/translate run/model.bin --beam=2 < in3 > /dev/null", d, tu_bin()), 0, "--opt=value");
+    tu_rm_rf(d);
+    free(d);
+}

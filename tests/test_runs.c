@@ -150,11 +150,9 @@ Test(runs, run_names_never_leave_runs) {
     char p[512];
     snprintf(p, sizeof p, "%s/cfg.json", d);
     tu_write(p, "{\"name\": \"../escaped\"}");
-    cr_expect_eq(tu_sh("cd %s && %s/%s/train --config cfg.json 2> err.txt", d, getcwd((char[4096]){0}, 4096), tu_bin()), 2);
+    cr_expect_eq(tu_sh("cd %s && %s/train --config cfg.json 2> err.txt", d, tu_bin()), 2);
     cr_expect(has(file_in(d, "err.txt"), "name: expected a plain name"));
-    cr_expect_eq(tu_sh("cd %s && %s/%s/train --config cfg.json --set name=../x 2> /dev/null", d, getcwd((char[4096]){0}, 4096),
-                       tu_bin()),
-                 2);
+    cr_expect_eq(tu_sh("cd %s && %s/train --config cfg.json --set name=../x 2> /dev/null", d, tu_bin()), 2);
     cr_expect(access(file_in(d, "../escaped"), F_OK) != 0 && access(file_in(d, "runs"), F_OK) != 0, "no folder was made");
     tu_rm_rf(d);
     free(d);

@@ -1,7 +1,9 @@
 /* test_util.c — see test_util.h. */
+#define _DEFAULT_SOURCE /* realpath */
 #include "test_util.h"
 #include "s2s/checkpoint.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,8 +48,10 @@ char *tu_slurp(const char *path, size_t *len) {
 }
 
 const char *tu_bin(void) {
+    static char abs[PATH_MAX]; /* absolute, so that commands may cd elsewhere first */
     const char *b = getenv("S2S_BIN_DIR");
-    return b && *b ? b : ".";
+    if (!abs[0] && !realpath(b && *b ? b : ".", abs)) snprintf(abs, sizeof abs, "%s", b && *b ? b : ".");
+    return abs;
 }
 
 int tu_sh(const char *fmt, ...) {

@@ -24,7 +24,7 @@ cJSON *tu_json_load(const char *path);
 /* A whole file, NUL-terminated, in a malloc'd buffer (the caller frees); its length in *len
  * when len is not NULL. NULL when it cannot be opened. */
 char *tu_slurp(const char *path, size_t *len);
-/* The folder of this build's programs: $S2S_BIN_DIR (make test sets it), else ".". */
+/* The folder of this build's programs, absolute: $S2S_BIN_DIR (make test sets it), else ".". */
 const char *tu_bin(void);
 /* Runs a shell command (printf-style); returns its exit status (128 + signal if killed). */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

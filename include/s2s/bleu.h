@@ -9,11 +9,16 @@
 
 #include "s2s/data.h"
 
+typedef struct BleuGram {
+    int32_t w[4];            /* an n-gram's word ids, −1 past its order */
+} BleuGram;
+
 typedef struct Bleu {
     long correct[4], total[4];
     long hyp_len, ref_len;
     Vocab words;             /* interned tokens */
-    int32_t *buf;            /* scratch */
+    int32_t *buf;            /* scratch: the pair's word ids */
+    BleuGram *grams;         /* scratch: the pair's n-grams, sorted */
     int cap;
 } Bleu;
 

@@ -21,7 +21,11 @@ typedef enum LineStatus {
     LINE_TOO_LONG,  /* longer than the limit: said as soon as seen; the next call skips the
                        rest of it (up to its newline) before reading on */
     LINE_ERROR,     /* a read error (errno) */
+    LINE_ENDLESS,   /* TEXT_MAX_SKIP bytes without a line break after a long line: not text */
 } LineStatus;
+
+/* How far a long line is skipped in search of its end before the input is given up. */
+#define TEXT_MAX_SKIP ((size_t)64 << 20)
 
 typedef struct LineReader {
     FILE *f;

@@ -1,30 +1,45 @@
 /* bleu — corpus BLEU of a hypothesis file against one reference file, as multi-bleu.perl.
- *   bleu REF < HYP      (both tokenised, one sentence a line)
- *   exit 0 · 1 IO or mismatched files · 2 usage */
+ *   bleu REF [HYP]      (both tokenised, one sentence a line; HYP defaults to stdin)
+ *   exit 0 · 1 IO, files that are not text, or files that do not pair up · 2 usage */
+#include "s2s/args.h"
 #include "s2s/bleu.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
+static void usage(FILE *f) {
+    fprintf(f, "usage: bleu REF [HYP]   (HYP defaults to stdin)\n"
+               "Corpus BLEU-4 as multi-bleu.perl: clipped n-gram precisions, brevity penalty.\n"
+               "Both files are tokenised text, one sentence a line, as many lines in each.\n");
+}
+
 int main(int argc, char **argv) {
-    const char *ref_path = NULL, *hyp_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: bleu REF [HYP]   (HYP defaults to stdin)\n"
-                   "Corpus BLEU-4 as multi-bleu.perl: clipped n-gram precisions, brevity penalty.\n");
+    enum { O_VERSION = 256 };
+    static const struct option LONG[] = {{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, O_VERSION},
+                                         {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        if (o == 'h') {
+            usage(stdout);
             return 0;
         }
-        if (!ref_path) ref_path = argv[i];
-        else if (!hyp_path) hyp_path = argv[i];
-        else {
-            fprintf(stderr, "bleu: %s: unexpected argument (see bleu --help)\n", argv[i]);
-            return 2;
+        if (o == O_VERSION) {
+            args_print_version(stdout, "bleu");
+            return 0;
         }
-    }
-    if (!ref_path) {
-        fprintf(stderr, "usage: bleu REF [HYP]\n");
+        char msg[256];
+        args_getopt_error(msg, sizeof msg, argv, optind, optopt, o);
+        fprintf(stderr, "bleu: %s (see bleu --help)\n", msg);
         return 2;
     }
+    if (optind == argc || argc - optind > 2) {
+        if (argc - optind > 2) fprintf(stderr, "bleu: %s: unexpected argument (see bleu --help)\n", argv[optind + 2]);
+        else usage(stderr);
+        return 2;
+    }
+    const char *ref_path = argv[optind], *hyp_path = optind + 1 < argc ? argv[optind + 1] : "/dev/stdin";
     char **ref, **hyp;
     int nr, nh;
     S2sError err;
@@ -32,7 +47,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bleu: %s\n", err.msg);
         return 1;
     }
-    if (text_read_lines(hyp_path ? hyp_path : "/dev/stdin", &hyp, &nh, &err)) {
+    if (text_read_lines(hyp_path, &hyp, &nh, &err)) {
         fprintf(stderr, "bleu: %s\n", err.msg);
         text_free_lines(ref, nr);
         return 1;
@@ -40,6 +55,9 @@ int main(int argc, char **argv) {
     int rc = 0;
     if (nr != nh) {
         fprintf(stderr, "bleu: %s has %d lines, the hypotheses %d\n", ref_path, nr, nh);
+        rc = 1;
+    } else if (nr == 0) {
+        fprintf(stderr, "bleu: %s: no sentences to score\n", ref_path);
         rc = 1;
     } else {
         Bleu b;

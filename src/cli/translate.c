@@ -1,14 +1,17 @@
 /* translate — reads one source per line, writes one output per line (greedy or beam search).
- *   exit 0 · 1 runtime/IO/corrupt model or a line that could not be read · 2 usage */
-#include "s2s/checkpoint.h"
-#include "s2s/file.h"
+ *   exit 0 · 1 runtime/IO/corrupt model, a line that could not be read, or references that do
+ *   not match the input · 2 usage */
+#include "s2s/args.h"
 #include "s2s/bleu.h"
+#include "s2s/checkpoint.h"
 #include "s2s/eval.h"
+#include "s2s/file.h"
 #include "s2s/gemm.h"
 #include "s2s/train.h"
 #include "s2s/visuals.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,41 +28,18 @@ static void usage(FILE *f) {
             "Reads one source per line (stdin by default) and writes one output per line.\n"
             "The model file knows its task: reversal reads characters (abcd gives dcba); translation reads raw\n"
             "text, lowercased and tokenised as the training data (Ein Mann fährt Fahrrad.), or, with --tokenized,\n"
-            "text that already is. A line the model cannot read is reported on stderr and gives an empty line.\n"
+            "text that already is. A line the model cannot read (or of more than 1 MiB) is reported on stderr and\n"
+            "gives an empty line.\n"
             "\n"
             "  --beam K       beam search with K hypotheses (default 1: greedy)\n"
             "  --alpha A      length normalisation: score / length^A (default 1)\n"
             "  --n-best N     print the N best of the beam as 'line ||| output ||| score'\n"
             "  --max-len N    longest output (default: the model's, else 2 x source + 10)\n"
-            "  --ref FILE     references, one a line: print BLEU (multi-bleu.perl's) on stderr\n"
+            "  --ref FILE     references, one a line for each input line: print BLEU (multi-bleu.perl's) on stderr\n"
             "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n"
             "  --bf16         multiply in bfloat16 (float32 sums): faster, outputs may differ slightly\n"
-            "  --threads N    GEMM threads (default: the libraries')\n");
-}
-
-/* A line without its newline; a NUL byte inside it is kept as the marker "\x01\0" at the
- * front, so the line is reported instead of silently cut short. */
-static char *read_line(FILE *f) {
-    size_t cap = 256, n = 0;
-    char *buf = malloc(cap);
-    int c;
-    bool nul = false;
-    while ((c = fgetc(f)) != EOF && c != '\n') {
-        if (n + 2 >= cap) buf = realloc(buf, cap *= 2);
-        if (c == 0) nul = true;
-        buf[n++] = (char)c;
-    }
-    if (c == EOF && n == 0) {
-        free(buf);
-        return NULL;
-    }
-    if (n && buf[n - 1] == '\r') n--;
-    buf[n] = '\0';
-    if (nul) {
-        buf[0] = '\x01';
-        buf[1] = '\0';
-    }
-    return buf;
+            "  --threads N    GEMM threads (default: the libraries')\n"
+            "  --version      print the version\n");
 }
 
 /* The temporary --output file, set once before the handler is installed: Ctrl-C or a kill
@@ -82,7 +62,11 @@ static void remove_on_signal(const char *tmp) {
     sigaction(SIGHUP, &sa, NULL);
 }
 
-static bool had_nul(const char *line) { return line[0] == '\x01' && line[1] == '\0'; }
+/* One input line as read: its text, or why it cannot be read. */
+typedef struct Line {
+    char *text;          /* NULL when bad */
+    const char *bad;     /* "contains a NUL byte", "longer than ..." */
+} Line;
 
 typedef struct Ctx {
     Seq2Seq m;
@@ -93,43 +77,51 @@ typedef struct Ctx {
     float alpha;
     bool tokenized;
     long failed, line_no;
-    FILE *ref;       /* --ref, read along */
+    LineReader ref;      /* --ref, read along */
+    bool has_ref;
+    long ref_lines, ref_bad;
+    bool ref_broken;     /* a read error, or no line break for TEXT_MAX_SKIP bytes */
     Bleu bleu;
     const char *heatmap_dir, *model_path;
     Font *font;
 } Ctx;
+
+/* Attention rows kept for heatmaps stay under this many bytes per decoded batch. */
+#define HEATMAP_BATCH_BYTES ((size_t)256 << 20)
+
+static void draw_heatmap(Ctx *c, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn, int line) {
+    char path[PATH_MAX + 32], title[256];
+    snprintf(path, sizeof path, "%s/%04ld.png", c->heatmap_dir, c->line_no + line + 1);
+    snprintf(title, sizeof title, "%s - %s attention - line %ld", c->model_path, c->cfg.model.attention, c->line_no + line + 1);
+    int32_t *src = s2s_xmalloc((size_t)b->S * sizeof *src);
+    for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
+    DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
+    S2sError err;
+    if (visuals_heatmap(path, title, &c->src, &c->trg, &a, c->font, &err)) fprintf(stderr, "translate: warning: %s\n", err.msg);
+    free(src);
+}
 
 /* Output text per line: results[i][j] for the j-th best (n_best of them). */
 static void decode_batch(Ctx *c, const Batch *b, char ***results, float **scores, const int *row_line) {
     int nb = b->B, L = eval_max_len(c->max_len, b->S);
     tape_reset(&c->tape);
     if (c->beam == 1) {
-        int32_t *o = malloc((size_t)nb * L * sizeof *o);
-        int *ol = malloc((size_t)nb * sizeof *ol);
-        float *attn = c->heatmap_dir ? malloc((size_t)nb * L * b->S * sizeof *attn) : NULL;
+        int32_t *o = s2s_xmalloc((size_t)nb * L * sizeof *o);
+        int *ol = s2s_xmalloc((size_t)nb * sizeof *ol);
+        bool draw = c->heatmap_dir && c->m.attn.v->has_weights;
+        float *attn = draw ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
         model_greedy(&c->tape, &c->m, b, L, o, ol, attn);
         for (int i = 0; i < nb; i++) {
             int line = row_line[b->index[i]];
             results[line][0] = task_decode_target(&c->cfg.task, &c->trg, o + (size_t)i * L, ol[i]);
-            if (attn && c->m.attn.v->has_weights) {
-                char path[1024], title[256];
-                snprintf(path, sizeof path, "%s/%04ld.png", c->heatmap_dir, c->line_no + line + 1);
-                snprintf(title, sizeof title, "%s - %s attention - line %ld", c->model_path, c->cfg.model.attention,
-                         c->line_no + line + 1);
-                int32_t *src = malloc((size_t)b->S * sizeof *src);
-                for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * nb + i];
-                DecodedAttention a = {src, b->src_len[i], o + (size_t)i * L, ol[i], ol[i] < L, attn + (size_t)i * L * b->S, b->S};
-                S2sError err;
-                if (visuals_heatmap(path, title, &c->src, &c->trg, &a, c->font, &err)) fprintf(stderr, "translate: %s\n", err.msg);
-                free(src);
-            }
+            if (draw) draw_heatmap(c, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S, line);
         }
         free(attn);
         free(o);
         free(ol);
         return;
     }
-    BeamHyp *h = calloc((size_t)nb * c->n_best, sizeof *h);
+    BeamHyp *h = s2s_xcalloc((size_t)nb * c->n_best, sizeof *h);
     model_beam(&c->tape, &c->m, b, c->beam, L, c->alpha, c->n_best, h);
     for (int i = 0; i < nb; i++) {
         int line = row_line[b->index[i]];
@@ -143,41 +135,69 @@ static void decode_batch(Ctx *c, const Batch *b, char ***results, float **scores
     free(h);
 }
 
+/* The reference of the next output line, into the BLEU statistics. */
+static void score_against_ref(Ctx *c, const char *best) {
+    const char *ref;
+    size_t len;
+    LineStatus ls = line_read(&c->ref, &ref, &len);
+    if (ls == LINE_EOF || ls == LINE_ERROR || ls == LINE_ENDLESS) { /* counted short: reported at the end */
+        c->ref_broken |= ls != LINE_EOF;
+        return;
+    }
+    c->ref_lines++;
+    if (ls == LINE_TOO_LONG || !utf8_valid(ref, len)) {
+        c->ref_bad++;
+        return;
+    }
+    bool is_translation = strcmp(c->cfg.task.type, "reverse") != 0;
+    char *r = c->tokenized || !is_translation ? strdup(ref) : tok_normalize(ref, c->cfg.task.trg_lang);
+    bleu_add_text(&c->bleu, best, r);
+    free(r);
+}
+
 /* Translates lines[0..n) and writes them in order. */
-static void translate_block(Ctx *c, char **lines, int n, FILE *out) {
+static void translate_block(Ctx *c, Line *lines, int n, FILE *out) {
     Dataset d;
     dataset_init(&d);
-    int *row_line = malloc((size_t)n * sizeof *row_line); /* dataset row → line */
-    char ***results = malloc((size_t)n * sizeof *results);
-    float **scores = malloc((size_t)n * sizeof *scores);
+    int *row_line = s2s_xmalloc((size_t)n * sizeof *row_line); /* dataset row → line */
+    char ***results = s2s_xmalloc((size_t)n * sizeof *results);
+    float **scores = s2s_xmalloc((size_t)n * sizeof *scores);
     int32_t dummy[2] = {TOK_SOS, TOK_EOS};
+    int longest = 1;
     for (int i = 0; i < n; i++) {
-        results[i] = calloc((size_t)c->n_best, sizeof **results);
-        scores[i] = calloc((size_t)c->n_best, sizeof **scores);
+        results[i] = s2s_xcalloc((size_t)c->n_best, sizeof **results);
+        scores[i] = s2s_xcalloc((size_t)c->n_best, sizeof **scores);
         int32_t *ids;
         int k;
         S2sError err;
-        if (had_nul(lines[i])) {
-            fprintf(stderr, "translate: line %ld: contains a NUL byte\n", c->line_no + i + 1);
+        if (!lines[i].text) {
+            fprintf(stderr, "translate: line %ld: %s\n", c->line_no + i + 1, lines[i].bad);
             c->failed++;
             continue;
         }
-        if (lines[i][0] == '\0') { /* an empty source has an empty translation */
-            results[i][0] = calloc(1, 1);
+        if (lines[i].text[0] == '\0') { /* an empty source has an empty translation */
+            results[i][0] = s2s_xcalloc(1, 1);
             continue;
         }
-        if (task_encode_source(&c->cfg.task, &c->src, lines[i], c->tokenized, &ids, &k, &err)) {
+        if (task_encode_source(&c->cfg.task, &c->src, lines[i].text, c->tokenized, &ids, &k, &err)) {
             fprintf(stderr, "translate: line %ld: %s\n", c->line_no + i + 1, err.msg);
             c->failed++;
             continue;
         }
         row_line[d.n] = i;
         dataset_add(&d, ids, k, dummy, 2);
+        if (k > longest) longest = k;
         free(ids);
     }
     if (d.n) {
+        int per_batch = c->beam > 1 ? 32 : 64;
+        if (c->heatmap_dir) { /* B × L × S attention weights kept for the pictures */
+            size_t row = (size_t)eval_max_len(c->max_len, longest) * longest * sizeof(float);
+            size_t fit = HEATMAP_BATCH_BYTES / (row ? row : 1);
+            if (fit < (size_t)per_batch) per_batch = fit > 0 ? (int)fit : 1;
+        }
         BatchPlan plan;
-        batchplan_make(&plan, &d, c->beam > 1 ? 32 : 64, 0, 0, NULL);
+        batchplan_make(&plan, &d, per_batch, 0, 0, NULL);
         Batch b;
         batch_init(&b);
         for (int k = 0; k < plan.n_batches; k++) {
@@ -195,16 +215,7 @@ static void translate_block(Ctx *c, char **lines, int n, FILE *out) {
         } else {
             fprintf(out, "%s\n", best);
         }
-        if (c->ref) {
-            char *ref = read_line(c->ref);
-            if (ref) {
-                bool is_translation = strcmp(c->cfg.task.type, "reverse") != 0;
-                char *r = c->tokenized || !is_translation ? strdup(ref) : tok_normalize(ref, c->cfg.task.trg_lang);
-                bleu_add_text(&c->bleu, best, r);
-                free(r);
-                free(ref);
-            }
-        }
+        if (c->has_ref) score_against_ref(c, best);
         for (int j = 0; j < c->n_best; j++) free(results[i][j]);
         free(results[i]);
         free(scores[i]);
@@ -217,15 +228,46 @@ static void translate_block(Ctx *c, char **lines, int n, FILE *out) {
     dataset_free(&d);
 }
 
-static bool int_arg(const char *name, const char *v, int lo, int hi, int *out) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || end == v || x < lo || x > hi) {
-        fprintf(stderr, "translate: %s: expected an integer in [%d, %d], got \"%s\"\n", name, lo, hi, v);
-        return false;
+/* BLEU on stderr when every input line had its reference, else why not; returns 0 or 1. */
+static int report_bleu(Ctx *c, const char *ref_path) {
+    const char *extra;
+    size_t len;
+    long more = 0;
+    while (!c->ref_broken) { /* the references left over: counted, never kept */
+        LineStatus ls = line_read(&c->ref, &extra, &len);
+        if (ls == LINE_OK || ls == LINE_TOO_LONG) more++;
+        else c->ref_broken = ls != LINE_EOF;
+        if (ls != LINE_OK && ls != LINE_TOO_LONG) break;
     }
-    *out = (int)x;
-    return true;
+    int rc = 0;
+    if (c->ref_broken) {
+        fprintf(stderr, "translate: %s: a read error, or not text (no line break in %zu MiB): no BLEU\n", ref_path,
+                TEXT_MAX_SKIP >> 20);
+        rc = 1;
+    } else if (c->ref_lines < c->line_no || more) {
+        fprintf(stderr, "translate: %s has %ld lines, the input %ld: no BLEU (references and outputs must pair up)\n",
+                ref_path, c->ref_lines + more, c->line_no);
+        rc = 1;
+    } else if (c->line_no == 0) {
+        fprintf(stderr, "translate: no input lines: no BLEU\n");
+        rc = 1;
+    } else if (c->ref_bad) {
+        fprintf(stderr, "translate: %s: %ld lines are not UTF-8 text or longer than %zu bytes: no BLEU\n", ref_path,
+                c->ref_bad, TEXT_MAX_LINE);
+        rc = 1;
+    } else {
+        BleuScore s = bleu_score(&c->bleu);
+        char buf[256];
+        bleu_format(&s, buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+        if (c->failed) fprintf(stderr, "translate: (%ld lines could not be read and count as empty outputs)\n", c->failed);
+    }
+    return rc;
+}
+
+static int usage_error(const S2sError *err) {
+    fprintf(stderr, "translate: %s\n", err->msg);
+    return 2;
 }
 
 int main(int argc, char **argv) {
@@ -237,47 +279,46 @@ int main(int argc, char **argv) {
     c.alpha = 1.0f;
     int block = 256, threads = 0;
     bool bf16 = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool v = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--input") && v) {
-            in_path = argv[++i];
-        } else if (!strcmp(a, "--output") && v) {
-            out_path = argv[++i];
-        } else if (!strcmp(a, "--ref") && v) {
-            ref_path = argv[++i];
-        } else if (!strcmp(a, "--heatmap") && v) {
-            c.heatmap_dir = argv[++i];
-        } else if (!strcmp(a, "--tokenized")) {
-            c.tokenized = true;
-        } else if (!strcmp(a, "--bf16")) {
-            bf16 = true;
-        } else if (!strcmp(a, "--threads") && v) {
-            if (!int_arg(a, argv[++i], 1, 256, &threads)) return 2;
-        } else if (!strcmp(a, "--max-len") && v) {
-            if (!int_arg(a, argv[++i], 1, 100000, &c.max_len)) return 2;
-        } else if (!strcmp(a, "--batch") && v) {
-            if (!int_arg(a, argv[++i], 1, 1000000, &block)) return 2;
-        } else if (!strcmp(a, "--beam") && v) {
-            if (!int_arg(a, argv[++i], 1, 32, &c.beam)) return 2;
-        } else if (!strcmp(a, "--n-best") && v) {
-            if (!int_arg(a, argv[++i], 1, 32, &c.n_best)) return 2;
-        } else if (!strcmp(a, "--alpha") && v) {
-            char *end;
-            c.alpha = strtof(argv[++i], &end);
-            if (*end || end == argv[i] || !(c.alpha >= 0.0f && c.alpha <= 10.0f)) {
-                fprintf(stderr, "translate: --alpha: expected a number in [0, 10], got \"%s\"\n", argv[i]);
-                return 2;
-            }
-        } else if (a[0] != '-' && !model) {
-            model = a;
-        } else {
-            fprintf(stderr, "translate: %s: %s (see translate --help)\n", a, v || a[0] != '-' ? "unknown argument" : "needs a value");
+    S2sError err;
+    enum { O_TOKENIZED = 256, O_BF16, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_VERSION };
+    static const struct option LONG[] = {
+        {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
+        {"heatmap", required_argument, NULL, 'H'}, {"tokenized", no_argument, NULL, O_TOKENIZED},
+        {"bf16", no_argument, NULL, O_BF16},       {"threads", required_argument, NULL, O_THREADS},
+        {"max-len", required_argument, NULL, O_MAX_LEN}, {"batch", required_argument, NULL, O_BATCH},
+        {"beam", required_argument, NULL, O_BEAM}, {"n-best", required_argument, NULL, O_NBEST},
+        {"alpha", required_argument, NULL, O_ALPHA}, {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (o) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: args_print_version(stdout, "translate"); return 0;
+        case 'i': in_path = optarg; break;
+        case 'o': out_path = optarg; break;
+        case 'r': ref_path = optarg; break;
+        case 'H': c.heatmap_dir = optarg; break;
+        case O_TOKENIZED: c.tokenized = true; break;
+        case O_BF16: bf16 = true; break;
+        case O_THREADS: if (args_int("--threads", optarg, 1, 256, &threads, &err)) return usage_error(&err); break;
+        case O_MAX_LEN: if (args_int("--max-len", optarg, 1, 100000, &c.max_len, &err)) return usage_error(&err); break;
+        case O_BATCH: if (args_int("--batch", optarg, 1, 1000000, &block, &err)) return usage_error(&err); break;
+        case O_BEAM: if (args_int("--beam", optarg, 1, 32, &c.beam, &err)) return usage_error(&err); break;
+        case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c.n_best, &err)) return usage_error(&err); break;
+        case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c.alpha, &err)) return usage_error(&err); break;
+        default: {
+            char msg[256];
+            args_getopt_error(msg, sizeof msg, argv, optind, optopt, o);
+            fprintf(stderr, "translate: %s (see translate --help)\n", msg);
             return 2;
         }
+        }
+    }
+    if (optind < argc) model = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "translate: %s: unexpected argument (see translate --help)\n", argv[optind]);
+        return 2;
     }
     if (!model) {
         usage(stderr);
@@ -291,7 +332,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: --heatmap draws greedy decoding; use it without --beam\n");
         return 2;
     }
-    S2sError err;
     if (model_load_file(&c.m, &c.cfg, &c.src, &c.trg, model, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 1;
@@ -319,16 +359,18 @@ int main(int argc, char **argv) {
         c.tape.bf16 = true;
         params_bf16_snapshot(&c.m.params); /* the weights never change here */
     }
-    FILE *in = stdin, *out = stdout;
+    FILE *in = stdin, *out = stdout, *ref = NULL;
     if (in_path && !(in = fopen(in_path, "rb"))) {
         fprintf(stderr, "translate: %s: cannot open: %s\n", in_path, strerror(errno));
         return 1;
     }
     if (ref_path) {
-        if (!(c.ref = fopen(ref_path, "rb"))) {
+        if (!(ref = fopen(ref_path, "rb"))) {
             fprintf(stderr, "translate: %s: cannot open: %s\n", ref_path, strerror(errno));
             return 1;
         }
+        line_reader_init(&c.ref, ref, TEXT_MAX_LINE);
+        c.has_ref = true;
         bleu_init(&c.bleu);
     }
     /* --output appears whole or not at all (it may even name the input file) */
@@ -338,30 +380,48 @@ int main(int argc, char **argv) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
-        remove_on_signal(out_tmp.tmp);
+        if (!out_tmp.direct) remove_on_signal(out_tmp.tmp);
         out = out_tmp.f;
     }
-    /* on a terminal, answer each line as it is typed; otherwise batch for speed */
+    /* on a terminal, answer each line as it is typed; otherwise batch for speed, up to a
+     * block of lines or of bytes, whichever comes first */
     if (isatty(fileno(in))) block = 1;
-    char **lines = malloc((size_t)block * sizeof *lines);
-    int n = 0;
-    char *line;
-    while ((line = read_line(in))) {
-        lines[n++] = line;
-        if (n == block) {
+    const size_t block_bytes = (size_t)64 << 20;
+    char too_long[64];
+    snprintf(too_long, sizeof too_long, "longer than %zu bytes; skipped", TEXT_MAX_LINE);
+    Line *lines = s2s_xmalloc((size_t)block * sizeof *lines);
+    int n = 0, rc = 0;
+    size_t bytes = 0;
+    LineReader reader;
+    line_reader_init(&reader, in, TEXT_MAX_LINE);
+    for (;;) {
+        const char *text;
+        size_t len;
+        LineStatus ls = line_read(&reader, &text, &len);
+        if (ls == LINE_EOF) break;
+        if (ls == LINE_ERROR || ls == LINE_ENDLESS) {
+            if (ls == LINE_ERROR) fprintf(stderr, "translate: read error: %s\n", strerror(errno));
+            else fprintf(stderr, "translate: line %ld: no line break in %zu MiB: not text; stopped\n", reader.line_no,
+                         TEXT_MAX_SKIP >> 20);
+            rc = 1;
+            break;
+        }
+        Line *l = &lines[n++];
+        l->text = NULL;
+        if (ls == LINE_TOO_LONG) l->bad = too_long;
+        else if (strlen(text) != len) l->bad = "contains a NUL byte";
+        else l->text = strdup(text), bytes += len;
+        if (n == block || bytes >= block_bytes) {
             translate_block(&c, lines, n, out);
-            for (int i = 0; i < n; i++) free(lines[i]);
+            for (int i = 0; i < n; i++) free(lines[i].text);
             n = 0;
+            bytes = 0;
         }
     }
     if (n) translate_block(&c, lines, n, out);
-    for (int i = 0; i < n; i++) free(lines[i]);
+    for (int i = 0; i < n; i++) free(lines[i].text);
     free(lines);
-    int rc = 0;
-    if (ferror(in)) {
-        fprintf(stderr, "translate: read error\n");
-        rc = 1;
-    }
+    line_reader_free(&reader);
     if (out_path) {
         /* the input was read to its end (lines that failed are empty): keep the output */
         if (rc) {
@@ -374,19 +434,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: standard output: write error\n");
         rc = 1;
     }
-    if (c.ref) {
-        char *extra = read_line(c.ref);
-        if (extra) {
-            fprintf(stderr, "translate: %s has more lines than the input\n", ref_path);
-            free(extra);
-            rc = 1;
-        }
-        BleuScore s = bleu_score(&c.bleu);
-        char buf[256];
-        bleu_format(&s, buf, sizeof buf);
-        fprintf(stderr, "%s\n", buf);
+    if (c.has_ref) {
+        if (!rc && report_bleu(&c, ref_path)) rc = 1;
+        line_reader_free(&c.ref);
         bleu_free(&c.bleu);
-        fclose(c.ref);
+        fclose(ref);
     }
     if (in != stdin) fclose(in);
     if (c.failed) rc = 1;

@@ -46,9 +46,10 @@ void line_reader_free(LineReader *r) {
 
 LineStatus line_read(LineReader *r, const char **line, size_t *len) {
     int c;
-    if (r->skipping) { /* the rest of the line that was too long, in constant memory */
-        while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
-        }
+    if (r->skipping) { /* the rest of the line that was too long, in constant memory and time */
+        size_t skipped = 0;
+        while ((c = getc_unlocked(r->f)) != EOF && c != '\n')
+            if (++skipped == TEXT_MAX_SKIP) return LINE_ENDLESS; /* /dev/zero, a binary file */
         r->skipping = false;
         if (c == EOF) return ferror(r->f) ? LINE_ERROR : LINE_EOF;
     }

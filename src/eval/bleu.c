@@ -14,32 +14,52 @@ void bleu_init(Bleu *b) {
 void bleu_free(Bleu *b) {
     vocab_free(&b->words);
     free(b->buf);
+    free(b->grams);
     memset(b, 0, sizeof *b);
 }
 
-static bool ngram_eq(const int32_t *a, const int32_t *b, int n) {
-    for (int k = 0; k < n; k++)
-        if (a[k] != b[k]) return false;
-    return true;
+static int cmp_gram(const void *a, const void *b) {
+    const BleuGram *x = a, *y = b;
+    for (int k = 0; k < 4; k++)
+        if (x->w[k] != y->w[k]) return x->w[k] < y->w[k] ? -1 : 1;
+    return 0;
 }
 
-/* Clipped matches of order n: for each distinct hypothesis n-gram, min(count in hyp, count in ref). */
-static long clipped(const int32_t *h, int nh, const int32_t *r, int nr, int n) {
+/* The n-grams of ids[0..len) into g (unused words −1), sorted. */
+static int grams(BleuGram *g, const int32_t *ids, int len, int n) {
+    int k = len - n + 1;
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < 4; j++) g[i].w[j] = j < n ? ids[i + j] : -1;
+    qsort(g, (size_t)(k > 0 ? k : 0), sizeof *g, cmp_gram);
+    return k > 0 ? k : 0;
+}
+
+/* Clipped matches of order n: for each distinct hypothesis n-gram, min(count in hyp, count in
+ * ref). Both sides sorted and walked together: O(L log L), so a sentence of a million tokens
+ * costs seconds, not hours. */
+static long clipped(Bleu *b, const int32_t *h, int nh, const int32_t *r, int nr, int n) {
+    BleuGram *gh = b->grams, *gr = b->grams + nh;
+    int kh = grams(gh, h, nh, n), kr = grams(gr, r, nr, n);
     long match = 0;
-    for (int i = 0; i + n <= nh; i++) {
-        bool first = true; /* count each distinct n-gram once, at its first occurrence */
-        for (int j = 0; j < i && first; j++) first = !ngram_eq(h + i, h + j, n);
-        if (!first) continue;
-        long ch = 0, cr = 0;
-        for (int j = i; j + n <= nh; j++) ch += ngram_eq(h + i, h + j, n);
-        for (int j = 0; j + n <= nr; j++) cr += ngram_eq(h + i, r + j, n);
-        match += ch < cr ? ch : cr;
+    for (int i = 0, j = 0; i < kh;) {
+        int i2 = i;
+        while (i2 < kh && cmp_gram(&gh[i2], &gh[i]) == 0) i2++;
+        while (j < kr && cmp_gram(&gr[j], &gh[i]) < 0) j++;
+        int j2 = j;
+        while (j2 < kr && cmp_gram(&gr[j2], &gh[i]) == 0) j2++;
+        match += i2 - i < j2 - j ? i2 - i : j2 - j;
+        i = i2;
+        j = j2;
     }
     return match;
 }
 
 void bleu_add_tokens(Bleu *b, const char *const *hyp, int nh, const char *const *ref, int nr) {
-    if (!b->buf || nh + nr > b->cap) b->buf = s2s_xrealloc(b->buf, (size_t)(b->cap = 2 * (nh + nr) + 16) * sizeof *b->buf);
+    if (!b->buf || nh + nr > b->cap) {
+        b->cap = 2 * (nh + nr) + 16;
+        b->buf = s2s_xrealloc(b->buf, (size_t)b->cap * sizeof *b->buf);
+        b->grams = s2s_xrealloc(b->grams, (size_t)b->cap * sizeof *b->grams);
+    }
     int32_t *h = b->buf, *r = b->buf + nh;
     for (int i = 0; i < nh; i++) h[i] = vocab_add(&b->words, hyp[i]);
     for (int i = 0; i < nr; i++) r[i] = vocab_add(&b->words, ref[i]);
@@ -47,7 +67,7 @@ void bleu_add_tokens(Bleu *b, const char *const *hyp, int nh, const char *const 
     b->ref_len += nr;
     for (int n = 1; n <= 4; n++) {
         if (nh >= n) b->total[n - 1] += nh - n + 1;
-        b->correct[n - 1] += clipped(h, nh, r, nr, n);
+        b->correct[n - 1] += clipped(b, h, nh, r, nr, n);
     }
 }
 
