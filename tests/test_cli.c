@@ -536,3 +536,22 @@ Test(cli, translate_refs_outputs_and_endless_input, .timeout = 120) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* D29: a warm-up that leaves no timed batch is refused, never a timing of nothing. */
+Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
+    char *d = tu_tmpdir();
+    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --warmup 10 --no-decode > %s/out 2> %s/err", tu_bin(), d, d), 2);
+    char p[512];
+    snprintf(p, sizeof p, "%s/err", d);
+    char *e = tu_slurp(p, NULL);
+    cr_expect(strstr(e, "--warmup 10 leaves no batch to time: the data make 4 batches"), "%s", e);
+    free(e);
+    snprintf(p, sizeof p, "%s/out", d);
+    e = tu_slurp(p, NULL);
+    cr_expect(e && !strstr(e, "tok_per_s"), "nothing printed as a measurement: %s", e);
+    free(e);
+    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --warmup 1 --iters 2 --no-decode > /dev/null", tu_bin()), 0);
+    cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
+    tu_rm_rf(d);
+    free(d);
+}

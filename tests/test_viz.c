@@ -239,3 +239,81 @@ Test(attend, bad_input) {
     int st = system(cmd);
     cr_expect_eq(WEXITSTATUS(st), 2, "causal needs as many queries as keys");
 }
+
+static void expect_same_json_matrix(const char *what, cJSON *a, cJSON *b) {
+    double x[64], y[64];
+    long n = tu_json_flatten(a, x, 64), m = tu_json_flatten(b, y, 64);
+    cr_assert(n > 0 && n == m, "%s: %ld and %ld values", what, n, m);
+    for (long i = 0; i < n; i++) cr_expect(fabs(x[i] - y[i]) <= 1e-6 * fabs(y[i]) + 1e-7, "%s[%ld]: %g vs %g", what, i, x[i], y[i]);
+}
+
+/* D10: a list of heads uses its projections: each head's own W_q, W_k, W_v on the shared X
+ * equal the split form with W = [W1 | W2]; a head without its own takes the top level's. */
+Test(attend, a_list_of_heads_uses_its_projections) {
+    const char *split = "{\"X\": [[1,0],[0,1],[1,1]], \"W_q\": [[1,0,2,0],[0,1,0,2]], \"W_k\": [[1,0,1,1],[0,1,1,1]],"
+                        " \"W_v\": [[1,2,0,1],[3,4,1,0]], \"heads\": 2}";
+    const char *list = "{\"X\": [[1,0],[0,1],[1,1]], \"heads\": ["
+                       " {\"W_q\": [[1,0],[0,1]], \"W_k\": [[1,0],[0,1]], \"W_v\": [[1,2],[3,4]]},"
+                       " {\"W_q\": [[2,0],[0,2]], \"W_k\": [[1,1],[1,1]], \"W_v\": [[0,1],[1,0]]}]}";
+    const char *shared = "{\"X\": [[1,0],[0,1],[1,1]], \"W_q\": [[2,0],[0,2]], \"W_k\": [[1,1],[1,1]], \"W_v\": [[0,1],[1,0]],"
+                         " \"heads\": [{\"W_q\": [[1,0],[0,1]], \"W_k\": [[1,0],[0,1]], \"W_v\": [[1,2],[3,4]]}, {}]}";
+    int rc;
+    cJSON *a = run_attend(split, &rc);
+    cr_assert_eq(rc, 0);
+    cJSON *b = run_attend(list, &rc);
+    cr_assert_eq(rc, 0);
+    cJSON *c = run_attend(shared, &rc);
+    cr_assert_eq(rc, 0);
+    expect_same_json_matrix("list vs split", cJSON_GetObjectItem(b, "output"), cJSON_GetObjectItem(a, "output"));
+    expect_same_json_matrix("shared vs split", cJSON_GetObjectItem(c, "output"), cJSON_GetObjectItem(a, "output"));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+}
+
+/* D13, D23, D30, D33: heads of different query counts, values past float range, keys twice,
+ * too many rows, and the command line: clear messages, exit 2, never an abort. */
+Test(attend, bad_input_is_named) {
+    struct {
+        const char *json, *says;
+    } cases[] = {
+        {"{\"heads\": [{\"Q\": [[1],[2]], \"K\": [[1]], \"V\": [[1]]}, {\"Q\": [[1]], \"K\": [[1]], \"V\": [[1]]}]}",
+         "head 2 has 1 queries, head 1 has 2"},
+        {"{\"Q\": [[1e39]], \"K\": [[1]], \"V\": [[1]]}", "within float range"},
+        {"{\"Q\": [[1e30]], \"K\": [[1e30]], \"V\": [[1]]}", "the scores pass float range"},
+        {"{\"Q\": [[1]], \"Q\": [[2]], \"K\": [[1]], \"V\": [[1]]}", "\"Q\" is given twice"},
+        {"{\"heads\": [{\"Q\": [[1]], \"K\": [[1]], \"V\": [[1]], \"Wq\": [[1]]}]}", "heads[1].unknown key \"Wq\""},
+        {"{\"heads\": [3]}", "heads[1]: expected an object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char in[128], out[128], cmd[600];
+        snprintf(in, sizeof in, "/tmp/s2s_attend_bad_%d.json", (int)getpid());
+        snprintf(out, sizeof out, "/tmp/s2s_attend_bad_%d.out", (int)getpid());
+        FILE *f = fopen(in, "w");
+        fputs(cases[i].json, f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s/attend %s > /dev/null 2> %s", tu_bin(), in, out);
+        int st = system(cmd);
+        cr_expect_eq(WEXITSTATUS(st), 2, "%s", cases[i].json);
+        char *e = tu_slurp(out, NULL);
+        cr_expect(e && strstr(e, cases[i].says), "%s: %s", cases[i].json, e);
+        free(e);
+        unlink(in);
+        unlink(out);
+    }
+    /* 10001 rows are too many, not "empty" */
+    char path[128], cmd[400];
+    snprintf(path, sizeof path, "/tmp/s2s_attend_rows_%d.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    fputs("{\"Q\": [", f);
+    for (int r = 0; r < 10001; r++) fprintf(f, "%s[1]", r ? "," : "");
+    fputs("], \"K\": [[1]], \"V\": [[1]]}", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/attend %s 2>&1 | grep -q 'Q: 10001 x 1; a matrix here has at most 10000 rows'", tu_bin(), path);
+    cr_expect_eq(system(cmd), 0);
+    unlink(path);
+    snprintf(cmd, sizeof cmd, "%s/attend --q '[[1]]' --k '[[1]]' --v '[[1]]' --bogus 2>&1 | grep -q 'bogus: unknown option'", tu_bin());
+    cr_expect_eq(system(cmd), 0, "an unknown last option is unknown (D32)");
+    snprintf(cmd, sizeof cmd, "%s/attend --q='[[1]]' --k '[[1]]' --v '[[1]]' > /dev/null", tu_bin());
+    cr_expect_eq(system(cmd), 0, "--opt=value");
+}

@@ -13,14 +13,15 @@
 #define ATTN_CALC_MAX_HEADS 16
 
 typedef struct AttnCalcHead {
-    Tensor *q, *k, *v; /* (nq, d), (nk, d), (nk, dv) after projection */
+    Tensor *q, *k, *v;       /* (nq, dx), (nk, dx), (nk, dx) before projection */
+    Tensor *w_q, *w_k, *w_v; /* this head's own projections (X·W), or NULL: the input's */
 } AttnCalcHead;
 
 typedef struct AttnCalcInput {
     AttnCalcHead heads[ATTN_CALC_MAX_HEADS]; /* explicit per-head inputs, or one to split */
     int n_heads;       /* explicit heads given */
-    int split;         /* split one head's columns into this many heads (≥ 1) */
-    Tensor *w_q, *w_k, *w_v; /* optional projections of heads[0] (before splitting) */
+    int split;         /* split one head's columns into this many heads (≥ 1; one head only) */
+    Tensor *w_q, *w_k, *w_v; /* optional projections of every head without its own */
     Tensor *w_o;       /* optional output projection of the concatenated heads */
     bool scaled, causal;
 } AttnCalcInput;
@@ -33,7 +34,8 @@ typedef struct AttnCalcResult {
     Tensor *output;    /* concat of heads, times W_o when given */
 } AttnCalcResult;
 
-/* Checks every shape (errors name the matrices and their shapes) and computes. */
+/* Checks every shape (errors name the matrices and their shapes) and computes; results past
+ * float range are an error, never silent infinities. */
 S2sStatus attn_calc(const AttnCalcInput *in, AttnCalcResult *out, S2sError *err);
 void attn_calc_free(AttnCalcResult *r);
 

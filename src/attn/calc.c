@@ -14,6 +14,12 @@ static Tensor *heap_copy(const Tensor *t) {
 
 static const char *shape(const Tensor *t, char *buf) { return tensor_shape_str(t, buf, 48); }
 
+static bool finite_all(const Tensor *t) {
+    for (size_t i = 0; i < t->size; i++)
+        if (!isfinite(t->data[i])) return false;
+    return true;
+}
+
 static S2sStatus need_matrix(const Tensor *t, const char *name, S2sError *err) {
     if (!t) return s2s_fail(err, S2S_ERR_CONFIG, "%s is missing", name);
     if (t->ndim != 2 || t->size == 0) return s2s_fail(err, S2S_ERR_CONFIG, "%s: expected a non-empty matrix", name);
@@ -46,19 +52,23 @@ S2sStatus attn_calc(const AttnCalcInput *in, AttnCalcResult *out, S2sError *err)
             goto out;
         heads[h] = *x;
     }
-    if (H == 1) { /* projections, then the split into heads */
-        Tensor *w[3] = {in->w_q, in->w_k, in->w_v}, **m[3] = {&heads[0].q, &heads[0].k, &heads[0].v};
+    for (int h = 0; h < H; h++) { /* projections: the head's own, else the input's */
+        Tensor *w[3] = {heads[h].w_q ? heads[h].w_q : in->w_q, heads[h].w_k ? heads[h].w_k : in->w_k,
+                        heads[h].w_v ? heads[h].w_v : in->w_v};
+        Tensor **m[3] = {&heads[h].q, &heads[h].k, &heads[h].v};
         const char *names[3] = {"W_q", "W_k", "W_v"}, *mn[3] = {"Q", "K", "V"};
         for (int i = 0; i < 3; i++) {
             if (!w[i]) continue;
             if ((st = need_matrix(w[i], names[i], err))) goto out;
             if ((*m[i])->shape[1] != w[i]->shape[0]) {
-                st = s2s_fail(err, S2S_ERR_CONFIG, "%s %s cannot be multiplied by %s %s", mn[i], shape(*m[i], a), names[i],
-                              shape(w[i], b));
+                st = s2s_fail(err, S2S_ERR_CONFIG, "head %d: %s %s cannot be multiplied by %s %s", h + 1, mn[i], shape(*m[i], a),
+                              names[i], shape(w[i], b));
                 goto out;
             }
             *m[i] = op_matmul(&t, *m[i], w[i], 0);
         }
+    }
+    if (H == 1) { /* the split into heads */
         int s = in->split > 0 ? in->split : 1;
         if (s > ATTN_CALC_MAX_HEADS) {
             st = s2s_fail(err, S2S_ERR_CONFIG, "heads: at most %d", ATTN_CALC_MAX_HEADS);
@@ -90,6 +100,11 @@ S2sStatus attn_calc(const AttnCalcInput *in, AttnCalcResult *out, S2sError *err)
             goto out;
         }
         int nq = q->shape[0], nk = k->shape[0];
+        if (h > 0 && nq != heads[0].q->shape[0]) { /* the outputs are put side by side, row by row */
+            st = s2s_fail(err, S2S_ERR_CONFIG, "head %d has %d queries, head 1 has %d; heads need the same number of queries", h + 1,
+                          nq, heads[0].q->shape[0]);
+            goto out;
+        }
         if (in->causal && nq != nk) {
             st = s2s_fail(err, S2S_ERR_CONFIG, "causal: needs as many queries as keys, got %d and %d", nq, nk);
             goto out;
@@ -121,6 +136,15 @@ S2sStatus attn_calc(const AttnCalcInput *in, AttnCalcResult *out, S2sError *err)
     }
     out->output = heap_copy(concat);
     st = S2S_OK;
+    for (int h = 0; h < out->n_heads && !st; h++) {
+        const Tensor *m[3] = {out->scores[h], out->weights[h], out->outputs[h]};
+        for (int i = 0; i < 3 && !st; i++)
+            if (!finite_all(m[i]))
+                st = s2s_fail(err, S2S_ERR_CONFIG, "head %d: the %s pass float range (values near 3.4e38); scale the inputs down",
+                              h + 1, i == 0 ? "scores" : i == 1 ? "weights" : "outputs");
+    }
+    if (!st && !finite_all(out->output))
+        st = s2s_fail(err, S2S_ERR_CONFIG, "the output passes float range (values near 3.4e38); scale the inputs down");
 out:
     tape_free(&t);
     if (st) attn_calc_free(out);

@@ -2,13 +2,20 @@
  *   attend FILE|-  [--json] [--heatmap FILE.png] [--scaled|--unscaled] [--causal]
  *   attend --q JSON --k JSON --v JSON [...]
  * Input keys: Q, K, V (or X for self-attention), optional W_q, W_k, W_v (X·W), heads (a
- * number to split into, or a list of {Q, K, V}), W_o, scaled (default true), causal.
+ * number to split into, or a list of heads, each with its own Q, K, V or X and W_q, W_k, W_v,
+ * or taking the top level's), W_o, scaled (default true), causal.
  *   exit 0 · 1 IO · 2 usage, bad JSON or shapes */
+#include "s2s/args.h"
 #include "s2s/attn_calc.h"
+#include "s2s/file.h"
+#include "s2s/json.h"
 #include "s2s/viz.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +25,8 @@ static void usage(FILE *f) {
                "\n"
                "Prints the scores, the weights (row-wise softmax) and the output of attention, as tables.\n"
                "Input: a JSON object with Q, K, V (or X: Q = K = V = X), optional W_q, W_k, W_v (applied as X W),\n"
-               "\"heads\": N (split the columns into N heads) or a list of {\"Q\", \"K\", \"V\"} objects, W_o,\n"
+               "\"heads\": N (split the columns into N heads) or a list of heads, each an object with its own Q, K, V\n"
+               "(or X) and W_q, W_k, W_v, any of which it may leave to the top level's; W_o,\n"
                "\"scaled\" (divide by sqrt(d_k), default true) and \"causal\" (mask the future).\n"
                "Example: attend --q '[[1,2,1]]' --k '[[1,2,3],[1,2,1],[0,1,-1]]' --v '[[1,2,3],[1,2,1],[0,1,-1]]' --unscaled\n");
 }
@@ -31,8 +39,12 @@ static Tensor *matrix(const cJSON *j, const char *name, char *msg, size_t n) {
     const cJSON *first = cJSON_GetArrayItem(j, 0);
     bool vector = cJSON_IsNumber(first);
     int rows = vector ? 1 : cJSON_GetArraySize(j), cols = vector ? cJSON_GetArraySize(j) : cJSON_GetArraySize(first);
-    if (cols <= 0 || rows > 10000 || cols > 10000) {
+    if (cols <= 0) {
         snprintf(msg, n, "%s: expected a non-empty matrix", name);
+        return NULL;
+    }
+    if (rows > 10000 || cols > 10000) {
+        snprintf(msg, n, "%s: %d x %d; a matrix here has at most 10000 rows and 10000 columns", name, rows, cols);
         return NULL;
     }
     Tensor *t = tensor_new(2, (int[]){rows, cols}, false);
@@ -45,8 +57,8 @@ static Tensor *matrix(const cJSON *j, const char *name, char *msg, size_t n) {
         }
         for (int c = 0; c < cols; c++) {
             const cJSON *x = cJSON_GetArrayItem(row, c);
-            if (!cJSON_IsNumber(x)) {
-                snprintf(msg, n, "%s: row %d, column %d: expected a number", name, r + 1, c + 1);
+            if (!cJSON_IsNumber(x) || !(fabs(x->valuedouble) <= FLT_MAX)) {
+                snprintf(msg, n, "%s: row %d, column %d: expected a number within float range (|x| <= 3.4e38)", name, r + 1, c + 1);
                 tensor_free(t);
                 return NULL;
             }
@@ -57,56 +69,96 @@ static Tensor *matrix(const cJSON *j, const char *name, char *msg, size_t n) {
 }
 
 typedef struct Owned {
-    Tensor *t[64];
+    Tensor *t[8 + 6 * ATTN_CALC_MAX_HEADS]; /* Q, K, V and three projections per head, the top level's */
     int n;
 } Owned;
 
 static Tensor *keep(Owned *o, Tensor *t) {
-    if (t && o->n < 64) o->t[o->n++] = t;
+    if (!t) return NULL;
+    S2S_ASSERT(o->n < (int)(sizeof o->t / sizeof o->t[0]));
+    o->t[o->n++] = t;
     return t;
 }
 
-/* Q/K/V (or X) of one object into h; returns false with msg on error. */
-static bool read_qkv(const cJSON *obj, AttnCalcHead *h, Owned *own, char *msg, size_t n) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, "X");
-    const char *names[3] = {"Q", "K", "V"};
-    Tensor **dst[3] = {&h->q, &h->k, &h->v};
+/* An object's Q, K or V: its own, else its X, else (for a head) the top level's. */
+static const cJSON *input_of(const cJSON *obj, const cJSON *top, const char *name) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!m) m = cJSON_GetObjectItemCaseSensitive(obj, "X");
+    if (!m && top) m = cJSON_GetObjectItemCaseSensitive(top, name);
+    if (!m && top) m = cJSON_GetObjectItemCaseSensitive(top, "X");
+    return m;
+}
+
+/* Q/K/V (or X) of one object into h, and a head's own W_q, W_k, W_v; false with msg on error. */
+static bool read_qkv(const cJSON *obj, const cJSON *top, const char *where, AttnCalcHead *h, Owned *own, char *msg,
+                     size_t n) {
+    const char *names[3] = {"Q", "K", "V"}, *wn[3] = {"W_q", "W_k", "W_v"};
+    Tensor **dst[3] = {&h->q, &h->k, &h->v}, **wd[3] = {&h->w_q, &h->w_k, &h->w_v};
+    char label[64];
     for (int i = 0; i < 3; i++) {
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, names[i]);
-        if (!m && x) m = x;
+        const cJSON *m = input_of(obj, top, names[i]);
+        snprintf(label, sizeof label, "%s%s", where, names[i]);
         if (!m) {
-            snprintf(msg, n, "%s is missing (give Q, K and V, or X)", names[i]);
+            snprintf(msg, n, "%s is missing (give Q, K and V, or X)", label);
             return false;
         }
-        if (!(*dst[i] = keep(own, matrix(m, names[i], msg, n)))) return false;
+        if (!(*dst[i] = keep(own, matrix(m, label, msg, n)))) return false;
+        const cJSON *w = top ? cJSON_GetObjectItemCaseSensitive(obj, wn[i]) : NULL; /* the top level's come later */
+        snprintf(label, sizeof label, "%s%s", where, wn[i]);
+        if (w && !(*wd[i] = keep(own, matrix(w, label, msg, n)))) return false;
+    }
+    return true;
+}
+
+/* Only the keys of the calculator: a typo must not pass unnoticed. */
+static bool known_keys(const cJSON *j, const char *const *keys, size_t nk, const char *where, const char *list, char *msg,
+                       size_t n) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, j) {
+        bool known = false;
+        for (size_t k = 0; k < nk; k++) known |= !strcmp(it->string, keys[k]);
+        if (!known) {
+            snprintf(msg, n, "%sunknown key \"%s\" (expected %s)", where, it->string, list);
+            return false;
+        }
     }
     return true;
 }
 
 static bool parse_input(const cJSON *j, AttnCalcInput *in, Owned *own, char *msg, size_t n) {
     static const char *const KEYS[] = {"Q", "K", "V", "X", "W_q", "W_k", "W_v", "W_o", "heads", "scaled", "causal", "name", "note", "scores", "weights", "output"};
+    static const char *const HEAD_KEYS[] = {"Q", "K", "V", "X", "W_q", "W_k", "W_v", "name", "note"};
     if (!cJSON_IsObject(j)) {
         snprintf(msg, n, "expected a JSON object");
         return false;
     }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, j) {
-        bool known = false;
-        for (size_t k = 0; k < sizeof KEYS / sizeof *KEYS; k++) known |= !strcmp(it->string, KEYS[k]);
-        if (!known) {
-            snprintf(msg, n, "unknown key \"%s\" (expected Q, K, V, X, W_q, W_k, W_v, W_o, heads, scaled, causal)", it->string);
-            return false;
-        }
+    char dup[128];
+    if (json_find_duplicate(j, dup, sizeof dup)) { /* cJSON would keep both and read the first */
+        snprintf(msg, n, "\"%s\" is given twice; keep one", dup);
+        return false;
     }
+    if (!known_keys(j, KEYS, sizeof KEYS / sizeof *KEYS, "", "Q, K, V, X, W_q, W_k, W_v, W_o, heads, scaled, causal", msg, n))
+        return false;
     const cJSON *heads = cJSON_GetObjectItemCaseSensitive(j, "heads");
     if (cJSON_IsArray(heads)) {
         in->n_heads = cJSON_GetArraySize(heads);
+        in->split = 1;
         if (in->n_heads < 1 || in->n_heads > ATTN_CALC_MAX_HEADS) {
             snprintf(msg, n, "heads: expected 1 to %d heads", ATTN_CALC_MAX_HEADS);
             return false;
         }
-        for (int h = 0; h < in->n_heads; h++)
-            if (!read_qkv(cJSON_GetArrayItem(heads, h), &in->heads[h], own, msg, n)) return false;
+        for (int h = 0; h < in->n_heads; h++) {
+            const cJSON *o = cJSON_GetArrayItem(heads, h);
+            char where[32];
+            snprintf(where, sizeof where, "heads[%d].", h + 1);
+            if (!cJSON_IsObject(o)) {
+                snprintf(msg, n, "heads[%d]: expected an object with Q, K, V (or X) and W_q, W_k, W_v", h + 1);
+                return false;
+            }
+            if (!known_keys(o, HEAD_KEYS, sizeof HEAD_KEYS / sizeof *HEAD_KEYS, where, "Q, K, V, X, W_q, W_k, W_v", msg, n) ||
+                !read_qkv(o, j, where, &in->heads[h], own, msg, n))
+                return false;
+        }
     } else {
         if (heads && (!cJSON_IsNumber(heads) || heads->valuedouble < 1 || heads->valuedouble != (int)heads->valuedouble)) {
             snprintf(msg, n, "heads: expected a positive integer or a list of heads");
@@ -114,7 +166,7 @@ static bool parse_input(const cJSON *j, AttnCalcInput *in, Owned *own, char *msg
         }
         in->split = heads ? heads->valueint : 1;
         in->n_heads = 1;
-        if (!read_qkv(j, &in->heads[0], own, msg, n)) return false;
+        if (!read_qkv(j, NULL, "", &in->heads[0], own, msg, n)) return false;
     }
     const char *wn[4] = {"W_q", "W_k", "W_v", "W_o"};
     Tensor **wd[4] = {&in->w_q, &in->w_k, &in->w_v, &in->w_o};
@@ -155,45 +207,54 @@ int main(int argc, char **argv) {
     const char *file = NULL, *heatmap = NULL, *qkv[3] = {NULL, NULL, NULL};
     bool as_json = false;
     int scaled_flag = -1, causal_flag = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool v = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) as_json = true;
-        else if (!strcmp(a, "--scaled")) scaled_flag = 1;
-        else if (!strcmp(a, "--unscaled")) scaled_flag = 0;
-        else if (!strcmp(a, "--causal")) causal_flag = 1;
-        else if (!strcmp(a, "--heatmap") && v) heatmap = argv[++i];
-        else if (!strcmp(a, "--q") && v) qkv[0] = argv[++i];
-        else if (!strcmp(a, "--k") && v) qkv[1] = argv[++i];
-        else if (!strcmp(a, "--v") && v) qkv[2] = argv[++i];
-        else if ((a[0] != '-' || !strcmp(a, "-")) && !file) file = a;
-        else {
-            fprintf(stderr, "attend: %s: unknown argument (see attend --help)\n", a);
+    enum { O_JSON = 256, O_SCALED, O_UNSCALED, O_CAUSAL, O_HEATMAP, O_Q, O_K, O_V, O_VERSION };
+    static const struct option LONG[] = {
+        {"help", no_argument, NULL, 'h'},        {"json", no_argument, NULL, O_JSON},
+        {"scaled", no_argument, NULL, O_SCALED}, {"unscaled", no_argument, NULL, O_UNSCALED},
+        {"causal", no_argument, NULL, O_CAUSAL}, {"heatmap", required_argument, NULL, O_HEATMAP},
+        {"q", required_argument, NULL, O_Q},     {"k", required_argument, NULL, O_K},
+        {"v", required_argument, NULL, O_V},     {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: args_print_version(stdout, "attend"); return 0;
+        case O_JSON: as_json = true; break;
+        case O_SCALED: scaled_flag = 1; break;
+        case O_UNSCALED: scaled_flag = 0; break;
+        case O_CAUSAL: causal_flag = 1; break;
+        case O_HEATMAP: heatmap = optarg; break;
+        case O_Q: qkv[0] = optarg; break;
+        case O_K: qkv[1] = optarg; break;
+        case O_V: qkv[2] = optarg; break;
+        default: {
+            char m[256];
+            args_getopt_error(m, sizeof m, argv, optind, optopt, opt);
+            fprintf(stderr, "attend: %s (see attend --help)\n", m);
             return 2;
         }
+        }
+    }
+    if (optind < argc) file = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "attend: %s: unexpected argument (see attend --help)\n", argv[optind]);
+        return 2;
     }
     char *text = NULL;
+    if (file && (qkv[0] || qkv[1] || qkv[2])) {
+        fprintf(stderr, "attend: give a file or --q, --k and --v, not both\n");
+        return 2;
+    }
     if (file) {
-        FILE *f = strcmp(file, "-") ? fopen(file, "rb") : stdin;
-        if (!f) {
-            fprintf(stderr, "attend: %s: cannot open\n", file);
+        S2sError err;
+        if (file_read_all(file, (size_t)64 << 20, &text, NULL, &err)) { /* 64 MiB: far past 10000 x 10000 */
+            fprintf(stderr, "attend: %s\n", err.msg);
             return 1;
         }
-        size_t cap = 4096, n = 0;
-        text = malloc(cap);
-        size_t got;
-        while ((got = fread(text + n, 1, cap - n - 1, f)) > 0) {
-            n += got;
-            if (n + 1 == cap) text = realloc(text, cap *= 2);
-        }
-        text[n] = '\0';
-        if (f != stdin) fclose(f);
     } else if (qkv[0] && qkv[1] && qkv[2]) {
         size_t n = strlen(qkv[0]) + strlen(qkv[1]) + strlen(qkv[2]) + 32;
-        text = malloc(n);
+        text = s2s_xmalloc(n);
         snprintf(text, n, "{\"Q\":%s,\"K\":%s,\"V\":%s}", qkv[0], qkv[1], qkv[2]);
     } else {
         usage(stderr);

@@ -13,7 +13,10 @@
 #include "s2s/gemm.h"
 #include "s2s/optim.h"
 
+#include "s2s/args.h"
+
 #include <cblas.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,9 +112,12 @@ static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int bs, int 
     return test->n / dt;
 }
 
-static void usage(void) {
-    fprintf(stderr, "usage: speed [--config NAME] [--model FILE] [--warmup N] [--iters N] [--no-train] [--no-decode]\n"
-                    "             [--decode-batch N] [--set key=value]...\n");
+static void usage(FILE *f) {
+    fprintf(f, "usage: speed [--config NAME] [--model FILE] [--warmup N] [--iters N] [--no-train] [--no-decode]\n"
+               "             [--decode-batch N] [--set key=value]...\n"
+               "\n"
+               "Measures training and decoding throughput of a config (default multi30k) on this machine and prints\n"
+               "one JSON line per measurement: --warmup batches first, then --iters timed ones (default 5 and 60).\n");
 }
 
 int main(int argc, char **argv) {
@@ -122,27 +128,49 @@ int main(int argc, char **argv) {
     config_defaults(&cfg);
     const char *sets[64];
     int n_sets = 0;
-    for (int i = 1; i < argc; i++) {
-        bool v = i + 1 < argc;
-        if (!strcmp(argv[i], "--config") && v) config = argv[++i];
-        else if (!strcmp(argv[i], "--model") && v) model_path = argv[++i];
-        else if (!strcmp(argv[i], "--warmup") && v) warmup = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--iters") && v) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--decode-batch") && v) decode_batch = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--no-decode")) decode = false;
-        else if (!strcmp(argv[i], "--no-train")) train = false;
-        else if (!strcmp(argv[i], "--set") && v && n_sets < 64) sets[n_sets++] = argv[++i];
-        else {
-            usage();
+    S2sError err;
+    enum { O_CONFIG = 256, O_MODEL, O_WARMUP, O_ITERS, O_DECODE_BATCH, O_NO_DECODE, O_NO_TRAIN, O_SET, O_VERSION };
+    static const struct option LONG[] = {
+        {"help", no_argument, NULL, 'h'},         {"config", required_argument, NULL, O_CONFIG},
+        {"model", required_argument, NULL, O_MODEL}, {"warmup", required_argument, NULL, O_WARMUP},
+        {"iters", required_argument, NULL, O_ITERS}, {"decode-batch", required_argument, NULL, O_DECODE_BATCH},
+        {"no-decode", no_argument, NULL, O_NO_DECODE}, {"no-train", no_argument, NULL, O_NO_TRAIN},
+        {"set", required_argument, NULL, O_SET},  {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        S2sStatus bad = S2S_OK;
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: args_print_version(stdout, "speed"); return 0;
+        case O_CONFIG: config = optarg; break;
+        case O_MODEL: model_path = optarg; break;
+        case O_WARMUP: bad = args_int("--warmup", optarg, 0, 1000000, &warmup, &err); break;
+        case O_ITERS: bad = args_int("--iters", optarg, 1, 1000000, &iters, &err); break;
+        case O_DECODE_BATCH: bad = args_int("--decode-batch", optarg, 1, 100000, &decode_batch, &err); break;
+        case O_NO_DECODE: decode = false; break;
+        case O_NO_TRAIN: train = false; break;
+        case O_SET:
+            if (n_sets == 64) bad = s2s_fail(&err, S2S_ERR_CONFIG, "too many --set options");
+            else sets[n_sets++] = optarg;
+            break;
+        default: {
+            char m[256];
+            args_getopt_error(m, sizeof m, argv, optind, optopt, opt);
+            fprintf(stderr, "speed: %s (see speed --help)\n", m);
+            return 2;
+        }
+        }
+        if (bad) {
+            fprintf(stderr, "speed: %s\n", err.msg);
             return 2;
         }
     }
-    if (warmup < 0 || iters < 1 || decode_batch < 1 || decode_batch > 100000) {
-        usage();
+    if (optind < argc) {
+        fprintf(stderr, "speed: %s: unexpected argument (see speed --help)\n", argv[optind]);
         return 2;
     }
     char path[PATH_MAX];
-    S2sError err;
     Seq2Seq m;
     Vocab msrc, mtrg;
     if (model_path) { /* the model's own config and weights */
@@ -202,6 +230,11 @@ int main(int argc, char **argv) {
         rng_init(&shuf, 1, RNG_STREAM_SHUFFLE);
         BatchPlan plan;
         batchplan_make(&plan, &d.train, cfg.train.batch_size, cfg.train.batch_tokens, 100, &shuf);
+        if (warmup >= plan.n_batches) { /* nothing would be timed */
+            fprintf(stderr, "speed: --warmup %d leaves no batch to time: the data make %d batches\n", warmup, plan.n_batches);
+            batchplan_free(&plan);
+            return 2;
+        }
         Batch b;
         batch_init(&b);
         long tokens = 0, positions = 0;
