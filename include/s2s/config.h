@@ -98,6 +98,8 @@ typedef struct ConfigKeyInfo {
 } ConfigKeyInfo;
 /* The key's value in c as JSON text, into buf. */
 void config_key_value(const Config *c, int i, char *buf, size_t n);
+/* The index of the first key whose value differs between a and b, or −1 when all agree. */
+int config_first_difference(const Config *a, const Config *b);
 int config_key_count(void);
 ConfigKeyInfo config_key_info(int i);
 

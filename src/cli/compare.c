@@ -1,20 +1,29 @@
 /* compare — attention variants × seeds: trains each pair as its own run (its own process,
- * threads split between jobs), skips finished runs and resumes interrupted ones, then
- * tabulates: mean, variance, range, paired bootstrap tests; summary.{md,csv,json,png}.
- *   exit 0 · 1 a run failed or IO · 2 usage */
-#include "s2s/file.h"
+ * threads split between jobs unless the config sets them), skips finished runs and resumes
+ * interrupted ones, then tabulates: mean, variance, range, paired bootstrap tests;
+ * summary.{md,csv,json,png}. A signal stops the trainings too (they save and can resume).
+ *   exit 0 · 1 a run failed, or IO · 2 usage · 128 + signal interrupted (resumable) */
+#define _DEFAULT_SOURCE /* realpath */
+#include "s2s/args.h"
 #include "s2s/compare.h"
-#include "s2s/train.h"
+#include "s2s/config.h"
+#include "s2s/file.h"
+#include "s2s/model.h"
+#include "s2s/rundir.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define MAX_SEEDS 256
 
 static void usage(FILE *f) {
     fprintf(f, "usage: compare --config FILE --attention A,B,... --seeds 1,2,3 [--jobs N] [--out DIR] [--set key=value]...\n"
@@ -24,68 +33,190 @@ static void usage(FILE *f) {
                "skipping finished runs and resuming interrupted ones, then writes DIR/summary.md (printed too),\n"
                "summary.csv, summary.json, summary.png and curves.png: per variant the test metric's mean,\n"
                "variance, sd, min and max, the best validation loss's, epochs and time, the validation metric\n"
-               "by epoch; paired bootstrap tests between variants.\n"
+               "by epoch; paired bootstrap tests between variants. GEMM threads: the config's (train.threads),\n"
+               "else the cores split between the --jobs.\n"
                "--runs tabulates existing run folders instead.\n");
 }
 
-static int split_list(char *s, char **out, int cap) {
-    int n = 0;
-    for (char *t = strtok(s, ","); t && n < cap; t = strtok(NULL, ",")) out[n++] = t;
-    return n;
-}
-
 typedef struct Job {
-    char dir[PATH_MAX + 64];
+    char dir[PATH_MAX];
     char variant[32];
     long seed;
-    pid_t pid;
-    int status; /* −1 pending */
+    Config want;   /* the run's config as this comparison asks for it */
+    pid_t pid;     /* while running */
 } Job;
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
 
+static int usage_error(const char *msg) {
+    fprintf(stderr, "compare: %s\n", msg);
+    return 2;
+}
+
+/* What a finished child was: "finished", "interrupted (exit 130)", "FAILED (exit 1)", or
+ * "CRASHED (signal 11: Segmentation fault)". */
+static bool describe_exit(int st, char *buf, size_t n) {
+    if (WIFSIGNALED(st)) {
+        snprintf(buf, n, "CRASHED (signal %d: %s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+        return false;
+    }
+    int code = WEXITSTATUS(st);
+    if (code == 0) snprintf(buf, n, "finished");
+    else if (code == 128 + SIGINT || code == 128 + SIGTERM || code == 128 + SIGHUP) snprintf(buf, n, "interrupted (exit %d)", code);
+    else snprintf(buf, n, "FAILED (exit %d)", code);
+    return code == 0;
+}
+
+/* A job's folder holds either nothing, or a run of exactly the config asked for (threads
+ * aside: they do not change what is computed, and a rerun with another --jobs may split
+ * the cores otherwise). */
+static bool folder_matches(const Job *j, char *why, size_t n) {
+    char p[PATH_MAX + 16];
+    rundir_path(p, sizeof p, j->dir, RUN_CONFIG);
+    if (!file_exists(p)) return true;
+    Config have;
+    config_defaults(&have);
+    S2sError err;
+    if (config_load(&have, p, &err)) {
+        snprintf(why, n, "%s", err.msg);
+        return false;
+    }
+    have.train.threads = j->want.train.threads;
+    int k = config_first_difference(&have, &j->want);
+    if (k < 0) return true;
+    char a[300], b[300];
+    config_key_value(&have, k, a, sizeof a);
+    config_key_value(&j->want, k, b, sizeof b);
+    snprintf(why, n, "holds a run of another config (%s is %s there, %s here); remove it or give another --out",
+             config_key_info(k).path, a, b);
+    return false;
+}
+
+/* Starts train for job j; returns its pid or −1. The child dies with this process: a
+ * SIGKILLed compare takes its trainings with it (they get SIGTERM, save, and can resume). */
+static pid_t start(const Job *j, const char *train, const char *config_path, const char *const *sets, int n_sets,
+                   int threads, bool set_threads, bool resume) {
+    char **args = s2s_xcalloc((size_t)(2 * n_sets + 16), sizeof *args);
+    char a_att[64], a_thr[32], a_seed[32];
+    int k = 0;
+    args[k++] = (char *)train;
+    if (resume) {
+        args[k++] = "--resume";
+        args[k++] = (char *)j->dir;
+    } else {
+        snprintf(a_att, sizeof a_att, "attention=%s", j->variant);
+        snprintf(a_thr, sizeof a_thr, "threads=%d", threads);
+        snprintf(a_seed, sizeof a_seed, "%ld", j->seed);
+        args[k++] = "--config";
+        args[k++] = (char *)config_path;
+        for (int i = 0; i < n_sets; i++) {
+            args[k++] = "--set";
+            args[k++] = (char *)sets[i];
+        }
+        args[k++] = "--set";
+        args[k++] = a_att;
+        if (set_threads) {
+            args[k++] = "--set";
+            args[k++] = a_thr;
+        }
+        args[k++] = "--seed";
+        args[k++] = a_seed;
+        args[k++] = "--out";
+        args[k++] = (char *)j->dir;
+        args[k++] = "--overwrite"; /* the folder matched (folder_matches) but never saved a checkpoint */
+    }
+    args[k] = NULL;
+    char log[PATH_MAX + 16];
+    rundir_path(log, sizeof log, j->dir, "train.out");
+    fflush(stdout);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(128 + SIGTERM); /* the parent died before prctl */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(train, args);
+        fprintf(stderr, "compare: cannot run %s: %s\n", train, strerror(errno));
+        _exit(127);
+    }
+    free(args);
+    return pid;
+}
+
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines in order, also into a file */
     const char *config = NULL, *out = NULL;
     char *attention = NULL, *seeds = NULL;
-    const char *sets[128], *runs[256];
-    int n_sets = 0, n_runs = 0, jobs = 1;
+    const char *sets[128];
+    int n_sets = 0, jobs = 1;
     bool runs_mode = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool v = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--config") && v) config = argv[++i];
-        else if (!strcmp(a, "--attention") && v) attention = argv[++i];
-        else if (!strcmp(a, "--seeds") && v) seeds = argv[++i];
-        else if (!strcmp(a, "--out") && v) out = argv[++i];
-        else if (!strcmp(a, "--jobs") && v) {
-            jobs = atoi(argv[++i]);
-            if (jobs < 1 || jobs > 64) {
-                fprintf(stderr, "compare: --jobs: expected 1 to 64, got \"%s\"\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--set") && v && n_sets < 128) sets[n_sets++] = argv[++i];
-        else if (!strcmp(a, "--runs")) runs_mode = true;
-        else if (runs_mode && a[0] != '-' && n_runs < 256) runs[n_runs++] = a;
-        else {
-            fprintf(stderr, "compare: %s: unknown argument (see compare --help)\n", a);
+    S2sError err;
+    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VERSION };
+    static const struct option LONG[] = {
+        {"help", no_argument, NULL, 'h'},          {"config", required_argument, NULL, O_CONFIG},
+        {"attention", required_argument, NULL, O_ATTENTION}, {"seeds", required_argument, NULL, O_SEEDS},
+        {"out", required_argument, NULL, O_OUT},   {"jobs", required_argument, NULL, O_JOBS},
+        {"set", required_argument, NULL, O_SET},   {"runs", no_argument, NULL, O_RUNS},
+        {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: args_print_version(stdout, "compare"); return 0;
+        case O_CONFIG: config = optarg; break;
+        case O_ATTENTION: attention = optarg; break;
+        case O_SEEDS: seeds = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_RUNS: runs_mode = true; break;
+        case O_JOBS:
+            if (args_int("--jobs", optarg, 1, 64, &jobs, &err)) return usage_error(err.msg);
+            break;
+        case O_SET:
+            if (n_sets == 128) return usage_error("too many --set options");
+            sets[n_sets++] = optarg;
+            break;
+        default: {
+            char m[256];
+            args_getopt_error(m, sizeof m, argv, optind, optopt, opt);
+            fprintf(stderr, "compare: %s (see compare --help)\n", m);
             return 2;
         }
+        }
     }
-    S2sError err;
-    Job job[256];
-    int n_jobs = 0;
+    int n_runs = argc - optind;
+    char **runs = argv + optind;
     char outdir[PATH_MAX - 64];
+    Job *job = NULL;
+    int n_jobs = 0, rc = 0;
+    FileLock out_lock = {-1};
     if (runs_mode) {
-        if (!n_runs) {
+        if (!n_runs || config || attention || seeds || n_sets) {
             usage(stderr);
             return 2;
         }
+        for (int i = 0; i < n_runs; i++) /* a folder twice would count twice */
+            for (int k = 0; k < i; k++) {
+                char a[PATH_MAX], b[PATH_MAX];
+                if (realpath(runs[i], a) && realpath(runs[k], b) && !strcmp(a, b)) {
+                    fprintf(stderr, "compare: --runs: %s is given twice (as %s)\n", runs[i], runs[k]);
+                    return 2;
+                }
+            }
         snprintf(outdir, sizeof outdir, "%s", out ? out : "runs/compare");
     } else {
+        if (n_runs) {
+            fprintf(stderr, "compare: %s: unexpected argument (see compare --help)\n", runs[0]);
+            return 2;
+        }
         if (!config || !attention || !seeds) {
             usage(stderr);
             return 2;
@@ -95,123 +226,111 @@ int main(int argc, char **argv) {
         config_defaults(&cfg);
         char path[PATH_MAX];
         config_find_file(config, path, sizeof path);
-        if (config_load(&cfg, path, &err)) {
-            fprintf(stderr, "compare: %s\n", err.msg);
-            return 2;
-        }
+        if (config_load(&cfg, path, &err)) return usage_error(err.msg);
         for (int i = 0; i < n_sets; i++)
-            if (config_set(&cfg, sets[i], &err)) {
-                fprintf(stderr, "compare: %s\n", err.msg);
-                return 2;
-            }
+            if (config_set(&cfg, sets[i], &err)) return usage_error(err.msg);
+        if (config_check(&cfg, &err)) return usage_error(err.msg);
         snprintf(outdir, sizeof outdir, "%s", out ? out : "");
         if (!out) snprintf(outdir, sizeof outdir, "runs/compare-%s", cfg.name);
-        char *vs[COMPARE_MAX_VARIANTS], *ss[64];
-        int nv = split_list(attention, vs, COMPARE_MAX_VARIANTS), ns = split_list(seeds, ss, 64);
+        char *vs[COMPARE_MAX_VARIANTS], *ss[MAX_SEEDS];
+        long seed_v[MAX_SEEDS];
+        int nv = args_split("--attention", attention, vs, COMPARE_MAX_VARIANTS, &err);
+        int ns = nv < 0 ? -1 : args_split("--seeds", seeds, ss, MAX_SEEDS, &err);
+        if (nv < 0 || ns < 0) return usage_error(err.msg);
+        for (int s = 0; s < ns; s++) {
+            if (args_long("--seeds", ss[s], 0, 1000000000000000L, &seed_v[s], &err)) return usage_error(err.msg);
+            for (int k = 0; k < s; k++)
+                if (seed_v[k] == seed_v[s]) {
+                    fprintf(stderr, "compare: --seeds: %ld is given twice\n", seed_v[s]);
+                    return 2;
+                }
+        }
+        for (int a = 0; a < nv; a++)
+            for (int k = 0; k < a; k++)
+                if (!strcmp(vs[a], vs[k])) {
+                    fprintf(stderr, "compare: --attention: %s is given twice\n", vs[a]);
+                    return 2;
+                }
+        /* threads: the user's (config or --set), else the cores shared between the jobs */
+        bool user_threads = cfg.train.threads > 0;
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = user_threads ? cfg.train.threads : (int)(cores / jobs > 0 ? cores / jobs : 1);
+        job = s2s_xcalloc((size_t)nv * ns, sizeof *job);
         for (int a = 0; a < nv; a++) {
             char set[64];
             snprintf(set, sizeof set, "attention=%s", vs[a]);
             Config c2 = cfg;
-            if (config_set(&c2, set, &err)) {
-                fprintf(stderr, "compare: %s\n", err.msg);
-                return 2;
-            }
+            if (config_set(&c2, set, &err)) return usage_error(err.msg);
+            if (model_check_config(&c2.model, path, &err)) return usage_error(err.msg);
             for (int s = 0; s < ns; s++) {
-                char *end;
-                long seed = strtol(ss[s], &end, 10);
-                if (*end || seed < 0) {
-                    fprintf(stderr, "compare: --seeds: \"%s\" is not a seed\n", ss[s]);
-                    return 2;
-                }
                 Job *j = &job[n_jobs++];
-                snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, vs[a], seed);
+                snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, vs[a], seed_v[s]);
                 snprintf(j->variant, sizeof j->variant, "%s", vs[a]);
-                j->seed = seed;
-                j->status = -1;
+                j->seed = seed_v[s];
+                j->want = c2;
+                j->want.seed = seed_v[s];
+                j->want.train.threads = threads;
             }
         }
-        if (file_mkdirs(outdir, &err)) {
-            fprintf(stderr, "compare: %s\n", err.msg);
+        if (file_mkdirs(outdir, &err) || file_lock(&out_lock, outdir, &err)) {
+            fprintf(stderr, "compare: %s%s\n", err.msg, strstr(err.msg, "in use") ? ": another comparison runs there" : "");
+            free(job);
             return 1;
         }
+        file_remove_stale_tmps(outdir);
         /* the train program beside this one */
         char train[PATH_MAX];
         const char *slash = strrchr(argv[0], '/');
         snprintf(train, sizeof train, "%.*strain", slash ? (int)(slash - argv[0] + 1) : 2, slash ? argv[0] : "./");
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int threads = (int)(cores / jobs > 0 ? cores / jobs : 1);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
-        int running = 0, next = 0, done = 0, failed = 0;
-        while (done < n_jobs) {
+        sigaction(SIGHUP, &sa, NULL);
+        int running = 0, next = 0, failed = 0, forwarded = 0;
+        for (;;) {
             while (!g_stop && running < jobs && next < n_jobs) {
                 Job *j = &job[next++];
+                char why[700];
+                long pid;
+                if (file_lock_held(j->dir, &pid)) {
+                    fprintf(stderr, "compare: %s seed %ld: %s is in use by another process (pid %ld); not started\n",
+                            j->variant, j->seed, j->dir, pid);
+                    failed++;
+                    continue;
+                }
+                if (!folder_matches(j, why, sizeof why)) {
+                    fprintf(stderr, "compare: %s seed %ld: %s %s\n", j->variant, j->seed, j->dir, why);
+                    failed++;
+                    continue;
+                }
                 if (compare_run_finished(j->dir)) {
                     printf("compare: %s seed %ld: finished earlier (%s)\n", j->variant, j->seed, j->dir);
-                    j->status = 0;
-                    done++;
                     continue;
                 }
                 char last[PATH_MAX + 16];
-                snprintf(last, sizeof last, "%s/last.bin", j->dir);
-                bool resume = access(last, R_OK) == 0;
+                rundir_path(last, sizeof last, j->dir, RUN_LAST);
+                bool resume = file_exists(last);
                 if (file_mkdirs(j->dir, &err)) {
                     fprintf(stderr, "compare: %s\n", err.msg);
-                    return 1;
+                    failed++;
+                    continue;
                 }
-                char *args[300];
-                int k = 0;
-                char a_att[64], a_thr[32], a_seed[32];
-                args[k++] = train;
-                if (resume) {
-                    args[k++] = "--resume";
-                    args[k++] = j->dir;
-                } else {
-                    snprintf(a_att, sizeof a_att, "attention=%s", j->variant);
-                    snprintf(a_thr, sizeof a_thr, "threads=%d", threads);
-                    snprintf(a_seed, sizeof a_seed, "%ld", j->seed);
-                    args[k++] = "--config";
-                    args[k++] = path;
-                    for (int i = 0; i < n_sets; i++) {
-                        args[k++] = "--set";
-                        args[k++] = (char *)sets[i];
-                    }
-                    args[k++] = "--set";
-                    args[k++] = a_att;
-                    args[k++] = "--set";
-                    args[k++] = a_thr;
-                    args[k++] = "--seed";
-                    args[k++] = a_seed;
-                    args[k++] = "--out";
-                    args[k++] = j->dir;
-                }
-                args[k] = NULL;
-                char log[PATH_MAX + 16];
-                snprintf(log, sizeof log, "%s/train.out", j->dir);
-                fflush(stdout);
-                pid_t pid = fork();
-                if (pid == 0) {
-                    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-                    if (fd >= 0) {
-                        dup2(fd, 1);
-                        dup2(fd, 2);
-                        close(fd);
-                    }
-                    execv(train, args);
-                    fprintf(stderr, "compare: cannot run %s: %s\n", train, strerror(errno));
-                    _exit(127);
-                }
-                if (pid < 0) {
+                j->pid = start(j, train, path, sets, n_sets, threads, !user_threads, resume);
+                if (j->pid < 0) {
                     fprintf(stderr, "compare: fork: %s\n", strerror(errno));
-                    return 1;
+                    failed++;
+                    continue;
                 }
-                j->pid = pid;
                 running++;
                 printf("compare: %s seed %ld: %s (%d threads) → %s\n", j->variant, j->seed, resume ? "resumed" : "started",
                        threads, j->dir);
+            }
+            if (g_stop && forwarded != g_stop) { /* the trainings stop too: they save and can resume */
+                forwarded = g_stop;
+                for (int i = 0; i < n_jobs; i++)
+                    if (job[i].pid > 0) kill(job[i].pid, forwarded);
             }
             if (!running) break;
             int st;
@@ -222,26 +341,27 @@ int main(int argc, char **argv) {
             }
             for (int i = 0; i < n_jobs; i++)
                 if (job[i].pid == pid) {
-                    job[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                    char what[128];
+                    job[i].pid = 0;
                     running--;
-                    done++;
-                    if (job[i].status) failed++;
-                    printf("compare: %s seed %ld: %s (exit %d; log %s/train.out)\n", job[i].variant, job[i].seed,
-                           job[i].status ? (job[i].status >= 128 ? "interrupted" : "FAILED") : "finished", job[i].status,
-                           job[i].dir);
+                    if (!describe_exit(st, what, sizeof what) && !(g_stop && strstr(what, "interrupted"))) failed++;
+                    printf("compare: %s seed %ld: %s (log %s/train.out)\n", job[i].variant, job[i].seed, what, job[i].dir);
                 }
         }
         if (g_stop) {
             fprintf(stderr, "compare: interrupted; run the same command again to resume\n");
+            free(job);
+            file_unlock(&out_lock);
             return 128 + (int)g_stop;
         }
-        for (int i = 0; i < n_jobs; i++) runs[n_runs++] = job[i].dir;
         if (failed) fprintf(stderr, "compare: %d run(s) failed; the table holds the others\n", failed);
+        if (failed) rc = 1;
     }
-    RunResult *res = calloc((size_t)n_runs, sizeof *res);
-    int n_ok = 0, rc = 0;
-    for (int i = 0; i < n_runs; i++) {
-        if (compare_read_run(&res[n_ok], runs[i], &err)) {
+    int n_dirs = runs_mode ? n_runs : n_jobs;
+    RunResult *res = s2s_xcalloc((size_t)(n_dirs ? n_dirs : 1), sizeof *res);
+    int n_ok = 0;
+    for (int i = 0; i < n_dirs; i++) {
+        if (compare_read_run(&res[n_ok], runs_mode ? runs[i] : job[i].dir, &err)) {
             fprintf(stderr, "compare: %s\n", err.msg);
             rc = 1;
             continue;
@@ -252,15 +372,15 @@ int main(int argc, char **argv) {
     if (compare_summarize(res, n_ok, 1000, &c, &err)) {
         fprintf(stderr, "compare: %s\n", err.msg);
         rc = 1;
+    } else if (file_mkdirs(outdir, &err) || compare_write(&c, outdir, stdout, &err)) {
+        fprintf(stderr, "compare: %s\n", err.msg);
+        rc = 1;
     } else {
-        if (file_mkdirs(outdir, &err) || compare_write(&c, outdir, stdout, &err)) {
-            fprintf(stderr, "compare: %s\n", err.msg);
-            rc = 1;
-        } else {
-            printf("compare: %s/summary.{md,csv,json,png}\n", outdir);
-        }
+        printf("compare: %s/summary.{md,csv,json,png}\n", outdir);
     }
     for (int i = 0; i < n_ok; i++) compare_free_run(&res[i]);
     free(res);
+    free(job);
+    file_unlock(&out_lock);
     return rc;
 }

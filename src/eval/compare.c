@@ -5,6 +5,7 @@
 #include "s2s/config.h"
 #include "s2s/data.h"
 #include "s2s/rng.h"
+#include "s2s/rundir.h"
 #include "s2s/viz.h"
 
 #include <cjson/cJSON.h>
@@ -20,31 +21,78 @@ void compare_free_run(RunResult *r) {
     r->hyp = r->ref = NULL;
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = s2s_xmalloc((size_t)(n > 0 ? n : 0) + 1);
-    size_t got = fread(b, 1, (size_t)(n > 0 ? n : 0), f);
-    b[got] = '\0';
+/* The log's lines, one JSON object each, read with the line bound (a log line is a few
+ * hundred bytes; a folder, an endless file or a binary one is an error, never a huge read).
+ * Calls fn for every line whose "type" is a string; a line that is not JSON is skipped. */
+static S2sStatus each_log_line(const char *dir, void (*fn)(void *ctx, const char *type, const cJSON *j), void *ctx,
+                               S2sError *err) {
+    char p[PATH_MAX];
+    rundir_path(p, sizeof p, dir, RUN_LOG);
+    if (!file_is_regular(p)) return s2s_fail(err, S2S_ERR_IO, "%s: missing, or not a regular file", p);
+    FILE *f = fopen(p, "rb");
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open", p);
+    LineReader r;
+    line_reader_init(&r, f, (size_t)1 << 16);
+    S2sStatus st = S2S_OK;
+    for (;;) {
+        const char *line;
+        size_t len;
+        LineStatus ls = line_read(&r, &line, &len);
+        if (ls == LINE_EOF) break;
+        if (ls != LINE_OK) {
+            st = s2s_fail(err, S2S_ERR_DATA, "%s:%ld: not a log line (longer than 64 KiB, or unreadable)", p, r.line_no);
+            break;
+        }
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+        if (cJSON_IsString(type)) fn(ctx, type->valuestring, j);
+        cJSON_Delete(j);
+    }
+    line_reader_free(&r);
     fclose(f);
-    return b;
+    return st;
+}
+
+static void note_test(void *ctx, const char *type, const cJSON *j) {
+    (void)j;
+    if (!strcmp(type, "test")) *(bool *)ctx = true;
 }
 
 bool compare_run_finished(const char *dir) {
-    char p[600];
-    snprintf(p, sizeof p, "%s/log.jsonl", dir);
-    char *log = read_text(p);
-    bool done = log && strstr(log, "{\"type\":\"test\"") != NULL;
-    free(log);
-    return done;
+    bool done = false;
+    S2sError err;
+    return each_log_line(dir, note_test, &done, &err) == S2S_OK && done;
 }
 
 static double num(const cJSON *j, const char *k, double dflt) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, k);
     return cJSON_IsNumber(x) ? x->valuedouble : dflt;
+}
+
+typedef struct LogRead {
+    RunResult *r;
+    bool finished;
+} LogRead;
+
+static void read_line_of(void *ctx, const char *type, const cJSON *j) {
+    LogRead *lr = ctx;
+    RunResult *r = lr->r;
+    if (!strcmp(type, "epoch")) {
+        r->best_valid_loss = fmin(r->best_valid_loss, num(j, "valid_loss", INFINITY));
+        r->seconds += num(j, "epoch_s", 0.0);
+        int e = (int)num(j, "epoch", 0);
+        if (e >= 1 && e <= COMPARE_MAX_EPOCHS) {
+            for (int k = r->curve_n; k < e - 1; k++) r->valid_curve[k] = NAN; /* a gap */
+            r->valid_curve[e - 1] = r->translation ? num(j, "valid_bleu", NAN) : 100.0 * num(j, "valid_exact_match", NAN);
+            if (e > r->curve_n) r->curve_n = e;
+        }
+    } else if (!strcmp(type, "test")) {
+        lr->finished = true;
+        r->epochs = (int)num(j, "epochs", 0);
+        r->test_bleu = num(j, "test_bleu", NAN);
+        r->test_exact = 100.0 * num(j, "test_exact_match", NAN);
+        r->test_token_acc = 100.0 * num(j, "test_token_accuracy", NAN);
+    }
 }
 
 S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
@@ -59,35 +107,13 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     snprintf(r->variant, sizeof r->variant, "%s", cfg.model.attention);
     r->seed = cfg.seed;
     r->translation = strcmp(cfg.task.type, "reverse") != 0;
-    snprintf(p, sizeof p, "%s/log.jsonl", dir);
-    char *log = read_text(p);
-    if (!log) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open", p);
-    bool finished = false;
+    long pid;
+    if (file_lock_held(dir, &pid))
+        return s2s_fail(err, S2S_ERR_DATA, "%s: a run trains there now (pid %ld); its results are not final", dir, pid);
     r->best_valid_loss = INFINITY;
-    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *j = cJSON_Parse(line);
-        if (!j) continue;
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
-        if (cJSON_IsString(type) && !strcmp(type->valuestring, "epoch")) {
-            r->best_valid_loss = fmin(r->best_valid_loss, num(j, "valid_loss", INFINITY));
-            r->seconds += num(j, "epoch_s", 0.0);
-            int e = (int)num(j, "epoch", 0);
-            if (e >= 1 && e <= COMPARE_MAX_EPOCHS) {
-                for (int k = r->curve_n; k < e - 1; k++) r->valid_curve[k] = NAN; /* a gap */
-                r->valid_curve[e - 1] = r->translation ? num(j, "valid_bleu", NAN) : 100.0 * num(j, "valid_exact_match", NAN);
-                if (e > r->curve_n) r->curve_n = e;
-            }
-        } else if (cJSON_IsString(type) && !strcmp(type->valuestring, "test")) {
-            finished = true;
-            r->epochs = (int)num(j, "epochs", 0);
-            r->test_bleu = num(j, "test_bleu", NAN);
-            r->test_exact = 100.0 * num(j, "test_exact_match", NAN);
-            r->test_token_acc = 100.0 * num(j, "test_token_accuracy", NAN);
-        }
-        cJSON_Delete(j);
-    }
-    free(log);
-    if (!finished) return s2s_fail(err, S2S_ERR_DATA, "%s: the run has not finished (no test line in its log)", dir);
+    LogRead lr = {r, false};
+    if ((st = each_log_line(dir, read_line_of, &lr, err))) return st;
+    if (!lr.finished) return s2s_fail(err, S2S_ERR_DATA, "%s: the run has not finished (no test line in its log)", dir);
     int nh, nr;
     snprintf(p, sizeof p, "%s/test.hyp", dir);
     if ((st = text_read_lines(p, &r->hyp, &nh, err))) return st;
@@ -238,8 +264,8 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
     for (int i = 0; i < n; i++) ss[i] = sentence_stats(&runs[i]);
     for (int a = 0; a < c->n_variants; a++)
         for (int b = a + 1; b < c->n_variants; b++) {
-            int pa[64], pb[64], np = 0;
-            for (int i = 0; i < n && np < 64; i++) {
+            int *pa = s2s_xmalloc((size_t)n * sizeof *pa), *pb = s2s_xmalloc((size_t)n * sizeof *pb), np = 0;
+            for (int i = 0; i < n; i++) {
                 if (var_of[i] != a) continue;
                 for (int j = 0; j < n; j++)
                     if (var_of[j] == b && runs[j].seed == runs[i].seed && runs[j].n == runs[i].n) {
@@ -250,7 +276,11 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
             }
             PairTest *pt = &c->pairs[c->n_pairs++];
             *pt = (PairTest){a, b, np, NAN, NAN, NAN, NAN};
-            if (!np) continue;
+            if (!np) {
+                free(pa);
+                free(pb);
+                continue;
+            }
             int N = runs[pa[0]].n;
             int *idx = s2s_xmalloc((size_t)N * sizeof *idx);
             for (int i = 0; i < N; i++) idx[i] = i;
@@ -275,6 +305,8 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
             pt->p = (double)against / resamples;
             free(diffs);
             free(idx);
+            free(pa);
+            free(pb);
         }
     for (int i = 0; i < n; i++) free(ss[i]);
     free(ss);

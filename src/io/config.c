@@ -491,6 +491,16 @@ char *config_to_json(const Config *c) {
 
 int config_key_count(void) { return N_KEYS; }
 
+int config_first_difference(const Config *a, const Config *b) {
+    for (int i = 0; i < N_KEYS; i++) {
+        const Key *k = &KEYS[i];
+        const void *x = (const unsigned char *)a + k->off, *y = (const unsigned char *)b + k->off;
+        bool same = k->type == K_STR || k->type == K_NAME ? strcmp(x, y) == 0 : memcmp(x, y, k->size) == 0;
+        if (!same) return i;
+    }
+    return -1;
+}
+
 ConfigKeyInfo config_key_info(int i) {
     static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean", "string"};
     S2S_ASSERT(i >= 0 && i < N_KEYS);
