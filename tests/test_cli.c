@@ -242,6 +242,22 @@ Test(cli, config_errors_exit_2_with_one_line) {
     free(e);
     cr_expect_eq(tu_sh("%s/train 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/train --bogus 2> /dev/null", tu_bin()), 2);
+    /* D32: an unknown last option is unknown, not "needs a value"; a missing value is said */
+    cr_expect_eq(tu_sh("%s/train --config reverse --bogus 2> %s/err.txt", tu_bin(), d), 2);
+    e = tu_slurp(p, NULL);
+    cr_expect(strstr(e, "train: --bogus: unknown option"), "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("%s/train --config reverse --max-steps 2> %s/err.txt", tu_bin(), d), 2);
+    e = tu_slurp(p, NULL);
+    cr_expect(strstr(e, "train: --max-steps: needs a value"), "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("%s/train --config reverse --max-steps 1e3 2> /dev/null", tu_bin()), 2, "strict numbers");
+    cr_expect_eq(tu_sh("%s/train --version | grep -q 's2s '", tu_bin()), 0);
+    /* D35: a folder named like a config is not the config: configs/reverse.json is */
+    cr_assert_eq(tu_sh("mkdir -p %s/w/reverse %s/w/configs && cp configs/reverse.json %s/w/configs/", d, d, d), 0);
+    cr_expect_eq(tu_sh("cd %s/w && %s/train --config reverse --set train_size=64 --set epochs=1 --max-steps 1 --out r > out.txt",
+                       d, tu_bin()), 0);
+    cr_expect_eq(tu_sh("grep -q 'train: configs/reverse.json' %s/w/out.txt", d), 0);
     tu_sh("rm -rf %s", d);
     free(d);
 }

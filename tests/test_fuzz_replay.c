@@ -38,3 +38,5 @@ static int replay(const char *target, int (*fn)(const uint8_t *, size_t)) {
 Test(fuzz, config_corpus) { cr_expect_gt(replay("config", fuzz_config), 0); }
 Test(fuzz, model_corpus) { cr_expect_gt(replay("model", fuzz_model), 0); }
 Test(fuzz, text_corpus) { cr_expect_gt(replay("text", fuzz_text), 0); }
+Test(fuzz, state_corpus) { cr_expect_gt(replay("state", fuzz_state), 0); }
+Test(fuzz, attend_corpus) { cr_expect_gt(replay("attend", fuzz_attend), 0); }

@@ -357,10 +357,12 @@ Test(runs, sigkill_at_random_points_then_resume_equals_uninterrupted, .timeout =
  * tests it, once. SIGHUP stops a run as SIGINT does (D26). */
 Test(runs, signals_during_the_final_test_and_sighup, .timeout = 240) {
     char *d = tu_tmpdir();
-    tiny(d, 1, 40000); /* a test split that takes a while to decode */
+    tiny(d, 1, 150000); /* a test split that takes a while (a second here) to decode */
+    /* the epoch line comes before last.bin, the pictures and the test: a signal from then on
+     * reaches the test at the latest at its first batch */
     int rc = tu_sh("{ %s/train --config %s/tiny.json --out %s/D > %s/out.txt 2> %s/err.txt & p=$!;"
-                   " until grep -q 'epoch  1' %s/out.txt 2> /dev/null || ! kill -0 $p 2> /dev/null; do sleep 0.02; done;"
-                   " sleep 0.1; kill -INT $p; wait $p; } 2> /dev/null",
+                   " until grep -q 'epoch  1' %s/out.txt 2> /dev/null || ! kill -0 $p 2> /dev/null; do sleep 0.01; done;"
+                   " kill -INT $p; wait $p; } 2> /dev/null",
                    tu_bin(), d, d, d, d, d);
     cr_expect_eq(rc, 130, "SIGINT in the final test exits 130 (got %d)", rc);
     cr_expect(has(file_in(d, "err.txt"), "interrupted after step 13"));

@@ -2,8 +2,8 @@
  * attention of queries over keys and values, optional projections (X·W convention), several
  * heads, a causal mask and an output projection, as in the course's worked exercises.
  *
- * Matrices are plain heap tensors owned by the caller (AttnCalcInput) or by the result
- * (attn_calc_free). */
+ * Matrices are plain heap tensors owned by the input (AttnCalcInput: attn_calc_parse reads
+ * them from JSON, attn_calc_input_free frees them) or by the result (attn_calc_free). */
 #ifndef S2S_ATTN_CALC_H
 #define S2S_ATTN_CALC_H
 
@@ -24,7 +24,16 @@ typedef struct AttnCalcInput {
     Tensor *w_q, *w_k, *w_v; /* optional projections of every head without its own */
     Tensor *w_o;       /* optional output projection of the concatenated heads */
     bool scaled, causal;
+    Tensor *owned[8 + 6 * ATTN_CALC_MAX_HEADS]; /* the matrices attn_calc_parse read */
+    int n_owned;
 } AttnCalcInput;
+
+/* The calculator's input from JSON (the keys ./attend documents: Q, K, V or X, W_q, W_k, W_v,
+ * heads as a count or a list of objects, W_o, scaled, causal): unknown or repeated keys,
+ * ragged or oversized matrices and numbers past float range are S2S_ERR_CONFIG with a
+ * message naming them. The matrices belong to in until attn_calc_input_free. */
+S2sStatus attn_calc_parse(const char *json, AttnCalcInput *in, S2sError *err);
+void attn_calc_input_free(AttnCalcInput *in);
 
 typedef struct AttnCalcResult {
     int n_heads;

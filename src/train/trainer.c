@@ -1,6 +1,7 @@
 /* trainer.c — the training loop (setup, epochs, end of epoch, final test), its log and
  * checkpoints, and the resumable state with its checks. */
 #include "s2s/train.h"
+#include "s2s/train_state.h"
 #include "s2s/gemm.h"
 #include "s2s/checkpoint.h"
 #include "s2s/json.h"
@@ -34,112 +35,6 @@ static uint64_t mix(uint64_t a, uint64_t b) {
     return z ^ (z >> 31);
 }
 
-/* ---- the resumable state: one table says how each field is saved and read back ---- */
-
-typedef struct State {
-    int epoch, batch;       /* next batch to run */
-    long step;
-    long adam_step;
-    double lr;              /* the base lr (plateau decay applied; the schedule on top) */
-    double best;            /* ±INFINITY: no validation has improved yet */
-    int bad_epochs;
-    double loss_sum;        /* this epoch so far: Σ loss·tokens, tokens */
-    double tok_sum;
-    long log_bytes;         /* log.jsonl length at this state */
-    double seconds;         /* training time before this session */
-} State;
-
-typedef enum FieldType { F_INT, F_LONG, F_NUM, F_BEST } FieldType;
-
-static const struct StateField {
-    const char *key;
-    FieldType type;
-    size_t off;
-} STATE_FIELDS[] = {
-    {"epoch", F_INT, offsetof(State, epoch)},         {"batch", F_INT, offsetof(State, batch)},
-    {"step", F_LONG, offsetof(State, step)},          {"adam_step", F_LONG, offsetof(State, adam_step)},
-    {"lr", F_NUM, offsetof(State, lr)},               {"best", F_BEST, offsetof(State, best)},
-    {"bad_epochs", F_INT, offsetof(State, bad_epochs)}, {"loss_sum", F_NUM, offsetof(State, loss_sum)},
-    {"tok_sum", F_NUM, offsetof(State, tok_sum)},     {"log_bytes", F_LONG, offsetof(State, log_bytes)},
-    {"seconds", F_NUM, offsetof(State, seconds)},
-};
-#define N_STATE_FIELDS ((int)(sizeof STATE_FIELDS / sizeof STATE_FIELDS[0]))
-#define STATE_DATA_KEY "data" /* the data's fingerprint, 16 hex digits */
-
-static char *state_to_json(const State *s, uint64_t data_hash) {
-    cJSON *j = cJSON_CreateObject();
-    for (int i = 0; i < N_STATE_FIELDS; i++) {
-        const void *p = (const char *)s + STATE_FIELDS[i].off;
-        switch (STATE_FIELDS[i].type) {
-        case F_INT: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const int *)p); break;
-        case F_LONG: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, (double)*(const long *)p); break;
-        case F_NUM: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p); break;
-        case F_BEST:
-            if (isfinite(*(const double *)p)) cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p);
-            else cJSON_AddNullToObject(j, STATE_FIELDS[i].key); /* no validation has improved yet */
-            break;
-        }
-    }
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016" PRIx64, data_hash);
-    cJSON_AddStringToObject(j, STATE_DATA_KEY, hex);
-    char *txt = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return txt;
-}
-
-/* Reads every field with its type: integers whole and within range, numbers finite and not
- * negative, best a number or null. Cross-field checks come later (state_check). */
-static S2sStatus state_from_json(State *s, uint64_t *data_hash, bool *has_hash, const char *txt, const char *origin,
-                                 S2sError *err) {
-    cJSON *j = cJSON_Parse(txt);
-    if (!j || !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state is not a JSON object", origin);
-    }
-    char path[128];
-    S2sStatus st = S2S_OK;
-    if (json_find_duplicate(j, path, sizeof path)) {
-        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state has \"%s\" twice", origin, path);
-        goto out;
-    }
-    memset(s, 0, sizeof *s);
-    for (int i = 0; i < N_STATE_FIELDS; i++) {
-        const struct StateField *f = &STATE_FIELDS[i];
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, f->key);
-        void *p = (char *)s + f->off;
-        if (f->type == F_BEST && cJSON_IsNull(x)) {
-            *(double *)p = NAN; /* the caller sets the sign */
-            continue;
-        }
-        double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
-        double max = f->type == F_INT ? INT_MAX : f->type == F_LONG ? 9007199254740992.0 : INFINITY;
-        bool whole = f->type == F_INT || f->type == F_LONG;
-        if (!cJSON_IsNumber(x) || !isfinite(v) || (f->type != F_BEST && v < 0) || v > max || (whole && v != floor(v))) {
-            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is %s; expected %s", origin, f->key,
-                          x ? (cJSON_IsNumber(x) ? "out of range" : "not a number") : "missing",
-                          whole ? "a whole number >= 0" : f->type == F_BEST ? "a number or null" : "a finite number >= 0");
-            goto out;
-        }
-        if (f->type == F_INT) *(int *)p = (int)v;
-        else if (f->type == F_LONG) *(long *)p = (long)v;
-        else *(double *)p = v;
-    }
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, STATE_DATA_KEY);
-    *has_hash = h != NULL; /* absent in files of earlier builds */
-    if (h) {
-        char *end = NULL;
-        if (!cJSON_IsString(h) || strlen(h->valuestring) != 16 || (*data_hash = strtoull(h->valuestring, &end, 16), *end)) {
-            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is not 16 hex digits", origin,
-                          STATE_DATA_KEY);
-            goto out;
-        }
-    }
-out:
-    cJSON_Delete(j);
-    return st;
-}
-
 /* ---- a run ---- */
 
 typedef struct Run {
@@ -150,7 +45,7 @@ typedef struct Run {
     Seq2Seq model;
     Tape tape;
     Adam adam;
-    State st;
+    TrainState st;
     uint64_t data_hash;
     FILE *log;
     Font *font; /* NULL: pictures without labels */
@@ -196,7 +91,7 @@ static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
             return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", r->dir.log, strerror(errno));
         }
         r->st.log_bytes = ftell(r->log);
-        state = state_to_json(&r->st, r->data_hash);
+        state = train_state_to_json(&r->st, r->data_hash);
     }
     CkptSave s = {conf,
                   (const char *const *)r->data.src_vocab.tokens, r->data.src_vocab.size,
@@ -403,7 +298,7 @@ static S2sStatus same_vocab(const Vocab *v, char *const *tokens, int n, const ch
 /* The saved state against the config, the data and the log: every field in range, and the
  * step count the one that the epoch and batch imply. */
 static S2sStatus state_check(Run *r, S2sError *err) {
-    const State *s = &r->st;
+    const TrainState *s = &r->st;
     const ConfigTrain *tc = &r->cfg->train;
     const char *o = r->dir.last;
 #define BAD(...) s2s_fail(err, S2S_ERR_CORRUPT, __VA_ARGS__)
@@ -470,7 +365,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
             st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no training state to resume from", r->dir.last);
             goto out;
         }
-        if ((st = state_from_json(&r->st, &saved_hash, &hash_saved, ck.state_json, r->dir.last, err))) goto out;
+        if ((st = train_state_from_json(&r->st, &saved_hash, &hash_saved, ck.state_json, r->dir.last, err))) goto out;
         if (isnan(r->st.best)) r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
     }
     /* every check of the config before the folder is touched */
@@ -541,7 +436,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         Rng init;
         rng_init(&init, (uint64_t)cfg->seed, RNG_STREAM_INIT);
         model_init_weights(&r->model, &init);
-        r->st = (State){0};
+        r->st = (TrainState){0};
         r->st.lr = cfg->train.lr;
         r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
         r->log = fopen(r->dir.log, "w");

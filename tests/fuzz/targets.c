@@ -1,8 +1,12 @@
 /* targets.c — see targets.h. */
 #include "targets.h"
 
+#include "s2s/attn_calc.h"
 #include "s2s/bleu.h"
 #include "s2s/model.h"
+#include "s2s/train_state.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +72,55 @@ int fuzz_model(const uint8_t *data, size_t size) {
     return 0;
 }
 
+/* The line reader over the bytes, with a small limit so long lines and skips happen. */
+static void read_lines(const uint8_t *data, size_t size) {
+    if (!size) return;
+    FILE *f = fmemopen((void *)data, size, "rb");
+    if (!f) return;
+    LineReader r;
+    line_reader_init(&r, f, 16);
+    const char *line;
+    size_t len;
+    for (LineStatus ls; (ls = line_read(&r, &line, &len)) == LINE_OK || ls == LINE_TOO_LONG;)
+        if (ls == LINE_OK && len > 16) abort(); /* never more than the limit */
+    line_reader_free(&r);
+    fclose(f);
+}
+
+int fuzz_state(const uint8_t *data, size_t size) {
+    char *s = as_text(data, size);
+    TrainState st;
+    uint64_t hash;
+    bool has;
+    S2sError err;
+    if (train_state_from_json(&st, &hash, &has, s, "fuzz", &err) == S2S_OK) {
+        /* what was read back is in range, and writes back the same */
+        if (st.epoch < 0 || st.batch < 0 || st.step < 0 || !(st.lr >= 0) || !isfinite(st.loss_sum)) abort();
+        char *j = train_state_to_json(&st, hash);
+        TrainState back;
+        uint64_t h2;
+        if (train_state_from_json(&back, &h2, &has, j, "again", &err) != S2S_OK || back.step != st.step || h2 != hash) abort();
+        free(j);
+    }
+    free(s);
+    return 0;
+}
+
+int fuzz_attend(const uint8_t *data, size_t size) {
+    char *s = as_text(data, size);
+    AttnCalcInput in;
+    S2sError err;
+    if (attn_calc_parse(s, &in, &err) == S2S_OK) {
+        AttnCalcResult r;
+        if (attn_calc(&in, &r, &err) == S2S_OK) attn_calc_free(&r);
+        attn_calc_input_free(&in);
+    }
+    free(s);
+    return 0;
+}
+
 int fuzz_text(const uint8_t *data, size_t size) {
+    read_lines(data, size);
     char *s = as_text(data, size);
     size_t n = strlen(s);
     if (utf8_valid(s, n)) {

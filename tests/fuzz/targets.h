@@ -1,5 +1,6 @@
-/* targets.h — the fuzzed entry points: the config parser, the model-file loader, and the
- * text path (UTF-8 check, tokenizer, encoding, BLEU). Each takes any bytes and must neither
+/* targets.h — the fuzzed entry points: the config parser, the model-file loader, the text
+ * path (line reader, UTF-8 check, tokenizer, encoding, BLEU), the training state of last.bin
+ * and the attention calculator's input. Each takes any bytes and must neither
  * crash nor leak; libFuzzer drives them (make fuzz), and their corpora replay in make test. */
 #ifndef S2S_FUZZ_TARGETS_H
 #define S2S_FUZZ_TARGETS_H
@@ -10,5 +11,7 @@
 int fuzz_config(const uint8_t *data, size_t size);
 int fuzz_model(const uint8_t *data, size_t size);
 int fuzz_text(const uint8_t *data, size_t size);
+int fuzz_state(const uint8_t *data, size_t size);
+int fuzz_attend(const uint8_t *data, size_t size);
 
 #endif

@@ -1,0 +1,104 @@
+/* train_state.c — the resumable state: one table says how each field is saved and read back. */
+#include "s2s/train_state.h"
+#include "s2s/json.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum FieldType { F_INT, F_LONG, F_NUM, F_BEST } FieldType;
+
+static const struct StateField {
+    const char *key;
+    FieldType type;
+    size_t off;
+} STATE_FIELDS[] = {
+    {"epoch", F_INT, offsetof(TrainState, epoch)},         {"batch", F_INT, offsetof(TrainState, batch)},
+    {"step", F_LONG, offsetof(TrainState, step)},          {"adam_step", F_LONG, offsetof(TrainState, adam_step)},
+    {"lr", F_NUM, offsetof(TrainState, lr)},               {"best", F_BEST, offsetof(TrainState, best)},
+    {"bad_epochs", F_INT, offsetof(TrainState, bad_epochs)}, {"loss_sum", F_NUM, offsetof(TrainState, loss_sum)},
+    {"tok_sum", F_NUM, offsetof(TrainState, tok_sum)},     {"log_bytes", F_LONG, offsetof(TrainState, log_bytes)},
+    {"seconds", F_NUM, offsetof(TrainState, seconds)},
+};
+#define N_STATE_FIELDS ((int)(sizeof STATE_FIELDS / sizeof STATE_FIELDS[0]))
+#define STATE_DATA_KEY "data" /* the data's fingerprint, 16 hex digits */
+
+char *train_state_to_json(const TrainState *s, uint64_t data_hash) {
+    cJSON *j = cJSON_CreateObject();
+    for (int i = 0; i < N_STATE_FIELDS; i++) {
+        const void *p = (const char *)s + STATE_FIELDS[i].off;
+        switch (STATE_FIELDS[i].type) {
+        case F_INT: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const int *)p); break;
+        case F_LONG: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, (double)*(const long *)p); break;
+        case F_NUM: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p); break;
+        case F_BEST:
+            if (isfinite(*(const double *)p)) cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p);
+            else cJSON_AddNullToObject(j, STATE_FIELDS[i].key); /* no validation has improved yet */
+            break;
+        }
+    }
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, data_hash);
+    cJSON_AddStringToObject(j, STATE_DATA_KEY, hex);
+    char *txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return txt;
+}
+
+/* Reads every field with its type: integers whole and within range, numbers finite and not
+ * negative, best a number or null. Cross-field checks come later (state_check). */
+S2sStatus train_state_from_json(TrainState *s, uint64_t *data_hash, bool *has_hash, const char *txt, const char *origin,
+                                S2sError *err) {
+    cJSON *j = cJSON_Parse(txt);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state is not a JSON object", origin);
+    }
+    char path[128];
+    S2sStatus st = S2S_OK;
+    if (json_find_duplicate(j, path, sizeof path)) {
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: training state has \"%s\" twice", origin, path);
+        goto out;
+    }
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < N_STATE_FIELDS; i++) {
+        const struct StateField *f = &STATE_FIELDS[i];
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, f->key);
+        void *p = (char *)s + f->off;
+        if (f->type == F_BEST && cJSON_IsNull(x)) {
+            *(double *)p = NAN; /* the caller sets the sign */
+            continue;
+        }
+        double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        double max = f->type == F_INT ? INT_MAX : f->type == F_LONG ? 9007199254740992.0 : INFINITY;
+        bool whole = f->type == F_INT || f->type == F_LONG;
+        if (!cJSON_IsNumber(x) || !isfinite(v) || (f->type != F_BEST && v < 0) || v > max || (whole && v != floor(v))) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is %s; expected %s", origin, f->key,
+                          x ? (cJSON_IsNumber(x) ? "out of range" : "not a number") : "missing",
+                          whole ? "a whole number >= 0" : f->type == F_BEST ? "a number or null" : "a finite number >= 0");
+            goto out;
+        }
+        if (f->type == F_INT) *(int *)p = (int)v;
+        else if (f->type == F_LONG) *(long *)p = (long)v;
+        else *(double *)p = v;
+    }
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, STATE_DATA_KEY);
+    *has_hash = h != NULL; /* absent in files of earlier builds */
+    if (h) {
+        char *end = NULL;
+        if (!cJSON_IsString(h) || strlen(h->valuestring) != 16 || (*data_hash = strtoull(h->valuestring, &end, 16), *end)) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is not 16 hex digits", origin,
+                          STATE_DATA_KEY);
+            goto out;
+        }
+    }
+out:
+    cJSON_Delete(j);
+    return st;
+}
+
