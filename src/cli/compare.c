@@ -260,8 +260,10 @@ int main(int argc, char **argv) {
             char set[64];
             snprintf(set, sizeof set, "attention=%s", vs[a]);
             Config c2 = cfg;
-            if (config_set(&c2, set, &err)) return usage_error(err.msg);
-            if (model_check_config(&c2.model, path, &err)) return usage_error(err.msg);
+            if (config_set(&c2, set, &err) || model_check_config(&c2.model, path, &err)) {
+                free(job);
+                return usage_error(err.msg);
+            }
             for (int s = 0; s < ns; s++) {
                 Job *j = &job[n_jobs++];
                 snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, vs[a], seed_v[s]);

@@ -233,6 +233,9 @@ int main(int argc, char **argv) {
         if (warmup >= plan.n_batches) { /* nothing would be timed */
             fprintf(stderr, "speed: --warmup %d leaves no batch to time: the data make %d batches\n", warmup, plan.n_batches);
             batchplan_free(&plan);
+            tape_free(&t);
+            model_free(&m);
+            task_free(&d);
             return 2;
         }
         Batch b;
