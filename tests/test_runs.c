@@ -8,6 +8,7 @@
 #include "s2s/compare.h"
 #include "s2s/file.h"
 #include "s2s/model.h"
+#include "s2s/train_state.h"
 
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -312,7 +313,7 @@ Test(runs, sigkill_at_random_points_then_resume_equals_uninterrupted, .timeout =
     char p[600];
     snprintf(p, sizeof p, "%s/k.json", d);
     tu_write(p, "{\"name\": \"k\", \"seed\": 2,"
-                " \"task\": {\"type\": \"reverse\", \"train_size\": 1500, \"valid_size\": 60, \"test_size\": 60, \"max_len\": 12},"
+                " \"task\": {\"type\": \"reverse\", \"train_size\": 5000, \"valid_size\": 60, \"test_size\": 60, \"max_len\": 12},"
                 " \"model\": {\"cell\": \"gru\", \"embedding\": 8, \"encoder_hidden\": 32, \"decoder_hidden\": 32},"
                 " \"train\": {\"batch_size\": 16, \"epochs\": 3, \"save_every\": 7, \"log_every\": 5, \"lr\": 0.005}}");
     double t0 = now_s();
@@ -323,9 +324,10 @@ Test(runs, sigkill_at_random_points_then_resume_equals_uninterrupted, .timeout =
     int kills = 0, rounds = 0, rc = -1;
     char delays[512] = "";
     while (rc != 0 && rounds < 40) {
-        /* ten kills, each a random share of an uninterrupted run's time after the start (in
-         * setup, steps, saves, validation), then the run goes to its end */
-        double delay = rounds < 10 ? full * (0.02 + 0.28 * rand() / (double)RAND_MAX) : -1;
+        /* up to ten kills, each 5-35 % of an uninterrupted run's time after a start (so they
+         * land in setup, steps, saves and validation alike, and at least three land before the
+         * end), then the run goes to its end */
+        double delay = rounds < 10 ? full * (0.05 + 0.30 * rand() / (double)RAND_MAX) : -1;
         size_t used = strlen(delays);
         snprintf(delays + used, sizeof delays - used, "%s%.2f", used ? " " : "", delay);
         char args[1400], kill_part[64] = "";
@@ -336,6 +338,8 @@ Test(runs, sigkill_at_random_points_then_resume_equals_uninterrupted, .timeout =
         kills += rc == 137;
         rounds++;
     }
+    cr_log_info("SIGKILL test: %d kills in %d rounds (seed %u, delays in s: %s; an uninterrupted run: %.2f s)", kills, rounds,
+                seed, delays, full);
     cr_assert_eq(rc, 0, "the run never finished (seed %u, delays %s)", seed, delays);
     cr_expect_geq(kills, 3, "only %d kills landed in %d rounds (seed %u, delays %s)", kills, rounds, seed, delays);
     char why[512] = "";
@@ -345,7 +349,12 @@ Test(runs, sigkill_at_random_points_then_resume_equals_uninterrupted, .timeout =
               "last.bin: %s (seed %u, delays %s)", why, seed, delays);
     cr_expect(tu_same_file(file_in(d, "full/test.hyp"), file_in(d, "part/test.hyp")));
     char *la = tu_log_without_timing(file_in(d, "full/log.jsonl")), *lb = tu_log_without_timing(file_in(d, "part/log.jsonl"));
-    cr_expect_str_eq(la, lb, "log (seed %u, delays %s)", seed, delays);
+    size_t at = 0; /* the first difference, for the message */
+    while (la[at] && la[at] == lb[at]) at++;
+    size_t from = at > 200 ? at - 200 : 0;
+    cr_expect_str_eq(la, lb, "log (seed %u, delays %s) differs at byte %zu:\n%.400s\n---\n%.400s", seed, delays, at, la + from,
+                     lb + from);
+    if (strcmp(la, lb)) tu_sh("cp -r %s /tmp/s2s_sigkill_failure_%u", d, seed);
     free(la);
     free(lb);
     cr_expect_eq(tu_sh("! ls %s/part/*.tmp.* %s/part/attention/*.tmp.* > /dev/null 2>&1", d, d), 0, "temporary files left");
@@ -481,5 +490,33 @@ Test(runs, step_estimate_bounds_the_measured_arena_peaks, .timeout = 120) {
         batch_free(&b);
         dataset_free(&d);
         model_free(&s);
+    }
+}
+
+/* The state reads back bit for bit: cJSON's own number printing keeps 15 digits when they
+ * read back within a relative DBL_EPSILON, so a resumed run continued from a loss sum or a
+ * learning rate one bit off (found by the SIGKILL test above). */
+Test(runs, the_state_reads_back_bit_for_bit) {
+    Rng rng;
+    rng_init(&rng, 7, 0);
+    for (int i = 0; i < 2000; i++) {
+        TrainState s = {3, 5, 41, 41, 0, 0, 1, 0, 0, 4096, 0};
+        s.lr = (double)(float)(1e-3 * rng_uniform(&rng)); /* a float's value, as the config's */
+        s.lr *= 0.5 + rng_uniform(&rng);                   /* then plateau decays */
+        s.best = 100.0 * rng_uniform(&rng) / 3.0;
+        s.loss_sum = 1e4 * rng_uniform(&rng) / 7.0;
+        s.tok_sum = 512;
+        s.seconds = 1e3 * rng_uniform(&rng);
+        char *j = train_state_to_json(&s, 0x0123456789abcdefull);
+        TrainState b;
+        uint64_t h;
+        bool has;
+        S2sError err;
+        cr_assert_eq(train_state_from_json(&b, &h, &has, j, "t", &err), S2S_OK, "%s", err.msg);
+        cr_assert(has && h == 0x0123456789abcdefull);
+        cr_assert(memcmp(&b.lr, &s.lr, sizeof s.lr) == 0 && memcmp(&b.best, &s.best, sizeof s.best) == 0 &&
+                      memcmp(&b.loss_sum, &s.loss_sum, sizeof s.loss_sum) == 0 && memcmp(&b.seconds, &s.seconds, sizeof s.seconds) == 0,
+                  "%s read back as lr %.17g best %.17g loss_sum %.17g", j, b.lr, b.best, b.loss_sum);
+        free(j);
     }
 }

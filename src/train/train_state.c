@@ -28,6 +28,15 @@ static const struct StateField {
 #define N_STATE_FIELDS ((int)(sizeof STATE_FIELDS / sizeof STATE_FIELDS[0]))
 #define STATE_DATA_KEY "data" /* the data's fingerprint, 16 hex digits */
 
+/* A double that reads back as itself. cJSON prints 15 digits when they read back within a
+ * relative DBL_EPSILON, which is not exactly: a resumed run would then continue from a loss
+ * sum or a learning rate one bit off, and no longer repeat the uninterrupted run. */
+static void add_exact(cJSON *j, const char *key, double v) {
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    cJSON_AddItemToObject(j, key, cJSON_CreateRaw(buf));
+}
+
 char *train_state_to_json(const TrainState *s, uint64_t data_hash) {
     cJSON *j = cJSON_CreateObject();
     for (int i = 0; i < N_STATE_FIELDS; i++) {
@@ -35,9 +44,9 @@ char *train_state_to_json(const TrainState *s, uint64_t data_hash) {
         switch (STATE_FIELDS[i].type) {
         case F_INT: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const int *)p); break;
         case F_LONG: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, (double)*(const long *)p); break;
-        case F_NUM: cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p); break;
+        case F_NUM: add_exact(j, STATE_FIELDS[i].key, *(const double *)p); break;
         case F_BEST:
-            if (isfinite(*(const double *)p)) cJSON_AddNumberToObject(j, STATE_FIELDS[i].key, *(const double *)p);
+            if (isfinite(*(const double *)p)) add_exact(j, STATE_FIELDS[i].key, *(const double *)p);
             else cJSON_AddNullToObject(j, STATE_FIELDS[i].key); /* no validation has improved yet */
             break;
         }
