@@ -186,14 +186,7 @@ static const char *TINYCMP =
     " \"model\": {\"embedding\": 8, \"encoder_hidden\": 16, \"decoder_hidden\": 16},"
     " \"train\": {\"batch_size\": 16, \"epochs\": %d}}";
 
-static bool file_has(const char *dir, const char *name, const char *text) {
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    char *s = tu_slurp(p, NULL);
-    bool yes = s && strstr(s, text);
-    free(s);
-    return yes;
-}
+static bool file_has(const char *dir, const char *name, const char *text) { return tu_file_has(file_in_dir(dir, name), text); }
 
 /* D2, D8, D36-D38: lists and numbers on the command line are checked, never truncated,
  * overflowed or counted twice; exit 2 before anything is trained. */

@@ -55,13 +55,6 @@ static int count_in_log(const char *dir, const char *type) {
     return n;
 }
 
-static bool has(const char *path, const char *text) {
-    char *s = tu_slurp(path, NULL);
-    bool yes = s && strstr(s, text);
-    free(s);
-    return yes;
-}
-
 Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 120) {
     char *d = tu_tmpdir();
     tiny(d, 2, 50);
@@ -71,10 +64,10 @@ Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 
     int rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --max-steps 3 > %s/out.txt 2> %s/err.txt", tu_bin(),
                    d, d, d, d);
     cr_expect_eq(rc, 2);
-    cr_expect(has(file_in(d, "err.txt"), "holds a run already") && has(file_in(d, "err.txt"), "--resume") &&
-                  has(file_in(d, "err.txt"), "--overwrite"),
+    cr_expect(tu_file_has(file_in(d, "err.txt"), "holds a run already") && tu_file_has(file_in(d, "err.txt"), "--resume") &&
+                  tu_file_has(file_in(d, "err.txt"), "--overwrite"),
               "the message says what to type instead");
-    cr_expect(!has(file_in(d, "out.txt"), "test ("), "nothing was tested");
+    cr_expect(!tu_file_has(file_in(d, "out.txt"), "test ("), "nothing was tested");
     cr_expect(tu_same_file(file_in(d, "D/model.bin"), file_in(d, "old.bin")), "model.bin untouched");
     cr_expect(tu_same_file(file_in(d, "D/log.jsonl"), file_in(d, "old.log")), "log untouched");
 
@@ -82,19 +75,19 @@ Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 
     rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --max-steps 3 --overwrite > %s/out.txt 2> %s/err.txt",
                tu_bin(), d, d, d, d);
     cr_expect_eq(rc, 0);
-    cr_expect(has(file_in(d, "out.txt"), "paused after step 3"), "paused is said");
-    cr_expect(!has(file_in(d, "out.txt"), "test (") && !has(file_in(d, "out.txt"), "model:"), "no result, no model claimed");
+    cr_expect(tu_file_has(file_in(d, "out.txt"), "paused after step 3"), "paused is said");
+    cr_expect(!tu_file_has(file_in(d, "out.txt"), "test (") && !tu_file_has(file_in(d, "out.txt"), "model:"), "no result, no model claimed");
     cr_expect(access(file_in(d, "D/model.bin"), F_OK) != 0, "the old model.bin was deleted");
     cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 0);
     cr_expect(!compare_run_finished(file_in(d, "D")), "a paused run is not finished");
     /* a pause at an epoch's end validates but does not test either (D31) */
     cr_expect_eq(tu_sh("%s/train --resume %s/D --max-steps 13 > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(has(file_in(d, "out.txt"), "epoch  1") && !has(file_in(d, "out.txt"), "test ("));
+    cr_expect(tu_file_has(file_in(d, "out.txt"), "epoch  1") && !tu_file_has(file_in(d, "out.txt"), "test ("));
     cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 0);
     cr_expect(!compare_run_finished(file_in(d, "D")));
     /* and it finishes as one run */
     cr_expect_eq(tu_sh("%s/train --resume %s/D > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(has(file_in(d, "out.txt"), "test (best checkpoint)") && has(file_in(d, "out.txt"), "model:"));
+    cr_expect(tu_file_has(file_in(d, "out.txt"), "test (best checkpoint)") && tu_file_has(file_in(d, "out.txt"), "model:"));
     cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 1);
     cr_expect(compare_run_finished(file_in(d, "D")));
 
@@ -102,8 +95,8 @@ Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 
     unlink(file_in(d, "D/model.bin"));
     rc = tu_sh("%s/train --resume %s/D > %s/out.txt 2> %s/err.txt", tu_bin(), d, d, d);
     cr_expect_eq(rc, 1);
-    cr_expect(has(file_in(d, "err.txt"), "model.bin: cannot open"));
-    cr_expect(!has(file_in(d, "out.txt"), "model:"));
+    cr_expect(tu_file_has(file_in(d, "err.txt"), "model.bin: cannot open"));
+    cr_expect(!tu_file_has(file_in(d, "out.txt"), "model:"));
     cr_expect_eq(tu_sh("%s/train --resume %s/none > /dev/null 2>&1", tu_bin(), d), 1);
     tu_rm_rf(d);
     free(d);
@@ -123,7 +116,7 @@ Test(runs, a_folder_in_use_is_refused, .timeout = 120) {
     cr_expect_eq(rc, 1);
     char want[64];
     snprintf(want, sizeof want, "in use by another process (pid %ld)", (long)getpid());
-    cr_expect(has(file_in(d, "err.txt"), want), "the holder is named");
+    cr_expect(tu_file_has(file_in(d, "err.txt"), want), "the holder is named");
     cr_expect(access(file_in(run, "config.json"), F_OK) != 0, "nothing was written");
     file_unlock(&l);
     cr_expect(!file_lock_held(run, NULL));
@@ -135,9 +128,9 @@ Test(runs, a_folder_in_use_is_refused, .timeout = 120) {
                        " kill -INT $p; wait $p; echo $? > %s/rc1",
                        tu_bin(), d, run, run, tu_bin(), d, run, d, d, d, d),
                  0);
-    cr_expect(has(file_in(d, "rc2"), "1\n"), "the second run exits 1");
-    cr_expect(has(file_in(d, "err2.txt"), "in use by another process"));
-    cr_expect(has(file_in(d, "rc1"), "130\n"), "the first goes on until its SIGINT");
+    cr_expect(tu_file_has(file_in(d, "rc2"), "1\n"), "the second run exits 1");
+    cr_expect(tu_file_has(file_in(d, "err2.txt"), "in use by another process"));
+    cr_expect(tu_file_has(file_in(d, "rc1"), "130\n"), "the first goes on until its SIGINT");
     char *log = tu_log_without_timing(file_in(run, "log.jsonl"));
     cr_expect(log && !strstr(log, "not JSON"), "the log is one run's");
     free(log);
@@ -152,7 +145,7 @@ Test(runs, run_names_never_leave_runs) {
     snprintf(p, sizeof p, "%s/cfg.json", d);
     tu_write(p, "{\"name\": \"../escaped\"}");
     cr_expect_eq(tu_sh("cd %s && %s/train --config cfg.json 2> err.txt", d, tu_bin()), 2);
-    cr_expect(has(file_in(d, "err.txt"), "name: expected a plain name"));
+    cr_expect(tu_file_has(file_in(d, "err.txt"), "name: expected a plain name"));
     cr_expect_eq(tu_sh("cd %s && %s/train --config cfg.json --set name=../x 2> /dev/null", d, tu_bin()), 2);
     cr_expect(access(file_in(d, "../escaped"), F_OK) != 0 && access(file_in(d, "runs"), F_OK) != 0, "no folder was made");
     tu_rm_rf(d);
@@ -160,20 +153,21 @@ Test(runs, run_names_never_leave_runs) {
 }
 
 /* last.bin rewritten with another training state (and moments or not). */
+typedef struct StateEdit {
+    const char *state;
+    bool moments;
+} StateEdit;
+
+static void set_state(ParamStore *ps, CkptSave *s, void *ctx) {
+    (void)ps;
+    const StateEdit *e = ctx;
+    s->state_json = e->state;
+    s->with_moments = s->with_moments && e->moments;
+}
+
 static void rewrite_last(const char *path, const char *state, bool moments) {
-    Checkpoint c;
-    S2sError err;
-    cr_assert_eq(ckpt_load(&c, path, &err), S2S_OK, "%s", err.msg);
-    ParamStore ps;
-    params_init(&ps);
-    for (int i = 0; i < c.n_tensors; i++) params_add(&ps, c.tensors[i].name, c.tensors[i].ndim, c.tensors[i].shape);
-    cr_assert_eq(params_alloc(&ps, NULL), S2S_OK);
-    cr_assert_eq(ckpt_restore(&c, &ps, c.has_moments, path, &err), S2S_OK, "%s", err.msg);
-    CkptSave s = {c.config_json, (const char *const *)c.src_tokens, c.n_src, (const char *const *)c.trg_tokens, c.n_trg,
-                  &ps, moments && c.has_moments, state};
-    cr_assert_eq(ckpt_save(path, &s, &err), S2S_OK, "%s", err.msg);
-    params_free(&ps);
-    ckpt_free(&c);
+    StateEdit e = {state, moments};
+    tu_rewrite_checkpoint(path, set_state, &e);
 }
 
 static char *state_of(const char *path) {
@@ -225,7 +219,7 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         int rc = tu_sh("%s/train --resume %s/D --max-steps 6 > /dev/null 2> %s/err.txt", tu_bin(), d, d);
         if (bad[i].says) {
             cr_expect_eq(rc, 1, "%s = %s resumed (exit %d)", bad[i].key, bad[i].value, rc);
-            cr_expect(has(file_in(d, "err.txt"), bad[i].says), "%s = %s: %s", bad[i].key, bad[i].value,
+            cr_expect(tu_file_has(file_in(d, "err.txt"), bad[i].says), "%s = %s: %s", bad[i].key, bad[i].value,
                       tu_slurp(file_in(d, "err.txt"), NULL));
             struct stat after;
             cr_assert_eq(stat(file_in(d, "D/log.jsonl"), &after), 0);
@@ -241,13 +235,13 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
         rewrite_last(last, raw[i], true);
         cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-        cr_expect(has(file_in(d, "err.txt"), i ? "not a JSON object" : "has \"epoch\" twice"));
+        cr_expect(tu_file_has(file_in(d, "err.txt"), i ? "not a JSON object" : "has \"epoch\" twice"));
     }
     /* Adam without its moments (D19) */
     cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
     rewrite_last(last, good, false);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-    cr_expect(has(file_in(d, "err.txt"), "has no Adam moments after 5 steps"));
+    cr_expect(tu_file_has(file_in(d, "err.txt"), "has no Adam moments after 5 steps"));
     /* the intact state resumes */
     cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null", tu_bin(), d), 0);
@@ -287,11 +281,11 @@ Test(runs, resume_refuses_data_that_changed, .timeout = 120) {
     /* a word of the target side replaced by another (D17): another vocabulary */
     cr_assert_eq(tu_sh("sed -i 's/w3/zz/' %s/train.en", d), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-    cr_expect(has(file_in(d, "err.txt"), "the data give another target vocabulary"), "%s", tu_slurp(file_in(d, "err.txt"), NULL));
+    cr_expect(tu_file_has(file_in(d, "err.txt"), "the data give another target vocabulary"), "%s", tu_slurp(file_in(d, "err.txt"), NULL));
     /* the same words in another order: same vocabularies, other sentences */
     cr_assert_eq(tu_sh("cp %s/train.en.keep %s/train.en && sed -i '1{h;d};2{G}' %s/train.en", d, d, d), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-    cr_expect(has(file_in(d, "err.txt"), "the data are not those the run started with"), "%s",
+    cr_expect(tu_file_has(file_in(d, "err.txt"), "the data are not those the run started with"), "%s",
               tu_slurp(file_in(d, "err.txt"), NULL));
     cr_assert_eq(tu_sh("cp %s/train.en.keep %s/train.en", d, d), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null", tu_bin(), d), 0);
@@ -374,12 +368,12 @@ Test(runs, signals_during_the_final_test_and_sighup, .timeout = 240) {
                    " kill -INT $p; wait $p; } 2> /dev/null",
                    tu_bin(), d, d, d, d, d);
     cr_expect_eq(rc, 130, "SIGINT in the final test exits 130 (got %d)", rc);
-    cr_expect(has(file_in(d, "err.txt"), "interrupted after step 13"));
-    cr_expect(!has(file_in(d, "out.txt"), "test (") && !has(file_in(d, "out.txt"), "model:"));
+    cr_expect(tu_file_has(file_in(d, "err.txt"), "interrupted after step 13"));
+    cr_expect(!tu_file_has(file_in(d, "out.txt"), "test (") && !tu_file_has(file_in(d, "out.txt"), "model:"));
     cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 0);
     cr_expect(!compare_run_finished(file_in(d, "D")));
     cr_expect_eq(tu_sh("%s/train --resume %s/D > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(has(file_in(d, "out.txt"), "test (best checkpoint)"));
+    cr_expect(tu_file_has(file_in(d, "out.txt"), "test (best checkpoint)"));
     cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 1);
 
     tiny(d, 400, 50);
@@ -389,7 +383,7 @@ Test(runs, signals_during_the_final_test_and_sighup, .timeout = 240) {
                tu_bin(), d, d, d);
     cr_expect_eq(rc, 129, "SIGHUP exits 129 (got %d)", rc);
     cr_expect_eq(tu_sh("%s/train --resume %s/H --max-steps 60 > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(has(file_in(d, "out.txt"), "paused after step 60"));
+    cr_expect(tu_file_has(file_in(d, "out.txt"), "paused after step 60"));
     tu_rm_rf(d);
     free(d);
 }
@@ -408,7 +402,7 @@ Test(runs, sizes_this_machine_cannot_hold_are_refused_up_front, .timeout = 60) {
     for (int i = 0; i < 3; i++) {
         int rc = tu_sh("%s/train --config %s/tiny.json --out %s/M%d %s > /dev/null 2> %s/err.txt", tu_bin(), d, d, i, sets[i], d);
         cr_expect_eq(rc, 2, "%s: exit %d", sets[i], rc);
-        cr_expect(has(file_in(d, "err.txt"), "this machine allows") && has(file_in(d, "err.txt"), says[i]), "%s: %s", sets[i],
+        cr_expect(tu_file_has(file_in(d, "err.txt"), "this machine allows") && tu_file_has(file_in(d, "err.txt"), says[i]), "%s: %s", sets[i],
                   tu_slurp(file_in(d, "err.txt"), NULL));
         char m[16];
         snprintf(m, sizeof m, "M%d", i);

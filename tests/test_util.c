@@ -164,6 +164,30 @@ bool tu_same_checkpoint(const char *a, const char *b, char *why, size_t wn) {
     return same;
 }
 
+void tu_rewrite_checkpoint(const char *path, TuCkptEdit edit, void *ctx) {
+    Checkpoint c;
+    S2sError err;
+    S2S_ASSERT(ckpt_load(&c, path, &err) == S2S_OK);
+    ParamStore ps;
+    params_init(&ps);
+    for (int i = 0; i < c.n_tensors; i++) params_add(&ps, c.tensors[i].name, c.tensors[i].ndim, c.tensors[i].shape);
+    S2S_ASSERT(params_alloc(&ps, NULL) == S2S_OK);
+    S2S_ASSERT(ckpt_restore(&c, &ps, c.has_moments, path, &err) == S2S_OK);
+    CkptSave s = {c.config_json, (const char *const *)c.src_tokens, c.n_src, (const char *const *)c.trg_tokens, c.n_trg,
+                  &ps, c.has_moments, c.state_json};
+    edit(&ps, &s, ctx);
+    S2S_ASSERT(ckpt_save(path, &s, &err) == S2S_OK);
+    params_free(&ps);
+    ckpt_free(&c);
+}
+
+bool tu_file_has(const char *path, const char *text) {
+    char *s = tu_slurp(path, NULL);
+    bool yes = s && strstr(s, text);
+    free(s);
+    return yes;
+}
+
 cJSON *tu_json_load(const char *path) {
     char *buf = tu_slurp(path, NULL);
     if (!buf) return NULL;

@@ -41,6 +41,14 @@ char *tu_log_without_timing(const char *path);
 /* Two checkpoints with the same config, weights, moments and training state (its wall-clock
  * fields aside); on a difference returns false and names it in why. */
 bool tu_same_checkpoint(const char *a, const char *b, char *why, size_t n);
+/* Rewrites a model file: loads it, lets edit change the weights (ps) and what is saved (s:
+ * vocabularies, training state, moments or not), and saves it with a valid checksum, so a
+ * test can make a file that only the loader's own checks can refuse. */
+typedef struct CkptSave CkptSave;
+typedef void (*TuCkptEdit)(ParamStore *ps, CkptSave *s, void *ctx);
+void tu_rewrite_checkpoint(const char *path, TuCkptEdit edit, void *ctx);
+/* Whether the file at path contains text. */
+bool tu_file_has(const char *path, const char *text);
 /* Flattens a nested numeric list into out (up to cap), returns the count (−1 on a
  * non-number). */
 long tu_json_flatten(const cJSON *node, double *out, size_t cap);

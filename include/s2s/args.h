@@ -19,11 +19,12 @@ S2sStatus args_float(const char *opt, const char *text, double lo, double hi, fl
  * empty item or more than cap items is an error naming opt. Returns the count, or −1. */
 int args_split(const char *opt, char *list, char **items, int cap, S2sError *err);
 
-/* The line for getopt_long's return c ('?' or ':', optstring starting with ':') at optind:
- * "--bogus: unknown option", "--config: needs a value". */
-void args_getopt_error(char *buf, size_t n, char *const argv[], int optind, int optopt, int c);
-
-/* Prints "PROG (s2s VERSION)" for --version. */
-void args_print_version(FILE *f, const char *prog);
+/* The options every program has: {"help", no_argument, NULL, 'h'} and
+ * {"version", no_argument, NULL, ARGS_VERSION} in its getopt_long table (optstring ":h"). */
+#define ARGS_VERSION 1000
+/* What every program does with getopt_long's return c when it is not one of its own: --help
+ * (usage to stdout), --version, or '?' and ':' (one line on stderr naming the option: "prog:
+ * --bogus: unknown option", "prog: --config: needs a value"). Returns the exit code (0 or 2). */
+int args_common(int c, const char *prog, void (*usage)(FILE *), char *const argv[], int optind, int optopt);
 
 #endif

@@ -13,6 +13,8 @@
 /* The first member (depth first) whose key an earlier member of the same object has, or
  * NULL. Its dotted path ("model.cell", "heads.1.Q") goes into path. */
 const cJSON *json_find_duplicate(const cJSON *node, char *path, size_t n);
+/* The 1-based line and column of the byte at in text (for messages). */
+void json_line_col(const char *text, const char *at, int *line, int *col);
 /* "line:col" (1-based) of the k-th (0-based) occurrence of "key" in text, into buf; "" when
  * not found. */
 void json_key_position(const char *text, const char *key, int k, char *buf, size_t n);

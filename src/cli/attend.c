@@ -52,19 +52,17 @@ int main(int argc, char **argv) {
     const char *file = NULL, *heatmap = NULL, *qkv[3] = {NULL, NULL, NULL};
     bool as_json = false;
     int scaled_flag = -1, causal_flag = 0;
-    enum { O_JSON = 256, O_SCALED, O_UNSCALED, O_CAUSAL, O_HEATMAP, O_Q, O_K, O_V, O_VERSION };
+    enum { O_JSON = 256, O_SCALED, O_UNSCALED, O_CAUSAL, O_HEATMAP, O_Q, O_K, O_V };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},        {"json", no_argument, NULL, O_JSON},
         {"scaled", no_argument, NULL, O_SCALED}, {"unscaled", no_argument, NULL, O_UNSCALED},
         {"causal", no_argument, NULL, O_CAUSAL}, {"heatmap", required_argument, NULL, O_HEATMAP},
         {"q", required_argument, NULL, O_Q},     {"k", required_argument, NULL, O_K},
-        {"v", required_argument, NULL, O_V},     {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+        {"v", required_argument, NULL, O_V},     {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         switch (opt) {
-        case 'h': usage(stdout); return 0;
-        case O_VERSION: args_print_version(stdout, "attend"); return 0;
         case O_JSON: as_json = true; break;
         case O_SCALED: scaled_flag = 1; break;
         case O_UNSCALED: scaled_flag = 0; break;
@@ -73,12 +71,7 @@ int main(int argc, char **argv) {
         case O_Q: qkv[0] = optarg; break;
         case O_K: qkv[1] = optarg; break;
         case O_V: qkv[2] = optarg; break;
-        default: {
-            char m[256];
-            args_getopt_error(m, sizeof m, argv, optind, optopt, opt);
-            fprintf(stderr, "attend: %s (see attend --help)\n", m);
-            return 2;
-        }
+        default: return args_common(opt, "attend", usage, argv, optind, optopt);
         }
     }
     if (optind < argc) file = argv[optind++];

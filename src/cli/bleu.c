@@ -15,25 +15,11 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    enum { O_VERSION = 256 };
-    static const struct option LONG[] = {{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, O_VERSION},
+    static const struct option LONG[] = {{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, ARGS_VERSION},
                                          {NULL, 0, NULL, 0}};
     opterr = 0;
     int o;
-    while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
-        if (o == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if (o == O_VERSION) {
-            args_print_version(stdout, "bleu");
-            return 0;
-        }
-        char msg[256];
-        args_getopt_error(msg, sizeof msg, argv, optind, optopt, o);
-        fprintf(stderr, "bleu: %s (see bleu --help)\n", msg);
-        return 2;
-    }
+    while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) return args_common(o, "bleu", usage, argv, optind, optopt);
     if (optind == argc || argc - optind > 2) {
         if (argc - optind > 2) fprintf(stderr, "bleu: %s: unexpected argument (see bleu --help)\n", argv[optind + 2]);
         else usage(stderr);

@@ -159,19 +159,17 @@ int main(int argc, char **argv) {
     int n_sets = 0, jobs = 1;
     bool runs_mode = false;
     S2sError err;
-    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VERSION };
+    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"config", required_argument, NULL, O_CONFIG},
         {"attention", required_argument, NULL, O_ATTENTION}, {"seeds", required_argument, NULL, O_SEEDS},
         {"out", required_argument, NULL, O_OUT},   {"jobs", required_argument, NULL, O_JOBS},
         {"set", required_argument, NULL, O_SET},   {"runs", no_argument, NULL, O_RUNS},
-        {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+        {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         switch (opt) {
-        case 'h': usage(stdout); return 0;
-        case O_VERSION: args_print_version(stdout, "compare"); return 0;
         case O_CONFIG: config = optarg; break;
         case O_ATTENTION: attention = optarg; break;
         case O_SEEDS: seeds = optarg; break;
@@ -184,12 +182,7 @@ int main(int argc, char **argv) {
             if (n_sets == 128) return usage_error("too many --set options");
             sets[n_sets++] = optarg;
             break;
-        default: {
-            char m[256];
-            args_getopt_error(m, sizeof m, argv, optind, optopt, opt);
-            fprintf(stderr, "compare: %s (see compare --help)\n", m);
-            return 2;
-        }
+        default: return args_common(opt, "compare", usage, argv, optind, optopt);
         }
     }
     int n_runs = argc - optind;

@@ -129,20 +129,18 @@ int main(int argc, char **argv) {
     const char *sets[64];
     int n_sets = 0;
     S2sError err;
-    enum { O_CONFIG = 256, O_MODEL, O_WARMUP, O_ITERS, O_DECODE_BATCH, O_NO_DECODE, O_NO_TRAIN, O_SET, O_VERSION };
+    enum { O_CONFIG = 256, O_MODEL, O_WARMUP, O_ITERS, O_DECODE_BATCH, O_NO_DECODE, O_NO_TRAIN, O_SET };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},         {"config", required_argument, NULL, O_CONFIG},
         {"model", required_argument, NULL, O_MODEL}, {"warmup", required_argument, NULL, O_WARMUP},
         {"iters", required_argument, NULL, O_ITERS}, {"decode-batch", required_argument, NULL, O_DECODE_BATCH},
         {"no-decode", no_argument, NULL, O_NO_DECODE}, {"no-train", no_argument, NULL, O_NO_TRAIN},
-        {"set", required_argument, NULL, O_SET},  {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+        {"set", required_argument, NULL, O_SET},  {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         S2sStatus bad = S2S_OK;
         switch (opt) {
-        case 'h': usage(stdout); return 0;
-        case O_VERSION: args_print_version(stdout, "speed"); return 0;
         case O_CONFIG: config = optarg; break;
         case O_MODEL: model_path = optarg; break;
         case O_WARMUP: bad = args_int("--warmup", optarg, 0, 1000000, &warmup, &err); break;
@@ -154,12 +152,7 @@ int main(int argc, char **argv) {
             if (n_sets == 64) bad = s2s_fail(&err, S2S_ERR_CONFIG, "too many --set options");
             else sets[n_sets++] = optarg;
             break;
-        default: {
-            char m[256];
-            args_getopt_error(m, sizeof m, argv, optind, optopt, opt);
-            fprintf(stderr, "speed: %s (see speed --help)\n", m);
-            return 2;
-        }
+        default: return args_common(opt, "speed", usage, argv, optind, optopt);
         }
         if (bad) {
             fprintf(stderr, "speed: %s\n", err.msg);

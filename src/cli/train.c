@@ -94,19 +94,17 @@ int main(int argc, char **argv) {
     long max_steps = 0;
     bool overwrite = false;
     S2sError err = {0};
-    enum { O_LIST = 256, O_OVERWRITE, O_MAX_STEPS, O_VERSION };
+    enum { O_LIST = 256, O_OVERWRITE, O_MAX_STEPS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},       {"config", required_argument, NULL, 'c'},
         {"out", required_argument, NULL, 'o'},  {"resume", required_argument, NULL, 'r'},
         {"seed", required_argument, NULL, 's'}, {"set", required_argument, NULL, 'S'},
         {"max-steps", required_argument, NULL, O_MAX_STEPS}, {"overwrite", no_argument, NULL, O_OVERWRITE},
-        {"list-keys", no_argument, NULL, O_LIST}, {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+        {"list-keys", no_argument, NULL, O_LIST}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         switch (c) {
-        case 'h': usage(stdout); return 0;
-        case O_VERSION: args_print_version(stdout, "train"); return 0;
         case O_LIST: list_keys(); return 0;
         case 'c': config_arg = optarg; break;
         case 'o': out_arg = optarg; break;
@@ -120,12 +118,7 @@ int main(int argc, char **argv) {
             if (n_sets == 256) return fail("too many --set options", 2);
             sets[n_sets++] = optarg;
             break;
-        default: {
-            char msg[256];
-            args_getopt_error(msg, sizeof msg, argv, optind, optopt, c);
-            fprintf(stderr, "train: %s (see train --help)\n", msg);
-            return 2;
-        }
+        default: return args_common(c, "train", usage, argv, optind, optopt);
         }
     }
     if (optind < argc) {

@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
     int block = 256, threads = 0;
     bool bf16 = false;
     S2sError err;
-    enum { O_TOKENIZED = 256, O_BF16, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_VERSION };
+    enum { O_TOKENIZED = 256, O_BF16, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
@@ -288,13 +288,11 @@ int main(int argc, char **argv) {
         {"bf16", no_argument, NULL, O_BF16},       {"threads", required_argument, NULL, O_THREADS},
         {"max-len", required_argument, NULL, O_MAX_LEN}, {"batch", required_argument, NULL, O_BATCH},
         {"beam", required_argument, NULL, O_BEAM}, {"n-best", required_argument, NULL, O_NBEST},
-        {"alpha", required_argument, NULL, O_ALPHA}, {"version", no_argument, NULL, O_VERSION}, {NULL, 0, NULL, 0}};
+        {"alpha", required_argument, NULL, O_ALPHA}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int o;
     while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         switch (o) {
-        case 'h': usage(stdout); return 0;
-        case O_VERSION: args_print_version(stdout, "translate"); return 0;
         case 'i': in_path = optarg; break;
         case 'o': out_path = optarg; break;
         case 'r': ref_path = optarg; break;
@@ -307,12 +305,7 @@ int main(int argc, char **argv) {
         case O_BEAM: if (args_int("--beam", optarg, 1, 32, &c.beam, &err)) return usage_error(&err); break;
         case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c.n_best, &err)) return usage_error(&err); break;
         case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c.alpha, &err)) return usage_error(&err); break;
-        default: {
-            char msg[256];
-            args_getopt_error(msg, sizeof msg, argv, optind, optopt, o);
-            fprintf(stderr, "translate: %s (see translate --help)\n", msg);
-            return 2;
-        }
+        default: return args_common(o, "translate", usage, argv, optind, optopt);
         }
     }
     if (optind < argc) model = argv[optind++];

@@ -57,7 +57,7 @@ int args_split(const char *opt, char *list, char **items, int cap, S2sError *err
     return n;
 }
 
-void args_getopt_error(char *buf, size_t n, char *const argv[], int optind, int optopt, int c) {
+static void getopt_error(char *buf, size_t n, char *const argv[], int optind, int optopt, int c) {
     char shortopt[3] = {'-', (char)optopt, '\0'};
     /* a short option names itself in optopt; a long one is the argument getopt just passed */
     const char *what = optopt && optopt < 128 && argv[optind - 1][1] != '-' ? shortopt : argv[optind - 1];
@@ -70,4 +70,17 @@ void args_getopt_error(char *buf, size_t n, char *const argv[], int optind, int 
     snprintf(buf, n, "%s: %s", name, why);
 }
 
-void args_print_version(FILE *f, const char *prog) { fprintf(f, "%s (s2s %s)\n", prog, S2S_VERSION); }
+int args_common(int c, const char *prog, void (*usage)(FILE *), char *const argv[], int optind, int optopt) {
+    if (c == 'h') {
+        usage(stdout);
+        return 0;
+    }
+    if (c == ARGS_VERSION) {
+        printf("%s (s2s %s)\n", prog, S2S_VERSION);
+        return 0;
+    }
+    char msg[256];
+    getopt_error(msg, sizeof msg, argv, optind, optopt, c);
+    fprintf(stderr, "%s: %s (see %s --help)\n", prog, msg, prog);
+    return 2;
+}

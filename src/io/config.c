@@ -199,15 +199,8 @@ static void where(char *buf, size_t n, const char *origin, const char *text, con
         snprintf(buf, n, "%s", origin);
         return;
     }
-    int line = 1, col = 1;
-    for (const char *p = text; p < k; p++) {
-        if (*p == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
+    int line, col;
+    json_line_col(text, k, &line, &col);
     snprintf(buf, n, "%s:%d:%d", origin, line, col);
 }
 
@@ -326,14 +319,7 @@ S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         int line = 1, col = 1;
-        for (const char *p = json; at && p < at && *p; p++) {
-            if (*p == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
+        if (at) json_line_col(json, at, &line, &col);
         return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: not valid JSON", origin, line, col);
     }
     S2sStatus st = S2S_OK;

@@ -44,14 +44,19 @@ void json_key_position(const char *text, const char *key, int k, char *buf, size
         if (at && i < k) at += strlen(quoted);
     }
     if (!at) return;
-    int line = 1, col = 1;
-    for (const char *p = text; p < at; p++) {
+    int line, col;
+    json_line_col(text, at, &line, &col);
+    snprintf(buf, n, "%d:%d", line, col);
+}
+
+void json_line_col(const char *text, const char *at, int *line, int *col) {
+    *line = *col = 1;
+    for (const char *p = text; p < at && *p; p++) {
         if (*p == '\n') {
-            line++;
-            col = 1;
+            (*line)++;
+            *col = 1;
         } else {
-            col++;
+            (*col)++;
         }
     }
-    snprintf(buf, n, "%d:%d", line, col);
 }
