@@ -134,7 +134,8 @@ Test(runs, a_folder_in_use_is_refused, .timeout = 120) {
     char *log = tu_log_without_timing(file_in(run, "log.jsonl"));
     cr_expect(log && !strstr(log, "not JSON"), "the log is one run's");
     free(log);
-    cr_expect_eq(tu_sh("%s/train --resume %s > /dev/null", tu_bin(), run), 0, "the first run resumes and ends");
+    cr_expect_eq(tu_sh("%s/train --resume %s --max-steps 1 > %s/out.txt", tu_bin(), run, d), 0);
+    cr_expect(tu_file_has(file_in(d, "out.txt"), "paused after step"), "the first run resumes (and pauses after a step)");
     tu_rm_rf(d);
     free(d);
 }
