@@ -268,10 +268,10 @@ static S2sStatus check_memory(const Run *r, S2sError *err) {
     double need = param_bytes + steps[w].bytes + data + base;
     if (need <= (double)limit) return S2S_OK;
     return s2s_fail(err, S2S_ERR_CONFIG,
-                    "%s: this run needs about %.1f GB and this machine allows %.1f GB: %.3g weights take %.1f GB with "
+                    "%s: this run needs about %.1f GB and this machine allows %.1f GB: %.1f million weights take %.1f GB with "
                     "their gradients%s, %s %.1f GB (%d sentences, sources of %d and targets of %d tokens), the data "
                     "%.1f GB; make the model, the batches (batch_size, eval_batch_size) or the sequences smaller",
-                    c->path[0] ? c->path : "config", gb(need), gb((double)limit), params, gb(param_bytes),
+                    c->path[0] ? c->path : "config", gb(need), gb((double)limit), params / 1e6, gb(param_bytes),
                     is_adam(c) ? " and Adam moments" : "", steps[w].what, gb(steps[w].bytes), steps[w].B, steps[w].S,
                     steps[w].T, gb(data));
 }
