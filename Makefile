@@ -19,7 +19,7 @@ endif
 # Build for the machine we run on where the compiler supports it (no -ffast-math: it would
 # break the goldens and bit-for-bit determinism).
 ARCH ?= $(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo -march=native)
-WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wswitch-enum
 # Recursive (=) so pkg-config runs after `deps` has installed the packages.
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2 zlib)
 # oneDNN (bf16 GEMMs) has no pkg-config file in Debian; libgomp is its threading runtime.
@@ -40,7 +40,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo test test-golden fuzz bench clean help
+.PHONY: all deps demo test test-golden fuzz bench clean help FORCE
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)

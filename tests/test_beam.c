@@ -16,11 +16,12 @@ static void make_model(Seq2Seq *m, const char *attention, float range) {
     Config c;
     config_defaults(&c);
     bool dot = !strcmp(attention, "dot"); /* dot needs decoder_hidden = 2 x encoder_hidden */
-    c.model = (ConfigModel){.cell = "gru", .bidirectional = true, .layers = 1, .embedding_type = "learned",
-                            .embedding = 8, .encoder_hidden = dot ? 5 : 8, .decoder_hidden = 10, .attention = "",
-                            .kq = 6, .combine = "concat", .init_range = range};
-    if (dot) strcpy(c.model.combine, "luong");
-    strcpy(c.model.attention, attention);
+    c.model = (ConfigModel){.cell = MODEL_CELL_GRU, .bidirectional = true, .layers = 1, .embedding_type = EMBEDDING_LEARNED,
+                            .embedding = 8, .encoder_hidden = dot ? 5 : 8, .decoder_hidden = 10, .kq = 6,
+                            .combine = dot ? COMBINE_LUONG : COMBINE_CONCAT, .init_range = range};
+    char set[64];
+    snprintf(set, sizeof set, "attention=%s", attention);
+    tu_config_set(&c, set);
     S2sError err;
     cr_assert_eq(model_init(m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);
     Rng r;
@@ -158,10 +159,12 @@ Test(beam, greedy_batch_equals_one_sentence_at_a_time) {
     for (int a = 0; a < 2; a++) {
         Config c;
         config_defaults(&c);
-        c.model = (ConfigModel){.cell = "lstm", .bidirectional = false, .layers = 2, .embedding_type = "learned",
-                                .embedding = 8, .encoder_hidden = 8, .decoder_hidden = 8, .attention = "",
-                                .kq = 6, .combine = "concat", .init_range = 0.6f};
-        strcpy(c.model.attention, att[a]);
+        c.model = (ConfigModel){.cell = MODEL_CELL_LSTM, .bidirectional = false, .layers = 2, .embedding_type = EMBEDDING_LEARNED,
+                                .embedding = 8, .encoder_hidden = 8, .decoder_hidden = 8, .kq = 6,
+                                .combine = COMBINE_CONCAT, .init_range = 0.6f};
+        char set[64];
+        snprintf(set, sizeof set, "attention=%s", att[a]);
+        tu_config_set(&c, set);
         S2sError err;
         Seq2Seq m;
         cr_assert_eq(model_init(&m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);
@@ -223,9 +226,9 @@ Test(beam, same_results_on_two_threads, .timeout = 120) {
     enum { B = 64, BIG_VT = 4000, L = 10, K = 5 };
     Config c;
     config_defaults(&c);
-    c.model = (ConfigModel){.cell = "gru", .bidirectional = true, .layers = 1, .embedding_type = "learned",
-                            .embedding = 8, .encoder_hidden = 256, .decoder_hidden = 12, .attention = "scaled_dot",
-                            .kq = 6, .combine = "concat", .init_range = 0.5f};
+    c.model = (ConfigModel){.cell = MODEL_CELL_GRU, .bidirectional = true, .layers = 1, .embedding_type = EMBEDDING_LEARNED,
+                            .embedding = 8, .encoder_hidden = 256, .decoder_hidden = 12, .attention = ATTN_SCALED_DOT,
+                            .kq = 6, .combine = COMBINE_CONCAT, .init_range = 0.5f};
     S2sError err;
     Seq2Seq m;
     cr_assert_eq(model_init(&m, &c.model, VS, BIG_VT, &err), S2S_OK, "%s", err.msg);

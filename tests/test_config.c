@@ -27,7 +27,7 @@ Test(config, reads_sections) {
     cr_assert_eq(parse(&c, "{\"name\": \"r\", \"model\": {\"cell\": \"gru\", \"dropout\": 0.25, \"bidirectional\": true},"
                            " \"train\": {\"lr\": 0.5, \"max_steps\": 7}}", &err), S2S_OK, "%s", err.msg);
     cr_expect_str_eq(c.name, "r");
-    cr_expect_str_eq(c.model.cell, "gru");
+    cr_expect_eq(c.model.cell, MODEL_CELL_GRU, "a choice is its enum from the start");
     cr_expect_float_eq(c.model.dropout, 0.25f, 1e-7);
     cr_expect(c.model.bidirectional);
     cr_expect_float_eq(c.train.lr, 0.5f, 1e-7);
@@ -101,9 +101,9 @@ Test(config, set_by_path_or_unique_leaf) {
     config_defaults(&c);
     S2sError err;
     cr_assert_eq(config_set(&c, "model.attention=dummy", &err), S2S_OK, "%s", err.msg);
-    cr_expect_str_eq(c.model.attention, "dummy");
+    cr_expect_eq(c.model.attention, ATTN_DUMMY);
     cr_assert_eq(config_set(&c, "attention=\"meanpool\"", &err), S2S_OK, "%s", err.msg);
-    cr_expect_str_eq(c.model.attention, "meanpool");
+    cr_expect_eq(c.model.attention, ATTN_MEANPOOL);
     cr_assert_eq(config_set(&c, "lr=0.25", &err), S2S_OK);
     cr_expect_float_eq(c.train.lr, 0.25f, 1e-7);
     cr_assert_eq(config_set(&c, "bidirectional=true", &err), S2S_OK);
@@ -114,17 +114,33 @@ Test(config, set_by_path_or_unique_leaf) {
     cr_expect_eq(config_set(&c, "layers=0", &err), S2S_ERR_CONFIG);
 }
 
-/* Every attention variant is accepted by the config, and nothing else. */
+/* Every attention the config names has its entry in the variant table, and nothing else is
+ * accepted; every choice reads back from its name. */
 Test(config, attention_choices_match_the_variant_table) {
     Config c;
     config_defaults(&c);
     S2sError err;
-    for (int i = 0; i < ATTN_VARIANT_COUNT; i++) {
+    for (int i = 0; i < ATTN_KIND_COUNT; i++) {
+        cr_expect(ATTN_VARIANTS[i].forward != NULL, "variant %s has an entry in the table", ATTN_KIND_NAMES[i]);
         char a[64];
-        snprintf(a, sizeof a, "attention=%s", ATTN_VARIANTS[i].name);
+        snprintf(a, sizeof a, "attention=%s", ATTN_KIND_NAMES[i]);
         cr_expect_eq(config_set(&c, a, &err), S2S_OK, "%s: %s", a, err.msg);
+        cr_expect_eq((int)c.model.attention, i);
     }
+    cr_expect_null(ATTN_KIND_NAMES[ATTN_KIND_COUNT]);
     cr_expect_eq(config_set(&c, "attention=nonsense", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "expected one of dummy,meanpool,dot,scaled_dot,general,additive, got \"nonsense\""), "%s", err.msg);
+    for (int k = 0; k < config_key_count(); k++) { /* every name of every choice */
+        ConfigKeyInfo ki = config_key_info(k);
+        for (int i = 0; i < ki.n_names; i++) {
+            char a[128], v[160];
+            snprintf(a, sizeof a, "%s=%s", ki.path, ki.names[i]);
+            cr_expect_eq(config_set(&c, a, &err), S2S_OK, "%s: %s", a, err.msg);
+            config_key_value(&c, k, v, sizeof v);
+            snprintf(a, sizeof a, "\"%s\"", ki.names[i]);
+            cr_expect_str_eq(v, a);
+        }
+    }
 }
 
 Test(config, resolved_json_reads_back_identically) {

@@ -66,17 +66,18 @@ Test(optim, clip_global_norm) {
 }
 
 Test(optim, lr_schedules) {
-    cr_expect_eq(optim_lr_factor("constant", 0.0), 1.0);
-    cr_expect_eq(optim_lr_factor("constant", 0.7), 1.0);
-    cr_expect_float_eq(optim_lr_factor("linear", 0.25), 0.75, 1e-15);
-    cr_expect_float_eq(optim_lr_factor("cosine", 0.5), 0.5, 1e-15);
-    cr_expect_float_eq(optim_lr_factor("cosine", 0.25), 0.5 * (1.0 + sqrt(0.5)), 1e-15);
+    cr_expect_eq(optim_lr_factor(LR_CONSTANT, 0.0), 1.0);
+    cr_expect_eq(optim_lr_factor(LR_CONSTANT, 0.7), 1.0);
+    cr_expect_float_eq(optim_lr_factor(LR_LINEAR, 0.25), 0.75, 1e-15);
+    cr_expect_float_eq(optim_lr_factor(LR_COSINE, 0.5), 0.5, 1e-15);
+    cr_expect_float_eq(optim_lr_factor(LR_COSINE, 0.25), 0.5 * (1.0 + sqrt(0.5)), 1e-15);
     for (int k = 0; k < 2; k++) {
-        const char *s = k ? "cosine" : "linear";
-        cr_expect_eq(optim_lr_factor(s, 0.0), 1.0, "%s starts at the configured lr", s);
-        cr_expect_float_eq(optim_lr_factor(s, 1.0), 0.0, 1e-15, "%s ends at 0", s);
+        LrSchedule s = k ? LR_COSINE : LR_LINEAR;
+        const char *name = LR_SCHEDULE_NAMES[s];
+        cr_expect_eq(optim_lr_factor(s, 0.0), 1.0, "%s starts at the configured lr", name);
+        cr_expect_float_eq(optim_lr_factor(s, 1.0), 0.0, 1e-15, "%s ends at 0", name);
         cr_expect_eq(optim_lr_factor(s, 1.5), optim_lr_factor(s, 1.0), "progress is clamped");
         for (int i = 1; i <= 100; i++)
-            cr_expect_leq(optim_lr_factor(s, i / 100.0), optim_lr_factor(s, (i - 1) / 100.0), "%s never rises", s);
+            cr_expect_leq(optim_lr_factor(s, i / 100.0), optim_lr_factor(s, (i - 1) / 100.0), "%s never rises", name);
     }
 }

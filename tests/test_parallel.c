@@ -22,7 +22,7 @@ static void write_file(const char *name, const char *text) {
 static ConfigTask task_in_dir(void) {
     Config c;
     config_defaults(&c);
-    strcpy(c.task.type, "translate");
+    c.task.type = TASK_TRANSLATE;
     snprintf(c.task.data_dir, sizeof c.task.data_dir, "%s", g_dir);
     strcpy(c.task.train_prefix, "train");
     strcpy(c.task.valid_prefix, "val");

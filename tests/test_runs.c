@@ -429,9 +429,11 @@ Test(runs, step_estimate_bounds_the_measured_arena_peaks, .timeout = 120) {
         Config c;
         config_defaults(&c);
         ConfigModel *m = &c.model;
-        snprintf(m->cell, sizeof m->cell, "%s", shapes[k].cell);
-        snprintf(m->attention, sizeof m->attention, "%s", shapes[k].attention);
-        snprintf(m->combine, sizeof m->combine, "%s", shapes[k].combine);
+        char set[3][64];
+        snprintf(set[0], sizeof set[0], "cell=%s", shapes[k].cell);
+        snprintf(set[1], sizeof set[1], "attention=%s", shapes[k].attention);
+        snprintf(set[2], sizeof set[2], "combine=%s", shapes[k].combine);
+        for (int i = 0; i < 3; i++) tu_config_set(&c, set[i]);
         m->bidirectional = shapes[k].bidir;
         m->layers = shapes[k].layers;
         m->embedding = shapes[k].E;

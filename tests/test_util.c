@@ -65,6 +65,11 @@ int tu_sh(const char *fmt, ...) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+void tu_config_set(Config *c, const char *assignment) {
+    S2sError err;
+    S2S_ASSERT(config_set(c, assignment, &err) == S2S_OK);
+}
+
 char *tu_tmpdir(void) {
     char *d = strdup("/tmp/s2s_test_XXXXXX");
     S2S_ASSERT(mkdtemp(d) != NULL);

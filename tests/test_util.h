@@ -4,6 +4,7 @@
 #define S2S_TEST_UTIL_H
 
 #include "s2s/common.h"
+#include "s2s/config.h"
 #include "s2s/nn.h"
 #include "s2s/ops.h"
 
@@ -28,6 +29,8 @@ char *tu_slurp(const char *path, size_t *len);
 const char *tu_bin(void);
 /* Runs a shell command (printf-style); returns its exit status (128 + signal if killed). */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets config keys as --set does ("attention=dot"); asserts that each is accepted. */
+void tu_config_set(Config *c, const char *assignment);
 /* A new empty folder under /tmp (malloc'd path); removed with tu_rm_rf. */
 char *tu_tmpdir(void);
 void tu_rm_rf(const char *dir);

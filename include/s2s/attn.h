@@ -1,4 +1,4 @@
-/* attn.h — pluggable attention: a table of variants chosen by name.
+/* attn.h — pluggable attention: a table of variants, indexed by the config's AttnKind.
  *
  * Every variant maps decoder states (T, B, Hd) and encoder states (S, B, D), with a source
  * mask (B, S) (1 = real token), to a context (T, B, D) for all decoder steps at once, and
@@ -7,12 +7,12 @@
 #ifndef S2S_ATTN_H
 #define S2S_ATTN_H
 
+#include "s2s/config.h"
 #include "s2s/nn.h"
 
 typedef struct Attention Attention;
 
-typedef struct AttnVariant {
-    const char *name;
+typedef struct AttnVariant { /* its name: ATTN_KIND_NAMES[kind] */
     const char *summary;
     bool has_weights;    /* false: no weights to draw (dummy) */
     bool needs_same_dim; /* scores are h · enc_t: decoder hidden must equal encoder output */
@@ -30,11 +30,10 @@ struct Attention {
     Tensor *v_a;  /* additive: v (A) */
 };
 
-extern const AttnVariant ATTN_VARIANTS[];
-extern const int ATTN_VARIANT_COUNT;
+extern const AttnVariant ATTN_VARIANTS[ATTN_KIND_COUNT];
 
-/* The variant called name, or NULL. */
-const AttnVariant *attn_find(const char *name);
+/* The variant of kind k. */
+const AttnVariant *attn_variant(AttnKind k);
 /* Declares the variant's parameters. kq: the key/query size (scaled_dot, additive). */
 void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *prefix, int dec_dim,
                int enc_dim, int kq);

@@ -3,8 +3,11 @@
  *
  * A Config is a plain value (fixed-size strings, no pointers), so it can be copied, and
  * written back as the resolved config (defaults included) beside a run and inside model
- * files. Errors name the file, the key (and its line and column where the file has it), and
- * what was expected; unknown keys are errors with a suggestion. */
+ * files. A key with a fixed set of values (a choice) is read into an enum once, at load, and
+ * written back as its name: code switches on the enum (-Wswitch-enum names a case it
+ * forgets) and never compares strings. Errors name the file, the key (and its line and
+ * column where the file has it), and what was expected; unknown keys are errors with a
+ * suggestion. */
 #ifndef S2S_CONFIG_H
 #define S2S_CONFIG_H
 
@@ -14,8 +17,33 @@
 
 #define CONFIG_STR 256
 
+/* The choices; each has its names in a table below, in the order of its values. */
+typedef enum TaskType { TASK_REVERSE, TASK_TRANSLATE } TaskType;
+typedef enum ModelCell { MODEL_CELL_GRU, MODEL_CELL_LSTM } ModelCell;
+typedef enum EmbeddingType { EMBEDDING_LEARNED, EMBEDDING_ONEHOT } EmbeddingType;
+typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, ATTN_GENERAL, ATTN_ADDITIVE } AttnKind;
+#define ATTN_KIND_COUNT 6
+typedef enum Combine { COMBINE_CONCAT, COMBINE_LUONG } Combine;
+typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD } Optimizer;
+typedef enum Precision { PRECISION_FP32, PRECISION_BF16 } Precision;
+typedef enum GemmLib { GEMM_LIB_ONEDNN, GEMM_LIB_OPENBLAS } GemmLib;
+typedef enum Metric { METRIC_EXACT_MATCH, METRIC_TOKEN_ACCURACY, METRIC_TF_TOKEN_ACCURACY, METRIC_VALID_LOSS, METRIC_BLEU } Metric;
+typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE } LrSchedule;
+
+/* The names of the choices, as configs, model files and messages spell them. */
+extern const char *const TASK_TYPE_NAMES[];
+extern const char *const MODEL_CELL_NAMES[];
+extern const char *const EMBEDDING_TYPE_NAMES[];
+extern const char *const ATTN_KIND_NAMES[];
+extern const char *const COMBINE_NAMES[];
+extern const char *const OPTIMIZER_NAMES[];
+extern const char *const PRECISION_NAMES[];
+extern const char *const GEMM_LIB_NAMES[];
+extern const char *const METRIC_NAMES[];
+extern const char *const LR_SCHEDULE_NAMES[];
+
 typedef struct ConfigTask {
-    char type[16];          /* "reverse" | "translate" */
+    TaskType type;
     /* reverse */
     char alphabet[128];     /* the characters to reverse (ASCII) */
     int min_len, max_len;   /* source lengths, inclusive */
@@ -30,20 +58,20 @@ typedef struct ConfigTask {
 } ConfigTask;
 
 typedef struct ConfigModel {
-    char cell[8];           /* "gru" | "lstm" */
+    ModelCell cell;
     bool bidirectional;
     int layers;
-    char embedding_type[16]; /* "learned" | "onehot" (frozen identity, size = vocabulary) */
+    EmbeddingType embedding_type; /* learned, or onehot (frozen identity, size = vocabulary) */
     int embedding, encoder_hidden, decoder_hidden;
     float dropout;          /* on the embeddings */
-    char attention[32];     /* a name from the attention table */
+    AttnKind attention;
     int kq;                 /* key/query size of scaled_dot */
-    char combine[16];       /* "concat" | "luong" */
+    Combine combine;        /* concat: W[a;h]+b; luong: W_o tanh(W_c[a;h]) */
     float init_range;       /* parameters uniform in [-init_range, init_range] */
 } ConfigModel;
 
 typedef struct ConfigTrain {
-    char optimizer[8];      /* "adam" | "sgd" */
+    Optimizer optimizer;
     float lr;
     int batch_size;         /* sentences per batch (at most) */
     int batch_tokens;       /* padded positions per batch, at most (0: sentences only) */
@@ -54,12 +82,12 @@ typedef struct ConfigTrain {
     int log_every;          /* steps between log lines */
     int threads;            /* GEMM threads (0: leave the libraries' choice) */
     bool test_each_epoch;   /* log test metrics every epoch too (never used to select) */
-    char precision[8];      /* "fp32" | "bf16": the GEMMs' operand type (gemm.h) */
-    char gemm[12];          /* "onednn" | "openblas": who multiplies float32 (gemm.h) */
-    char metric[24];        /* what picks the best checkpoint */
+    Precision precision;    /* the GEMMs' operand type (gemm.h) */
+    GemmLib gemm;           /* who multiplies float32 (gemm.h) */
+    Metric metric;          /* what picks the best checkpoint */
     int patience;           /* epochs without improvement before stopping (0: never) */
     float lr_decay;         /* multiply lr on a plateau (1: never) */
-    char lr_schedule[12];   /* "constant" | "linear" | "cosine": lr over the run (optim.h) */
+    LrSchedule lr_schedule; /* lr over the run (optim.h) */
     int max_decode_len;     /* greedy decoding limit (0: 2 × source length + 10) */
     int eval_batch_size;
 } ConfigTrain;
@@ -94,7 +122,8 @@ typedef struct ConfigKeyInfo {
     const char *path;
     const char *type;
     const char *help;
-    const char *choices; /* "a|b|c" or NULL */
+    const char *const *names; /* a choice's names (n_names of them), or NULL */
+    int n_names;
 } ConfigKeyInfo;
 /* The key's value in c as JSON text, into buf. */
 void config_key_value(const Config *c, int i, char *buf, size_t n);

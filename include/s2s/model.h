@@ -38,6 +38,12 @@ S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, 
                              S2sError *err);
 void model_free(Seq2Seq *m);
 
+/* A tape for computing with a model: its arena, and the GEMMs a config asks for (precision,
+ * library, threads; 0 threads: the libraries' choice), bf16 checked against this CPU. `who`
+ * starts the message of a CPU without bf16 ("translate: --bf16"). The one set-up of the
+ * trainer, ./translate and ./speed. */
+S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err);
+
 /* Sizes from the config alone, before anything is allocated, so that a model or a batch this
  * machine cannot hold is refused with a message instead of failing half-way. */
 size_t model_param_count(const ConfigModel *cfg, int src_vocab, int trg_vocab);

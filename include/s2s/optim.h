@@ -4,6 +4,7 @@
 #ifndef S2S_OPTIM_H
 #define S2S_OPTIM_H
 
+#include "s2s/config.h"
 #include "s2s/params.h"
 
 typedef struct Adam {
@@ -25,6 +26,6 @@ double grad_clip_global_norm(ParamStore *ps, double max_norm);
 /* The learning-rate factor at `progress` in [0, 1] (the share of the run's steps done):
  * "constant" 1; "linear" 1 − progress; "cosine" (1 + cos(π progress)) / 2. Both decays start
  * at 1 and reach 0 after the last step, so the final updates are small. */
-double optim_lr_factor(const char *schedule, double progress);
+double optim_lr_factor(LrSchedule schedule, double progress);
 
 #endif

@@ -108,20 +108,18 @@ static Tensor *additive_forward(Tape *t, const Attention *a, Tensor *dec, Tensor
     return attend(t, op_additive_scores(t, q, k, a->v_a), enc, m, weights);
 }
 
-const AttnVariant ATTN_VARIANTS[] = {
-    {"dummy", "zero context (no attention)", false, false, no_params, dummy_forward},
-    {"meanpool", "mean of the encoder states", true, false, no_params, meanpool_forward},
-    {"dot", "h . enc_t (needs decoder_hidden = encoder output size)", true, true, no_params, dot_forward},
-    {"scaled_dot", "(W_q h) . (W_k enc_t) / sqrt(kq)", true, false, scaled_dot_init, scaled_dot_forward},
-    {"general", "h^T W enc_t (Luong's bilinear)", true, false, general_init, general_forward},
-    {"additive", "v^T tanh(W_q h + W_k enc_t) (Bahdanau), size kq", true, false, additive_init, additive_forward},
+const AttnVariant ATTN_VARIANTS[ATTN_KIND_COUNT] = {
+    [ATTN_DUMMY] = {"zero context (no attention)", false, false, no_params, dummy_forward},
+    [ATTN_MEANPOOL] = {"mean of the encoder states", true, false, no_params, meanpool_forward},
+    [ATTN_DOT] = {"h . enc_t (needs decoder_hidden = encoder output size)", true, true, no_params, dot_forward},
+    [ATTN_SCALED_DOT] = {"(W_q h) . (W_k enc_t) / sqrt(kq)", true, false, scaled_dot_init, scaled_dot_forward},
+    [ATTN_GENERAL] = {"h^T W enc_t (Luong's bilinear)", true, false, general_init, general_forward},
+    [ATTN_ADDITIVE] = {"v^T tanh(W_q h + W_k enc_t) (Bahdanau), size kq", true, false, additive_init, additive_forward},
 };
-const int ATTN_VARIANT_COUNT = (int)(sizeof ATTN_VARIANTS / sizeof ATTN_VARIANTS[0]);
 
-const AttnVariant *attn_find(const char *name) {
-    for (int i = 0; i < ATTN_VARIANT_COUNT; i++)
-        if (strcmp(ATTN_VARIANTS[i].name, name) == 0) return &ATTN_VARIANTS[i];
-    return NULL;
+const AttnVariant *attn_variant(AttnKind k) {
+    S2S_ASSERT((int)k >= 0 && (int)k < ATTN_KIND_COUNT);
+    return &ATTN_VARIANTS[k];
 }
 
 void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *prefix, int dec_dim,

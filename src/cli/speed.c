@@ -183,12 +183,12 @@ int main(int argc, char **argv) {
             fprintf(stderr, "speed: %s\n", err.msg);
             return 2;
         }
-    gemm_set_threads(cfg.train.threads);
-    bool bf16 = strcmp(cfg.train.precision, "bf16") == 0;
-    if (bf16 && gemm_bf16_check("speed: \"precision\": \"bf16\"", &err)) {
+    Tape t;
+    if (model_tape_init(&t, cfg.train.precision, cfg.train.gemm, cfg.train.threads, "speed: \"precision\": \"bf16\"", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
+    bool bf16 = t.bf16;
     TaskData d;
     if (task_load(&d, &cfg.task, &err)) {
         fprintf(stderr, "speed: %s\n", err.msg);
@@ -211,11 +211,8 @@ int main(int argc, char **argv) {
         rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
         model_init_weights(&m, &rng);
     }
-    const char *prec = bf16 ? "bf16" : "fp32", *lib = bf16 ? "onednn" : cfg.train.gemm; /* bf16 is oneDNN's only */
-    Tape t;
-    tape_init(&t, 1 << 24);
-    t.bf16 = bf16;
-    t.openblas = strcmp(cfg.train.gemm, "openblas") == 0;
+    /* bf16 is oneDNN's only */
+    const char *prec = PRECISION_NAMES[cfg.train.precision], *lib = GEMM_LIB_NAMES[bf16 ? GEMM_LIB_ONEDNN : cfg.train.gemm];
     if (train) {
         Adam adam = adam_default();
         adam.lr = cfg.train.lr;
@@ -265,7 +262,7 @@ int main(int argc, char **argv) {
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
                "\"peak_rss_mb\":%.1f}\n",
-               prec, lib, cfg.model.attention, done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
+               prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
                step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, peak_rss_mb());
         fflush(stdout);
         batch_free(&b);

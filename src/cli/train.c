@@ -82,7 +82,9 @@ static void list_keys(void) { /* the schema: key, type, default, meaning */
         ConfigKeyInfo ki = config_key_info(k);
         char v[300];
         config_key_value(&d, k, v, sizeof v);
-        printf("%s\t%s\t%s\t%s%s%s\n", ki.path, ki.type, v, ki.help, ki.choices ? ": " : "", ki.choices ? ki.choices : "");
+        printf("%s\t%s\t%s\t%s%s", ki.path, ki.type, v, ki.help, ki.names ? ": " : "");
+        for (int i = 0; i < ki.n_names; i++) printf("%s%s", i ? "|" : "", ki.names[i]);
+        printf("\n");
     }
 }
 

@@ -92,7 +92,8 @@ typedef struct Ctx {
 static void draw_heatmap(Ctx *c, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn, int line) {
     char path[PATH_MAX + 32], title[256];
     snprintf(path, sizeof path, "%s/%04ld.png", c->heatmap_dir, c->line_no + line + 1);
-    snprintf(title, sizeof title, "%s - %s attention - line %ld", c->model_path, c->cfg.model.attention, c->line_no + line + 1);
+    snprintf(title, sizeof title, "%s - %s attention - line %ld", c->model_path, ATTN_KIND_NAMES[c->cfg.model.attention],
+             c->line_no + line + 1);
     int32_t *src = s2s_xmalloc((size_t)b->S * sizeof *src);
     for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
     DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
@@ -149,8 +150,8 @@ static void score_against_ref(Ctx *c, const char *best) {
         c->ref_bad++;
         return;
     }
-    bool is_translation = strcmp(c->cfg.task.type, "reverse") != 0;
-    char *r = c->tokenized || !is_translation ? strdup(ref) : tok_normalize(ref, c->cfg.task.trg_lang);
+    bool raw_text = c->cfg.task.type == TASK_TRANSLATE && !c->tokenized; /* references as the outputs are */
+    char *r = raw_text ? tok_normalize(ref, c->cfg.task.trg_lang) : strdup(ref);
     bleu_add_text(&c->bleu, best, r);
     free(r);
 }
@@ -336,22 +337,16 @@ int main(int argc, char **argv) {
             return 1;
         }
         if (!c.m.attn.v->has_weights)
-            fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", c.cfg.model.attention);
+            fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", ATTN_KIND_NAMES[c.cfg.model.attention]);
         c.font = font_open(NULL);
         if (!c.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
     if (!c.max_len) c.max_len = c.cfg.train.max_decode_len;
-    tape_init(&c.tape, 1 << 20);
-    c.tape.openblas = strcmp(c.cfg.train.gemm, "openblas") == 0;
-    gemm_set_threads(threads);
-    if (bf16) {
-        if (gemm_bf16_check("translate: --bf16", &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            return 2;
-        }
-        c.tape.bf16 = true;
-        params_bf16_snapshot(&c.m.params); /* the weights never change here */
+    if (model_tape_init(&c.tape, bf16 ? PRECISION_BF16 : PRECISION_FP32, c.cfg.train.gemm, threads, "translate: --bf16", &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
     }
+    if (bf16) params_bf16_snapshot(&c.m.params); /* the weights never change here */
     FILE *in = stdin, *out = stdout, *ref = NULL;
     if (in_path && !(in = fopen(in_path, "rb"))) {
         fprintf(stderr, "translate: %s: cannot open: %s\n", in_path, strerror(errno));

@@ -104,9 +104,9 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     config_defaults(&cfg);
     S2sStatus st = config_load(&cfg, p, err);
     if (st) return st;
-    snprintf(r->variant, sizeof r->variant, "%s", cfg.model.attention);
+    snprintf(r->variant, sizeof r->variant, "%s", ATTN_KIND_NAMES[cfg.model.attention]);
     r->seed = cfg.seed;
-    r->translation = strcmp(cfg.task.type, "reverse") != 0;
+    r->translation = cfg.task.type == TASK_TRANSLATE;
     long pid;
     if (file_lock_held(dir, &pid))
         return s2s_fail(err, S2S_ERR_DATA, "%s: a run trains there now (pid %ld); its results are not final", dir, pid);

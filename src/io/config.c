@@ -11,17 +11,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* K_NAME: a string that becomes a file name (runs/<name>): no '/', no "." or "..". */
-typedef enum KeyType { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL, K_NAME } KeyType;
+/* K_NAME: a string that becomes a file name (runs/<name>): no '/', no "." or "..".
+ * K_ENUM: one of a table of names, kept as the enum value of its index. */
+typedef enum KeyType { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL, K_NAME, K_ENUM } KeyType;
 
 typedef struct Key {
     const char *path;
     KeyType type;
     size_t off, size;
     double min, max;
-    const char *choices; /* "a|b|c" for strings, or NULL */
+    const char *const *names; /* K_ENUM: the names, in the order of the enum's values */
     const char *help;
 } Key;
+
+const char *const TASK_TYPE_NAMES[] = {"reverse", "translate", NULL};
+const char *const MODEL_CELL_NAMES[] = {"gru", "lstm", NULL};
+const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
+const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", NULL};
+const char *const COMBINE_NAMES[] = {"concat", "luong", NULL};
+const char *const OPTIMIZER_NAMES[] = {"adam", "sgd", NULL};
+const char *const PRECISION_NAMES[] = {"fp32", "bf16", NULL};
+const char *const GEMM_LIB_NAMES[] = {"onednn", "openblas", NULL};
+const char *const METRIC_NAMES[] = {"exact_match", "token_accuracy", "tf_token_accuracy", "valid_loss", "bleu", NULL};
+const char *const LR_SCHEDULE_NAMES[] = {"constant", "linear", "cosine", NULL};
+
+/* An enum field is written and read as an int. */
+_Static_assert(sizeof(TaskType) == sizeof(int) && sizeof(AttnKind) == sizeof(int) && sizeof(Metric) == sizeof(int),
+               "enum fields are ints");
+_Static_assert(sizeof ATTN_KIND_NAMES / sizeof *ATTN_KIND_NAMES == ATTN_KIND_COUNT + 1, "a name for every attention");
 
 #define OFF(f) offsetof(Config, f), sizeof(((Config *)0)->f)
 #define BIG 1e15
@@ -29,7 +46,7 @@ typedef struct Key {
 static const Key KEYS[] = {
     {"name", K_NAME, OFF(name), 0, 0, NULL, "run name: outputs go to runs/<name>/"},
     {"seed", K_LONG, OFF(seed), 0, BIG, NULL, "seed of initialisation, dropout and batch order"},
-    {"task.type", K_STR, OFF(task.type), 0, 0, "reverse|translate", "the task"},
+    {"task.type", K_ENUM, OFF(task.type), 0, 0, TASK_TYPE_NAMES, "the task"},
     {"task.alphabet", K_STR, OFF(task.alphabet), 0, 0, NULL, "reverse: the characters of the strings"},
     {"task.min_len", K_INT, OFF(task.min_len), 1, 10000, NULL, "reverse: shortest string"},
     {"task.max_len", K_INT, OFF(task.max_len), 1, 10000, NULL, "reverse: longest string"},
@@ -47,19 +64,19 @@ static const Key KEYS[] = {
     {"task.min_freq", K_INT, OFF(task.min_freq), 1, 1e9, NULL, "translate: vocabulary minimum count"},
     {"task.max_vocab", K_INT, OFF(task.max_vocab), 0, 1e8, NULL, "translate: vocabulary size limit (0: none)"},
     {"task.max_train_len", K_INT, OFF(task.max_train_len), 0, 1e6, NULL, "translate: drop longer training pairs (0: keep all)"},
-    {"model.cell", K_STR, OFF(model.cell), 0, 0, "gru|lstm", "recurrent cell"},
+    {"model.cell", K_ENUM, OFF(model.cell), 0, 0, MODEL_CELL_NAMES, "recurrent cell"},
     {"model.bidirectional", K_BOOL, OFF(model.bidirectional), 0, 0, NULL, "bidirectional encoder"},
     {"model.layers", K_INT, OFF(model.layers), 1, 8, NULL, "RNN layers (encoder and decoder)"},
-    {"model.embedding_type", K_STR, OFF(model.embedding_type), 0, 0, "learned|onehot", "learned, or frozen one-hot"},
+    {"model.embedding_type", K_ENUM, OFF(model.embedding_type), 0, 0, EMBEDDING_TYPE_NAMES, "learned, or frozen one-hot"},
     {"model.embedding", K_INT, OFF(model.embedding), 1, 1e5, NULL, "embedding size (learned)"},
     {"model.encoder_hidden", K_INT, OFF(model.encoder_hidden), 1, 1e5, NULL, "encoder hidden size per direction"},
     {"model.decoder_hidden", K_INT, OFF(model.decoder_hidden), 1, 1e5, NULL, "decoder hidden size"},
     {"model.dropout", K_FLOAT, OFF(model.dropout), 0, 0.99, NULL, "dropout on the embeddings"},
-    {"model.attention", K_STR, OFF(model.attention), 0, 0, "dummy|meanpool|dot|scaled_dot|general|additive", "attention variant"},
+    {"model.attention", K_ENUM, OFF(model.attention), 0, 0, ATTN_KIND_NAMES, "attention variant"},
     {"model.kq", K_INT, OFF(model.kq), 1, 1e5, NULL, "key/query size of scaled_dot, attention size of additive"},
-    {"model.combine", K_STR, OFF(model.combine), 0, 0, "concat|luong", "output: W[a;h]+b, or W_o tanh(W_c[a;h])"},
+    {"model.combine", K_ENUM, OFF(model.combine), 0, 0, COMBINE_NAMES, "output: W[a;h]+b, or W_o tanh(W_c[a;h])"},
     {"model.init_range", K_FLOAT, OFF(model.init_range), 0, 10, NULL, "uniform initialisation range"},
-    {"train.optimizer", K_STR, OFF(train.optimizer), 0, 0, "adam|sgd", "optimizer"},
+    {"train.optimizer", K_ENUM, OFF(train.optimizer), 0, 0, OPTIMIZER_NAMES, "optimizer"},
     {"train.lr", K_FLOAT, OFF(train.lr), 1e-12, 1e3, NULL, "learning rate"},
     {"train.batch_size", K_INT, OFF(train.batch_size), 1, 1e6, NULL, "sentences per batch (at most)"},
     {"train.batch_tokens", K_INT, OFF(train.batch_tokens), 0, 1e9, NULL,
@@ -74,15 +91,15 @@ static const Key KEYS[] = {
     {"train.threads", K_INT, OFF(train.threads), 0, 256, NULL, "GEMM threads (0: library default)"},
     {"train.test_each_epoch", K_BOOL, OFF(train.test_each_epoch), 0, 0, NULL,
      "also score the test split after every epoch (time-to-quality; never picks the model)"},
-    {"train.precision", K_STR, OFF(train.precision), 0, 0, "fp32|bf16",
+    {"train.precision", K_ENUM, OFF(train.precision), 0, 0, PRECISION_NAMES,
      "GEMM operands: float32, or bfloat16 with float32 accumulation and weights"},
-    {"train.gemm", K_STR, OFF(train.gemm), 0, 0, "onednn|openblas",
+    {"train.gemm", K_ENUM, OFF(train.gemm), 0, 0, GEMM_LIB_NAMES,
      "float32 GEMM library (bf16 always runs on oneDNN)"},
-    {"train.metric", K_STR, OFF(train.metric), 0, 0, "exact_match|token_accuracy|tf_token_accuracy|valid_loss|bleu",
+    {"train.metric", K_ENUM, OFF(train.metric), 0, 0, METRIC_NAMES,
      "validation metric that picks model.bin"},
     {"train.patience", K_INT, OFF(train.patience), 0, 1e6, NULL, "epochs without improvement before stopping (0: never)"},
     {"train.lr_decay", K_FLOAT, OFF(train.lr_decay), 1e-6, 1, NULL, "lr factor on a plateau (1: never)"},
-    {"train.lr_schedule", K_STR, OFF(train.lr_schedule), 0, 0, "constant|linear|cosine",
+    {"train.lr_schedule", K_ENUM, OFF(train.lr_schedule), 0, 0, LR_SCHEDULE_NAMES,
      "lr over the run: constant, or decayed to 0 at the last step (linearly or as a half cosine)"},
     {"train.max_decode_len", K_INT, OFF(train.max_decode_len), 0, 1e5, NULL, "greedy output limit (0: 2 x source + 10)"},
     {"train.eval_batch_size", K_INT, OFF(train.eval_batch_size), 1, 1e6, NULL, "sentences per evaluation batch"},
@@ -94,7 +111,7 @@ void config_defaults(Config *c) {
     strcpy(c->name, "run");
     c->seed = 1;
     ConfigTask *t = &c->task;
-    strcpy(t->type, "reverse");
+    t->type = TASK_REVERSE;
     strcpy(t->alphabet, "abcd");
     t->min_len = 3;
     t->max_len = 30;
@@ -110,29 +127,29 @@ void config_defaults(Config *c) {
     strcpy(t->test_prefix, "test_2016_flickr.lc.norm.tok");
     t->min_freq = 2;
     ConfigModel *m = &c->model;
-    strcpy(m->cell, "lstm");
+    m->cell = MODEL_CELL_LSTM;
     m->layers = 1;
-    strcpy(m->embedding_type, "learned");
+    m->embedding_type = EMBEDDING_LEARNED;
     m->embedding = 32;
     m->encoder_hidden = 128;
     m->decoder_hidden = 128;
-    strcpy(m->attention, "dot");
+    m->attention = ATTN_DOT;
     m->kq = 128;
-    strcpy(m->combine, "luong");
+    m->combine = COMBINE_LUONG;
     m->init_range = 0.1f;
     ConfigTrain *r = &c->train;
-    strcpy(r->optimizer, "adam");
+    r->optimizer = OPTIMIZER_ADAM;
     r->lr = 1e-3f;
     r->batch_size = 64;
     r->epochs = 10;
     r->clip = 1.0f;
     r->log_every = 100;
     r->save_every = 1000;
-    strcpy(r->metric, "exact_match");
-    strcpy(r->precision, "fp32");
-    strcpy(r->gemm, "onednn");
+    r->metric = METRIC_EXACT_MATCH;
+    r->precision = PRECISION_FP32;
+    r->gemm = GEMM_LIB_ONEDNN;
     r->lr_decay = 1.0f;
-    strcpy(r->lr_schedule, "constant");
+    r->lr_schedule = LR_CONSTANT;
     r->eval_batch_size = 256;
 }
 
@@ -220,16 +237,11 @@ static void got_str(char *buf, size_t n, const cJSON *v) {
     else snprintf(buf, n, "%s", json_kind(v));
 }
 
-static bool in_choices(const char *choices, const char *s) {
-    size_t n = strlen(s);
-    for (const char *p = choices; *p;) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == n && strncmp(p, s, n) == 0) return true;
-        if (!bar) break;
-        p = bar + 1;
-    }
-    return false;
+/* "a,b,c": a choice's names for messages. */
+static void join_names(char *buf, size_t n, const char *const *names) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; names[i] && used < n; i++) used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? "," : "", names[i]);
 }
 
 /* Sets one key from a JSON value, checking its type and range. */
@@ -249,19 +261,21 @@ static S2sStatus set_value(Config *c, const Key *k, const cJSON *v, const char *
                                 loc, k->path, got);
         }
         __attribute__((fallthrough)); /* the rest as for any string */
-    case K_STR: {
+    case K_STR:
         if (!cJSON_IsString(v)) return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected a string, got %s", loc, k->path, got);
         if (strlen(v->valuestring) >= k->size)
             return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected at most %zu characters", loc, k->path, k->size - 1);
-        if (k->choices && !in_choices(k->choices, v->valuestring)) {
-            char choices[160];
-            snprintf(choices, sizeof choices, "%s", k->choices);
-            for (char *p = choices; *p; p++)
-                if (*p == '|') *p = ',';
-            return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected one of %s, got %s", loc, k->path, choices, got);
-        }
         strcpy((char *)dst, v->valuestring);
         return S2S_OK;
+    case K_ENUM: {
+        for (int i = 0; cJSON_IsString(v) && k->names[i]; i++)
+            if (strcmp(k->names[i], v->valuestring) == 0) {
+                *(int *)dst = i;
+                return S2S_OK;
+            }
+        char choices[160];
+        join_names(choices, sizeof choices, k->names);
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected one of %s, got %s", loc, k->path, choices, got);
     }
     case K_BOOL:
         if (!cJSON_IsBool(v)) return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s: expected true or false, got %s", loc, k->path, got);
@@ -406,7 +420,7 @@ S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
     }
     const char *val = eq + 1;
     cJSON *v = cJSON_Parse(val);
-    if ((k->type == K_STR || k->type == K_NAME) && (!v || !cJSON_IsString(v))) { /* bare strings need no quotes */
+    if ((k->type == K_STR || k->type == K_NAME || k->type == K_ENUM) && (!v || !cJSON_IsString(v))) { /* bare strings need no quotes */
         cJSON_Delete(v);
         v = cJSON_CreateString(val);
     }
@@ -421,7 +435,7 @@ S2sStatus config_check(const Config *c, S2sError *err) {
     if (c->task.min_len > c->task.max_len)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.min_len (%d) must not exceed task.max_len (%d)", o, c->task.min_len,
                         c->task.max_len);
-    if (strcmp(c->task.type, "reverse") == 0) {
+    if (c->task.type == TASK_REVERSE) {
         size_t n = strlen(c->task.alphabet);
         if (n == 0) return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: expected at least one character", o);
         for (size_t i = 0; i < n; i++) {
@@ -454,6 +468,7 @@ char *config_to_json(const Config *c) {
         switch (k->type) {
         case K_NAME:
         case K_STR: cJSON_AddStringToObject(parent, name, (const char *)src); break;
+        case K_ENUM: cJSON_AddStringToObject(parent, name, k->names[*(const int *)src]); break;
         case K_BOOL: cJSON_AddBoolToObject(parent, name, *(const bool *)src); break;
         case K_INT: cJSON_AddNumberToObject(parent, name, *(const int *)src); break;
         case K_LONG: cJSON_AddNumberToObject(parent, name, (double)*(const long *)src); break;
@@ -488,9 +503,11 @@ int config_first_difference(const Config *a, const Config *b) {
 }
 
 ConfigKeyInfo config_key_info(int i) {
-    static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean", "string"};
+    static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean", "string", "string"};
     S2S_ASSERT(i >= 0 && i < N_KEYS);
-    return (ConfigKeyInfo){KEYS[i].path, TYPE[KEYS[i].type], KEYS[i].help, KEYS[i].choices};
+    int n = 0;
+    while (KEYS[i].names && KEYS[i].names[n]) n++;
+    return (ConfigKeyInfo){KEYS[i].path, TYPE[KEYS[i].type], KEYS[i].help, KEYS[i].names, n};
 }
 
 void config_key_value(const Config *c, int i, char *buf, size_t n) {
@@ -500,6 +517,7 @@ void config_key_value(const Config *c, int i, char *buf, size_t n) {
     switch (k->type) {
     case K_NAME:
     case K_STR: snprintf(buf, n, "\"%s\"", (const char *)src); break;
+    case K_ENUM: snprintf(buf, n, "\"%s\"", k->names[*(const int *)src]); break;
     case K_BOOL: snprintf(buf, n, "%s", *(const bool *)src ? "true" : "false"); break;
     case K_INT: snprintf(buf, n, "%d", *(const int *)src); break;
     case K_LONG: snprintf(buf, n, "%ld", *(const long *)src); break;

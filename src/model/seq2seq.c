@@ -1,33 +1,38 @@
 /* seq2seq.c — encoder, bridge, decoder, output layer; greedy decoding. */
 #include "s2s/model.h"
+#include "s2s/gemm.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 S2sStatus model_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
-    const AttnVariant *v = attn_find(c->attention);
-    if (!v) return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.attention: unknown variant \"%s\"", origin, c->attention);
+    const AttnVariant *v = attn_variant(c->attention);
     int enc_dim = (c->bidirectional ? 2 : 1) * c->encoder_hidden;
     if (v->needs_same_dim && enc_dim != c->decoder_hidden)
         return s2s_fail(err, S2S_ERR_CONFIG,
                         "%s: model.attention: \"%s\" scores h . enc_t, so decoder_hidden (%d) must equal the encoder "
                         "output size (%d = %s%d); use scaled_dot or general, or change the sizes",
-                        origin, c->attention, c->decoder_hidden, enc_dim, c->bidirectional ? "2 x " : "", c->encoder_hidden);
+                        origin, ATTN_KIND_NAMES[c->attention], c->decoder_hidden, enc_dim, c->bidirectional ? "2 x " : "", c->encoder_hidden);
     if (!c->bidirectional && c->encoder_hidden != c->decoder_hidden)
         return s2s_fail(err, S2S_ERR_CONFIG,
                         "%s: model.decoder_hidden: a unidirectional encoder hands its final state to the decoder, so "
                         "decoder_hidden (%d) must equal encoder_hidden (%d)",
                         origin, c->decoder_hidden, c->encoder_hidden);
-    if (strcmp(c->cell, "gru") != 0 && strcmp(c->cell, "lstm") != 0)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.cell: expected gru or lstm, got \"%s\"", origin, c->cell);
-    if (strcmp(c->combine, "concat") != 0 && strcmp(c->combine, "luong") != 0)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.combine: expected concat or luong, got \"%s\"", origin, c->combine);
     return S2S_OK;
 }
 
-static bool is_luong(const Seq2Seq *m) { return strcmp(m->cfg.combine, "luong") == 0; }
-static bool is_onehot(const ConfigModel *c) { return strcmp(c->embedding_type, "onehot") == 0; }
+static bool is_luong(const Seq2Seq *m) { return m->cfg.combine == COMBINE_LUONG; }
+static bool is_onehot(const ConfigModel *c) { return c->embedding_type == EMBEDDING_ONEHOT; }
+
+static CellKind cell_kind(ModelCell c) {
+    switch (c) {
+    case MODEL_CELL_GRU: return CELL_GRU;
+    case MODEL_CELL_LSTM: return CELL_LSTM;
+    }
+    S2S_ASSERT(!"a cell of the config");
+    return CELL_GRU;
+}
 
 S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, S2sError *err) {
     return model_init_limited(m, cfg, src_vocab, trg_vocab, 0, err);
@@ -39,7 +44,7 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     m->cfg = *cfg;
     m->src_vocab = src_vocab;
     m->trg_vocab = trg_vocab;
-    CellKind cell = strcmp(cfg->cell, "gru") == 0 ? CELL_GRU : CELL_LSTM;
+    CellKind cell = cell_kind(cfg->cell);
     int dirs = cfg->bidirectional ? 2 : 1, Hd = cfg->decoder_hidden;
     m->enc_dim = dirs * cfg->encoder_hidden;
     bool onehot = is_onehot(cfg);
@@ -51,13 +56,32 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     if (cfg->bidirectional) linear_init(&m->bridge, ps, "encoder.fc", m->enc_dim, Hd, true);
     embedding_init(&m->dec_emb, ps, "decoder.embedding", trg_vocab, Et);
     rnn_init(&m->dec_rnn, ps, "decoder.rnn", cell, Et, Hd, cfg->layers, false, cfg->layers == 1);
-    attn_init(&m->attn, attn_find(cfg->attention), ps, "decoder.attention", Hd, m->enc_dim, cfg->kq);
+    attn_init(&m->attn, attn_variant(cfg->attention), ps, "decoder.attention", Hd, m->enc_dim, cfg->kq);
     if (is_luong(m)) {
         linear_init(&m->w_c, ps, "decoder.W_c", m->enc_dim + Hd, Hd, false);
         linear_init(&m->out, ps, "decoder.out", Hd, trg_vocab, true);
     } else {
         linear_init(&m->out, ps, "decoder.out", m->enc_dim + Hd, trg_vocab, true);
     }
+}
+
+S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err) {
+    bool bf16 = false, openblas = false;
+    switch (precision) {
+    case PRECISION_FP32: break;
+    case PRECISION_BF16: bf16 = true; break;
+    }
+    switch (gemm) {
+    case GEMM_LIB_ONEDNN: break;
+    case GEMM_LIB_OPENBLAS: openblas = true; break;
+    }
+    S2sStatus st;
+    if (bf16 && (st = gemm_bf16_check(who, err))) return st;
+    gemm_set_threads(threads);
+    tape_init(t, 1 << 20);
+    t->bf16 = bf16;
+    t->openblas = openblas;
+    return S2S_OK;
 }
 
 size_t model_param_count(const ConfigModel *cfg, int src_vocab, int trg_vocab) {
@@ -80,13 +104,18 @@ double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, Mo
     };
     bool onehot = is_onehot(cfg);
     double Es = onehot ? src_vocab : cfg->embedding, Et = onehot ? trg_vocab : cfg->embedding;
-    double G = strcmp(cfg->cell, "gru") == 0 ? 3 : 4, dirs = cfg->bidirectional ? 2 : 1, L = cfg->layers;
+    double G = cell_kind(cfg->cell) == CELL_GRU ? 3 : 4, dirs = cfg->bidirectional ? 2 : 1, L = cfg->layers;
     double He = cfg->encoder_hidden, Hd = cfg->decoder_hidden, D = dirs * He;
-    const AttnVariant *v = attn_find(cfg->attention);
-    bool weights = v && v->has_weights;
-    /* projected keys: kq wide for scaled_dot and additive, Hd for general */
-    double K = strcmp(cfg->attention, "general") == 0 ? Hd
-               : strcmp(cfg->attention, "scaled_dot") == 0 || strcmp(cfg->attention, "additive") == 0 ? cfg->kq : 0;
+    bool weights = attn_variant(cfg->attention)->has_weights;
+    double K = 0; /* projected keys */
+    switch (cfg->attention) {
+    case ATTN_DUMMY:
+    case ATTN_MEANPOOL:
+    case ATTN_DOT: break;
+    case ATTN_SCALED_DOT:
+    case ATTN_ADDITIVE: K = cfg->kq; break;
+    case ATTN_GENERAL: K = Hd; break;
+    }
     double b = B, s = S, t = T;
     double x[8] = {b * (s * Es + t * Et), b * s * dirs * L * G * He, b * s * D * L, b * t * L * G * Hd, b * t * (D + Hd),
                    b * (t - 1) * trg_vocab, weights ? b * t * s : 0, b * (s + t) * K};

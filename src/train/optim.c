@@ -66,10 +66,13 @@ double grad_clip_global_norm(ParamStore *ps, double max_norm) {
     return norm;
 }
 
-double optim_lr_factor(const char *schedule, double progress) {
+double optim_lr_factor(LrSchedule schedule, double progress) {
     double p = progress < 0 ? 0 : progress > 1 ? 1 : progress;
-    if (strcmp(schedule, "linear") == 0) return 1.0 - p;
-    if (strcmp(schedule, "cosine") == 0) return 0.5 * (1.0 + cos(3.14159265358979323846 * p));
-    S2S_ASSERT(strcmp(schedule, "constant") == 0); /* the config allows nothing else */
+    switch (schedule) {
+    case LR_CONSTANT: return 1.0;
+    case LR_LINEAR: return 1.0 - p;
+    case LR_COSINE: return 0.5 * (1.0 + cos(3.14159265358979323846 * p));
+    }
+    S2S_ASSERT(!"a schedule of the config");
     return 1.0;
 }

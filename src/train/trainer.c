@@ -53,15 +53,19 @@ typedef struct Run {
     double epoch_t0; /* when this session started the current epoch's batches */
 } Run;
 
-static bool metric_higher_is_better(const char *metric) { return strcmp(metric, "valid_loss") != 0; }
-static bool is_adam(const Config *c) { return strcmp(c->train.optimizer, "adam") == 0; }
+static bool metric_higher_is_better(Metric metric) { return metric != METRIC_VALID_LOSS; }
+static bool is_adam(const Config *c) { return c->train.optimizer == OPTIMIZER_ADAM; }
 
-static double metric_value(const char *metric, const EvalResult *r) {
-    if (!strcmp(metric, "valid_loss")) return r->loss;
-    if (!strcmp(metric, "token_accuracy")) return r->token_acc;
-    if (!strcmp(metric, "tf_token_accuracy")) return r->tf_token_acc;
-    if (!strcmp(metric, "bleu")) return r->bleu;
-    return r->exact_match; /* exact_match (bleu comes with the translation task) */
+static double metric_value(Metric metric, const EvalResult *r) {
+    switch (metric) {
+    case METRIC_VALID_LOSS: return r->loss;
+    case METRIC_TOKEN_ACCURACY: return r->token_acc;
+    case METRIC_TF_TOKEN_ACCURACY: return r->tf_token_acc;
+    case METRIC_BLEU: return r->bleu; /* 0 without references: the reversal task has none */
+    case METRIC_EXACT_MATCH: return r->exact_match;
+    }
+    S2S_ASSERT(!"a metric of the config");
+    return 0;
 }
 
 /* The run has ended: its epochs, early stopping, or the configured step limit. */
@@ -132,7 +136,7 @@ static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool 
 
 static EvalOptions eval_options(const Run *r, char *const *refs, bool interruptible) {
     const ConfigTrain *tc = &r->cfg->train;
-    bool reverse = strcmp(r->cfg->task.type, "reverse") == 0;
+    bool reverse = r->cfg->task.type == TASK_REVERSE;
     return (EvalOptions){tc->eval_batch_size, tc->max_decode_len, true, &r->data.trg_vocab, refs,
                          reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1, interruptible ? r->opt->stop : NULL};
 }
@@ -197,7 +201,7 @@ static void draw_epoch(Run *r) {
                                   len[i], len[i] < L, attn + (size_t)i * L * b.S, b.S};
             snprintf(path, sizeof path, "%s/%s/epoch%02d_ex%d.png", dir, RUN_ATTENTION, r->st.epoch, i + 1);
             snprintf(title, sizeof title, "%s - %s attention - epoch %d - validation example %d", r->cfg->name,
-                     r->cfg->model.attention, r->st.epoch, i + 1);
+                     ATTN_KIND_NAMES[r->cfg->model.attention], r->st.epoch, i + 1);
             st = visuals_heatmap(path, title, &r->data.src_vocab, &r->data.trg_vocab, &a, r->font, &err);
         }
         free(out);
@@ -234,7 +238,7 @@ static S2sStatus check_memory(const Run *r, S2sError *err) {
     const ConfigTrain *tc = &c->train;
     int Vs = r->data.src_vocab.size, Vt = r->data.trg_vocab.size;
     double params = (double)model_param_count(&c->model, Vs, Vt);
-    bool bf16 = strcmp(tc->precision, "bf16") == 0;
+    bool bf16 = tc->precision == PRECISION_BF16;
     double param_bytes = params * (4.0 * (is_adam(c) ? 4 : 2) + (bf16 ? 2.0 : 0.0));
     int S = 1, T = 2, Se = 1, Te = 2;
     const Dataset *d = &r->data.train;
@@ -377,8 +381,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
                       cfg->path[0] ? cfg->path : "config", gb(data_est), gb(limit));
         goto out;
     }
-    bool bf16 = strcmp(cfg->train.precision, "bf16") == 0;
-    if (bf16 && (st = gemm_bf16_check("\"precision\": \"bf16\"", err))) goto out;
+    if ((st = model_tape_init(&r->tape, cfg->train.precision, cfg->train.gemm, cfg->train.threads, "\"precision\": \"bf16\"",
+                              err)))
+        goto out;
     if ((st = task_load(&r->data, &cfg->task, err))) goto out;
     r->data_hash = task_fingerprint(&r->data);
     /* a run that cannot fit is refused before its folder is made */
@@ -394,7 +399,6 @@ static S2sStatus setup(Run *r, S2sError *err) {
     if (r->dir.stale_tmps && opt->out)
         fprintf(opt->out, "removed %d temporary file(s) that a killed process left in %s\n", r->dir.stale_tmps,
                 r->dir.dir);
-    gemm_set_threads(cfg->train.threads);
     if (opt->resume) {
         if ((st = same_vocab(&r->data.src_vocab, ck.src_tokens, ck.n_src, "source", r->dir.last, err)) ||
             (st = same_vocab(&r->data.trg_vocab, ck.trg_tokens, ck.n_trg, "target", r->dir.last, err)))
@@ -414,9 +418,6 @@ static S2sStatus setup(Run *r, S2sError *err) {
         fprintf(opt->out, "warning: DejaVu Sans not found (Debian: fonts-dejavu-core); pictures have no labels\n");
     r->adam = adam_default();
     r->adam.lr = cfg->train.lr;
-    tape_init(&r->tape, 1 << 20);
-    r->tape.bf16 = bf16;
-    r->tape.openblas = strcmp(cfg->train.gemm, "openblas") == 0;
     if (opt->resume) {
         if ((st = state_check(r, err))) goto out;
         if (is_adam(cfg) && r->st.adam_step > 0 && !ck.has_moments) {
@@ -483,10 +484,12 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, const 
         *what = "gradient norm";
         return norm;
     }
-    if (strcmp(r->cfg->train.optimizer, "sgd") == 0) sgd_step(&r->model.params, lr);
-    else {
+    switch (r->cfg->train.optimizer) {
+    case OPTIMIZER_SGD: sgd_step(&r->model.params, lr); break;
+    case OPTIMIZER_ADAM:
         r->adam.lr = lr;
         adam_step(&r->adam, &r->model.params);
+        break;
     }
     r->st.step++;
     return loss;
@@ -640,7 +643,7 @@ static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
     if (!isfinite(r->st.best))
         return s2s_fail(err, S2S_ERR_NUMERIC,
                         "the run ended without a best checkpoint: no validation gave a %s that is a number",
-                        r->cfg->train.metric);
+                        METRIC_NAMES[r->cfg->train.metric]);
     Checkpoint ck;
     S2sStatus st = ckpt_load(&ck, r->dir.model, err); /* the folder is this run's: so is model.bin */
     if (st) return st;

@@ -131,7 +131,7 @@ int fuzz_text(const uint8_t *data, size_t size) {
         vocab_add(&v, "a");
         Config c;
         config_defaults(&c);
-        strcpy(c.task.type, "translate");
+        c.task.type = TASK_TRANSLATE;
         int32_t *ids;
         int k;
         S2sError err;

@@ -1,0 +1,142 @@
+/* task.c — a task's data behind one interface: loading (generated or from files), user text
+ * to source ids and target ids to text, the data's size and fingerprint. The tasks
+ * themselves (reverse.c, parallel.c) know nothing of each other. */
+#include "s2s/data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
+    memset(td, 0, sizeof *td);
+    switch (task->type) {
+    case TASK_REVERSE: return reverse_make(td, task, err);
+    case TASK_TRANSLATE: return parallel_load(td, task, err);
+    }
+    S2S_ASSERT(!"a task of the config");
+    return S2S_ERR_CONFIG;
+}
+
+/* Reversal: one id per character. */
+static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
+                              S2sError *err) {
+    size_t len = strlen(line);
+    int cap = (int)len + 2;
+    int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
+    char bad = 0;
+    int k = reverse_encode(src, line, task->source_markers, out, cap, &bad);
+    if (k < 0) {
+        free(out);
+        unsigned char c = (unsigned char)bad;
+        if (c >= 33 && c < 127)
+            return s2s_fail(err, S2S_ERR_DATA, "'%c' is not in the model's alphabet \"%s\"", c, task->alphabet);
+        return s2s_fail(err, S2S_ERR_DATA, "byte 0x%02x is not in the model's alphabet \"%s\"", c, task->alphabet);
+    }
+    *ids = out;
+    *n = k;
+    return S2S_OK;
+}
+
+/* Translation: raw text is normalised and tokenised first, unless it is already tokenised. */
+static S2sStatus encode_words(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
+                              int *n, S2sError *err) {
+    if (!utf8_valid(line, strlen(line))) return s2s_fail(err, S2S_ERR_DATA, "not valid UTF-8");
+    char *text = tokenized ? strdup(line) : tok_normalize(line, task->src_lang);
+    char **words = NULL;
+    int wcap = 0, k = text_split(text, &words, &wcap); /* the training data's splitting */
+    int32_t *out = s2s_xmalloc((size_t)(k ? k : 1) * sizeof *out);
+    for (int i = 0; i < k; i++) out[i] = vocab_id(src, words[i]);
+    free(words);
+    free(text);
+    if (k == 0) {
+        free(out);
+        return s2s_fail(err, S2S_ERR_DATA, "no words in the line");
+    }
+    *ids = out;
+    *n = k;
+    return S2S_OK;
+}
+
+S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
+                             int *n, S2sError *err) {
+    size_t len = strlen(line);
+    if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
+    S2sStatus st = S2S_ERR_CONFIG;
+    switch (task->type) {
+    case TASK_REVERSE: st = encode_chars(task, src, line, ids, n, err); break;
+    case TASK_TRANSLATE: st = encode_words(task, src, line, tokenized, ids, n, err); break;
+    }
+    if (st == S2S_OK && *n > TASK_MAX_SOURCE) {
+        free(*ids);
+        return s2s_fail(err, S2S_ERR_DATA, "source of %d tokens; the limit is %d", *n, TASK_MAX_SOURCE);
+    }
+    return st;
+}
+
+char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n) {
+    bool spaced = task->type == TASK_TRANSLATE; /* reversal joins characters */
+    size_t len = 1;
+    for (int i = 0; i < n; i++) len += strlen(trg->tokens[ids[i]]) + 1;
+    char *s = s2s_xmalloc(len), *p = s;
+    for (int i = 0; i < n; i++) {
+        if (spaced && i) *p++ = ' ';
+        size_t k = strlen(trg->tokens[ids[i]]);
+        memcpy(p, trg->tokens[ids[i]], k);
+        p += k;
+    }
+    *p = '\0';
+    return s;
+}
+
+double task_memory_estimate(const ConfigTask *task) {
+    if (task->type != TASK_REVERSE) return 0; /* files: as large as they are on disk */
+    double n = (double)task->train_size + task->valid_size + task->test_size;
+    /* ids of both sides, per-example offsets and lengths, two hash sets of 8-byte slots */
+    return n * ((2.0 * task->max_len + 4) * sizeof(int32_t) + 2 * sizeof(size_t) + 2 * sizeof(int) + 4 * sizeof(uint64_t));
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t task_fingerprint(const TaskData *td) {
+    uint64_t h = 1469598103934665603ull;
+    const Vocab *v[2] = {&td->src_vocab, &td->trg_vocab};
+    for (int k = 0; k < 2; k++) {
+        h = fnv(h, &v[k]->size, sizeof v[k]->size);
+        for (int i = 0; i < v[k]->size; i++) h = fnv(h, v[k]->tokens[i], strlen(v[k]->tokens[i]) + 1);
+    }
+    const Dataset *d[3] = {&td->train, &td->valid, &td->test};
+    for (int k = 0; k < 3; k++) {
+        h = fnv(h, &d[k]->n, sizeof d[k]->n);
+        for (int i = 0; i < d[k]->n; i++) {
+            h = fnv(h, &d[k]->src_len[i], sizeof(int));
+            h = fnv(h, &d[k]->trg_len[i], sizeof(int));
+        }
+        h = fnv(h, d[k]->ids, d[k]->n_ids * sizeof *d[k]->ids);
+    }
+    char *const *refs[2] = {td->valid_refs, td->test_refs};
+    int nrefs[2] = {td->valid.n, td->test.n};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; refs[k] && i < nrefs[k]; i++) h = fnv(h, refs[k][i], strlen(refs[k][i]) + 1);
+    return h;
+}
+
+size_t task_data_bytes(const TaskData *td) {
+    const Dataset *d[3] = {&td->train, &td->valid, &td->test};
+    size_t b = 0;
+    for (int k = 0; k < 3; k++) b += d[k]->cap_ids * sizeof(int32_t) + (size_t)d[k]->cap * (2 * sizeof(size_t) + 2 * sizeof(int));
+    return b;
+}
+
+void task_free(TaskData *td) {
+    text_free_lines(td->valid_refs, td->valid_refs ? td->valid.n : 0); /* before the counts go */
+    text_free_lines(td->test_refs, td->test_refs ? td->test.n : 0);
+    vocab_free(&td->src_vocab);
+    vocab_free(&td->trg_vocab);
+    dataset_free(&td->train);
+    dataset_free(&td->valid);
+    dataset_free(&td->test);
+    td->valid_refs = td->test_refs = NULL;
+}
