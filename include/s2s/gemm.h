@@ -31,9 +31,4 @@ S2sStatus gemm_bf16_check(const char *what, S2sError *err);
 void gemm_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                const float *B, int ldb, float beta, float *C, int ldc);
 
-/* y[i] = x[i] rounded to the nearest bfloat16 (ties to even; NaN stays NaN). */
-void gemm_to_bf16(const float *x, uint16_t *y, size_t n);
-/* The float32 value of a bfloat16. */
-float gemm_from_bf16(uint16_t b);
-
 #endif

@@ -1,6 +1,6 @@
 /* gemm.c — oneDNN float32 and bfloat16 matrix products, thread settings (see gemm.h). */
-#include "ops_internal.h"
-#include "s2s/gemm.h"
+#include "gemm_internal.h"
+#include "s2s/bf16.h"
 
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -25,30 +25,13 @@ void gemm_set_threads(int n) {
     omp_set_num_threads(n);
 }
 
-void gemm_to_bf16(const float *restrict x, uint16_t *restrict y, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, x + i, sizeof u);
-        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        /* a NaN must not round into Inf: keep its top bits and make it quiet */
-        y[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
-    }
-}
-
-float gemm_from_bf16(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 S2sStatus gemm_bf16_check(const char *what, S2sError *err) {
     enum { N = 8 };
     uint16_t a[N * N], b[N * N];
     float ones[N * N], c[N * N];
     for (int i = 0; i < N * N; i++) ones[i] = 1.0f;
-    gemm_to_bf16(ones, a, N * N);
-    gemm_to_bf16(ones, b, N * N);
+    bf16_from_f32(ones, a, N * N);
+    bf16_from_f32(ones, b, N * N);
     dnnl_status_t s = dnnl_gemm_bf16bf16f32('N', 'N', N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
     if (s != dnnl_success || c[0] != (float)N || c[N * N - 1] != (float)N)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: oneDNN cannot run bfloat16 GEMMs on this CPU (status %d); use \"fp32\"",
@@ -60,9 +43,9 @@ S2sStatus gemm_bf16_check(const char *what, S2sError *err) {
 static const uint16_t *to_bf16(Tape *t, const float *x, int rows, int cols, int ld) {
     uint16_t *y = arena_alloc(&t->arena, (size_t)rows * cols * sizeof *y);
     if (ld == cols) {
-        gemm_to_bf16(x, y, (size_t)rows * cols);
+        bf16_from_f32(x, y, (size_t)rows * cols);
     } else {
-        for (int r = 0; r < rows; r++) gemm_to_bf16(x + (size_t)r * ld, y + (size_t)r * cols, (size_t)cols);
+        for (int r = 0; r < rows; r++) bf16_from_f32(x + (size_t)r * ld, y + (size_t)r * cols, (size_t)cols);
     }
     return y;
 }
@@ -130,7 +113,7 @@ void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
 
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
     uint16_t *y = arena_alloc(&t->arena, n * sizeof *y);
-    gemm_to_bf16(x, y, n);
+    bf16_from_f32(x, y, n);
     return y;
 }
 

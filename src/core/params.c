@@ -2,7 +2,7 @@
 #include "s2s/params.h"
 #include "s2s/par.h"
 #include "s2s/common.h"
-#include "s2s/gemm.h"
+#include "s2s/bf16.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -112,7 +112,7 @@ void params_init_uniform(ParamStore *ps, Rng *rng, float a) {
 void params_bf16_snapshot(ParamStore *ps) {
     S2S_ASSERT(ps->allocated);
     if (!ps->bf16) ps->bf16 = s2s_xmalloc(ps->total * sizeof *ps->bf16);
-    gemm_to_bf16(ps->data, ps->bf16, ps->total);
+    bf16_from_f32(ps->data, ps->bf16, ps->total);
     for (int i = 0; i < ps->count; i++) ps->items[i].t->bf16 = ps->bf16 + ps->items[i].offset;
 }
 

@@ -1,0 +1,72 @@
+/* gemm_internal.h — the GEMM back end as the ops call it: one entry (s2s_gemm_pre) that picks
+ * bf16, a one-row product, oneDNN or OpenBLAS per call and counts the FLOPs, and the back
+ * ends it dispatches to (gemm.c). Below the ops: it knows tapes (their precision, arena and
+ * FLOP count), not ops. Not a public header. */
+#ifndef S2S_GEMM_INTERNAL_H
+#define S2S_GEMM_INTERNAL_H
+
+#include "s2s/gemm.h"
+
+#include <cblas.h>
+
+/* oneDNN bfloat16 GEMM (gemm.c): operands rounded to bf16 (or given already rounded: Abf,
+ * Bbf, packed with leading dimension lda, ldb), float32 accumulation. */
+void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc);
+/* C (1 × N) = alpha op(A) op(B) + beta C for a one-row A, on the calling thread; touches
+ * nothing shared, so batched products may run it on several threads (gemm.c). */
+void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+              float *C);
+/* oneDNN float32 GEMM (gemm.c). */
+void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     int ldb, float beta, float *C, int ldc);
+/* A bf16 copy of x in the tape's arena, for an operand used by many GEMMs of one op. */
+uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
+
+/* A bf16 tape rounds only products whose both sides reach this: thinner ones (the attention
+ * of one decoding step is a matrix-vector product per sentence) are memory-bound, and
+ * rounding their operands would cost more than the bf16 multiply saves. */
+#define GEMM_BF16_MIN_SIDE 8
+
+/* Row-major C = alpha op(A) op(B) + beta C in the tape's precision; counts its FLOPs.
+ * Abf/Bbf: bf16 copies of A/B (gemm_bf16_copy) or NULL; used only when the tape is bf16. */
+static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+                                int lda, const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf,
+                                float beta, float *C, int ldc) {
+    if (M == 0 || N == 0) return;
+    t->flops += 2.0 * M * N * K;
+    if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
+        return;
+    }
+    if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
+        gemm_bf16_tape(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, beta, C, ldc);
+        return;
+    }
+    if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
+                   * or waking BLAS threads for it, would cost more than the product */
+        gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
+        return;
+    }
+    if (!t->openblas) {
+        gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
+                            const float *A, int lda, const float *B, int ldb, float beta,
+                            float *C, int ldc) {
+    s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, C, ldc);
+}
+
+/* A weight used by many products of one op, in bf16: its snapshot (params_bf16_snapshot) or a
+ * copy rounded once in the arena; NULL on a float32 tape. */
+static inline const uint16_t *gemm_bf16_weight(Tape *t, const Tensor *w) {
+    return !t->bf16 ? NULL : w->bf16 ? w->bf16 : gemm_bf16_copy(t, w->data, w->size);
+}
+
+#endif
