@@ -6,6 +6,7 @@
 #include "s2s/data.h"
 #include "s2s/rng.h"
 #include "s2s/rundir.h"
+#include "s2s/runlog.h"
 #include "s2s/viz.h"
 
 #include <cjson/cJSON.h>
@@ -21,52 +22,15 @@ void compare_free_run(RunResult *r) {
     r->hyp = r->ref = NULL;
 }
 
-/* The log's lines, one JSON object each, read with the line bound (a log line is a few
- * hundred bytes; a folder, an endless file or a binary one is an error, never a huge read).
- * Calls fn for every line whose "type" is a string; a line that is not JSON is skipped. */
-static S2sStatus each_log_line(const char *dir, void (*fn)(void *ctx, const char *type, const cJSON *j), void *ctx,
-                               S2sError *err) {
-    char p[PATH_MAX];
-    rundir_path(p, sizeof p, dir, RUN_LOG);
-    if (!file_is_regular(p)) return s2s_fail(err, S2S_ERR_IO, "%s: missing, or not a regular file", p);
-    FILE *f = fopen(p, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open", p);
-    LineReader r;
-    line_reader_init(&r, f, (size_t)1 << 16);
-    S2sStatus st = S2S_OK;
-    for (;;) {
-        const char *line;
-        size_t len;
-        LineStatus ls = line_read(&r, &line, &len);
-        if (ls == LINE_EOF) break;
-        if (ls != LINE_OK) {
-            st = s2s_fail(err, S2S_ERR_DATA, "%s:%ld: not a log line (longer than 64 KiB, or unreadable)", p, r.line_no);
-            break;
-        }
-        cJSON *j = cJSON_Parse(line);
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
-        if (cJSON_IsString(type)) fn(ctx, type->valuestring, j);
-        cJSON_Delete(j);
-    }
-    line_reader_free(&r);
-    fclose(f);
-    return st;
-}
-
 static void note_test(void *ctx, const char *type, const cJSON *j) {
     (void)j;
-    if (!strcmp(type, "test")) *(bool *)ctx = true;
+    if (!strcmp(type, LOG_TEST)) *(bool *)ctx = true;
 }
 
 bool compare_run_finished(const char *dir) {
     bool done = false;
     S2sError err;
-    return each_log_line(dir, note_test, &done, &err) == S2S_OK && done;
-}
-
-static double num(const cJSON *j, const char *k, double dflt) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, k);
-    return cJSON_IsNumber(x) ? x->valuedouble : dflt;
+    return runlog_each(dir, note_test, &done, &err) == S2S_OK && done;
 }
 
 typedef struct LogRead {
@@ -77,21 +41,22 @@ typedef struct LogRead {
 static void read_line_of(void *ctx, const char *type, const cJSON *j) {
     LogRead *lr = ctx;
     RunResult *r = lr->r;
-    if (!strcmp(type, "epoch")) {
-        r->best_valid_loss = fmin(r->best_valid_loss, num(j, "valid_loss", INFINITY));
-        r->seconds += num(j, "epoch_s", 0.0);
-        int e = (int)num(j, "epoch", 0);
+    if (!strcmp(type, LOG_EPOCH)) {
+        r->best_valid_loss = fmin(r->best_valid_loss, runlog_num(j, LOG_VALID_ LOG_LOSS, INFINITY));
+        r->seconds += runlog_num(j, LOG_EPOCH_S, 0.0);
+        int e = (int)runlog_num(j, LOG_EPOCH, 0);
         if (e >= 1 && e <= COMPARE_MAX_EPOCHS) {
             for (int k = r->curve_n; k < e - 1; k++) r->valid_curve[k] = NAN; /* a gap */
-            r->valid_curve[e - 1] = r->translation ? num(j, "valid_bleu", NAN) : 100.0 * num(j, "valid_exact_match", NAN);
+            r->valid_curve[e - 1] =
+                r->translation ? runlog_num(j, LOG_VALID_ LOG_BLEU, NAN) : 100.0 * runlog_num(j, LOG_VALID_ LOG_EXACT_MATCH, NAN);
             if (e > r->curve_n) r->curve_n = e;
         }
-    } else if (!strcmp(type, "test")) {
+    } else if (!strcmp(type, LOG_TEST)) {
         lr->finished = true;
-        r->epochs = (int)num(j, "epochs", 0);
-        r->test_bleu = num(j, "test_bleu", NAN);
-        r->test_exact = 100.0 * num(j, "test_exact_match", NAN);
-        r->test_token_acc = 100.0 * num(j, "test_token_accuracy", NAN);
+        r->epochs = (int)runlog_num(j, LOG_EPOCHS, 0);
+        r->test_bleu = runlog_num(j, LOG_TEST_ LOG_BLEU, NAN);
+        r->test_exact = 100.0 * runlog_num(j, LOG_TEST_ LOG_EXACT_MATCH, NAN);
+        r->test_token_acc = 100.0 * runlog_num(j, LOG_TEST_ LOG_TOKEN_ACCURACY, NAN);
     }
 }
 
@@ -112,7 +77,7 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
         return s2s_fail(err, S2S_ERR_DATA, "%s: a run trains there now (pid %ld); its results are not final", dir, pid);
     r->best_valid_loss = INFINITY;
     LogRead lr = {r, false};
-    if ((st = each_log_line(dir, read_line_of, &lr, err))) return st;
+    if ((st = runlog_each(dir, read_line_of, &lr, err))) return st;
     if (!lr.finished) return s2s_fail(err, S2S_ERR_DATA, "%s: the run has not finished (no test line in its log)", dir);
     int nh, nr;
     snprintf(p, sizeof p, "%s/test.hyp", dir);

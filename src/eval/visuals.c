@@ -1,7 +1,10 @@
 /* visuals.c — attention heatmaps of decoded sentences; learning curves from a run's log. */
 #include "s2s/visuals.h"
+#include "s2s/rundir.h"
+#include "s2s/runlog.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,56 +28,51 @@ S2sStatus visuals_heatmap(const char *path, const char *title, const Vocab *src,
     return st;
 }
 
-S2sStatus visuals_curves(const char *dir, const char *title, Font *font, S2sError *err) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/log.jsonl", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open", path);
-    int cap = 64, n = 0;
-    double *x = s2s_xmalloc((size_t)cap * sizeof *x), *tl = s2s_xmalloc((size_t)cap * sizeof *tl),
-           *vl = s2s_xmalloc((size_t)cap * sizeof *vl), *mv = s2s_xmalloc((size_t)cap * sizeof *mv);
-    const char *metric = "valid_exact_match";
-    char line[1 << 14];
-    while (fgets(line, sizeof line, f)) {
-        if (!strstr(line, "\"type\":\"epoch\"")) continue;
-        cJSON *j = cJSON_Parse(line);
-        if (!j) continue;
-        if (n == cap) {
-            cap *= 2;
-            x = s2s_xrealloc(x, (size_t)cap * sizeof *x);
-            tl = s2s_xrealloc(tl, (size_t)cap * sizeof *tl);
-            vl = s2s_xrealloc(vl, (size_t)cap * sizeof *vl);
-            mv = s2s_xrealloc(mv, (size_t)cap * sizeof *mv);
-        }
-        const cJSON *bleu = cJSON_GetObjectItemCaseSensitive(j, "valid_bleu");
-        if (bleu) metric = "valid_bleu";
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "epoch"), *a = cJSON_GetObjectItemCaseSensitive(j, "train_loss"),
-                    *b = cJSON_GetObjectItemCaseSensitive(j, "valid_loss"), *m = cJSON_GetObjectItemCaseSensitive(j, metric);
-        x[n] = cJSON_IsNumber(e) ? e->valuedouble : n + 1;
-        tl[n] = cJSON_IsNumber(a) ? a->valuedouble : NAN;
-        vl[n] = cJSON_IsNumber(b) ? b->valuedouble : NAN;
-        mv[n] = cJSON_IsNumber(m) ? m->valuedouble * (bleu ? 1.0 : 100.0) : NAN;
-        n++;
-        cJSON_Delete(j);
+/* The epoch lines of a log, as columns: epoch, train loss, validation loss and metric. */
+typedef struct Curves {
+    double *x, *tl, *vl, *mv;
+    int n, cap;
+    bool bleu; /* the metric is BLEU (translation), else exact match (%) */
+} Curves;
+
+static void add_epoch(void *ctx, const char *type, const cJSON *j) {
+    Curves *c = ctx;
+    if (strcmp(type, LOG_EPOCH) != 0) return;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        c->x = s2s_xrealloc(c->x, (size_t)c->cap * sizeof *c->x);
+        c->tl = s2s_xrealloc(c->tl, (size_t)c->cap * sizeof *c->tl);
+        c->vl = s2s_xrealloc(c->vl, (size_t)c->cap * sizeof *c->vl);
+        c->mv = s2s_xrealloc(c->mv, (size_t)c->cap * sizeof *c->mv);
     }
-    fclose(f);
-    S2sStatus st = S2S_OK;
-    if (n > 0) {
-        bool is_bleu = !strcmp(metric, "valid_bleu");
-        Plot loss = {title, "epoch", "loss (nats per token)", x, n, {{"train", tl, {31, 119, 180}}, {"validation", vl, {255, 127, 14}}}, 2};
-        Plot met = {is_bleu ? "validation BLEU (greedy)" : "validation exact match (greedy)", "epoch",
-                    is_bleu ? "BLEU" : "exact match (%)", x, n, {{is_bleu ? "BLEU" : "exact match", mv, {44, 160, 44}}}, 1};
+    if (cJSON_GetObjectItemCaseSensitive(j, LOG_VALID_ LOG_BLEU)) c->bleu = true;
+    c->x[c->n] = runlog_num(j, LOG_EPOCH, c->n + 1);
+    c->tl[c->n] = runlog_num(j, LOG_TRAIN_LOSS, NAN);
+    c->vl[c->n] = runlog_num(j, LOG_VALID_ LOG_LOSS, NAN);
+    c->mv[c->n] = c->bleu ? runlog_num(j, LOG_VALID_ LOG_BLEU, NAN) : 100.0 * runlog_num(j, LOG_VALID_ LOG_EXACT_MATCH, NAN);
+    c->n++;
+}
+
+S2sStatus visuals_curves(const char *dir, const char *title, Font *font, S2sError *err) {
+    Curves c = {0};
+    S2sStatus st = runlog_each(dir, add_epoch, &c, err);
+    if (!st && c.n > 0) {
+        Plot loss = {title, "epoch", "loss (nats per token)", c.x, c.n,
+                     {{"train", c.tl, {31, 119, 180}}, {"validation", c.vl, {255, 127, 14}}}, 2};
+        Plot met = {c.bleu ? "validation BLEU (greedy)" : "validation exact match (greedy)", "epoch",
+                    c.bleu ? "BLEU" : "exact match (%)", c.x, c.n, {{c.bleu ? "BLEU" : "exact match", c.mv, {44, 160, 44}}}, 1};
         Image im;
         st = image_new(&im, 720, 840, (Rgb){255, 255, 255}, err);
         if (!st) st = plot_draw(&im, 0, 0, 720, 420, &loss, font, err);
         if (!st) st = plot_draw(&im, 0, 420, 720, 420, &met, font, err);
-        snprintf(path, sizeof path, "%s/curves.png", dir);
+        char path[PATH_MAX + 16];
+        rundir_path(path, sizeof path, dir, RUN_CURVES);
         if (!st) st = png_write(path, &im, err);
         image_free(&im);
     }
-    free(x);
-    free(tl);
-    free(vl);
-    free(mv);
+    free(c.x);
+    free(c.tl);
+    free(c.vl);
+    free(c.mv);
     return st;
 }

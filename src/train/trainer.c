@@ -7,6 +7,7 @@
 #include "s2s/json.h"
 #include "s2s/optim.h"
 #include "s2s/rundir.h"
+#include "s2s/runlog.h"
 #include "s2s/visuals.h"
 
 #include <cjson/cJSON.h>
@@ -119,17 +120,17 @@ static S2sStatus log_line(Run *r, cJSON *j, S2sError *err) {
 
 static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool greedy) {
     char k[64];
-#define ADD(name, val) (snprintf(k, sizeof k, "%s_%s", prefix, name), cJSON_AddNumberToObject(j, k, val))
-    ADD("loss", e->loss);
-    ADD("ppl", e->ppl);
-    ADD("tf_token_accuracy", e->tf_token_acc);
+#define ADD(name, val) (snprintf(k, sizeof k, "%s%s", prefix, name), cJSON_AddNumberToObject(j, k, val))
+    ADD(LOG_LOSS, e->loss);
+    ADD(LOG_PPL, e->ppl);
+    ADD(LOG_TF_TOKEN_ACCURACY, e->tf_token_acc);
     if (greedy) {
-        ADD("exact_match", e->exact_match);
-        ADD("token_accuracy", e->token_acc);
+        ADD(LOG_EXACT_MATCH, e->exact_match);
+        ADD(LOG_TOKEN_ACCURACY, e->token_acc);
     }
-    if (e->has_bleu) ADD("bleu", e->bleu);
-    if (e->has_attn) ADD("attention_entropy", e->attn_entropy);
-    if (e->has_align) ADD("alignment_accuracy", e->align_acc);
+    if (e->has_bleu) ADD(LOG_BLEU, e->bleu);
+    if (e->has_attn) ADD(LOG_ATTENTION_ENTROPY, e->attn_entropy);
+    if (e->has_align) ADD(LOG_ALIGNMENT_ACCURACY, e->align_acc);
 #undef ADD
     return j;
 }
@@ -535,12 +536,12 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
         double now = now_s();
         if (r->st.step % tc->log_every == 0) {
             cJSON *j = cJSON_CreateObject();
-            cJSON_AddStringToObject(j, "type", "step");
-            cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
-            cJSON_AddNumberToObject(j, "step", (double)r->st.step);
-            cJSON_AddNumberToObject(j, "loss", loss);
-            cJSON_AddNumberToObject(j, "lr", lr);
-            cJSON_AddNumberToObject(j, "tokens_per_s", window_tokens / fmax(now - window_t, 1e-9));
+            cJSON_AddStringToObject(j, LOG_TYPE, LOG_STEP);
+            cJSON_AddNumberToObject(j, LOG_EPOCH, r->st.epoch + 1);
+            cJSON_AddNumberToObject(j, LOG_STEP, (double)r->st.step);
+            cJSON_AddNumberToObject(j, LOG_LOSS, loss);
+            cJSON_AddNumberToObject(j, LOG_LR, lr);
+            cJSON_AddNumberToObject(j, LOG_TOKENS_PER_S, window_tokens / fmax(now - window_t, 1e-9));
             if ((st = log_line(r, j, err))) break;
             window_tokens = 0;
             window_t = now;
@@ -600,19 +601,19 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
         if (tc->lr_decay < 1.0f) r->st.lr *= tc->lr_decay;
     }
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "type", "epoch");
-    cJSON_AddNumberToObject(j, "epoch", r->st.epoch + 1);
-    cJSON_AddNumberToObject(j, "step", (double)r->st.step);
-    cJSON_AddNumberToObject(j, "train_loss", train_loss);
-    eval_json(j, "valid", &sum->valid, true);
-    cJSON_AddBoolToObject(j, "best", better);
+    cJSON_AddStringToObject(j, LOG_TYPE, LOG_EPOCH);
+    cJSON_AddNumberToObject(j, LOG_EPOCH, r->st.epoch + 1);
+    cJSON_AddNumberToObject(j, LOG_STEP, (double)r->st.step);
+    cJSON_AddNumberToObject(j, LOG_TRAIN_LOSS, train_loss);
+    eval_json(j, LOG_VALID_, &sum->valid, true);
+    cJSON_AddBoolToObject(j, LOG_BEST, better);
     /* the lr the next epoch starts with (schedule and plateau decay applied) */
-    cJSON_AddNumberToObject(j, "lr", r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs));
-    cJSON_AddNumberToObject(j, "tokens_per_s", r->st.tok_sum / fmax(epoch_s, 1e-9));
-    cJSON_AddNumberToObject(j, "epoch_s", epoch_s);
+    cJSON_AddNumberToObject(j, LOG_LR, r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs));
+    cJSON_AddNumberToObject(j, LOG_TOKENS_PER_S, r->st.tok_sum / fmax(epoch_s, 1e-9));
+    cJSON_AddNumberToObject(j, LOG_EPOCH_S, epoch_s);
     /* wall time of the run so far, evaluations included (time-to-quality) */
-    cJSON_AddNumberToObject(j, "elapsed_s", r->st.seconds + now_s() - r->t0);
-    if (tc->test_each_epoch) eval_json(j, "test", &test_now, true);
+    cJSON_AddNumberToObject(j, LOG_ELAPSED_S, r->st.seconds + now_s() - r->t0);
+    if (tc->test_each_epoch) eval_json(j, LOG_TEST_, &test_now, true);
     if ((st = log_line(r, j, err))) return st;
     FILE *out = r->opt->out;
     if (out && sum->valid.has_bleu)
@@ -664,10 +665,10 @@ static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
     idseqs_free(&hyps);
     if (st) return st;
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "type", "test");
-    cJSON_AddNumberToObject(j, "epochs", r->st.epoch);
-    cJSON_AddNumberToObject(j, "step", (double)r->st.step);
-    eval_json(j, "test", &sum->test, true);
+    cJSON_AddStringToObject(j, LOG_TYPE, LOG_TEST);
+    cJSON_AddNumberToObject(j, LOG_EPOCHS, r->st.epoch);
+    cJSON_AddNumberToObject(j, LOG_STEP, (double)r->st.step);
+    eval_json(j, LOG_TEST_, &sum->test, true);
     if ((st = log_line(r, j, err))) return st;
     sum->tested = true;
     FILE *out = r->opt->out;

@@ -1,0 +1,49 @@
+/* runlog.h — a run's log (log.jsonl): one JSON object a line, its kinds and key names in one
+ * place for the writer (the trainer) and the readers (learning curves, ./compare), and one
+ * bounded reader.
+ *
+ * Kinds (the "type" key): "step" every log_every steps (epoch, step, loss, lr, tokens_per_s);
+ * "epoch" after each epoch (epoch, step, train_loss, the validation metrics, best, lr,
+ * tokens_per_s, epoch_s, elapsed_s, and with test_each_epoch the test metrics); "test" once,
+ * when the run has ended (epochs, step, the test metrics). Metric keys are a split's prefix
+ * and a metric: "valid_bleu", "test_exact_match". Readers parse every line as JSON and look
+ * keys up by these names; nothing depends on how cJSON prints. Owns nothing. */
+#ifndef S2S_RUNLOG_H
+#define S2S_RUNLOG_H
+
+#include "s2s/common.h"
+
+#include <cjson/cJSON.h>
+
+#define LOG_TYPE "type"
+#define LOG_STEP "step"         /* a kind, and the key of the step count */
+#define LOG_EPOCH "epoch"       /* a kind, and the key of the epoch (1-based) */
+#define LOG_TEST "test"         /* a kind */
+#define LOG_EPOCHS "epochs"
+#define LOG_LOSS "loss"
+#define LOG_LR "lr"
+#define LOG_TOKENS_PER_S "tokens_per_s"
+#define LOG_TRAIN_LOSS "train_loss"
+#define LOG_BEST "best"
+#define LOG_EPOCH_S "epoch_s"
+#define LOG_ELAPSED_S "elapsed_s"
+
+/* a split's metrics: prefix "_" metric */
+#define LOG_VALID_ "valid_"
+#define LOG_TEST_ "test_"
+#define LOG_PPL "ppl"
+#define LOG_TF_TOKEN_ACCURACY "tf_token_accuracy"
+#define LOG_EXACT_MATCH "exact_match"
+#define LOG_TOKEN_ACCURACY "token_accuracy"
+#define LOG_BLEU "bleu"
+#define LOG_ATTENTION_ENTROPY "attention_entropy"
+#define LOG_ALIGNMENT_ACCURACY "alignment_accuracy"
+
+/* Calls fn for every line of dir/log.jsonl with a string "type", lines read with a bound (a
+ * log line is short; a folder, a binary or an endless file is an error, not a huge read). A
+ * line that is not JSON is skipped (a line cut by a crash). */
+S2sStatus runlog_each(const char *dir, void (*fn)(void *ctx, const char *type, const cJSON *j), void *ctx, S2sError *err);
+/* j's number at key, or dflt. */
+double runlog_num(const cJSON *j, const char *key, double dflt);
+
+#endif
