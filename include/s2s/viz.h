@@ -1,5 +1,5 @@
 /* viz.h — pictures without Python: RGB images, text with FreeType (DejaVu), PNG files with
- * libpng, attention heatmaps and line plots.
+ * libpng, attention heatmaps, line plots and bar charts.
  *
  * An Image owns its pixels; a Font owns its FreeType library and face (font_open returns
  * NULL when the font is missing: drawing then goes on without labels, and callers warn).
@@ -85,5 +85,24 @@ typedef struct Plot {
 S2sStatus plot_write_png(const char *path, const Plot *p, Font *font, S2sError *err);
 /* The same plot into a W × H panel of a larger image, at (ox, oy). */
 S2sStatus plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, Font *font, S2sError *err);
+
+/* Bar charts: a group's mean as a bar, ±sd (when n > 1), its values as dots, the mean written
+ * above; up to BARS_MAX_GROUPS groups side by side. */
+#define BARS_MAX_GROUPS 16
+typedef struct BarGroup {
+    const char *label;
+    double mean, sd, max; /* max: the highest value, to keep the label clear of the dots */
+    int n;                /* values behind mean and sd */
+    const double *points; /* (n_points) values drawn as dots; NaN: skipped */
+    int n_points;
+} BarGroup;
+
+typedef struct BarChart {
+    const char *title;    /* or NULL */
+    const BarGroup *groups;
+    int n;
+} BarChart;
+
+S2sStatus bars_write_png(const char *path, const BarChart *b, Font *font, S2sError *err);
 
 #endif

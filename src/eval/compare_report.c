@@ -1,0 +1,208 @@
+/* compare_report.c — a comparison's summary files: Markdown (printed too), CSV, JSON, the
+ * bar chart of the test metric and the validation curves. */
+#include "s2s/compare.h"
+#include "s2s/file.h"
+#include "s2s/viz.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fmt_stat(char *b, size_t n, const Stat *s, int digits) {
+    if (s->n > 1) snprintf(b, n, "%.*f ± %.*f", digits, s->mean, digits, s->sd);
+    else snprintf(b, n, "%.*f", digits, s->mean);
+}
+
+/* a sample variance needs two runs: one run shows a dash, not a zero */
+static void fmt_var(char *b, size_t n, const Stat *s, int digits) {
+    if (s->n > 1) snprintf(b, n, "%.*f", digits, s->var);
+    else snprintf(b, n, "—");
+}
+
+/* curves.png: the validation metric by epoch, one line per variant (mean over its runs):
+ * whether a variant had converged when training stopped. */
+static S2sStatus write_curves(const Comparison *c, const char *dir, Font *font, S2sError *err) {
+    static const Rgb colors[PLOT_MAX_SERIES] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
+                                                {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127}};
+    int n = 0;
+    for (int v = 0; v < c->n_variants; v++) n = c->v[v].curve_n > n ? c->v[v].curve_n : n;
+    if (n == 0) return S2S_OK; /* no epoch lines: nothing to draw */
+    double x[COMPARE_MAX_EPOCHS], y[PLOT_MAX_SERIES][COMPARE_MAX_EPOCHS];
+    char title[96];
+    snprintf(title, sizeof title, "validation %s, mean over seeds",
+             c->translation ? "BLEU" : "exact match");
+    Plot p = {title, "epoch", c->translation ? "BLEU" : "exact match (%)", x, n, {{0}}, 0};
+    for (int e = 0; e < n; e++) x[e] = e + 1;
+    for (int v = 0; v < c->n_variants && v < PLOT_MAX_SERIES; v++) {
+        for (int e = 0; e < n; e++) y[v][e] = e < c->v[v].curve_n ? c->v[v].curve[e] : NAN;
+        p.series[p.n_series++] = (Series){c->v[v].name, y[v], colors[v]};
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/curves.png", dir);
+    return plot_write_png(path, &p, font, err);
+}
+
+/* A growing text buffer for the Markdown and CSV files. */
+typedef struct Text {
+    char *s;
+    size_t len, cap;
+} Text;
+
+__attribute__((format(printf, 2, 3))) static void text_add(Text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        S2S_ASSERT(n >= 0);
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = 2 * (t->cap + (size_t)n);
+        t->s = s2s_xrealloc(t->s, t->cap);
+    }
+}
+
+S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
+    /* Markdown: the homework's table (mean and variance of the test metric and of the best
+     * validation loss), with sd, range, epochs, time and the tests. Time is the sum of the
+     * training epochs (validation and test decoding excluded). */
+    Text tx = {s2s_xmalloc(4096), 0, 4096};
+#define MD(...) text_add(&tx, __VA_ARGS__)
+    MD("| attention | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
+       "minutes training |\n",
+       c->metric_name, c->translation ? "" : " token acc (%) |");
+    MD("|---|---|---|---|---|---|%s---|---|---|---|\n", c->translation ? "" : "---|");
+    for (int v = 0; v < c->n_variants; v++) {
+        const VariantSummary *s = &c->v[v];
+        char m[64], mv[32], ta[64] = "", vl[64], vv[32];
+        /* the homework's precision: BLEU 2 decimals, variance 3; loss 3, its variance 4 */
+        fmt_stat(m, sizeof m, &s->metric, 2);
+        fmt_var(mv, sizeof mv, &s->metric, 3);
+        fmt_stat(vl, sizeof vl, &s->valid_loss, 3);
+        fmt_var(vv, sizeof vv, &s->valid_loss, 4);
+        if (!c->translation) {
+            ta[0] = ' ';
+            fmt_stat(ta + 1, sizeof ta - 1, &s->token_acc, 2);
+            strcat(ta, " |");
+        }
+        MD("| %s | %d | %s | %s | %.2f | %.2f |%s %s | %s | %.1f | %.1f |\n", s->name, s->runs, m, mv, s->metric.min,
+           s->metric.max, c->translation ? "" : ta, vl, vv, s->epochs.mean, s->seconds.mean / 60.0);
+    }
+    /* every run's test metric, by seed: the values behind the means */
+    MD("\nTest %s by run (seed: value):\n\n", c->metric_name);
+    for (int v = 0; v < c->n_variants; v++) {
+        const VariantSummary *s = &c->v[v];
+        MD("- %s:", s->name);
+        for (int i = 0; i < s->n_points; i++) MD("%s %ld: %.2f", i ? "," : "", s->point_seeds[i], s->points[i]);
+        MD("%s\n", s->runs > s->n_points ? ", …" : "");
+    }
+    if (c->n_pairs) {
+        MD("\nPaired bootstrap over the test sentences (%d resamples, runs paired by seed):\n\n", c->resamples);
+        MD("| A − B | seeds | difference | 95%% interval | p |\n|---|---|---|---|---|\n");
+        for (int i = 0; i < c->n_pairs; i++) {
+            const PairTest *p = &c->pairs[i];
+            if (!p->seeds) MD("| %s − %s | 0 | | | |\n", c->v[p->a].name, c->v[p->b].name);
+            else if (p->p > 0)
+                MD("| %s − %s | %d | %+.2f | [%+.2f, %+.2f] | %.3f |\n", c->v[p->a].name, c->v[p->b].name, p->seeds, p->diff,
+                   p->lo, p->hi, p->p);
+            else /* no resample went the other way: p is below one in `resamples` */
+                MD("| %s − %s | %d | %+.2f | [%+.2f, %+.2f] | < %.3f |\n", c->v[p->a].name, c->v[p->b].name, p->seeds,
+                   p->diff, p->lo, p->hi, 1.0 / c->resamples);
+        }
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    S2sStatus st = file_write_atomic(path, tx.s, tx.len, err);
+    if (out) fputs(tx.s, out);
+    /* CSV */
+    tx.len = 0;
+    /* new columns go at the end, so readers by position keep working */
+    MD("variant,runs,metric,mean,sd,variance,min,max,token_acc_mean,valid_loss_mean,epochs_mean,seconds_mean,"
+       "token_acc_sd,valid_loss_sd,valid_loss_variance,valid_loss_min,valid_loss_max\n");
+    for (int v = 0; v < c->n_variants && !st; v++) {
+        const VariantSummary *s = &c->v[v];
+        MD("%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.1f,%.6f,%.6f,%.6f,%.6f,%.6f\n", s->name, s->runs,
+           c->translation ? "bleu" : "exact_match", s->metric.mean, s->metric.sd, s->metric.var, s->metric.min, s->metric.max,
+           s->token_acc.mean, s->valid_loss.mean, s->epochs.mean, s->seconds.mean, s->token_acc.sd, s->valid_loss.sd,
+           s->valid_loss.var, s->valid_loss.min, s->valid_loss.max);
+    }
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    if (!st) st = file_write_atomic(path, tx.s, tx.len, err);
+#undef MD
+    free(tx.s);
+    /* JSON */
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "metric", c->translation ? "bleu" : "exact_match");
+    cJSON *vs = cJSON_AddArrayToObject(j, "variants");
+    for (int v = 0; v < c->n_variants; v++) {
+        const VariantSummary *s = &c->v[v];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "attention", s->name);
+        cJSON_AddNumberToObject(o, "runs", s->runs);
+        const Stat *st4[5] = {&s->metric, &s->token_acc, &s->valid_loss, &s->epochs, &s->seconds};
+        const char *names[5] = {"test_metric", "test_token_accuracy", "best_valid_loss", "epochs", "seconds"};
+        for (int k = 0; k < 5; k++) {
+            if (k == 1 && c->translation) continue;
+            cJSON *x = cJSON_AddObjectToObject(o, names[k]);
+            cJSON_AddNumberToObject(x, "mean", st4[k]->mean);
+            cJSON_AddNumberToObject(x, "variance", st4[k]->var);
+            cJSON_AddNumberToObject(x, "sd", st4[k]->sd);
+            cJSON_AddNumberToObject(x, "min", st4[k]->min);
+            cJSON_AddNumberToObject(x, "max", st4[k]->max);
+        }
+        cJSON *rs = cJSON_AddArrayToObject(o, "by_seed"); /* [{seed, test_metric}] */
+        for (int i = 0; i < s->n_points; i++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "seed", (double)s->point_seeds[i]);
+            cJSON_AddNumberToObject(x, "test_metric", s->points[i]);
+            cJSON_AddItemToArray(rs, x);
+        }
+        cJSON *cv = cJSON_AddArrayToObject(o, "valid_curve"); /* by epoch, mean over runs; null: none */
+        for (int e = 0; e < s->curve_n; e++)
+            cJSON_AddItemToArray(cv, isfinite(s->curve[e]) ? cJSON_CreateNumber(s->curve[e]) : cJSON_CreateNull());
+        cJSON_AddItemToArray(vs, o);
+    }
+    cJSON *ps = cJSON_AddArrayToObject(j, "paired_bootstrap");
+    for (int i = 0; i < c->n_pairs; i++) {
+        const PairTest *p = &c->pairs[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "a", c->v[p->a].name);
+        cJSON_AddStringToObject(o, "b", c->v[p->b].name);
+        cJSON_AddNumberToObject(o, "seeds", p->seeds);
+        if (p->seeds) {
+            cJSON_AddNumberToObject(o, "difference", p->diff);
+            cJSON_AddNumberToObject(o, "ci_low", p->lo);
+            cJSON_AddNumberToObject(o, "ci_high", p->hi);
+            cJSON_AddNumberToObject(o, "p", p->p);
+        }
+        cJSON_AddItemToArray(ps, o);
+    }
+    cJSON_AddNumberToObject(j, "resamples", c->resamples);
+    char *txt = cJSON_Print(j);
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    if (!st) st = file_write_atomic(path, txt, strlen(txt), err);
+    free(txt);
+    /* bars (mean) with ±sd error bars and a point for every run; then the curves */
+    if (!st) {
+        Font *font = font_open(NULL);
+        BarGroup g[COMPARE_MAX_VARIANTS];
+        for (int v = 0; v < c->n_variants; v++) {
+            const Stat *m = &c->v[v].metric;
+            g[v] = (BarGroup){c->v[v].name, m->mean, m->sd, m->max, m->n, c->v[v].points, c->v[v].n_points};
+        }
+        char title[96];
+        snprintf(title, sizeof title, "test %s by attention variant (mean ± sd; dots: runs)", c->metric_name);
+        BarChart chart = {title, g, c->n_variants};
+        snprintf(path, sizeof path, "%s/summary.png", dir);
+        st = bars_write_png(path, &chart, font, err);
+        if (!st) st = write_curves(c, dir, font, err);
+        font_close(font);
+    }
+    return st;
+}

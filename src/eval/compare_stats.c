@@ -1,0 +1,193 @@
+/* compare_stats.c — the statistics of a comparison: mean, variance and range per variant, and
+ * paired bootstrap tests between variants over the test sentences. */
+#include "s2s/compare.h"
+#include "s2s/bleu.h"
+#include "s2s/rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+Stat compare_stat(const double *x, int n) {
+    Stat s = {n, 0, 0, 0, INFINITY, -INFINITY};
+    if (n == 0) return (Stat){0, NAN, NAN, NAN, NAN, NAN};
+    for (int i = 0; i < n; i++) {
+        s.mean += x[i];
+        s.min = fmin(s.min, x[i]);
+        s.max = fmax(s.max, x[i]);
+    }
+    s.mean /= n;
+    for (int i = 0; i < n; i++) s.var += (x[i] - s.mean) * (x[i] - s.mean);
+    s.var = n > 1 ? s.var / (n - 1) : 0.0;
+    s.sd = sqrt(s.var);
+    return s;
+}
+
+/* Per-sentence statistics: BLEU's n-gram counts, or exact match. */
+typedef struct SentStats {
+    long c[4], t[4], hl, rl;
+    int exact;
+} SentStats;
+
+static SentStats *sentence_stats(const RunResult *r) {
+    SentStats *s = s2s_xcalloc((size_t)r->n, sizeof *s);
+    for (int i = 0; i < r->n; i++) {
+        Bleu b;
+        bleu_init(&b);
+        bleu_add_text(&b, r->hyp[i], r->ref[i]);
+        memcpy(s[i].c, b.correct, sizeof s[i].c);
+        memcpy(s[i].t, b.total, sizeof s[i].t);
+        s[i].hl = b.hyp_len;
+        s[i].rl = b.ref_len;
+        s[i].exact = strcmp(r->hyp[i], r->ref[i]) == 0;
+        bleu_free(&b);
+    }
+    return s;
+}
+
+/* The metric over a multiset of sentences (idx), as the full-corpus metric would be. */
+static double metric_on(const SentStats *s, const int *idx, int n, bool bleu) {
+    if (!bleu) {
+        long e = 0;
+        for (int i = 0; i < n; i++) e += s[idx[i]].exact;
+        return n ? 100.0 * e / n : 0.0;
+    }
+    Bleu b;
+    memset(&b, 0, sizeof b);
+    for (int i = 0; i < n; i++) {
+        const SentStats *x = &s[idx[i]];
+        for (int k = 0; k < 4; k++) {
+            b.correct[k] += x->c[k];
+            b.total[k] += x->t[k];
+        }
+        b.hyp_len += x->hl;
+        b.ref_len += x->rl;
+    }
+    return bleu_score(&b).bleu;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Comparison *c, S2sError *err) {
+    memset(c, 0, sizeof *c);
+    if (n == 0) return s2s_fail(err, S2S_ERR_DATA, "no finished runs to compare");
+    c->translation = runs[0].translation;
+    c->metric_name = c->translation ? "BLEU" : "exact match (%)";
+    c->resamples = resamples;
+    int *var_of = s2s_xmalloc((size_t)n * sizeof *var_of);
+    for (int i = 0; i < n; i++) {
+        if (runs[i].translation != c->translation) {
+            free(var_of);
+            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs", runs[i].dir, runs[i].translation ? "translation" : "reversal",
+                            c->translation ? "translation" : "reversal");
+        }
+        int v = 0;
+        while (v < c->n_variants && strcmp(c->v[v].name, runs[i].variant)) v++;
+        if (v == c->n_variants) {
+            if (v == COMPARE_MAX_VARIANTS) {
+                free(var_of);
+                return s2s_fail(err, S2S_ERR_DATA, "more than %d variants", COMPARE_MAX_VARIANTS);
+            }
+            snprintf(c->v[c->n_variants++].name, sizeof c->v[0].name, "%s", runs[i].variant);
+        }
+        var_of[i] = v;
+    }
+    double *buf = s2s_xmalloc((size_t)n * 5 * sizeof *buf);
+    for (int v = 0; v < c->n_variants; v++) {
+        int k = 0;
+        double *m = buf, *t = buf + n, *l = buf + 2 * n, *e = buf + 3 * n, *s = buf + 4 * n;
+        for (int i = 0; i < n; i++) {
+            if (var_of[i] != v) continue;
+            m[k] = c->translation ? runs[i].test_bleu : runs[i].test_exact;
+            t[k] = runs[i].test_token_acc;
+            l[k] = runs[i].best_valid_loss;
+            e[k] = runs[i].epochs;
+            s[k] = runs[i].seconds;
+            k++;
+        }
+        VariantSummary *vs = &c->v[v];
+        vs->runs = k;
+        vs->n_points = 0;
+        for (int i = 0; i < n && vs->n_points < COMPARE_MAX_POINTS; i++)
+            if (var_of[i] == v) {
+                vs->points[vs->n_points] = m[vs->n_points];
+                vs->point_seeds[vs->n_points++] = runs[i].seed;
+            }
+        vs->curve_n = 0;
+        for (int i = 0; i < n; i++)
+            if (var_of[i] == v && runs[i].curve_n > vs->curve_n) vs->curve_n = runs[i].curve_n;
+        for (int ep = 0; ep < vs->curve_n; ep++) {
+            double sum = 0;
+            int cnt = 0;
+            for (int i = 0; i < n; i++)
+                if (var_of[i] == v && ep < runs[i].curve_n && isfinite(runs[i].valid_curve[ep])) {
+                    sum += runs[i].valid_curve[ep];
+                    cnt++;
+                }
+            vs->curve[ep] = cnt ? sum / cnt : NAN;
+        }
+        vs->metric = compare_stat(m, k);
+        vs->token_acc = compare_stat(t, k);
+        vs->valid_loss = compare_stat(l, k);
+        vs->epochs = compare_stat(e, k);
+        vs->seconds = compare_stat(s, k);
+    }
+    free(buf);
+    /* paired bootstrap between every two variants, over the seeds both have */
+    SentStats **ss = s2s_xmalloc((size_t)n * sizeof *ss);
+    for (int i = 0; i < n; i++) ss[i] = sentence_stats(&runs[i]);
+    for (int a = 0; a < c->n_variants; a++)
+        for (int b = a + 1; b < c->n_variants; b++) {
+            int *pa = s2s_xmalloc((size_t)n * sizeof *pa), *pb = s2s_xmalloc((size_t)n * sizeof *pb), np = 0;
+            for (int i = 0; i < n; i++) {
+                if (var_of[i] != a) continue;
+                for (int j = 0; j < n; j++)
+                    if (var_of[j] == b && runs[j].seed == runs[i].seed && runs[j].n == runs[i].n) {
+                        pa[np] = i;
+                        pb[np++] = j;
+                        break;
+                    }
+            }
+            PairTest *pt = &c->pairs[c->n_pairs++];
+            *pt = (PairTest){a, b, np, NAN, NAN, NAN, NAN};
+            if (!np) {
+                free(pa);
+                free(pb);
+                continue;
+            }
+            int N = runs[pa[0]].n;
+            int *idx = s2s_xmalloc((size_t)N * sizeof *idx);
+            for (int i = 0; i < N; i++) idx[i] = i;
+            double d = 0;
+            for (int s = 0; s < np; s++) d += metric_on(ss[pa[s]], idx, N, c->translation) - metric_on(ss[pb[s]], idx, N, c->translation);
+            pt->diff = d / np;
+            double *diffs = s2s_xmalloc((size_t)resamples * sizeof *diffs);
+            Rng rng;
+            rng_init(&rng, 12345, 77);
+            int against = 0;
+            for (int k = 0; k < resamples; k++) {
+                for (int i = 0; i < N; i++) idx[i] = (int)rng_below(&rng, (uint32_t)N);
+                double x = 0;
+                for (int s = 0; s < np; s++)
+                    x += metric_on(ss[pa[s]], idx, N, c->translation) - metric_on(ss[pb[s]], idx, N, c->translation);
+                diffs[k] = x / np;
+                against += pt->diff >= 0 ? diffs[k] <= 0 : diffs[k] >= 0;
+            }
+            qsort(diffs, (size_t)resamples, sizeof *diffs, cmp_double);
+            pt->lo = diffs[(int)(0.025 * (resamples - 1))];
+            pt->hi = diffs[(int)ceil(0.975 * (resamples - 1))];
+            pt->p = (double)against / resamples;
+            free(diffs);
+            free(idx);
+            free(pa);
+            free(pb);
+        }
+    for (int i = 0; i < n; i++) free(ss[i]);
+    free(ss);
+    free(var_of);
+    return S2S_OK;
+}
