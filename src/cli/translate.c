@@ -7,8 +7,7 @@
 #include "s2s/eval.h"
 #include "s2s/file.h"
 #include "s2s/gemm.h"
-#include "s2s/train.h"
-#include "s2s/visuals.h"
+#include "s2s/translator.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -73,68 +72,14 @@ typedef struct Ctx {
     Config cfg;
     Vocab src, trg;
     Tape tape;
-    int max_len, beam, n_best;
-    float alpha;
-    bool tokenized;
+    Translator tr;
     long failed, line_no;
     LineReader ref;      /* --ref, read along */
     bool has_ref;
     long ref_lines, ref_bad;
     bool ref_broken;     /* a read error, or no line break for TEXT_MAX_SKIP bytes */
     Bleu bleu;
-    const char *heatmap_dir, *model_path;
-    Font *font;
 } Ctx;
-
-/* Attention rows kept for heatmaps stay under this many bytes per decoded batch. */
-#define HEATMAP_BATCH_BYTES ((size_t)256 << 20)
-
-static void draw_heatmap(Ctx *c, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn, int line) {
-    char path[PATH_MAX + 32], title[256];
-    snprintf(path, sizeof path, "%s/%04ld.png", c->heatmap_dir, c->line_no + line + 1);
-    snprintf(title, sizeof title, "%s - %s attention - line %ld", c->model_path, ATTN_KIND_NAMES[c->cfg.model.attention],
-             c->line_no + line + 1);
-    int32_t *src = s2s_xmalloc((size_t)b->S * sizeof *src);
-    for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
-    DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
-    S2sError err;
-    if (visuals_heatmap(path, title, &c->src, &c->trg, &a, c->font, &err)) fprintf(stderr, "translate: warning: %s\n", err.msg);
-    free(src);
-}
-
-/* Output text per line: results[i][j] for the j-th best (n_best of them). */
-static void decode_batch(Ctx *c, const Batch *b, char ***results, float **scores, const int *row_line) {
-    int nb = b->B, L = eval_max_len(c->max_len, b->S);
-    tape_reset(&c->tape);
-    if (c->beam == 1) {
-        int32_t *o = s2s_xmalloc((size_t)nb * L * sizeof *o);
-        int *ol = s2s_xmalloc((size_t)nb * sizeof *ol);
-        bool draw = c->heatmap_dir && c->m.attn.v->has_weights;
-        float *attn = draw ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
-        model_greedy(&c->tape, &c->m, b, L, o, ol, attn);
-        for (int i = 0; i < nb; i++) {
-            int line = row_line[b->index[i]];
-            results[line][0] = task_decode_target(&c->cfg.task, &c->trg, o + (size_t)i * L, ol[i]);
-            if (draw) draw_heatmap(c, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S, line);
-        }
-        free(attn);
-        free(o);
-        free(ol);
-        return;
-    }
-    BeamHyp *h = s2s_xcalloc((size_t)nb * c->n_best, sizeof *h);
-    model_beam(&c->tape, &c->m, b, c->beam, L, c->alpha, c->n_best, h);
-    for (int i = 0; i < nb; i++) {
-        int line = row_line[b->index[i]];
-        for (int j = 0; j < c->n_best; j++) {
-            BeamHyp *x = &h[(size_t)i * c->n_best + j];
-            results[line][j] = x->ids || j == 0 ? task_decode_target(&c->cfg.task, &c->trg, x->ids, x->len) : NULL;
-            scores[line][j] = x->norm;
-        }
-    }
-    beam_hyps_free(h, nb * c->n_best);
-    free(h);
-}
 
 /* The reference of the next output line, into the BLEU statistics. */
 static void score_against_ref(Ctx *c, const char *best) {
@@ -150,83 +95,40 @@ static void score_against_ref(Ctx *c, const char *best) {
         c->ref_bad++;
         return;
     }
-    bool raw_text = c->cfg.task.type == TASK_TRANSLATE && !c->tokenized; /* references as the outputs are */
+    bool raw_text = c->cfg.task.type == TASK_TRANSLATE && !c->tr.tokenized; /* references as the outputs are */
     char *r = raw_text ? tok_normalize(ref, c->cfg.task.trg_lang) : strdup(ref);
     bleu_add_text(&c->bleu, best, r);
     free(r);
 }
 
-/* Translates lines[0..n) and writes them in order. */
+/* Translates lines[0..n) and writes them in order; a line that gives no translation is
+ * reported on stderr and gives an empty line. */
 static void translate_block(Ctx *c, Line *lines, int n, FILE *out) {
-    Dataset d;
-    dataset_init(&d);
-    int *row_line = s2s_xmalloc((size_t)n * sizeof *row_line); /* dataset row → line */
-    char ***results = s2s_xmalloc((size_t)n * sizeof *results);
-    float **scores = s2s_xmalloc((size_t)n * sizeof *scores);
-    int32_t dummy[2] = {TOK_SOS, TOK_EOS};
-    int longest = 1;
+    const char **text = s2s_xmalloc((size_t)n * sizeof *text);
+    for (int i = 0; i < n; i++) text[i] = lines[i].text;
+    TranslatedLine *res = s2s_xmalloc((size_t)n * sizeof *res);
+    translator_run(&c->tr, text, n, c->line_no, res);
     for (int i = 0; i < n; i++) {
-        results[i] = s2s_xcalloc((size_t)c->n_best, sizeof **results);
-        scores[i] = s2s_xcalloc((size_t)c->n_best, sizeof **scores);
-        int32_t *ids;
-        int k;
-        S2sError err;
-        if (!lines[i].text) {
-            fprintf(stderr, "translate: line %ld: %s\n", c->line_no + i + 1, lines[i].bad);
+        const TranslatedLine *r = &res[i];
+        long no = c->line_no + i + 1;
+        if (r->status) {
+            fprintf(stderr, "translate: line %ld: %s\n", no, lines[i].text ? r->error : lines[i].bad);
             c->failed++;
-            continue;
         }
-        if (lines[i].text[0] == '\0') { /* an empty source has an empty translation */
-            results[i][0] = s2s_xcalloc(1, 1);
-            continue;
-        }
-        if (task_encode_source(&c->cfg.task, &c->src, lines[i].text, c->tokenized, &ids, &k, &err)) {
-            fprintf(stderr, "translate: line %ld: %s\n", c->line_no + i + 1, err.msg);
-            c->failed++;
-            continue;
-        }
-        row_line[d.n] = i;
-        dataset_add(&d, ids, k, dummy, 2);
-        if (k > longest) longest = k;
-        free(ids);
-    }
-    if (d.n) {
-        int per_batch = c->beam > 1 ? 32 : 64;
-        if (c->heatmap_dir) { /* B × L × S attention weights kept for the pictures */
-            size_t row = (size_t)eval_max_len(c->max_len, longest) * longest * sizeof(float);
-            size_t fit = HEATMAP_BATCH_BYTES / (row ? row : 1);
-            if (fit < (size_t)per_batch) per_batch = fit > 0 ? (int)fit : 1;
-        }
-        BatchPlan plan;
-        batchplan_make(&plan, &d, per_batch, 0, 0, NULL);
-        Batch b;
-        batch_init(&b);
-        for (int k = 0; k < plan.n_batches; k++) {
-            batch_fill(&b, &d, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
-            decode_batch(c, &b, results, scores, row_line);
-        }
-        batch_free(&b);
-        batchplan_free(&plan);
-    }
-    for (int i = 0; i < n; i++) {
-        const char *best = results[i][0] ? results[i][0] : "";
-        if (c->n_best > 1) {
-            for (int j = 0; j < c->n_best && results[i][j]; j++)
-                fprintf(out, "%ld ||| %s ||| %.4f\n", c->line_no + i, results[i][j], scores[i][j]);
+        if (r->warning[0]) fprintf(stderr, "translate: warning: %s\n", r->warning);
+        if (c->tr.n_best > 1) {
+            for (int j = 0; j < c->tr.n_best && r->text[j] && !r->status; j++)
+                fprintf(out, "%ld ||| %s ||| %.4f\n", c->line_no + i, r->text[j], r->score[j]);
         } else {
-            fprintf(out, "%s\n", best);
+            fprintf(out, "%s\n", r->text[0]);
         }
-        if (c->has_ref) score_against_ref(c, best);
-        for (int j = 0; j < c->n_best; j++) free(results[i][j]);
-        free(results[i]);
-        free(scores[i]);
+        if (c->has_ref) score_against_ref(c, r->text[0]);
     }
     fflush(out);
     c->line_no += n;
-    free(results);
-    free(scores);
-    free(row_line);
-    dataset_free(&d);
+    translator_free_results(res, n);
+    free(res);
+    free(text);
 }
 
 /* BLEU on stderr when every input line had its reference, else why not; returns 0 or 1. */
@@ -275,9 +177,9 @@ int main(int argc, char **argv) {
     const char *model = NULL, *in_path = NULL, *out_path = NULL, *ref_path = NULL;
     Ctx c;
     memset(&c, 0, sizeof c);
-    c.beam = 1;
-    c.n_best = 1;
-    c.alpha = 1.0f;
+    c.tr.beam = 1;
+    c.tr.n_best = 1;
+    c.tr.alpha = 1.0f;
     int block = 256, threads = 0;
     bool bf16 = false;
     S2sError err;
@@ -297,15 +199,15 @@ int main(int argc, char **argv) {
         case 'i': in_path = optarg; break;
         case 'o': out_path = optarg; break;
         case 'r': ref_path = optarg; break;
-        case 'H': c.heatmap_dir = optarg; break;
-        case O_TOKENIZED: c.tokenized = true; break;
+        case 'H': c.tr.heatmap_dir = optarg; break;
+        case O_TOKENIZED: c.tr.tokenized = true; break;
         case O_BF16: bf16 = true; break;
         case O_THREADS: if (args_int("--threads", optarg, 1, 256, &threads, &err)) return usage_error(&err); break;
-        case O_MAX_LEN: if (args_int("--max-len", optarg, 1, 100000, &c.max_len, &err)) return usage_error(&err); break;
+        case O_MAX_LEN: if (args_int("--max-len", optarg, 1, 100000, &c.tr.max_len, &err)) return usage_error(&err); break;
         case O_BATCH: if (args_int("--batch", optarg, 1, 1000000, &block, &err)) return usage_error(&err); break;
-        case O_BEAM: if (args_int("--beam", optarg, 1, 32, &c.beam, &err)) return usage_error(&err); break;
-        case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c.n_best, &err)) return usage_error(&err); break;
-        case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c.alpha, &err)) return usage_error(&err); break;
+        case O_BEAM: if (args_int("--beam", optarg, 1, 32, &c.tr.beam, &err)) return usage_error(&err); break;
+        case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c.tr.n_best, &err)) return usage_error(&err); break;
+        case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c.tr.alpha, &err)) return usage_error(&err); break;
         default: return args_common(o, "translate", usage, argv, optind, optopt);
         }
     }
@@ -318,11 +220,11 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (c.n_best > c.beam) {
-        fprintf(stderr, "translate: --n-best %d needs --beam of at least %d\n", c.n_best, c.n_best);
+    if (c.tr.n_best > c.tr.beam) {
+        fprintf(stderr, "translate: --n-best %d needs --beam of at least %d\n", c.tr.n_best, c.tr.n_best);
         return 2;
     }
-    if (c.heatmap_dir && c.beam > 1) {
+    if (c.tr.heatmap_dir && c.tr.beam > 1) {
         fprintf(stderr, "translate: --heatmap draws greedy decoding; use it without --beam\n");
         return 2;
     }
@@ -330,18 +232,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 1;
     }
-    c.model_path = model;
-    if (c.heatmap_dir) {
-        if (file_mkdirs(c.heatmap_dir, &err)) {
+    c.tr = (Translator){&c.m, &c.cfg, &c.src, &c.trg, &c.tape, c.tr.max_len, c.tr.beam, c.tr.n_best, c.tr.alpha,
+                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL};
+    if (c.tr.heatmap_dir) {
+        if (file_mkdirs(c.tr.heatmap_dir, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
         if (!c.m.attn.v->has_weights)
             fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", ATTN_KIND_NAMES[c.cfg.model.attention]);
-        c.font = font_open(NULL);
-        if (!c.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
+        c.tr.font = font_open(NULL);
+        if (!c.tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
-    if (!c.max_len) c.max_len = c.cfg.train.max_decode_len;
+    if (!c.tr.max_len) c.tr.max_len = c.cfg.train.max_decode_len;
     if (model_tape_init(&c.tape, bf16 ? PRECISION_BF16 : PRECISION_FP32, c.cfg.train.gemm, threads, "translate: --bf16", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
@@ -430,7 +333,7 @@ int main(int argc, char **argv) {
     }
     if (in != stdin) fclose(in);
     if (c.failed) rc = 1;
-    font_close(c.font);
+    font_close(c.tr.font);
     tape_free(&c.tape);
     model_free(&c.m);
     vocab_free(&c.src);

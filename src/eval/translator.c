@@ -1,0 +1,116 @@
+/* translator.c — lines of text → encoded sources → batched decoding → outputs in line order. */
+#include "s2s/translator.h"
+#include "s2s/eval.h"
+#include "s2s/visuals.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Attention rows kept for heatmaps stay under this many bytes per decoded batch. */
+#define HEATMAP_BATCH_BYTES ((size_t)256 << 20)
+
+static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn,
+                         long line_no, TranslatedLine *r) {
+    char path[PATH_MAX + 32], title[256];
+    snprintf(path, sizeof path, "%s/%04ld.png", t->heatmap_dir, line_no);
+    snprintf(title, sizeof title, "%s - %s attention - line %ld", t->heatmap_name ? t->heatmap_name : "model",
+             ATTN_KIND_NAMES[t->cfg->model.attention], line_no);
+    int32_t *src = s2s_xmalloc((size_t)b->S * sizeof *src);
+    for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
+    DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
+    S2sError err;
+    if (visuals_heatmap(path, title, t->src, t->trg, &a, t->font, &err)) snprintf(r->warning, sizeof r->warning, "%s", err.msg);
+    free(src);
+}
+
+/* One batch: its rows' outputs into out[row_line[row]]. */
+static void decode_batch(const Translator *t, const Batch *b, const int *row_line, long first_line, TranslatedLine *out) {
+    int nb = b->B, L = eval_max_len(t->max_len, b->S);
+    tape_reset(t->tape);
+    if (t->beam == 1) {
+        int32_t *o = s2s_xmalloc((size_t)nb * L * sizeof *o);
+        int *ol = s2s_xmalloc((size_t)nb * sizeof *ol);
+        bool draw = t->heatmap_dir && t->model->attn.v->has_weights;
+        float *attn = draw ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
+        model_greedy(t->tape, t->model, b, L, o, ol, attn);
+        for (int i = 0; i < nb; i++) {
+            int line = row_line[b->index[i]];
+            out[line].text[0] = task_decode_target(&t->cfg->task, t->trg, o + (size_t)i * L, ol[i]);
+            if (draw) draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S, first_line + line + 1, &out[line]);
+        }
+        free(attn);
+        free(o);
+        free(ol);
+        return;
+    }
+    BeamHyp *h = s2s_xcalloc((size_t)nb * t->n_best, sizeof *h);
+    model_beam(t->tape, t->model, b, t->beam, L, t->alpha, t->n_best, h);
+    for (int i = 0; i < nb; i++) {
+        int line = row_line[b->index[i]];
+        for (int j = 0; j < t->n_best; j++) {
+            BeamHyp *x = &h[(size_t)i * t->n_best + j];
+            out[line].text[j] = x->ids || j == 0 ? task_decode_target(&t->cfg->task, t->trg, x->ids, x->len) : NULL;
+            out[line].score[j] = x->norm;
+        }
+    }
+    beam_hyps_free(h, nb * t->n_best);
+    free(h);
+}
+
+void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out) {
+    S2S_ASSERT(t->beam >= 1 && t->n_best >= 1 && t->n_best <= t->beam && t->n_best <= TRANSLATE_MAX_NBEST);
+    S2S_ASSERT(!t->heatmap_dir || t->beam == 1);
+    memset(out, 0, (size_t)n * sizeof *out);
+    Dataset d;
+    dataset_init(&d);
+    int *row_line = s2s_xmalloc((size_t)(n ? n : 1) * sizeof *row_line); /* dataset row → line */
+    int32_t dummy[2] = {TOK_SOS, TOK_EOS};
+    int longest = 1;
+    for (int i = 0; i < n; i++) {
+        int32_t *ids;
+        int k;
+        S2sError err;
+        if (!lines[i] || lines[i][0] == '\0') { /* unreadable (the caller says why), or empty: an empty output */
+            out[i].status = lines[i] ? S2S_OK : S2S_ERR_DATA;
+            continue;
+        }
+        if (task_encode_source(&t->cfg->task, t->src, lines[i], t->tokenized, &ids, &k, &err)) {
+            out[i].status = err.status;
+            snprintf(out[i].error, sizeof out[i].error, "%s", err.msg);
+            continue;
+        }
+        row_line[d.n] = i;
+        dataset_add(&d, ids, k, dummy, 2);
+        if (k > longest) longest = k;
+        free(ids);
+    }
+    if (d.n) {
+        int per_batch = t->beam > 1 ? 32 : 64;
+        if (t->heatmap_dir) { /* B × L × S attention weights kept for the pictures */
+            size_t row = (size_t)eval_max_len(t->max_len, longest) * longest * sizeof(float);
+            size_t fit = HEATMAP_BATCH_BYTES / (row ? row : 1);
+            if (fit < (size_t)per_batch) per_batch = fit > 0 ? (int)fit : 1;
+        }
+        BatchPlan plan;
+        batchplan_make(&plan, &d, per_batch, 0, 0, NULL);
+        Batch b;
+        batch_init(&b);
+        for (int k = 0; k < plan.n_batches; k++) {
+            batch_fill(&b, &d, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+            decode_batch(t, &b, row_line, first_line, out);
+        }
+        batch_free(&b);
+        batchplan_free(&plan);
+    }
+    for (int i = 0; i < n; i++)
+        if (!out[i].text[0]) out[i].text[0] = s2s_xcalloc(1, 1); /* "" where nothing was decoded */
+    free(row_line);
+    dataset_free(&d);
+}
+
+void translator_free_results(TranslatedLine *out, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < TRANSLATE_MAX_NBEST; j++) free(out[i].text[j]);
+}
