@@ -544,6 +544,7 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     free(e);
     cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --warmup 1 --iters 2 --no-decode > /dev/null", tu_bin()), 0);
     cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
+    cr_expect_eq(tu_sh("%s/speed 2> /dev/null", tu_bin()), 2, "a bare ./speed shows its usage, starts no benchmark");
     tu_rm_rf(d);
     free(d);
 }

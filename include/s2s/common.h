@@ -34,12 +34,19 @@ S2sStatus s2s_fail(S2sError *err, S2sStatus status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *s2s_status_name(S2sStatus status);
 
-/* Bugs: shapes that cannot mismatch, pointers that cannot be NULL. Never compiled out. */
+/* Bugs: shapes that cannot mismatch, pointers that cannot be NULL. Never compiled out.
+ * S2S_ASSERT_MSG says what went wrong in the bug report (printf-style). */
 #define S2S_ASSERT(cond)                                                      \
     do {                                                                      \
         if (!(cond)) s2s_assert_fail(#cond, __FILE__, __LINE__, __func__);    \
     } while (0)
+#define S2S_ASSERT_MSG(cond, ...)                                                          \
+    do {                                                                                   \
+        if (!(cond)) s2s_assert_fail_msg(#cond, __FILE__, __LINE__, __func__, __VA_ARGS__); \
+    } while (0)
 _Noreturn void s2s_assert_fail(const char *expr, const char *file, int line, const char *func);
+_Noreturn void s2s_assert_fail_msg(const char *expr, const char *file, int line, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* malloc that treats failure as fatal (the caller's file and line, then abort): for small,
  * bounded bookkeeping only. Sizes that come from files or users are bounded first (a limit,

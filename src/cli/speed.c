@@ -163,6 +163,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "speed: %s: unexpected argument (see speed --help)\n", argv[optind]);
         return 2;
     }
+    if (argc == 1) { /* a benchmark takes minutes: never started by a bare name */
+        usage(stderr);
+        return 2;
+    }
     char path[PATH_MAX];
     Seq2Seq m;
     Vocab msrc, mtrg;

@@ -37,6 +37,16 @@ _Noreturn void s2s_assert_fail(const char *expr, const char *file, int line, con
     abort();
 }
 
+_Noreturn void s2s_assert_fail_msg(const char *expr, const char *file, int line, const char *func, const char *fmt, ...) {
+    fprintf(stderr, "%s:%d: %s: assertion failed: %s: ", file, line, func, expr);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
 static _Noreturn void out_of_memory(size_t n, const char *file, int line) {
     fprintf(stderr, "%s:%d: out of memory allocating %zu bytes\n", file, line, n);
     abort();

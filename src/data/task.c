@@ -12,7 +12,7 @@ S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     case TASK_REVERSE: return reverse_make(td, task, err);
     case TASK_TRANSLATE: return parallel_load(td, task, err);
     }
-    S2S_ASSERT(!"a task of the config");
+    S2S_ASSERT_MSG(false, "task.type %d is none of the config's", (int)task->type);
     return S2S_ERR_CONFIG;
 }
 

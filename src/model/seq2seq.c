@@ -30,7 +30,7 @@ static CellKind cell_kind(ModelCell c) {
     case MODEL_CELL_GRU: return CELL_GRU;
     case MODEL_CELL_LSTM: return CELL_LSTM;
     }
-    S2S_ASSERT(!"a cell of the config");
+    S2S_ASSERT_MSG(false, "model.cell %d is none of the config's", (int)c);
     return CELL_GRU;
 }
 

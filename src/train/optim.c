@@ -32,7 +32,8 @@ static void adam_range(void *ctx, size_t begin, size_t end) {
 void adam_step(Adam *opt, ParamStore *ps) {
     S2S_ASSERT(ps->allocated);
     S2sError err;
-    if (params_alloc_moments(ps, &err)) s2s_assert_fail(err.msg, __FILE__, __LINE__, __func__); /* the trainer makes them first */
+    S2sStatus st = params_alloc_moments(ps, &err); /* the trainer makes them first, with a checked error */
+    S2S_ASSERT_MSG(st == S2S_OK, "%s", err.msg);
     opt->step++;
     double bc1 = 1.0 - pow(opt->beta1, (double)opt->step);
     double bc2 = 1.0 - pow(opt->beta2, (double)opt->step);
@@ -73,6 +74,6 @@ double optim_lr_factor(LrSchedule schedule, double progress) {
     case LR_LINEAR: return 1.0 - p;
     case LR_COSINE: return 0.5 * (1.0 + cos(3.14159265358979323846 * p));
     }
-    S2S_ASSERT(!"a schedule of the config");
+    S2S_ASSERT_MSG(false, "train.lr_schedule %d is none of the config's", (int)schedule);
     return 1.0;
 }

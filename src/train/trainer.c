@@ -65,7 +65,7 @@ static double metric_value(Metric metric, const EvalResult *r) {
     case METRIC_BLEU: return r->bleu; /* 0 without references: the reversal task has none */
     case METRIC_EXACT_MATCH: return r->exact_match;
     }
-    S2S_ASSERT(!"a metric of the config");
+    S2S_ASSERT_MSG(false, "train.metric %d is none of the config's", (int)metric);
     return 0;
 }
 
