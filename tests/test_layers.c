@@ -1,0 +1,251 @@
+/* test_layers.c — the architecture is checked, not only written: every #include of src/ and
+ * include/ against the table of docs/architecture.md (which module may use which), every
+ * header in a module, no include cycle between headers, and exit() only in src/cli/. */
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MODULES 16
+#define MAX_FILES 256
+
+typedef struct Module {
+    char name[32], dir[64];
+    char headers[40][32];
+    int n_headers;
+    char may_use[MAX_MODULES][32];
+    int n_may_use;
+} Module;
+
+/* dst = src, cut to n − 1 bytes. */
+static void copy(char *dst, size_t n, const char *src) {
+    size_t k = strlen(src);
+    if (k >= n) k = n - 1;
+    memcpy(dst, src, k);
+    dst[k] = '\0';
+}
+
+static Module g_mod[MAX_MODULES];
+static int g_n_mod;
+
+/* The words of s (space-separated) into out; returns their count. */
+static int words(char *s, char out[][32], int cap) {
+    int n = 0;
+    for (char *w = strtok(s, " \t"); w && n < cap; w = strtok(NULL, " \t")) copy(out[n++], 32, w);
+    return n;
+}
+
+static void trim(char *s) {
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\n')) s[--n] = '\0';
+    size_t k = strspn(s, " ");
+    memmove(s, s + k, strlen(s + k) + 1);
+}
+
+/* The table between <!-- layers:begin --> and <!-- layers:end -->. */
+static void read_table(void) {
+    FILE *f = fopen("docs/architecture.md", "r");
+    cr_assert(f, "docs/architecture.md is missing");
+    char line[1024];
+    bool in = false;
+    g_n_mod = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "<!-- layers:begin -->")) in = true;
+        else if (strstr(line, "<!-- layers:end -->")) in = false;
+        else if (in && line[0] == '|' && !strstr(line, "---") && !strstr(line, "| module |")) {
+            char cell[4][512];
+            char *p = line + 1;
+            for (int c = 0; c < 4; c++) {
+                char *bar = strchr(p, '|');
+                cr_assert(bar, "a row of the layers table has fewer than 4 cells: %s", line);
+                *bar = '\0';
+                copy(cell[c], sizeof cell[c], p);
+                trim(cell[c]);
+                p = bar + 1;
+            }
+            cr_assert_lt(g_n_mod, MAX_MODULES);
+            Module *m = &g_mod[g_n_mod++];
+            memset(m, 0, sizeof *m);
+            copy(m->name, sizeof m->name, cell[0]);
+            copy(m->dir, sizeof m->dir, cell[1]);
+            m->n_headers = words(cell[2], m->headers, 40);
+            m->n_may_use = words(cell[3], m->may_use, MAX_MODULES);
+        }
+    }
+    fclose(f);
+    cr_assert_gt(g_n_mod, 5, "no layers table in docs/architecture.md");
+}
+
+static const Module *module_of_header(const char *h) { /* "tape" */
+    for (int i = 0; i < g_n_mod; i++)
+        for (int k = 0; k < g_mod[i].n_headers; k++)
+            if (!strcmp(g_mod[i].headers[k], h)) return &g_mod[i];
+    return NULL;
+}
+
+static const Module *module_of_file(const char *path) {
+    if (!strncmp(path, "include/s2s/", 12)) {
+        char h[64];
+        snprintf(h, sizeof h, "%s", path + 12);
+        h[strcspn(h, ".")] = '\0';
+        return module_of_header(h);
+    }
+    for (int i = 0; i < g_n_mod; i++) {
+        size_t n = strlen(g_mod[i].dir);
+        if (!strncmp(path, g_mod[i].dir, n) && path[n] == '/') return &g_mod[i];
+    }
+    return NULL;
+}
+
+static bool may_use(const Module *a, const Module *b) {
+    if (a == b) return true;
+    for (int k = 0; k < a->n_may_use; k++)
+        if (!strcmp(a->may_use[k], b->name)) return true;
+    return false;
+}
+
+/* Every file of the library and the programs. */
+static int all_files(char files[][128]) {
+    const char *pats[] = {"src/*/*.c", "src/*/*.h", "include/s2s/*.h"};
+    int n = 0;
+    for (int p = 0; p < 3; p++) {
+        glob_t g;
+        if (glob(pats[p], 0, NULL, &g) != 0) continue;
+        for (size_t i = 0; i < g.gl_pathc && n < MAX_FILES; i++) copy(files[n++], 128, g.gl_pathv[i]);
+        globfree(&g);
+    }
+    return n;
+}
+
+/* The quoted includes of a file. */
+static int includes(const char *path, char out[][64], int cap) {
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f) && n < cap) {
+        char *p = line + strspn(line, " \t");
+        if (strncmp(p, "#include \"", 10) != 0) continue;
+        p += 10;
+        char *q = strchr(p, '"');
+        if (!q) continue;
+        *q = '\0';
+        snprintf(out[n++], 64, "%s", p);
+    }
+    fclose(f);
+    return n;
+}
+
+Test(layers, every_include_keeps_the_rule) {
+    read_table();
+    static char files[MAX_FILES][128];
+    int n = all_files(files), checked = 0;
+    cr_assert_gt(n, 50);
+    glob_t g;
+    cr_assert_eq(glob("include/s2s/*.h", 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++)
+        cr_expect(module_of_file(g.gl_pathv[i]) != NULL, "%s is in no module of docs/architecture.md", g.gl_pathv[i]);
+    globfree(&g);
+    for (int i = 0; i < n; i++) {
+        const Module *m = module_of_file(files[i]);
+        cr_expect(m != NULL, "%s belongs to no module of docs/architecture.md", files[i]);
+        if (!m) continue;
+        char inc[64][64];
+        int k = includes(files[i], inc, 64);
+        for (int j = 0; j < k; j++) {
+            if (strncmp(inc[j], "s2s/", 4) != 0) { /* a private header: beside the file */
+                char dir[128], beside[4400];
+                copy(dir, sizeof dir, files[i]);
+                *strrchr(dir, '/') = '\0';
+                snprintf(beside, sizeof beside, "%s/%s", dir, inc[j]);
+                FILE *f = fopen(beside, "r");
+                cr_expect(f != NULL && strncmp(dir, "src/", 4) == 0, "%s includes \"%s\", which is not beside it", files[i], inc[j]);
+                if (f) fclose(f);
+                continue;
+            }
+            char h[64];
+            snprintf(h, sizeof h, "%s", inc[j] + 4);
+            h[strcspn(h, ".")] = '\0';
+            const Module *t = module_of_header(h);
+            cr_expect(t != NULL, "%s includes %s, which is in no module", files[i], inc[j]);
+            if (t)
+                cr_expect(may_use(m, t), "%s (%s) includes %s (%s): %s may use only what docs/architecture.md lists", files[i],
+                          m->name, inc[j], t->name, m->name);
+            checked++;
+        }
+    }
+    cr_expect_gt(checked, 100);
+}
+
+/* Headers include each other without a cycle (depth-first search over the include graph). */
+static int g_state[MAX_FILES]; /* 0 new, 1 on the path, 2 done */
+static char g_files[MAX_FILES][128];
+static int g_n_files;
+
+static int index_of(const char *from, const char *inc) {
+    char want[4400];
+    if (!strncmp(inc, "s2s/", 4)) snprintf(want, sizeof want, "include/%s", inc);
+    else {
+        char dir[128];
+        copy(dir, sizeof dir, from);
+        *strrchr(dir, '/') = '\0';
+        snprintf(want, sizeof want, "%s/%s", dir, inc);
+    }
+    for (int i = 0; i < g_n_files; i++)
+        if (!strcmp(g_files[i], want)) return i;
+    return -1;
+}
+
+static bool cycle_from(int i, char *path, size_t n) {
+    g_state[i] = 1;
+    char inc[64][64];
+    int k = includes(g_files[i], inc, 64);
+    for (int j = 0; j < k; j++) {
+        int t = index_of(g_files[i], inc[j]);
+        if (t < 0) continue;
+        if (g_state[t] == 1 || (g_state[t] == 0 && cycle_from(t, path, n))) {
+            size_t used = strlen(path);
+            snprintf(path + used, n - used, " <- %s", g_files[i]);
+            return true;
+        }
+    }
+    g_state[i] = 2;
+    return false;
+}
+
+Test(layers, no_include_cycle) {
+    static char files[MAX_FILES][128];
+    int n = all_files(files);
+    g_n_files = 0;
+    for (int i = 0; i < n; i++)
+        if (strstr(files[i], ".h")) copy(g_files[g_n_files++], 128, files[i]);
+    memset(g_state, 0, sizeof g_state);
+    for (int i = 0; i < g_n_files; i++) {
+        char path[2048] = "";
+        if (g_state[i] == 0) cr_expect(!cycle_from(i, path, sizeof path), "an include cycle:%s", path);
+    }
+}
+
+/* Only the programs end the process: the library returns statuses (DESIGN.md). */
+Test(layers, only_the_programs_call_exit) {
+    static char files[MAX_FILES][128];
+    int n = all_files(files);
+    for (int i = 0; i < n; i++) {
+        if (!strncmp(files[i], "src/cli/", 8)) continue;
+        FILE *f = fopen(files[i], "r");
+        cr_assert(f);
+        char line[1024];
+        int no = 0;
+        while (fgets(line, sizeof line, f)) {
+            no++;
+            for (char *p = line; (p = strstr(p, "exit(")); p++) {
+                char before = p == line ? ' ' : p[-1];
+                bool word = !(before == '_' || (before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') ||
+                              (before >= '0' && before <= '9'));
+                cr_expect(!word, "%s:%d calls exit(): only src/cli/ may", files[i], no);
+            }
+        }
+        fclose(f);
+    }
+}
