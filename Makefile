@@ -40,7 +40,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo test test-golden fuzz bench clean help FORCE
+.PHONY: all deps demo test test-fast test-golden fuzz bench clean help FORCE
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -56,6 +56,7 @@ help:
 	@echo "make demo       build, train the reversal model, use it"
 	@echo "make            build build/libs2s.a and the programs ($(CLIS))"
 	@echo "make test       build and run every test (SANITIZE=1: under ASan+UBSan)"
+	@echo "make test-fast  unit, gradient and golden tests, without the training runs (seconds)"
 	@echo "make test-golden GOLDEN_DIR=path   only the PyTorch golden tests"
 	@echo "make deps       install missing Debian packages"
 	@echo "make clean"
@@ -101,6 +102,12 @@ demo: all
 test: $(TEST_BIN) all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(TEST_BIN) $(TEST_ARGS)
+
+# The inner loop: everything but the suites that train and resume models end to end.
+FAST_FILTER := !(cli|runs|compare|multi30k)/*
+test-fast: $(TEST_BIN) all
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
+	  $(TEST_BIN) --filter '$(FAST_FILTER)' $(TEST_ARGS)
 
 test-golden: $(TEST_BIN)
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \

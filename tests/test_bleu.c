@@ -64,8 +64,7 @@ ParameterizedTest(int *i, bleu, matches_multi_bleu) {
 
 Test(bleu, program_reads_files_like_multi_bleu) {
     const BleuCase *c = &CASES[N_CASES - 1];
-    char dir[] = "/tmp/s2s_bleu_XXXXXX";
-    cr_assert(mkdtemp(dir) != NULL);
+    char *dir = tu_tmpdir();
     char ref[64], hyp[64], out[64], cmd[512];
     snprintf(ref, sizeof ref, "%s/ref", dir);
     snprintf(hyp, sizeof hyp, "%s/hyp", dir);
@@ -91,8 +90,8 @@ Test(bleu, program_reads_files_like_multi_bleu) {
     fclose(fh);
     snprintf(cmd, sizeof cmd, "%s/bleu %s < %s > /dev/null 2>&1", tu_bin(), ref, hyp);
     cr_expect_neq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    system(cmd);
+    tu_rm_rf(dir);
+    free(dir);
 }
 
 Test(bleu, no_reference_words) {

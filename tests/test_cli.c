@@ -95,7 +95,7 @@ Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .time
     free(hyp);
     free(want);
     task_free(&td);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -119,12 +119,13 @@ Test(cli, same_seed_same_logs_and_model_files, .timeout = 240) {
     snprintf(a, sizeof a, "%s/run0/model.bin", d);
     snprintf(b, sizeof b, "%s/run2/model.bin", d);
     cr_expect(!tu_same_file(a, b));
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
 /* bfloat16 GEMMs: the small run still learns, is reproducible, and differs from float32's. */
 Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
+    tu_require_bf16();
     char *d = tu_tmpdir();
     write_config(d, 6);
     for (int k = 0; k < 2; k++)
@@ -159,7 +160,7 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     char *msg = tu_slurp(a, NULL);
     cr_expect(msg && strstr(msg, "precision") && strstr(msg, "fp32,bf16"), "message: %s", msg ? msg : "(none)");
     free(msg);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -185,7 +186,7 @@ Test(cli, resume_equals_uninterrupted, .timeout = 240) {
     cr_expect_str_eq(la, lb);
     free(la);
     free(lb);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -217,7 +218,7 @@ Test(cli, lr_schedule_follows_the_steps_and_resumes, .timeout = 240) {
     }
     cr_expect_eq(steps, 50);
     free(log);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -258,7 +259,7 @@ Test(cli, config_errors_exit_2_with_one_line) {
     cr_expect_eq(tu_sh("cd %s/w && %s/train --config reverse --set train_size=64 --set epochs=1 --max-steps 1 --out r > out.txt",
                        d, tu_bin()), 0);
     cr_expect_eq(tu_sh("grep -q 'train: configs/reverse.json' %s/w/out.txt", d), 0);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -272,7 +273,7 @@ Test(cli, translate_bad_model_files_exit_1) {
     cr_expect(strstr(e, "t.bin: not an s2s model file"), "%s", e);
     free(e);
     cr_expect_eq(tu_sh("%s/translate 2> /dev/null", tu_bin()), 2);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -292,7 +293,7 @@ Test(cli, translate_reports_bad_lines_and_goes_on, .timeout = 120) {
     cr_expect(strstr(e, "line 4: byte 0xff"), "%s", e);
     cr_expect(!strstr(e, "line 3"), "an empty line is not an error: %s", e);
     free(e);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -322,7 +323,7 @@ Test(cli, sigint_then_resume_equals_uninterrupted, .timeout = 240) {
     cr_assert_eq(tu_sh("%s/train --resume %s/term > /dev/null", tu_bin(), d), 0);
     snprintf(b, sizeof b, "%s/term/model.bin", d);
     cr_expect(tu_same_file(a, b), "model.bin after SIGTERM and --resume differs from the uninterrupted run");
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -404,7 +405,7 @@ Test(cli, nan_loss_stops_and_keeps_the_last_good_state, .timeout = 120) {
     free(e);
     snprintf(q, sizeof q, "%s/poisoned.bin", d);
     cr_expect(tu_same_file(p, q), "last.bin is left as it was");
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -416,7 +417,7 @@ Test(cli, unwritable_output_is_reported_before_training) {
     char *e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "/dev/null") && !strstr(e, "epoch"), "%s", e);
     free(e);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -445,7 +446,7 @@ Test(cli, translate_output_is_whole_or_absent, .timeout = 240) {
     char *e = tu_slurp(a, NULL);
     cr_expect(strstr(e, "translate: standard output: write error"), "%s", e);
     free(e);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 
@@ -473,7 +474,7 @@ Test(cli, translate_nul_bytes_and_overlong_lines, .timeout = 120) {
     for (size_t i = 0; i < n; i++) lines += o[i] == '\n';
     cr_expect_eq(lines, 4, "every line answered");
     free(o);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
     free(d);
 }
 

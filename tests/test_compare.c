@@ -66,8 +66,7 @@ static int curve_from_log(const char *dir, double *out, int cap) {
 
 Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     const char *bin = tu_bin();
-    char d[] = "/tmp/s2s_cmp_XXXXXX";
-    cr_assert(mkdtemp(d) != NULL);
+    char *d = tu_tmpdir();
     char cfg[256], cmd[2048];
     snprintf(cfg, sizeof cfg, "%s/r.json", d);
     FILE *f = fopen(cfg, "w");
@@ -171,8 +170,8 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     /* existing runs only */
     snprintf(cmd, sizeof cmd, "%s/compare --runs %s/cmp/dot-seed1 %s/cmp/dot-seed2 --out %s/only > /dev/null 2>&1", bin, d, d, d);
     cr_expect_eq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", d);
-    system(cmd);
+    tu_rm_rf(d);
+    free(d);
 }
 
 static const char *file_in_dir(const char *dir, const char *name) {

@@ -1,5 +1,6 @@
 /* test_file.c — files appear whole or not at all: the atomic write, and a FileTmp that is
  * committed, aborted, or committed after a failed write. */
+#include "test_util.h"
 #include "s2s/file.h"
 
 #include <criterion/criterion.h>
@@ -94,9 +95,7 @@ Test(file, mkdirs_makes_parents_and_refuses_a_file) {
     cr_assert_eq(file_write_atomic(path, "x", 1, &err), S2S_OK);
     cr_expect_eq(file_mkdirs(path, &err), S2S_ERR_IO);
     cr_expect(strstr(err.msg, "not a directory"), "%s", err.msg);
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
+    tu_rm_rf(dir);
 }
 
 /* D1: a destination that is not a regular file is written as it is, never replaced by one;
@@ -142,8 +141,7 @@ Test(file, devices_pipes_and_symlinks_keep_what_they_are) {
     cr_expect(strstr(err.msg, "a symbolic link to a missing file"), "%s", err.msg);
     cr_expect_eq(file_write_atomic(dir, "x", 1, &err), S2S_ERR_IO);
     cr_expect(strstr(err.msg, "is a directory"), "%s", err.msg);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
+    tu_rm_rf(dir);
 }
 
 Test(file, read_all_is_bounded) {
@@ -192,7 +190,5 @@ Test(file, lock_is_exclusive_and_stale_temporaries_go) {
     }
     cr_expect_eq(file_remove_stale_tmps(dir), 2);
     cr_expect_eq(entries(dir), 4, "three files and .lock stay");
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
+    tu_rm_rf(dir);
 }

@@ -8,12 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RTOL_VALUE 1e-5
-#define RTOL_GRAD 1e-4
+#define RTOL_VALUE TU_RTOL_VALUE
+#define RTOL_GRAD TU_RTOL_GRAD
 
 static cJSON *load_golden(const char *name) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", tu_golden_dir(), name);
+    const char *path = tu_golden_path(name);
     cJSON *j = tu_json_load(path);
     /* a GOLDEN_DIR given on the command line may hold model cases only */
     const char *custom = getenv("S2S_GOLDEN_CUSTOM");
@@ -22,11 +21,7 @@ static cJSON *load_golden(const char *name) {
     return j;
 }
 
-static const cJSON *get(const cJSON *j, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    cr_assert(v != NULL, "golden file lacks \"%s\"", key);
-    return v;
-}
+#define get tu_get
 
 /* Compares n floats with a golden list. */
 static void expect_json(const char *what, const float *actual, size_t n, const cJSON *node, double rtol) {

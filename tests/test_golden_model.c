@@ -11,14 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RTOL_VALUE 1e-5
-#define RTOL_GRAD 1e-4
-
-static const cJSON *get(const cJSON *j, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    cr_assert(v != NULL, "golden case lacks \"%s\"", key);
-    return v;
-}
+#define RTOL_VALUE TU_RTOL_VALUE
+#define RTOL_GRAD TU_RTOL_GRAD
+#define get tu_get
 
 static int geti(const cJSON *j, const char *key) { return get(j, key)->valueint; }
 

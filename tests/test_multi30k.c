@@ -20,8 +20,7 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     if (!f) cr_skip_test("Multi30k not found at %s (set MULTI30K_DIR)", src);
     fclose(f);
     const char *bin = tu_bin();
-    char d[] = "/tmp/s2s_m30k_XXXXXX";
-    cr_assert(mkdtemp(d) != NULL);
+    char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("set -e; for l in de en; do head -3000 %s/train.lc.norm.tok.$l > %s/train.$l;"
                     " head -150 %s/val.lc.norm.tok.$l > %s/val.$l; head -150 %s/test_2016_flickr.lc.norm.tok.$l > %s/test.$l; done",
                     src, d, src, d, src, d),
@@ -70,5 +69,6 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     cr_expect(strncmp(bleu, "BLEU = ", 7) == 0, "--ref prints BLEU: %s", bleu);
     free(bleu);
     cr_expect_eq(tu_sh("%s/bleu %s/test.en < %s/hyp.txt > /dev/null", bin, d, d), 0);
-    tu_sh("rm -rf %s", d);
+    tu_rm_rf(d);
+    free(d);
 }

@@ -43,9 +43,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    system(cmd);
+    tu_rm_rf(g_dir);
 }
 
 TestSuite(parallel, .init = setup, .fini = teardown);

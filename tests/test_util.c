@@ -2,6 +2,9 @@
 #define _DEFAULT_SOURCE /* realpath */
 #include "test_util.h"
 #include "s2s/checkpoint.h"
+#include "s2s/gemm.h"
+
+#include <criterion/criterion.h>
 
 #include <limits.h>
 #include <math.h>
@@ -31,6 +34,25 @@ bool tu_close(const float *actual, const double *expected, size_t n, double rtol
 const char *tu_golden_dir(void) {
     const char *d = getenv("S2S_GOLDEN_DIR");
     return d && *d ? d : "../shared/golden";
+}
+
+const char *tu_golden_path(const char *name) {
+    static char p[4][1024];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", tu_golden_dir(), name);
+    return p[k];
+}
+
+const cJSON *tu_get(const cJSON *j, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    cr_assert(v != NULL, "golden case lacks \"%s\"", key);
+    return v;
+}
+
+void tu_require_bf16(void) {
+    S2sError err;
+    if (gemm_bf16_check("this CPU", &err)) cr_skip_test("%s", err.msg);
 }
 
 char *tu_slurp(const char *path, size_t *len) {

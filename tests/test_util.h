@@ -19,8 +19,16 @@ void tu_fill(Tensor *t, Rng *rng, float lo, float hi);
 #define TU_ATOL 1e-8
 bool tu_close(const float *actual, const double *expected, size_t n, double rtol, char *why, size_t why_n);
 
-/* Golden JSON. tu_golden_path joins $S2S_GOLDEN_DIR (default ../shared/golden) and name. */
+/* Golden JSON: $S2S_GOLDEN_DIR (default ../shared/golden); a file of it (one of four rotating
+ * buffers); a key that must be there. The tolerances of every golden comparison: values and
+ * gradients against PyTorch's float64. */
+#define TU_RTOL_VALUE 1e-5
+#define TU_RTOL_GRAD 1e-4
 const char *tu_golden_dir(void);
+const char *tu_golden_path(const char *name);
+const cJSON *tu_get(const cJSON *j, const char *key);
+/* Skips the running test, with the reason, on a CPU without oneDNN's bf16 GEMMs. */
+void tu_require_bf16(void);
 cJSON *tu_json_load(const char *path);
 /* A whole file, NUL-terminated, in a malloc'd buffer (the caller frees); its length in *len
  * when len is not NULL. NULL when it cannot be opened. */

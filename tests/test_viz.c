@@ -159,8 +159,7 @@ static void expect_matrix(const char *what, const cJSON *got, const cJSON *want)
 }
 
 Test(attend, reproduces_every_worked_exercise) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/exercises.json", tu_golden_dir());
+    const char *path = tu_golden_path("exercises.json");
     cJSON *ex = tu_json_load(path);
     cr_assert(ex != NULL, "cannot read %s", path);
     const cJSON *head1 = NULL, *head2 = NULL, *e;
