@@ -549,3 +549,25 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* Every program answers --help and --version, names an unknown option, and reads an option's
+ * value both as --opt value and --opt=value. */
+Test(cli, every_program_shares_its_command_line_conventions, .timeout = 60) {
+    const char *progs[] = {"train", "translate", "bleu", "attend", "compare", "speed"};
+    for (int i = 0; i < 6; i++) {
+        cr_expect_eq(tu_sh("%s/%s --help | grep -q usage", tu_bin(), progs[i]), 0, "%s --help", progs[i]);
+        cr_expect_eq(tu_sh("%s/%s --version | grep -q '%s (s2s '", tu_bin(), progs[i], progs[i]), 0, "%s --version", progs[i]);
+        cr_expect_eq(tu_sh("%s/%s --bogus 2>&1 | grep -q '%s: --bogus: unknown option'", tu_bin(), progs[i], progs[i]), 0,
+                     "%s names an unknown option", progs[i]);
+    }
+    char *d = tu_tmpdir();
+    /* --opt=value and --opt value read the same */
+    cr_expect_eq(tu_sh("%s/attend --q='[[1,0]]' --k '[[1,0],[0,1]]' --v='[[1],[2]]' > %s/a.txt && "
+                       "%s/attend --q '[[1,0]]' --k='[[1,0],[0,1]]' --v '[[1],[2]]' > %s/b.txt && cmp -s %s/a.txt %s/b.txt",
+                       tu_bin(), d, tu_bin(), d, d, d), 0);
+    cr_expect_eq(tu_sh("%s/train --config=reverse --set=train_size=64 --set epochs=1 --max-steps=2 --out=%s/r > /dev/null", tu_bin(), d),
+                 0);
+    cr_expect_eq(tu_sh("grep -q '\"train_size\":\t64' %s/r/config.json", d), 0);
+    tu_rm_rf(d);
+    free(d);
+}
