@@ -23,6 +23,11 @@
 /* Threads of both back ends (OpenBLAS and oneDNN's OpenMP); n <= 0 leaves their defaults. */
 void gemm_set_threads(int n);
 
+/* The kernel set OpenBLAS chose at load: OPENBLAS_CORETYPE's, or its own guess from the CPU.
+ * Either can be older than the CPU runs (Debian's 0.3.21 guessed Prescott on a Xeon with AMX),
+ * which `make bench` checks. */
+const char *gemm_openblas_core(void);
+
 /* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */
 S2sStatus gemm_bf16_check(const char *what, S2sError *err);

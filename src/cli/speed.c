@@ -265,9 +265,9 @@ int main(int argc, char **argv) {
         printf("{\"event\":\"train\",\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
-               "\"peak_rss_mb\":%.1f}\n",
+               "\"peak_rss_mb\":%.1f,\"openblas_core\":\"%s\"}\n",
                prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
-               step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, peak_rss_mb());
+               step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, peak_rss_mb(), gemm_openblas_core());
         fflush(stdout);
         batch_free(&b);
         batchplan_free(&plan);

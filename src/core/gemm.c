@@ -25,6 +25,11 @@ void gemm_set_threads(int n) {
     omp_set_num_threads(n);
 }
 
+const char *gemm_openblas_core(void) {
+    const char *core = openblas_get_corename();
+    return core ? core : "unknown";
+}
+
 S2sStatus gemm_bf16_check(const char *what, S2sError *err) {
     enum { N = 8 };
     uint16_t a[N * N], b[N * N];
