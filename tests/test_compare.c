@@ -174,18 +174,12 @@ Test(compare, reversal_table_equals_the_runs_logs, .timeout = 300) {
     free(d);
 }
 
-static const char *file_in_dir(const char *dir, const char *name) {
-    static char p[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return p;
-}
-
 static const char *TINYCMP =
     "{\"name\": \"c\", \"task\": {\"type\": \"reverse\", \"train_size\": 200, \"valid_size\": 30, \"test_size\": 30, \"max_len\": 8},"
     " \"model\": {\"embedding\": 8, \"encoder_hidden\": 16, \"decoder_hidden\": 16},"
     " \"train\": {\"batch_size\": 16, \"epochs\": %d}}";
 
-static bool file_has(const char *dir, const char *name, const char *text) { return tu_file_has(file_in_dir(dir, name), text); }
+static bool file_has(const char *dir, const char *name, const char *text) { return tu_file_has(tu_path(dir, name), text); }
 
 /* D2, D8, D36-D38: lists and numbers on the command line are checked, never truncated,
  * overflowed or counted twice; exit 2 before anything is trained. */
@@ -212,7 +206,7 @@ Test(compare, arguments_are_checked, .timeout = 60) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = tu_sh("%s/compare --config %s %s --out %s/cmp > /dev/null 2> %s/err.txt", tu_bin(), cfg, cases[i].args, d, d);
         cr_expect_eq(rc, 2, "%s: exit %d", cases[i].args, rc);
-        cr_expect(file_has(d, "err.txt", cases[i].says), "%s: %s", cases[i].args, tu_slurp(file_in_dir(d, "err.txt"), NULL));
+        cr_expect(file_has(d, "err.txt", cases[i].says), "%s: %s", cases[i].args, tu_slurp(tu_path(d, "err.txt"), NULL));
     }
     cr_expect_eq(tu_sh("%s/compare --config %s --attention dot --seeds %s --out %s/cmp > /dev/null 2> %s/err.txt", tu_bin(), cfg,
                        many, d, d), 2);
@@ -236,7 +230,7 @@ Test(compare, runs_keep_the_users_threads_and_only_finished_runs_count, .timeout
                        " > /dev/null", tu_bin(), cfg, d), 0);
     cr_assert_eq(tu_sh("%s/compare --config %s --attention dot --seeds 1,2 --set threads=1 --out %s/cmp > %s/out.txt 2>&1",
                        tu_bin(), cfg, d, d), 0);
-    cr_expect(file_has(d, "out.txt", "dot seed 1: resumed (1 threads)"), "%s", tu_slurp(file_in_dir(d, "out.txt"), NULL));
+    cr_expect(file_has(d, "out.txt", "dot seed 1: resumed (1 threads)"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(file_has(d, "out.txt", "dot seed 2: started (1 threads)"));
     cr_expect(file_has(d, "cmp/dot-seed2/config.json", "\"threads\":\t1"), "the user's threads reach the run");
     /* the table's test metric of seed 1 is the resumed run's final one */
@@ -254,7 +248,7 @@ Test(compare, runs_keep_the_users_threads_and_only_finished_runs_count, .timeout
     cr_expect_eq(tu_sh("%s/compare --config %s --attention dot --seeds 1 --set epochs=3 --out %s/cmp > /dev/null 2> %s/err.txt",
                        tu_bin(), cfg, d, d), 1);
     cr_expect(file_has(d, "err.txt", "holds a run of another config (train.epochs is 2 there, 3 here)"), "%s",
-              tu_slurp(file_in_dir(d, "err.txt"), NULL));
+              tu_slurp(tu_path(d, "err.txt"), NULL));
     /* D20: a log that is a folder is an error, not an abort */
     cr_assert_eq(tu_sh("mkdir -p %s/bad && cp %s/cmp/dot-seed1/config.json %s/bad/ && mkdir %s/bad/log.jsonl", d, d, d, d), 0);
     cr_expect_eq(tu_sh("%s/compare --runs %s/bad --out %s/o > /dev/null 2> %s/err.txt", tu_bin(), d, d, d), 1);
@@ -309,7 +303,7 @@ Test(compare, signals_reach_the_trainings, .timeout = 240) {
               "a second compare in the folder is refused");
     cr_expect_eq(trainings_in(cmp), 0, "the trainings stopped with compare");
     cr_expect(file_has(d, "out.txt", "dot seed 1: interrupted (exit 143)") && file_has(d, "out.txt", "dummy seed 1: interrupted (exit 143)"),
-              "%s", tu_slurp(file_in_dir(d, "out.txt"), NULL));
+              "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect_eq(tu_sh("test -s %s/dot-seed1/last.bin -a -s %s/dummy-seed1/last.bin", cmp, cmp), 0, "both can resume");
     /* SIGKILL: nothing can be forwarded; the trainings learn of it from the kernel */
     rc = tu_sh("{ %s/compare --config %s --attention dot,dummy --seeds 1 --jobs 2 --out %s > %s/out2.txt 2>&1 & p=$!;"
@@ -336,7 +330,7 @@ Test(compare, a_crashed_training_is_called_crashed, .timeout = 60) {
     int rc = tu_sh("%s/compare --config %s --attention dot --seeds 1 --out %s/cmp > %s/out.txt 2>&1", d, cfg, d, d);
     cr_expect_eq(rc, 1);
     cr_expect(file_has(d, "out.txt", "dot seed 1: CRASHED (signal 11: Segmentation fault)"), "%s",
-              tu_slurp(file_in_dir(d, "out.txt"), NULL));
+              tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(!file_has(d, "out.txt", "interrupted"));
     tu_rm_rf(d);
     free(d);

@@ -34,18 +34,8 @@ static void tiny(const char *dir, int epochs, int test_size) {
 }
 
 /* dir/name in one of eight rotating buffers (several in one expression, nested too). */
-static const char *file_in(const char *dir, const char *name) {
-    static char p[8][1024];
-    static int k;
-    char tmp[2200];
-    snprintf(tmp, sizeof tmp, "%s/%s", dir, name);
-    k = (k + 1) % 8;
-    snprintf(p[k], sizeof p[k], "%.1000s", tmp);
-    return p[k];
-}
-
 static int count_in_log(const char *dir, const char *type) {
-    char *log = tu_slurp(file_in(dir, "log.jsonl"), NULL);
+    char *log = tu_slurp(tu_path(dir, "log.jsonl"), NULL);
     if (!log) return -1;
     char want[64];
     snprintf(want, sizeof want, "{\"type\":\"%s\"", type);
@@ -64,39 +54,39 @@ Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 
     int rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --max-steps 3 > %s/out.txt 2> %s/err.txt", tu_bin(),
                    d, d, d, d);
     cr_expect_eq(rc, 2);
-    cr_expect(tu_file_has(file_in(d, "err.txt"), "holds a run already") && tu_file_has(file_in(d, "err.txt"), "--resume") &&
-                  tu_file_has(file_in(d, "err.txt"), "--overwrite"),
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "holds a run already") && tu_file_has(tu_path(d, "err.txt"), "--resume") &&
+                  tu_file_has(tu_path(d, "err.txt"), "--overwrite"),
               "the message says what to type instead");
-    cr_expect(!tu_file_has(file_in(d, "out.txt"), "test ("), "nothing was tested");
-    cr_expect(tu_same_file(file_in(d, "D/model.bin"), file_in(d, "old.bin")), "model.bin untouched");
-    cr_expect(tu_same_file(file_in(d, "D/log.jsonl"), file_in(d, "old.log")), "log untouched");
+    cr_expect(!tu_file_has(tu_path(d, "out.txt"), "test ("), "nothing was tested");
+    cr_expect(tu_same_file(tu_path(d, "D/model.bin"), tu_path(d, "old.bin")), "model.bin untouched");
+    cr_expect(tu_same_file(tu_path(d, "D/log.jsonl"), tu_path(d, "old.log")), "log untouched");
 
     /* --overwrite: the old run's files go; a pause before any validation tests nothing */
     rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --max-steps 3 --overwrite > %s/out.txt 2> %s/err.txt",
                tu_bin(), d, d, d, d);
     cr_expect_eq(rc, 0);
-    cr_expect(tu_file_has(file_in(d, "out.txt"), "paused after step 3"), "paused is said");
-    cr_expect(!tu_file_has(file_in(d, "out.txt"), "test (") && !tu_file_has(file_in(d, "out.txt"), "model:"), "no result, no model claimed");
-    cr_expect(access(file_in(d, "D/model.bin"), F_OK) != 0, "the old model.bin was deleted");
-    cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 0);
-    cr_expect(!compare_run_finished(file_in(d, "D")), "a paused run is not finished");
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "paused after step 3"), "paused is said");
+    cr_expect(!tu_file_has(tu_path(d, "out.txt"), "test (") && !tu_file_has(tu_path(d, "out.txt"), "model:"), "no result, no model claimed");
+    cr_expect(access(tu_path(d, "D/model.bin"), F_OK) != 0, "the old model.bin was deleted");
+    cr_expect_eq(count_in_log(tu_path(d, "D"), "test"), 0);
+    cr_expect(!compare_run_finished(tu_path(d, "D")), "a paused run is not finished");
     /* a pause at an epoch's end validates but does not test either (D31) */
     cr_expect_eq(tu_sh("%s/train --resume %s/D --max-steps 13 > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(tu_file_has(file_in(d, "out.txt"), "epoch  1") && !tu_file_has(file_in(d, "out.txt"), "test ("));
-    cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 0);
-    cr_expect(!compare_run_finished(file_in(d, "D")));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "epoch  1") && !tu_file_has(tu_path(d, "out.txt"), "test ("));
+    cr_expect_eq(count_in_log(tu_path(d, "D"), "test"), 0);
+    cr_expect(!compare_run_finished(tu_path(d, "D")));
     /* and it finishes as one run */
     cr_expect_eq(tu_sh("%s/train --resume %s/D > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(tu_file_has(file_in(d, "out.txt"), "test (best checkpoint)") && tu_file_has(file_in(d, "out.txt"), "model:"));
-    cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 1);
-    cr_expect(compare_run_finished(file_in(d, "D")));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "test (best checkpoint)") && tu_file_has(tu_path(d, "out.txt"), "model:"));
+    cr_expect_eq(count_in_log(tu_path(d, "D"), "test"), 1);
+    cr_expect(compare_run_finished(tu_path(d, "D")));
 
     /* a finished run whose model.bin went missing is an error, never a printed model (D25) */
-    unlink(file_in(d, "D/model.bin"));
+    unlink(tu_path(d, "D/model.bin"));
     rc = tu_sh("%s/train --resume %s/D > %s/out.txt 2> %s/err.txt", tu_bin(), d, d, d);
     cr_expect_eq(rc, 1);
-    cr_expect(tu_file_has(file_in(d, "err.txt"), "model.bin: cannot open"));
-    cr_expect(!tu_file_has(file_in(d, "out.txt"), "model:"));
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "model.bin: cannot open"));
+    cr_expect(!tu_file_has(tu_path(d, "out.txt"), "model:"));
     cr_expect_eq(tu_sh("%s/train --resume %s/none > /dev/null 2>&1", tu_bin(), d), 1);
     tu_rm_rf(d);
     free(d);
@@ -116,8 +106,8 @@ Test(runs, a_folder_in_use_is_refused, .timeout = 120) {
     cr_expect_eq(rc, 1);
     char want[64];
     snprintf(want, sizeof want, "in use by another process (pid %ld)", (long)getpid());
-    cr_expect(tu_file_has(file_in(d, "err.txt"), want), "the holder is named");
-    cr_expect(access(file_in(run, "config.json"), F_OK) != 0, "nothing was written");
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), want), "the holder is named");
+    cr_expect(access(tu_path(run, "config.json"), F_OK) != 0, "nothing was written");
     file_unlock(&l);
     cr_expect(!file_lock_held(run, NULL));
 
@@ -128,14 +118,14 @@ Test(runs, a_folder_in_use_is_refused, .timeout = 120) {
                        " kill -INT $p; wait $p; echo $? > %s/rc1",
                        tu_bin(), d, run, run, tu_bin(), d, run, d, d, d, d),
                  0);
-    cr_expect(tu_file_has(file_in(d, "rc2"), "1\n"), "the second run exits 1");
-    cr_expect(tu_file_has(file_in(d, "err2.txt"), "in use by another process"));
-    cr_expect(tu_file_has(file_in(d, "rc1"), "130\n"), "the first goes on until its SIGINT");
-    char *log = tu_log_without_timing(file_in(run, "log.jsonl"));
+    cr_expect(tu_file_has(tu_path(d, "rc2"), "1\n"), "the second run exits 1");
+    cr_expect(tu_file_has(tu_path(d, "err2.txt"), "in use by another process"));
+    cr_expect(tu_file_has(tu_path(d, "rc1"), "130\n"), "the first goes on until its SIGINT");
+    char *log = tu_log_without_timing(tu_path(run, "log.jsonl"));
     cr_expect(log && !strstr(log, "not JSON"), "the log is one run's");
     free(log);
     cr_expect_eq(tu_sh("%s/train --resume %s --max-steps 1 > %s/out.txt", tu_bin(), run, d), 0);
-    cr_expect(tu_file_has(file_in(d, "out.txt"), "paused after step"), "the first run resumes (and pauses after a step)");
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "paused after step"), "the first run resumes (and pauses after a step)");
     tu_rm_rf(d);
     free(d);
 }
@@ -146,9 +136,9 @@ Test(runs, run_names_never_leave_runs) {
     snprintf(p, sizeof p, "%s/cfg.json", d);
     tu_write(p, "{\"name\": \"../escaped\"}");
     cr_expect_eq(tu_sh("cd %s && %s/train --config cfg.json 2> err.txt", d, tu_bin()), 2);
-    cr_expect(tu_file_has(file_in(d, "err.txt"), "name: expected a plain name"));
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "name: expected a plain name"));
     cr_expect_eq(tu_sh("cd %s && %s/train --config cfg.json --set name=../x 2> /dev/null", d, tu_bin()), 2);
-    cr_expect(access(file_in(d, "../escaped"), F_OK) != 0 && access(file_in(d, "runs"), F_OK) != 0, "no folder was made");
+    cr_expect(access(tu_path(d, "../escaped"), F_OK) != 0 && access(tu_path(d, "runs"), F_OK) != 0, "no folder was made");
     tu_rm_rf(d);
     free(d);
 }
@@ -212,7 +202,7 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         {"data", "\"0123456789abcdef\"", "the data are not those the run started with"},
     };
     struct stat before;
-    cr_assert_eq(stat(file_in(d, "D/log.jsonl"), &before), 0);
+    cr_assert_eq(stat(tu_path(d, "D/log.jsonl"), &before), 0);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *s = with_field(good, bad[i].key, bad[i].value);
         cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
@@ -220,10 +210,10 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         int rc = tu_sh("%s/train --resume %s/D --max-steps 6 > /dev/null 2> %s/err.txt", tu_bin(), d, d);
         if (bad[i].says) {
             cr_expect_eq(rc, 1, "%s = %s resumed (exit %d)", bad[i].key, bad[i].value, rc);
-            cr_expect(tu_file_has(file_in(d, "err.txt"), bad[i].says), "%s = %s: %s", bad[i].key, bad[i].value,
-                      tu_slurp(file_in(d, "err.txt"), NULL));
+            cr_expect(tu_file_has(tu_path(d, "err.txt"), bad[i].says), "%s = %s: %s", bad[i].key, bad[i].value,
+                      tu_slurp(tu_path(d, "err.txt"), NULL));
             struct stat after;
-            cr_assert_eq(stat(file_in(d, "D/log.jsonl"), &after), 0);
+            cr_assert_eq(stat(tu_path(d, "D/log.jsonl"), &after), 0);
             cr_expect_eq(after.st_size, before.st_size, "%s = %s changed the log", bad[i].key, bad[i].value);
         } else {
             cr_expect_eq(rc, 0, "%s = %s is a valid state", bad[i].key, bad[i].value);
@@ -236,13 +226,13 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
         rewrite_last(last, raw[i], true);
         cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-        cr_expect(tu_file_has(file_in(d, "err.txt"), i ? "not a JSON object" : "has \"epoch\" twice"));
+        cr_expect(tu_file_has(tu_path(d, "err.txt"), i ? "not a JSON object" : "has \"epoch\" twice"));
     }
     /* Adam without its moments (D19) */
     cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
     rewrite_last(last, good, false);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-    cr_expect(tu_file_has(file_in(d, "err.txt"), "has no Adam moments after 5 steps"));
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "has no Adam moments after 5 steps"));
     /* the intact state resumes */
     cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null", tu_bin(), d), 0);
@@ -282,12 +272,12 @@ Test(runs, resume_refuses_data_that_changed, .timeout = 120) {
     /* a word of the target side replaced by another (D17): another vocabulary */
     cr_assert_eq(tu_sh("sed -i 's/w3/zz/' %s/train.en", d), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-    cr_expect(tu_file_has(file_in(d, "err.txt"), "the data give another target vocabulary"), "%s", tu_slurp(file_in(d, "err.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "the data give another target vocabulary"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
     /* the same words in another order: same vocabularies, other sentences */
     cr_assert_eq(tu_sh("cp %s/train.en.keep %s/train.en && sed -i '1{h;d};2{G}' %s/train.en", d, d, d), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
-    cr_expect(tu_file_has(file_in(d, "err.txt"), "the data are not those the run started with"), "%s",
-              tu_slurp(file_in(d, "err.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "the data are not those the run started with"), "%s",
+              tu_slurp(tu_path(d, "err.txt"), NULL));
     cr_assert_eq(tu_sh("cp %s/train.en.keep %s/train.en", d, d), 0);
     cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null", tu_bin(), d), 0);
     tu_rm_rf(d);
@@ -326,7 +316,7 @@ Test(runs, sigkill_at_random_points_then_resume_equals_uninterrupted, .timeout =
         size_t used = strlen(delays);
         snprintf(delays + used, sizeof delays - used, "%s%.2f", used ? " " : "", delay);
         char args[1400], kill_part[64] = "";
-        if (access(file_in(d, "part/last.bin"), F_OK) == 0) snprintf(args, sizeof args, "--resume %s/part", d);
+        if (access(tu_path(d, "part/last.bin"), F_OK) == 0) snprintf(args, sizeof args, "--resume %s/part", d);
         else snprintf(args, sizeof args, "--config %s --out %s/part --overwrite", p, d); /* nothing saved yet */
         if (delay > 0) snprintf(kill_part, sizeof kill_part, "sleep %.3f; kill -9 $p 2> /dev/null;", delay);
         rc = tu_sh("{ %s/train %s > /dev/null 2>&1 & p=$!; %s wait $p; } 2> /dev/null", tu_bin(), args, kill_part);
@@ -338,12 +328,12 @@ Test(runs, sigkill_at_random_points_then_resume_equals_uninterrupted, .timeout =
     cr_assert_eq(rc, 0, "the run never finished (seed %u, delays %s)", seed, delays);
     cr_expect_geq(kills, 3, "only %d kills landed in %d rounds (seed %u, delays %s)", kills, rounds, seed, delays);
     char why[512] = "";
-    cr_expect(tu_same_file(file_in(d, "full/model.bin"), file_in(d, "part/model.bin")), "model.bin (seed %u, delays %s)", seed,
+    cr_expect(tu_same_file(tu_path(d, "full/model.bin"), tu_path(d, "part/model.bin")), "model.bin (seed %u, delays %s)", seed,
               delays);
-    cr_expect(tu_same_checkpoint(file_in(d, "full/last.bin"), file_in(d, "part/last.bin"), why, sizeof why),
+    cr_expect(tu_same_checkpoint(tu_path(d, "full/last.bin"), tu_path(d, "part/last.bin"), why, sizeof why),
               "last.bin: %s (seed %u, delays %s)", why, seed, delays);
-    cr_expect(tu_same_file(file_in(d, "full/test.hyp"), file_in(d, "part/test.hyp")));
-    char *la = tu_log_without_timing(file_in(d, "full/log.jsonl")), *lb = tu_log_without_timing(file_in(d, "part/log.jsonl"));
+    cr_expect(tu_same_file(tu_path(d, "full/test.hyp"), tu_path(d, "part/test.hyp")));
+    char *la = tu_log_without_timing(tu_path(d, "full/log.jsonl")), *lb = tu_log_without_timing(tu_path(d, "part/log.jsonl"));
     size_t at = 0; /* the first difference, for the message */
     while (la[at] && la[at] == lb[at]) at++;
     size_t from = at > 200 ? at - 200 : 0;
@@ -369,13 +359,13 @@ Test(runs, signals_during_the_final_test_and_sighup, .timeout = 240) {
                    " kill -INT $p; wait $p; } 2> /dev/null",
                    tu_bin(), d, d, d, d, d);
     cr_expect_eq(rc, 130, "SIGINT in the final test exits 130 (got %d)", rc);
-    cr_expect(tu_file_has(file_in(d, "err.txt"), "interrupted after step 13"));
-    cr_expect(!tu_file_has(file_in(d, "out.txt"), "test (") && !tu_file_has(file_in(d, "out.txt"), "model:"));
-    cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 0);
-    cr_expect(!compare_run_finished(file_in(d, "D")));
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "interrupted after step 13"));
+    cr_expect(!tu_file_has(tu_path(d, "out.txt"), "test (") && !tu_file_has(tu_path(d, "out.txt"), "model:"));
+    cr_expect_eq(count_in_log(tu_path(d, "D"), "test"), 0);
+    cr_expect(!compare_run_finished(tu_path(d, "D")));
     cr_expect_eq(tu_sh("%s/train --resume %s/D > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(tu_file_has(file_in(d, "out.txt"), "test (best checkpoint)"));
-    cr_expect_eq(count_in_log(file_in(d, "D"), "test"), 1);
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "test (best checkpoint)"));
+    cr_expect_eq(count_in_log(tu_path(d, "D"), "test"), 1);
 
     tiny(d, 400, 50);
     rc = tu_sh("{ %s/train --config %s/tiny.json --out %s/H > /dev/null 2>&1 & p=$!;"
@@ -384,7 +374,7 @@ Test(runs, signals_during_the_final_test_and_sighup, .timeout = 240) {
                tu_bin(), d, d, d);
     cr_expect_eq(rc, 129, "SIGHUP exits 129 (got %d)", rc);
     cr_expect_eq(tu_sh("%s/train --resume %s/H --max-steps 60 > %s/out.txt", tu_bin(), d, d), 0);
-    cr_expect(tu_file_has(file_in(d, "out.txt"), "paused after step 60"));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "paused after step 60"));
     tu_rm_rf(d);
     free(d);
 }
@@ -403,11 +393,11 @@ Test(runs, sizes_this_machine_cannot_hold_are_refused_up_front, .timeout = 60) {
     for (int i = 0; i < 3; i++) {
         int rc = tu_sh("%s/train --config %s/tiny.json --out %s/M%d %s > /dev/null 2> %s/err.txt", tu_bin(), d, d, i, sets[i], d);
         cr_expect_eq(rc, 2, "%s: exit %d", sets[i], rc);
-        cr_expect(tu_file_has(file_in(d, "err.txt"), "this machine allows") && tu_file_has(file_in(d, "err.txt"), says[i]), "%s: %s", sets[i],
-                  tu_slurp(file_in(d, "err.txt"), NULL));
+        cr_expect(tu_file_has(tu_path(d, "err.txt"), "this machine allows") && tu_file_has(tu_path(d, "err.txt"), says[i]), "%s: %s", sets[i],
+                  tu_slurp(tu_path(d, "err.txt"), NULL));
         char m[16];
         snprintf(m, sizeof m, "M%d", i);
-        cr_expect(access(file_in(d, m), F_OK) != 0, "%s: a folder was made", sets[i]);
+        cr_expect(access(tu_path(d, m), F_OK) != 0, "%s: a folder was made", sets[i]);
     }
     tu_rm_rf(d);
     free(d);

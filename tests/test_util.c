@@ -44,6 +44,14 @@ const char *tu_golden_path(const char *name) {
     return p[k];
 }
 
+const char *tu_path(const char *dir, const char *name) {
+    static char p[4][1024];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
 const cJSON *tu_get(const cJSON *j, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
     cr_assert(v != NULL, "golden case lacks \"%s\"", key);

@@ -58,6 +58,8 @@ bool tu_same_checkpoint(const char *a, const char *b, char *why, size_t n);
 typedef struct CkptSave CkptSave;
 typedef void (*TuCkptEdit)(ParamStore *ps, CkptSave *s, void *ctx);
 void tu_rewrite_checkpoint(const char *path, TuCkptEdit edit, void *ctx);
+/* dir/name in one of four static buffers (so up to four can be used in one expression). */
+const char *tu_path(const char *dir, const char *name);
 /* Whether the file at path contains text. */
 bool tu_file_has(const char *path, const char *text);
 /* Flattens a nested numeric list into out (up to cap), returns the count (−1 on a
