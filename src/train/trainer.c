@@ -52,6 +52,7 @@ typedef struct Run {
     Font *font; /* NULL: pictures without labels */
     double t0;  /* when this session's training time was last added to st.seconds */
     double epoch_t0; /* when this session started the current epoch's batches */
+    double epoch_tokens; /* target tokens trained since epoch_t0 (st.tok_sum also counts a resumed epoch's earlier ones) */
 } Run;
 
 static bool metric_higher_is_better(Metric metric) { return metric != METRIC_VALID_LOSS; }
@@ -512,6 +513,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
     S2sStatus st = S2S_OK;
     double tick = now_s(), last_draw = 0, window_tokens = 0, window_t = tick;
     r->epoch_t0 = tick;
+    r->epoch_tokens = 0;
     long done_here = 0;
     while (r->st.batch < plan.n_batches) {
         int k = r->st.batch;
@@ -532,6 +534,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
         r->st.loss_sum += loss * ntok;
         r->st.tok_sum += ntok;
         window_tokens += ntok;
+        r->epoch_tokens += ntok;
         done_here++;
         double now = now_s();
         if (r->st.step % tc->log_every == 0) {
@@ -548,7 +551,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
         }
         if (r->opt->progress && now - last_draw > 0.1) {
             double left = plan.n_batches - r->st.batch;
-            double tps = r->st.tok_sum / fmax(now - tick, 1e-9);
+            double tps = r->epoch_tokens / fmax(now - tick, 1e-9);
             progress(r, r->st.epoch, k, plan.n_batches, r->st.loss_sum / fmax(r->st.tok_sum, 1), tps,
                      (now - tick) / (double)done_here * left);
             last_draw = now;
@@ -609,7 +612,7 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     cJSON_AddBoolToObject(j, LOG_BEST, better);
     /* the lr the next epoch starts with (schedule and plateau decay applied) */
     cJSON_AddNumberToObject(j, LOG_LR, r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs));
-    cJSON_AddNumberToObject(j, LOG_TOKENS_PER_S, r->st.tok_sum / fmax(epoch_s, 1e-9));
+    cJSON_AddNumberToObject(j, LOG_TOKENS_PER_S, r->epoch_tokens / fmax(epoch_s, 1e-9));
     cJSON_AddNumberToObject(j, LOG_EPOCH_S, epoch_s);
     /* wall time of the run so far, evaluations included (time-to-quality) */
     cJSON_AddNumberToObject(j, LOG_ELAPSED_S, r->st.seconds + now_s() - r->t0);
