@@ -44,7 +44,10 @@ else
     [ -n "$env_core" ] && cands+=("$env_core")
     has avx512f avx512cd avx512bw avx512dq avx512vl && cands+=(SKYLAKEX)
     has avx2 fma && cands+=(HASWELL)
+    tried=" "
     for c in "${cands[@]}"; do
+        [[ $tried == *" ${c^^} "* ]] && continue # named twice (the environment's and a flag's)
+        tried="$tried${c^^} "
         read -r core rate < <(blas_probe "$c") || { echo "bench: the OpenBLAS probe with OPENBLAS_CORETYPE=$c failed" >&2; exit 1; }
         [[ $seen == *" $core "* ]] && continue # a set already timed under another name
         seen="$seen$core " probe="$probe $core:$rate"
