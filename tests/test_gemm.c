@@ -306,6 +306,131 @@ Test(gemm, float32_both_libraries_all_transposes) {
     cr_expect_gt(differ, 0, "oneDNN and OpenBLAS gave bit-identical products: Tape.openblas is not obeyed");
 }
 
+/* y = x W^T (forward) and dx = dy W (backward) of a linear layer against double products,
+ * rounded to bf16 first on a bf16 tape; returns the worst error of the two, scaled by K. */
+static double linear_error(Tape *t, Tensor *x, Tensor *w, float *y_out) {
+    int M = x->shape[0], K = x->shape[1], N = w->shape[0];
+    bool r = t->bf16 && M >= 8; /* thinner products stay float32 (GEMM_BF16_MIN_SIDE) */
+    tape_reset(t);
+    t->grad_enabled = true;
+    memset(x->grad, 0, x->size * sizeof(float));
+    Tensor *y = op_linear(t, x, w, NULL);
+    float *seed = malloc(y->size * sizeof *seed);
+    for (size_t e = 0; e < y->size; e++) seed[e] = (float)((int)(e % 5) - 2) * 0.5f; /* exact in bf16 */
+    tape_backward_seed(t, y, seed);
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) {
+                float a = x->data[(size_t)i * K + k], b = w->data[(size_t)j * K + k];
+                s += r ? (double)round_bf16(a) * round_bf16(b) : (double)a * b;
+            }
+            worst = fmax(worst, fabs(y->data[(size_t)i * N + j] - s) / K);
+        }
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            double s = 0;
+            for (int j = 0; j < N; j++) s += (double)seed[(size_t)i * N + j] * (r ? round_bf16(w->data[(size_t)j * K + k]) : w->data[(size_t)j * K + k]);
+            worst = fmax(worst, fabs(x->grad[(size_t)i * K + k] - s) / N);
+        }
+    if (y_out) memcpy(y_out, y->data, y->size * sizeof(float));
+    free(seed);
+    return worst;
+}
+
+/* A frozen weight is multiplied in a layout packed once (gemm.c): the products stay right,
+ * the packed copy is reused while the stamp holds (same bits), and a new stamp after the
+ * weight changed packs again. A square weight is packed as W for the backward and as W^T for
+ * the forward: same address, same stamp, same shape, different matrices. */
+Test(gemm, frozen_weights_packed_and_repacked_when_they_change) {
+    bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
+    for (int prec = 0; prec < (bf16_ok ? 2 : 1); prec++) {
+        int rows[] = {3, 40, 1100}; /* 1100: taller than packing is used for */
+        for (int r = 0; r < 3; r++) {
+            int M = rows[r], K = 48;
+            Rng rng;
+            rng_init(&rng, 21 + (uint64_t)r, 0);
+            Tensor *x = tensor_new(2, SH(M, K), true), *w = tensor_new(2, SH(K, K), false);
+            tu_fill(x, &rng, -1, 1);
+            tu_fill(w, &rng, -1, 1);
+            Tape t;
+            tape_init(&t, 1 << 20);
+            t.bf16 = prec == 1;
+            double tol = prec ? 1e-6 : 1e-7;
+            float *y1 = malloc((size_t)M * K * sizeof *y1), *y2 = malloc((size_t)M * K * sizeof *y2);
+            w->frozen = 1;
+            cr_expect_lt(linear_error(&t, x, w, y1), tol, "%s M=%d: frozen weight, first use", prec ? "bf16" : "fp32", M);
+            cr_expect_lt(linear_error(&t, x, w, y2), tol, "%s M=%d: frozen weight, reused", prec ? "bf16" : "fp32", M);
+            cr_expect_eq(memcmp(y1, y2, (size_t)M * K * sizeof *y1), 0, "M=%d: same weight, same stamp, other bits", M);
+            for (size_t e = 0; e < w->size; e++) w->data[e] = -0.5f * w->data[e] + 0.25f; /* an update */
+            w->frozen = 2;
+            cr_expect_lt(linear_error(&t, x, w, NULL), tol, "%s M=%d: the weight changed, its stale packing was used",
+                         prec ? "bf16" : "fp32", M);
+            w->frozen = 0;
+            cr_expect_lt(linear_error(&t, x, w, NULL), tol, "%s M=%d: thawed", prec ? "bf16" : "fp32", M);
+            free(y1);
+            free(y2);
+            tape_free(&t);
+            tensor_free(x);
+            tensor_free(w);
+        }
+    }
+}
+
+/* float32 products that go through cached matmul primitives (a transposed B, at most 1024
+ * rows): alpha, beta and leading dimensions wider than the matrices are honoured, and more
+ * shapes than the cache holds (it starts again) still give the same bits for the same shape. */
+Test(gemm, matmul_plans_alpha_beta_strides_and_refill) {
+    Tape t;
+    tape_init(&t, 1 << 20);
+    Rng rng;
+    rng_init(&rng, 31, 0);
+    int M = 37, N = 29, K = 50, lda = 53, ldb = 61, ldc = 33;
+    float *A = malloc((size_t)M * lda * sizeof *A), *B = malloc((size_t)N * ldb * sizeof *B);
+    float *C = malloc((size_t)M * ldc * sizeof *C), *C0 = malloc((size_t)M * ldc * sizeof *C0);
+    for (int i = 0; i < M * lda; i++) A[i] = rng_uniform_range(&rng, -1, 1);
+    for (int i = 0; i < N * ldb; i++) B[i] = rng_uniform_range(&rng, -1, 1);
+    for (int i = 0; i < M * ldc; i++) C0[i] = rng_uniform_range(&rng, -1, 1);
+    float alphas[] = {1.0f, 0.5f, -3.0f}, betas[] = {0.0f, 1.0f, -2.0f};
+    for (int ai = 0; ai < 3; ai++)
+        for (int bi = 0; bi < 3; bi++) {
+            memcpy(C, C0, (size_t)M * ldc * sizeof *C);
+            gemm_tape(&t, false, true, M, N, K, alphas[ai], A, lda, B, ldb, betas[bi], C, ldc);
+            double worst = 0;
+            for (int i = 0; i < M; i++) {
+                for (int j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int k = 0; k < K; k++) s += (double)A[(size_t)i * lda + k] * B[(size_t)j * ldb + k];
+                    double want = alphas[ai] * s + betas[bi] * C0[(size_t)i * ldc + j];
+                    worst = fmax(worst, fabs(C[(size_t)i * ldc + j] - want));
+                }
+                for (int j = N; j < ldc; j++) /* past N: untouched */
+                    cr_assert_eq(bits(C[(size_t)i * ldc + j]), bits(C0[(size_t)i * ldc + j]), "C[%d,%d] written", i, j);
+            }
+            cr_expect_lt(worst, 1e-5, "alpha %g beta %g: off by %g", alphas[ai], betas[bi], worst);
+        }
+    float *first = malloc((size_t)M * ldc * sizeof *first);
+    memset(first, 0, (size_t)M * ldc * sizeof *first);
+    gemm_tape(&t, false, true, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, first, ldc);
+    for (int m = 0; m < 600; m++) { /* more shapes (here: C strides) than the cache holds */
+        float c[2 * 608];
+        gemm_tape(&t, false, true, 2, 8, 8, 1.0f, A, lda, B, ldb, 0.0f, c, 8 + m);
+        double s = 0;
+        for (int k = 0; k < 8; k++) s += (double)A[lda + k] * B[7 * ldb + k];
+        cr_assert_lt(fabs(c[8 + m + 7] - s), 1e-5, "shape %d: C[1,7] = %g, expected %g", m, c[8 + m + 7], s);
+    }
+    memset(C, 0, (size_t)M * ldc * sizeof *C);
+    gemm_tape(&t, false, true, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+    cr_expect_eq(memcmp(C, first, (size_t)M * ldc * sizeof *C), 0, "the same shape after a refill gave other bits");
+    free(first);
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+    tape_free(&t);
+}
+
 /* A product with a side under 8 stays float32 on a bf16 tape (GEMM_BF16_MIN_SIDE). */
 Test(gemm, thin_products_stay_float32) {
     Rng rng;

@@ -9,8 +9,17 @@
  * bfloat16 (Tape.bf16), both operands are rounded to bfloat16 (round to nearest even) and
  * multiplied by oneDNN with float32 accumulation into a float32 result, as on CPUs with
  * avx512_bf16; weights, gradients and optimizer state stay float32. Products with a side
- * shorter than 8 (matrix-vector-like) stay float32 even then: they are memory-bound. This module owns no
- * memory of its own: conversions borrow the tape's arena for the length of one call. */
+ * shorter than 8 (matrix-vector-like) stay float32 even then: they are memory-bound.
+ *
+ * Some products go through oneDNN matmul primitives instead of its GEMM calls, each made once
+ * per shape and kept in the tape (Tape.gemm_plans, freed by tape_free): float32 products
+ * with a transposed B at most 1024 rows tall (decoding and recurrent steps, where dnnl_sgemm
+ * repacks B on every call), every product against a weight frozen by params_freeze in those
+ * shapes (the weight is packed once per freeze into the kernel's own layout, converted to
+ * bf16 by the same reorder on a bf16 tape), and on CPUs with AMX every bf16 product (oneDNN's
+ * GEMM calls do not use AMX). The choice depends on the shape and the CPU only, never on a
+ * timing, so a run's numbers stay the same from run to run. Conversions and the primitives'
+ * scratch memory borrow the tape's arena for the length of one call. */
 #ifndef S2S_GEMM_H
 #define S2S_GEMM_H
 

@@ -29,6 +29,7 @@ typedef struct ParamStore {
     float *grad;   /* (total) */
     float *m, *v;  /* (total) optimizer moments, NULL until an optimizer asks */
     uint16_t *bf16; /* (total) bfloat16 snapshot of data, NULL until one is made */
+    uint64_t stamp; /* the last params_freeze's: unique in the process (a clock in ns, kept rising) */
     bool allocated;
 } ParamStore;
 
@@ -43,12 +44,13 @@ S2sStatus params_alloc_moments(ParamStore *ps, S2sError *err);
 Param *params_find(ParamStore *ps, const char *name);
 size_t params_numel(const ParamStore *ps); /* real elements, without padding */
 void params_zero_grad(ParamStore *ps);
-/* A bfloat16 copy of every parameter, which bf16 GEMMs then use instead of rounding the
- * weights on every call (each Tensor's bf16 points into it). A snapshot: it does not follow
- * later changes of the weights, so take it where they are fixed (evaluation, decoding)
- * and drop it before they change again. */
-void params_bf16_snapshot(ParamStore *ps);
-void params_bf16_drop(ParamStore *ps);
+/* Declares the weights fixed until params_thaw (a training step, evaluation, decoding): each
+ * Tensor's `frozen` gets a new stamp, under which GEMMs keep copies packed for their kernels
+ * (gemm.c), and with bf16 a bfloat16 copy of every parameter is made (each Tensor's bf16
+ * points into it) instead of rounding the weights on every call. Nothing follows changes
+ * of the weights in between: thaw before they change. */
+void params_freeze(ParamStore *ps, bool bf16);
+void params_thaw(ParamStore *ps);
 /* Every parameter uniform in [-a, a] from rng, in declaration order. */
 void params_init_uniform(ParamStore *ps, Rng *rng, float a);
 

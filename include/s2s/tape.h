@@ -58,6 +58,8 @@ typedef struct TapeNode {
     int i[4];
 } TapeNode;
 
+typedef struct GemmPlans GemmPlans;
+
 typedef struct Tape {
     Arena arena;
     TapeNode *nodes;  /* kept across resets: no malloc in a steady-state step */
@@ -68,6 +70,7 @@ typedef struct Tape {
     bool bf16;         /* GEMM operands in bfloat16, float32 accumulation (gemm.h) */
     bool openblas;     /* float32 GEMMs by OpenBLAS instead of oneDNN (gemm.h) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
+    struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
     /* gradient buffers of tensors whose producer has run its backward: tensor_grad reuses them,
      * so backward holds only the live gradients, not every one (kept across resets) */
     struct GradBuf { float *p; size_t n; } *free_grads;

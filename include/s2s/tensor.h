@@ -25,7 +25,8 @@ typedef struct Tensor {
     bool requires_grad;
     bool grad_recyclable; /* grad came from the tape's arena (tensor_grad): reusable once dead */
     int producer;         /* 1 + index of the first tape node writing it or a view of it; 0: none */
-    const uint16_t *bf16; /* a bfloat16 copy of data for bf16 GEMMs (params_bf16_snapshot), or NULL */
+    const uint16_t *bf16; /* a bfloat16 copy of data for bf16 GEMMs (params_freeze), or NULL */
+    uint64_t frozen;      /* nonzero while data is fixed (params_freeze): a stamp for copies of it */
 } Tensor;
 
 /* Heap tensor with zeroed data (and a zeroed grad when with_grad). */

@@ -247,9 +247,11 @@ int main(int argc, char **argv) {
             t.training = t.grad_enabled = true;
             Rng drop;
             rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
+            params_freeze(&m.params, false); /* as the trainer's step */
             ModelOutput o = model_forward(&t, &m, &b, &drop);
             params_zero_grad(&m.params);
             tape_backward(&t, o.loss);
+            params_thaw(&m.params);
             grad_clip_global_norm(&m.params, cfg.train.clip);
             adam_step(&adam, &m.params);
             if (k >= warmup) {
@@ -273,7 +275,7 @@ int main(int argc, char **argv) {
         batchplan_free(&plan);
     }
     if (decode) {
-        if (bf16) params_bf16_snapshot(&m.params);
+        params_freeze(&m.params, bf16);
         decode_rate(&t, &m, &d.test, decode_batch, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
         struct { const char *name; int beam, full; } runs[] = {{"greedy", 1, 0}, {"greedy_full", 1, 50}, {"beam", 5, 0}};
         for (int r = 0; r < 3; r++) {

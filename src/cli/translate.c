@@ -249,7 +249,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
-    if (bf16) params_bf16_snapshot(&c.m.params); /* the weights never change here */
+    params_freeze(&c.m.params, bf16); /* the weights never change here */
     FILE *in = stdin, *out = stdout, *ref = NULL;
     if (in_path && !(in = fopen(in_path, "rb"))) {
         fprintf(stderr, "translate: %s: cannot open: %s\n", in_path, strerror(errno));

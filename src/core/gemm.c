@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Exported by libdnnl 2.x but declared only in its test headers: row-major
@@ -66,6 +67,217 @@ static const uint16_t *to_bf16(Tape *t, const float *x, int rows, int cols, int 
         S2S_ASSERT(s_ == dnnl_success); /* shapes and strides are the caller's bugs */ \
     } while (0)
 
+/* ---- matmul primitives, cached per shape (GemmPlans) ---- */
+
+#define PLAN_BUCKETS 128
+#define PLAN_MAX 512 /* then the cache starts again: a primitive is ~1 ms to make */
+#define PACK_MAX 64  /* packed weights kept (each a weight in one layout); oldest goes first */
+
+typedef struct PlanKey { /* zeroed before filling: hashed and compared as bytes */
+    int M, N, K, lda, ldb, ldc, threads;
+    uint32_t alpha, beta; /* bit patterns */
+    uint8_t bf16, ta, tb, packed;
+} PlanKey;
+
+typedef struct Plan {
+    struct Plan *next;
+    PlanKey key;
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, scratch; /* handles set per call */
+    dnnl_memory_desc_t w_md;        /* the weights' layout (blocked when packed) */
+    size_t scratch_bytes;
+} Plan;
+
+typedef struct Pack {
+    const float *src; /* the weight's float32 data */
+    uint64_t stamp;   /* its Tensor.frozen when packed */
+    bool tb;          /* packed from op(W) = W^T (another matrix than W, even when square) */
+    dnnl_memory_desc_t md;
+    void *buf;
+} Pack;
+
+struct GemmPlans {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    Plan *bucket[PLAN_BUCKETS];
+    int n_plans;
+    Pack packs[PACK_MAX];
+    int n_packs, next_pack; /* next_pack: the slot replaced when all are used */
+    bool amx;
+};
+
+#define DNNL_OK(call) S2S_ASSERT((call) == dnnl_success) /* shapes and strides are the caller's bugs */
+
+static GemmPlans *plans_get(Tape *t) {
+    if (t->gemm_plans) return t->gemm_plans;
+    GemmPlans *p = s2s_xcalloc(1, sizeof *p);
+    DNNL_OK(dnnl_engine_create(&p->engine, dnnl_cpu, 0));
+    DNNL_OK(dnnl_stream_create(&p->stream, p->engine, dnnl_stream_default_flags));
+    p->amx = dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core_amx;
+    return t->gemm_plans = p;
+}
+
+static void plan_destroy(Plan *pl) {
+    dnnl_memory_destroy(pl->a);
+    dnnl_memory_destroy(pl->b);
+    dnnl_memory_destroy(pl->c);
+    dnnl_memory_destroy(pl->scratch);
+    dnnl_primitive_destroy(pl->prim);
+    free(pl);
+}
+
+static void plans_clear(GemmPlans *p) {
+    for (int i = 0; i < PLAN_BUCKETS; i++) {
+        for (Plan *pl = p->bucket[i], *next; pl; pl = next) {
+            next = pl->next;
+            plan_destroy(pl);
+        }
+        p->bucket[i] = NULL;
+    }
+    p->n_plans = 0;
+}
+
+void gemm_plans_free(GemmPlans *p) {
+    if (!p) return;
+    plans_clear(p);
+    for (int i = 0; i < p->n_packs; i++) free(p->packs[i].buf);
+    dnnl_stream_destroy(p->stream);
+    dnnl_engine_destroy(p->engine);
+    free(p);
+}
+
+static uint32_t key_hash(const PlanKey *k) {
+    const unsigned char *b = (const unsigned char *)k;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+/* A row-major rows × cols matrix stored at leading dimension ld, or its transpose's storage. */
+static void md_2d(dnnl_memory_desc_t *md, int rows, int cols, bool trans, int ld, dnnl_data_type_t dt) {
+    dnnl_dims_t dims = {rows, cols}, strides = {trans ? 1 : ld, trans ? ld : 1};
+    DNNL_OK(dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides));
+}
+
+static Plan *plan_make(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
+    dnnl_data_type_t dt = k->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    md_2d(&a_md, k->M, k->K, k->ta, k->lda, dt);
+    if (k->packed) {
+        dnnl_dims_t dims = {k->K, k->N};
+        DNNL_OK(dnnl_memory_desc_init_by_tag(&b_md, 2, dims, dt, dnnl_format_tag_any));
+    } else {
+        md_2d(&b_md, k->K, k->N, k->tb, k->ldb, dt);
+    }
+    md_2d(&c_md, k->M, k->N, false, k->ldc, dnnl_f32);
+    dnnl_matmul_desc_t desc;
+    DNNL_OK(dnnl_matmul_desc_init(&desc, &a_md, &b_md, NULL, &c_md));
+    dnnl_primitive_attr_t attr;
+    DNNL_OK(dnnl_primitive_attr_create(&attr));
+    DNNL_OK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user)); /* from the arena */
+    if (alpha != 1.0f) DNNL_OK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha));
+    if (beta != 0.0f) { /* C = alpha AB + beta C */
+        dnnl_post_ops_t po;
+        DNNL_OK(dnnl_post_ops_create(&po));
+        DNNL_OK(dnnl_post_ops_append_sum(po, beta));
+        DNNL_OK(dnnl_primitive_attr_set_post_ops(attr, po));
+        dnnl_post_ops_destroy(po);
+    }
+    dnnl_primitive_desc_t pd;
+    DNNL_OK(dnnl_primitive_desc_create(&pd, &desc, attr, p->engine, NULL));
+    dnnl_primitive_attr_destroy(attr);
+    Plan *pl = s2s_xcalloc(1, sizeof *pl);
+    pl->key = *k;
+    pl->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *s_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    pl->scratch_bytes = dnnl_memory_desc_get_size(s_md);
+    DNNL_OK(dnnl_primitive_create(&pl->prim, pd));
+    DNNL_OK(dnnl_memory_create(&pl->a, &a_md, p->engine, DNNL_MEMORY_NONE));
+    DNNL_OK(dnnl_memory_create(&pl->b, &pl->w_md, p->engine, DNNL_MEMORY_NONE));
+    DNNL_OK(dnnl_memory_create(&pl->c, &c_md, p->engine, DNNL_MEMORY_NONE));
+    DNNL_OK(dnnl_memory_create(&pl->scratch, s_md, p->engine, DNNL_MEMORY_NONE));
+    dnnl_primitive_desc_destroy(pd);
+    return pl;
+}
+
+static Plan *plan_get(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
+    uint32_t h = key_hash(k) % PLAN_BUCKETS;
+    for (Plan *pl = p->bucket[h]; pl; pl = pl->next)
+        if (!memcmp(&pl->key, k, sizeof *k)) return pl;
+    if (p->n_plans >= PLAN_MAX) plans_clear(p); /* the same shapes make the same kernels again */
+    Plan *pl = plan_make(p, k, alpha, beta);
+    pl->next = p->bucket[h];
+    p->bucket[h] = pl;
+    p->n_plans++;
+    return pl;
+}
+
+/* The weight B (op(B) is K × N, stored with ldb) in the plan's packed layout: made by one
+ * reorder (float32 to the plan's type) the first time, then kept while the weight stays frozen. */
+static const void *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
+    bool tb = pl->key.tb;
+    for (int i = 0; i < p->n_packs; i++) {
+        Pack *q = &p->packs[i];
+        if (q->src == B && q->stamp == stamp && q->tb == tb && dnnl_memory_desc_equal(&q->md, &pl->w_md)) return q->buf;
+    }
+    Pack *q = NULL;
+    for (int i = 0; i < p->n_packs && !q; i++) /* a stale copy of this weight (it changed since) */
+        if (p->packs[i].src == B && p->packs[i].stamp != stamp) q = &p->packs[i];
+    if (!q && p->n_packs < PACK_MAX) q = &p->packs[p->n_packs++];
+    if (!q) {
+        q = &p->packs[p->next_pack];
+        p->next_pack = (p->next_pack + 1) % PACK_MAX;
+    }
+    free(q->buf);
+    size_t bytes = dnnl_memory_desc_get_size(&pl->w_md);
+    *q = (Pack){.src = B, .stamp = stamp, .tb = tb, .md = pl->w_md, .buf = s2s_xmalloc(bytes)};
+    dnnl_memory_desc_t src_md;
+    md_2d(&src_md, pl->key.K, pl->key.N, tb, ldb, dnnl_f32);
+    dnnl_primitive_desc_t rpd;
+    dnnl_primitive_t r;
+    dnnl_memory_t from, to;
+    DNNL_OK(dnnl_reorder_primitive_desc_create(&rpd, &src_md, p->engine, &pl->w_md, p->engine, NULL));
+    DNNL_OK(dnnl_primitive_create(&r, rpd));
+    DNNL_OK(dnnl_memory_create(&from, &src_md, p->engine, (void *)B));
+    DNNL_OK(dnnl_memory_create(&to, &pl->w_md, p->engine, q->buf));
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    DNNL_OK(dnnl_primitive_execute(r, p->stream, 2, args));
+    DNNL_OK(dnnl_stream_wait(p->stream));
+    dnnl_memory_destroy(from);
+    dnnl_memory_destroy(to);
+    dnnl_primitive_destroy(r);
+    dnnl_primitive_desc_destroy(rpd);
+    return q->buf;
+}
+
+/* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
+ * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0. */
+static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
+                       float *C) {
+    GemmPlans *p = plans_get(t);
+    int threads = omp_get_max_threads();
+    bool serial = threads > 1 && (long)k->M * k->N * k->K < GEMM_SERIAL_MACS;
+    k->threads = serial ? 1 : threads; /* some kernels are made for a thread count */
+    k->packed = Bstamp != 0;
+    memcpy(&k->alpha, &alpha, sizeof alpha);
+    memcpy(&k->beta, &beta, sizeof beta);
+    if (serial) omp_set_num_threads(1);
+    Plan *pl = plan_get(p, k, alpha, beta);
+    if (Bstamp) B = pack_get(p, pl, B, k->ldb, Bstamp);
+    ArenaMark m = arena_mark(&t->arena);
+    void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
+    DNNL_OK(dnnl_memory_set_data_handle(pl->a, (void *)A));
+    DNNL_OK(dnnl_memory_set_data_handle(pl->b, (void *)B));
+    DNNL_OK(dnnl_memory_set_data_handle(pl->c, C));
+    DNNL_OK(dnnl_memory_set_data_handle(pl->scratch, scratch));
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, pl->a}, {DNNL_ARG_WEIGHTS, pl->b}, {DNNL_ARG_DST, pl->c},
+                               {DNNL_ARG_SCRATCHPAD, pl->scratch}};
+    DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, 4, args));
+    DNNL_OK(dnnl_stream_wait(p->stream));
+    arena_rewind(&t->arena, m);
+    if (serial) omp_set_num_threads(threads);
+}
+
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc) {
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
@@ -100,20 +312,71 @@ void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int l
     }
 }
 
-void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                    const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc) {
-    ArenaMark m = arena_mark(&t->arena);
-    if (!Abf) {
-        Abf = to_bf16(t, A, ta ? K : M, ta ? M : K, lda);
-        lda = ta ? M : K;
+/* Products at most this tall multiply a frozen weight in the layout its kernel wants (packed
+ * once per freeze): decoding steps and recurrent steps, where the GEMM call repacks the
+ * weight every time. Taller ones (a whole sequence's output layer) pack as they go anyway. */
+#define PACK_MAX_ROWS 1024
+
+static bool frozen_weight(const Tensor *Bw, const float *B, bool ta, int M) {
+    if (!Bw || !Bw->frozen || ta || M > PACK_MAX_ROWS) return false;
+    S2S_ASSERT(B == Bw->data);
+    return true;
+}
+
+void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
+                  float *C, int ldc) {
+    if (M == 0 || N == 0) return;
+    t->flops += 2.0 * M * N * K;
+    if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
+        return;
     }
-    if (!Bbf) {
-        Bbf = to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
-        ldb = tb ? K : N;
+    PlanKey k;
+    memset(&k, 0, sizeof k);
+    k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
+    bool frozen = frozen_weight(Bw, B, ta, M);
+    if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
+        ArenaMark m = arena_mark(&t->arena);
+        if (!Abf) {
+            Abf = to_bf16(t, A, ta ? K : M, ta ? M : K, lda);
+            k.lda = lda = ta ? M : K;
+        }
+        k.bf16 = 1;
+        if (frozen) { /* packed from the float32 weight, rounded by the reorder */
+            matmul_run(t, &k, alpha, beta, Abf, B, Bw->frozen, C);
+        } else {
+            if (!Bbf) {
+                Bbf = to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
+                k.ldb = ldb = tb ? K : N;
+            }
+            if (plans_get(t)->amx) /* only the matmul primitive reaches AMX in oneDNN 2.x */
+                matmul_run(t, &k, alpha, beta, Abf, Bbf, 0, C);
+            else /* gemm_bf16_check ran before any tape turned bf16 on */
+                GEMM_ONEDNN(M, N, K, dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf,
+                                                          ldb, beta, C, ldc));
+        }
+        arena_rewind(&t->arena, m);
+        return;
     }
-    /* gemm_bf16_check ran before any tape turned bf16 on */
-    GEMM_ONEDNN(M, N, K, dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf, ldb, beta, C, ldc));
-    arena_rewind(&t->arena, m);
+    if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
+                   * or waking BLAS threads for it, would cost more than the product */
+        gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
+        return;
+    }
+    if (t->openblas) {
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+                    lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* dnnl_sgemm repacks a transposed B on every call: thin products against one go faster
+     * through the matmul primitive, and faster still with a frozen weight packed once */
+    if (frozen || (tb && !ta && M <= PACK_MAX_ROWS)) {
+        matmul_run(t, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C);
+        return;
+    }
+    gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
@@ -124,5 +387,5 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
 
 void gemm_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                const float *B, int ldb, float beta, float *C, int ldc) {
-    s2s_gemm(t, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, NULL, beta, C, ldc);
 }

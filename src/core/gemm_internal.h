@@ -9,10 +9,6 @@
 
 #include <cblas.h>
 
-/* oneDNN bfloat16 GEMM (gemm.c): operands rounded to bf16 (or given already rounded: Abf,
- * Bbf, packed with leading dimension lda, ldb), float32 accumulation. */
-void gemm_bf16_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                    const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, float beta, float *C, int ldc);
 /* C (1 × N) = alpha op(A) op(B) + beta C for a one-row A, on the calling thread; touches
  * nothing shared, so batched products may run it on several threads (gemm.c). */
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
@@ -29,41 +25,23 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
 #define GEMM_BF16_MIN_SIDE 8
 
 /* Row-major C = alpha op(A) op(B) + beta C in the tape's precision; counts its FLOPs.
- * Abf/Bbf: bf16 copies of A/B (gemm_bf16_copy) or NULL; used only when the tape is bf16. */
-static inline void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
-                                int lda, const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf,
-                                float beta, float *C, int ldc) {
-    if (M == 0 || N == 0) return;
-    t->flops += 2.0 * M * N * K;
-    if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
-        return;
-    }
-    if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
-        gemm_bf16_tape(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, beta, C, ldc);
-        return;
-    }
-    if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
-                   * or waking BLAS threads for it, would cost more than the product */
-        gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
-        return;
-    }
-    if (!t->openblas) {
-        gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
+ * Abf/Bbf: bf16 copies of A/B (gemm_bf16_copy) or NULL; used only when the tape is bf16.
+ * Bw: the weight whose data B is, or NULL: while it is frozen (Tensor.frozen), thin products
+ * use a copy packed once in the kernel's layout (kept by the tape's GemmPlans). */
+void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
+                  float *C, int ldc);
 
 static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float beta,
                             float *C, int ldc) {
-    s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, C, ldc);
+    s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, NULL, beta, C, ldc);
 }
 
-/* A weight used by many products of one op, in bf16: its snapshot (params_bf16_snapshot) or a
+/* The tape's matmul primitives and packed weights (gemm.c); tape_free calls it. */
+void gemm_plans_free(GemmPlans *p);
+
+/* A weight used by many products of one op, in bf16: its snapshot (params_freeze) or a
  * copy rounded once in the arena; NULL on a float32 tape. */
 static inline const uint16_t *gemm_bf16_weight(Tape *t, const Tensor *w) {
     return !t->bf16 ? NULL : w->bf16 ? w->bf16 : gemm_bf16_copy(t, w->data, w->size);

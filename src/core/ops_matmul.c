@@ -117,7 +117,7 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b) {
     Tensor *y = tape_tensor(t, x->ndim, shape);
     if (b)
         for (int r = 0; r < rows; r++) memcpy(y->data + (size_t)r * out, b->data, (size_t)out * sizeof(float));
-    s2s_gemm_pre(t, false, true, rows, out, in, 1.0f, x->data, in, NULL, w->data, in, w->bf16, b ? 1.0f : 0.0f, y->data, out);
+    s2s_gemm_pre(t, false, true, rows, out, in, 1.0f, x->data, in, NULL, w->data, in, w->bf16, w, b ? 1.0f : 0.0f, y->data, out);
     if (tape_wants(t, x, w, b)) {
         TapeNode *n = tape_record(t, OP_LINEAR, y);
         n->in[0] = x;
@@ -132,7 +132,7 @@ void op_linear_backward(Tape *t, const TapeNode *n) {
     int in = tensor_cols(x), rows = tensor_rows(x), out = w->shape[0];
     const float *dy = y->grad;
     if (x->requires_grad) /* dx (rows,in) += dy (rows,out) W (out,in) */
-        s2s_gemm_pre(t, false, false, rows, in, out, 1.0f, dy, out, NULL, w->data, in, w->bf16, 1.0f, tensor_grad(t, x), in);
+        s2s_gemm_pre(t, false, false, rows, in, out, 1.0f, dy, out, NULL, w->data, in, w->bf16, w, 1.0f, tensor_grad(t, x), in);
     if (w->requires_grad) /* dW (out,in) += dy^T x */
         s2s_gemm(t, true, false, out, in, rows, 1.0f, dy, out, x->data, in, 1.0f, tensor_grad(t, w), in);
     if (b && b->requires_grad) {

@@ -90,7 +90,7 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
         memcpy(hp, h, BH * sizeof(float));
         if (lstm) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
-        s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, NULL, w_hh->data, H, wbf, 0.0f, gt, G);
+        s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, NULL, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
         float *ys = y->data + (size_t)s * BH, *cs = lstm ? cy->data + (size_t)s * BH : NULL;
         for (int r = 0; r < B; r++) {
@@ -199,7 +199,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         }
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
         memcpy(dh, dhd, BH * sizeof(float));
-        s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, NULL, w->data, H, wbf, 1.0f, dh, H);
+        s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, NULL, w->data, H, wbf, w, 1.0f, dh, H);
     }
     if (h0->requires_grad) {
         float *g = tensor_grad(t, h0);

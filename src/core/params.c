@@ -1,4 +1,5 @@
 /* params.c — one block each for parameters, gradients and optimizer state. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "s2s/params.h"
 #include "s2s/par.h"
 #include "s2s/common.h"
@@ -7,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PARAM_ALIGN 16 /* floats: every tensor starts on a 64-byte boundary */
 
@@ -109,13 +111,28 @@ void params_init_uniform(ParamStore *ps, Rng *rng, float a) {
     }
 }
 
-void params_bf16_snapshot(ParamStore *ps) {
+void params_freeze(ParamStore *ps, bool bf16) {
     S2S_ASSERT(ps->allocated);
-    if (!ps->bf16) ps->bf16 = s2s_xmalloc(ps->total * sizeof *ps->bf16);
-    bf16_from_f32(ps->data, ps->bf16, ps->total);
-    for (int i = 0; i < ps->count; i++) ps->items[i].t->bf16 = ps->bf16 + ps->items[i].offset;
+    /* Stamps name a weight's contents to caches keyed by its address: a clock keeps them
+     * unique across stores, so a store freed and another made at the same address differ */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    ps->stamp = now > ps->stamp ? now : ps->stamp + 1;
+    if (bf16) {
+        if (!ps->bf16) ps->bf16 = s2s_xmalloc(ps->total * sizeof *ps->bf16);
+        bf16_from_f32(ps->data, ps->bf16, ps->total);
+    }
+    for (int i = 0; i < ps->count; i++) {
+        Tensor *t = ps->items[i].t;
+        t->frozen = ps->stamp;
+        t->bf16 = bf16 ? ps->bf16 + ps->items[i].offset : NULL;
+    }
 }
 
-void params_bf16_drop(ParamStore *ps) {
-    for (int i = 0; i < ps->count; i++) ps->items[i].t->bf16 = NULL;
+void params_thaw(ParamStore *ps) {
+    for (int i = 0; i < ps->count; i++) {
+        ps->items[i].t->frozen = 0;
+        ps->items[i].t->bf16 = NULL;
+    }
 }

@@ -43,6 +43,7 @@ void tape_init(Tape *t, size_t arena_bytes) {
 }
 
 void tape_free(Tape *t) {
+    gemm_plans_free(t->gemm_plans);
     arena_free(&t->arena);
     free(t->nodes);
     free(t->free_grads);

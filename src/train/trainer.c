@@ -473,13 +473,17 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, const 
     t->grad_enabled = true;
     Rng drop;
     rng_init(&drop, mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step), RNG_STREAM_DROPOUT);
+    params_freeze(&r->model.params, false); /* fixed until the update: GEMMs may pack them */
     ModelOutput o = model_forward(t, &r->model, b, &drop);
     double loss = o.loss->data[0];
     *n_tokens = o.n_tokens;
     *what = "loss";
+    if (isfinite(loss)) {
+        params_zero_grad(&r->model.params);
+        tape_backward(t, o.loss);
+    }
+    params_thaw(&r->model.params);
     if (!isfinite(loss)) return loss;
-    params_zero_grad(&r->model.params);
-    tape_backward(t, o.loss);
     double norm = r->cfg->train.clip > 0 ? grad_clip_global_norm(&r->model.params, r->cfg->train.clip)
                                          : grad_global_norm(&r->model.params);
     if (!isfinite(norm)) { /* never apply a NaN update */
@@ -584,14 +588,14 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
     double epoch_s = now_s() - r->epoch_t0; /* the batches of this session, without validation */
     EvalOptions eo = eval_options(r, r->data.valid_refs, false);
-    if (r->tape.bf16) params_bf16_snapshot(&r->model.params); /* weights fixed until the next step */
+    params_freeze(&r->model.params, r->tape.bf16); /* weights fixed until the next step */
     eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
     EvalResult test_now = {0};
     if (tc->test_each_epoch) {
         EvalOptions to = eval_options(r, r->data.test_refs, false);
         eval_dataset(&r->tape, &r->model, &r->data.test, &to, &test_now, NULL);
     }
-    params_bf16_drop(&r->model.params);
+    params_thaw(&r->model.params);
     double m = metric_value(tc->metric, &sum->valid);
     bool better = metric_higher_is_better(tc->metric) ? m > r->st.best : m < r->st.best;
     S2sStatus st;
@@ -656,9 +660,9 @@ static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
     if (st) return st;
     EvalOptions eo = eval_options(r, r->data.test_refs, true);
     IdSeqs hyps;
-    if (r->tape.bf16) params_bf16_snapshot(&r->model.params);
+    params_freeze(&r->model.params, r->tape.bf16);
     eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, &hyps);
-    params_bf16_drop(&r->model.params);
+    params_thaw(&r->model.params);
     if (sum->test.interrupted) {
         idseqs_free(&hyps);
         sum->interrupted = true;
