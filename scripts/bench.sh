@@ -61,6 +61,7 @@ fi
 # PyTorch's --decode-bench does with its untrained model, which never says <eos>.
 ./speed --warmup "$WARMUP" --iters "$ITERS" | tee -a "$out"
 ./speed --warmup "$WARMUP" --iters "$ITERS" --set precision=bf16 | tee -a "$out"
+./speed --no-train --set precision=int8 | tee -a "$out" # int8 weights: decoding only
 # the other float32 back end, training only (OpenBLAS's kernels as chosen above)
 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set gemm=openblas | tee -a "$out"
 # all of test_2016_flickr as one batch: products of 1,000 rows run nearer the GEMMs' peak
@@ -72,6 +73,7 @@ if [ -f "$MODEL" ]; then
     # the precision is set both times: the model's config holds the one it was trained in
     ./speed --model "$MODEL" --no-train --set precision=fp32 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
     ./speed --model "$MODEL" --no-train --set precision=bf16 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
+    ./speed --model "$MODEL" --no-train --set precision=int8 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
 fi
 if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.py" ]; then
     export MULTI30K_DIR=${MULTI30K_DIR:-$(pwd)/data/multi30k}
@@ -102,9 +104,9 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
                         gf[p] = num($0, "gemm_gflops"); if (p != "openblas") sg = num($0, "sgemm_gflops_output_shape")
                         else osg = num($0, "sgemm_gflops_output_shape")
                         if (p == "bf16") bg = num($0, "bf16_gemm_gflops_output_shape") }
-    /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
+    /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
                          dec[p "_" md] = num($0, "sent_per_s") }
-    /"event":"decode_trained"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
+    /"event":"decode_trained"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
                          tdec[p "_" md] = num($0, "sent_per_s") }
     /"event": "bench"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttok[p] = num($0, "tok_per_s"); trss[p] = num($0, "peak_rss_mb") }
     /"event": "decode_bench"/ { tg = num($0, "sent_per_s") }
@@ -117,10 +119,13 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
         printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], tok["bf16"], rss["fp32"], gf["fp32"], sg, bg
         printf ",\"train_openblas_tok_per_s\":%s,\"step_gemm_openblas_gflops\":%s,\"sgemm_openblas_gflops\":%s", tok["openblas"], gf["openblas"], osg
         printf ",\"random_greedy_full_sent_per_s\":%s,\"random_greedy_full_bf16_sent_per_s\":%s,\"random_beam5_sent_per_s\":%s,\"random_beam5_bf16_sent_per_s\":%s", dec["fp32_full"], dec["bf16_full"], dec["fp32_beam5"], dec["bf16_beam5"]
+        if (dec["int8_full"] != "") printf ",\"random_greedy_full_int8_sent_per_s\":%s,\"random_beam5_int8_sent_per_s\":%s", dec["int8_full"], dec["int8_beam5"]
         if (tdec["fp32_greedy"] != "") printf ",\"trained_greedy_sent_per_s\":%s,\"trained_greedy_bf16_sent_per_s\":%s,\"trained_beam5_sent_per_s\":%s,\"trained_beam5_bf16_sent_per_s\":%s", tdec["fp32_greedy"], tdec["bf16_greedy"], tdec["fp32_beam5"], tdec["bf16_beam5"]
+        if (tdec["int8_greedy"] != "") printf ",\"trained_greedy_int8_sent_per_s\":%s,\"trained_beam5_int8_sent_per_s\":%s", tdec["int8_greedy"], tdec["int8_beam5"]
         if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]
         if (ttok["bf16"] != "") printf ",\"torch_train_bf16_tok_per_s\":%s,\"train_bf16_ratio\":%.2f", ttok["bf16"], tok["bf16"] / ttok["bf16"]
         if (tg != "") printf ",\"torch_random_greedy_sent_per_s\":%s,\"greedy_full_ratio\":%.2f,\"greedy_full_bf16_ratio\":%.2f,\"beam5_vs_torch_greedy\":%.2f,\"beam5_bf16_vs_torch_greedy\":%.2f", tg, dec["fp32_full"] / tg, dec["bf16_full"] / tg, dec["fp32_beam5"] / tg, dec["bf16_beam5"] / tg
+        if (tg != "" && dec["int8_full"] != "") printf ",\"greedy_full_int8_ratio\":%.2f", dec["int8_full"] / tg
         if (bdec["fp32_full"] != "") printf ",\"random_greedy_full_b1000_sent_per_s\":%s,\"random_greedy_full_b1000_bf16_sent_per_s\":%s,\"random_beam5_b1000_sent_per_s\":%s,\"random_beam5_b1000_bf16_sent_per_s\":%s", bdec["fp32_full"], bdec["bf16_full"], bdec["fp32_beam5"], bdec["bf16_beam5"]
         if (tg1000 != "") printf ",\"torch_random_greedy_b1000_sent_per_s\":%s,\"greedy_full_b1000_ratio\":%.2f,\"greedy_full_b1000_bf16_ratio\":%.2f", tg1000, bdec["fp32_full"] / tg1000, bdec["bf16_full"] / tg1000
         printf "}\n"

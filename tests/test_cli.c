@@ -86,13 +86,18 @@ Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .time
         fprintf(f, "%s\n", s);
     }
     fclose(f);
-    cr_assert_eq(tu_sh("%s/translate %s/run/model.bin --input %s --output %s", tu_bin(), d, in, out), 0);
-    char *hyp = tu_slurp(out, NULL);
-    int right = 0, lines = 0;
-    for (char *line = strtok(hyp, "\n"); line; line = strtok(NULL, "\n"), lines++) right += !strcmp(line, want[lines]);
-    cr_expect_eq(lines, td.test.n);
-    cr_expect_geq(right, td.test.n * 95 / 100, "%d of %d unseen strings reversed", right, td.test.n);
-    free(hyp);
+    for (int int8 = 0; int8 < 2; int8++) { /* float32, then int8 weights: both reverse */
+        cr_assert_eq(tu_sh("%s/translate %s/run/model.bin %s --input %s --output %s", tu_bin(), d, int8 ? "--int8" : "", in,
+                           out), 0);
+        char *hyp = tu_slurp(out, NULL);
+        int right = 0, lines = 0;
+        for (char *line = strtok(hyp, "\n"); line; line = strtok(NULL, "\n"), lines++) right += !strcmp(line, want[lines]);
+        cr_expect_eq(lines, td.test.n);
+        cr_expect_geq(right, td.test.n * 95 / 100, "%s: %d of %d unseen strings reversed", int8 ? "int8" : "fp32", right,
+                      td.test.n);
+        free(hyp);
+    }
+    cr_expect_eq(tu_sh("echo abc | %s/translate %s/run/model.bin --int8 --bf16 > /dev/null 2>&1", tu_bin(), d), 2);
     free(want);
     task_free(&td);
     tu_rm_rf(d);
@@ -159,6 +164,10 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     snprintf(a, sizeof a, "%s/err.txt", d);
     char *msg = tu_slurp(a, NULL);
     cr_expect(msg && strstr(msg, "precision") && strstr(msg, "fp32,bf16"), "message: %s", msg ? msg : "(none)");
+    free(msg);
+    cr_expect_eq(tu_sh("%s/train --config %s/small.json --set precision=int8 --out %s/x 2> %s/err.txt", tu_bin(), d, d, d), 2);
+    msg = tu_slurp(a, NULL);
+    cr_expect(msg && strstr(msg, "int8") && strstr(msg, "decoding"), "message: %s", msg ? msg : "(none)");
     free(msg);
     tu_rm_rf(d);
     free(d);

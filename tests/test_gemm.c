@@ -378,6 +378,81 @@ Test(gemm, frozen_weights_packed_and_repacked_when_they_change) {
     }
 }
 
+/* The int8 quantisation the int8 tape promises (gemm.h), written out: x / scale rounded to
+ * nearest even, clamped to ±127, scale = max |x| / 127 of the row (A) or weight row (W). */
+static void quantise_rows(const float *x, int rows, int cols, float *q, float *scale) {
+    for (int r = 0; r < rows; r++) {
+        float mx = 0;
+        for (int c = 0; c < cols; c++) mx = fmaxf(mx, fabsf(x[(size_t)r * cols + c]));
+        scale[r] = mx > 0 ? mx / 127.0f : 1.0f;
+        for (int c = 0; c < cols; c++) {
+            float v = nearbyintf(x[(size_t)r * cols + c] * (1.0f / scale[r]));
+            q[(size_t)r * cols + c] = fminf(fmaxf(v, -127.0f), 127.0f);
+        }
+    }
+}
+
+/* On an int8 tape a frozen weight's products are int8 (activations per row, weights per
+ * output channel, exact integer sums): equal to the written-out quantisation to float32
+ * rounding, visibly different from float32, bias added; thin products, unfrozen weights
+ * and the backward direction stay float32. */
+Test(gemm, int8_products_against_frozen_weights) {
+    int M = 40, K = 48, N = 24;
+    Rng rng;
+    rng_init(&rng, 41, 0);
+    Tensor *x = tensor_new(2, SH(M, K), false), *w = tensor_new(2, SH(N, K), false), *b = tensor_new(1, SH(N), false);
+    tu_fill(x, &rng, -1, 1);
+    tu_fill(w, &rng, -0.3f, 0.3f);
+    tu_fill(b, &rng, -1, 1);
+    x->data[5] = 7.5f; /* one large value: its row's scale differs from the others */
+    float *qx = malloc(x->size * sizeof *qx), *sx = malloc(M * sizeof *sx), *qw = malloc(w->size * sizeof *qw),
+          *sw = malloc(N * sizeof *sw);
+    quantise_rows(x->data, M, K, qx, sx);
+    quantise_rows(w->data, N, K, qw, sw);
+    Tape t;
+    tape_init(&t, 1 << 20);
+    t.int8 = true;
+    t.grad_enabled = false;
+    w->frozen = 7;
+    Tensor *y = op_linear(&t, x, w, b);
+    double worst = 0, moved = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double qs = 0, fs = 0;
+            for (int k = 0; k < K; k++) {
+                qs += (double)qx[(size_t)i * K + k] * qw[(size_t)j * K + k];
+                fs += (double)x->data[(size_t)i * K + k] * w->data[(size_t)j * K + k];
+            }
+            double want = (double)sx[i] * sw[j] * qs + b->data[j], got = y->data[(size_t)i * N + j];
+            worst = fmax(worst, fabs(got - want) / (fabs(want) + 1));
+            moved = fmax(moved, fabs(got - (fs + b->data[j])));
+        }
+    cr_expect_lt(worst, 1e-6, "int8 product off the written-out quantisation by %g (relative)", worst);
+    cr_expect_gt(moved, 1e-4, "the product equals float32's: no int8 happened");
+    cr_expect_lt(moved, 0.1, "int8 product far from float32's: %g", moved);
+    /* five rows (under 8), or a weight not frozen: float32, exactly the float32 tape's bits */
+    Tape t32;
+    tape_init(&t32, 1 << 20);
+    t32.grad_enabled = false;
+    Tensor *x5 = tensor_new(2, SH(5, K), false);
+    memcpy(x5->data, x->data, x5->size * sizeof(float));
+    Tensor *y5 = op_linear(&t, x5, w, b), *y5f = op_linear(&t32, x5, w, b);
+    cr_expect_eq(memcmp(y5->data, y5f->data, y5->size * sizeof(float)), 0, "a 5-row product went int8");
+    w->frozen = 0;
+    Tensor *yu = op_linear(&t, x, w, b), *yf = op_linear(&t32, x, w, b);
+    cr_expect_eq(memcmp(yu->data, yf->data, yu->size * sizeof(float)), 0, "an unfrozen weight went int8");
+    tape_free(&t);
+    tape_free(&t32);
+    free(qx);
+    free(sx);
+    free(qw);
+    free(sw);
+    tensor_free(x);
+    tensor_free(x5);
+    tensor_free(w);
+    tensor_free(b);
+}
+
 /* float32 products that go through cached matmul primitives (a transposed B, at most 1024
  * rows): alpha, beta and leading dimensions wider than the matrices are honoured, and more
  * shapes than the cache holds (it starts again) still give the same bits for the same shape. */

@@ -25,7 +25,7 @@ typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, AT
 #define ATTN_KIND_COUNT 6
 typedef enum Combine { COMBINE_CONCAT, COMBINE_LUONG } Combine;
 typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD } Optimizer;
-typedef enum Precision { PRECISION_FP32, PRECISION_BF16 } Precision;
+typedef enum Precision { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } Precision; /* int8: decoding only */
 typedef enum GemmLib { GEMM_LIB_ONEDNN, GEMM_LIB_OPENBLAS } GemmLib;
 typedef enum Metric { METRIC_EXACT_MATCH, METRIC_TOKEN_ACCURACY, METRIC_TF_TOKEN_ACCURACY, METRIC_VALID_LOSS, METRIC_BLEU } Metric;
 typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE } LrSchedule;

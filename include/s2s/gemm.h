@@ -18,8 +18,16 @@
  * shapes (the weight is packed once per freeze into the kernel's own layout, converted to
  * bf16 by the same reorder on a bf16 tape), and on CPUs with AMX every bf16 product (oneDNN's
  * GEMM calls do not use AMX). The choice depends on the shape and the CPU only, never on a
- * timing, so a run's numbers stay the same from run to run. Conversions and the primitives'
- * scratch memory borrow the tape's arena for the length of one call. */
+ * timing, so a run's numbers stay the same from run to run.
+ *
+ * An int8 tape (Tape.int8, decoding only: `./translate --int8`) multiplies by frozen weights
+ * in int8: each weight quantised once per freeze per output channel (scale = max |w| / 127,
+ * round to nearest even, ±127), the activations per row at every call (the same rule, stored
+ * with an offset of 128 as the VNNI instructions want: the offset times the channel's sum is
+ * taken back out), the products summed exactly in int32 by oneDNN, then scaled back to
+ * float32. Products at least 8 wide on both sides only; the rest (attention against the
+ * encoder states, thin products) stays float32. Conversions and the primitives' scratch
+ * memory borrow the tape's arena for the length of one call. */
 #ifndef S2S_GEMM_H
 #define S2S_GEMM_H
 

@@ -69,6 +69,7 @@ typedef struct Tape {
     bool training;     /* dropout active */
     bool bf16;         /* GEMM operands in bfloat16, float32 accumulation (gemm.h) */
     bool openblas;     /* float32 GEMMs by OpenBLAS instead of oneDNN (gemm.h) */
+    bool int8;         /* products against frozen weights in int8, the rest float32 (gemm.h) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
     /* gradient buffers of tensors whose producer has run its backward: tensor_grad reuses them,

@@ -40,6 +40,10 @@ typedef struct TrainSummary {
     bool early_stopped;
 } TrainSummary;
 
+/* What a config may hold for decoding but not for training (train.precision int8), as an
+ * S2S_ERR_CONFIG error; train_run checks it too. */
+S2sStatus train_check_config(const Config *cfg, S2sError *err);
+
 /* Trains per cfg. On resume the run's own config (in last.bin) is used (cfg is overwritten
  * with it). Returns S2S_ERR_NUMERIC for a NaN/Inf loss (last.bin and model.bin keep the last
  * good state), S2S_ERR_CONFIG for a config or a folder the run cannot use. */

@@ -187,6 +187,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "speed: %s\n", err.msg);
             return 2;
         }
+    if (train && cfg.train.precision == PRECISION_INT8) {
+        fprintf(stderr, "speed: precision int8 decodes only: add --no-train\n");
+        return 2;
+    }
     Tape t;
     if (model_tape_init(&t, cfg.train.precision, cfg.train.gemm, cfg.train.threads, "speed: \"precision\": \"bf16\"", &err)) {
         fprintf(stderr, "%s\n", err.msg);

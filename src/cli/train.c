@@ -147,6 +147,7 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < n_sets; i++)
             if (config_set(&cfg, sets[i], &err)) return fail(err.msg, 2);
+        if (train_check_config(&cfg, &err)) return fail(err.msg, 2);
         if (out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
         else snprintf(out_dir, sizeof out_dir, "runs/%s", cfg.name); /* the name is a plain name (config.c) */
     } else {

@@ -22,7 +22,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: translate MODEL [--input FILE] [--output FILE] [--beam K] [--alpha A] [--n-best N]\n"
             "                 [--max-len N] [--batch N] [--tokenized] [--ref FILE] [--heatmap DIR]\n"
-            "                 [--bf16] [--threads N]\n"
+            "                 [--bf16 | --int8] [--threads N]\n"
             "\n"
             "Reads one source per line (stdin by default) and writes one output per line.\n"
             "The model file knows its task: reversal reads characters (abcd gives dcba); translation reads raw\n"
@@ -37,6 +37,8 @@ static void usage(FILE *f) {
             "  --ref FILE     references, one a line for each input line: print BLEU (multi-bleu.perl's) on stderr\n"
             "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n"
             "  --bf16         multiply in bfloat16 (float32 sums): faster, outputs may differ slightly\n"
+            "  --int8         multiply by the weights in int8 (per-channel scales; exact int32 sums): faster\n"
+            "                 still, outputs may differ more (README: Speed has its BLEU)\n"
             "  --threads N    GEMM threads (default: the libraries')\n"
             "  --version      print the version\n");
 }
@@ -181,14 +183,15 @@ int main(int argc, char **argv) {
     c.tr.n_best = 1;
     c.tr.alpha = 1.0f;
     int block = 256, threads = 0;
-    bool bf16 = false;
+    bool bf16 = false, int8 = false;
     S2sError err;
-    enum { O_TOKENIZED = 256, O_BF16, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA };
+    enum { O_TOKENIZED = 256, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
         {"heatmap", required_argument, NULL, 'H'}, {"tokenized", no_argument, NULL, O_TOKENIZED},
-        {"bf16", no_argument, NULL, O_BF16},       {"threads", required_argument, NULL, O_THREADS},
+        {"bf16", no_argument, NULL, O_BF16},       {"int8", no_argument, NULL, O_INT8},
+        {"threads", required_argument, NULL, O_THREADS},
         {"max-len", required_argument, NULL, O_MAX_LEN}, {"batch", required_argument, NULL, O_BATCH},
         {"beam", required_argument, NULL, O_BEAM}, {"n-best", required_argument, NULL, O_NBEST},
         {"alpha", required_argument, NULL, O_ALPHA}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
@@ -202,6 +205,7 @@ int main(int argc, char **argv) {
         case 'H': c.tr.heatmap_dir = optarg; break;
         case O_TOKENIZED: c.tr.tokenized = true; break;
         case O_BF16: bf16 = true; break;
+        case O_INT8: int8 = true; break;
         case O_THREADS: if (args_int("--threads", optarg, 1, 256, &threads, &err)) return usage_error(&err); break;
         case O_MAX_LEN: if (args_int("--max-len", optarg, 1, 100000, &c.tr.max_len, &err)) return usage_error(&err); break;
         case O_BATCH: if (args_int("--batch", optarg, 1, 1000000, &block, &err)) return usage_error(&err); break;
@@ -245,7 +249,12 @@ int main(int argc, char **argv) {
         if (!c.tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
     if (!c.tr.max_len) c.tr.max_len = c.cfg.train.max_decode_len;
-    if (model_tape_init(&c.tape, bf16 ? PRECISION_BF16 : PRECISION_FP32, c.cfg.train.gemm, threads, "translate: --bf16", &err)) {
+    if (bf16 && int8) {
+        fprintf(stderr, "translate: --bf16 and --int8 exclude each other\n");
+        return 2;
+    }
+    Precision prec = bf16 ? PRECISION_BF16 : int8 ? PRECISION_INT8 : PRECISION_FP32;
+    if (model_tape_init(&c.tape, prec, c.cfg.train.gemm, threads, "translate: --bf16", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }

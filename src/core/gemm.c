@@ -1,8 +1,10 @@
 /* gemm.c — oneDNN float32 and bfloat16 matrix products, thread settings (see gemm.h). */
 #include "gemm_internal.h"
 #include "s2s/bf16.h"
+#include "s2s/par.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +78,7 @@ static const uint16_t *to_bf16(Tape *t, const float *x, int rows, int cols, int 
 typedef struct PlanKey { /* zeroed before filling: hashed and compared as bytes */
     int M, N, K, lda, ldb, ldc, threads;
     uint32_t alpha, beta; /* bit patterns */
-    uint8_t bf16, ta, tb, packed;
+    uint8_t bf16, ta, tb, packed, int8; /* int8: u8 A, s8 packed B, int32 C, no alpha/beta */
 } PlanKey;
 
 typedef struct Plan {
@@ -94,6 +96,8 @@ typedef struct Pack {
     bool tb;          /* packed from op(W) = W^T (another matrix than W, even when square) */
     dnnl_memory_desc_t md;
     void *buf;
+    float *scale;    /* int8: per column of op(B), max |column| / 127 */
+    int32_t *colsum; /* int8: per column, the sum of its quantised values */
 } Pack;
 
 struct GemmPlans {
@@ -140,7 +144,11 @@ static void plans_clear(GemmPlans *p) {
 void gemm_plans_free(GemmPlans *p) {
     if (!p) return;
     plans_clear(p);
-    for (int i = 0; i < p->n_packs; i++) free(p->packs[i].buf);
+    for (int i = 0; i < p->n_packs; i++) {
+        free(p->packs[i].buf);
+        free(p->packs[i].scale);
+        free(p->packs[i].colsum);
+    }
     dnnl_stream_destroy(p->stream);
     dnnl_engine_destroy(p->engine);
     free(p);
@@ -160,16 +168,16 @@ static void md_2d(dnnl_memory_desc_t *md, int rows, int cols, bool trans, int ld
 }
 
 static Plan *plan_make(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
-    dnnl_data_type_t dt = k->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t dt = k->int8 ? dnnl_s8 : k->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t a_md, b_md, c_md;
-    md_2d(&a_md, k->M, k->K, k->ta, k->lda, dt);
+    md_2d(&a_md, k->M, k->K, k->ta, k->lda, k->int8 ? dnnl_u8 : dt);
     if (k->packed) {
         dnnl_dims_t dims = {k->K, k->N};
         DNNL_OK(dnnl_memory_desc_init_by_tag(&b_md, 2, dims, dt, dnnl_format_tag_any));
     } else {
         md_2d(&b_md, k->K, k->N, k->tb, k->ldb, dt);
     }
-    md_2d(&c_md, k->M, k->N, false, k->ldc, dnnl_f32);
+    md_2d(&c_md, k->M, k->N, false, k->ldc, k->int8 ? dnnl_s32 : dnnl_f32);
     dnnl_matmul_desc_t desc;
     DNNL_OK(dnnl_matmul_desc_init(&desc, &a_md, &b_md, NULL, &c_md));
     dnnl_primitive_attr_t attr;
@@ -214,11 +222,11 @@ static Plan *plan_get(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
 
 /* The weight B (op(B) is K × N, stored with ldb) in the plan's packed layout: made by one
  * reorder (float32 to the plan's type) the first time, then kept while the weight stays frozen. */
-static const void *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
+static const Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
     bool tb = pl->key.tb;
     for (int i = 0; i < p->n_packs; i++) {
         Pack *q = &p->packs[i];
-        if (q->src == B && q->stamp == stamp && q->tb == tb && dnnl_memory_desc_equal(&q->md, &pl->w_md)) return q->buf;
+        if (q->src == B && q->stamp == stamp && q->tb == tb && dnnl_memory_desc_equal(&q->md, &pl->w_md)) return q;
     }
     Pack *q = NULL;
     for (int i = 0; i < p->n_packs && !q; i++) /* a stale copy of this weight (it changed since) */
@@ -229,16 +237,45 @@ static const void *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ld
         p->next_pack = (p->next_pack + 1) % PACK_MAX;
     }
     free(q->buf);
+    free(q->scale);
+    free(q->colsum);
     size_t bytes = dnnl_memory_desc_get_size(&pl->w_md);
     *q = (Pack){.src = B, .stamp = stamp, .tb = tb, .md = pl->w_md, .buf = s2s_xmalloc(bytes)};
     dnnl_memory_desc_t src_md;
-    md_2d(&src_md, pl->key.K, pl->key.N, tb, ldb, dnnl_f32);
+    const void *src = B;
+    int8_t *quant = NULL;
+    if (pl->key.int8) { /* quantised per column of op(B) first, into op(B)'s own strides */
+        int K = pl->key.K, N = pl->key.N;
+        quant = s2s_xmalloc((size_t)K * N);
+        q->scale = s2s_xmalloc((size_t)N * sizeof *q->scale);
+        q->colsum = s2s_xmalloc((size_t)N * sizeof *q->colsum);
+        for (int n = 0; n < N; n++) {
+            size_t step = tb ? 1 : (size_t)ldb, at = tb ? (size_t)n * ldb : (size_t)n; /* op(B)[k, n] = B[at + k step] */
+            size_t qstep = tb ? 1 : (size_t)N, qat = tb ? (size_t)n * K : (size_t)n;
+            float mx = 0.0f;
+            for (int kk = 0; kk < K; kk++) mx = fmaxf(mx, fabsf(B[at + kk * step]));
+            float s = mx > 0.0f ? mx / 127.0f : 1.0f, inv = 1.0f / s;
+            int32_t sum = 0;
+            for (int kk = 0; kk < K; kk++) {
+                int v = (int)nearbyintf(B[at + kk * step] * inv);
+                v = v > 127 ? 127 : v < -127 ? -127 : v;
+                quant[qat + kk * qstep] = (int8_t)v;
+                sum += v;
+            }
+            q->scale[n] = s;
+            q->colsum[n] = sum;
+        }
+        md_2d(&src_md, K, N, tb, tb ? K : N, dnnl_s8);
+        src = quant;
+    } else {
+        md_2d(&src_md, pl->key.K, pl->key.N, tb, ldb, dnnl_f32);
+    }
     dnnl_primitive_desc_t rpd;
     dnnl_primitive_t r;
     dnnl_memory_t from, to;
     DNNL_OK(dnnl_reorder_primitive_desc_create(&rpd, &src_md, p->engine, &pl->w_md, p->engine, NULL));
     DNNL_OK(dnnl_primitive_create(&r, rpd));
-    DNNL_OK(dnnl_memory_create(&from, &src_md, p->engine, (void *)B));
+    DNNL_OK(dnnl_memory_create(&from, &src_md, p->engine, (void *)src));
     DNNL_OK(dnnl_memory_create(&to, &pl->w_md, p->engine, q->buf));
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
     DNNL_OK(dnnl_primitive_execute(r, p->stream, 2, args));
@@ -247,7 +284,8 @@ static const void *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ld
     dnnl_memory_destroy(to);
     dnnl_primitive_destroy(r);
     dnnl_primitive_desc_destroy(rpd);
-    return q->buf;
+    free(quant);
+    return q;
 }
 
 /* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
@@ -263,7 +301,7 @@ static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void 
     memcpy(&k->beta, &beta, sizeof beta);
     if (serial) omp_set_num_threads(1);
     Plan *pl = plan_get(p, k, alpha, beta);
-    if (Bstamp) B = pack_get(p, pl, B, k->ldb, Bstamp);
+    if (Bstamp) B = pack_get(p, pl, B, k->ldb, Bstamp)->buf;
     ArenaMark m = arena_mark(&t->arena);
     void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
     DNNL_OK(dnnl_memory_set_data_handle(pl->a, (void *)A));
@@ -274,6 +312,91 @@ static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void 
                                {DNNL_ARG_SCRATCHPAD, pl->scratch}};
     DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, 4, args));
     DNNL_OK(dnnl_stream_wait(p->stream));
+    arena_rewind(&t->arena, m);
+    if (serial) omp_set_num_threads(threads);
+}
+
+/* ---- int8: frozen weights quantised per column, activations per row, at run time ---- */
+
+typedef struct Int8Job {
+    const float *A;
+    int lda, K, N, ldc;
+    uint8_t *qa; /* (M, K): round(a / scale) + 128 */
+    float *sa;   /* (M) row scales */
+    const int32_t *acc;
+    const Pack *pk;
+    float alpha, beta;
+    float *C;
+} Int8Job;
+
+static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
+    Int8Job *j = ctx;
+    for (size_t r = r0; r < r1; r++) {
+        const float *a = j->A + r * j->lda;
+        float mx = 0.0f; /* comparisons, not fmaxf: those vectorise (a NaN is skipped) */
+        for (int k = 0; k < j->K; k++) {
+            float v = fabsf(a[k]);
+            mx = v > mx ? v : mx;
+        }
+        float s = mx > 0.0f ? mx / 127.0f : 1.0f, inv = 1.0f / s;
+        uint8_t *q = j->qa + r * j->K;
+        for (int k = 0; k < j->K; k++) {
+            float v = nearbyintf(a[k] * inv); /* |v| <= 127 but for rounding at the edge */
+            v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+            q[k] = (uint8_t)(int)(v + 128.0f);
+        }
+        j->sa[r] = s;
+    }
+}
+
+/* C = alpha sa[i] sb[j] (acc - 128 colsum[j]) + beta C: acc holds sum_k (qa + 128) qb. */
+static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
+    Int8Job *j = ctx;
+    const float *sb = j->pk->scale;
+    const int32_t *cs = j->pk->colsum;
+    for (size_t r = r0; r < r1; r++) {
+        const int32_t *acc = j->acc + r * j->N;
+        float *c = j->C + r * j->ldc, sr = j->alpha * j->sa[r];
+        for (int n = 0; n < j->N; n++) {
+            float v = sr * sb[n] * (float)(acc[n] - 128 * cs[n]);
+            c[n] = v + (j->beta == 0.0f ? 0.0f : j->beta * c[n]); /* beta 0: C may hold garbage */
+        }
+    }
+}
+
+/* C = alpha A op(B) + beta C with B a frozen weight: A quantised per row (u8 with an offset
+ * of 128, the VNNI instructions' operand), B per column (s8, packed once per freeze), the
+ * product summed exactly in int32 by oneDNN, then scaled back here. */
+static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
+                     uint64_t Bstamp, float *C, int ldc) {
+    S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
+    GemmPlans *p = plans_get(t);
+    int threads = omp_get_max_threads(), M = k->M, N = k->N, K = k->K;
+    bool serial = threads > 1 && (long)M * N * K < GEMM_SERIAL_MACS;
+    k->threads = serial ? 1 : threads;
+    k->int8 = k->packed = 1;
+    k->lda = K; /* the quantised copy */
+    k->ldc = N; /* the int32 sums */
+    if (serial) omp_set_num_threads(1);
+    Plan *pl = plan_get(p, k, 1.0f, 0.0f);
+    const Pack *pk = pack_get(p, pl, B, ldb, Bstamp);
+    ArenaMark m = arena_mark(&t->arena);
+    Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .pk = pk, .alpha = alpha, .beta = beta, .C = C};
+    j.qa = arena_alloc(&t->arena, (size_t)M * K);
+    j.sa = arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
+    int32_t *acc = arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
+    j.acc = acc;
+    void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
+    par_for((size_t)M, (size_t)K, int8_quant_rows, &j);
+    DNNL_OK(dnnl_memory_set_data_handle(pl->a, j.qa));
+    DNNL_OK(dnnl_memory_set_data_handle(pl->b, pk->buf));
+    DNNL_OK(dnnl_memory_set_data_handle(pl->c, acc));
+    DNNL_OK(dnnl_memory_set_data_handle(pl->scratch, scratch));
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, pl->a}, {DNNL_ARG_WEIGHTS, pl->b}, {DNNL_ARG_DST, pl->c},
+                               {DNNL_ARG_SCRATCHPAD, pl->scratch}};
+    DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, 4, args));
+    DNNL_OK(dnnl_stream_wait(p->stream));
+    par_for((size_t)M, (size_t)N, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
     if (serial) omp_set_num_threads(threads);
 }
@@ -336,6 +459,11 @@ void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, c
     PlanKey k;
     memset(&k, 0, sizeof k);
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
+    if (t->int8 && Bw && Bw->frozen && !ta && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
+        S2S_ASSERT(B == Bw->data);
+        int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc);
+        return;
+    }
     bool frozen = frozen_weight(Bw, B, ta, M);
     if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
         ArenaMark m = arena_mark(&t->arena);

@@ -30,7 +30,7 @@ const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
 const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", NULL};
 const char *const COMBINE_NAMES[] = {"concat", "luong", NULL};
 const char *const OPTIMIZER_NAMES[] = {"adam", "sgd", NULL};
-const char *const PRECISION_NAMES[] = {"fp32", "bf16", NULL};
+const char *const PRECISION_NAMES[] = {"fp32", "bf16", "int8", NULL};
 const char *const GEMM_LIB_NAMES[] = {"onednn", "openblas", NULL};
 const char *const METRIC_NAMES[] = {"exact_match", "token_accuracy", "tf_token_accuracy", "valid_loss", "bleu", NULL};
 const char *const LR_SCHEDULE_NAMES[] = {"constant", "linear", "cosine", NULL};
@@ -92,7 +92,7 @@ static const Key KEYS[] = {
     {"train.test_each_epoch", K_BOOL, OFF(train.test_each_epoch), 0, 0, NULL,
      "also score the test split after every epoch (time-to-quality; never picks the model)"},
     {"train.precision", K_ENUM, OFF(train.precision), 0, 0, PRECISION_NAMES,
-     "GEMM operands: float32, or bfloat16 with float32 accumulation and weights"},
+     "GEMM operands: float32, or bfloat16 with float32 accumulation and weights; int8 decodes only (./speed --no-train)"},
     {"train.gemm", K_ENUM, OFF(train.gemm), 0, 0, GEMM_LIB_NAMES,
      "float32 GEMM library (bf16 always runs on oneDNN)"},
     {"train.metric", K_ENUM, OFF(train.metric), 0, 0, METRIC_NAMES,

@@ -66,10 +66,11 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
 }
 
 S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err) {
-    bool bf16 = false, openblas = false;
+    bool bf16 = false, openblas = false, int8 = false;
     switch (precision) {
     case PRECISION_FP32: break;
     case PRECISION_BF16: bf16 = true; break;
+    case PRECISION_INT8: int8 = true; break;
     }
     switch (gemm) {
     case GEMM_LIB_ONEDNN: break;
@@ -81,6 +82,7 @@ S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int thread
     tape_init(t, 1 << 20);
     t->bf16 = bf16;
     t->openblas = openblas;
+    t->int8 = int8;
     return S2S_OK;
 }
 

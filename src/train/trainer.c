@@ -689,8 +689,17 @@ static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
     return S2S_OK;
 }
 
+S2sStatus train_check_config(const Config *cfg, S2sError *err) {
+    if (cfg->train.precision == PRECISION_INT8)
+        return s2s_fail(err, S2S_ERR_CONFIG, "train.precision: \"int8\" is for decoding (./translate --int8, ./speed "
+                        "--no-train); training takes \"fp32\" or \"bf16\"");
+    return S2S_OK;
+}
+
 S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err) {
     memset(sum, 0, sizeof *sum);
+    S2sStatus bad = train_check_config(cfg, err);
+    if (bad) return bad;
     Run run;
     memset(&run, 0, sizeof run);
     Run *r = &run;
