@@ -268,3 +268,38 @@ Test(beam, same_results_on_two_threads, .timeout = 120) {
     dataset_free(&d);
     model_free(&m);
 }
+
+/* Greedy's pick: the first of the highest-scoring rows' tokens, never <pad> or <sos>, a NaN
+ * never winning; against one plain scan, on rows made to tie, hold NaN, -inf, or their
+ * maximum at <pad>/<sos>, with vocabulary sizes around the 16-wide blocks. */
+Test(beam, argmax_rows_matches_a_plain_scan) {
+    Rng rng;
+    rng_init(&rng, 77, 0);
+    int sizes[] = {5, 19, 20, 21, 35, 100};
+    for (int si = 0; si < 6; si++) {
+        int V = sizes[si], R = 60;
+        Tensor *lg = tensor_new(2, (int[]){R, V}, false);
+        for (int r = 0; r < R; r++) {
+            float *row = lg->data + (size_t)r * V;
+            for (int v = 0; v < V; v++) row[v] = (float)(int)rng_uniform_range(&rng, -4, 4); /* many ties */
+            switch (r % 6) {
+            case 1: row[TOK_PAD] = 100; row[TOK_SOS] = 99; break; /* never picked */
+            case 2: row[(r * 7) % V] = NAN; break;
+            case 3: row[TOK_UNK] = NAN; break;
+            case 4: for (int v = 0; v < V; v++) row[v] = -INFINITY; break;
+            case 5: row[V - 1] = 50; break; /* in the tail past the blocks */
+            default: break;
+            }
+        }
+        int32_t best[60];
+        model_argmax_rows(lg, R, best);
+        for (int r = 0; r < R; r++) {
+            const float *row = lg->data + (size_t)r * V;
+            int want = TOK_UNK;
+            for (int v = TOK_UNK + 1; v < V; v++)
+                if (v != TOK_SOS && row[v] > row[want]) want = v;
+            cr_expect_eq(best[r], want, "V=%d row %d (case %d): picked %d, a scan picks %d", V, r, r % 6, best[r], want);
+        }
+        tensor_free(lg);
+    }
+}

@@ -79,6 +79,9 @@ ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b);
  * ending at its <eos> (not stored) or at max_len; out_len (B). attn, when not NULL, gets
  * (B, max_len, S) weights (0 where the variant has none). */
 void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn);
+/* best[r] = the highest-scoring output token of logits row r (rows × V): never <pad> or
+ * <sos>, the first of equals; rows split over the threads. */
+void model_argmax_rows(const Tensor *logits, int rows, int32_t *best);
 
 
 

@@ -82,13 +82,7 @@ static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int bs, int 
             for (int i = 0; i < b.B; i++) tok[i] = TOK_SOS;
             for (int step = 0; step < full; step++) {
                 Tensor *lg = model_decode_step(t, m, &ds, tok, NULL);
-                for (int i = 0; i < b.B; i++) {
-                    const float *row = lg->data + (size_t)i * m->trg_vocab;
-                    int best = 0;
-                    for (int v = 1; v < m->trg_vocab; v++)
-                        if (row[v] > row[best]) best = v;
-                    tok[i] = best;
-                }
+                model_argmax_rows(lg, b.B, tok); /* as greedy decoding picks */
                 model_decode_settle(t, m, &ds, step);
             }
             *out_tokens += (long)b.B * full;

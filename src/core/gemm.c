@@ -332,18 +332,29 @@ typedef struct Int8Job {
 static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
     Int8Job *j = ctx;
     for (size_t r = r0; r < r1; r++) {
-        const float *a = j->A + r * j->lda;
-        float mx = 0.0f; /* comparisons, not fmaxf: those vectorise (a NaN is skipped) */
+        const float *restrict a = j->A + r * j->lda;
+        uint8_t *restrict q = j->qa + r * j->K;
+        uint32_t top = 0; /* max |a| as bits (monotonic for non-negative floats): vectorises */
         for (int k = 0; k < j->K; k++) {
-            float v = fabsf(a[k]);
-            mx = v > mx ? v : mx;
+            uint32_t u;
+            memcpy(&u, a + k, sizeof u);
+            u &= 0x7fffffffu;
+            top = u > top ? u : top;
         }
+        if (top >= 0x7f800000u) { /* an Inf or NaN: the row's outputs are NaN, as float32's would be */
+            memset(q, 128, (size_t)j->K);
+            j->sa[r] = NAN;
+            continue;
+        }
+        float mx;
+        memcpy(&mx, &top, sizeof mx);
         float s = mx > 0.0f ? mx / 127.0f : 1.0f, inv = 1.0f / s;
-        uint8_t *q = j->qa + r * j->K;
         for (int k = 0; k < j->K; k++) {
-            float v = nearbyintf(a[k] * inv); /* |v| <= 127 but for rounding at the edge */
-            v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-            q[k] = (uint8_t)(int)(v + 128.0f);
+            float v = a[k] * inv; /* |v| <= 127 but for rounding at the edge */
+            v = v > 127.0f ? 127.0f : v;
+            v = v < -127.0f ? -127.0f : v;
+            v = (v + 12582912.0f) - 12582912.0f; /* to nearest even (1.5 * 2^23), as nearbyintf, but vectorised */
+            q[k] = (uint8_t)((int32_t)v + 128);
         }
         j->sa[r] = s;
     }
@@ -355,12 +366,13 @@ static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
     const float *sb = j->pk->scale;
     const int32_t *cs = j->pk->colsum;
     for (size_t r = r0; r < r1; r++) {
-        const int32_t *acc = j->acc + r * j->N;
-        float *c = j->C + r * j->ldc, sr = j->alpha * j->sa[r];
-        for (int n = 0; n < j->N; n++) {
-            float v = sr * sb[n] * (float)(acc[n] - 128 * cs[n]);
-            c[n] = v + (j->beta == 0.0f ? 0.0f : j->beta * c[n]); /* beta 0: C may hold garbage */
-        }
+        const int32_t *restrict acc = j->acc + r * j->N;
+        float *restrict c = j->C + r * j->ldc;
+        float sr = j->alpha * j->sa[r], beta = j->beta;
+        if (beta == 0.0f) /* C may hold garbage */
+            for (int n = 0; n < j->N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]);
+        else
+            for (int n = 0; n < j->N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]) + beta * c[n];
     }
 }
 

@@ -1,6 +1,7 @@
 /* seq2seq.c — encoder, bridge, decoder, output layer; greedy decoding. */
 #include "s2s/model.h"
 #include "s2s/gemm.h"
+#include "s2s/par.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -361,16 +362,54 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
     ds->N = n;
 }
 
+typedef struct ArgmaxJob {
+    const float *logits;
+    int V;
+    int32_t *best;
+} ArgmaxJob;
+
+/* Candidates <unk>, then <eos> onwards (never <pad> or <sos>: they are not outputs, as in
+ * beam search). The maximum first, in 16 lanes of selects that vectorise (a NaN never wins),
+ * then the first candidate holding it: the same pick as one scan keeping the first of equals. */
+static void argmax_range(void *ctx, size_t r0, size_t r1) {
+    const ArgmaxJob *j = ctx;
+    int V = j->V;
+    for (size_t r = r0; r < r1; r++) {
+        const float *row = j->logits + r * (size_t)V;
+        float lane[16], mx = row[TOK_UNK];
+        for (int q = 0; q < 16; q++) lane[q] = -INFINITY;
+        int v = TOK_EOS;
+        for (; v + 16 <= V; v += 16)
+            for (int q = 0; q < 16; q++) lane[q] = row[v + q] > lane[q] ? row[v + q] : lane[q];
+        for (; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+        for (int q = 0; q < 16; q++) mx = lane[q] > mx ? lane[q] : mx;
+        int best = TOK_UNK;
+        if (!(row[TOK_UNK] >= mx)) /* <unk> holds it unless something beat it (or it is NaN) */
+            for (v = TOK_EOS; v < V; v++)
+                if (row[v] == mx) {
+                    best = v;
+                    break;
+                }
+        j->best[r] = best;
+    }
+}
+
+void model_argmax_rows(const Tensor *logits, int rows, int32_t *best) {
+    ArgmaxJob j = {logits->data, tensor_cols(logits), best};
+    par_for((size_t)rows, (size_t)j.V, argmax_range, &j);
+}
+
 void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn) {
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
     t->training = false;
-    int B = b->B, S = b->S, V = m->trg_vocab;
+    int B = b->B, S = b->S;
     DecodeState ds;
     model_decode_start(t, m, b, 1, &ds);
     int32_t *tok = arena_alloc(&t->arena, (size_t)B * sizeof *tok);
     int32_t *sent = arena_alloc(&t->arena, (size_t)B * sizeof *sent); /* row → sentence */
     int32_t *rows = arena_alloc(&t->arena, (size_t)B * sizeof *rows);
+    int32_t *bests = arena_alloc(&t->arena, (size_t)B * sizeof *bests);
     uint8_t *done = arena_calloc(&t->arena, (size_t)B); /* by sentence */
     for (int i = 0; i < B; i++) {
         tok[i] = TOK_SOS;
@@ -382,13 +421,11 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
         Tensor *w = NULL;
         Tensor *logits = model_decode_step(t, m, &ds, tok, &w);
         int alive = 0;
+        model_argmax_rows(logits, ds.N, bests);
         for (int r = 0; r < ds.N; r++) {
             int i = sent[r];
             if (done[i]) continue; /* finished, not yet dropped */
-            const float *row = logits->data + (size_t)r * V;
-            int best = TOK_UNK; /* never <pad> or <sos>: they are not outputs (as in beam search) */
-            for (int v = TOK_UNK + 1; v < V; v++)
-                if (v != TOK_SOS && row[v] > row[best]) best = v;
+            int best = bests[r];
             if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, w->data + (size_t)r * S, (size_t)S * sizeof *attn);
             if (best == TOK_EOS) {
                 done[i] = 1;
