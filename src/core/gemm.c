@@ -399,7 +399,9 @@ static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *
     int32_t *acc = arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
     j.acc = acc;
     void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
-    par_for((size_t)M, (size_t)K, int8_quant_rows, &j);
+    /* work per element: two passes and a conversion (quantising), four operations (back):
+     * a decoding step's rows then split over the threads, which wait for the GEMM anyway */
+    par_for((size_t)M, (size_t)K * 4, int8_quant_rows, &j);
     DNNL_OK(dnnl_memory_set_data_handle(pl->a, j.qa));
     DNNL_OK(dnnl_memory_set_data_handle(pl->b, pk->buf));
     DNNL_OK(dnnl_memory_set_data_handle(pl->c, acc));
@@ -408,7 +410,7 @@ static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *
                                {DNNL_ARG_SCRATCHPAD, pl->scratch}};
     DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, 4, args));
     DNNL_OK(dnnl_stream_wait(p->stream));
-    par_for((size_t)M, (size_t)N, int8_dequant_rows, &j);
+    par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
     if (serial) omp_set_num_threads(threads);
 }
