@@ -541,3 +541,26 @@ Test(gemm, logsumexp_matches_double) {
     }
     free(x);
 }
+
+/* A tape with gemm_stats times each product under its shape and back end. */
+Test(gemm, stats_record_shapes_and_paths) {
+    Tape t;
+    tape_init(&t, 1 << 20);
+    GemmStats st = {0};
+    t.gemm_stats = &st;
+    float a[40 * 30] = {0}, b[30 * 20] = {0}, c[40 * 20];
+    gemm_tape(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20); /* transposed B, thin: matmul */
+    gemm_tape(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20);
+    gemm_tape(&t, true, false, 40, 20, 30, 1.0f, a, 40, b, 20, 0.0f, c, 20); /* sgemm */
+    gemm_tape(&t, false, false, 1, 20, 30, 1.0f, a, 30, b, 20, 0.0f, c, 20); /* one row */
+    cr_assert_eq(st.n, 3);
+    cr_expect_eq(st.items[0].path, GEMM_PATH_MATMUL);
+    cr_expect_eq(st.items[0].calls, 2);
+    cr_expect(st.items[0].tb && !st.items[0].ta && st.items[0].M == 40 && st.items[0].N == 20 && st.items[0].K == 30);
+    cr_expect_eq(st.items[1].path, GEMM_PATH_SGEMM);
+    cr_expect_eq(st.items[2].path, GEMM_PATH_ROW);
+    for (int i = 0; i < 3; i++) cr_expect_gt(st.items[i].seconds, 0.0);
+    cr_expect_gt(gemm_primitive_rate(&t, &st.items[1], false), 0.0);
+    gemm_stats_free(&st);
+    tape_free(&t);
+}

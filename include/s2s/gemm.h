@@ -49,6 +49,39 @@ const char *gemm_openblas_core(void);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */
 S2sStatus gemm_bf16_check(const char *what, S2sError *err);
 
+/* Which back end multiplied a product (the rules above). */
+typedef enum GemmPath {
+    GEMM_PATH_ROW,          /* one row, plain loops */
+    GEMM_PATH_SGEMM,        /* dnnl_sgemm */
+    GEMM_PATH_OPENBLAS,     /* cblas_sgemm */
+    GEMM_PATH_MATMUL,       /* float32 matmul primitive */
+    GEMM_PATH_PACKED,       /* float32 matmul primitive, weight packed */
+    GEMM_PATH_BF16_GEMM,    /* dnnl_gemm_bf16bf16f32 */
+    GEMM_PATH_BF16_MATMUL,  /* bf16 matmul primitive (AMX CPUs) */
+    GEMM_PATH_BF16_PACKED,  /* bf16 matmul primitive, weight packed */
+    GEMM_PATH_INT8,         /* int8 matmul primitive, weight packed */
+    GEMM_PATH_COUNT
+} GemmPath;
+extern const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT];
+
+/* Time spent per product shape and back end, for benchmarks (./speed --gemm-profile): a
+ * tape whose gemm_stats is set times every product it makes (a clock read on each side). */
+typedef struct GemmShapeStat {
+    GemmPath path;
+    bool ta, tb;
+    int M, N, K;
+    long calls;
+    double seconds;
+} GemmShapeStat;
+typedef struct GemmStats {
+    GemmShapeStat *items;
+    int n, cap;
+} GemmStats;
+void gemm_stats_free(GemmStats *st);
+/* GFLOP/s of the same product (operands as stored, no packing) on a oneDNN matmul primitive
+ * in float32 or bf16, best of three after the first call: what the kernel alone can do. */
+double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16);
+
 /* Row-major C = alpha op(A) op(B) + beta C in the tape's precision (what the ops call). */
 void gemm_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                const float *B, int ldb, float beta, float *C, int ldc);

@@ -72,6 +72,7 @@ typedef struct Tape {
     bool int8;         /* products against frozen weights in int8, the rest float32 (gemm.h) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
+    struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */
     /* gradient buffers of tensors whose producer has run its backward: tensor_grad reuses them,
      * so backward holds only the live gradients, not every one (kept across resets) */
     struct GradBuf { float *p; size_t n; } *free_grads;

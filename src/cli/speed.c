@@ -106,30 +106,76 @@ static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int bs, int 
     return test->n / dt;
 }
 
+static int by_time(const void *a, const void *b) {
+    double x = ((const GemmShapeStat *)a)->seconds, y = ((const GemmShapeStat *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+/* The timed steps' products by shape, slowest first, each beside the same shape on a oneDNN
+ * matmul primitive; then all of them: the step's GEMM rate against the primitives' on the
+ * same shapes (the shapes that make 98 % of the GEMM time, at most 80 of them). */
+static void print_gemm_profile(Tape *t, GemmStats *st, double step_s, bool bf16) {
+    qsort(st->items, (size_t)st->n, sizeof *st->items, by_time);
+    double total = 0, flops = 0;
+    for (int i = 0; i < st->n; i++) {
+        total += st->items[i].seconds;
+        flops += 2.0 * st->items[i].M * st->items[i].N * st->items[i].K * st->items[i].calls;
+    }
+    double covered = 0, cov_flops = 0, prim_s = 0;
+    for (int i = 0; i < st->n && i < 80 && covered < 0.98 * total; i++) {
+        const GemmShapeStat *s = &st->items[i];
+        double f = 2.0 * s->M * s->N * s->K * s->calls;
+        double prim = s->path == GEMM_PATH_ROW ? 0 : gemm_primitive_rate(t, s, bf16 && s->path != GEMM_PATH_SGEMM &&
+                                                                                  s->path != GEMM_PATH_MATMUL &&
+                                                                                  s->path != GEMM_PATH_PACKED);
+        if (prim > 0) {
+            covered += s->seconds;
+            cov_flops += f;
+            prim_s += f / (prim * 1e9);
+        }
+        if (i < 15)
+            printf("{\"event\":\"gemm_shape\",\"path\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,"
+                   "\"calls\":%ld,\"ms\":%.1f,\"gflops\":%.1f,\"primitive_gflops\":%.1f}\n",
+                   GEMM_PATH_NAMES[s->path], s->ta, s->tb, s->M, s->N, s->K, s->calls, 1e3 * s->seconds,
+                   f / s->seconds / 1e9, prim);
+    }
+    printf("{\"event\":\"gemm_profile\",\"precision\":\"%s\",\"shapes\":%d,\"step_s\":%.3f,\"gemm_s\":%.3f,"
+           "\"gemm_share\":%.3f,\"gemm_gflops\":%.1f,\"shapes_compared\":%.3f,\"primitive_gflops_same_shapes\":%.1f,"
+           "\"step_gemm_vs_primitive\":%.3f}\n",
+           bf16 ? "bf16" : "fp32", st->n, step_s, total, total / step_s, flops / total / 1e9, covered / total,
+           cov_flops / prim_s / 1e9, (cov_flops / covered) / (cov_flops / prim_s));
+    fflush(stdout);
+    gemm_stats_free(st);
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: speed [--config NAME] [--model FILE] [--warmup N] [--iters N] [--no-train] [--no-decode]\n"
-               "             [--decode-batch N] [--set key=value]...\n"
+               "             [--decode-batch N] [--gemm-profile] [--set key=value]...\n"
                "\n"
                "Measures training and decoding throughput of a config (default multi30k) on this machine and prints\n"
-               "one JSON line per measurement: --warmup batches first, then --iters timed ones (default 5 and 60).\n");
+               "one JSON line per measurement: --warmup batches first, then --iters timed ones (default 5 and 60).\n"
+               "--gemm-profile times every product of the timed training steps and prints the slowest shapes and\n"
+               "the step's GEMM rate beside oneDNN matmul primitives' on the same shapes (slows the step a little).\n");
 }
 
 int main(int argc, char **argv) {
     const char *config = "multi30k", *model_path = NULL;
     int warmup = 5, iters = 60, decode_batch = 128;
-    bool decode = true, train = true;
+    bool decode = true, train = true, profile = false;
+    GemmStats stats = {0};
     Config cfg;
     config_defaults(&cfg);
     const char *sets[64];
     int n_sets = 0;
     S2sError err;
-    enum { O_CONFIG = 256, O_MODEL, O_WARMUP, O_ITERS, O_DECODE_BATCH, O_NO_DECODE, O_NO_TRAIN, O_SET };
+    enum { O_CONFIG = 256, O_MODEL, O_WARMUP, O_ITERS, O_DECODE_BATCH, O_NO_DECODE, O_NO_TRAIN, O_SET, O_PROFILE };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},         {"config", required_argument, NULL, O_CONFIG},
         {"model", required_argument, NULL, O_MODEL}, {"warmup", required_argument, NULL, O_WARMUP},
         {"iters", required_argument, NULL, O_ITERS}, {"decode-batch", required_argument, NULL, O_DECODE_BATCH},
         {"no-decode", no_argument, NULL, O_NO_DECODE}, {"no-train", no_argument, NULL, O_NO_TRAIN},
-        {"set", required_argument, NULL, O_SET},  {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
+        {"set", required_argument, NULL, O_SET},  {"gemm-profile", no_argument, NULL, O_PROFILE},
+        {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
@@ -142,6 +188,7 @@ int main(int argc, char **argv) {
         case O_DECODE_BATCH: bad = args_int("--decode-batch", optarg, 1, 100000, &decode_batch, &err); break;
         case O_NO_DECODE: decode = false; break;
         case O_NO_TRAIN: train = false; break;
+        case O_PROFILE: profile = true; break;
         case O_SET:
             if (n_sets == 64) bad = s2s_fail(&err, S2S_ERR_CONFIG, "too many --set options");
             else sets[n_sets++] = optarg;
@@ -239,6 +286,7 @@ int main(int argc, char **argv) {
             if (k == warmup) {
                 t0 = now_s();
                 flops = t.flops;
+                if (profile) t.gemm_stats = &stats;
             }
             batch_fill(&b, &d.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
             tape_reset(&t);
@@ -259,6 +307,8 @@ int main(int argc, char **argv) {
             }
         }
         double dt = now_s() - t0, step_gflops = (t.flops - flops) / dt / 1e9;
+        t.gemm_stats = NULL;
+        if (profile) print_gemm_profile(&t, &stats, dt, t.bf16);
         int rows = (int)(positions / (done > 0 ? done : 1));
         double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false, t.openblas);
         double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true, false) : 0;

@@ -8,6 +8,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Exported by libdnnl 2.x but declared only in its test headers: row-major
  * C = alpha op(A) op(B) + beta C with bfloat16 A and B, float32 C and accumulation. */
@@ -47,14 +48,27 @@ S2sStatus gemm_bf16_check(const char *what, S2sError *err) {
     return S2S_OK;
 }
 
-/* The stored matrix behind op(X) (rows × cols with leading dimension ld), packed into bf16. */
+typedef struct Bf16Job {
+    const float *x;
+    uint16_t *y;
+    size_t cols, ld;
+} Bf16Job;
+
+static void bf16_rows(void *ctx, size_t r0, size_t r1) {
+    const Bf16Job *j = ctx;
+    if (j->ld == j->cols) {
+        bf16_from_f32(j->x + r0 * j->ld, j->y + r0 * j->cols, (r1 - r0) * j->cols);
+        return;
+    }
+    for (size_t r = r0; r < r1; r++) bf16_from_f32(j->x + r * j->ld, j->y + r * j->cols, j->cols);
+}
+
+/* The stored matrix behind op(X) (rows × cols with leading dimension ld), packed into bf16,
+ * split over the threads (large operands: a step rounds tens of millions of values). */
 static const uint16_t *to_bf16(Tape *t, const float *x, int rows, int cols, int ld) {
     uint16_t *y = arena_alloc(&t->arena, (size_t)rows * cols * sizeof *y);
-    if (ld == cols) {
-        bf16_from_f32(x, y, (size_t)rows * cols);
-    } else {
-        for (int r = 0; r < rows; r++) bf16_from_f32(x + (size_t)r * ld, y + (size_t)r * cols, (size_t)cols);
-    }
+    Bf16Job j = {x, y, (size_t)cols, (size_t)ld};
+    par_for((size_t)rows, (size_t)cols, bf16_rows, &j);
     return y;
 }
 
@@ -460,26 +474,21 @@ static bool frozen_weight(const Tensor *Bw, const float *B, bool ta, int M) {
     return true;
 }
 
-void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
-                  float *C, int ldc) {
-    if (M == 0 || N == 0) return;
-    t->flops += 2.0 * M * N * K;
-    if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
-        return;
-    }
+/* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name. */
+static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                              const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw,
+                              float beta, float *C, int ldc) {
     PlanKey k;
     memset(&k, 0, sizeof k);
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
     if (t->int8 && Bw && Bw->frozen && !ta && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
         S2S_ASSERT(B == Bw->data);
         int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc);
-        return;
+        return GEMM_PATH_INT8;
     }
     bool frozen = frozen_weight(Bw, B, ta, M);
     if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
+        GemmPath path = GEMM_PATH_BF16_PACKED;
         ArenaMark m = arena_mark(&t->arena);
         if (!Abf) {
             Abf = to_bf16(t, A, ta ? K : M, ta ? M : K, lda);
@@ -493,32 +502,116 @@ void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, c
                 Bbf = to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
                 k.ldb = ldb = tb ? K : N;
             }
-            if (plans_get(t)->amx) /* only the matmul primitive reaches AMX in oneDNN 2.x */
+            if (plans_get(t)->amx) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
                 matmul_run(t, &k, alpha, beta, Abf, Bbf, 0, C);
-            else /* gemm_bf16_check ran before any tape turned bf16 on */
+                path = GEMM_PATH_BF16_MATMUL;
+            } else { /* gemm_bf16_check ran before any tape turned bf16 on */
                 GEMM_ONEDNN(M, N, K, dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf,
                                                           ldb, beta, C, ldc));
+                path = GEMM_PATH_BF16_GEMM;
+            }
         }
         arena_rewind(&t->arena, m);
-        return;
+        return path;
     }
     if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
                    * or waking BLAS threads for it, would cost more than the product */
         gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
-        return;
+        return GEMM_PATH_ROW;
     }
     if (t->openblas) {
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
                     lda, B, ldb, beta, C, ldc);
-        return;
+        return GEMM_PATH_OPENBLAS;
     }
     /* dnnl_sgemm repacks a transposed B on every call: thin products against one go faster
      * through the matmul primitive, and faster still with a frozen weight packed once */
     if (frozen || (tb && !ta && M <= PACK_MAX_ROWS)) {
         matmul_run(t, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C);
-        return;
+        return frozen ? GEMM_PATH_PACKED : GEMM_PATH_MATMUL;
     }
     gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return GEMM_PATH_SGEMM;
+}
+
+const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT] = {
+    "row", "sgemm", "openblas", "matmul", "matmul_packed", "bf16_gemm", "bf16_matmul", "bf16_packed", "int8"};
+
+static void stats_add(GemmStats *st, const GemmShapeStat *x, double seconds) {
+    for (int i = 0; i < st->n; i++) {
+        GemmShapeStat *s = &st->items[i];
+        if (s->path == x->path && s->ta == x->ta && s->tb == x->tb && s->M == x->M && s->N == x->N && s->K == x->K) {
+            s->calls++;
+            s->seconds += seconds;
+            return;
+        }
+    }
+    if (st->n == st->cap) {
+        st->cap = st->cap ? 2 * st->cap : 64;
+        st->items = s2s_xrealloc(st->items, (size_t)st->cap * sizeof *st->items);
+    }
+    st->items[st->n] = *x;
+    st->items[st->n].calls = 1;
+    st->items[st->n].seconds = seconds;
+    st->n++;
+}
+
+void gemm_stats_free(GemmStats *st) {
+    free(st->items);
+    memset(st, 0, sizeof *st);
+}
+
+void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
+                  float *C, int ldc) {
+    if (M == 0 || N == 0) return;
+    t->flops += 2.0 * M * N * K;
+    if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
+        return;
+    }
+    if (!t->gemm_stats) {
+        gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc);
+        return;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    GemmPath path = gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    GemmShapeStat x = {.path = path, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
+    stats_add(t->gemm_stats, &x, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+}
+
+double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
+    int M = s->M, N = s->N, K = s->K;
+    size_t es = bf16 ? sizeof(uint16_t) : sizeof(float);
+    void *A = s2s_xcalloc((size_t)M * K, es), *B = s2s_xcalloc((size_t)K * N, es);
+    float *C = s2s_xcalloc((size_t)M * N, sizeof *C);
+    if (bf16) { /* ones and small integers: exact, and no subnormal slows a kernel down */
+        for (size_t i = 0; i < (size_t)M * K; i++) ((uint16_t *)A)[i] = (uint16_t)(0x3f80 + i % 3);
+        for (size_t i = 0; i < (size_t)K * N; i++) ((uint16_t *)B)[i] = (uint16_t)(0x3f80 + i % 5);
+    } else {
+        for (size_t i = 0; i < (size_t)M * K; i++) ((float *)A)[i] = (float)(i % 3);
+        for (size_t i = 0; i < (size_t)K * N; i++) ((float *)B)[i] = (float)(i % 5);
+    }
+    PlanKey k;
+    memset(&k, 0, sizeof k);
+    k.M = M, k.N = N, k.K = K, k.ta = s->ta, k.tb = s->tb, k.bf16 = bf16;
+    k.lda = s->ta ? M : K, k.ldb = s->tb ? K : N, k.ldc = N;
+    double best = 0;
+    for (int r = 0; r < 4; r++) { /* the first makes the kernel */
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        matmul_run(t, &k, 1.0f, 0.0f, A, B, 0, C);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (r > 0 && (best == 0 || sec < best)) best = sec;
+    }
+    free(A);
+    free(B);
+    free(C);
+    return 2.0 * M * N * K / best / 1e9;
 }
 
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
