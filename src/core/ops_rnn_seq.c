@@ -9,6 +9,7 @@
  * (B, H): the S step outputs, then the final state; an LSTM's second output likewise holds
  * the cell states. */
 #include "s2s/fastmath.h"
+#include "s2s/par.h"
 #include "ops_internal.h"
 
 #include <string.h>
@@ -59,6 +60,43 @@ static void lstm_step(int H, const float *restrict x, const float *restrict b, f
     }
 }
 
+/* One step's rows after its GEMM (rows are independent: any split gives the same bits). */
+typedef struct StepJob {
+    int H, G;
+    bool lstm;
+    const uint8_t *act;
+    const float *x, *b; /* x: this step's input projections (B, G) */
+    float *g, *h, *c, *aux, *hnew, *cnew, *ys, *cs;
+} StepJob;
+
+/* Work per gate value in par_for's units: an exponential and a handful of products each,
+ * so a step's rows split over the threads, which would wait for the next GEMM anyway. */
+#define STEP_ROW_COST 8
+
+static void step_rows(void *ctx, size_t r0, size_t r1) {
+    const StepJob *j = ctx;
+    int H = j->H, G = j->G;
+    for (size_t r = r0; r < r1; r++) {
+        size_t o = r * (size_t)H;
+        if (j->act && !j->act[r]) { /* padding: state kept, output 0 */
+            memset(j->ys + o, 0, (size_t)H * sizeof(float));
+            if (j->lstm) memset(j->cs + o, 0, (size_t)H * sizeof(float));
+            continue;
+        }
+        const float *x = j->x + r * (size_t)G;
+        float *g = j->g + r * (size_t)G;
+        if (j->lstm) {
+            lstm_step(H, x, j->b, g, j->c + o, j->aux + o, j->hnew + o, j->cnew + o);
+            memcpy(j->c + o, j->cnew + o, (size_t)H * sizeof(float));
+            memcpy(j->cs + o, j->cnew + o, (size_t)H * sizeof(float));
+        } else {
+            gru_step(H, x, j->b, g, j->h + o, j->aux + o, j->hnew + o);
+        }
+        memcpy(j->h + o, j->hnew + o, (size_t)H * sizeof(float));
+        memcpy(j->ys + o, j->hnew + o, (size_t)H * sizeof(float));
+    }
+}
+
 Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
                    const uint8_t *active, bool reverse, Tensor **cells) {
     bool lstm = kind == CELL_LSTM;
@@ -92,26 +130,10 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
         s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, NULL, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
-        float *ys = y->data + (size_t)s * BH, *cs = lstm ? cy->data + (size_t)s * BH : NULL;
-        for (int r = 0; r < B; r++) {
-            size_t o = (size_t)r * H;
-            const float *x = xg->data + ((size_t)s * B + r) * G;
-            float *g = gt + (size_t)r * G;
-            if (act && !act[r]) { /* padding: state kept, output 0 */
-                memset(ys + o, 0, (size_t)H * sizeof(float));
-                if (lstm) memset(cs + o, 0, (size_t)H * sizeof(float));
-                continue;
-            }
-            if (lstm) {
-                lstm_step(H, x, b_hh->data, g, c + o, aux + o, hnew + o, cnew + o);
-                memcpy(c + o, cnew + o, (size_t)H * sizeof(float));
-                memcpy(cs + o, cnew + o, (size_t)H * sizeof(float));
-            } else {
-                gru_step(H, x, b_hh->data, g, h + o, aux + o, hnew + o);
-            }
-            memcpy(h + o, hnew + o, (size_t)H * sizeof(float));
-            memcpy(ys + o, hnew + o, (size_t)H * sizeof(float));
-        }
+        StepJob j = {.H = H, .G = G, .lstm = lstm, .act = act, .x = xg->data + (size_t)s * BG, .b = b_hh->data,
+                     .g = gt, .h = h, .c = c, .aux = aux, .hnew = hnew, .cnew = cnew, .ys = y->data + (size_t)s * BH,
+                     .cs = lstm ? cy->data + (size_t)s * BH : NULL};
+        par_for((size_t)B, (size_t)G * STEP_ROW_COST, step_rows, &j);
     }
     if (tape_wants(t, xg, h0, c0) || tape_wants(t, w_hh, b_hh, NULL)) {
         TapeNode *n = tape_record(t, OP_RNN_SEQ, y);
@@ -157,6 +179,37 @@ static void lstm_step_backward(int H, const float *restrict gt, const float *res
     }
 }
 
+typedef struct BackJob {
+    int H, G;
+    bool lstm;
+    const uint8_t *act;
+    const float *gt, *aux, *hp, *cp, *dy, *dcy; /* this step's saved values and output gradients */
+    float *dh, *dc, *dtot, *dhd, *dgs, *dxs;
+} BackJob;
+
+static void back_rows(void *ctx, size_t r0, size_t r1) {
+    const BackJob *j = ctx;
+    int H = j->H, G = j->G;
+    for (size_t r = r0; r < r1; r++) {
+        size_t o = r * (size_t)H;
+        if (j->act && !j->act[r]) { /* state passed through unchanged: its gradient too */
+            memcpy(j->dhd + o, j->dh + o, (size_t)H * sizeof(float));
+            continue;
+        }
+        for (int k = 0; k < H; k++) j->dtot[o + k] = j->dh[o + k] + (j->dy ? j->dy[o + k] : 0.0f);
+        if (j->lstm) {
+            float *dcs = j->dc + o;
+            if (j->dcy)
+                for (int k = 0; k < H; k++) dcs[k] += j->dcy[o + k];
+            lstm_step_backward(H, j->gt + r * (size_t)G, j->cp + o, j->aux + o, j->dtot + o, dcs, j->dgs + r * (size_t)G);
+            memset(j->dhd + o, 0, (size_t)H * sizeof(float));
+        } else {
+            gru_step_backward(H, j->gt + r * (size_t)G, j->aux + o, j->hp + o, j->dtot + o, j->dgs + r * (size_t)G,
+                              j->dxs + r * (size_t)G, j->dhd + o);
+        }
+    }
+}
+
 void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     const SeqSaved *q = n->saved;
     Tensor *xg = n->in[0], *h0 = n->in[1], *c0 = n->in[2], *w = n->in[3], *b = n->in[4];
@@ -177,26 +230,12 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         int s = step_at(q, k);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
         const float *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH, *hp = q->hprev + (size_t)s * BH;
-        float *dgs = dG + (size_t)s * BG, *dxs = dX + (size_t)s * BG;
-        for (int r = 0; r < B; r++) {
-            size_t o = (size_t)r * H;
-            if (act && !act[r]) { /* state passed through unchanged: its gradient too */
-                memcpy(dhd + o, dh + o, (size_t)H * sizeof(float));
-                continue;
-            }
-            for (int j = 0; j < H; j++) dtot[o + j] = dh[o + j] + (dy ? dy[(size_t)s * BH + o + j] : 0.0f);
-            if (q->lstm) {
-                float *dcs = dc + o;
-                if (dcy)
-                    for (int j = 0; j < H; j++) dcs[j] += dcy[(size_t)s * BH + o + j];
-                lstm_step_backward(H, gt + (size_t)r * G, q->cprev + (size_t)s * BH + o, aux + o, dtot + o, dcs,
-                                   dgs + (size_t)r * G);
-                memset(dhd + o, 0, (size_t)H * sizeof(float));
-            } else {
-                gru_step_backward(H, gt + (size_t)r * G, aux + o, hp + o, dtot + o, dgs + (size_t)r * G,
-                                  dxs + (size_t)r * G, dhd + o);
-            }
-        }
+        BackJob j = {.H = H, .G = G, .lstm = q->lstm, .act = act, .gt = gt, .aux = aux, .hp = hp,
+                     .cp = q->lstm ? q->cprev + (size_t)s * BH : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
+                     .dcy = dcy ? dcy + (size_t)s * BH : NULL, .dh = dh, .dc = dc, .dtot = dtot, .dhd = dhd,
+                     .dgs = dG + (size_t)s * BG, .dxs = dX + (size_t)s * BG};
+        par_for((size_t)B, (size_t)G * STEP_ROW_COST, back_rows, &j);
+        float *dgs = j.dgs;
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
         memcpy(dh, dhd, BH * sizeof(float));
         s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, NULL, w->data, H, wbf, w, 1.0f, dh, H);
