@@ -615,8 +615,12 @@ double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
 }
 
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
+    enum { CHUNK = 16384 }; /* rows of a flat copy, so that it splits over the threads */
     uint16_t *y = arena_alloc(&t->arena, n * sizeof *y);
-    bf16_from_f32(x, y, n);
+    size_t whole = n / CHUNK;
+    Bf16Job j = {x, y, CHUNK, CHUNK};
+    par_for(whole, CHUNK, bf16_rows, &j);
+    bf16_from_f32(x + whole * CHUNK, y + whole * CHUNK, n - whole * CHUNK);
     return y;
 }
 

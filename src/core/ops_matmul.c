@@ -131,10 +131,18 @@ void op_linear_backward(Tape *t, const TapeNode *n) {
     Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2], *y = n->out;
     int in = tensor_cols(x), rows = tensor_rows(x), out = w->shape[0];
     const float *dy = y->grad;
-    if (x->requires_grad) /* dx (rows,in) += dy (rows,out) W (out,in) */
-        s2s_gemm_pre(t, false, false, rows, in, out, 1.0f, dy, out, NULL, w->data, in, w->bf16, w, 1.0f, tensor_grad(t, x), in);
-    if (w->requires_grad) /* dW (out,in) += dy^T x */
-        s2s_gemm(t, true, false, out, in, rows, 1.0f, dy, out, x->data, in, 1.0f, tensor_grad(t, w), in);
+    float *dx = x->requires_grad ? tensor_grad(t, x) : NULL, *dw = w->requires_grad ? tensor_grad(t, w) : NULL;
+    /* on a bf16 tape both products read dy in bf16: rounded once, for the two of them */
+    ArenaMark m = arena_mark(&t->arena);
+    const uint16_t *dybf = t->bf16 && dx && dw && rows >= GEMM_BF16_MIN_SIDE && in >= GEMM_BF16_MIN_SIDE &&
+                                   out >= GEMM_BF16_MIN_SIDE
+                               ? gemm_bf16_copy(t, dy, (size_t)rows * out)
+                               : NULL;
+    if (dx) /* dx (rows,in) += dy (rows,out) W (out,in) */
+        s2s_gemm_pre(t, false, false, rows, in, out, 1.0f, dy, out, dybf, w->data, in, w->bf16, w, 1.0f, dx, in);
+    if (dw) /* dW (out,in) += dy^T x */
+        s2s_gemm_pre(t, true, false, out, in, rows, 1.0f, dy, out, dybf, x->data, in, NULL, NULL, 1.0f, dw, in);
+    arena_rewind(&t->arena, m);
     if (b && b->requires_grad) {
         float *db = tensor_grad(t, b);
         for (int r = 0; r < rows; r++) {
