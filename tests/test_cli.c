@@ -169,6 +169,10 @@ Test(cli, bf16_run_learns_and_is_reproducible, .timeout = 240) {
     msg = tu_slurp(a, NULL);
     cr_expect(msg && strstr(msg, "int8") && strstr(msg, "decoding"), "message: %s", msg ? msg : "(none)");
     free(msg);
+    cr_expect_eq(tu_sh("%s/speed --model %s/bf0/model.bin --set precision=int8 --no-decode 2> %s/err.txt", tu_bin(), d, d), 2);
+    msg = tu_slurp(a, NULL);
+    cr_expect(msg && strstr(msg, "int8") && strstr(msg, "--no-train"), "message: %s", msg ? msg : "(none)");
+    free(msg);
     tu_rm_rf(d);
     free(d);
 }

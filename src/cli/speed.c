@@ -230,6 +230,11 @@ int main(int argc, char **argv) {
         }
     if (train && cfg.train.precision == PRECISION_INT8) {
         fprintf(stderr, "speed: precision int8 decodes only: add --no-train\n");
+        if (model_path) {
+            model_free(&m);
+            vocab_free(&msrc);
+            vocab_free(&mtrg);
+        }
         return 2;
     }
     Tape t;

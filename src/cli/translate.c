@@ -215,6 +215,10 @@ int main(int argc, char **argv) {
         default: return args_common(o, "translate", usage, argv, optind, optopt);
         }
     }
+    if (bf16 && int8) {
+        fprintf(stderr, "translate: --bf16 and --int8 exclude each other\n");
+        return 2;
+    }
     if (optind < argc) model = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "translate: %s: unexpected argument (see translate --help)\n", argv[optind]);
@@ -249,10 +253,6 @@ int main(int argc, char **argv) {
         if (!c.tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
     if (!c.tr.max_len) c.tr.max_len = c.cfg.train.max_decode_len;
-    if (bf16 && int8) {
-        fprintf(stderr, "translate: --bf16 and --int8 exclude each other\n");
-        return 2;
-    }
     Precision prec = bf16 ? PRECISION_BF16 : int8 ? PRECISION_INT8 : PRECISION_FP32;
     if (model_tape_init(&c.tape, prec, c.cfg.train.gemm, threads, "translate: --bf16", &err)) {
         fprintf(stderr, "%s\n", err.msg);
