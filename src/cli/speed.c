@@ -312,6 +312,7 @@ int main(int argc, char **argv) {
             }
         }
         double dt = now_s() - t0, step_gflops = (t.flops - flops) / dt / 1e9;
+        double rss = peak_rss_mb(); /* the steps': the reference GEMMs below allocate their own */
         t.gemm_stats = NULL;
         if (profile) print_gemm_profile(&t, &stats, dt, t.bf16);
         int rows = (int)(positions / (done > 0 ? done : 1));
@@ -322,7 +323,7 @@ int main(int argc, char **argv) {
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
                "\"peak_rss_mb\":%.1f,\"openblas_core\":\"%s\"}\n",
                prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
-               step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, peak_rss_mb(), gemm_openblas_core());
+               step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, rss, gemm_openblas_core());
         fflush(stdout);
         batch_free(&b);
         batchplan_free(&plan);
