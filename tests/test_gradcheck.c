@@ -131,6 +131,13 @@ static void concat_setup(Gc *g) {
 }
 static void concat_fwd(Tape *t, Gc *g) { OUT(g, op_concat(t, g->leaf[0], g->leaf[1])); }
 static void slice_fwd(Tape *t, Gc *g) { OUT(g, op_slice(t, g->leaf[1], 1, 2)); }
+static void concat_rows_setup(Gc *g) {
+    gc_leaf(g, 2, SH(5, 2), -1, 1);
+    gc_leaf(g, 2, SH(5, 3), -1, 1);
+    const int32_t ids[] = {4, 1, 4, 0};
+    memcpy(g->ids, ids, sizeof ids);
+}
+static void concat_rows_fwd(Tape *t, Gc *g) { OUT(g, op_concat_rows(t, g->leaf[0], g->leaf[1], g->ids, 4)); }
 static void dropout_fwd(Tape *t, Gc *g) {
     Rng r;
     rng_init(&r, 5, RNG_STREAM_DROPOUT); /* the same mask on every evaluation */
@@ -270,6 +277,7 @@ static const GradCase CASES[] = {
     {"cross_entropy_consume", ce_setup, ce_consume_fwd},
     {"gather_rows", gather_setup, gather_fwd},
     {"concat", concat_setup, concat_fwd},
+    {"concat_rows", concat_rows_setup, concat_rows_fwd},
     {"slice", concat_setup, slice_fwd},
     {"dropout", one_setup, dropout_fwd},
     {"gru_seq_reverse_padded", gru_seq_setup, seq_fwd},

@@ -59,6 +59,8 @@ Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets
 Tensor *op_gather_rows(Tape *t, Tensor *src, const int32_t *ids, int n);
 
 Tensor *op_concat(Tape *t, Tensor *a, Tensor *b);       /* (..., Da) ++ (..., Db) */
+/* Rows ids[0..n) of (R, Da) ++ (R, Db): (n, Da + Db), without the whole concatenation. */
+Tensor *op_concat_rows(Tape *t, Tensor *a, Tensor *b, const int32_t *ids, int n);
 Tensor *op_slice(Tape *t, Tensor *x, int start, int len); /* last axis [start, start+len) */
 
 /* Inverted dropout with keep-mask drawn from rng; identity when the tape is not training

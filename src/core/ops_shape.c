@@ -35,38 +35,59 @@ void op_gather_rows_backward(Tape *t, const TapeNode *node) {
     }
 }
 
-Tensor *op_concat(Tape *t, Tensor *a, Tensor *b) {
+/* Rows ids[0..n) of a ++ b (all rows, keeping a's leading dimensions, when ids is NULL). */
+static Tensor *concat(Tape *t, Tensor *a, Tensor *b, const int32_t *ids, int n) {
     int da = tensor_cols(a), db = tensor_cols(b), rows = tensor_rows(a);
     S2S_ASSERT(rows == tensor_rows(b));
-    int shape[S2S_MAX_DIMS];
-    memcpy(shape, a->shape, sizeof shape);
-    shape[a->ndim - 1] = da + db;
-    Tensor *y = tape_tensor(t, a->ndim, shape);
-    for (int r = 0; r < rows; r++) {
-        float *yr = y->data + (size_t)r * (da + db);
+    Tensor *y;
+    if (ids) {
+        y = tape_tensor2(t, n, da + db);
+    } else {
+        int shape[S2S_MAX_DIMS];
+        memcpy(shape, a->shape, sizeof shape);
+        shape[a->ndim - 1] = da + db;
+        y = tape_tensor(t, a->ndim, shape);
+        n = rows;
+    }
+    for (int i = 0; i < n; i++) {
+        int r = ids ? ids[i] : i;
+        S2S_ASSERT(r >= 0 && r < rows);
+        float *yr = y->data + (size_t)i * (da + db);
         memcpy(yr, a->data + (size_t)r * da, (size_t)da * sizeof(float));
         memcpy(yr + da, b->data + (size_t)r * db, (size_t)db * sizeof(float));
     }
     if (tape_wants(t, a, b, NULL)) {
-        TapeNode *n = tape_record(t, OP_CONCAT, y);
-        n->in[0] = a;
-        n->in[1] = b;
+        TapeNode *node = tape_record(t, OP_CONCAT, y);
+        node->in[0] = a;
+        node->in[1] = b;
+        if (ids) {
+            int32_t *copy = arena_alloc(&t->arena, (size_t)(n ? n : 1) * sizeof *copy);
+            memcpy(copy, ids, (size_t)n * sizeof *copy);
+            node->saved = copy;
+        }
+        node->i[0] = n;
     }
     return y;
 }
 
+Tensor *op_concat(Tape *t, Tensor *a, Tensor *b) { return concat(t, a, b, NULL, 0); }
+
+Tensor *op_concat_rows(Tape *t, Tensor *a, Tensor *b, const int32_t *ids, int n) { return concat(t, a, b, ids, n); }
+
 void op_concat_backward(Tape *t, const TapeNode *n) {
     Tensor *a = n->in[0], *b = n->in[1];
-    int da = tensor_cols(a), db = tensor_cols(b), rows = tensor_rows(a);
+    const int32_t *ids = n->saved;
+    int da = tensor_cols(a), db = tensor_cols(b), rows = n->i[0];
     const float *dy = n->out->grad;
     float *ga = a->requires_grad ? tensor_grad(t, a) : NULL;
     float *gb = b->requires_grad ? tensor_grad(t, b) : NULL;
-    for (int r = 0; r < rows; r++) {
-        const float *g = dy + (size_t)r * (da + db);
+    for (int i = 0; i < rows; i++) { /* picked rows: a row picked twice gets both gradients */
+        size_t r = ids ? (size_t)ids[i] : (size_t)i;
+        const float *g = dy + (size_t)i * (da + db);
         if (ga)
-            for (int j = 0; j < da; j++) ga[(size_t)r * da + j] += g[j];
+            for (int j = 0; j < da; j++) ga[r * da + j] += g[j];
         if (gb)
-            for (int j = 0; j < db; j++) gb[(size_t)r * db + j] += g[da + j];
+            for (int j = 0; j < db; j++) gb[r * db + j] += g[da + j];
     }
 }
 

@@ -223,9 +223,10 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
         o.logits = tape_reshape2(t, output_layer(t, m, ctx, d.out), T1 * B, V);
         o.targets = targets;
     } else {
-        /* the output layer (most of the step's work) only at real targets */
-        Tensor *both = op_concat(t, ctx, d.out);
-        both = op_gather_rows(t, tape_reshape2(t, both, T1 * B, tensor_cols(both)), rows, o.n_tokens);
+        /* the output layer (most of the step's work) only at real targets, whose rows are
+         * picked straight from the context and the decoder states (no whole concatenation) */
+        Tensor *both = op_concat_rows(t, tape_reshape2(t, ctx, T1 * B, tensor_cols(ctx)),
+                                      tape_reshape2(t, d.out, T1 * B, tensor_cols(d.out)), rows, o.n_tokens);
         if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
         o.logits = linear_forward(t, &m->out, both);
         int32_t *tg = arena_alloc(&t->arena, (size_t)(o.n_tokens ? o.n_tokens : 1) * sizeof *tg);
