@@ -166,6 +166,14 @@ static void seq_fwd(Tape *t, Gc *g) {
                       g->mask, true, &cells));
     if (cells) OUT(g, cells);
 }
+/* consuming: xg made by an op, whose values the gates then overwrite */
+static void seq_consume_fwd(Tape *t, Gc *g) {
+    CellKind kind = (CellKind)g->flags;
+    Tensor *cells = NULL;
+    OUT(g, op_rnn_seq_consume(t, kind, op_scale(t, g->leaf[0], 1.5f), g->leaf[1], kind == CELL_LSTM ? g->leaf[4] : NULL,
+                              g->leaf[2], g->leaf[3], g->mask, true, &cells));
+    if (cells) OUT(g, cells);
+}
 
 /* ---- additive attention scores ---- */
 static void additive_setup(Gc *g) {
@@ -282,6 +290,8 @@ static const GradCase CASES[] = {
     {"dropout", one_setup, dropout_fwd},
     {"gru_seq_reverse_padded", gru_seq_setup, seq_fwd},
     {"lstm_seq_reverse_padded", lstm_seq_setup, seq_fwd},
+    {"gru_seq_consume", gru_seq_setup, seq_consume_fwd},
+    {"lstm_seq_consume", lstm_seq_setup, seq_consume_fwd},
     {"additive_scores", additive_setup, additive_fwd},
     {"layer_embedding", emb_layer_setup, emb_layer_fwd},
     {"layer_linear", lin_setup, lin_layer_fwd},

@@ -84,6 +84,10 @@ Tensor *op_mean(Tape *t, Tensor *x);                    /* → (1) */
  * real token. */
 Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
                    const uint8_t *active, bool reverse, Tensor **cells);
+/* The same, keeping the gate activations for backward in xg's own memory: for an xg that
+ * nothing else reads (the layer's input projection), whose values it overwrites. */
+Tensor *op_rnn_seq_consume(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
+                           const uint8_t *active, bool reverse, Tensor **cells);
 
 /* Additive (Bahdanau) attention scores: q (T, B, A) and k (S, B, A), time-major, and
  * v (A) → scores (B, T, S) with score[b,t,s] = v · tanh(q[t,b] + k[s,b]). */

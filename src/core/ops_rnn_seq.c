@@ -97,9 +97,12 @@ static void step_rows(void *ctx, size_t r0, size_t r1) {
     }
 }
 
-Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
-                   const uint8_t *active, bool reverse, Tensor **cells) {
+/* consume: xg's values are dead once read (only this op reads them), so the gate
+ * activations kept for backward take their place instead of a buffer of the same size. */
+static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
+                       const uint8_t *active, bool reverse, bool consume, Tensor **cells) {
     bool lstm = kind == CELL_LSTM;
+    S2S_ASSERT(!consume || !xg->base); /* a view's base may be read by others */
     int B = tensor_rows(h0), H = tensor_cols(h0), G = (lstm ? 4 : 3) * H;
     S2S_ASSERT(tensor_cols(xg) == G && tensor_rows(xg) % B == 0);
     S2S_ASSERT(w_hh->shape[0] == G && w_hh->shape[1] == H && b_hh->size == (size_t)G);
@@ -110,7 +113,7 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
     SeqSaved *q = arena_alloc(&t->arena, sizeof *q);
     *q = (SeqSaved){arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
                     lstm ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
-                    arena_alloc(&t->arena, (size_t)S * BG * sizeof(float)),
+                    consume ? xg->data : arena_alloc(&t->arena, (size_t)S * BG * sizeof(float)),
                     arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
                     NULL, S, B, H, lstm, reverse};
     if (active) {
@@ -122,9 +125,11 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
     if (lstm) memcpy(c, c0->data, BH * sizeof(float));
     float *hnew = arena_alloc(&t->arena, BH * sizeof(float)), *cnew = lstm ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     const uint16_t *wbf = gemm_bf16_weight(t, w_hh); /* once, not per step */
+    float *rec = consume ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL; /* one step's gates, then into xg */
     for (int k = 0; k < S; k++) {
         int s = step_at(q, k);
-        float *hp = q->hprev + (size_t)s * BH, *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH;
+        float *hp = q->hprev + (size_t)s * BH, *gt = consume ? rec : q->gates + (size_t)s * BG;
+        float *aux = q->aux + (size_t)s * BH;
         memcpy(hp, h, BH * sizeof(float));
         if (lstm) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
@@ -134,6 +139,7 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
                      .g = gt, .h = h, .c = c, .aux = aux, .hnew = hnew, .cnew = cnew, .ys = y->data + (size_t)s * BH,
                      .cs = lstm ? cy->data + (size_t)s * BH : NULL};
         par_for((size_t)B, (size_t)G * STEP_ROW_COST, step_rows, &j);
+        if (consume) memcpy(q->gates + (size_t)s * BG, gt, BG * sizeof(float)); /* over this step's xg, now read */
     }
     if (tape_wants(t, xg, h0, c0) || tape_wants(t, w_hh, b_hh, NULL)) {
         TapeNode *n = tape_record(t, OP_RNN_SEQ, y);
@@ -147,6 +153,16 @@ Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, T
     }
     if (cells) *cells = cy;
     return y;
+}
+
+Tensor *op_rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
+                   const uint8_t *active, bool reverse, Tensor **cells) {
+    return rnn_seq(t, kind, xg, h0, c0, w_hh, b_hh, active, reverse, false, cells);
+}
+
+Tensor *op_rnn_seq_consume(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c0, Tensor *w_hh, Tensor *b_hh,
+                           const uint8_t *active, bool reverse, Tensor **cells) {
+    return rnn_seq(t, kind, xg, h0, c0, w_hh, b_hh, active, reverse, true, cells);
 }
 
 static void gru_step_backward(int H, const float *restrict gt, const float *restrict hn, const float *restrict hr,

@@ -62,8 +62,10 @@ RnnOutput rnn_forward(Tape *t, const Rnn *r, Tensor *x, const int *lens, Tensor 
             if ((!hi || (r->cell == CELL_LSTM && !ci)) && !zeros) zeros = tape_zeros(t, 2, (int[]){B, H});
             Tensor *xg = op_linear(t, in, w->w_ih, w->b_ih); /* (S, B, G): one GEMM for all steps */
             Tensor *cells = NULL;
-            Tensor *y = op_rnn_seq(t, r->cell, xg, hi ? hi : zeros, r->cell == CELL_LSTM ? (ci ? ci : zeros) : NULL,
-                                   w->w_hh, w->b_hh, active, dir == 1, &cells);
+            /* nothing else reads xg: the gates kept for backward take its memory */
+            Tensor *y = op_rnn_seq_consume(t, r->cell, xg, hi ? hi : zeros,
+                                           r->cell == CELL_LSTM ? (ci ? ci : zeros) : NULL, w->w_hh, w->b_hh, active,
+                                           dir == 1, &cells);
             outs[dir] = tape_view(t, y, 0, 3, (int[]){S, B, H});
             o.h_last[l][dir] = tape_view(t, y, (size_t)S * BH, 2, (int[]){B, H});
             if (cells) o.c_last[l][dir] = tape_view(t, cells, (size_t)S * BH, 2, (int[]){B, H});
