@@ -235,8 +235,13 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     /* d xg is written once, whole: where xg has no gradient yet (the usual case: only this op
      * reads it), it is written straight into xg's gradient instead of a buffer added later */
     bool own = xg->requires_grad && !xg->grad && !xg->base;
-    float *dG = q->lstm && own ? tensor_grad(t, xg) : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d recurrent pre-activations */
-    float *dX = q->lstm ? dG : own ? tensor_grad(t, xg) : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
+    /* the gradients that outlive this op first; then its scratch, given back at the end */
+    float *gx = xg->requires_grad ? tensor_grad(t, xg) : NULL, *gh0 = h0->requires_grad ? tensor_grad(t, h0) : NULL;
+    float *gc0 = q->lstm && c0->requires_grad ? tensor_grad(t, c0) : NULL;
+    float *gw = w->requires_grad ? tensor_grad(t, w) : NULL, *gb = b->requires_grad ? tensor_grad(t, b) : NULL;
+    ArenaMark scratch = arena_mark(&t->arena);
+    float *dG = q->lstm && own ? gx : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d recurrent pre-activations */
+    float *dX = q->lstm ? dG : own ? gx : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
     const uint16_t *wbf = gemm_bf16_weight(t, w);
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
@@ -256,24 +261,17 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         memcpy(dh, dhd, BH * sizeof(float));
         s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, NULL, w->data, H, wbf, w, 1.0f, dh, H);
     }
-    if (h0->requires_grad) {
-        float *g = tensor_grad(t, h0);
-        for (size_t i = 0; i < BH; i++) g[i] += dh[i];
-    }
-    if (q->lstm && c0->requires_grad) {
-        float *g = tensor_grad(t, c0);
-        for (size_t i = 0; i < BH; i++) g[i] += dc[i];
-    }
+    if (gh0)
+        for (size_t i = 0; i < BH; i++) gh0[i] += dh[i];
+    if (gc0)
+        for (size_t i = 0; i < BH; i++) gc0[i] += dc[i];
     size_t rows = (size_t)S * B;
-    if (w->requires_grad) /* all steps at once: dW_hh += dG^T H_prev */
-        s2s_gemm(t, true, false, G, H, (int)rows, 1.0f, dG, G, q->hprev, H, 1.0f, tensor_grad(t, w), H);
-    if (b->requires_grad) {
-        float *db = tensor_grad(t, b);
+    if (gw) /* all steps at once: dW_hh += dG^T H_prev */
+        s2s_gemm(t, true, false, G, H, (int)rows, 1.0f, dG, G, q->hprev, H, 1.0f, gw, H);
+    if (gb)
         for (size_t r = 0; r < rows; r++)
-            for (int j = 0; j < G; j++) db[j] += dG[r * G + j];
-    }
-    if (xg->requires_grad && !own) {
-        float *dx = tensor_grad(t, xg);
-        for (size_t i = 0; i < rows * G; i++) dx[i] += dX[i];
-    }
+            for (int j = 0; j < G; j++) gb[j] += dG[r * G + j];
+    if (gx && !own)
+        for (size_t i = 0; i < rows * G; i++) gx[i] += dX[i];
+    arena_rewind(&t->arena, scratch);
 }
