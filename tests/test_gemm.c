@@ -564,3 +564,56 @@ Test(gemm, stats_record_shapes_and_paths) {
     gemm_stats_free(&st);
     tape_free(&t);
 }
+
+/* op_linear_xent in chunks equals op_linear then op_cross_entropy: the loss and every
+ * gradient, in float32 (37 rows: a short last chunk) and in bf16 (40 rows: every chunk at
+ * least 8 rows, so every chunk's products round their operands as the whole one does). */
+Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
+    int D = 24, V = 50;
+    for (int prec = 0; prec < 2; prec++) {
+        if (prec == 1 && gemm_bf16_check("test", &(S2sError){0}) != S2S_OK) break;
+        int N = prec ? 40 : 37;
+        double tol = prec ? 1e-5 : 1e-6;
+        Rng rng;
+        rng_init(&rng, 51, 0);
+        Tensor *x = tensor_new(2, SH(N, D), true), *w = tensor_new(2, SH(V, D), true), *b = tensor_new(1, SH(V), true);
+        tu_fill(x, &rng, -1, 1);
+        tu_fill(w, &rng, -1, 1);
+        tu_fill(b, &rng, -1, 1);
+        int32_t tg[40];
+        for (int r = 0; r < N; r++) tg[r] = r % 7 == 3 ? 0 : 1 + (r * 13) % (V - 1); /* some ignored (0) */
+        float *ref[4] = {NULL};
+        float loss[2];
+        int chunks[] = {0, 8};
+        for (int k = 0; k < 2; k++) {
+            Tape t;
+            tape_init(&t, 1 << 20);
+            t.bf16 = prec == 1;
+            memset(x->grad, 0, x->size * sizeof(float));
+            memset(w->grad, 0, w->size * sizeof(float));
+            memset(b->grad, 0, b->size * sizeof(float));
+            Tensor *l = chunks[k] ? op_linear_xent(&t, x, w, b, tg, 0, chunks[k])
+                                  : op_cross_entropy(&t, op_linear(&t, x, w, b), tg, 0);
+            loss[k] = l->data[0];
+            tape_backward(&t, l);
+            float *got[3] = {x->grad, w->grad, b->grad};
+            size_t n[3] = {x->size, w->size, b->size};
+            for (int q = 0; q < 3; q++) {
+                if (k == 0) {
+                    ref[q] = malloc(n[q] * sizeof(float));
+                    memcpy(ref[q], got[q], n[q] * sizeof(float));
+                    continue;
+                }
+                double worst = 0;
+                for (size_t e = 0; e < n[q]; e++) worst = fmax(worst, fabs(got[q][e] - ref[q][e]));
+                cr_expect_lt(worst, tol, "%s: gradient %d off by %g", prec ? "bf16" : "fp32", q, worst);
+            }
+            tape_free(&t);
+        }
+        cr_expect_lt(fabs((double)loss[0] - loss[1]), tol, "%s: loss %g vs %g", prec ? "bf16" : "fp32", loss[0], loss[1]);
+        for (int q = 0; q < 3; q++) free(ref[q]);
+        tensor_free(x);
+        tensor_free(w);
+        tensor_free(b);
+    }
+}

@@ -113,6 +113,15 @@ static void ce_setup(Gc *g) {
     memcpy(g->ids, tg, sizeof tg);
 }
 static void ce_fwd(Tape *t, Gc *g) { OUT(g, op_cross_entropy(t, g->leaf[0], g->ids, 0)); }
+/* linear + loss in chunks of 2 rows (5 rows: the last chunk short), with an ignored row */
+static void xent_setup(Gc *g) {
+    gc_leaf(g, 2, SH(5, 4), -1, 1); /* x */
+    gc_leaf(g, 2, SH(6, 4), -1, 1); /* w */
+    gc_leaf(g, 1, SH(6), -1, 1);    /* b */
+    const int32_t tg[] = {3, 0, 5, 1, 2}; /* 0 ignored */
+    memcpy(g->ids, tg, sizeof tg);
+}
+static void xent_fwd(Tape *t, Gc *g) { OUT(g, op_linear_xent(t, g->leaf[0], g->leaf[1], g->leaf[2], g->ids, 0, 2)); }
 /* consuming: logits made by an op (a leaf already has a gradient), so backward overwrites them */
 static void ce_consume_fwd(Tape *t, Gc *g) {
     OUT(g, op_cross_entropy_consume(t, op_scale(t, g->leaf[0], 1.5f), g->ids, 0));
@@ -283,6 +292,7 @@ static const GradCase CASES[] = {
     {"softmax_causal", sm_causal_setup, sm_causal_fwd},
     {"cross_entropy", ce_setup, ce_fwd},
     {"cross_entropy_consume", ce_setup, ce_consume_fwd},
+    {"linear_xent", xent_setup, xent_fwd},
     {"gather_rows", gather_setup, gather_fwd},
     {"concat", concat_setup, concat_fwd},
     {"concat_rows", concat_rows_setup, concat_rows_fwd},

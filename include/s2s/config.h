@@ -75,6 +75,7 @@ typedef struct ConfigTrain {
     float lr;
     int batch_size;         /* sentences per batch (at most) */
     int batch_tokens;       /* padded positions per batch, at most (0: sentences only) */
+    int loss_chunk;         /* output layer + loss this many rows at a time in training (0: all) */
     int epochs;
     long max_steps;         /* the run ends after this many optimizer steps (0: no limit) */
     int save_every;         /* steps between resumable checkpoints within an epoch (0: per epoch only) */

@@ -25,6 +25,7 @@ typedef struct Seq2Seq {
     Attention attn;
     Linear w_c;               /* luong only: (Hd, D + Hd), no bias */
     Linear out;               /* (V, D + Hd) for concat, (V, Hd) for luong */
+    int loss_chunk;           /* training: output layer + loss this many rows at a time (0: all; train.loss_chunk) */
 } Seq2Seq;
 
 /* Checks the model section (names, sizes, cross-field constraints); messages start with

@@ -53,6 +53,10 @@ Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ig
  * logits is not a view and has no gradient yet, backward writes the gradient over its values
  * instead of keeping a second (N, V) buffer. */
 Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index);
+/* op_cross_entropy(op_linear(x, w, b), …) computed `chunk` rows at a time: x (N, D), w (V, D),
+ * b (V) or NULL. Only one chunk's logits exist at once; backward computes them again (one
+ * more product of the layer's size) instead of keeping (N, V). */
+Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk);
 
 /* Rows of src (R, D) picked by ids (n), each in [0, R) → (n, D); backward scatter-adds.
  * Embedding lookup, and picking each sequence's last state. */

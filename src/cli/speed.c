@@ -265,6 +265,7 @@ int main(int argc, char **argv) {
         rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
         model_init_weights(&m, &rng);
     }
+    m.loss_chunk = cfg.train.loss_chunk; /* as the trainer sets it */
     /* bf16 is oneDNN's only */
     const char *prec = PRECISION_NAMES[cfg.train.precision], *lib = GEMM_LIB_NAMES[bf16 ? GEMM_LIB_ONEDNN : cfg.train.gemm];
     if (train) {

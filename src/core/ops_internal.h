@@ -25,6 +25,7 @@ void op_exp_backward(Tape *t, const TapeNode *n);
 void op_log_backward(Tape *t, const TapeNode *n);
 void op_softmax_backward(Tape *t, const TapeNode *n);
 void op_cross_entropy_backward(Tape *t, const TapeNode *n);
+void op_linear_xent_backward(Tape *t, const TapeNode *n);
 void op_gather_rows_backward(Tape *t, const TapeNode *n);
 void op_concat_backward(Tape *t, const TapeNode *n);
 void op_slice_backward(Tape *t, const TapeNode *n);

@@ -157,3 +157,85 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
     job.d = tensor_grad(t, logits);
     par_for((size_t)N, (size_t)V, ce_grad_rows_add, &job);
 }
+
+/* ---- linear + cross entropy, a chunk of rows at a time ---- */
+
+/* logits (n, V) of rows r0 .. r0+n of x into y: b broadcast, then + x W^T. W's products are
+ * not marked as a frozen weight's: packing (V, D) per step would cost more than it saves. */
+static void xent_logits(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint16_t *wbf, int r0, int n,
+                        float *y) {
+    int D = tensor_cols(x), V = w->shape[0];
+    if (b)
+        for (int r = 0; r < n; r++) memcpy(y + (size_t)r * V, b->data, (size_t)V * sizeof *y);
+    s2s_gemm_pre(t, false, true, n, V, D, 1.0f, x->data + (size_t)r0 * D, D, NULL, w->data, D, wbf, NULL,
+                 b ? 1.0f : 0.0f, y, V);
+}
+
+Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk) {
+    int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
+    S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && chunk > 0);
+    for (int r = 0; r < N; r++) S2S_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V));
+    float *lse = arena_alloc(&t->arena, (size_t)(N ? N : 1) * sizeof *lse);
+    ArenaMark m = arena_mark(&t->arena);
+    const uint16_t *wbf = gemm_bf16_weight(t, w); /* once for all chunks */
+    float *y = arena_alloc(&t->arena, (size_t)(N < chunk ? (N ? N : 1) : chunk) * V * sizeof *y);
+    double total = 0.0;
+    int count = 0;
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        xent_logits(t, x, w, b, wbf, r0, n, y);
+        LseJob job = {y, targets + r0, lse + r0, V, ignore_index};
+        par_for((size_t)n, (size_t)V, lse_rows, &job);
+        for (int r = 0; r < n; r++) { /* in row order, as op_cross_entropy */
+            if (targets[r0 + r] == ignore_index) continue;
+            total += lse[r0 + r] - y[(size_t)r * V + targets[r0 + r]];
+            count++;
+        }
+    }
+    arena_rewind(&t->arena, m);
+    Tensor *out = tape_tensor1(t, 1);
+    out->data[0] = count ? (float)(total / count) : 0.0f;
+    if (tape_wants(t, x, w, b)) {
+        TapeNode *node = tape_record(t, OP_LINEAR_XENT, out);
+        node->in[0] = x;
+        node->in[1] = w;
+        node->in[2] = b;
+        int32_t *tg = arena_alloc(&t->arena, (size_t)(N ? N : 1) * sizeof *tg);
+        memcpy(tg, targets, (size_t)N * sizeof *tg);
+        node->saved = tg;
+        node->saved2 = lse;
+        node->i[0] = ignore_index;
+        node->i[1] = count;
+        node->i[2] = chunk;
+    }
+    return out;
+}
+
+void op_linear_xent_backward(Tape *t, const TapeNode *node) {
+    Tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
+    const int32_t *tg = node->saved;
+    const float *lse = node->saved2;
+    int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0], count = node->i[1], chunk = node->i[2];
+    if (!count) return;
+    float g = node->out->grad[0] / (float)count;
+    float *dx = x->requires_grad ? tensor_grad(t, x) : NULL, *dw = w->requires_grad ? tensor_grad(t, w) : NULL;
+    float *db = b && b->requires_grad ? tensor_grad(t, b) : NULL;
+    ArenaMark m = arena_mark(&t->arena);
+    const uint16_t *wbf = gemm_bf16_weight(t, w);
+    float *y = arena_alloc(&t->arena, (size_t)(N < chunk ? N : chunk) * V * sizeof *y);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        xent_logits(t, x, w, b, wbf, r0, n, y); /* the forward's logits again, bit for bit */
+        CeGradJob job = {y, y, tg + r0, lse + r0, g, V, node->i[0]};
+        par_for((size_t)n, (size_t)V, ce_grad_rows_over, &job); /* d logits over the logits */
+        if (dx) /* dx (n, D) += dlogits (n, V) W (V, D) */
+            s2s_gemm_pre(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f,
+                         dx + (size_t)r0 * D, D);
+        if (dw) /* dW (V, D) += dlogits^T x */
+            s2s_gemm_pre(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
+        if (db)
+            for (int r = 0; r < n; r++)
+                for (int v = 0; v < V; v++) db[v] += y[(size_t)r * V + v];
+    }
+    arena_rewind(&t->arena, m);
+}

@@ -79,6 +79,9 @@ static const Key KEYS[] = {
     {"train.optimizer", K_ENUM, OFF(train.optimizer), 0, 0, OPTIMIZER_NAMES, "optimizer"},
     {"train.lr", K_FLOAT, OFF(train.lr), 1e-12, 1e3, NULL, "learning rate"},
     {"train.batch_size", K_INT, OFF(train.batch_size), 1, 1e6, NULL, "sentences per batch (at most)"},
+    {"train.loss_chunk", K_INT, OFF(train.loss_chunk), 0, 1e6, NULL,
+     "output layer and loss this many target rows at a time in training, logits computed again in backward: "
+     "less memory (no whole logits), one more output-layer product (0: all rows at once)"},
     {"train.batch_tokens", K_INT, OFF(train.batch_tokens), 0, 1e9, NULL,
      "padded token positions per batch, at most (0: batch_size alone)"},
     {"train.epochs", K_INT, OFF(train.epochs), 1, 1e6, NULL, "epochs"},

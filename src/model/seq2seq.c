@@ -228,11 +228,15 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
         Tensor *both = op_concat_rows(t, tape_reshape2(t, ctx, T1 * B, tensor_cols(ctx)),
                                       tape_reshape2(t, d.out, T1 * B, tensor_cols(d.out)), rows, o.n_tokens);
         if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
-        o.logits = linear_forward(t, &m->out, both);
         int32_t *tg = arena_alloc(&t->arena, (size_t)(o.n_tokens ? o.n_tokens : 1) * sizeof *tg);
         for (int k = 0; k < o.n_tokens; k++) tg[k] = targets[rows[k]];
         o.targets = tg;
         o.rows = rows;
+        if (m->loss_chunk > 0 && t->grad_enabled) { /* training: never the whole logits (o.logits NULL) */
+            o.loss = op_linear_xent(t, both, m->out.w, m->out.b, tg, TOK_PAD, m->loss_chunk);
+            return o;
+        }
+        o.logits = linear_forward(t, &m->out, both);
     }
     o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD); /* nothing reads logits after backward */
     return o;

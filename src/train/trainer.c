@@ -414,6 +414,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         }
     }
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
+    r->model.loss_chunk = cfg->train.loss_chunk;
     if (is_adam(cfg) && (st = params_alloc_moments(&r->model.params, err))) goto out;
     r->font = font_open(NULL);
     if (!r->font && opt->out)
