@@ -594,3 +594,17 @@ Test(cli, every_program_shares_its_command_line_conventions, .timeout = 60) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* train.loss_chunk: the small run learns as well with the output layer and loss in chunks
+ * of 16 target rows (the op itself is checked against linear + loss in test_gemm). */
+Test(cli, loss_chunk_run_learns, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_config(d, 6);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set loss_chunk=16 --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    char run[256];
+    snprintf(run, sizeof run, "%s/run", d);
+    double exact = last_test_metric(run, "test_exact_match");
+    cr_expect_geq(exact, 0.95, "loss_chunk 16: test exact match %.3f after 6 epochs", exact);
+    tu_rm_rf(d);
+    free(d);
+}
