@@ -90,7 +90,7 @@ static void make_operands(int flags, int nb, int M, int N, int K, uint64_t seed,
 /* Forward C = op(A) op(B) and backward with a random seed dC, on a bf16 tape: every value
  * equals the double-precision product of the bf16-rounded operands to float32 accumulation
  * accuracy, and is visibly different from the float32 product (the path really is bf16). */
-static void check_matmul(int flags, int nb, int M, int N, int K) {
+static void check_matmul_path(int flags, int nb, int M, int N, int K, bool prim) {
     bool ta = flags & MM_TRANS_A, tb = flags & MM_TRANS_B;
     Tensor *a, *b;
     make_operands(flags, nb, M, N, K, 7, true, &a, &b);
@@ -99,6 +99,7 @@ static void check_matmul(int flags, int nb, int M, int N, int K) {
     Tape t;
     tape_init(&t, 1 << 16);
     t.bf16 = true;
+    t.bf16_matmul = prim;
     t.grad_enabled = true;
     Tensor *c = op_matmul(&t, a, b, flags);
     int nbat = nb ? nb : 1;
@@ -137,6 +138,13 @@ static void check_matmul(int flags, int nb, int M, int N, int K) {
     tensor_free(a);
     tensor_free(b);
     tensor_free(dc);
+}
+
+/* both bf16 paths: the GEMM call, and the matmul primitives AMX CPUs use (checked here on
+ * any CPU with bf16: the primitive picks its avx512_bf16 kernels where there is no AMX) */
+static void check_matmul(int flags, int nb, int M, int N, int K) {
+    check_matmul_path(flags, nb, M, N, K, false);
+    check_matmul_path(flags, nb, M, N, K, true);
 }
 
 Test(gemm, bf16_matmul_all_transposes) {

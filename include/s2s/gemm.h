@@ -16,8 +16,9 @@
  * with a transposed B at most 1024 rows tall (decoding and recurrent steps, where dnnl_sgemm
  * repacks B on every call), every product against a weight frozen by params_freeze in those
  * shapes (the weight is packed once per freeze into the kernel's own layout, converted to
- * bf16 by the same reorder on a bf16 tape), and on CPUs with AMX every bf16 product (oneDNN's
- * GEMM calls do not use AMX). The choice depends on the shape and the CPU only, never on a
+ * bf16 by the same reorder on a bf16 tape), and every bf16 product where Tape.bf16_matmul
+ * says so: model_tape_init sets it on CPUs with AMX (oneDNN's GEMM calls do not use AMX);
+ * tests set it on any CPU to check that path. The choice depends on the shape and the CPU only, never on a
  * timing, so a run's numbers stay the same from run to run.
  *
  * An int8 tape (Tape.int8, decoding only: `./translate --int8`) multiplies by frozen weights
@@ -44,6 +45,9 @@ void gemm_set_threads(int n);
  * Either can be older than the CPU runs (Debian's 0.3.21 guessed Prescott on a Xeon with AMX),
  * which `make bench` checks. */
 const char *gemm_openblas_core(void);
+
+/* Whether oneDNN runs AMX kernels on this CPU (then bf16 tapes set Tape.bf16_matmul). */
+bool gemm_cpu_has_amx(void);
 
 /* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */

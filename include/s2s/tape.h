@@ -71,6 +71,7 @@ typedef struct Tape {
     bool bf16;         /* GEMM operands in bfloat16, float32 accumulation (gemm.h) */
     bool openblas;     /* float32 GEMMs by OpenBLAS instead of oneDNN (gemm.h) */
     bool int8;         /* products against frozen weights in int8, the rest float32 (gemm.h) */
+    bool bf16_matmul;  /* bf16 products through matmul primitives: set where the CPU has AMX (gemm.h) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
     struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */

@@ -45,6 +45,7 @@ static double gemm_rate(int M, int N, int K, bool bf16, bool openblas) {
     Tape t; /* for the bf16 path's conversions */
     tape_init(&t, 1 << 20);
     t.bf16 = bf16;
+    t.bf16_matmul = bf16 && gemm_cpu_has_amx(); /* as model_tape_init: the step's own path */
     t.openblas = openblas;
     for (int r = 0; r < 6; r++) {
         double t0 = now_s();

@@ -29,6 +29,8 @@ void gemm_set_threads(int n) {
     omp_set_num_threads(n);
 }
 
+bool gemm_cpu_has_amx(void) { return dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core_amx; }
+
 const char *gemm_openblas_core(void) {
     const char *core = openblas_get_corename();
     return core ? core : "unknown";
@@ -121,7 +123,6 @@ struct GemmPlans {
     int n_plans;
     Pack packs[PACK_MAX];
     int n_packs, next_pack; /* next_pack: the slot replaced when all are used */
-    bool amx;
 };
 
 #define DNNL_OK(call) S2S_ASSERT((call) == dnnl_success) /* shapes and strides are the caller's bugs */
@@ -131,7 +132,6 @@ static GemmPlans *plans_get(Tape *t) {
     GemmPlans *p = s2s_xcalloc(1, sizeof *p);
     DNNL_OK(dnnl_engine_create(&p->engine, dnnl_cpu, 0));
     DNNL_OK(dnnl_stream_create(&p->stream, p->engine, dnnl_stream_default_flags));
-    p->amx = dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core_amx;
     return t->gemm_plans = p;
 }
 
@@ -502,7 +502,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
                 Bbf = to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
                 k.ldb = ldb = tb ? K : N;
             }
-            if (plans_get(t)->amx) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
+            if (t->bf16_matmul) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
                 matmul_run(t, &k, alpha, beta, Abf, Bbf, 0, C);
                 path = GEMM_PATH_BF16_MATMUL;
             } else { /* gemm_bf16_check ran before any tape turned bf16 on */

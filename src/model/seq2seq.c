@@ -82,6 +82,7 @@ S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int thread
     gemm_set_threads(threads);
     tape_init(t, 1 << 20);
     t->bf16 = bf16;
+    t->bf16_matmul = bf16 && gemm_cpu_has_amx(); /* AMX is reached through primitives only */
     t->openblas = openblas;
     t->int8 = int8;
     return S2S_OK;
