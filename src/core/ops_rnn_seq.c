@@ -206,6 +206,8 @@ static void lstm_step_backward(int H, const float *restrict gt, const float *res
 typedef struct BackJob {
     int H, G;
     bool lstm;
+    bool over;    /* the gates' memory takes d xg: each row's gates are copied to stage first */
+    float *stage; /* (B, G) */
     const uint8_t *act;
     const float *gt, *aux, *hp, *cp, *dy, *dcy; /* this step's saved values and output gradients */
     float *dh, *dc, *dtot, *dhd, *dgs, *dxs;
@@ -216,20 +218,27 @@ static void back_rows(void *ctx, size_t r0, size_t r1) {
     int H = j->H, G = j->G;
     for (size_t r = r0; r < r1; r++) {
         size_t o = r * (size_t)H;
+        const float *gt = j->gt + r * (size_t)G;
         if (j->act && !j->act[r]) { /* state passed through unchanged: its gradient too */
             memcpy(j->dhd + o, j->dh + o, (size_t)H * sizeof(float));
+            if (j->over) /* d xg of the row is 0, written over its (unused) gates */
+                memset((j->lstm ? j->dgs : j->dxs) + r * (size_t)G, 0, (size_t)G * sizeof(float));
             continue;
+        }
+        if (j->over) {
+            memcpy(j->stage + r * (size_t)G, gt, (size_t)G * sizeof(float));
+            gt = j->stage + r * (size_t)G;
         }
         for (int k = 0; k < H; k++) j->dtot[o + k] = j->dh[o + k] + (j->dy ? j->dy[o + k] : 0.0f);
         if (j->lstm) {
             float *dcs = j->dc + o;
             if (j->dcy)
                 for (int k = 0; k < H; k++) dcs[k] += j->dcy[o + k];
-            lstm_step_backward(H, j->gt + r * (size_t)G, j->cp + o, j->aux + o, j->dtot + o, dcs, j->dgs + r * (size_t)G);
+            lstm_step_backward(H, gt, j->cp + o, j->aux + o, j->dtot + o, dcs, j->dgs + r * (size_t)G);
             memset(j->dhd + o, 0, (size_t)H * sizeof(float));
         } else {
-            gru_step_backward(H, j->gt + r * (size_t)G, j->aux + o, j->hp + o, j->dtot + o, j->dgs + r * (size_t)G,
-                              j->dxs + r * (size_t)G, j->dhd + o);
+            gru_step_backward(H, gt, j->aux + o, j->hp + o, j->dtot + o, j->dgs + r * (size_t)G, j->dxs + r * (size_t)G,
+                              j->dhd + o);
         }
     }
 }
@@ -243,6 +252,13 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     /* d xg is written once, whole: where xg has no gradient yet (the usual case: only this op
      * reads it), it is written straight into xg's gradient instead of a buffer added later */
     bool own = xg->requires_grad && !xg->grad && !xg->base;
+    /* consumed (the gates live in xg's memory) and ours alone: d xg is written over the gates,
+     * each step's just read, as the consuming loss writes over its logits */
+    bool over = own && q->gates == xg->data;
+    if (over) {
+        xg->grad = xg->data;
+        xg->grad_recyclable = true; /* dead, values and gradient, once its producer ran backward */
+    }
     /* the gradients that outlive this op first; then its scratch, given back at the end */
     float *gx = xg->requires_grad ? tensor_grad(t, xg) : NULL, *gh0 = h0->requires_grad ? tensor_grad(t, h0) : NULL;
     float *gc0 = q->lstm && c0->requires_grad ? tensor_grad(t, c0) : NULL;
@@ -251,6 +267,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     float *dG = q->lstm && own ? gx : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d recurrent pre-activations */
     float *dX = q->lstm ? dG : own ? gx : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
     const uint16_t *wbf = gemm_bf16_weight(t, w);
+    float *stage = over ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
     if (dy) memcpy(dh, dy + (size_t)S * BH, BH * sizeof(float)); /* the final state's gradient */
@@ -259,7 +276,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         int s = step_at(q, k);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
         const float *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH, *hp = q->hprev + (size_t)s * BH;
-        BackJob j = {.H = H, .G = G, .lstm = q->lstm, .act = act, .gt = gt, .aux = aux, .hp = hp,
+        BackJob j = {.H = H, .G = G, .lstm = q->lstm, .over = over, .stage = stage, .act = act, .gt = gt, .aux = aux, .hp = hp,
                      .cp = q->lstm ? q->cprev + (size_t)s * BH : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
                      .dcy = dcy ? dcy + (size_t)s * BH : NULL, .dh = dh, .dc = dc, .dtot = dtot, .dhd = dhd,
                      .dgs = dG + (size_t)s * BG, .dxs = dX + (size_t)s * BG};
