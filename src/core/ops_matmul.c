@@ -143,11 +143,24 @@ void op_linear_backward(Tape *t, const TapeNode *n) {
     if (dw) /* dW (out,in) += dy^T x */
         s2s_gemm_pre(t, true, false, out, in, rows, 1.0f, dy, out, dybf, x->data, in, NULL, NULL, 1.0f, dw, in);
     arena_rewind(&t->arena, m);
-    if (b && b->requires_grad) {
-        float *db = tensor_grad(t, b);
-        for (int r = 0; r < rows; r++) {
-            const float *g = dy + (size_t)r * out;
-            for (int j = 0; j < out; j++) db[j] += g[j];
-        }
+    if (b && b->requires_grad) ops_bias_grad(tensor_grad(t, b), dy, rows, out);
+}
+
+typedef struct BiasJob {
+    float *db;
+    const float *dy;
+    int rows, cols;
+} BiasJob;
+
+static void bias_cols(void *ctx, size_t c0, size_t c1) {
+    const BiasJob *j = ctx;
+    for (int r = 0; r < j->rows; r++) { /* rows in order for every column: the same sums on any split */
+        const float *g = j->dy + (size_t)r * j->cols;
+        for (size_t c = c0; c < c1; c++) j->db[c] += g[c];
     }
+}
+
+void ops_bias_grad(float *db, const float *dy, int rows, int cols) {
+    BiasJob j = {db, dy, rows, cols};
+    par_for((size_t)cols, (size_t)rows, bias_cols, &j);
 }

@@ -233,9 +233,7 @@ void op_linear_xent_backward(Tape *t, const TapeNode *node) {
                          dx + (size_t)r0 * D, D);
         if (dw) /* dW (V, D) += dlogits^T x */
             s2s_gemm_pre(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
-        if (db)
-            for (int r = 0; r < n; r++)
-                for (int v = 0; v < V; v++) db[v] += y[(size_t)r * V + v];
+        if (db) ops_bias_grad(db, y, n, V);
     }
     arena_rewind(&t->arena, m);
 }
