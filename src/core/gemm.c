@@ -345,25 +345,26 @@ typedef struct Int8Job {
 
 static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
     Int8Job *j = ctx;
+    int K = j->K; /* a local: the stores below could otherwise alias it, and not vectorise */
     for (size_t r = r0; r < r1; r++) {
         const float *restrict a = j->A + r * j->lda;
-        uint8_t *restrict q = j->qa + r * j->K;
+        uint8_t *restrict q = j->qa + r * K;
         uint32_t top = 0; /* max |a| as bits (monotonic for non-negative floats): vectorises */
-        for (int k = 0; k < j->K; k++) {
+        for (int k = 0; k < K; k++) {
             uint32_t u;
             memcpy(&u, a + k, sizeof u);
             u &= 0x7fffffffu;
             top = u > top ? u : top;
         }
         if (top >= 0x7f800000u) { /* an Inf or NaN: the row's outputs are NaN, as float32's would be */
-            memset(q, 128, (size_t)j->K);
+            memset(q, 128, (size_t)K);
             j->sa[r] = NAN;
             continue;
         }
         float mx;
         memcpy(&mx, &top, sizeof mx);
         float s = mx > 0.0f ? mx / 127.0f : 1.0f, inv = 1.0f / s;
-        for (int k = 0; k < j->K; k++) {
+        for (int k = 0; k < K; k++) {
             float v = a[k] * inv; /* |v| <= 127 but for rounding at the edge */
             v = v > 127.0f ? 127.0f : v;
             v = v < -127.0f ? -127.0f : v;
@@ -377,16 +378,17 @@ static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
 /* C = alpha sa[i] sb[j] (acc - 128 colsum[j]) + beta C: acc holds sum_k (qa + 128) qb. */
 static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
     Int8Job *j = ctx;
-    const float *sb = j->pk->scale;
-    const int32_t *cs = j->pk->colsum;
+    const float *restrict sb = j->pk->scale;
+    const int32_t *restrict cs = j->pk->colsum;
+    int N = j->N;
     for (size_t r = r0; r < r1; r++) {
-        const int32_t *restrict acc = j->acc + r * j->N;
+        const int32_t *restrict acc = j->acc + r * N;
         float *restrict c = j->C + r * j->ldc;
         float sr = j->alpha * j->sa[r], beta = j->beta;
         if (beta == 0.0f) /* C may hold garbage */
-            for (int n = 0; n < j->N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]);
+            for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]);
         else
-            for (int n = 0; n < j->N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]) + beta * c[n];
+            for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]) + beta * c[n];
     }
 }
 
