@@ -41,12 +41,19 @@ static inline float s2s_tanhf(float x) {
 }
 
 /* log Σ exp(x_i), the max subtracted; 16 independent partial sums let the compiler
- * vectorise the loop (one running float sum would be a serial chain). */
+ * vectorise the loop (one running float sum would be a serial chain), and 16 lanes of
+ * selects the maximum (a NaN never wins but in x[0], as in one running comparison; the
+ * sign a zero maximum keeps cannot change the result). */
 static inline float s2s_logsumexp(const float *x, int n) {
-    float mx = x[0];
-    for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    float mx = x[0], lane[16];
+    for (int j = 0; j < 16; j++) lane[j] = -INFINITY;
+    int i = 1;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int j = 0; j < 16; j++) mx = lane[j] > mx ? lane[j] : mx;
     float part[16] = {0};
-    int i = 0;
+    i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) part[j] += s2s_expf(x[i + j] - mx);
     float sum = 0.0f;
