@@ -6,6 +6,7 @@
 #include "s2s/fastmath.h"
 #include "s2s/bf16.h"
 #include "s2s/gemm.h"
+#include "../src/core/gemm_internal.h" /* s2s_gemm_pre: a product against a frozen weight */
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -314,43 +315,31 @@ Test(gemm, float32_both_libraries_all_transposes) {
     cr_expect_gt(differ, 0, "oneDNN and OpenBLAS gave bit-identical products: Tape.openblas is not obeyed");
 }
 
-/* y = x W^T (forward) and dx = dy W (backward) of a linear layer against double products,
- * rounded to bf16 first on a bf16 tape; returns the worst error of the two, scaled by K. */
-static double linear_error(Tape *t, Tensor *x, Tensor *w, float *y_out) {
-    int M = x->shape[0], K = x->shape[1], N = w->shape[0];
+/* C = A op(W) (A: M x K, W: K x K square) through the GEMM entry with W offered as a frozen
+ * weight, against double products (of bf16-rounded operands on a bf16 tape); the worst error
+ * scaled by K. */
+static double frozen_error(Tape *t, bool tb, const Tensor *a, const Tensor *w, float *c) {
+    int M = a->shape[0], K = a->shape[1];
     bool r = t->bf16 && M >= 8; /* thinner products stay float32 (GEMM_BF16_MIN_SIDE) */
     tape_reset(t);
-    t->grad_enabled = true;
-    memset(x->grad, 0, x->size * sizeof(float));
-    Tensor *y = op_linear(t, x, w, NULL);
-    float *seed = malloc(y->size * sizeof *seed);
-    for (size_t e = 0; e < y->size; e++) seed[e] = (float)((int)(e % 5) - 2) * 0.5f; /* exact in bf16 */
-    tape_backward_seed(t, y, seed);
+    s2s_gemm_pre(t, false, tb, M, K, K, 1.0f, a->data, K, NULL, w->data, K, NULL, w, 0.0f, c, K);
     double worst = 0;
     for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
+        for (int j = 0; j < K; j++) {
             double s = 0;
             for (int k = 0; k < K; k++) {
-                float a = x->data[(size_t)i * K + k], b = w->data[(size_t)j * K + k];
-                s += r ? (double)round_bf16(a) * round_bf16(b) : (double)a * b;
+                float x = a->data[(size_t)i * K + k], y = tb ? w->data[(size_t)j * K + k] : w->data[(size_t)k * K + j];
+                s += r ? (double)round_bf16(x) * round_bf16(y) : (double)x * y;
             }
-            worst = fmax(worst, fabs(y->data[(size_t)i * N + j] - s) / K);
+            worst = fmax(worst, fabs(c[(size_t)i * K + j] - s) / K);
         }
-    for (int i = 0; i < M; i++)
-        for (int k = 0; k < K; k++) {
-            double s = 0;
-            for (int j = 0; j < N; j++) s += (double)seed[(size_t)i * N + j] * (r ? round_bf16(w->data[(size_t)j * K + k]) : w->data[(size_t)j * K + k]);
-            worst = fmax(worst, fabs(x->grad[(size_t)i * K + k] - s) / N);
-        }
-    if (y_out) memcpy(y_out, y->data, y->size * sizeof(float));
-    free(seed);
     return worst;
 }
 
 /* A frozen weight is multiplied in a layout packed once (gemm.c): the products stay right,
  * the packed copy is reused while the stamp holds (same bits), and a new stamp after the
- * weight changed packs again. A square weight is packed as W for the backward and as W^T for
- * the forward: same address, same stamp, same shape, different matrices. */
+ * weight changed packs again. The weight is square and packed both as W and as W^T: same
+ * address, same stamp, same shape, different matrices. */
 Test(gemm, frozen_weights_packed_and_repacked_when_they_change) {
     bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
     for (int prec = 0; prec < (bf16_ok ? 2 : 1); prec++) {
@@ -359,28 +348,32 @@ Test(gemm, frozen_weights_packed_and_repacked_when_they_change) {
             int M = rows[r], K = 48;
             Rng rng;
             rng_init(&rng, 21 + (uint64_t)r, 0);
-            Tensor *x = tensor_new(2, SH(M, K), true), *w = tensor_new(2, SH(K, K), false);
-            tu_fill(x, &rng, -1, 1);
+            Tensor *a = tensor_new(2, SH(M, K), false), *w = tensor_new(2, SH(K, K), false);
+            tu_fill(a, &rng, -1, 1);
             tu_fill(w, &rng, -1, 1);
             Tape t;
             tape_init(&t, 1 << 20);
             t.bf16 = prec == 1;
             double tol = prec ? 1e-6 : 1e-7;
-            float *y1 = malloc((size_t)M * K * sizeof *y1), *y2 = malloc((size_t)M * K * sizeof *y2);
+            const char *pn = prec ? "bf16" : "fp32";
+            float *c1 = malloc((size_t)M * K * sizeof *c1), *c2 = malloc((size_t)M * K * sizeof *c2);
             w->frozen = 1;
-            cr_expect_lt(linear_error(&t, x, w, y1), tol, "%s M=%d: frozen weight, first use", prec ? "bf16" : "fp32", M);
-            cr_expect_lt(linear_error(&t, x, w, y2), tol, "%s M=%d: frozen weight, reused", prec ? "bf16" : "fp32", M);
-            cr_expect_eq(memcmp(y1, y2, (size_t)M * K * sizeof *y1), 0, "M=%d: same weight, same stamp, other bits", M);
+            for (int tb = 1; tb >= 0; tb--) { /* W^T packed first, then W under the same stamp */
+                cr_expect_lt(frozen_error(&t, tb, a, w, c1), tol, "%s M=%d tb=%d: first use", pn, M, tb);
+                cr_expect_lt(frozen_error(&t, tb, a, w, c2), tol, "%s M=%d tb=%d: reused", pn, M, tb);
+                cr_expect_eq(memcmp(c1, c2, (size_t)M * K * sizeof *c1), 0, "M=%d tb=%d: same stamp, other bits", M, tb);
+            }
             for (size_t e = 0; e < w->size; e++) w->data[e] = -0.5f * w->data[e] + 0.25f; /* an update */
             w->frozen = 2;
-            cr_expect_lt(linear_error(&t, x, w, NULL), tol, "%s M=%d: the weight changed, its stale packing was used",
-                         prec ? "bf16" : "fp32", M);
+            for (int tb = 1; tb >= 0; tb--)
+                cr_expect_lt(frozen_error(&t, tb, a, w, c1), tol, "%s M=%d tb=%d: the weight changed, its stale packing was used",
+                             pn, M, tb);
             w->frozen = 0;
-            cr_expect_lt(linear_error(&t, x, w, NULL), tol, "%s M=%d: thawed", prec ? "bf16" : "fp32", M);
-            free(y1);
-            free(y2);
+            cr_expect_lt(frozen_error(&t, true, a, w, c1), tol, "%s M=%d: thawed", pn, M);
+            free(c1);
+            free(c2);
             tape_free(&t);
-            tensor_free(x);
+            tensor_free(a);
             tensor_free(w);
         }
     }

@@ -14,9 +14,11 @@
  * Some products go through oneDNN matmul primitives instead of its GEMM calls, each made once
  * per shape and kept in the tape (Tape.gemm_plans, freed by tape_free): float32 products
  * with a transposed B at most 1024 rows tall (decoding and recurrent steps, where dnnl_sgemm
- * repacks B on every call), every product against a weight frozen by params_freeze in those
- * shapes (the weight is packed once per freeze into the kernel's own layout, converted to
- * bf16 by the same reorder on a bf16 tape), and every bf16 product where Tape.bf16_matmul
+ * repacks B on every call), every product in those shapes whose caller offers B as a weight
+ * frozen by params_freeze (the weight is packed once per freeze into the kernel's own
+ * layout, converted to bf16 by the same reorder on a bf16 tape; callers offer it where it is
+ * used many times per freeze: a recurrent weight at every step, any weight in decoding or
+ * evaluation, never a linear layer's in a training step), and every bf16 product where Tape.bf16_matmul
  * says so: model_tape_init sets it on CPUs with AMX (oneDNN's GEMM calls do not use AMX);
  * tests set it on any CPU to check that path. The choice depends on the shape and the CPU only, never on a
  * timing, so a run's numbers stay the same from run to run.
