@@ -126,9 +126,8 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double step_s, bool bf16)
     for (int i = 0; i < st->n && i < 80 && covered < 0.98 * total; i++) {
         const GemmShapeStat *s = &st->items[i];
         double f = 2.0 * s->M * s->N * s->K * s->calls;
-        double prim = s->path == GEMM_PATH_ROW ? 0 : gemm_primitive_rate(t, s, bf16 && s->path != GEMM_PATH_SGEMM &&
-                                                                                  s->path != GEMM_PATH_MATMUL &&
-                                                                                  s->path != GEMM_PATH_PACKED);
+        bool b16 = s->path == GEMM_PATH_BF16_GEMM || s->path == GEMM_PATH_BF16_MATMUL || s->path == GEMM_PATH_BF16_PACKED;
+        double prim = s->path == GEMM_PATH_ROW ? 0 : gemm_primitive_rate(t, s, b16); /* in the type it ran in */
         if (prim > 0) {
             covered += s->seconds;
             cov_flops += f;

@@ -74,14 +74,25 @@ static const uint16_t *to_bf16(Tape *t, const float *x, int rows, int cols, int 
     return y;
 }
 
-/* Runs one oneDNN product, on one thread when it is small (GEMM_SERIAL_MACS). */
-#define GEMM_ONEDNN(M, N, K, call)                                              \
-    do {                                                                        \
-        int threads_ = omp_get_max_threads();                                   \
-        bool serial_ = threads_ > 1 && (long)(M) * (N) * (K) < GEMM_SERIAL_MACS; \
-        if (serial_) omp_set_num_threads(1);                                    \
-        dnnl_status_t s_ = (call);                                              \
-        if (serial_) omp_set_num_threads(threads_);                             \
+/* A product this small runs on one thread (GEMM_SERIAL_MACS): returns the thread count to
+ * give back to serial_end, or 0 when nothing changed. */
+static int serial_begin(int M, int N, int K) {
+    int threads = omp_get_max_threads();
+    if (threads <= 1 || (long)M * N * K >= GEMM_SERIAL_MACS) return 0;
+    omp_set_num_threads(1);
+    return threads;
+}
+
+static void serial_end(int restore) {
+    if (restore) omp_set_num_threads(restore);
+}
+
+/* Runs one oneDNN GEMM call, on one thread when it is small. */
+#define GEMM_ONEDNN(M, N, K, call)                                                     \
+    do {                                                                               \
+        int restore_ = serial_begin((M), (N), (K));                                    \
+        dnnl_status_t s_ = (call);                                                     \
+        serial_end(restore_);                                                          \
         S2S_ASSERT(s_ == dnnl_success); /* shapes and strides are the caller's bugs */ \
     } while (0)
 
@@ -302,20 +313,8 @@ static const Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ld
     return q;
 }
 
-/* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
- * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0. */
-static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
-                       float *C) {
-    GemmPlans *p = plans_get(t);
-    int threads = omp_get_max_threads();
-    bool serial = threads > 1 && (long)k->M * k->N * k->K < GEMM_SERIAL_MACS;
-    k->threads = serial ? 1 : threads; /* some kernels are made for a thread count */
-    k->packed = Bstamp != 0;
-    memcpy(&k->alpha, &alpha, sizeof alpha);
-    memcpy(&k->beta, &beta, sizeof beta);
-    if (serial) omp_set_num_threads(1);
-    Plan *pl = plan_get(p, k, alpha, beta);
-    if (Bstamp) B = pack_get(p, pl, B, k->ldb, Bstamp)->buf;
+/* Executes a plan on these operands, its scratchpad borrowed from the arena. */
+static void plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C) {
     ArenaMark m = arena_mark(&t->arena);
     void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
     DNNL_OK(dnnl_memory_set_data_handle(pl->a, (void *)A));
@@ -327,7 +326,22 @@ static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void 
     DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, 4, args));
     DNNL_OK(dnnl_stream_wait(p->stream));
     arena_rewind(&t->arena, m);
-    if (serial) omp_set_num_threads(threads);
+}
+
+/* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
+ * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0. */
+static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
+                       float *C) {
+    GemmPlans *p = plans_get(t);
+    int restore = serial_begin(k->M, k->N, k->K);
+    k->threads = omp_get_max_threads(); /* some kernels are made for a thread count */
+    k->packed = Bstamp != 0;
+    memcpy(&k->alpha, &alpha, sizeof alpha);
+    memcpy(&k->beta, &beta, sizeof beta);
+    Plan *pl = plan_get(p, k, alpha, beta);
+    if (Bstamp) B = pack_get(p, pl, B, k->ldb, Bstamp)->buf;
+    plan_execute(t, p, pl, A, B, C);
+    serial_end(restore);
 }
 
 /* ---- int8: frozen weights quantised per column, activations per row, at run time ---- */
@@ -399,13 +413,11 @@ static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *
                      uint64_t Bstamp, float *C, int ldc) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
     GemmPlans *p = plans_get(t);
-    int threads = omp_get_max_threads(), M = k->M, N = k->N, K = k->K;
-    bool serial = threads > 1 && (long)M * N * K < GEMM_SERIAL_MACS;
-    k->threads = serial ? 1 : threads;
+    int M = k->M, N = k->N, K = k->K, restore = serial_begin(M, N, K);
+    k->threads = omp_get_max_threads();
     k->int8 = k->packed = 1;
     k->lda = K; /* the quantised copy */
     k->ldc = N; /* the int32 sums */
-    if (serial) omp_set_num_threads(1);
     Plan *pl = plan_get(p, k, 1.0f, 0.0f);
     const Pack *pk = pack_get(p, pl, B, ldb, Bstamp);
     ArenaMark m = arena_mark(&t->arena);
@@ -414,21 +426,13 @@ static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *
     j.sa = arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
     int32_t *acc = arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
     j.acc = acc;
-    void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
     /* work per element: two passes and a conversion (quantising), four operations (back):
      * a decoding step's rows then split over the threads, which wait for the GEMM anyway */
     par_for((size_t)M, (size_t)K * 4, int8_quant_rows, &j);
-    DNNL_OK(dnnl_memory_set_data_handle(pl->a, j.qa));
-    DNNL_OK(dnnl_memory_set_data_handle(pl->b, pk->buf));
-    DNNL_OK(dnnl_memory_set_data_handle(pl->c, acc));
-    DNNL_OK(dnnl_memory_set_data_handle(pl->scratch, scratch));
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, pl->a}, {DNNL_ARG_WEIGHTS, pl->b}, {DNNL_ARG_DST, pl->c},
-                               {DNNL_ARG_SCRATCHPAD, pl->scratch}};
-    DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, 4, args));
-    DNNL_OK(dnnl_stream_wait(p->stream));
+    plan_execute(t, p, pl, j.qa, pk->buf, acc);
     par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
-    if (serial) omp_set_num_threads(threads);
+    serial_end(restore);
 }
 
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
