@@ -181,13 +181,18 @@ static const char *TINYCMP =
 
 static bool file_has(const char *dir, const char *name, const char *text) { return tu_file_has(tu_path(dir, name), text); }
 
+/* dir/c.json: the tiny comparison config with this many epochs, its path in cfg. */
+static void write_tinycmp(char *cfg, size_t n, const char *dir, int epochs) {
+    snprintf(cfg, n, "%s/c.json", dir);
+    tu_write(cfg, TINYCMP, epochs);
+}
+
 /* D2, D8, D36-D38: lists and numbers on the command line are checked, never truncated,
  * overflowed or counted twice; exit 2 before anything is trained. */
 Test(compare, arguments_are_checked, .timeout = 60) {
     char *d = tu_tmpdir();
     char cfg[600];
-    snprintf(cfg, sizeof cfg, "%s/c.json", d);
-    tu_write(cfg, TINYCMP, 2);
+    write_tinycmp(cfg, sizeof cfg, d, 2);
     char many[4096] = "";
     for (int i = 0; i < 300; i++) snprintf(many + strlen(many), sizeof many - strlen(many), "%s%d", i ? "," : "", i);
     struct {
@@ -223,8 +228,7 @@ Test(compare, arguments_are_checked, .timeout = 60) {
 Test(compare, runs_keep_the_users_threads_and_only_finished_runs_count, .timeout = 240) {
     char *d = tu_tmpdir();
     char cfg[600];
-    snprintf(cfg, sizeof cfg, "%s/c.json", d);
-    tu_write(cfg, TINYCMP, 2);
+    write_tinycmp(cfg, sizeof cfg, d, 2);
     /* dot-seed1 paused after 3 steps, as a user might have left it */
     cr_assert_eq(tu_sh("%s/train --config %s --set attention=dot --seed 1 --set threads=1 --out %s/cmp/dot-seed1 --max-steps 3"
                        " > /dev/null", tu_bin(), cfg, d), 0);
@@ -288,9 +292,8 @@ static int trainings_in(const char *dir) {
 Test(compare, signals_reach_the_trainings, .timeout = 240) {
     char *d = tu_tmpdir();
     char cfg[600], cmp[700], wait_runs[2048];
-    snprintf(cfg, sizeof cfg, "%s/c.json", d);
+    write_tinycmp(cfg, sizeof cfg, d, 400);
     snprintf(cmp, sizeof cmp, "%s/cmp", d);
-    tu_write(cfg, TINYCMP, 400);
     snprintf(wait_runs, sizeof wait_runs,
              "until test -s %s/dot-seed1/log.jsonl -a -s %s/dummy-seed1/log.jsonl || ! kill -0 $p 2> /dev/null;"
              " do sleep 0.05; done;", cmp, cmp);
@@ -323,8 +326,7 @@ Test(compare, signals_reach_the_trainings, .timeout = 240) {
 Test(compare, a_crashed_training_is_called_crashed, .timeout = 60) {
     char *d = tu_tmpdir();
     char cfg[600];
-    snprintf(cfg, sizeof cfg, "%s/c.json", d);
-    tu_write(cfg, TINYCMP, 1);
+    write_tinycmp(cfg, sizeof cfg, d, 1);
     cr_assert_eq(tu_sh("cp %s/compare %s/compare && printf '#!/bin/sh\\nkill -SEGV $$\\n' > %s/train && chmod +x %s/train",
                        tu_bin(), d, d, d), 0);
     int rc = tu_sh("%s/compare --config %s --attention dot --seeds 1 --out %s/cmp > %s/out.txt 2>&1", d, cfg, d, d);
