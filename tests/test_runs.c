@@ -457,6 +457,7 @@ Test(runs, step_estimate_bounds_the_measured_arena_peaks, .timeout = 120) {
         Tape t;
         tape_init(&t, 1 << 16);
         t.training = t.grad_enabled = true;
+        t.free_values = true; /* as the trainer's step */
         ModelOutput o = model_forward(&t, &s, &b, &rng);
         params_zero_grad(&s.params);
         tape_backward(&t, o.loss);

@@ -9,7 +9,10 @@
  * During backward, the gradient of a tensor whose producing node has run its backward is
  * dead; its buffer goes to a free list that later gradients draw on, so the arena holds
  * the live gradients rather than all of them. Read intermediate gradients inside backward
- * only: after tape_backward, only leaves' gradients (no producing node) keep their values. */
+ * only: after tape_backward, only leaves' gradients (no producing node) keep their values.
+ * With free_values set (a training step, which reads its loss before backward), the forward
+ * values of a node's outputs join that free list too once the node has run backward: after
+ * tape_backward, no tensor made by an op keeps its values. */
 #ifndef S2S_TAPE_H
 #define S2S_TAPE_H
 
@@ -72,6 +75,7 @@ typedef struct Tape {
     bool openblas;     /* float32 GEMMs by OpenBLAS instead of oneDNN (gemm.h) */
     bool int8;         /* products against frozen weights in int8, the rest float32 (gemm.h) */
     bool bf16_matmul;  /* bf16 products through matmul primitives: set where the CPU has AMX (gemm.h) */
+    bool free_values;  /* backward recycles dead forward values as it does dead gradients (above) */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
     struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */
@@ -102,6 +106,11 @@ Tensor *tape_reshape3(Tape *t, Tensor *x, int d0, int d1, int d2);
  * returns NULL instead of creating it. */
 float *tensor_grad(Tape *t, Tensor *x);
 float *tensor_grad_if(Tensor *x);
+
+/* For ops' backward scratch: a dead buffer of at least n floats (*got of them), zeroed, or
+ * NULL when the free list has none; tape_give_dead hands it back (or any dead buffer). */
+float *tape_take_dead(Tape *t, size_t n, size_t *got);
+void tape_give_dead(Tape *t, float *p, size_t n);
 
 /* For ops: whether the output of inputs a, b, ... needs a node. */
 bool tape_wants(const Tape *t, const Tensor *a, const Tensor *b, const Tensor *c);

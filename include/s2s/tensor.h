@@ -25,6 +25,8 @@ typedef struct Tensor {
     bool requires_grad;
     bool grad_recyclable; /* grad came from the tape's arena (tensor_grad): reusable once dead */
     int producer;         /* 1 + index of the first tape node writing it or a view of it; 0: none */
+    int first_reader;     /* 1 + index of the first node reading it (set by backward when values are freed) */
+    bool many_writers;    /* several nodes write it (views): its values live until the first writer's backward */
     const uint16_t *bf16; /* a bfloat16 copy of data for bf16 GEMMs (params_freeze), or NULL */
     uint64_t frozen;      /* nonzero while data is fixed (params_freeze): a stamp for copies of it */
 } Tensor;

@@ -297,6 +297,7 @@ int main(int argc, char **argv) {
             batch_fill(&b, &d.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
             tape_reset(&t);
             t.training = t.grad_enabled = true;
+            t.free_values = true; /* as the trainer's step */
             Rng drop;
             rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
             params_freeze(&m.params, false); /* as the trainer's step */

@@ -211,6 +211,7 @@ typedef struct BackJob {
     const uint8_t *act;
     const float *gt, *aux, *hp, *cp, *dy, *dcy; /* this step's saved values and output gradients */
     float *dh, *dc, *dtot, *dhd, *dgs, *dxs;
+    float *dgn; /* GRU: (B, H) the n columns of d recurrent pre-activations, kept for dW_hh */
 } BackJob;
 
 static void back_rows(void *ctx, size_t r0, size_t r1) {
@@ -223,6 +224,8 @@ static void back_rows(void *ctx, size_t r0, size_t r1) {
             memcpy(j->dhd + o, j->dh + o, (size_t)H * sizeof(float));
             if (j->over) /* d xg of the row is 0, written over its (unused) gates */
                 memset((j->lstm ? j->dgs : j->dxs) + r * (size_t)G, 0, (size_t)G * sizeof(float));
+            if (!j->lstm) /* the GRU's step buffer is reused: its row must read 0 */
+                memset(j->dgs + r * (size_t)G, 0, (size_t)G * sizeof(float));
             continue;
         }
         if (j->over) {
@@ -237,8 +240,9 @@ static void back_rows(void *ctx, size_t r0, size_t r1) {
             lstm_step_backward(H, gt, j->cp + o, j->aux + o, j->dtot + o, dcs, j->dgs + r * (size_t)G);
             memset(j->dhd + o, 0, (size_t)H * sizeof(float));
         } else {
-            gru_step_backward(H, gt, j->aux + o, j->hp + o, j->dtot + o, j->dgs + r * (size_t)G, j->dxs + r * (size_t)G,
-                              j->dhd + o);
+            float *dg = j->dgs + r * (size_t)G;
+            gru_step_backward(H, gt, j->aux + o, j->hp + o, j->dtot + o, dg, j->dxs + r * (size_t)G, j->dhd + o);
+            memcpy(j->dgn + o, dg + 2 * H, (size_t)H * sizeof(float));
         }
     }
 }
@@ -264,8 +268,14 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     float *gc0 = q->lstm && c0->requires_grad ? tensor_grad(t, c0) : NULL;
     float *gw = w->requires_grad ? tensor_grad(t, w) : NULL, *gb = b->requires_grad ? tensor_grad(t, b) : NULL;
     ArenaMark scratch = arena_mark(&t->arena);
-    float *dG = q->lstm && own ? gx : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d recurrent pre-activations */
-    float *dX = q->lstm ? dG : own ? gx : arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)); /* d xg (GRU differs in n) */
+    /* d recurrent pre-activations. An LSTM's equal d xg. A GRU's differ from d xg only in
+     * the n columns (dn r against dn): those alone are kept, (S, B, H), from a dead buffer
+     * where the tape has one; each step's whole rows go through a (B, G) step buffer. */
+    size_t dead_n = 0;
+    float *dead = q->lstm ? NULL : tape_take_dead(t, (size_t)S * BH, &dead_n);
+    float *dGn = q->lstm ? NULL : dead ? dead : arena_calloc(&t->arena, (size_t)S * BH * sizeof(float));
+    float *dX = !own ? arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)) : gx; /* d xg */
+    float *dG = q->lstm ? dX : arena_alloc(&t->arena, BG * sizeof(float));
     const uint16_t *wbf = gemm_bf16_weight(t, w);
     float *stage = over ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
@@ -279,7 +289,8 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         BackJob j = {.H = H, .G = G, .lstm = q->lstm, .over = over, .stage = stage, .act = act, .gt = gt, .aux = aux, .hp = hp,
                      .cp = q->lstm ? q->cprev + (size_t)s * BH : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
                      .dcy = dcy ? dcy + (size_t)s * BH : NULL, .dh = dh, .dc = dc, .dtot = dtot, .dhd = dhd,
-                     .dgs = dG + (size_t)s * BG, .dxs = dX + (size_t)s * BG};
+                     .dgs = q->lstm ? dG + (size_t)s * BG : dG, .dxs = dX + (size_t)s * BG,
+                     .dgn = dGn ? dGn + (size_t)s * BH : NULL};
         rows_pass(t, B, G, back_rows, &j);
         float *dgs = j.dgs;
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
@@ -291,12 +302,21 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     if (gc0)
         for (size_t i = 0; i < BH; i++) gc0[i] += dc[i];
     size_t rows = (size_t)S * B;
-    if (gw) /* all steps at once: dW_hh += dG^T H_prev */
-        s2s_gemm(t, true, false, G, H, (int)rows, 1.0f, dG, G, q->hprev, H, 1.0f, gw, H);
+    /* all steps at once: dW_hh += dG^T H_prev, db_hh += column sums of dG; a GRU's dG is
+     * d xg's r, z columns and its own n columns */
+    int Grz = q->lstm ? G : 2 * H;
+    if (gw) {
+        s2s_gemm(t, true, false, Grz, H, (int)rows, 1.0f, dX, G, q->hprev, H, 1.0f, gw, H);
+        if (!q->lstm) s2s_gemm(t, true, false, H, H, (int)rows, 1.0f, dGn, H, q->hprev, H, 1.0f, gw + (size_t)Grz * H, H);
+    }
     if (gb)
-        for (size_t r = 0; r < rows; r++)
-            for (int j = 0; j < G; j++) gb[j] += dG[r * G + j];
+        for (size_t r = 0; r < rows; r++) {
+            for (int j = 0; j < Grz; j++) gb[j] += dX[r * G + j];
+            if (!q->lstm)
+                for (int j = 0; j < H; j++) gb[Grz + j] += dGn[r * H + j];
+        }
     if (gx && !own)
         for (size_t i = 0; i < rows * G; i++) gx[i] += dX[i];
     arena_rewind(&t->arena, scratch);
+    if (dead) tape_give_dead(t, dead, dead_n);
 }

@@ -104,22 +104,40 @@ float *tensor_grad_if(Tensor *x) {
     return NULL;
 }
 
-/* The smallest dead gradient buffer that holds n floats (taken off the list), or NULL. The
- * list's order depends only on the tape's ops, so the choice is the same every run. */
-static float *take_free_grad(Tape *t, size_t n) {
+/* The free list holds dead buffers in the arena's units (64 bytes, 16 floats), which is
+ * what each allocation really occupies: neighbours merge, and a buffer larger than asked
+ * is split, its rest staying listed. */
+#define FREE_UNIT 16
+#define FREE_SPLIT_MIN 4096 /* floats: smaller rests stay with the buffer taken */
+
+static size_t free_units(size_t n) { return (n + FREE_UNIT - 1) / FREE_UNIT * FREE_UNIT; }
+
+/* The smallest dead buffer that holds n floats (taken off the list), or NULL; *got: its
+ * floats. The list's order depends only on the tape's ops, so the choice is the same every
+ * run. */
+static float *take_free_grad(Tape *t, size_t n, size_t *got) {
+    n = free_units(n);
     int best = -1;
     for (int i = 0; i < t->n_free_grads; i++)
         if (t->free_grads[i].n >= n && (best < 0 || t->free_grads[i].n < t->free_grads[best].n)) best = i;
     if (best < 0) return NULL;
-    float *p = t->free_grads[best].p;
-    t->free_grads[best] = t->free_grads[--t->n_free_grads];
+    struct GradBuf *e = &t->free_grads[best];
+    float *p = e->p;
+    if (e->n - n >= FREE_SPLIT_MIN) { /* the rest stays listed */
+        e->p += n;
+        e->n -= n;
+    } else {
+        n = e->n;
+        *e = t->free_grads[--t->n_free_grads];
+    }
+    if (got) *got = n;
     return p;
 }
 
 float *tensor_grad(Tape *t, Tensor *x) {
     if (tensor_grad_if(x)) return x->grad;
     Tensor *root = x->base ? x->base : x;
-    root->grad = take_free_grad(t, root->size);
+    root->grad = take_free_grad(t, root->size, NULL);
     if (!root->grad) root->grad = arena_alloc(&t->arena, root->size * sizeof(float));
     root->grad_recyclable = true;
     par_zero(root->grad, root->size);
@@ -136,6 +154,7 @@ bool tape_wants(const Tape *t, const Tensor *a, const Tensor *b, const Tensor *c
 static void mark_output(Tape *t, Tensor *out) {
     Tensor *root = out->base ? out->base : out;
     if (!root->producer) root->producer = t->n_nodes; /* 1 + the newest node's index */
+    else root->many_writers = true;
     out->requires_grad = true;
     if (out->base) out->base->requires_grad = true; /* the whole sequence now carries grads */
 }
@@ -159,18 +178,86 @@ void tape_record_out2(Tape *t, TapeNode *n, Tensor *out2) {
     mark_output(t, out2);
 }
 
-static void release_grad(Tape *t, Tensor *out, int node) {
-    Tensor *root = out->base ? out->base : out;
-    if (root->producer != node + 1 || !root->grad_recyclable || !root->grad) return;
+void tape_give_dead(Tape *t, float *p, size_t n) {
+    n = free_units(n);
+    int below = -1, above = -1; /* listed neighbours in the arena: merged with it */
+    for (int i = 0; i < t->n_free_grads; i++) {
+        if (t->free_grads[i].p + t->free_grads[i].n == p) below = i;
+        if (p + n == t->free_grads[i].p) above = i;
+    }
+    if (below >= 0 && above >= 0) {
+        t->free_grads[below].n += n + t->free_grads[above].n;
+        t->free_grads[above] = t->free_grads[--t->n_free_grads];
+        return;
+    }
+    if (below >= 0) {
+        t->free_grads[below].n += n;
+        return;
+    }
+    if (above >= 0) {
+        t->free_grads[above].p = p;
+        t->free_grads[above].n += n;
+        return;
+    }
     if (t->n_free_grads == t->cap_free_grads) {
         t->cap_free_grads = t->cap_free_grads ? 2 * t->cap_free_grads : 64;
         t->free_grads = s2s_xrealloc(t->free_grads, (size_t)t->cap_free_grads * sizeof *t->free_grads);
     }
-    t->free_grads[t->n_free_grads++] = (struct GradBuf){root->grad, root->size};
+    t->free_grads[t->n_free_grads++] = (struct GradBuf){p, n};
+}
+
+float *tape_take_dead(Tape *t, size_t n, size_t *got) {
+    float *p = take_free_grad(t, n, got);
+    if (p) par_zero(p, n);
+    return p;
+}
+
+static void release_grad(Tape *t, Tensor *out, int node) {
+    Tensor *root = out->base ? out->base : out;
+    if (root->producer != node + 1 || !root->grad_recyclable || !root->grad) return;
+    tape_give_dead(t, root->grad, root->size);
     root->grad_recyclable = false;
 }
 
+static void free_value(Tape *t, Tensor *root) {
+    if (!root->data || root->data == root->grad) return; /* consumed: freed as a gradient */
+    tape_give_dead(t, root->data, root->size);
+    root->data = NULL; /* a read after this is a bug: fail loudly */
+}
+
+/* Every node that reads or writes out's root comes after its first writer: once that
+ * writer has run backward, nothing reads the values again. */
+static void release_value(Tape *t, Tensor *out, int node) {
+    Tensor *root = out->base ? out->base : out;
+    if (root->producer == node + 1) free_value(t, root);
+}
+
+/* The backward of these reads its own output (the derivative is a function of it). */
+static const bool OP_READS_OUT[OP_COUNT] = {
+    [OP_TANH] = true, [OP_SIGMOID] = true, [OP_RELU] = true, [OP_EXP] = true, [OP_SOFTMAX] = true,
+};
+
+/* Earlier still: an input's values are dead once its first reader has run backward (every
+ * reader has then), unless its producer's backward reads them or several nodes wrote it. */
+static void release_input(Tape *t, Tensor *in, int node) {
+    Tensor *root = in->base ? in->base : in;
+    if (root->first_reader != node + 1 || !root->producer || root->many_writers) return;
+    if (OP_READS_OUT[t->nodes[root->producer - 1].op]) return;
+    free_value(t, root);
+}
+
+static void find_first_readers(Tape *t) {
+    for (int i = 0; i < t->n_nodes; i++)
+        for (int k = 0; k < 5; k++) {
+            Tensor *x = t->nodes[i].in[k];
+            if (!x) continue;
+            Tensor *root = x->base ? x->base : x;
+            if (!root->first_reader) root->first_reader = i + 1;
+        }
+}
+
 void tape_propagate(Tape *t) {
+    if (t->free_values) find_first_readers(t);
     for (int i = t->n_nodes - 1; i >= 0; i--) {
         const TapeNode *n = &t->nodes[i];
         /* no gradient reached this node's outputs: nothing to propagate */
@@ -179,6 +266,12 @@ void tape_propagate(Tape *t) {
         /* every writer of these outputs has now run backward: their gradients are dead */
         release_grad(t, n->out, i);
         if (n->out2) release_grad(t, n->out2, i);
+        if (t->free_values) {
+            release_value(t, n->out, i);
+            if (n->out2) release_value(t, n->out2, i);
+            for (int k = 0; k < 5; k++)
+                if (n->in[k]) release_input(t, n->in[k], i);
+        }
     }
 }
 
