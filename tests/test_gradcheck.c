@@ -154,27 +154,33 @@ static void dropout_fwd(Tape *t, Gc *g) {
 }
 
 /* ---- the fused recurrence: reversed, padded, with an initial state ---- */
-static void seq_setup(Gc *g, CellKind kind) {
+static void seq_setup_state(Gc *g, CellKind kind, float state) {
     int S = 4, B = 3, H = 3, G = (kind == CELL_GRU ? 3 : 4) * H;
     gc_leaf(g, 2, SH(S * B, G), -1, 1); /* xg */
-    gc_leaf(g, 2, SH(B, H), -1, 1);     /* h0 */
+    gc_leaf(g, 2, SH(B, H), -state, state); /* h0 */
     gc_leaf(g, 2, SH(G, H), -0.8f, 0.8f);
     gc_leaf(g, 1, SH(G), -0.5f, 0.5f);
-    if (kind == CELL_LSTM) gc_leaf(g, 2, SH(B, H), -1, 1); /* c0 */
+    if (kind == CELL_LSTM) gc_leaf(g, 2, SH(B, H), -state, state); /* c0 */
     const int lens[3] = {4, 2, 1};
     for (int s = 0; s < S; s++)
         for (int b = 0; b < B; b++) g->mask[s * B + b] = s < lens[b];
     g->flags = kind;
 }
-static void gru_seq_setup(Gc *g) { seq_setup(g, CELL_GRU); }
-static void lstm_seq_setup(Gc *g) { seq_setup(g, CELL_LSTM); }
-static void seq_fwd(Tape *t, Gc *g) {
+static void gru_seq_setup(Gc *g) { seq_setup_state(g, CELL_GRU, 1.0f); }
+static void lstm_seq_setup(Gc *g) { seq_setup_state(g, CELL_LSTM, 1.0f); }
+/* a zero initial state: reversed padded rows start from it, so backward reads the states
+ * before each step from the outputs (the encoder's case) instead of keeping them */
+static void gru_seq_zero_setup(Gc *g) { seq_setup_state(g, CELL_GRU, 0.0f); }
+static void lstm_seq_zero_setup(Gc *g) { seq_setup_state(g, CELL_LSTM, 0.0f); }
+static void seq_dir_fwd(Tape *t, Gc *g, bool reverse) {
     CellKind kind = (CellKind)g->flags;
     Tensor *cells = NULL;
     OUT(g, op_rnn_seq(t, kind, g->leaf[0], g->leaf[1], kind == CELL_LSTM ? g->leaf[4] : NULL, g->leaf[2], g->leaf[3],
-                      g->mask, true, &cells));
+                      g->mask, reverse, &cells));
     if (cells) OUT(g, cells);
 }
+static void seq_fwd(Tape *t, Gc *g) { seq_dir_fwd(t, g, true); }
+static void seq_forward_fwd(Tape *t, Gc *g) { seq_dir_fwd(t, g, false); }
 /* consuming: xg made by an op, whose values the gates then overwrite */
 static void seq_consume_fwd(Tape *t, Gc *g) {
     CellKind kind = (CellKind)g->flags;
@@ -300,6 +306,10 @@ static const GradCase CASES[] = {
     {"dropout", one_setup, dropout_fwd},
     {"gru_seq_reverse_padded", gru_seq_setup, seq_fwd},
     {"lstm_seq_reverse_padded", lstm_seq_setup, seq_fwd},
+    {"gru_seq_reverse_padded_zero_state", gru_seq_zero_setup, seq_fwd},
+    {"lstm_seq_reverse_padded_zero_state", lstm_seq_zero_setup, seq_fwd},
+    {"gru_seq_forward_padded", gru_seq_setup, seq_forward_fwd},
+    {"lstm_seq_forward_padded", lstm_seq_setup, seq_forward_fwd},
     {"gru_seq_consume", gru_seq_setup, seq_consume_fwd},
     {"lstm_seq_consume", lstm_seq_setup, seq_consume_fwd},
     {"additive_scores", additive_setup, additive_fwd},

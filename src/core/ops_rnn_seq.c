@@ -15,8 +15,10 @@
 #include <string.h>
 
 typedef struct SeqSaved {
-    float *hprev;  /* (S, B, H) state before each step */
-    float *cprev;  /* (S, B, H) LSTM cell before each step */
+    float *hprev;  /* (S, B, H) state before each step, or NULL: the outputs hold it (prev_in_outputs) */
+    float *cprev;  /* (S, B, H) LSTM cell before each step, likewise */
+    const float *h0, *c0; /* the initial state (inputs: alive until this op's backward) */
+    const float *ys, *cs; /* this op's outputs (S + 1, B, H) */
     float *gates;  /* (S, B, G) activations: GRU r, z, n; LSTM i, f, g, o */
     float *aux;    /* (S, B, H) GRU: W_hn h + b_hn; LSTM: tanh(c') */
     uint8_t *active; /* (S, B) or NULL */
@@ -25,6 +27,37 @@ typedef struct SeqSaved {
 } SeqSaved;
 
 static inline int step_at(const SeqSaved *q, int k) { return q->reverse ? q->S - 1 - k : k; }
+
+/* The state before processing step k is the previous step's output, or the initial state at
+ * k = 0, unless a row had a pause before k with a nonzero state: an inactive row outputs 0
+ * but keeps its state. Each row's active steps must then form one run, starting at k = 0 or
+ * from a zero initial state (the encoder's). */
+static bool prev_in_outputs(const uint8_t *active, int S, int B, int H, bool reverse, const float *h0, const float *c0) {
+    if (!active) return true;
+    for (int b = 0; b < B; b++) {
+        int runs = 0, first = -1;
+        for (int k = 0; k < S; k++) {
+            int s = reverse ? S - 1 - k : k;
+            bool on = active[(size_t)s * B + b], before = k > 0 && active[(size_t)(reverse ? s + 1 : s - 1) * B + b];
+            if (on && !before) {
+                runs++;
+                if (first < 0) first = k;
+            }
+        }
+        if (runs > 1) return false;
+        if (first > 0)
+            for (int j = 0; j < H; j++)
+                if (h0[(size_t)b * H + j] != 0.0f || (c0 && c0[(size_t)b * H + j] != 0.0f)) return false;
+    }
+    return true;
+}
+
+/* (B, H) state before step s (processing step k) */
+static const float *state_before(const SeqSaved *q, const float *kept, const float *outs, const float *init, int k) {
+    size_t BH = (size_t)q->B * q->H;
+    if (kept) return kept + (size_t)step_at(q, k) * BH;
+    return k == 0 ? init : outs + (size_t)step_at(q, k - 1) * BH;
+}
 
 /* g: the recurrent projection on entry, the gate activations on return. */
 static void gru_step(int H, const float *restrict x, const float *restrict b, float *restrict g,
@@ -119,11 +152,14 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     size_t BH = (size_t)B * H, BG = (size_t)B * G;
     Tensor *y = tape_tensor3(t, S + 1, B, H), *cy = lstm ? tape_tensor3(t, S + 1, B, H) : NULL;
     SeqSaved *q = arena_alloc(&t->arena, sizeof *q);
-    *q = (SeqSaved){arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
-                    lstm ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
-                    consume ? xg->data : arena_alloc(&t->arena, (size_t)S * BG * sizeof(float)),
-                    arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
-                    NULL, S, B, H, lstm, reverse};
+    /* the states before each step: read back from the outputs where they hold them */
+    bool keep = !prev_in_outputs(active, S, B, H, reverse, h0->data, lstm ? c0->data : NULL);
+    *q = (SeqSaved){.hprev = keep ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
+                    .cprev = keep && lstm ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
+                    .h0 = h0->data, .c0 = lstm ? c0->data : NULL, .ys = y->data, .cs = lstm ? cy->data : NULL,
+                    .gates = consume ? xg->data : arena_alloc(&t->arena, (size_t)S * BG * sizeof(float)),
+                    .aux = arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
+                    .S = S, .B = B, .H = H, .lstm = lstm, .reverse = reverse};
     if (active) {
         q->active = arena_alloc(&t->arena, (size_t)S * B);
         memcpy(q->active, active, (size_t)S * B);
@@ -136,10 +172,10 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     float *rec = consume ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL; /* one step's gates, then into xg */
     for (int k = 0; k < S; k++) {
         int s = step_at(q, k);
-        float *hp = q->hprev + (size_t)s * BH, *gt = consume ? rec : q->gates + (size_t)s * BG;
+        float *gt = consume ? rec : q->gates + (size_t)s * BG;
         float *aux = q->aux + (size_t)s * BH;
-        memcpy(hp, h, BH * sizeof(float));
-        if (lstm) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
+        if (q->hprev) memcpy(q->hprev + (size_t)s * BH, h, BH * sizeof(float));
+        if (q->cprev) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
         s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, NULL, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
@@ -247,6 +283,21 @@ static void back_rows(void *ctx, size_t r0, size_t r1) {
     }
 }
 
+/* gw (Gc, H) += D^T H_prev over all steps, D (S, B, ldd) read in its first Gc columns.
+ * Without kept states, H_prev is the outputs one step back and the initial state. */
+static void add_dw(Tape *t, const SeqSaved *q, int Gc, const float *D, int ldd, float *gw) {
+    int S = q->S, B = q->B, H = q->H;
+    size_t BH = (size_t)B * H, BD = (size_t)B * ldd;
+    if (q->hprev) {
+        s2s_gemm(t, true, false, Gc, H, S * B, 1.0f, D, ldd, q->hprev, H, 1.0f, gw, H);
+        return;
+    }
+    if (S > 1) /* forward: steps 1.. against outputs 0..; reverse: steps 0.. against outputs 1.. */
+        s2s_gemm(t, true, false, Gc, H, (S - 1) * B, 1.0f, q->reverse ? D : D + BD, ldd, q->reverse ? q->ys + BH : q->ys, H,
+                 1.0f, gw, H);
+    s2s_gemm(t, true, false, Gc, H, B, 1.0f, D + (size_t)step_at(q, 0) * BD, ldd, q->h0, H, 1.0f, gw, H);
+}
+
 void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     const SeqSaved *q = n->saved;
     Tensor *xg = n->in[0], *h0 = n->in[1], *c0 = n->in[2], *w = n->in[3], *b = n->in[4];
@@ -285,9 +336,10 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     for (int k = S - 1; k >= 0; k--) {
         int s = step_at(q, k);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
-        const float *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH, *hp = q->hprev + (size_t)s * BH;
+        const float *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH;
+        const float *hp = state_before(q, q->hprev, q->ys, q->h0, k);
         BackJob j = {.H = H, .G = G, .lstm = q->lstm, .over = over, .stage = stage, .act = act, .gt = gt, .aux = aux, .hp = hp,
-                     .cp = q->lstm ? q->cprev + (size_t)s * BH : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
+                     .cp = q->lstm ? state_before(q, q->cprev, q->cs, q->c0, k) : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
                      .dcy = dcy ? dcy + (size_t)s * BH : NULL, .dh = dh, .dc = dc, .dtot = dtot, .dhd = dhd,
                      .dgs = q->lstm ? dG + (size_t)s * BG : dG, .dxs = dX + (size_t)s * BG,
                      .dgn = dGn ? dGn + (size_t)s * BH : NULL};
@@ -306,8 +358,8 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
      * d xg's r, z columns and its own n columns */
     int Grz = q->lstm ? G : 2 * H;
     if (gw) {
-        s2s_gemm(t, true, false, Grz, H, (int)rows, 1.0f, dX, G, q->hprev, H, 1.0f, gw, H);
-        if (!q->lstm) s2s_gemm(t, true, false, H, H, (int)rows, 1.0f, dGn, H, q->hprev, H, 1.0f, gw + (size_t)Grz * H, H);
+        add_dw(t, q, Grz, dX, G, gw);
+        if (!q->lstm) add_dw(t, q, H, dGn, H, gw + (size_t)Grz * H);
     }
     if (gb)
         for (size_t r = 0; r < rows; r++) {

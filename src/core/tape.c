@@ -235,6 +235,7 @@ static void release_value(Tape *t, Tensor *out, int node) {
 /* The backward of these reads its own output (the derivative is a function of it). */
 static const bool OP_READS_OUT[OP_COUNT] = {
     [OP_TANH] = true, [OP_SIGMOID] = true, [OP_RELU] = true, [OP_EXP] = true, [OP_SOFTMAX] = true,
+    [OP_RNN_SEQ] = true, /* the states before each step, from its outputs */
 };
 
 /* Earlier still: an input's values are dead once its first reader has run backward (every

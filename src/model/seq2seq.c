@@ -126,8 +126,8 @@ double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, Mo
     double floats = 0;
     for (int i = 0; i < 8; i++) floats += COEF[kind][i] * x[i];
     /* training steps have since freed dead values in backward (tape.h: free_values) and keep
-     * less of a GRU's: their peaks fell by 10-20 %, so the margin is smaller there */
-    double margin = kind == MODEL_STEP_TRAIN ? 1.3 * 0.9 : 1.3;
+     * less of an RNN's: their peaks fell by 10-30 % (the four shapes of the test now peak at 2.3-2.8x less than this) */
+    double margin = kind == MODEL_STEP_TRAIN ? 1.3 * 0.8 : 1.3;
     return margin * 4.0 * floats + (1 << 20);
 }
 
