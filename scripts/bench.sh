@@ -67,7 +67,7 @@ fi
 # the other float32 back end, training only (OpenBLAS's kernels as chosen above)
 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set gemm=openblas | tee -a "$out"
 # the memory setting and what it costs: output layer + loss 1,024 target rows at a time
-./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set loss_chunk=1024 \
+./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set loss_chunk=512 \
     | sed 's/"event":"train"/"event":"train_loss_chunk"/' | tee -a "$out"
 # all of test_2016_flickr as one batch: products of 1,000 rows run nearer the GEMMs' peak
 # (PyTorch likewise below, with --bs 1000)
