@@ -180,6 +180,11 @@ static void seq_dir_fwd(Tape *t, Gc *g, bool reverse) {
     if (cells) OUT(g, cells);
 }
 static void seq_fwd(Tape *t, Gc *g) { seq_dir_fwd(t, g, true); }
+/* train.recompute: the GRU's W_hn h made again in backward */
+static void seq_recompute_fwd(Tape *t, Gc *g) {
+    t->recompute = true;
+    seq_dir_fwd(t, g, true);
+}
 static void seq_forward_fwd(Tape *t, Gc *g) { seq_dir_fwd(t, g, false); }
 /* consuming: xg made by an op, whose values the gates then overwrite */
 static void seq_consume_fwd(Tape *t, Gc *g) {
@@ -309,6 +314,8 @@ static const GradCase CASES[] = {
     {"gru_seq_reverse_padded_zero_state", gru_seq_zero_setup, seq_fwd},
     {"lstm_seq_reverse_padded_zero_state", lstm_seq_zero_setup, seq_fwd},
     {"gru_seq_forward_padded", gru_seq_setup, seq_forward_fwd},
+    {"gru_seq_reverse_padded_recompute", gru_seq_setup, seq_recompute_fwd},
+    {"gru_seq_reverse_padded_zero_state_recompute", gru_seq_zero_setup, seq_recompute_fwd},
     {"lstm_seq_forward_padded", lstm_seq_setup, seq_forward_fwd},
     {"gru_seq_consume", gru_seq_setup, seq_consume_fwd},
     {"lstm_seq_consume", lstm_seq_setup, seq_consume_fwd},

@@ -76,6 +76,7 @@ typedef struct Tape {
     bool int8;         /* products against frozen weights in int8, the rest float32 (gemm.h) */
     bool bf16_matmul;  /* bf16 products through matmul primitives: set where the CPU has AMX (gemm.h) */
     bool free_values;  /* backward recycles dead forward values as it does dead gradients (above) */
+    bool recompute;    /* ops recompute in backward what costs a small product, instead of keeping it */
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
     struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */

@@ -298,6 +298,7 @@ int main(int argc, char **argv) {
             tape_reset(&t);
             t.training = t.grad_enabled = true;
             t.free_values = true; /* as the trainer's step */
+            t.recompute = cfg.train.recompute;
             Rng drop;
             rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
             params_freeze(&m.params, false); /* as the trainer's step */

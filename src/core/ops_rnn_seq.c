@@ -20,7 +20,8 @@ typedef struct SeqSaved {
     const float *h0, *c0; /* the initial state (inputs: alive until this op's backward) */
     const float *ys, *cs; /* this op's outputs (S + 1, B, H) */
     float *gates;  /* (S, B, G) activations: GRU r, z, n; LSTM i, f, g, o */
-    float *aux;    /* (S, B, H) GRU: W_hn h + b_hn; LSTM: tanh(c') */
+    float *aux;    /* (S, B, H) GRU: W_hn h + b_hn, or NULL: recomputed in backward (Tape.recompute).
+                    * An LSTM's tanh(c') is always recomputed, from its cell outputs. */
     uint8_t *active; /* (S, B) or NULL */
     int S, B, H;
     bool lstm, reverse;
@@ -151,16 +152,19 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     int S = tensor_rows(xg) / B;
     size_t BH = (size_t)B * H, BG = (size_t)B * G;
     Tensor *y = tape_tensor3(t, S + 1, B, H), *cy = lstm ? tape_tensor3(t, S + 1, B, H) : NULL;
+    /* what backward needs is kept only when there will be a backward */
+    bool record = tape_wants(t, xg, h0, c0) || tape_wants(t, w_hh, b_hh, NULL);
     SeqSaved *q = arena_alloc(&t->arena, sizeof *q);
     /* the states before each step: read back from the outputs where they hold them */
-    bool keep = !prev_in_outputs(active, S, B, H, reverse, h0->data, lstm ? c0->data : NULL);
-    *q = (SeqSaved){.hprev = keep ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
-                    .cprev = keep && lstm ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
+    bool keep_prev = record && !prev_in_outputs(active, S, B, H, reverse, h0->data, lstm ? c0->data : NULL);
+    bool keep_hn = record && !lstm && !t->recompute;
+    *q = (SeqSaved){.hprev = keep_prev ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
+                    .cprev = keep_prev && lstm ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
                     .h0 = h0->data, .c0 = lstm ? c0->data : NULL, .ys = y->data, .cs = lstm ? cy->data : NULL,
-                    .gates = consume ? xg->data : arena_alloc(&t->arena, (size_t)S * BG * sizeof(float)),
-                    .aux = arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)),
+                    .gates = !record ? NULL : consume ? xg->data : arena_alloc(&t->arena, (size_t)S * BG * sizeof(float)),
+                    .aux = keep_hn ? arena_alloc(&t->arena, (size_t)S * BH * sizeof(float)) : NULL,
                     .S = S, .B = B, .H = H, .lstm = lstm, .reverse = reverse};
-    if (active) {
+    if (active && record) {
         q->active = arena_alloc(&t->arena, (size_t)S * B);
         memcpy(q->active, active, (size_t)S * B);
     }
@@ -169,23 +173,25 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     if (lstm) memcpy(c, c0->data, BH * sizeof(float));
     float *hnew = arena_alloc(&t->arena, BH * sizeof(float)), *cnew = lstm ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     const uint16_t *wbf = gemm_bf16_weight(t, w_hh); /* once, not per step */
-    float *rec = consume ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL; /* one step's gates, then into xg */
+    /* one step's gates (then into xg when consuming) and its aux values, where not kept */
+    float *gstep = consume || !record ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
+    float *astep = q->aux ? NULL : arena_alloc(&t->arena, BH * sizeof(float));
     for (int k = 0; k < S; k++) {
         int s = step_at(q, k);
-        float *gt = consume ? rec : q->gates + (size_t)s * BG;
-        float *aux = q->aux + (size_t)s * BH;
+        float *gt = gstep ? gstep : q->gates + (size_t)s * BG;
+        float *aux = q->aux ? q->aux + (size_t)s * BH : astep;
         if (q->hprev) memcpy(q->hprev + (size_t)s * BH, h, BH * sizeof(float));
         if (q->cprev) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
         s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, NULL, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
-        const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
+        const uint8_t *act = active ? active + (size_t)s * B : NULL;
         StepJob j = {.H = H, .G = G, .lstm = lstm, .act = act, .x = xg->data + (size_t)s * BG, .b = b_hh->data,
                      .g = gt, .h = h, .c = c, .aux = aux, .hnew = hnew, .cnew = cnew, .ys = y->data + (size_t)s * BH,
                      .cs = lstm ? cy->data + (size_t)s * BH : NULL};
         rows_pass(t, B, G, step_rows, &j);
-        if (consume) memcpy(q->gates + (size_t)s * BG, gt, BG * sizeof(float)); /* over this step's xg, now read */
+        if (consume && record) memcpy(q->gates + (size_t)s * BG, gt, BG * sizeof(float)); /* over this step's xg, now read */
     }
-    if (tape_wants(t, xg, h0, c0) || tape_wants(t, w_hh, b_hh, NULL)) {
+    if (record) {
         TapeNode *n = tape_record(t, OP_RNN_SEQ, y);
         n->in[0] = xg;
         n->in[1] = h0;
@@ -226,15 +232,16 @@ static void gru_step_backward(int H, const float *restrict gt, const float *rest
     }
 }
 
-static void lstm_step_backward(int H, const float *restrict gt, const float *restrict cr, const float *restrict tc,
+/* cn: the cell after the step, whose tanh the forward took (the same function: the same bits) */
+static void lstm_step_backward(int H, const float *restrict gt, const float *restrict cr, const float *restrict cn,
                                const float *restrict d, float *restrict dcs, float *restrict dg) {
     for (int j = 0; j < H; j++) {
-        float ii = gt[j], ff = gt[H + j], gg = gt[2 * H + j], oo = gt[3 * H + j];
-        float dct = dcs[j] + d[j] * oo * (1.0f - tc[j] * tc[j]);
+        float ii = gt[j], ff = gt[H + j], gg = gt[2 * H + j], oo = gt[3 * H + j], tc = s2s_tanhf(cn[j]);
+        float dct = dcs[j] + d[j] * oo * (1.0f - tc * tc);
         dg[j] = dct * gg * ii * (1.0f - ii);
         dg[H + j] = dct * cr[j] * ff * (1.0f - ff);
         dg[2 * H + j] = dct * ii * (1.0f - gg * gg);
-        dg[3 * H + j] = d[j] * tc[j] * oo * (1.0f - oo);
+        dg[3 * H + j] = d[j] * tc * oo * (1.0f - oo);
         dcs[j] = dct * ff;
     }
 }
@@ -245,7 +252,7 @@ typedef struct BackJob {
     bool over;    /* the gates' memory takes d xg: each row's gates are copied to stage first */
     float *stage; /* (B, G) */
     const uint8_t *act;
-    const float *gt, *aux, *hp, *cp, *dy, *dcy; /* this step's saved values and output gradients */
+    const float *gt, *aux, *hp, *cp, *cn, *dy, *dcy; /* this step's saved values and output gradients */
     float *dh, *dc, *dtot, *dhd, *dgs, *dxs;
     float *dgn; /* GRU: (B, H) the n columns of d recurrent pre-activations, kept for dW_hh */
 } BackJob;
@@ -273,7 +280,7 @@ static void back_rows(void *ctx, size_t r0, size_t r1) {
             float *dcs = j->dc + o;
             if (j->dcy)
                 for (int k = 0; k < H; k++) dcs[k] += j->dcy[o + k];
-            lstm_step_backward(H, gt, j->cp + o, j->aux + o, j->dtot + o, dcs, j->dgs + r * (size_t)G);
+            lstm_step_backward(H, gt, j->cp + o, j->cn + o, j->dtot + o, dcs, j->dgs + r * (size_t)G);
             memset(j->dhd + o, 0, (size_t)H * sizeof(float));
         } else {
             float *dg = j->dgs + r * (size_t)G;
@@ -329,6 +336,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     float *dG = q->lstm ? dX : arena_alloc(&t->arena, BG * sizeof(float));
     const uint16_t *wbf = gemm_bf16_weight(t, w);
     float *stage = over ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
+    float *hn = !q->lstm && !q->aux ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
     if (dy) memcpy(dh, dy + (size_t)S * BH, BH * sizeof(float)); /* the final state's gradient */
@@ -336,10 +344,18 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     for (int k = S - 1; k >= 0; k--) {
         int s = step_at(q, k);
         const uint8_t *act = q->active ? q->active + (size_t)s * B : NULL;
-        const float *gt = q->gates + (size_t)s * BG, *aux = q->aux + (size_t)s * BH;
-        const float *hp = state_before(q, q->hprev, q->ys, q->h0, k);
+        const float *gt = q->gates + (size_t)s * BG, *hp = state_before(q, q->hprev, q->ys, q->h0, k);
+        const float *aux = q->aux ? q->aux + (size_t)s * BH : NULL;
+        if (!q->lstm && !aux) { /* recomputed: W_hn h + b_hn (inactive rows: unused) */
+            s2s_gemm_pre(t, false, true, B, H, H, 1.0f, hp, H, NULL, w->data + (size_t)2 * H * H, H,
+                         wbf ? wbf + (size_t)2 * H * H : NULL, NULL, 0.0f, hn, H);
+            for (int r = 0; r < B; r++)
+                for (int i = 0; i < H; i++) hn[(size_t)r * H + i] += b->data[2 * H + i];
+            aux = hn;
+        }
         BackJob j = {.H = H, .G = G, .lstm = q->lstm, .over = over, .stage = stage, .act = act, .gt = gt, .aux = aux, .hp = hp,
-                     .cp = q->lstm ? state_before(q, q->cprev, q->cs, q->c0, k) : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
+                     .cp = q->lstm ? state_before(q, q->cprev, q->cs, q->c0, k) : NULL,
+                     .cn = q->lstm ? q->cs + (size_t)s * BH : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
                      .dcy = dcy ? dcy + (size_t)s * BH : NULL, .dh = dh, .dc = dc, .dtot = dtot, .dhd = dhd,
                      .dgs = q->lstm ? dG + (size_t)s * BG : dG, .dxs = dX + (size_t)s * BG,
                      .dgn = dGn ? dGn + (size_t)s * BH : NULL};

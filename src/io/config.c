@@ -82,6 +82,9 @@ static const Key KEYS[] = {
     {"train.loss_chunk", K_INT, OFF(train.loss_chunk), 0, 1e6, NULL,
      "output layer and loss this many target rows at a time in training, logits computed again in backward: "
      "less memory (no whole logits), one more output-layer product (0: all rows at once)"},
+    {"train.recompute", K_BOOL, OFF(train.recompute), 0, 0, NULL,
+     "recompute in backward what a small product gives instead of keeping it (a GRU's W_hn h: one B x H x H "
+     "product per step): less memory, a little more time"},
     {"train.batch_tokens", K_INT, OFF(train.batch_tokens), 0, 1e9, NULL,
      "padded token positions per batch, at most (0: batch_size alone)"},
     {"train.epochs", K_INT, OFF(train.epochs), 1, 1e6, NULL, "epochs"},

@@ -473,6 +473,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, const 
     t->training = true;
     t->grad_enabled = true;
     t->free_values = true; /* the loss is read before backward; nothing else after */
+    t->recompute = r->cfg->train.recompute;
     Rng drop;
     rng_init(&drop, mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step), RNG_STREAM_DROPOUT);
     params_freeze(&r->model.params, false); /* fixed until the update: GEMMs may pack them */
