@@ -3,6 +3,7 @@
 
 #include "s2s/attn_calc.h"
 #include "s2s/bleu.h"
+#include "s2s/sacrebleu.h"
 #include "s2s/model.h"
 #include "s2s/train_state.h"
 
@@ -144,6 +145,22 @@ int fuzz_text(const uint8_t *data, size_t size) {
         char line[256];
         bleu_format(&sc, line, sizeof line);
         bleu_free(&b);
+        /* sacreBLEU's scores: every tokeniser, case-folded or not, chrF++ */
+        char *hyp[2] = {s, de}, *ref[2] = {en, s}, **refs[2] = {ref, hyp};
+        for (int tok = 0; tok < SB_TOK_COUNT; tok++) {
+            SbBleuOpts bo = sb_bleu_defaults();
+            bo.tokenize = (SbTokenize)tok;
+            bo.lowercase = tok == SB_TOK_13A;
+            SbBleu sb;
+            sb_bleu(&bo, hyp, (char *const *const *)refs, 2, 2, &sb);
+            char sline[512];
+            sb_bleu_format(&bo, &sb, 2, 1, sline, sizeof sline);
+        }
+        SbChrfOpts co = sb_chrf_defaults();
+        co.word_order = 2;
+        co.lowercase = true;
+        (void)sb_chrf(&co, hyp, (char *const *const *)refs, 2, 2);
+        free(sb_lower(s));
         vocab_free(&v);
         free(de);
         free(en);
