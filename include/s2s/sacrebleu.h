@@ -1,7 +1,8 @@
 /* sacrebleu.h — corpus BLEU and chrF as sacreBLEU 2.x defines them, on detokenised text.
  *
  * BLEU: each line (right-stripped, optionally lowercased as Python's str.lower()) is
- * tokenised (13a: mteval-v13a's rules; char: every character; none: as is), n-grams are
+ * tokenised (13a: mteval-v13a's rules; intl: mteval-v14's on Unicode punctuation and symbols;
+ * char: every character; none: as is), n-grams are
  * clipped by their largest count in any reference, the reference length is the closest to
  * the hypothesis (the shorter on a tie), and zero-match orders are smoothed (exp, floor,
  * add-k or none). chrF: character n-grams (whitespace removed) and, for chrF++, word n-grams
@@ -20,7 +21,7 @@
 #define SACREBLEU_VERSION "2.6.0"
 #define SB_MAX_ORDER 16 /* the largest n-gram order accepted (BLEU, chrF's characters or words) */
 
-typedef enum SbTokenize { SB_TOK_13A, SB_TOK_NONE, SB_TOK_CHAR, SB_TOK_COUNT } SbTokenize;
+typedef enum SbTokenize { SB_TOK_13A, SB_TOK_INTL, SB_TOK_NONE, SB_TOK_CHAR, SB_TOK_COUNT } SbTokenize;
 typedef enum SbSmooth { SB_SMOOTH_EXP, SB_SMOOTH_NONE, SB_SMOOTH_FLOOR, SB_SMOOTH_ADD_K, SB_SMOOTH_COUNT } SbSmooth;
 extern const char *const SB_TOKENIZE_NAMES[SB_TOK_COUNT];
 extern const char *const SB_SMOOTH_NAMES[SB_SMOOTH_COUNT];

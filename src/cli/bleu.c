@@ -18,7 +18,7 @@ static void usage(FILE *f) {
             "usage: bleu [options] REF [HYP]   (HYP defaults to stdin)\n"
             "Without options: corpus BLEU-4 as multi-bleu.perl, on tokenised text.\n"
             "sacreBLEU %s's scores, on detokenised text (its lines and signatures):\n"
-            "  --tokenize 13a|none|char   BLEU with that tokeniser (sacreBLEU's default: 13a)\n"
+            "  --tokenize 13a|intl|none|char  BLEU with that tokeniser (sacreBLEU's default: 13a)\n"
             "  --sacrebleu                the same as --tokenize 13a\n"
             "  -lc, --lowercase           case-insensitive (Python's str.lower())\n"
             "  --smooth-method M          exp (default), none, floor, add-k\n"
@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
         case O_TOK: {
             int k = 0;
             while (k < SB_TOK_COUNT && strcmp(optarg, SB_TOKENIZE_NAMES[k])) k++;
-            if (k == SB_TOK_COUNT) return bad("--tokenize: expected 13a, none or char");
+            if (k == SB_TOK_COUNT) return bad("--tokenize: expected 13a, intl, none or char");
             bo.tokenize = (SbTokenize)k;
             sacre = true;
             break;

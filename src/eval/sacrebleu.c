@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const SB_TOKENIZE_NAMES[SB_TOK_COUNT] = {"13a", "none", "char"};
+const char *const SB_TOKENIZE_NAMES[SB_TOK_COUNT] = {"13a", "intl", "none", "char"};
 const char *const SB_SMOOTH_NAMES[SB_SMOOTH_COUNT] = {"exp", "none", "floor", "add-k"};
 
 SbBleuOpts sb_bleu_defaults(void) {
@@ -234,6 +234,47 @@ static void tokenize_13a(Cps *s, Cps *tmp) {
     for (int k = 0; k < 3; k++) pass_pairs(s, k, tmp);
 }
 
+/* ---- intl (mteval-v14's international tokenisation) ---- */
+
+static bool is_punct(uint32_t c) { return IN(UNICODE_PUNCT, c); }
+static bool is_number(uint32_t c) { return IN(UNICODE_NUMBER, c); }
+
+/* (\P{N})(\p{P}) → "\1 \2 ", then (\p{P})(\P{N}) → " \1 \2", then (\p{S}) → " \1 ", each
+ * scanned as re.sub does (see pass_pairs); no padding of the line, unlike 13a */
+static void tokenize_intl(Cps *s, Cps *tmp) {
+    for (int kind = 0; kind < 2; kind++) {
+        tmp->n = 0;
+        for (size_t i = 0; i < s->n;) {
+            uint32_t a = s->c[i];
+            bool m = i + 1 < s->n && (kind == 0 ? !is_number(a) && is_punct(s->c[i + 1]) : is_punct(a) && !is_number(s->c[i + 1]));
+            if (!m) {
+                cps_push(tmp, a);
+                i++;
+                continue;
+            }
+            if (kind == 1) cps_push(tmp, ' ');
+            cps_push(tmp, a);
+            cps_push(tmp, ' ');
+            cps_push(tmp, s->c[i + 1]);
+            if (kind == 0) cps_push(tmp, ' ');
+            i += 2;
+        }
+        Cps t = *s;
+        *s = *tmp;
+        *tmp = t;
+    }
+    tmp->n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        bool sym = IN(UNICODE_SYMBOL, s->c[i]);
+        if (sym) cps_push(tmp, ' ');
+        cps_push(tmp, s->c[i]);
+        if (sym) cps_push(tmp, ' ');
+    }
+    Cps t = *s;
+    *s = *tmp;
+    *tmp = t;
+}
+
 /* ---- words and n-grams ---- */
 
 typedef struct Words {
@@ -337,6 +378,7 @@ static void prepare_bleu(const SbBleuOpts *o, const char *line, Scratch *x, Word
     }
     cps_rstrip(&x->a);
     if (o->tokenize == SB_TOK_13A) tokenize_13a(&x->a, &x->tmp);
+    if (o->tokenize == SB_TOK_INTL) tokenize_intl(&x->a, &x->tmp);
     /* char: " ".join(characters), then split: every non-whitespace character a token */
     if (o->tokenize == SB_TOK_CHAR) {
         out->n = 0;

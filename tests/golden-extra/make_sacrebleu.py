@@ -60,6 +60,12 @@ CASES = [
     ("closest_length_tie", ["a b c d e"], [["a b c d"], ["a b c d e f"]], []),
     ("char_tokenizer", ["Das ist gut.", "café au lait"], [["Das ist nicht gut.", "cafe au lait"]], ["--tokenize", "char"]),
     ("none_tokenizer", ["Hello, world!", "no-tokenise here."], [["Hello , world !", "no-tokenise here ."]], ["--tokenize", "none"]),
+    ("intl_tokenizer",
+     ["Straße – „Zitat“ … café 1,000.50 $5 €3 2+2=4 ©2024", "Dots... and,commas here.5 (x) ¿Qué? ¡Sí! 50% «a» 1999.",
+      "数学、物理。 「引用」 ＡＢＣ！", "emoji 😀 ok; a/b @home #tag"],
+     [["Straße — „Zitat“… Café 1,000.50 $ 5 € 3 2 + 2 = 4 © 2024", "Dots ... and , commas here.5 ( x ) ¿ Qué ? ¡ Sí ! 50 % « a » 1999 .",
+       "数学 、 物理 。 「 引用 」 ＡＢＣ ！", "emoji 😀 ok ; a / b @ home # tag"]], ["--tokenize", "intl"]),
+    ("intl_lowercase", ["İSTANBUL, ΟΔΟΣ. Ünïcödé!"], [["istanbul , οδος . ünïcödé !"]], ["--tokenize", "intl", "-lc"]),
     ("chrf", ["The cat sat on the mat.", "Hello, world!"], [["The cat sat on a mat.", "Hello world!"]], ["--chrf"]),
     ("chrf_plus_plus", ["The cat sat on the mat.", "Hello, world! (yes)", "\"quoted\""],
      [["The cat sat on a mat.", "Hello world! yes", "quoted"]], ["--chrf", "--word-order", "2"]),
@@ -133,7 +139,7 @@ def main():
             tok = [l.rstrip("\n") for l in f]
         # stand-in hypotheses: the German sources, and the official lowercased tokenised English
         for hyp_name, hyps in (("source_de", src), ("lc_tok_en", tok)):
-            for args in ([], ["-lc"], ["--chrf"], ["--chrf", "--word-order", "2"], ["--tokenize", "char"]):
+            for args in ([], ["-lc"], ["--chrf"], ["--chrf", "--word-order", "2"], ["--tokenize", "char"], ["--tokenize", "intl"]):
                 data.append({"hyp": hyp_name, "args": args, "expected": run(hyps, [ref], args)})
     json.dump({"sacrebleu_version": "2.6.0", "cases": cases, "multi30k_test_2016_flickr": data}, sys.stdout,
               ensure_ascii=False, indent=1)
