@@ -27,6 +27,8 @@ typedef struct Vocab {
 void vocab_init(Vocab *v);
 void vocab_free(Vocab *v);
 int vocab_add(Vocab *v, const char *tok);       /* id (existing or new) */
+/* Adds tok and counts it: (*count)[id]++, the array grown (zeroed) as ids grow; *cap its size. */
+void vocab_count(Vocab *v, const char *tok, long **count, int *cap);
 int vocab_find(const Vocab *v, const char *tok); /* id or −1 */
 int vocab_id(const Vocab *v, const char *tok);   /* id or TOK_UNK */
 

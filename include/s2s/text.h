@@ -10,6 +10,7 @@
 
 #include "s2s/common.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* The longest line any program accepts (1 MiB): far above a sentence, far below memory. */
@@ -41,6 +42,11 @@ void line_reader_free(LineReader *r);
 /* The next line: *line points into the reader (valid until the next call), *len its bytes,
  * NUL bytes included (so a caller can tell a line that has one). */
 LineStatus line_read(LineReader *r, const char **line, size_t *len);
+
+/* One code point of valid UTF-8 (utf8_valid): its value in *cp, the bytes read returned. */
+size_t utf8_next(const char *s, uint32_t *cp);
+/* The UTF-8 bytes of code point c (at most 4) into out; their count returned. */
+size_t utf8_put(uint32_t c, char *out);
 
 /* Reads a text file into lines (without newlines, a final CR dropped). Each line must be
  * valid UTF-8 without NUL bytes and at most TEXT_MAX_LINE bytes; errors name the file and

@@ -74,17 +74,7 @@ static void build_vocab(Vocab *out, char **lines, int n, const uint8_t *keep, in
         if (!keep[i]) continue;
         char *copy = strdup(lines[i]);
         int k = text_split(copy, &toks, &tcap);
-        for (int j = 0; j < k; j++) {
-            int id = vocab_add(&seen, toks[j]);
-            if (id >= cap) {
-                int nc = cap ? 2 * cap : 4096;
-                while (nc <= id) nc *= 2;
-                count = s2s_xrealloc(count, (size_t)nc * sizeof *count);
-                memset(count + cap, 0, (size_t)(nc - cap) * sizeof *count);
-                cap = nc;
-            }
-            count[id]++;
-        }
+        for (int j = 0; j < k; j++) vocab_count(&seen, toks[j], &count, &cap);
         free(copy);
     }
     int m = seen.size - TOK_SPECIALS;

@@ -31,6 +31,39 @@ bool utf8_valid(const char *str, size_t n) {
     return true;
 }
 
+size_t utf8_next(const char *str, uint32_t *cp) {
+    const unsigned char *p = (const unsigned char *)str;
+    uint32_t c = p[0];
+    size_t extra = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+    if (extra) c &= 0x3Fu >> extra;
+    for (size_t k = 1; k <= extra; k++) c = (c << 6) | (p[k] & 0x3Fu);
+    *cp = c;
+    return extra + 1;
+}
+
+size_t utf8_put(uint32_t c, char *out) {
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xC0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12));
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (c >> 18));
+    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
 void line_reader_init(LineReader *r, FILE *f, size_t max) {
     memset(r, 0, sizeof *r);
     r->f = f;

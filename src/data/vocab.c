@@ -50,6 +50,18 @@ int vocab_id(const Vocab *v, const char *tok) {
     return id < 0 ? TOK_UNK : id;
 }
 
+void vocab_count(Vocab *v, const char *tok, long **count, int *cap) {
+    int id = vocab_add(v, tok);
+    if (id >= *cap) {
+        int nc = *cap ? 2 * *cap : 4096;
+        while (nc <= id) nc *= 2;
+        *count = s2s_xrealloc(*count, (size_t)nc * sizeof **count);
+        memset(*count + *cap, 0, (size_t)(nc - *cap) * sizeof **count);
+        *cap = nc;
+    }
+    (*count)[id]++;
+}
+
 int vocab_add(Vocab *v, const char *tok) {
     int id = vocab_find(v, tok);
     if (id >= 0) return id;

@@ -2,6 +2,7 @@
  * code points, as Python handles str: whitespace, lowercasing and character n-grams. */
 #include "s2s/sacrebleu.h"
 #include "s2s/data.h"
+#include "s2s/text.h"
 #include "unicode_tables.h"
 
 #include <math.h>
@@ -36,38 +37,11 @@ static void cps_push(Cps *s, uint32_t c) {
 /* valid UTF-8 (the readers check it) into code points */
 static void cps_decode(Cps *s, const char *str) {
     s->n = 0;
-    const unsigned char *p = (const unsigned char *)str;
-    while (*p) {
-        uint32_t c = *p;
-        int extra = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
-        if (extra) c &= 0x3Fu >> extra;
-        p++;
-        for (int k = 0; k < extra && *p; k++, p++) c = (c << 6) | (*p & 0x3Fu);
+    while (*str) {
+        uint32_t c;
+        str += utf8_next(str, &c);
         cps_push(s, c);
     }
-}
-
-static size_t utf8_put(uint32_t c, char *out) {
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (char)(0xC0 | (c >> 6));
-        out[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (char)(0xE0 | (c >> 12));
-        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (c >> 18));
-    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
 }
 
 static char *cps_encode(const uint32_t *c, size_t n) {

@@ -3,6 +3,7 @@
 
 #include "s2s/attn_calc.h"
 #include "s2s/bleu.h"
+#include "s2s/bpe.h"
 #include "s2s/sacrebleu.h"
 #include "s2s/model.h"
 #include "s2s/train_state.h"
@@ -176,6 +177,41 @@ int fuzz_text(const uint8_t *data, size_t size) {
     S2sError err;
     if (task_encode_source(&c.task, &v, s, false, &ids, &k, &err) == S2S_OK) free(ids);
     vocab_free(&v);
+    free(s);
+    return 0;
+}
+
+int fuzz_bpe(const uint8_t *data, size_t size) {
+    Bpe b;
+    bpe_init(&b);
+    S2sError err;
+    if (bpe_parse(&b, (const char *)data, size, "fuzz", &err) == S2S_OK) {
+        /* what it holds, on its own pieces' text and on a fixed sentence */
+        const char *lines[] = {"Ein Mann \xe2\x96\x81 fährt  Fahrrad. 😀", b.n_chars ? bpe_piece(&b, BPE_FIRST_CHAR) : "x"};
+        for (int k = 0; k < 2; k++) {
+            int32_t *ids = NULL;
+            int cap = 0, n = bpe_encode(&b, lines[k], &ids, &cap);
+            free(bpe_decode(&b, ids, n));
+            free(ids);
+        }
+    }
+    bpe_free(&b);
+    /* and as text to learn from */
+    char *s = as_text(data, size);
+    if (utf8_valid(s, strlen(s))) {
+        Bpe l;
+        bpe_init(&l);
+        BpeLearnOpts o = {.merges = 50, .min_count = 1};
+        int learned;
+        char *lines[] = {s};
+        if (bpe_learn(&l, lines, 1, &o, &learned, &err) == S2S_OK) {
+            int32_t *ids = NULL;
+            int cap = 0, n = bpe_encode(&l, s, &ids, &cap);
+            free(bpe_decode(&l, ids, n));
+            free(ids);
+        }
+        bpe_free(&l);
+    }
     free(s);
     return 0;
 }

@@ -13,5 +13,6 @@ int fuzz_model(const uint8_t *data, size_t size);
 int fuzz_text(const uint8_t *data, size_t size);
 int fuzz_state(const uint8_t *data, size_t size);
 int fuzz_attend(const uint8_t *data, size_t size);
+int fuzz_bpe(const uint8_t *data, size_t size);
 
 #endif

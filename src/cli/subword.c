@@ -1,0 +1,189 @@
+/* subword — byte-pair-encoding subword models on their own, as spm_train / spm_encode /
+ * spm_decode:
+ *   subword learn --input FILE... (--merges N | --vocab-size N) --out MODEL
+ *   subword encode --model MODEL    raw text on stdin → pieces separated by spaces
+ *   subword decode --model MODEL    pieces on stdin → raw text
+ *   exit 0 · 1 IO or a bad model file · 2 usage */
+#include "s2s/args.h"
+#include "s2s/bpe.h"
+#include "s2s/text.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: subword learn --input FILE [--input FILE...] (--merges N | --vocab-size N) [--min-count N] --out MODEL\n"
+               "       subword encode --model MODEL   (raw text on stdin, pieces separated by spaces on stdout)\n"
+               "       subword decode --model MODEL   (pieces on stdin, raw text on stdout)\n"
+               "Byte-pair encoding with the whitespace kept as the symbol \"\xe2\x96\x81\": raw text in, raw text out.\n"
+               "Characters never seen in learning become their bytes (<0xE2>...).\n");
+}
+
+enum { O_INPUT = 1, O_MERGES, O_VOCAB, O_MIN, O_OUT, O_MODEL };
+#define MAX_INPUTS 64
+
+static int learn(const char **inputs, int n_inputs, const BpeLearnOpts *o, const char *out) {
+    char **all = NULL;
+    size_t n_all = 0;
+    S2sError err;
+    int rc = 0;
+    for (int k = 0; k < n_inputs && !rc; k++) {
+        char **lines;
+        int n;
+        if (text_read_lines(inputs[k], &lines, &n, &err)) {
+            fprintf(stderr, "subword: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        all = s2s_xrealloc(all, (n_all + (size_t)n + 1) * sizeof *all);
+        memcpy(all + n_all, lines, (size_t)n * sizeof *lines);
+        n_all += (size_t)n;
+        free(lines); /* the strings now belong to all */
+    }
+    if (!rc) {
+        Bpe b;
+        bpe_init(&b);
+        int learned = 0;
+        S2sStatus st = bpe_learn(&b, all, n_all, o, &learned, &err);
+        if (st) {
+            fprintf(stderr, "subword: %s\n", err.msg);
+            rc = st == S2S_ERR_CONFIG ? 2 : 1;
+        } else if (bpe_save(&b, out, &err)) {
+            fprintf(stderr, "subword: %s\n", err.msg);
+            rc = 1;
+        } else {
+            int asked = o->vocab_size > 0 ? o->vocab_size - BPE_FIRST_CHAR - b.n_chars : o->merges;
+            fprintf(stderr, "subword: %s: %d characters, %d merges, %d pieces in all%s\n", out, b.n_chars, learned,
+                    bpe_size(&b), learned < asked ? " (no pair is seen often enough for more)" : "");
+        }
+        bpe_free(&b);
+    }
+    text_free_lines(all, (int)n_all);
+    return rc;
+}
+
+/* stdin line by line (bounded), each through fn */
+static int each_line(const Bpe *b, bool encode) {
+    LineReader r;
+    line_reader_init(&r, stdin, TEXT_MAX_LINE);
+    const char *line;
+    size_t len;
+    LineStatus ls;
+    int rc = 0;
+    int32_t *ids = NULL;
+    int cap = 0;
+    char **toks = NULL;
+    int tcap = 0;
+    while ((ls = line_read(&r, &line, &len)) != LINE_EOF) {
+        if (ls == LINE_TOO_LONG || ls == LINE_ENDLESS || ls == LINE_ERROR) {
+            fprintf(stderr, "subword: stdin:%ld: %s\n", r.line_no,
+                    ls == LINE_ERROR ? "cannot be read" : "longer than 1 MiB: not a sentence");
+            rc = 1;
+            if (ls != LINE_TOO_LONG) break;
+            printf("\n"); /* the output keeps one line per input line */
+            continue;
+        }
+        if (strlen(line) != len || !utf8_valid(line, len)) {
+            fprintf(stderr, "subword: stdin:%ld: not UTF-8 text (or a NUL byte)\n", r.line_no);
+            rc = 1;
+            printf("\n");
+            continue;
+        }
+        if (encode) {
+            int n = bpe_encode(b, line, &ids, &cap);
+            for (int k = 0; k < n; k++) printf("%s%s", k ? " " : "", bpe_piece(b, ids[k]));
+            printf("\n");
+        } else {
+            char *copy = s2s_xmalloc(len + 1);
+            memcpy(copy, line, len + 1);
+            int n = text_split(copy, &toks, &tcap);
+            if (n > cap) ids = s2s_xrealloc(ids, (size_t)(cap = n) * sizeof *ids);
+            for (int k = 0; k < n; k++) ids[k] = bpe_piece_id(b, toks[k]);
+            char *text = bpe_decode(b, ids, n);
+            printf("%s\n", text);
+            free(text);
+            free(copy);
+        }
+    }
+    free(ids);
+    free(toks);
+    line_reader_free(&r);
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "subword: stdout: cannot be written\n");
+        rc = 1;
+    }
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    static const struct option LONG[] = {{"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, ARGS_VERSION},
+                                         {"input", required_argument, NULL, O_INPUT}, {"merges", required_argument, NULL, O_MERGES},
+                                         {"vocab-size", required_argument, NULL, O_VOCAB}, {"min-count", required_argument, NULL, O_MIN},
+                                         {"out", required_argument, NULL, O_OUT},     {"model", required_argument, NULL, O_MODEL},
+                                         {NULL, 0, NULL, 0}};
+    const char *inputs[MAX_INPUTS], *out = NULL, *model = NULL;
+    int n_inputs = 0;
+    BpeLearnOpts o = {.min_count = 2};
+    S2sError err;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (c) {
+        case O_INPUT:
+            if (n_inputs == MAX_INPUTS) {
+                fprintf(stderr, "subword: --input: at most %d files\n", MAX_INPUTS);
+                return 2;
+            }
+            inputs[n_inputs++] = optarg;
+            break;
+        case O_MERGES:
+            if (args_int("--merges", optarg, 1, BPE_MAX_PIECES, &o.merges, &err)) goto bad;
+            break;
+        case O_VOCAB:
+            if (args_int("--vocab-size", optarg, 1, BPE_MAX_PIECES, &o.vocab_size, &err)) goto bad;
+            break;
+        case O_MIN:
+            if (args_int("--min-count", optarg, 1, 1 << 30, &o.min_count, &err)) goto bad;
+            break;
+        case O_OUT: out = optarg; break;
+        case O_MODEL: model = optarg; break;
+        default: return args_common(c, "subword", usage, argv, optind, optopt);
+        }
+    }
+    if (optind != argc - 1) {
+        if (optind < argc - 1) fprintf(stderr, "subword: %s: unexpected argument (see subword --help)\n", argv[optind + 1]);
+        else usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[optind];
+    if (!strcmp(cmd, "learn")) {
+        if (!n_inputs || !out || (o.merges > 0) == (o.vocab_size > 0) || model) {
+            fprintf(stderr, "subword: learn needs --input, --out and one of --merges and --vocab-size (see subword --help)\n");
+            return 2;
+        }
+        return learn(inputs, n_inputs, &o, out);
+    }
+    if (strcmp(cmd, "encode") && strcmp(cmd, "decode")) {
+        fprintf(stderr, "subword: %s: expected learn, encode or decode (see subword --help)\n", cmd);
+        return 2;
+    }
+    if (!model || n_inputs || out || o.merges || o.vocab_size) {
+        fprintf(stderr, "subword: %s needs --model and nothing of learn's (see subword --help)\n", cmd);
+        return 2;
+    }
+    Bpe b;
+    bpe_init(&b);
+    if (bpe_load(&b, model, &err)) {
+        fprintf(stderr, "subword: %s\n", err.msg);
+        bpe_free(&b);
+        return 1;
+    }
+    int rc = each_line(&b, !strcmp(cmd, "encode"));
+    bpe_free(&b);
+    return rc;
+bad:
+    fprintf(stderr, "subword: %s (see subword --help)\n", err.msg);
+    return 2;
+}

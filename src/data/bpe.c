@@ -1,0 +1,684 @@
+/* bpe.c — byte-pair-encoding subword models (see bpe.h). */
+#include "s2s/bpe.h"
+#include "s2s/file.h"
+#include "s2s/text.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- pieces: id → text, and text → id for characters and merges ---- */
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t hash_pair(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+static uint64_t pair_key(int32_t l, int32_t r) { return (uint64_t)(uint32_t)l << 32 | (uint32_t)r; }
+
+/* text → id of a character or merged piece (ids in b->pieces.tokens are the truth) */
+typedef struct BpeTextMap TextMap;
+
+static int32_t textmap_find(const TextMap *m, char *const *tokens, const char *s) {
+    if (!m->n) return -1;
+    for (size_t i = hash_str(s) & (m->n - 1);; i = (i + 1) & (m->n - 1)) {
+        if (!m->slot[i]) return -1;
+        if (!strcmp(tokens[m->slot[i] - 1], s)) return m->slot[i] - 1;
+    }
+}
+
+static void textmap_insert(TextMap *m, char *const *tokens, int32_t id) {
+    size_t i = hash_str(tokens[id]) & (m->n - 1);
+    while (m->slot[i]) i = (i + 1) & (m->n - 1);
+    m->slot[i] = id + 1;
+}
+
+static void textmap_put(TextMap *m, char *const *tokens, int32_t id) {
+    if ((size_t)(m->count + 1) * 2 >= m->n) { /* grow and rehash */
+        size_t n = m->n ? 2 * m->n : 1024, on = m->n;
+        int32_t *old = m->slot;
+        m->slot = s2s_xcalloc(n, sizeof *m->slot);
+        m->n = n;
+        for (size_t k = 0; k < on; k++)
+            if (old[k]) textmap_insert(m, tokens, old[k] - 1);
+        free(old);
+    }
+    textmap_insert(m, tokens, id);
+    m->count++;
+}
+
+void bpe_init(Bpe *b) {
+    memset(b, 0, sizeof *b);
+    vocab_init(&b->pieces);
+    char name[8];
+    for (int k = 0; k < BPE_BYTES; k++) {
+        snprintf(name, sizeof name, "<0x%02X>", k);
+        vocab_add(&b->pieces, name);
+    }
+}
+
+void bpe_free(Bpe *b) {
+    vocab_free(&b->pieces);
+    free(b->merges);
+    free(b->pair_key);
+    free(b->pair_rank);
+    free(b->text.slot);
+    memset(b, 0, sizeof *b);
+}
+
+int bpe_size(const Bpe *b) { return b->pieces.size; }
+const char *bpe_piece(const Bpe *b, int id) { return id >= 0 && id < b->pieces.size ? b->pieces.tokens[id] : NULL; }
+
+int32_t bpe_piece_id(const Bpe *b, const char *piece) {
+    int32_t id = textmap_find(&b->text, b->pieces.tokens, piece);
+    if (id >= 0) return id;
+    id = vocab_find(&b->pieces, piece); /* bytes and specials */
+    return id >= 0 && id < BPE_FIRST_CHAR ? id : TOK_UNK;
+}
+
+/* A character: in the vocabulary's own index too (encoding looks characters up there). */
+static int32_t add_char(Bpe *b, const char *text) {
+    int32_t id = vocab_add(&b->pieces, text);
+    S2S_ASSERT(id == b->pieces.size - 1); /* new: the callers check */
+    textmap_put(&b->text, b->pieces.tokens, id);
+    return id;
+}
+
+/* A merge's piece: an existing character's or merge's id when the text is one (two merge
+ * paths can spell the same piece), else appended past the vocabulary's index, which would
+ * fold it into a special or a byte piece of the same spelling. No vocab_add follows. */
+static int32_t add_merged(Bpe *b, const char *text) {
+    int32_t id = textmap_find(&b->text, b->pieces.tokens, text);
+    if (id >= 0) return id;
+    Vocab *v = &b->pieces;
+    if (v->size == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 1024;
+        v->tokens = s2s_xrealloc(v->tokens, (size_t)v->cap * sizeof *v->tokens);
+    }
+    size_t n = strlen(text) + 1;
+    v->tokens[v->size] = memcpy(s2s_xmalloc(n), text, n);
+    id = v->size++;
+    textmap_put(&b->text, v->tokens, id);
+    return id;
+}
+
+static void rank_put(Bpe *b, uint64_t key, int32_t rank) {
+    if ((size_t)(b->n_merges + 1) * 2 >= b->n_slots) {
+        size_t n = b->n_slots ? 2 * b->n_slots : 1024;
+        uint64_t *ok = b->pair_key;
+        int32_t *orank = b->pair_rank;
+        size_t on = b->n_slots;
+        b->pair_key = s2s_xcalloc(n, sizeof *b->pair_key);
+        b->pair_rank = s2s_xcalloc(n, sizeof *b->pair_rank);
+        b->n_slots = n;
+        for (size_t k = 0; k < on; k++)
+            if (orank[k]) {
+                size_t i = hash_pair(ok[k]) & (n - 1);
+                while (b->pair_rank[i]) i = (i + 1) & (n - 1);
+                b->pair_key[i] = ok[k];
+                b->pair_rank[i] = orank[k];
+            }
+        free(ok);
+        free(orank);
+    }
+    size_t i = hash_pair(key) & (b->n_slots - 1);
+    while (b->pair_rank[i] && b->pair_key[i] != key) i = (i + 1) & (b->n_slots - 1);
+    if (!b->pair_rank[i]) { /* the first merge of a pair is its rank */
+        b->pair_key[i] = key;
+        b->pair_rank[i] = rank + 1;
+    }
+}
+
+static int32_t rank_of(const Bpe *b, int32_t l, int32_t r) {
+    if (!b->n_slots) return -1;
+    uint64_t key = pair_key(l, r);
+    for (size_t i = hash_pair(key) & (b->n_slots - 1);; i = (i + 1) & (b->n_slots - 1)) {
+        if (!b->pair_rank[i]) return -1;
+        if (b->pair_key[i] == key) return b->pair_rank[i] - 1;
+    }
+}
+
+static void add_merge(Bpe *b, int32_t l, int32_t r) {
+    const char *tl = b->pieces.tokens[l], *tr = b->pieces.tokens[r];
+    size_t nl = strlen(tl), nr = strlen(tr);
+    char *t = s2s_xmalloc(nl + nr + 1);
+    memcpy(t, tl, nl);
+    memcpy(t + nl, tr, nr + 1);
+    int32_t id = add_merged(b, t);
+    free(t);
+    if (b->n_merges == b->cap_merges) {
+        b->cap_merges = b->cap_merges ? 2 * b->cap_merges : 1024;
+        b->merges = s2s_xrealloc(b->merges, (size_t)b->cap_merges * sizeof *b->merges);
+    }
+    rank_put(b, pair_key(l, r), b->n_merges);
+    b->merges[b->n_merges++] = (BpeMerge){l, r, id};
+}
+
+static bool is_ascii_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+
+/* ---- learning ---- */
+
+typedef struct Word {
+    int32_t *sym;
+    int len;
+    long count;
+} Word;
+
+typedef struct PairStat {
+    uint64_t key;
+    long count;
+    int32_t *words; /* where the pair may occur (stale entries allowed) */
+    int n_words, cap_words;
+} PairStat;
+
+typedef struct Pairs {
+    PairStat *s; /* open addressing by key; count < 0 never used, key 0 with used flag */
+    bool *used;
+    size_t n, filled;
+} Pairs;
+
+static PairStat *pairs_get(Pairs *p, uint64_t key) {
+    if ((p->filled + 1) * 2 >= p->n) {
+        size_t n = p->n ? 2 * p->n : 4096;
+        PairStat *os = p->s;
+        bool *ou = p->used;
+        size_t on = p->n;
+        p->s = s2s_xcalloc(n, sizeof *p->s);
+        p->used = s2s_xcalloc(n, sizeof *p->used);
+        p->n = n;
+        for (size_t k = 0; k < on; k++)
+            if (ou[k]) {
+                size_t i = hash_pair(os[k].key) & (n - 1);
+                while (p->used[i]) i = (i + 1) & (n - 1);
+                p->s[i] = os[k];
+                p->used[i] = true;
+            }
+        free(os);
+        free(ou);
+    }
+    size_t i = hash_pair(key) & (p->n - 1);
+    while (p->used[i] && p->s[i].key != key) i = (i + 1) & (p->n - 1);
+    if (!p->used[i]) {
+        p->used[i] = true;
+        p->s[i].key = key;
+        p->filled++;
+    }
+    return &p->s[i];
+}
+
+/* A binary heap of (first, second) pairs, smallest first: learning keys pairs by (−count, ids),
+ * encoding candidates by (rank, position). */
+typedef struct HeapItem {
+    int64_t first;
+    uint64_t second;
+} HeapItem;
+
+typedef struct Heap {
+    HeapItem *h;
+    size_t n, cap;
+} Heap;
+
+static bool heap_before(const HeapItem *a, const HeapItem *b) { return a->first != b->first ? a->first < b->first : a->second < b->second; }
+
+static void heap_push(Heap *q, HeapItem it) {
+    if (q->n == q->cap) {
+        q->cap = q->cap ? 2 * q->cap : 64;
+        q->h = s2s_xrealloc(q->h, q->cap * sizeof *q->h);
+    }
+    size_t i = q->n++;
+    while (i && heap_before(&it, &q->h[(i - 1) / 2])) {
+        q->h[i] = q->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    q->h[i] = it;
+}
+
+static HeapItem heap_pop(Heap *q) {
+    HeapItem top = q->h[0], last = q->h[--q->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= q->n) break;
+        if (c + 1 < q->n && heap_before(&q->h[c + 1], &q->h[c])) c++;
+        if (!heap_before(&q->h[c], &last)) break;
+        q->h[i] = q->h[c];
+        i = c;
+    }
+    if (q->n) q->h[i] = last;
+    return top;
+}
+
+/* adds sign × count for each adjacent pair of w (and, adding, notes the word) */
+static void count_word(Pairs *p, Heap *q, const Word *w, int32_t wi, int sign) {
+    for (int k = 0; k + 1 < w->len; k++) {
+        PairStat *s = pairs_get(p, pair_key(w->sym[k], w->sym[k + 1]));
+        s->count += sign * w->count;
+        if (sign > 0) {
+            if (!s->n_words || s->words[s->n_words - 1] != wi) {
+                if (s->n_words == s->cap_words) {
+                    s->cap_words = s->cap_words ? 2 * s->cap_words : 4;
+                    s->words = s2s_xrealloc(s->words, (size_t)s->cap_words * sizeof *s->words);
+                }
+                s->words[s->n_words++] = wi;
+            }
+        }
+        if (q) heap_push(q, (HeapItem){-s->count, s->key}); /* the most frequent first, then the smaller ids */
+    }
+}
+
+typedef struct CharCount {
+    uint32_t cp;
+    long count;
+} CharCount;
+
+static int cmp_chars(const void *a, const void *b) {
+    const CharCount *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return x->cp < y->cp ? -1 : x->cp > y->cp;
+}
+
+#define WORD_MARK 0x2581u
+
+S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o, int *learned, S2sError *err) {
+    S2S_ASSERT(b->n_merges == 0 && b->n_chars == 0);
+    *learned = 0;
+    /* word types and their counts */
+    Vocab words;
+    vocab_init(&words);
+    long *wcount = NULL;
+    int wcap = 0;
+    char **toks = NULL;
+    int tcap = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *copy = s2s_xmalloc(strlen(lines[i]) + 1);
+        strcpy(copy, lines[i]);
+        int k = text_split(copy, &toks, &tcap);
+        for (int j = 0; j < k; j++) vocab_count(&words, toks[j], &wcount, &wcap);
+        free(copy);
+    }
+    free(toks);
+    /* characters by frequency (the word mark once per word) */
+    CharCount *cc = NULL;
+    size_t ncc = 0, ccap = 0;
+    long total_words = 0;
+    for (int id = 0; id < words.size; id++) {
+        if (id >= wcap || !wcount[id]) continue;
+        total_words += wcount[id];
+        for (const char *s = words.tokens[id]; *s;) {
+            uint32_t cp;
+            s += utf8_next(s, &cp);
+            size_t k = 0;
+            while (k < ncc && cc[k].cp != cp) k++; /* few distinct characters: a scan will do */
+            if (k == ncc) {
+                if (ncc == ccap) {
+                    ccap = ccap ? 2 * ccap : 256;
+                    cc = s2s_xrealloc(cc, ccap * sizeof *cc);
+                }
+                cc[ncc++] = (CharCount){cp, 0};
+            }
+            cc[k].count += wcount[id];
+        }
+    }
+    if (total_words) {
+        if (ncc == ccap) cc = s2s_xrealloc(cc, (ccap = ccap + 1) * sizeof *cc);
+        cc[ncc++] = (CharCount){WORD_MARK, total_words};
+        /* the mark may also be a character of the text: fold the two */
+        size_t w = 0;
+        for (size_t k = 0; k < ncc; k++) {
+            size_t j = 0;
+            while (j < w && cc[j].cp != cc[k].cp) j++;
+            if (j < w) cc[j].count += cc[k].count;
+            else cc[w++] = cc[k];
+        }
+        ncc = w;
+    }
+    if (ncc) qsort(cc, ncc, sizeof *cc, cmp_chars);
+    S2sStatus st = S2S_OK;
+    int base = BPE_FIRST_CHAR + (int)ncc, target = o->merges;
+    if (o->vocab_size > 0) {
+        if (o->vocab_size < base) {
+            st = s2s_fail(err, S2S_ERR_CONFIG,
+                          "a vocabulary of %d pieces cannot hold the 4 specials, 256 bytes and the text's %zu characters (%d)",
+                          o->vocab_size, ncc, base);
+            goto out;
+        }
+        target = o->vocab_size - base;
+    }
+    for (size_t k = 0; k < ncc; k++) {
+        char t[5];
+        t[utf8_put(cc[k].cp, t)] = '\0';
+        add_char(b, t);
+    }
+    b->n_chars = (int)ncc;
+    /* words as symbol ids */
+    Word *ws = NULL;
+    int nw = 0;
+    for (int id = 0; id < words.size; id++) {
+        if (id >= wcap || !wcount[id]) continue;
+        ws = s2s_xrealloc(ws, (size_t)(nw + 1) * sizeof *ws);
+        Word *w = &ws[nw++];
+        w->count = wcount[id];
+        w->len = 0;
+        w->sym = s2s_xmalloc((strlen(words.tokens[id]) + 1) * sizeof *w->sym);
+        char t[5];
+        t[utf8_put(WORD_MARK, t)] = '\0';
+        w->sym[w->len++] = textmap_find(&b->text, b->pieces.tokens, t);
+        for (const char *s = words.tokens[id]; *s;) {
+            uint32_t cp;
+            size_t k = utf8_next(s, &cp);
+            memcpy(t, s, k);
+            t[k] = '\0';
+            s += k;
+            w->sym[w->len++] = textmap_find(&b->text, b->pieces.tokens, t);
+        }
+    }
+    Pairs pairs = {0};
+    Heap heap = {0};
+    for (int i = 0; i < nw; i++) count_word(&pairs, NULL, &ws[i], i, +1);
+    for (size_t k = 0; k < pairs.n; k++)
+        if (pairs.used[k] && pairs.s[k].count > 0) heap_push(&heap, (HeapItem){-pairs.s[k].count, pairs.s[k].key});
+    int min_count = o->min_count > 0 ? o->min_count : 1;
+    int32_t *visited = s2s_xcalloc((size_t)(nw ? nw : 1), sizeof *visited); /* merge number + 1 that last rewrote it */
+    while (*learned < target && heap.n) {
+        HeapItem top = heap_pop(&heap);
+        PairStat *s = pairs_get(&pairs, top.second);
+        if (s->count != -top.first) continue; /* stale */
+        if (s->count < min_count) break;
+        int32_t l = (int32_t)(top.second >> 32), r = (int32_t)(uint32_t)top.second;
+        add_merge(b, l, r);
+        int32_t m = b->merges[b->n_merges - 1].piece;
+        (*learned)++;
+        /* rewrite the words that hold the pair: their pairs out, the merge, their pairs in */
+        int32_t *list = s->words;
+        int nlist = s->n_words;
+        s->words = NULL;
+        s->n_words = s->cap_words = 0;
+        for (int k = 0; k < nlist; k++) {
+            int32_t wi = list[k];
+            if (visited[wi] == *learned) continue;
+            visited[wi] = *learned;
+            Word *w = &ws[wi];
+            bool has = false;
+            for (int j = 0; j + 1 < w->len && !has; j++) has = w->sym[j] == l && w->sym[j + 1] == r;
+            if (!has) continue;
+            count_word(&pairs, &heap, w, wi, -1);
+            int out = 0;
+            for (int j = 0; j < w->len; j++) {
+                if (j + 1 < w->len && w->sym[j] == l && w->sym[j + 1] == r) {
+                    w->sym[out++] = m;
+                    j++;
+                } else {
+                    w->sym[out++] = w->sym[j];
+                }
+            }
+            w->len = out;
+            count_word(&pairs, &heap, w, wi, +1);
+        }
+        free(list);
+    }
+    free(visited);
+    for (size_t k = 0; k < pairs.n; k++)
+        if (pairs.used[k]) free(pairs.s[k].words);
+    free(pairs.s);
+    free(pairs.used);
+    free(heap.h);
+    for (int i = 0; i < nw; i++) free(ws[i].sym);
+    free(ws);
+out:
+    free(cc);
+    free(wcount);
+    vocab_free(&words);
+    return st;
+}
+
+/* ---- encoding ---- */
+
+typedef struct Seq {
+    int32_t *sym, *prev, *next;
+    int n, cap;
+} Seq;
+
+static void seq_push(Seq *s, int32_t sym) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->sym = s2s_xrealloc(s->sym, (size_t)s->cap * sizeof *s->sym);
+        s->prev = s2s_xrealloc(s->prev, (size_t)s->cap * sizeof *s->prev);
+        s->next = s2s_xrealloc(s->next, (size_t)s->cap * sizeof *s->next);
+    }
+    s->sym[s->n] = sym;
+    s->prev[s->n] = s->n - 1;
+    s->next[s->n] = s->n + 1;
+    s->n++;
+}
+
+static int32_t char_id(const Bpe *b, const char *s, size_t len) {
+    char t[5];
+    memcpy(t, s, len);
+    t[len] = '\0';
+    int32_t id = vocab_find(&b->pieces, t);
+    return id >= BPE_FIRST_CHAR && id < BPE_FIRST_CHAR + b->n_chars ? id : -1;
+}
+
+static void push_ids(int32_t **ids, int *cap, int *n, int32_t id) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *ids = s2s_xrealloc(*ids, (size_t)*cap * sizeof **ids);
+    }
+    (*ids)[(*n)++] = id;
+}
+
+/* the merges of one word, lowest rank first (leftmost among equals), in O(L log L) */
+static void encode_word(const Bpe *b, Seq *s, Heap *q, int32_t **ids, int *cap, int *n) {
+    q->n = 0;
+    for (int i = 0; i + 1 < s->n; i++) {
+        int32_t r = rank_of(b, s->sym[i], s->sym[i + 1]);
+        if (r >= 0) heap_push(q, (HeapItem){r, (uint64_t)i});
+    }
+    while (q->n) {
+        HeapItem c = heap_pop(q);
+        int i = (int)c.second, j = s->next[i];
+        if (s->sym[i] < 0 || j >= s->n || rank_of(b, s->sym[i], s->sym[j]) != c.first) continue; /* stale */
+        s->sym[i] = b->merges[c.first].piece;
+        s->sym[j] = -1; /* gone */
+        s->next[i] = s->next[j];
+        if (s->next[j] < s->n) s->prev[s->next[j]] = i;
+        if (s->prev[i] >= 0) {
+            int32_t r = rank_of(b, s->sym[s->prev[i]], s->sym[i]);
+            if (r >= 0) heap_push(q, (HeapItem){r, (uint64_t)s->prev[i]});
+        }
+        if (s->next[i] < s->n) {
+            int32_t r = rank_of(b, s->sym[i], s->sym[s->next[i]]);
+            if (r >= 0) heap_push(q, (HeapItem){r, (uint64_t)i});
+        }
+    }
+    for (int i = 0; i < s->n; i = s->next[i]) push_ids(ids, cap, n, s->sym[i]);
+}
+
+int bpe_encode(const Bpe *b, const char *line, int32_t **ids, int *cap) {
+    int n = 0;
+    Seq s = {0};
+    Heap q = {0};
+    int32_t mark = char_id(b, BPE_WORD_MARK, 3);
+    const char *p = line;
+    while (*p) {
+        while (*p && is_ascii_space((unsigned char)*p)) p++;
+        if (!*p) break;
+        s.n = 0;
+        if (mark >= 0) seq_push(&s, mark);
+        else
+            for (int k = 0; k < 3; k++) seq_push(&s, BPE_FIRST_BYTE + (unsigned char)BPE_WORD_MARK[k]);
+        while (*p && !is_ascii_space((unsigned char)*p)) {
+            uint32_t cp;
+            size_t k = utf8_next(p, &cp);
+            int32_t id = char_id(b, p, k);
+            if (id >= 0) seq_push(&s, id);
+            else /* never seen: its bytes */
+                for (size_t j = 0; j < k; j++) seq_push(&s, BPE_FIRST_BYTE + (unsigned char)p[j]);
+            p += k;
+        }
+        encode_word(b, &s, &q, ids, cap, &n);
+    }
+    free(s.sym);
+    free(s.prev);
+    free(s.next);
+    free(q.h);
+    return n;
+}
+
+char *bpe_decode(const Bpe *b, const int32_t *ids, int n) {
+    size_t cap = 64, len = 0;
+    char *out = s2s_xmalloc(cap);
+    unsigned char bytes[64];
+    int nb = 0;
+    for (int k = 0; k <= n; k++) {
+        int32_t id = k < n ? ids[k] : -1;
+        bool is_byte = id >= BPE_FIRST_BYTE && id < BPE_FIRST_CHAR;
+        if (is_byte && nb < (int)sizeof bytes) {
+            bytes[nb++] = (unsigned char)(id - BPE_FIRST_BYTE);
+            continue;
+        }
+        /* a run of bytes ends: as text where it is UTF-8, U+FFFD for each byte that is not */
+        for (int i = 0; i < nb;) {
+            char tmp[4];
+            int take = 0;
+            for (int w = 4; w >= 1 && !take; w--)
+                if (i + w <= nb && utf8_valid((const char *)bytes + i, (size_t)w)) take = w;
+            size_t tl = take ? (size_t)take : utf8_put(0xFFFD, tmp);
+            if (len + tl + 1 > cap) out = s2s_xrealloc(out, cap = 2 * (len + tl + 1));
+            memcpy(out + len, take ? (const char *)bytes + i : tmp, tl);
+            len += tl;
+            i += take ? take : 1;
+        }
+        nb = 0;
+        if (is_byte) { /* the buffer was full */
+            bytes[nb++] = (unsigned char)(id - BPE_FIRST_BYTE);
+            continue;
+        }
+        if (id < 0) break;
+        const char *t = id < BPE_FIRST_BYTE ? (id == TOK_UNK ? " \xe2\x81\x87 " : "") /* ⁇, as SentencePiece */
+                                            : bpe_piece(b, id);
+        if (!t) continue;
+        for (const char *c = t; *c;) {
+            if (!strncmp(c, BPE_WORD_MARK, 3)) {
+                if (len + 2 > cap) out = s2s_xrealloc(out, cap *= 2);
+                out[len++] = ' ';
+                c += 3;
+            } else {
+                if (len + 2 > cap) out = s2s_xrealloc(out, cap *= 2);
+                out[len++] = *c++;
+            }
+        }
+    }
+    out[len] = '\0';
+    if (out[0] == ' ') memmove(out, out + 1, len);
+    return out;
+}
+
+/* ---- files ---- */
+
+#define BPE_HEADER "s2s-bpe 1"
+
+S2sStatus bpe_save(const Bpe *b, const char *path, S2sError *err) {
+    size_t cap = 256, len = 0;
+    char *buf = s2s_xmalloc(cap);
+    len += (size_t)snprintf(buf, cap, "%s chars=%d merges=%d\n", BPE_HEADER, b->n_chars, b->n_merges);
+    for (int k = 0; k < b->n_chars + b->n_merges; k++) {
+        const char *l = k < b->n_chars ? b->pieces.tokens[BPE_FIRST_CHAR + k] : b->pieces.tokens[b->merges[k - b->n_chars].left];
+        const char *r = k < b->n_chars ? "" : b->pieces.tokens[b->merges[k - b->n_chars].right];
+        size_t need = strlen(l) + strlen(r) + 3;
+        if (len + need > cap) buf = s2s_xrealloc(buf, cap = 2 * (len + need));
+        len += (size_t)snprintf(buf + len, cap - len, k < b->n_chars ? "%s%s\n" : "%s %s\n", l, r);
+    }
+    S2sStatus st = file_write_atomic(path, buf, len, err);
+    free(buf);
+    return st;
+}
+
+S2sStatus bpe_parse(Bpe *b, const char *text, size_t len, const char *origin, S2sError *err) {
+    S2S_ASSERT(b->n_merges == 0 && b->n_chars == 0);
+    if (memchr(text, '\0', len)) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: a NUL byte: not a BPE model (text)", origin);
+    if (!utf8_valid(text, len)) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not UTF-8 text: not a BPE model", origin);
+    char *copy = s2s_xmalloc(len + 1);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    S2sStatus st = S2S_OK;
+    char *line = copy;
+    char *nl = strchr(line, '\n');
+    int chars = -1, merges = -1;
+    if (!nl || sscanf(line, BPE_HEADER " chars=%d merges=%d", &chars, &merges) != 2 || chars < 0 || merges < 0) {
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:1: expected \"%s chars=N merges=M\"", origin, BPE_HEADER);
+        goto out;
+    }
+    if ((long)chars + merges > BPE_MAX_PIECES) {
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:1: %d characters and %d merges: more than %d pieces", origin, chars, merges,
+                      BPE_MAX_PIECES);
+        goto out;
+    }
+    line = nl + 1;
+    for (long k = 0; k < (long)chars + merges; k++) {
+        long no = k + 2;
+        nl = strchr(line, '\n');
+        if (!nl) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: the file ends: the header promised %d characters and %d merges", origin,
+                          no, chars, merges);
+            goto out;
+        }
+        *nl = '\0';
+        if (k < chars) {
+            uint32_t cp;
+            size_t n = *line ? utf8_next(line, &cp) : 0;
+            if (!n || line[n] || is_ascii_space((unsigned char)*line)) {
+                st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: expected one character (not whitespace)", origin, no);
+                goto out;
+            }
+            if (textmap_find(&b->text, b->pieces.tokens, line) >= 0) {
+                st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: the character \"%s\" twice", origin, no, line);
+                goto out;
+            }
+            if (vocab_find(&b->pieces, line) >= 0) { /* cannot be: specials and bytes are longer */
+                st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: \"%s\" is already a piece", origin, no, line);
+                goto out;
+            }
+            add_char(b, line);
+            b->n_chars++;
+        } else {
+            char *sp = strchr(line, ' ');
+            if (!sp || strchr(sp + 1, ' ')) {
+                st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: expected two pieces \"left right\"", origin, no);
+                goto out;
+            }
+            *sp = '\0';
+            int32_t l = textmap_find(&b->text, b->pieces.tokens, line), r = textmap_find(&b->text, b->pieces.tokens, sp + 1);
+            if (l < 0 || r < 0) {
+                st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: \"%s\" is not a character or an earlier merge's piece", origin, no,
+                              l < 0 ? line : sp + 1);
+                goto out;
+            }
+            add_merge(b, l, r);
+        }
+        line = nl + 1;
+    }
+    if (*line) st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%d: text after the last merge", origin, chars + merges + 2);
+out:
+    free(copy);
+    return st;
+}
+
+S2sStatus bpe_load(Bpe *b, const char *path, S2sError *err) {
+    char *buf;
+    size_t len;
+    S2sStatus st = file_read_all(path, (size_t)256 << 20, &buf, &len, err);
+    if (st) return st;
+    st = bpe_parse(b, buf, len, path, err);
+    free(buf);
+    return st;
+}
