@@ -272,3 +272,20 @@ Test(bpe, multi30k_raw_text_round_trips, .timeout = 120) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* A merge that would spell a special or a byte piece ("<unk>", "<0x41>") is never made: such
+ * a piece, written as text, would read back as the other one. */
+Test(bpe, no_piece_spells_a_special_or_a_byte) {
+    char *lines[] = {"x<unk> x<unk> x<unk> y<0x41> y<0x41> y<0x41> <unk>z <unk>z"};
+    Bpe b;
+    learn(&b, lines, 1, 200, 0);
+    cr_expect_gt(b.n_merges, 5);
+    for (int id = BPE_FIRST_CHAR; id < bpe_size(&b); id++) {
+        const char *t = bpe_piece(&b, id);
+        cr_expect(strcmp(t, "<unk>") && strcmp(t, "<0x41>"), "piece %d spells %s", id, t);
+    }
+    char *back = round_trip(&b, lines[0]);
+    cr_expect_str_eq(back, lines[0]);
+    free(back);
+    bpe_free(&b);
+}

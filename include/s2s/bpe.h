@@ -70,6 +70,8 @@ const char *bpe_piece(const Bpe *b, int id);
 int32_t bpe_piece_id(const Bpe *b, const char *piece);
 
 S2sStatus bpe_save(const Bpe *b, const char *path, S2sError *err);
+/* The model file's text (malloc'ed), *len its bytes: what bpe_parse reads. */
+char *bpe_format(const Bpe *b, size_t *len);
 S2sStatus bpe_load(Bpe *b, const char *path, S2sError *err);
 /* From a model file's bytes; origin names it in messages (file and line). */
 S2sStatus bpe_parse(Bpe *b, const char *text, size_t len, const char *origin, S2sError *err);

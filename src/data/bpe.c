@@ -163,6 +163,19 @@ static void add_merge(Bpe *b, int32_t l, int32_t r) {
     b->merges[b->n_merges++] = (BpeMerge){l, r, id};
 }
 
+/* Whether left + right spells a special or a byte piece. */
+static bool spells_reserved(const Bpe *b, int32_t l, int32_t r) {
+    const char *tl = b->pieces.tokens[l], *tr = b->pieces.tokens[r];
+    if (tl[0] != '<') return false;
+    char t[16];
+    size_t nl = strlen(tl), nr = strlen(tr);
+    if (nl + nr >= sizeof t) return false;
+    memcpy(t, tl, nl);
+    memcpy(t + nl, tr, nr + 1);
+    int32_t id = vocab_find(&b->pieces, t);
+    return id >= 0 && id < BPE_FIRST_CHAR;
+}
+
 static bool is_ascii_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
 /* ---- learning ---- */
@@ -261,6 +274,7 @@ static HeapItem heap_pop(Heap *q) {
 static void count_word(Pairs *p, Heap *q, const Word *w, int32_t wi, int sign) {
     for (int k = 0; k + 1 < w->len; k++) {
         PairStat *s = pairs_get(p, pair_key(w->sym[k], w->sym[k + 1]));
+        if (s->count < 0) continue; /* banned (spells a reserved piece) */
         s->count += sign * w->count;
         if (sign > 0) {
             if (!s->n_words || s->words[s->n_words - 1] != wi) {
@@ -394,6 +408,10 @@ S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o,
         if (s->count != -top.first) continue; /* stale */
         if (s->count < min_count) break;
         int32_t l = (int32_t)(top.second >> 32), r = (int32_t)(uint32_t)top.second;
+        if (spells_reserved(b, l, r)) { /* "<unk>" or "<0x41>" as a piece would be read as that */
+            s->count = -1; /* never again: count_word keeps it below every real count */
+            continue;
+        }
         add_merge(b, l, r);
         int32_t m = b->merges[b->n_merges - 1].piece;
         (*learned)++;
@@ -587,7 +605,7 @@ char *bpe_decode(const Bpe *b, const int32_t *ids, int n) {
 
 #define BPE_HEADER "s2s-bpe 1"
 
-S2sStatus bpe_save(const Bpe *b, const char *path, S2sError *err) {
+char *bpe_format(const Bpe *b, size_t *len_out) {
     size_t cap = 256, len = 0;
     char *buf = s2s_xmalloc(cap);
     len += (size_t)snprintf(buf, cap, "%s chars=%d merges=%d\n", BPE_HEADER, b->n_chars, b->n_merges);
@@ -598,6 +616,13 @@ S2sStatus bpe_save(const Bpe *b, const char *path, S2sError *err) {
         if (len + need > cap) buf = s2s_xrealloc(buf, cap = 2 * (len + need));
         len += (size_t)snprintf(buf + len, cap - len, k < b->n_chars ? "%s%s\n" : "%s %s\n", l, r);
     }
+    *len_out = len;
+    return buf;
+}
+
+S2sStatus bpe_save(const Bpe *b, const char *path, S2sError *err) {
+    size_t len;
+    char *buf = bpe_format(b, &len);
     S2sStatus st = file_write_atomic(path, buf, len, err);
     free(buf);
     return st;
