@@ -3,8 +3,8 @@
  * Layout (little-endian): "S2SMODEL", u32 format version, u32 section count, sections
  * (4-byte tag, u64 length, payload), then a CRC32 of everything before it. Sections: CONF
  * (the resolved config, JSON), VSRC/VTRG (vocabularies), TENS (tensor table: name, shape),
- * DATA (the weights, in table order), and for resuming MOM1/MOM2 (Adam moments) and STAT
- * (training state, JSON). The loader checks the magic, version and checksum, every count
+ * DATA (the weights, in table order), SUBW (the subword model's text, bpe.h; when the task
+ * has one), and for resuming MOM1/MOM2 (Adam moments) and STAT (training state, JSON). The loader checks the magic, version and checksum, every count
  * against a limit and every length against the bytes remaining, so a corrupt or foreign file
  * gives one clear error and never a crash or a huge allocation.
  *
@@ -33,6 +33,8 @@ typedef struct Checkpoint {
     size_t len;
     char *config_json;          /* NUL-terminated copies */
     char *state_json;           /* NULL when absent */
+    char *subword;              /* the subword model's text, or NULL */
+    size_t subword_len;
     char **src_tokens, **trg_tokens;
     int n_src, n_trg;
     CkptTensor *tensors;
@@ -47,6 +49,8 @@ typedef struct CkptSave {
     const ParamStore *params;
     bool with_moments;          /* write m and v (they must exist) */
     const char *state_json;     /* or NULL */
+    const char *subword;        /* or NULL */
+    size_t subword_len;
 } CkptSave;
 
 S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err);

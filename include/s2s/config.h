@@ -19,6 +19,7 @@
 
 /* The choices; each has its names in a table below, in the order of its values. */
 typedef enum TaskType { TASK_REVERSE, TASK_TRANSLATE } TaskType;
+typedef enum Subword { SUBWORD_NONE, SUBWORD_BPE } Subword;
 typedef enum ModelCell { MODEL_CELL_GRU, MODEL_CELL_LSTM } ModelCell;
 typedef enum EmbeddingType { EMBEDDING_LEARNED, EMBEDDING_ONEHOT } EmbeddingType;
 typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, ATTN_GENERAL, ATTN_ADDITIVE } AttnKind;
@@ -32,6 +33,7 @@ typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE } LrSchedule;
 
 /* The names of the choices, as configs, model files and messages spell them. */
 extern const char *const TASK_TYPE_NAMES[];
+extern const char *const SUBWORD_NAMES[];
 extern const char *const MODEL_CELL_NAMES[];
 extern const char *const EMBEDDING_TYPE_NAMES[];
 extern const char *const ATTN_KIND_NAMES[];
@@ -55,6 +57,8 @@ typedef struct ConfigTask {
     char src_lang[8], trg_lang[8];
     char train_prefix[64], valid_prefix[64], test_prefix[64];
     int min_freq, max_vocab, max_train_len;
+    Subword subword;        /* none: the files' words; bpe: raw text in byte-pair pieces */
+    int bpe_merges;         /* merges learned from the training text (both languages, one model) */
 } ConfigTask;
 
 typedef struct ConfigModel {

@@ -18,8 +18,11 @@ typedef struct EvalResult {
     double tf_token_acc;   /* teacher-forced per-token accuracy */
     double exact_match;    /* greedy: output equals the reference */
     double token_acc;      /* greedy: positions equal to the reference / reference length */
-    double bleu;           /* greedy, against the reference text (translation), else 0 */
+    double bleu;           /* greedy, against the reference text (translation), else 0: multi-bleu on
+                            * the words, or sacreBLEU (13a, cased) on the raw text of a subword task */
     bool has_bleu;
+    bool sacre;            /* bleu is sacreBLEU's, and chrf is there (subword tasks) */
+    double chrf;           /* chrF2 of the raw outputs (subword tasks) */
     double attn_entropy;   /* teacher-forced: mean entropy (nats) of the attention rows */
     double align_acc;      /* reversal: how often the arg-max source position is the mirrored one */
     bool has_attn, has_align;
@@ -30,7 +33,8 @@ typedef struct EvalOptions {
     int batch_size;
     int max_decode_len;    /* 0: 2 × source + 10 */
     bool greedy;           /* also decode, for exact match, token accuracy, BLEU */
-    const Vocab *trg;      /* with refs: BLEU against refs[i] (tokenised text), words from trg */
+    const Vocab *trg;      /* with refs: BLEU against refs[i] (tokenised text, or raw text where trg
+                            * has a subword model), words from trg */
     char *const *refs;
     int align_offset;      /* reversal: the first character's source position (1 with
                               markers); −1: no alignment accuracy */

@@ -35,7 +35,9 @@
 #define LOG_TF_TOKEN_ACCURACY "tf_token_accuracy"
 #define LOG_EXACT_MATCH "exact_match"
 #define LOG_TOKEN_ACCURACY "token_accuracy"
-#define LOG_BLEU "bleu"
+#define LOG_BLEU "bleu"           /* multi-bleu.perl on the tokenised words */
+#define LOG_SACREBLEU "sacrebleu" /* sacreBLEU 13a on raw cased text (subword tasks) */
+#define LOG_CHRF "chrf"
 #define LOG_ATTENTION_ENTROPY "attention_entropy"
 #define LOG_ALIGNMENT_ACCURACY "alignment_accuracy"
 

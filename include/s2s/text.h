@@ -48,9 +48,9 @@ size_t utf8_next(const char *s, uint32_t *cp);
 /* The UTF-8 bytes of code point c (at most 4) into out; their count returned. */
 size_t utf8_put(uint32_t c, char *out);
 
-/* Reads a text file into lines (without newlines, a final CR dropped). Each line must be
- * valid UTF-8 without NUL bytes and at most TEXT_MAX_LINE bytes; errors name the file and
- * line. */
+/* Reads a text file into lines (without newlines, a final CR dropped); a path ending in
+ * ".gz" is read through gzip. Each line must be valid UTF-8 without NUL bytes and at most
+ * TEXT_MAX_LINE bytes; errors name the file and line. */
 S2sStatus text_read_lines(const char *path, char ***lines, int *n, S2sError *err);
 void text_free_lines(char **lines, int n);
 /* Splits line on ASCII whitespace (space, tab, CR, LF, VT, FF) in place: *toks (grown as

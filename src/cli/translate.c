@@ -3,6 +3,7 @@
  *   not match the input · 2 usage */
 #include "s2s/args.h"
 #include "s2s/bleu.h"
+#include "s2s/sacrebleu.h"
 #include "s2s/checkpoint.h"
 #include "s2s/eval.h"
 #include "s2s/file.h"
@@ -34,7 +35,8 @@ static void usage(FILE *f) {
             "  --alpha A      length normalisation: score / length^A (default 1)\n"
             "  --n-best N     print the N best of the beam as 'line ||| output ||| score'\n"
             "  --max-len N    longest output (default: the model's, else 2 x source + 10)\n"
-            "  --ref FILE     references, one a line for each input line: print BLEU (multi-bleu.perl's) on stderr\n"
+            "  --ref FILE     references, one a line for each input line: print BLEU on stderr (multi-bleu.perl's on\n"
+            "                 the words; a subword model's: sacreBLEU's and chrF on the raw text)\n"
             "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n"
             "  --bf16         multiply in bfloat16 (float32 sums): faster, outputs may differ slightly\n"
             "  --int8         multiply by the weights in int8 (per-channel scales; exact int32 sums): faster\n"
@@ -81,6 +83,9 @@ typedef struct Ctx {
     long ref_lines, ref_bad;
     bool ref_broken;     /* a read error, or no line break for TEXT_MAX_SKIP bytes */
     Bleu bleu;
+    /* a subword model: raw outputs and references, kept for sacreBLEU and chrF at the end */
+    char **sb_hyp, **sb_ref;
+    int sb_n, sb_cap;
 } Ctx;
 
 /* The reference of the next output line, into the BLEU statistics. */
@@ -95,6 +100,16 @@ static void score_against_ref(Ctx *c, const char *best) {
     c->ref_lines++;
     if (ls == LINE_TOO_LONG || !utf8_valid(ref, len)) {
         c->ref_bad++;
+        return;
+    }
+    if (c->src.bpe) { /* raw text on both sides */
+        if (c->sb_n == c->sb_cap) {
+            c->sb_cap = c->sb_cap ? 2 * c->sb_cap : 1024;
+            c->sb_hyp = s2s_xrealloc(c->sb_hyp, (size_t)c->sb_cap * sizeof *c->sb_hyp);
+            c->sb_ref = s2s_xrealloc(c->sb_ref, (size_t)c->sb_cap * sizeof *c->sb_ref);
+        }
+        c->sb_hyp[c->sb_n] = strdup(best);
+        c->sb_ref[c->sb_n++] = strdup(ref);
         return;
     }
     bool raw_text = c->cfg.task.type == TASK_TRANSLATE && !c->tr.tokenized; /* references as the outputs are */
@@ -160,6 +175,18 @@ static int report_bleu(Ctx *c, const char *ref_path) {
         fprintf(stderr, "translate: %s: %ld lines are not UTF-8 text or longer than %zu bytes: no BLEU\n", ref_path,
                 c->ref_bad, TEXT_MAX_LINE);
         rc = 1;
+    } else if (c->src.bpe) {
+        SbBleuOpts bo = sb_bleu_defaults();
+        SbChrfOpts co = sb_chrf_defaults();
+        SbBleu s;
+        char *const *const refs[1] = {c->sb_ref};
+        sb_bleu(&bo, c->sb_hyp, refs, 1, c->sb_n, &s);
+        char buf[512];
+        sb_bleu_format(&bo, &s, 1, 2, buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+        sb_chrf_format(&co, sb_chrf(&co, c->sb_hyp, refs, 1, c->sb_n), 1, 2, buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+        if (c->failed) fprintf(stderr, "translate: (%ld lines could not be read and count as empty outputs)\n", c->failed);
     } else {
         BleuScore s = bleu_score(&c->bleu);
         char buf[256];
@@ -239,6 +266,13 @@ int main(int argc, char **argv) {
     if (model_load_file(&c.m, &c.cfg, &c.src, &c.trg, model, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 1;
+    }
+    if (c.src.bpe && c.tr.tokenized) {
+        fprintf(stderr, "translate: %s reads raw text (a subword model): --tokenized is for word models\n", model);
+        model_free(&c.m);
+        vocab_free(&c.src);
+        vocab_free(&c.trg);
+        return 2;
     }
     c.tr = (Translator){&c.m, &c.cfg, &c.src, &c.trg, &c.tape, c.tr.max_len, c.tr.beam, c.tr.n_best, c.tr.alpha,
                         c.tr.tokenized, c.tr.heatmap_dir, model, NULL};
@@ -338,6 +372,8 @@ int main(int argc, char **argv) {
         if (!rc && report_bleu(&c, ref_path)) rc = 1;
         line_reader_free(&c.ref);
         bleu_free(&c.bleu);
+        text_free_lines(c.sb_hyp, c.sb_n);
+        text_free_lines(c.sb_ref, c.sb_n);
         fclose(ref);
     }
     if (in != stdin) fclose(in);

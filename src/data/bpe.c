@@ -707,3 +707,21 @@ S2sStatus bpe_load(Bpe *b, const char *path, S2sError *err) {
     free(buf);
     return st;
 }
+
+void bpe_vocab(const Bpe *b, Vocab *v) {
+    vocab_init(v);
+    for (int id = TOK_SPECIALS; id < b->pieces.size; id++) {
+        int got = vocab_add(v, b->pieces.tokens[id]);
+        S2S_ASSERT(got == id); /* piece texts are distinct (bpe_learn, bpe_parse) */
+    }
+}
+
+void bpe_copy(Bpe *dst, const Bpe *src) {
+    size_t len;
+    char *text = bpe_format(src, &len);
+    S2sError err;
+    bpe_init(dst);
+    S2sStatus st = bpe_parse(dst, text, len, "copy", &err);
+    S2S_ASSERT_MSG(st == S2S_OK, "a model's own text does not read back: %s", err.msg);
+    free(text);
+}

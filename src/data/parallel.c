@@ -1,4 +1,5 @@
 /* parallel.c — tokenised parallel text: reading, vocabularies, datasets. */
+#include "s2s/bpe.h"
 #include "s2s/data.h"
 
 #include <errno.h>
@@ -23,6 +24,18 @@ static S2sStatus read_split(Split *s, const ConfigTask *t, const char *prefix, S
     snprintf(pt, sizeof pt, "%s/%s.%s", t->data_dir, prefix, t->trg_lang);
     memset(s, 0, sizeof *s);
     int ns = 0, nt = 0;
+    /* prefix.lang, or prefix.lang.gz where only that is there (Multi30k's raw files) */
+    FILE *probe = fopen(ps, "rb");
+    if (probe) fclose(probe);
+    else if (strlen(ps) + 3 < sizeof ps && strlen(pt) + 3 < sizeof pt) {
+        char gs[sizeof ps + 3];
+        snprintf(gs, sizeof gs, "%s.gz", ps);
+        if ((probe = fopen(gs, "rb"))) {
+            fclose(probe);
+            strcat(ps, ".gz");
+            strcat(pt, ".gz");
+        }
+    }
     S2sStatus st = text_read_lines(ps, &s->src, &ns, err);
     if (st == S2S_ERR_IO) {
         char msg[sizeof err->msg];
@@ -93,8 +106,24 @@ static void build_vocab(Vocab *out, char **lines, int n, const uint8_t *keep, in
     vocab_free(&seen);
 }
 
-/* ids of a line's tokens (unknown → <unk>), with <sos>/<eos> when marked. */
+/* ids of a line's tokens (unknown → <unk>), or of its subword pieces, with <sos>/<eos> when
+ * marked. */
 static int encode_line(const Vocab *v, const char *line, bool marked, int32_t **ids, int *cap) {
+    if (v->bpe) {
+        int n = 0;
+        if (marked) {
+            if (*cap < 1) *ids = s2s_xrealloc(*ids, (size_t)(*cap = 64) * sizeof **ids);
+            (*ids)[n++] = TOK_SOS;
+        }
+        int32_t *p = NULL;
+        int pc = 0, k = bpe_encode(v->bpe, line, &p, &pc);
+        if (n + k + 1 > *cap) *ids = s2s_xrealloc(*ids, (size_t)(*cap = n + k + 1) * sizeof **ids);
+        memcpy(*ids + n, p, (size_t)k * sizeof *p);
+        n += k;
+        free(p);
+        if (marked) (*ids)[n++] = TOK_EOS;
+        return n;
+    }
     char *copy = strdup(line);
     char **toks = NULL;
     int tcap = 0;
@@ -158,8 +187,30 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
         keep[i] = ls > 0 && lt > 0 && (t->max_train_len <= 0 || (ls <= t->max_train_len && lt <= t->max_train_len));
         td->train_skipped += !keep[i];
     }
-    build_vocab(&td->src_vocab, tr.src, tr.n, keep, t->min_freq, t->max_vocab);
-    build_vocab(&td->trg_vocab, tr.trg, tr.n, keep, t->min_freq, t->max_vocab);
+    if (t->subword == SUBWORD_BPE) { /* one model for both languages, from the kept pairs */
+        char **both = s2s_xmalloc((size_t)(2 * tr.n + 1) * sizeof *both);
+        size_t nb = 0;
+        for (int i = 0; i < tr.n; i++)
+            if (keep[i]) {
+                both[nb++] = tr.src[i];
+                both[nb++] = tr.trg[i];
+            }
+        Bpe *b = s2s_xmalloc(sizeof *b), *b2 = s2s_xmalloc(sizeof *b2);
+        bpe_init(b);
+        BpeLearnOpts o = {.merges = t->bpe_merges, .min_count = 2};
+        int learned;
+        st = bpe_learn(b, both, nb, &o, &learned, err);
+        free(both);
+        S2S_ASSERT(st == S2S_OK); /* merges, not a vocabulary size: nothing to refuse */
+        bpe_copy(b2, b);
+        bpe_vocab(b, &td->src_vocab);
+        bpe_vocab(b, &td->trg_vocab);
+        td->src_vocab.bpe = b;
+        td->trg_vocab.bpe = b2;
+    } else {
+        build_vocab(&td->src_vocab, tr.src, tr.n, keep, t->min_freq, t->max_vocab);
+        build_vocab(&td->trg_vocab, tr.trg, tr.n, keep, t->min_freq, t->max_vocab);
+    }
     Split kept = tr;
     int m = 0;
     for (int i = 0; i < tr.n; i++) {

@@ -1,7 +1,9 @@
 /* text.c — bounded line reading, UTF-8 validation, whitespace splitting. */
+#define _GNU_SOURCE /* fopencookie: a gzip file read through the same line reader */
 #include "s2s/text.h"
 
 #include <errno.h>
+#include <zlib.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,8 +120,34 @@ void text_free_lines(char **lines, int n) {
     free(lines);
 }
 
+static ssize_t gz_cookie_read(void *cookie, char *buf, size_t n) {
+    unsigned chunk = n > (1u << 30) ? 1u << 30 : (unsigned)n;
+    int k = gzread((gzFile)cookie, buf, chunk);
+    if (k < 0) {
+        errno = EIO; /* a damaged or truncated gzip stream */
+        return -1;
+    }
+    return k;
+}
+
+static int gz_cookie_close(void *cookie) { return gzclose_r((gzFile)cookie) == Z_OK ? 0 : EOF; }
+
+/* A gzip file as a FILE for reading (NULL and errno on failure). */
+static FILE *gz_fopen(const char *path) {
+    gzFile g = gzopen(path, "rb");
+    if (!g) return NULL;
+    FILE *f = fopencookie(g, "rb", (cookie_io_functions_t){.read = gz_cookie_read, .close = gz_cookie_close});
+    if (!f) gzclose_r(g);
+    return f;
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && !strcmp(s + n - k, tail);
+}
+
 S2sStatus text_read_lines(const char *path, char ***out, int *n_out, S2sError *err) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = ends_with(path, ".gz") ? gz_fopen(path) : fopen(path, "rb");
     if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     LineReader r;
     line_reader_init(&r, f, TEXT_MAX_LINE);

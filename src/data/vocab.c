@@ -1,4 +1,5 @@
 /* vocab.c — token ↔ id with an open-addressing hash (FNV-1a). */
+#include "s2s/bpe.h"
 #include "s2s/data.h"
 
 #include <stdlib.h>
@@ -29,6 +30,10 @@ void vocab_init(Vocab *v) {
 }
 
 void vocab_free(Vocab *v) {
+    if (v->bpe) {
+        bpe_free(v->bpe);
+        free(v->bpe);
+    }
     for (int i = 0; i < v->size; i++) free(v->tokens[i]);
     free(v->tokens);
     free(v->slots);

@@ -1,5 +1,7 @@
 /* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length. */
 #include "s2s/bleu.h"
+#include "s2s/bpe.h"
+#include "s2s/sacrebleu.h"
 #include "s2s/eval.h"
 
 #include <math.h>
@@ -63,6 +65,8 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
     }
     Bleu bleu;
     bool with_bleu = greedy && refs && trg;
+    /* a subword task: its outputs as raw text, scored at the end as sacreBLEU scores them */
+    char **texts = with_bleu && trg->bpe ? s2s_xcalloc((size_t)(d->n ? d->n : 1), sizeof *texts) : NULL;
     if (with_bleu) bleu_init(&bleu);
     const char **words = NULL;
     int words_cap = 0;
@@ -105,7 +109,9 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
             tok_correct += same;
             ref_tokens += rl;
             exact += out_len[i] == rl && same == rl;
-            if (with_bleu) {
+            if (texts) {
+                texts[e] = bpe_decode(trg->bpe, h, out_len[i]);
+            } else if (with_bleu) {
                 if (out_len[i] > words_cap) words = s2s_xrealloc(words, (size_t)(words_cap = 2 * out_len[i]) * sizeof *words);
                 for (int p = 0; p < out_len[i]; p++) words[p] = trg->tokens[h[p]];
                 char *ref_copy = strdup(refs[e]);
@@ -136,11 +142,21 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
     r->attn_entropy = ent_rows ? ent / (double)ent_rows : 0.0;
     r->has_align = align_n > 0;
     r->align_acc = align_n ? (double)aligned / (double)align_n : 0.0;
-    if (with_bleu) {
+    if (texts && !r->interrupted) {
+        SbBleuOpts bo = sb_bleu_defaults();
+        SbChrfOpts co = sb_chrf_defaults();
+        SbBleu sb;
+        char *const *const one[1] = {refs};
+        sb_bleu(&bo, texts, one, 1, d->n, &sb);
+        r->bleu = sb.score;
+        r->chrf = sb_chrf(&co, texts, one, 1, d->n);
+        r->has_bleu = r->sacre = true;
+    } else if (with_bleu && !texts) {
         r->bleu = bleu_score(&bleu).bleu;
         r->has_bleu = true;
-        bleu_free(&bleu);
     }
+    if (with_bleu) bleu_free(&bleu);
+    if (texts) text_free_lines(texts, d->n);
     free(words);
     batch_free(&b);
     batchplan_free(&plan);

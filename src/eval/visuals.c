@@ -33,6 +33,7 @@ typedef struct Curves {
     double *x, *tl, *vl, *mv;
     int n, cap;
     bool bleu; /* the metric is BLEU (translation), else exact match (%) */
+    bool sacre; /* sacreBLEU on raw text (subword tasks), not multi-bleu on words */
 } Curves;
 
 static void add_epoch(void *ctx, const char *type, const cJSON *j) {
@@ -46,10 +47,12 @@ static void add_epoch(void *ctx, const char *type, const cJSON *j) {
         c->mv = s2s_xrealloc(c->mv, (size_t)c->cap * sizeof *c->mv);
     }
     if (cJSON_GetObjectItemCaseSensitive(j, LOG_VALID_ LOG_BLEU)) c->bleu = true;
+    if (cJSON_GetObjectItemCaseSensitive(j, LOG_VALID_ LOG_SACREBLEU)) c->bleu = c->sacre = true;
     c->x[c->n] = runlog_num(j, LOG_EPOCH, c->n + 1);
     c->tl[c->n] = runlog_num(j, LOG_TRAIN_LOSS, NAN);
     c->vl[c->n] = runlog_num(j, LOG_VALID_ LOG_LOSS, NAN);
-    c->mv[c->n] = c->bleu ? runlog_num(j, LOG_VALID_ LOG_BLEU, NAN) : 100.0 * runlog_num(j, LOG_VALID_ LOG_EXACT_MATCH, NAN);
+    c->mv[c->n] = c->bleu ? runlog_num(j, c->sacre ? LOG_VALID_ LOG_SACREBLEU : LOG_VALID_ LOG_BLEU, NAN)
+                          : 100.0 * runlog_num(j, LOG_VALID_ LOG_EXACT_MATCH, NAN);
     c->n++;
 }
 
@@ -59,8 +62,10 @@ S2sStatus visuals_curves(const char *dir, const char *title, Font *font, S2sErro
     if (!st && c.n > 0) {
         Plot loss = {title, "epoch", "loss (nats per token)", c.x, c.n,
                      {{"train", c.tl, {31, 119, 180}}, {"validation", c.vl, {255, 127, 14}}}, 2};
-        Plot met = {c.bleu ? "validation BLEU (greedy)" : "validation exact match (greedy)", "epoch",
-                    c.bleu ? "BLEU" : "exact match (%)", c.x, c.n, {{c.bleu ? "BLEU" : "exact match", c.mv, {44, 160, 44}}}, 1};
+        const char *name = c.sacre ? "sacreBLEU" : "BLEU";
+        char mtitle[64];
+        snprintf(mtitle, sizeof mtitle, "validation %s (greedy)", c.bleu ? name : "exact match");
+        Plot met = {mtitle, "epoch", c.bleu ? name : "exact match (%)", c.x, c.n, {{c.bleu ? name : "exact match", c.mv, {44, 160, 44}}}, 1};
         Image im;
         st = image_new(&im, 720, 840, (Rgb){255, 255, 255}, err);
         if (!st) st = plot_draw(&im, 0, 0, 720, 420, &loss, font, err);

@@ -97,7 +97,7 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
     if (st) return st;
     put(&o, MAGIC, 8);
     put_u32(&o, CKPT_VERSION);
-    put_u32(&o, 5u + (s->with_moments ? 2u : 0u) + (s->state_json ? 1u : 0u));
+    put_u32(&o, 5u + (s->with_moments ? 2u : 0u) + (s->state_json ? 1u : 0u) + (s->subword ? 1u : 0u));
     section(&o, "CONF", strlen(s->config_json));
     put(&o, s->config_json, strlen(s->config_json));
     put_vocab(&o, "VSRC", s->src_tokens, s->n_src);
@@ -114,6 +114,10 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
         for (int d = 0; d < p->t->ndim; d++) put_u32(&o, (uint32_t)p->t->shape[d]);
     }
     put_floats(&o, "DATA", ps, ps->data);
+    if (s->subword) {
+        section(&o, "SUBW", s->subword_len);
+        put(&o, s->subword, s->subword_len);
+    }
     if (s->with_moments) {
         put_floats(&o, "MOM1", ps, ps->m);
         put_floats(&o, "MOM2", ps, ps->v);
@@ -190,6 +194,7 @@ void ckpt_free(Checkpoint *c) {
     free(c->buf);
     free(c->config_json);
     free(c->state_json);
+    free(c->subword);
     for (int i = 0; i < c->n_src; i++) free(c->src_tokens[i]);
     for (int i = 0; i < c->n_trg; i++) free(c->trg_tokens[i]);
     free(c->src_tokens);
@@ -289,6 +294,10 @@ static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
         } else if (!strcmp(tag, "STAT")) {
             free(c->state_json);
             c->state_json = dup_text(sec.p, (size_t)len);
+        } else if (!strcmp(tag, "SUBW")) {
+            free(c->subword);
+            c->subword = dup_text(sec.p, (size_t)len);
+            c->subword_len = (size_t)len;
         } else if (!strcmp(tag, "VSRC") && !have_src) {
             st = read_vocab(sec, &c->src_tokens, &c->n_src, origin, "source", err);
             have_src = true;

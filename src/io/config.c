@@ -25,6 +25,7 @@ typedef struct Key {
 } Key;
 
 const char *const TASK_TYPE_NAMES[] = {"reverse", "translate", NULL};
+const char *const SUBWORD_NAMES[] = {"none", "bpe", NULL};
 const char *const MODEL_CELL_NAMES[] = {"gru", "lstm", NULL};
 const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
 const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", NULL};
@@ -64,6 +65,9 @@ static const Key KEYS[] = {
     {"task.min_freq", K_INT, OFF(task.min_freq), 1, 1e9, NULL, "translate: vocabulary minimum count"},
     {"task.max_vocab", K_INT, OFF(task.max_vocab), 0, 1e8, NULL, "translate: vocabulary size limit (0: none)"},
     {"task.max_train_len", K_INT, OFF(task.max_train_len), 0, 1e6, NULL, "translate: drop longer training pairs (0: keep all)"},
+    {"task.subword", K_ENUM, OFF(task.subword), 0, 0, SUBWORD_NAMES,
+     "translate: none (the files' words, tokenised) or bpe (raw text in byte-pair pieces learned from the training text)"},
+    {"task.bpe_merges", K_INT, OFF(task.bpe_merges), 1, 4e6, NULL, "translate, bpe: merges learned (one model for both languages)"},
     {"model.cell", K_ENUM, OFF(model.cell), 0, 0, MODEL_CELL_NAMES, "recurrent cell"},
     {"model.bidirectional", K_BOOL, OFF(model.bidirectional), 0, 0, NULL, "bidirectional encoder"},
     {"model.layers", K_INT, OFF(model.layers), 1, 8, NULL, "RNN layers (encoder and decoder)"},
@@ -132,6 +136,7 @@ void config_defaults(Config *c) {
     strcpy(t->valid_prefix, "val.lc.norm.tok");
     strcpy(t->test_prefix, "test_2016_flickr.lc.norm.tok");
     t->min_freq = 2;
+    t->bpe_merges = 8000;
     ConfigModel *m = &c->model;
     m->cell = MODEL_CELL_LSTM;
     m->layers = 1;

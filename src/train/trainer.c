@@ -3,6 +3,7 @@
 #include "s2s/train.h"
 #include "s2s/train_state.h"
 #include "s2s/gemm.h"
+#include "s2s/bpe.h"
 #include "s2s/checkpoint.h"
 #include "s2s/json.h"
 #include "s2s/optim.h"
@@ -99,11 +100,14 @@ static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
         r->st.log_bytes = ftell(r->log);
         state = train_state_to_json(&r->st, r->data_hash);
     }
+    size_t sub_len = 0;
+    char *sub = r->data.src_vocab.bpe ? bpe_format(r->data.src_vocab.bpe, &sub_len) : NULL; /* one model, both sides */
     CkptSave s = {conf,
                   (const char *const *)r->data.src_vocab.tokens, r->data.src_vocab.size,
                   (const char *const *)r->data.trg_vocab.tokens, r->data.trg_vocab.size,
-                  &r->model.params, last && r->model.params.m != NULL, state};
+                  &r->model.params, last && r->model.params.m != NULL, state, sub, sub_len};
     S2sStatus rc = ckpt_save(path, &s, err);
+    free(sub);
     free(conf);
     free(state);
     return rc;
@@ -129,7 +133,8 @@ static cJSON *eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool 
         ADD(LOG_EXACT_MATCH, e->exact_match);
         ADD(LOG_TOKEN_ACCURACY, e->token_acc);
     }
-    if (e->has_bleu) ADD(LOG_BLEU, e->bleu);
+    if (e->has_bleu) ADD(e->sacre ? LOG_SACREBLEU : LOG_BLEU, e->bleu); /* two metrics: never under one name */
+    if (e->sacre) ADD(LOG_CHRF, e->chrf);
     if (e->has_attn) ADD(LOG_ATTENTION_ENTROPY, e->attn_entropy);
     if (e->has_align) ADD(LOG_ALIGNMENT_ACCURACY, e->align_acc);
 #undef ADD
@@ -626,7 +631,11 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     if (tc->test_each_epoch) eval_json(j, LOG_TEST_, &test_now, true);
     if ((st = log_line(r, j, err))) return st;
     FILE *out = r->opt->out;
-    if (out && sum->valid.has_bleu)
+    if (out && sum->valid.sacre)
+        fprintf(out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  sacreBLEU %.2f  chrF %.2f  tf token acc %.2f%%  %.1fs%s\n",
+                r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, sum->valid.bleu, sum->valid.chrf,
+                100 * sum->valid.tf_token_acc, epoch_s, better ? "  *" : "");
+    else if (out && sum->valid.has_bleu)
         fprintf(out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  BLEU %.2f  tf token acc %.2f%%  %.1fs%s\n",
                 r->st.epoch + 1, train_loss, sum->valid.loss, sum->valid.ppl, sum->valid.bleu, 100 * sum->valid.tf_token_acc,
                 epoch_s, better ? "  *" : "");
@@ -682,7 +691,10 @@ static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
     if ((st = log_line(r, j, err))) return st;
     sum->tested = true;
     FILE *out = r->opt->out;
-    if (out && sum->test.has_bleu)
+    if (out && sum->test.sacre)
+        fprintf(out, "test (best checkpoint): loss %.4f  ppl %.3f  sacreBLEU %.2f  chrF %.2f (greedy)  tf token acc %.2f%%\n",
+                sum->test.loss, sum->test.ppl, sum->test.bleu, sum->test.chrf, 100 * sum->test.tf_token_acc);
+    else if (out && sum->test.has_bleu)
         fprintf(out, "test (best checkpoint): loss %.4f  ppl %.3f  BLEU %.2f (greedy)  tf token acc %.2f%%\n",
                 sum->test.loss, sum->test.ppl, sum->test.bleu, 100 * sum->test.tf_token_acc);
     else if (out)

@@ -1,0 +1,91 @@
+/* test_subword_run.c — the subword path end to end on a small made-up parallel corpus in
+ * gzip files: training learns a BPE model from the raw text, validation reports sacreBLEU and
+ * chrF (never under BLEU's name), the model file carries the subword model, and ./translate
+ * reads and writes raw text with it. */
+#include "test_util.h"
+#include "s2s/checkpoint.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sentences of 3-7 words; the target says each source word with its own word, in order, and
+ * starts with a capital and ends with a full stop, as raw text does. */
+static void write_corpus(const char *dir, const char *prefix, int n, unsigned seed) {
+    static const char *de[] = {"Mann", "Frau", "Hund", "läuft", "sitzt", "rot", "groß", "Straße", "über", "Fahrrad", "Kind", "Ball"};
+    static const char *en[] = {"man", "woman", "dog", "runs", "sits", "red", "big", "street", "over", "bicycle", "child", "ball"};
+    char ps[512], pt[512];
+    snprintf(ps, sizeof ps, "%s/%s.de", dir, prefix);
+    snprintf(pt, sizeof pt, "%s/%s.en", dir, prefix);
+    FILE *fs = fopen(ps, "w"), *ft = fopen(pt, "w");
+    cr_assert(fs && ft);
+    for (int i = 0; i < n; i++) {
+        int len = 3 + (int)(seed % 5);
+        for (int k = 0; k < len; k++) {
+            seed = seed * 1103515245u + 12345u;
+            int w = (int)((seed >> 16) % 12);
+            fprintf(fs, "%s%s", k ? " " : "Ein ", de[w]);
+            fprintf(ft, "%s%s", k ? " " : "A ", en[w]);
+        }
+        fprintf(fs, ".\n");
+        fprintf(ft, ".\n");
+    }
+    fclose(fs);
+    fclose(ft);
+}
+
+static void drop_subword(ParamStore *ps, CkptSave *s, void *ctx) {
+    (void)ps;
+    (void)ctx;
+    s->subword = NULL;
+    s->subword_len = 0;
+}
+
+Test(subword, raw_text_run_end_to_end, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_corpus(d, "train", 1500, 1);
+    write_corpus(d, "val", 60, 2);
+    write_corpus(d, "test", 60, 3);
+    cr_assert_eq(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d), 0);
+    FILE *f = fopen(tu_path(d, "c.json"), "w");
+    fprintf(f, "{\"name\": \"sw\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 60}, "
+               "\"model\": {\"cell\": \"gru\", \"embedding\": 32, \"encoder_hidden\": 64, \"decoder_hidden\": 64, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 25, \"batch_size\": 32, \"lr\": 0.005, "
+               "\"metric\": \"bleu\", \"log_every\": 1000}}",
+            d);
+    fclose(f);
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "sacreBLEU"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    char log[600];
+    snprintf(log, sizeof log, "%s/run/log.jsonl", d);
+    cr_expect(tu_file_has(log, "\"valid_sacrebleu\"") && tu_file_has(log, "\"valid_chrf\"") && tu_file_has(log, "\"test_sacrebleu\""));
+    cr_expect(!tu_file_has(log, "\"valid_bleu\""), "a subword run's BLEU is sacreBLEU's: never under multi-bleu's name");
+    /* raw, cased text in and out: the model learned the word-for-word mapping */
+    cr_assert_eq(tu_sh("echo 'Ein Hund läuft über Straße.' | %s/translate %s/run/model.bin > %s/t.txt 2> %s/err.txt", tu_bin(), d,
+                       d, d),
+                 0, "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    char *t = tu_slurp(tu_path(d, "t.txt"), NULL);
+    cr_expect_str_eq(t, "A dog runs over street.\n");
+    free(t);
+    /* --ref scores sacreBLEU and chrF on the raw text; --tokenized is for word models */
+    cr_expect_eq(tu_sh("zcat %s/test.de.gz | %s/translate %s/run/model.bin --ref %s/test.en.gz.txt > /dev/null 2> /dev/null; "
+                       "zcat %s/test.en.gz > %s/ref.txt && zcat %s/test.de.gz | %s/translate %s/run/model.bin --ref %s/ref.txt "
+                       "> %s/hyp.txt 2> %s/score.txt",
+                       d, tu_bin(), d, d, d, d, d, tu_bin(), d, d, d, d),
+                 0);
+    cr_expect(tu_file_has(tu_path(d, "score.txt"), "BLEU|nrefs:1|case:mixed|eff:no|tok:13a") &&
+                  tu_file_has(tu_path(d, "score.txt"), "chrF2|nrefs:1"),
+              "%s", tu_slurp(tu_path(d, "score.txt"), NULL));
+    cr_expect_eq(tu_sh("echo a | %s/translate %s/run/model.bin --tokenized > /dev/null 2>&1", tu_bin(), d), 2);
+    /* a model file whose subword model is gone is refused */
+    char model[600];
+    snprintf(model, sizeof model, "%s/run/model.bin", d);
+    tu_rewrite_checkpoint(model, drop_subword, NULL);
+    cr_expect_eq(tu_sh("echo a | %s/translate %s > /dev/null 2> %s/err.txt", tu_bin(), model, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "lacks a subword model"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    tu_rm_rf(d);
+    free(d);
+}
