@@ -80,6 +80,12 @@ Test(subword, raw_text_run_end_to_end, .timeout = 240) {
                   tu_file_has(tu_path(d, "score.txt"), "chrF2|nrefs:1"),
               "%s", tu_slurp(tu_path(d, "score.txt"), NULL));
     cr_expect_eq(tu_sh("echo a | %s/translate %s/run/model.bin --tokenized > /dev/null 2>&1", tu_bin(), d), 2);
+    /* ./compare's statistics are multi-bleu's: it says so rather than print another metric's numbers */
+    cr_expect_eq(tu_sh("%s/compare --config %s/c.json --attention dot,general --seeds 1 --out %s/cmp 2> %s/err.txt", tu_bin(), d, d, d),
+                 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "not there yet"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect_neq(tu_sh("%s/compare --runs %s/run --out %s/cmp2 2> %s/err.txt", tu_bin(), d, d, d), 0);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "subword run"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
     /* a model file whose subword model is gone is refused */
     char model[600];
     snprintf(model, sizeof model, "%s/run/model.bin", d);

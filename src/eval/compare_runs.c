@@ -69,6 +69,8 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     snprintf(r->variant, sizeof r->variant, "%s", ATTN_KIND_NAMES[cfg.model.attention]);
     r->seed = cfg.seed;
     r->translation = cfg.task.type == TASK_TRANSLATE;
+    if (cfg.task.subword != SUBWORD_NONE) /* sacreBLEU on raw text: the statistics here are multi-bleu's */
+        return s2s_fail(err, S2S_ERR_DATA, "%s: a subword run (its BLEU is sacreBLEU's): comparing those is not there yet", dir);
     long pid;
     if (file_lock_held(dir, &pid))
         return s2s_fail(err, S2S_ERR_DATA, "%s: a run trains there now (pid %ld); its results are not final", dir, pid);
