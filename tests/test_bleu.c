@@ -147,6 +147,30 @@ Test(bleu, program_refuses_what_it_cannot_score) {
     cr_expect_eq(tu_sh("%s/bleu %s/r %s/r %s/r 2> /dev/null", tu_bin(), d, d, d), 2);
     cr_expect_eq(tu_sh("%s/bleu --bogus 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/bleu --version > /dev/null", tu_bin()), 0);
+    /* options of one scorer with the other: refused, not ignored */
+    cr_expect_eq(tu_sh("%s/bleu -lc %s/r %s/r 2> /dev/null", tu_bin(), d, d), 2);
+    cr_expect_eq(tu_sh("%s/bleu --ref %s/r %s/r %s/r 2> /dev/null", tu_bin(), d, d, d), 2);
+    cr_expect_eq(tu_sh("%s/bleu --word-order 2 --sacrebleu %s/r %s/r 2> /dev/null", tu_bin(), d, d), 2);
+    cr_expect_eq(tu_sh("%s/bleu --normalize en --chrf %s/r %s/r 2> /dev/null", tu_bin(), d, d), 2);
+    cr_expect_eq(tu_sh("%s/bleu --tokenize 14a %s/r %s/r 2> /dev/null", tu_bin(), d, d), 2);
+    cr_expect_eq(tu_sh("printf 'b\\n' > %s/r2 && %s/bleu --sacrebleu --ref %s/r2 %s/r %s/r > /dev/null", d, tu_bin(), d, d, d), 0);
+    cr_expect_eq(tu_sh("printf 'b\\nc\\n' > %s/r3 && %s/bleu --sacrebleu --ref %s/r3 %s/r %s/r 2> %s/err", d, tu_bin(), d, d, d, d), 1);
+    cr_expect(tu_file_has(p, "r3 has 2 lines, the hypotheses 1"), "%s", tu_slurp(p, NULL));
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* --normalize: raw hypotheses lowercased and tokenised as the Multi30k files before
+ * multi-bleu, so a raw-text system scores on the word path's line. */
+Test(bleu, normalize_makes_raw_hypotheses_comparable) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("printf \"A man's dog, running.\\n\" > %s/h && printf 'a man &apos;s dog , running .\\n' > %s/r && "
+                       "%s/bleu --normalize en %s/r %s/h > %s/out",
+                       d, d, tu_bin(), d, d, d),
+                 0);
+    cr_expect(tu_file_has(tu_path(d, "out"), "BLEU = 100.00"), "%s", tu_slurp(tu_path(d, "out"), NULL));
+    cr_assert_eq(tu_sh("%s/bleu %s/r %s/h > %s/out", tu_bin(), d, d, d), 0);
+    cr_expect(tu_file_has(tu_path(d, "out"), "BLEU = 0.00"), "%s", tu_slurp(tu_path(d, "out"), NULL));
     tu_rm_rf(d);
     free(d);
 }

@@ -30,11 +30,13 @@ static void usage(FILE *f) {
             "  --chrf-whitespace          keep whitespace in chrF's character n-grams\n"
             "  --eps-smoothing            chrF averaged per order (chrF++.py, Moses)\n"
             "  --ref FILE                 another reference (repeatable, up to %d in all)\n"
-            "  --width N                  decimals of the scores (default 1)\n",
+            "  --width N                  decimals of the scores (default 1)\n"
+            "  --normalize LANG           multi-bleu: first lowercase and tokenise the hypotheses as the Multi30k\n"
+            "                             files are (the references must already be so)\n",
             SACREBLEU_VERSION, MAX_REFS);
 }
 
-enum { O_TOK = 1, O_SACRE, O_SMOOTH, O_SMOOTH_V, O_CHRF, O_WORD, O_CHAR, O_BETA, O_WS, O_EPS, O_REF, O_WIDTH };
+enum { O_TOK = 1, O_SACRE, O_SMOOTH, O_SMOOTH_V, O_CHRF, O_WORD, O_CHAR, O_BETA, O_WS, O_EPS, O_REF, O_WIDTH, O_NORM };
 
 static int bad(const char *msg) {
     fprintf(stderr, "bleu: %s (see bleu --help)\n", msg);
@@ -57,12 +59,14 @@ int main(int argc, char **argv) {
                                          {"eps-smoothing", no_argument, NULL, O_EPS},
                                          {"ref", required_argument, NULL, O_REF},
                                          {"width", required_argument, NULL, O_WIDTH},
+                                         {"normalize", required_argument, NULL, O_NORM},
                                          {NULL, 0, NULL, 0}};
     SbBleuOpts bo = sb_bleu_defaults();
     SbChrfOpts co = sb_chrf_defaults();
     bool sacre = false, chrf = false, lc = false, smooth_set = false, chrf_set = false;
     const char *ref_paths[MAX_REFS];
     int n_paths = 1, width = 1;
+    const char *norm_lang = NULL;
     S2sError err;
     opterr = 0;
     int o;
@@ -118,6 +122,10 @@ int main(int argc, char **argv) {
         case O_WIDTH:
             if (args_int("--width", optarg, 0, 17, &width, &err)) return bad(err.msg);
             break;
+        case O_NORM:
+            if (!*optarg || strlen(optarg) > 7) return bad("--normalize: expected a language code (en, de, ...)");
+            norm_lang = optarg;
+            break;
         default: return args_common(o, "bleu", usage, argv, optind, optopt);
         }
     }
@@ -131,6 +139,7 @@ int main(int argc, char **argv) {
         return bad("-lc, --smooth-* and --ref are sacreBLEU's: add --tokenize 13a (or --sacrebleu) or --chrf");
     if (!sacre && smooth_set) return bad("--smooth-method and --smooth-value are BLEU's: add --tokenize");
     if (!chrf && chrf_set) return bad("--word-order, --char-order, --beta, --chrf-whitespace and --eps-smoothing need --chrf");
+    if (norm_lang && !multi) return bad("--normalize is for multi-bleu (sacreBLEU tokenises by itself)");
     if (chrf && co.char_order + co.word_order == 0) return bad("--char-order 0 and --word-order 0 leave chrF nothing to count");
     bo.lowercase = co.lowercase = lc;
     ref_paths[0] = argv[optind];
@@ -165,7 +174,11 @@ int main(int argc, char **argv) {
     if (multi) {
         Bleu b;
         bleu_init(&b);
-        for (int i = 0; i < nh; i++) bleu_add_text(&b, hyp[i], refs[0][i]);
+        for (int i = 0; i < nh; i++) {
+            char *h = norm_lang ? tok_normalize(hyp[i], norm_lang) : NULL;
+            bleu_add_text(&b, h ? h : hyp[i], refs[0][i]);
+            free(h);
+        }
         BleuScore s = bleu_score(&b);
         bleu_format(&s, line, sizeof line);
         printf("%s\n", line);
