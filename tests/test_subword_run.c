@@ -6,6 +6,7 @@
 #include "s2s/checkpoint.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,12 +81,25 @@ Test(subword, raw_text_run_end_to_end, .timeout = 240) {
                   tu_file_has(tu_path(d, "score.txt"), "chrF2|nrefs:1"),
               "%s", tu_slurp(tu_path(d, "score.txt"), NULL));
     cr_expect_eq(tu_sh("echo a | %s/translate %s/run/model.bin --tokenized > /dev/null 2>&1", tu_bin(), d), 2);
-    /* ./compare's statistics are multi-bleu's: it says so rather than print another metric's numbers */
-    cr_expect_eq(tu_sh("%s/compare --config %s/c.json --attention dot,general --seeds 1 --out %s/cmp 2> %s/err.txt", tu_bin(), d, d, d),
-                 2);
-    cr_expect(tu_file_has(tu_path(d, "err.txt"), "not there yet"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
-    cr_expect_neq(tu_sh("%s/compare --runs %s/run --out %s/cmp2 2> %s/err.txt", tu_bin(), d, d, d), 0);
-    cr_expect(tu_file_has(tu_path(d, "err.txt"), "subword run"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    /* ./compare tabulates sacreBLEU for subword runs: its mean of one run is the run's test line */
+    cr_assert_eq(tu_sh("%s/compare --runs %s/run --out %s/cmp > /dev/null 2> %s/err.txt", tu_bin(), d, d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "err.txt"), NULL));
+    char sj[600];
+    snprintf(sj, sizeof sj, "%s/cmp/summary.json", d);
+    cr_expect(tu_file_has(sj, "\"metric\":\t\"sacrebleu\""), "%s", tu_slurp(sj, NULL));
+    char *logtext = tu_slurp(log, NULL), *sum = tu_slurp(sj, NULL);
+    const char *tl = strstr(logtext, "\"test_sacrebleu\":"), *sm = strstr(sum, "\"mean\":");
+    cr_assert(tl && sm);
+    double a = strtod(tl + strlen("\"test_sacrebleu\":"), NULL), b = strtod(sm + strlen("\"mean\":"), NULL);
+    cr_expect(fabs(a - b) < 1e-9, "compare's sacreBLEU %.12g, the run's test line %.12g", b, a);
+    free(logtext);
+    free(sum);
+    /* a word run beside it: two BLEUs, never one table */
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --set subword=none --set min_freq=1 --set epochs=1 --out %s/word > /dev/null 2>&1",
+                       tu_bin(), d, d),
+                 0);
+    cr_expect_neq(tu_sh("%s/compare --runs %s/run %s/word --out %s/cmp2 2> %s/err.txt", tu_bin(), d, d, d, d), 0);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "do not compare"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
     /* a model file whose subword model is gone is refused */
     char model[600];
     snprintf(model, sizeof model, "%s/run/model.bin", d);

@@ -19,6 +19,7 @@ typedef struct RunResult {
     char variant[32];
     long seed;
     bool translation;        /* BLEU; otherwise exact match */
+    bool sacre;              /* a subword run: its BLEU is sacreBLEU's on raw text */
     double test_bleu, test_exact, test_token_acc, best_valid_loss, seconds;
     int epochs;
     double valid_curve[COMPARE_MAX_EPOCHS]; /* validation BLEU or exact match (%) by epoch; NaN: none */
@@ -64,7 +65,9 @@ typedef struct PairTest {
 
 typedef struct Comparison {
     bool translation;
-    const char *metric_name; /* "BLEU" or "exact match (%)" */
+    bool sacre;              /* sacreBLEU on raw text (subword runs), not multi-bleu */
+    const char *metric_name; /* "BLEU", "sacreBLEU" or "exact match (%)" */
+    const char *metric_key;  /* the same in files: "bleu", "sacrebleu", "exact_match" */
     VariantSummary v[COMPARE_MAX_VARIANTS];
     int n_variants;
     PairTest pairs[COMPARE_MAX_VARIANTS * (COMPARE_MAX_VARIANTS - 1) / 2];

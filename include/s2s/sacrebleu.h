@@ -53,9 +53,22 @@ typedef struct SbChrfOpts {
 SbBleuOpts sb_bleu_defaults(void);
 SbChrfOpts sb_chrf_defaults(void);
 
+/* BLEU's sufficient statistics: a line's, and a corpus's as their sums. */
+typedef struct SbStats {
+    double counts[SB_MAX_ORDER], totals[SB_MAX_ORDER];
+    long sys_len, ref_len;
+} SbStats;
+
 /* n hypotheses against nrefs references each: refs[r][i] is reference r of line i. Lines
  * must be valid UTF-8 (text_read_lines checks it). */
 void sb_bleu(const SbBleuOpts *o, char *const *hyp, char *const *const *refs, int nrefs, int n, SbBleu *out);
+/* Each line's statistics (into lines[0..n) when not NULL) and their sum (when not NULL); the
+ * score of summed statistics is the corpus score (sb_bleu), so resampled lines give a
+ * resampled corpus's (the bootstrap). */
+void sb_bleu_stats(const SbBleuOpts *o, char *const *hyp, char *const *const *refs, int nrefs, int n, SbStats *lines,
+                   SbStats *sum);
+void sb_stats_add(SbStats *sum, const SbStats *s);
+void sb_bleu_score(const SbBleuOpts *o, const SbStats *sum, SbBleu *out);
 double sb_chrf(const SbChrfOpts *o, char *const *hyp, char *const *const *refs, int nrefs, int n);
 
 /* sacreBLEU's text lines, width decimals ("BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|

@@ -223,11 +223,6 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n_sets; i++)
             if (config_set(&cfg, sets[i], &err)) return usage_error(err.msg);
         if (config_check(&cfg, &err)) return usage_error(err.msg);
-        if (cfg.task.subword != SUBWORD_NONE) { /* its BLEU is sacreBLEU's: the bootstrap here is multi-bleu's */
-            fprintf(stderr, "compare: %s: task.subword is %s: comparing subword runs (sacreBLEU) is not there yet\n", path,
-                    SUBWORD_NAMES[cfg.task.subword]);
-            return 2;
-        }
         snprintf(outdir, sizeof outdir, "%s", out ? out : "");
         if (!out) snprintf(outdir, sizeof outdir, "runs/compare-%s", cfg.name);
         char *vs[COMPARE_MAX_VARIANTS], *ss[MAX_SEEDS];

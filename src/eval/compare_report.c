@@ -33,8 +33,8 @@ static S2sStatus write_curves(const Comparison *c, const char *dir, Font *font, 
     double x[COMPARE_MAX_EPOCHS], y[PLOT_MAX_SERIES][COMPARE_MAX_EPOCHS];
     char title[96];
     snprintf(title, sizeof title, "validation %s, mean over seeds",
-             c->translation ? "BLEU" : "exact match");
-    Plot p = {title, "epoch", c->translation ? "BLEU" : "exact match (%)", x, n, {{0}}, 0};
+             c->translation ? c->metric_name : "exact match");
+    Plot p = {title, "epoch", c->metric_name, x, n, {{0}}, 0};
     for (int e = 0; e < n; e++) x[e] = e + 1;
     for (int v = 0; v < c->n_variants && v < PLOT_MAX_SERIES; v++) {
         for (int e = 0; e < n; e++) y[v][e] = e < c->v[v].curve_n ? c->v[v].curve[e] : NAN;
@@ -127,7 +127,7 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     for (int v = 0; v < c->n_variants && !st; v++) {
         const VariantSummary *s = &c->v[v];
         MD("%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.1f,%.6f,%.6f,%.6f,%.6f,%.6f\n", s->name, s->runs,
-           c->translation ? "bleu" : "exact_match", s->metric.mean, s->metric.sd, s->metric.var, s->metric.min, s->metric.max,
+           c->metric_key, s->metric.mean, s->metric.sd, s->metric.var, s->metric.min, s->metric.max,
            s->token_acc.mean, s->valid_loss.mean, s->epochs.mean, s->seconds.mean, s->token_acc.sd, s->valid_loss.sd,
            s->valid_loss.var, s->valid_loss.min, s->valid_loss.max);
     }
@@ -137,7 +137,7 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     free(tx.s);
     /* JSON */
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "metric", c->translation ? "bleu" : "exact_match");
+    cJSON_AddStringToObject(j, "metric", c->metric_key);
     cJSON *vs = cJSON_AddArrayToObject(j, "variants");
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];

@@ -44,14 +44,14 @@ static void read_line_of(void *ctx, const char *type, const cJSON *j) {
         int e = (int)runlog_num(j, LOG_EPOCH, 0);
         if (e >= 1 && e <= COMPARE_MAX_EPOCHS) {
             for (int k = r->curve_n; k < e - 1; k++) r->valid_curve[k] = NAN; /* a gap */
-            r->valid_curve[e - 1] =
-                r->translation ? runlog_num(j, LOG_VALID_ LOG_BLEU, NAN) : 100.0 * runlog_num(j, LOG_VALID_ LOG_EXACT_MATCH, NAN);
+            r->valid_curve[e - 1] = r->translation ? runlog_num(j, r->sacre ? LOG_VALID_ LOG_SACREBLEU : LOG_VALID_ LOG_BLEU, NAN)
+                                                   : 100.0 * runlog_num(j, LOG_VALID_ LOG_EXACT_MATCH, NAN);
             if (e > r->curve_n) r->curve_n = e;
         }
     } else if (!strcmp(type, LOG_TEST)) {
         lr->finished = true;
         r->epochs = (int)runlog_num(j, LOG_EPOCHS, 0);
-        r->test_bleu = runlog_num(j, LOG_TEST_ LOG_BLEU, NAN);
+        r->test_bleu = runlog_num(j, r->sacre ? LOG_TEST_ LOG_SACREBLEU : LOG_TEST_ LOG_BLEU, NAN);
         r->test_exact = 100.0 * runlog_num(j, LOG_TEST_ LOG_EXACT_MATCH, NAN);
         r->test_token_acc = 100.0 * runlog_num(j, LOG_TEST_ LOG_TOKEN_ACCURACY, NAN);
     }
@@ -69,8 +69,7 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     snprintf(r->variant, sizeof r->variant, "%s", ATTN_KIND_NAMES[cfg.model.attention]);
     r->seed = cfg.seed;
     r->translation = cfg.task.type == TASK_TRANSLATE;
-    if (cfg.task.subword != SUBWORD_NONE) /* sacreBLEU on raw text: the statistics here are multi-bleu's */
-        return s2s_fail(err, S2S_ERR_DATA, "%s: a subword run (its BLEU is sacreBLEU's): comparing those is not there yet", dir);
+    r->sacre = cfg.task.subword != SUBWORD_NONE;
     long pid;
     if (file_lock_held(dir, &pid))
         return s2s_fail(err, S2S_ERR_DATA, "%s: a run trains there now (pid %ld); its results are not final", dir, pid);

@@ -3,6 +3,7 @@
 #include "s2s/compare.h"
 #include "s2s/bleu.h"
 #include "s2s/rng.h"
+#include "s2s/sacrebleu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,15 +25,26 @@ Stat compare_stat(const double *x, int n) {
     return s;
 }
 
-/* Per-sentence statistics: BLEU's n-gram counts, or exact match. */
+/* Per-sentence statistics: BLEU's n-gram counts (multi-bleu's, or sacreBLEU's), or exact match. */
 typedef struct SentStats {
     long c[4], t[4], hl, rl;
+    SbStats sb;
     int exact;
 } SentStats;
 
 static SentStats *sentence_stats(const RunResult *r) {
-    SentStats *s = s2s_xcalloc((size_t)r->n, sizeof *s);
+    SentStats *s = s2s_xcalloc((size_t)(r->n ? r->n : 1), sizeof *s);
+    if (r->sacre) {
+        SbBleuOpts o = sb_bleu_defaults();
+        SbStats *lines = s2s_xcalloc((size_t)(r->n ? r->n : 1), sizeof *lines);
+        char *const *const refs[1] = {r->ref};
+        sb_bleu_stats(&o, r->hyp, refs, 1, r->n, lines, NULL);
+        for (int i = 0; i < r->n; i++) s[i].sb = lines[i];
+        free(lines);
+    }
     for (int i = 0; i < r->n; i++) {
+        s[i].exact = strcmp(r->hyp[i], r->ref[i]) == 0;
+        if (r->sacre) continue;
         Bleu b;
         bleu_init(&b);
         bleu_add_text(&b, r->hyp[i], r->ref[i]);
@@ -40,18 +52,26 @@ static SentStats *sentence_stats(const RunResult *r) {
         memcpy(s[i].t, b.total, sizeof s[i].t);
         s[i].hl = b.hyp_len;
         s[i].rl = b.ref_len;
-        s[i].exact = strcmp(r->hyp[i], r->ref[i]) == 0;
         bleu_free(&b);
     }
     return s;
 }
 
 /* The metric over a multiset of sentences (idx), as the full-corpus metric would be. */
-static double metric_on(const SentStats *s, const int *idx, int n, bool bleu) {
-    if (!bleu) {
+static double metric_on(const SentStats *s, const int *idx, int n, const Comparison *c) {
+    if (!c->translation) {
         long e = 0;
         for (int i = 0; i < n; i++) e += s[idx[i]].exact;
         return n ? 100.0 * e / n : 0.0;
+    }
+    if (c->sacre) {
+        SbStats sum;
+        memset(&sum, 0, sizeof sum);
+        for (int i = 0; i < n; i++) sb_stats_add(&sum, &s[idx[i]].sb);
+        SbBleuOpts o = sb_bleu_defaults();
+        SbBleu b;
+        sb_bleu_score(&o, &sum, &b);
+        return b.score;
     }
     Bleu b;
     memset(&b, 0, sizeof b);
@@ -76,7 +96,9 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
     memset(c, 0, sizeof *c);
     if (n == 0) return s2s_fail(err, S2S_ERR_DATA, "no finished runs to compare");
     c->translation = runs[0].translation;
-    c->metric_name = c->translation ? "BLEU" : "exact match (%)";
+    c->sacre = runs[0].sacre;
+    c->metric_name = !c->translation ? "exact match (%)" : c->sacre ? "sacreBLEU" : "BLEU";
+    c->metric_key = !c->translation ? "exact_match" : c->sacre ? "sacrebleu" : "bleu";
     c->resamples = resamples;
     int *var_of = s2s_xmalloc((size_t)n * sizeof *var_of);
     for (int i = 0; i < n; i++) {
@@ -84,6 +106,11 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
             free(var_of);
             return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs", runs[i].dir, runs[i].translation ? "translation" : "reversal",
                             c->translation ? "translation" : "reversal");
+        }
+        if (runs[i].sacre != c->sacre) { /* two BLEUs: never in one table */
+            free(var_of);
+            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs (sacreBLEU on raw text and multi-bleu on words do not compare)",
+                            runs[i].dir, runs[i].sacre ? "subword" : "word", c->sacre ? "subword" : "word");
         }
         int v = 0;
         while (v < c->n_variants && strcmp(c->v[v].name, runs[i].variant)) v++;
@@ -163,7 +190,7 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
             int *idx = s2s_xmalloc((size_t)N * sizeof *idx);
             for (int i = 0; i < N; i++) idx[i] = i;
             double d = 0;
-            for (int s = 0; s < np; s++) d += metric_on(ss[pa[s]], idx, N, c->translation) - metric_on(ss[pb[s]], idx, N, c->translation);
+            for (int s = 0; s < np; s++) d += metric_on(ss[pa[s]], idx, N, c) - metric_on(ss[pb[s]], idx, N, c);
             pt->diff = d / np;
             double *diffs = s2s_xmalloc((size_t)resamples * sizeof *diffs);
             Rng rng;
@@ -173,7 +200,7 @@ S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Compari
                 for (int i = 0; i < N; i++) idx[i] = (int)rng_below(&rng, (uint32_t)N);
                 double x = 0;
                 for (int s = 0; s < np; s++)
-                    x += metric_on(ss[pa[s]], idx, N, c->translation) - metric_on(ss[pb[s]], idx, N, c->translation);
+                    x += metric_on(ss[pa[s]], idx, N, c) - metric_on(ss[pb[s]], idx, N, c);
                 diffs[k] = x / np;
                 against += pt->diff >= 0 ? diffs[k] <= 0 : diffs[k] >= 0;
             }

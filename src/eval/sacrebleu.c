@@ -367,17 +367,19 @@ static void prepare_bleu(const SbBleuOpts *o, const char *line, Scratch *x, Word
     split_words(&x->a, &x->v, out);
 }
 
-void sb_bleu(const SbBleuOpts *o, char *const *hyp, char *const *const *refs, int nrefs, int n, SbBleu *out) {
+void sb_bleu_stats(const SbBleuOpts *o, char *const *hyp, char *const *const *refs, int nrefs, int n, SbStats *lines,
+                   SbStats *sum) {
     S2S_ASSERT(o->max_order >= 1 && o->max_order <= SB_MAX_ORDER && nrefs >= 1);
     int N = o->max_order;
-    memset(out, 0, sizeof *out);
+    if (sum) memset(sum, 0, sizeof *sum);
     Scratch x;
     memset(&x, 0, sizeof x);
     vocab_init(&x.v);
     Words hw = {0}, *rw = s2s_xcalloc((size_t)nrefs, sizeof *rw);
     Grams hg = {0}, rg = {0}, mx = {0};
-    double correct[SB_MAX_ORDER] = {0}, total[SB_MAX_ORDER] = {0};
     for (int i = 0; i < n; i++) {
+        SbStats st;
+        memset(&st, 0, sizeof st);
         prepare_bleu(o, hyp[i], &x, &hw);
         hg.n = rg.n = mx.n = 0;
         count_grams(&hg, hw.id, hw.n, 1, N);
@@ -400,11 +402,43 @@ void sb_bleu(const SbBleuOpts *o, char *const *hyp, char *const *const *refs, in
                 grams_push(&mx, rg.g[k].p, rg.g[k].n, rg.g[k].count);
             }
         }
-        match_grams(hg.g, hg.n, mx.g, mx.n, total, correct);
-        out->sys_len += hw.n;
-        out->ref_len += closest;
+        match_grams(hg.g, hg.n, mx.g, mx.n, st.totals, st.counts);
+        st.sys_len = hw.n;
+        st.ref_len = closest;
+        if (lines) lines[i] = st;
+        if (sum) sb_stats_add(sum, &st);
     }
-    /* compute_bleu */
+    for (int r = 0; r < nrefs; r++) free(rw[r].id);
+    free(rw);
+    free(hw.id);
+    free(hg.g);
+    free(rg.g);
+    free(mx.g);
+    free(x.a.c);
+    free(x.b.c);
+    free(x.tmp.c);
+    free(x.w.id);
+    vocab_free(&x.v);
+}
+
+void sb_stats_add(SbStats *sum, const SbStats *s) {
+    for (int m = 0; m < SB_MAX_ORDER; m++) {
+        sum->counts[m] += s->counts[m];
+        sum->totals[m] += s->totals[m];
+    }
+    sum->sys_len += s->sys_len;
+    sum->ref_len += s->ref_len;
+}
+
+/* sacreBLEU's compute_bleu */
+void sb_bleu_score(const SbBleuOpts *o, const SbStats *st, SbBleu *out) {
+    int N = o->max_order;
+    memset(out, 0, sizeof *out);
+    double correct[SB_MAX_ORDER], total[SB_MAX_ORDER];
+    memcpy(correct, st->counts, sizeof correct);
+    memcpy(total, st->totals, sizeof total);
+    out->sys_len = st->sys_len;
+    out->ref_len = st->ref_len;
     double k = o->smooth_value >= 0 ? o->smooth_value : o->smooth == SB_SMOOTH_FLOOR ? 0.1 : 1.0;
     out->bp = out->sys_len < out->ref_len ? (out->sys_len > 0 ? exp(1.0 - (double)out->ref_len / (double)out->sys_len) : 0.0) : 1.0;
     out->ratio = out->ref_len ? (double)out->sys_len / (double)out->ref_len : 0.0;
@@ -435,17 +469,12 @@ void sb_bleu(const SbBleuOpts *o, char *const *hyp, char *const *const *refs, in
     }
     memcpy(out->counts, correct, sizeof correct);
     memcpy(out->totals, total, sizeof total);
-    for (int r = 0; r < nrefs; r++) free(rw[r].id);
-    free(rw);
-    free(hw.id);
-    free(hg.g);
-    free(rg.g);
-    free(mx.g);
-    free(x.a.c);
-    free(x.b.c);
-    free(x.tmp.c);
-    free(x.w.id);
-    vocab_free(&x.v);
+}
+
+void sb_bleu(const SbBleuOpts *o, char *const *hyp, char *const *const *refs, int nrefs, int n, SbBleu *out) {
+    SbStats sum;
+    sb_bleu_stats(o, hyp, refs, nrefs, n, NULL, &sum);
+    sb_bleu_score(o, &sum, out);
 }
 
 /* ---- chrF ---- */
