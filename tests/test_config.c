@@ -74,6 +74,9 @@ Test(config, cross_field_checks) {
     cr_expect(strstr(err.msg, "task.min_len (9) must not exceed task.max_len (4)"), "%s", err.msg);
     cr_assert_eq(parse(&c, "{\"task\": {\"alphabet\": \"aba\"}}", &err), S2S_OK);
     cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
+    cr_assert_eq(parse(&c, "{\"task\": {\"type\": \"reverse\", \"subword\": \"bpe\"}}", &err), S2S_OK);
+    cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "task.subword: bpe is for translation"), "%s", err.msg);
     /* a name becomes a folder under runs/: refused when read, before any folder is made */
     const char *bad_names[] = {"{\"name\": \"../x\"}", "{\"name\": \"a/b\"}", "{\"name\": \"..\"}", "{\"name\": \"\"}"};
     for (int i = 0; i < 4; i++) {

@@ -457,6 +457,9 @@ S2sStatus config_check(const Config *c, S2sError *err) {
                 return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: '%c' appears twice", o, ch);
         }
     }
+    if (c->task.type == TASK_REVERSE && c->task.subword != SUBWORD_NONE)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword: %s is for translation; reversal reads characters", o,
+                        SUBWORD_NAMES[c->task.subword]);
     if (c->name[0] == '\0' || strchr(c->name, '/') || strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: name: expected a plain run name (no '/'), got \"%s\"", o, c->name);
     return S2S_OK;
