@@ -94,6 +94,15 @@ Test(subword, raw_text_run_end_to_end, .timeout = 240) {
     cr_expect(fabs(a - b) < 1e-9, "compare's sacreBLEU %.12g, the run's test line %.12g", b, a);
     free(logtext);
     free(sum);
+    /* the vocabulary by its size instead of merges; too small for the text's characters: exit 2 */
+    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set bpe_vocab_size=320 --max-steps 1 --out %s/vs > %s/out.txt 2>&1", tu_bin(), d,
+                       d, d),
+                 0);
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "vocabulary 320 source / 320 target"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set bpe_vocab_size=100 --out %s/vs2 > /dev/null 2> %s/err.txt", tu_bin(), d, d, d),
+                 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "task.bpe_vocab_size: a vocabulary of 100 pieces"), "%s",
+              tu_slurp(tu_path(d, "err.txt"), NULL));
     /* a word run beside it: two BLEUs, never one table */
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --set subword=none --set min_freq=1 --set epochs=1 --out %s/word > /dev/null 2>&1",
                        tu_bin(), d, d),

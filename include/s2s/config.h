@@ -59,6 +59,7 @@ typedef struct ConfigTask {
     int min_freq, max_vocab, max_train_len;
     Subword subword;        /* none: the files' words; bpe: raw text in byte-pair pieces */
     int bpe_merges;         /* merges learned from the training text (both languages, one model) */
+    int bpe_vocab_size;     /* instead: the pieces in all, specials and bytes included (0: bpe_merges) */
 } ConfigTask;
 
 typedef struct ConfigModel {

@@ -197,11 +197,20 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
             }
         Bpe *b = s2s_xmalloc(sizeof *b), *b2 = s2s_xmalloc(sizeof *b2);
         bpe_init(b);
-        BpeLearnOpts o = {.merges = t->bpe_merges, .min_count = 2};
+        BpeLearnOpts o = {.merges = t->bpe_vocab_size ? 0 : t->bpe_merges, .vocab_size = t->bpe_vocab_size, .min_count = 2};
         int learned;
         st = bpe_learn(b, both, nb, &o, &learned, err);
         free(both);
-        S2S_ASSERT(st == S2S_OK); /* merges, not a vocabulary size: nothing to refuse */
+        if (st) { /* a vocabulary size below the characters the text has */
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            st = s2s_fail(err, S2S_ERR_CONFIG, "task.bpe_vocab_size: %s", msg);
+            bpe_free(b);
+            free(b);
+            free(b2);
+            free(keep);
+            goto out;
+        }
         bpe_copy(b2, b);
         bpe_vocab(b, &td->src_vocab);
         bpe_vocab(b, &td->trg_vocab);

@@ -68,6 +68,9 @@ static const Key KEYS[] = {
     {"task.subword", K_ENUM, OFF(task.subword), 0, 0, SUBWORD_NAMES,
      "translate: none (the files' words, tokenised) or bpe (raw text in byte-pair pieces learned from the training text)"},
     {"task.bpe_merges", K_INT, OFF(task.bpe_merges), 1, 4e6, NULL, "translate, bpe: merges learned (one model for both languages)"},
+    {"task.bpe_vocab_size", K_INT, OFF(task.bpe_vocab_size), 0, 4e6, NULL,
+     "translate, bpe: instead of bpe_merges, the pieces in all (the 4 specials, 256 bytes and the characters included; 0: "
+     "bpe_merges decides)"},
     {"model.cell", K_ENUM, OFF(model.cell), 0, 0, MODEL_CELL_NAMES, "recurrent cell"},
     {"model.bidirectional", K_BOOL, OFF(model.bidirectional), 0, 0, NULL, "bidirectional encoder"},
     {"model.layers", K_INT, OFF(model.layers), 1, 8, NULL, "RNN layers (encoder and decoder)"},
