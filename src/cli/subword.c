@@ -6,6 +6,7 @@
  *   exit 0 · 1 IO or a bad model file · 2 usage */
 #include "s2s/args.h"
 #include "s2s/bpe.h"
+#include "s2s/spm.h"
 #include "s2s/text.h"
 
 #include <getopt.h>
@@ -117,6 +118,34 @@ static int each_line(const Bpe *b, bool encode) {
     return rc;
 }
 
+/* stdin through a SentencePiece model, as spm_encode prints pieces */
+static int spm_lines(const Spm *sp) {
+    LineReader r;
+    line_reader_init(&r, stdin, TEXT_MAX_LINE);
+    const char *line;
+    size_t len;
+    LineStatus ls;
+    int rc = 0;
+    while ((ls = line_read(&r, &line, &len)) != LINE_EOF) {
+        if (ls != LINE_OK || strlen(line) != len || !utf8_valid(line, len)) {
+            fprintf(stderr, "subword: stdin:%ld: not a line of UTF-8 text\n", r.line_no);
+            rc = 1;
+            if (ls == LINE_ENDLESS || ls == LINE_ERROR) break;
+            printf("\n");
+            continue;
+        }
+        char *out = spm_encode_text(sp, line);
+        printf("%s\n", out);
+        free(out);
+    }
+    line_reader_free(&r);
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "subword: stdout: cannot be written\n");
+        rc = 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv) {
     static const struct option LONG[] = {{"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, ARGS_VERSION},
                                          {"input", required_argument, NULL, O_INPUT}, {"merges", required_argument, NULL, O_MERGES},
@@ -172,6 +201,28 @@ int main(int argc, char **argv) {
     if (!model || n_inputs || out || o.merges || o.vocab_size) {
         fprintf(stderr, "subword: %s needs --model and nothing of learn's (see subword --help)\n", cmd);
         return 2;
+    }
+    /* a SentencePiece model (spm_train's .model) or one of ours (text starting "s2s-bpe") */
+    FILE *probe = fopen(model, "rb");
+    char head[8] = {0};
+    if (probe) {
+        size_t got = fread(head, 1, 7, probe);
+        (void)got;
+        fclose(probe);
+    }
+    if (probe && strncmp(head, "s2s-bpe", 7) != 0) {
+        if (strcmp(cmd, "encode")) {
+            fprintf(stderr, "subword: %s: decoding with a SentencePiece model is not there yet\n", model);
+            return 2;
+        }
+        Spm sp;
+        if (spm_load(&sp, model, &err)) {
+            fprintf(stderr, "subword: %s\n", err.msg);
+            return 1;
+        }
+        int rc = spm_lines(&sp);
+        spm_free(&sp);
+        return rc;
     }
     Bpe b;
     bpe_init(&b);

@@ -4,6 +4,7 @@
 #include "s2s/attn_calc.h"
 #include "s2s/bleu.h"
 #include "s2s/bpe.h"
+#include "s2s/spm.h"
 #include "s2s/sacrebleu.h"
 #include "s2s/model.h"
 #include "s2s/train_state.h"
@@ -182,6 +183,13 @@ int fuzz_text(const uint8_t *data, size_t size) {
 }
 
 int fuzz_bpe(const uint8_t *data, size_t size) {
+    /* as a SentencePiece model file */
+    Spm sp;
+    S2sError serr;
+    if (spm_parse(&sp, data, size, "fuzz", &serr) == S2S_OK) {
+        free(spm_encode_text(&sp, "Ein Mann \xe2\x96\x81 fährt  Fahrrad. 😀 \xef\xbd\x88"));
+        spm_free(&sp);
+    }
     Bpe b;
     bpe_init(&b);
     S2sError err;
