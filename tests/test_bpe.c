@@ -227,7 +227,11 @@ Test(bpe, program_learns_encodes_and_decodes, .timeout = 60) {
     cr_expect_eq(tu_sh("%s/subword frobnicate --model %s/m 2> /dev/null", tu_bin(), d), 2);
     cr_expect_eq(tu_sh("%s/subword encode 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/subword encode --model %s/text < /dev/null 2> %s/err", tu_bin(), d, d), 1);
-    cr_expect(tu_file_has(tu_path(d, "err"), "text:1:"), "%s", tu_slurp(tu_path(d, "err"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "err"), "text: not a subword model"), "%s", tu_slurp(tu_path(d, "err"), NULL));
+    cr_expect_eq(tu_sh("printf 's2s-bpe 1 chars=2 merges=0\\na\\n' > %s/m4 && %s/subword encode --model %s/m4 < /dev/null 2> %s/err", d,
+                       tu_bin(), d, d),
+                 1);
+    cr_expect(tu_file_has(tu_path(d, "err"), "m4:3: the file ends"), "%s", tu_slurp(tu_path(d, "err"), NULL));
     cr_expect_eq(tu_sh("%s/subword learn --input %s/nope --merges 5 --out %s/m3 2> /dev/null", tu_bin(), d, d), 1);
     /* not UTF-8 on stdin: that line is reported and left empty, the others go on */
     cr_expect_eq(tu_sh("printf 'ein Mann\\n\\377\\nzwei\\n' | %s/subword encode --model %s/m > %s/o 2> %s/err", tu_bin(), d, d, d), 1);

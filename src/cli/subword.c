@@ -216,7 +216,13 @@ int main(int argc, char **argv) {
             return 2;
         }
         Spm sp;
-        if (spm_load(&sp, model, &err)) {
+        S2sStatus st = spm_load(&sp, model, &err);
+        if (st == S2S_ERR_CORRUPT) { /* neither kind */
+            fprintf(stderr, "subword: %s: not a subword model: neither ours (\"s2s-bpe 1 ...\" on line 1) nor a SentencePiece model (%s)\n",
+                    model, err.msg);
+            return 1;
+        }
+        if (st) {
             fprintf(stderr, "subword: %s\n", err.msg);
             return 1;
         }
