@@ -1,4 +1,5 @@
-/* test_spm.c — SentencePiece .model files segment text exactly as spm_encode does: committed
+/* test_spm.c — SentencePiece .model files segment text exactly as spm_encode does (and decode
+ * as spm_decode): committed
  * small models (unigram with byte fallback, BPE; identity normalisation) with spm_encode's
  * output, and, where Debian's sentencepiece is installed (make deps installs it), models
  * trained in the test (unigram and BPE, nmt_nfkc and identity, byte fallback) compared line by
@@ -24,6 +25,16 @@ Test(spm, committed_models_segment_as_spm_encode) {
         char want[256];
         snprintf(want, sizeof want, "%s/%s.expected", SPM_DIR, models[m]);
         cr_expect(tu_same_file(tu_path(d, "out"), want), "%s: pieces differ from spm_encode's", models[m]);
+        /* and back, as spm_decode: its pieces, and hand-made ones (control and unknown pieces,
+         * bytes that are not UTF-8, double marks, text the model does not have) */
+        cr_assert_eq(tu_sh("%s/subword decode --model %s/%s.model < %s > %s/back && "
+                           "%s/subword decode --model %s/%s.model < %s/pieces.txt > %s/hand",
+                           tu_bin(), SPM_DIR, models[m], want, d, tu_bin(), SPM_DIR, models[m], SPM_DIR, d),
+                     0);
+        snprintf(want, sizeof want, "%s/%s.decoded", SPM_DIR, models[m]);
+        cr_expect(tu_same_file(tu_path(d, "back"), want), "%s: text differs from spm_decode's", models[m]);
+        snprintf(want, sizeof want, "%s/%s.pieces_decoded", SPM_DIR, models[m]);
+        cr_expect(tu_same_file(tu_path(d, "hand"), want), "%s: hand-made pieces decode differently", models[m]);
         tu_rm_rf(d);
         free(d);
     }
@@ -59,6 +70,12 @@ Test(spm, trained_models_segment_as_spm_encode, .timeout = 240) {
                            d, models[k].name, tu_bin(), models[k].name),
                      0);
         cr_expect(tu_same_file(tu_path(d, "want.txt"), tu_path(d, "got.txt")), "%s: pieces differ from spm_encode's", models[k].name);
+        cr_assert_eq(tu_sh("cd %s && spm_decode --model=%s.model < want.txt > want_text.txt && %s/subword decode --model %s.model < "
+                           "want.txt > got_text.txt",
+                           d, models[k].name, tu_bin(), models[k].name),
+                     0);
+        cr_expect(tu_same_file(tu_path(d, "want_text.txt"), tu_path(d, "got_text.txt")), "%s: text differs from spm_decode's",
+                  models[k].name);
     }
     tu_rm_rf(d);
     free(d);

@@ -34,6 +34,7 @@ typedef struct Spm {
     size_t n_slots;
     int max_piece_bytes;
     float min_score, max_score;
+    char *unk_surface;     /* what decoding writes for the unknown piece (" ⁇ ") */
 } Spm;
 
 /* From a .model file's bytes; origin names it in messages. */
@@ -45,5 +46,7 @@ void spm_free(Spm *s);
 char *spm_normalize(const Spm *s, const char *line);
 /* A line's pieces as spm_encode prints them, separated by single spaces (malloc'ed). */
 char *spm_encode_text(const Spm *s, const char *line);
+/* Pieces separated by spaces back to text, as spm_decode does (malloc'ed). */
+char *spm_decode_text(const Spm *s, const char *pieces);
 
 #endif

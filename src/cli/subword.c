@@ -118,8 +118,8 @@ static int each_line(const Bpe *b, bool encode) {
     return rc;
 }
 
-/* stdin through a SentencePiece model, as spm_encode prints pieces */
-static int spm_lines(const Spm *sp) {
+/* stdin through a SentencePiece model, as spm_encode prints pieces (or spm_decode text) */
+static int spm_lines(const Spm *sp, bool encode) {
     LineReader r;
     line_reader_init(&r, stdin, TEXT_MAX_LINE);
     const char *line;
@@ -134,7 +134,7 @@ static int spm_lines(const Spm *sp) {
             printf("\n");
             continue;
         }
-        char *out = spm_encode_text(sp, line);
+        char *out = encode ? spm_encode_text(sp, line) : spm_decode_text(sp, line);
         printf("%s\n", out);
         free(out);
     }
@@ -211,10 +211,6 @@ int main(int argc, char **argv) {
         fclose(probe);
     }
     if (probe && strncmp(head, "s2s-bpe", 7) != 0) {
-        if (strcmp(cmd, "encode")) {
-            fprintf(stderr, "subword: %s: decoding with a SentencePiece model is not there yet\n", model);
-            return 2;
-        }
         Spm sp;
         S2sStatus st = spm_load(&sp, model, &err);
         if (st == S2S_ERR_CORRUPT) { /* neither kind */
@@ -226,7 +222,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "subword: %s\n", err.msg);
             return 1;
         }
-        int rc = spm_lines(&sp);
+        int rc = spm_lines(&sp, !strcmp(cmd, "encode"));
         spm_free(&sp);
         return rc;
     }

@@ -198,6 +198,10 @@ S2sStatus spm_parse(Spm *s, const void *data, size_t len, const char *origin, S2
                 if (!pb_next(&t, &g)) st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt trainer_spec", origin);
                 else if (g.num == 3 && g.wire == 0) s->model_type = (int)g.v;
                 else if (g.num == 35 && g.wire == 0) s->byte_fallback = g.v != 0;
+                else if (g.num == 44 && g.wire == 2) {
+                    free(s->unk_surface);
+                    s->unk_surface = pb_string(&g);
+                }
             }
         } else if (f.num == 3 && f.wire == 2) st = read_normalizer(s, f.bytes, origin, err);
     }
@@ -220,6 +224,11 @@ S2sStatus spm_parse(Spm *s, const void *data, size_t len, const char *origin, S2
         }
     }
     if (!st && s->unk_id < 0) st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: no unknown piece", origin);
+    if (!st && !s->unk_surface) {
+        const char def[] = " \xe2\x81\x87 ";
+        s->unk_surface = s2s_xmalloc(sizeof def);
+        memcpy(s->unk_surface, def, sizeof def);
+    }
     if (!st) index_pieces(s);
     if (st) spm_free(s);
     return st;
@@ -244,6 +253,7 @@ void spm_free(Spm *s) {
     free(s->trie);
     free(s->norm);
     free(s->slot);
+    free(s->unk_surface);
     memset(s, 0, sizeof *s);
 }
 
@@ -556,5 +566,80 @@ char *spm_encode_text(const Spm *s, const char *line) {
     free(g.starts);
     free(g.ids);
     free(norm);
+    return out.s;
+}
+
+/* ---- decoding ---- */
+
+/* a piece's id: normal pieces by the index, the few others (control, unknown, bytes) by a
+ * scan; a piece the model does not have: the unknown id */
+static int piece_id(const Spm *s, const char *p, size_t n) {
+    int id = find_piece(s, p, n);
+    if (id >= 0) return id;
+    for (int i = 0; i < s->n; i++)
+        if (s->type[i] != SPM_NORMAL && s->type[i] != SPM_UNUSED && strlen(s->piece[i]) == n && !memcmp(s->piece[i], p, n)) return i;
+    return s->unk_id;
+}
+
+static void flush_bytes(Buf *out, const unsigned char *b, int nb) {
+    for (int i = 0; i < nb;) {
+        int take = 0;
+        for (int w = 4; w >= 1 && !take; w--)
+            if (i + w <= nb && utf8_valid((const char *)b + i, (size_t)w)) take = w;
+        if (take) buf_put(out, (const char *)b + i, (size_t)take);
+        else buf_put(out, "\xEF\xBF\xBD", 3);
+        i += take ? take : 1;
+    }
+}
+
+char *spm_decode_text(const Spm *s, const char *pieces) {
+    Buf out = {0};
+    buf_put(&out, "", 0);
+    unsigned char bytes[256];
+    int nb = 0;
+    bool bos_ws = true, bos_seen = false;
+    for (const char *p = pieces; *p;) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        size_t n = (size_t)(e - p);
+        if (!n) break;
+        int id = piece_id(s, p, n);
+        if (s->type[id] == SPM_BYTE && nb < (int)sizeof bytes) {
+            unsigned v = 0;
+            sscanf(s->piece[id], "<0x%2X>", &v);
+            bytes[nb++] = (unsigned char)v;
+            p = e;
+            continue;
+        }
+        flush_bytes(&out, bytes, nb);
+        nb = 0;
+        if (bos_seen || out.n) bos_ws = false;
+        if (s->type[id] == SPM_CONTROL) {
+            bos_seen = false;
+        } else if (id == s->unk_id) {
+            bool literal = strlen(s->piece[id]) == n && !memcmp(s->piece[id], p, n);
+            if (literal) buf_put(&out, s->unk_surface, strlen(s->unk_surface));
+            else buf_put(&out, p, n); /* text the model does not have: as it is */
+            bos_seen = false;
+        } else {
+            const char *q = p;
+            bos_seen = false;
+            if (bos_ws && (s->add_dummy_prefix || s->remove_extra_whitespaces) && n >= 3 && !memcmp(q, "\xe2\x96\x81", 3)) {
+                q += 3;
+                bos_seen = !s->remove_extra_whitespaces;
+            }
+            while (q < e) {
+                if (e - q >= 3 && !memcmp(q, "\xe2\x96\x81", 3)) {
+                    buf_put(&out, " ", 1);
+                    q += 3;
+                } else {
+                    buf_put(&out, q++, 1);
+                }
+            }
+        }
+        p = e;
+    }
+    flush_bytes(&out, bytes, nb);
     return out.s;
 }
