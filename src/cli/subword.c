@@ -65,25 +65,55 @@ static int learn(const char **inputs, int n_inputs, const BpeLearnOpts *o, const
     return rc;
 }
 
-/* stdin line by line (bounded), each through fn */
-static int each_line(const Bpe *b, bool encode) {
+/* One line through a model: ours (b) or a SentencePiece one (sp); printed with its newline. */
+typedef struct Coder {
+    const Bpe *b;
+    const Spm *sp;
+    bool encode;
+    int32_t *ids;
+    int cap;
+    char **toks;
+    int tcap;
+} Coder;
+
+static void code_line(Coder *c, const char *line, size_t len) {
+    if (c->sp) {
+        char *out = c->encode ? spm_encode_text(c->sp, line) : spm_decode_text(c->sp, line);
+        printf("%s\n", out);
+        free(out);
+    } else if (c->encode) {
+        int n = bpe_encode(c->b, line, &c->ids, &c->cap);
+        for (int k = 0; k < n; k++) printf("%s%s", k ? " " : "", bpe_piece(c->b, c->ids[k]));
+        printf("\n");
+    } else {
+        char *copy = s2s_xmalloc(len + 1);
+        memcpy(copy, line, len + 1);
+        int n = text_split(copy, &c->toks, &c->tcap);
+        if (n > c->cap) c->ids = s2s_xrealloc(c->ids, (size_t)(c->cap = n) * sizeof *c->ids);
+        for (int k = 0; k < n; k++) c->ids[k] = bpe_piece_id(c->b, c->toks[k]);
+        char *text = bpe_decode(c->b, c->ids, n);
+        printf("%s\n", text);
+        free(text);
+        free(copy);
+    }
+}
+
+/* stdin line by line (bounded), each through the model; a bad line is reported and gives an
+ * empty line, so the output keeps one line per input line */
+static int each_line(Coder *c) {
     LineReader r;
     line_reader_init(&r, stdin, TEXT_MAX_LINE);
     const char *line;
     size_t len;
     LineStatus ls;
     int rc = 0;
-    int32_t *ids = NULL;
-    int cap = 0;
-    char **toks = NULL;
-    int tcap = 0;
     while ((ls = line_read(&r, &line, &len)) != LINE_EOF) {
         if (ls == LINE_TOO_LONG || ls == LINE_ENDLESS || ls == LINE_ERROR) {
             fprintf(stderr, "subword: stdin:%ld: %s\n", r.line_no,
                     ls == LINE_ERROR ? "cannot be read" : "longer than 1 MiB: not a sentence");
             rc = 1;
             if (ls != LINE_TOO_LONG) break;
-            printf("\n"); /* the output keeps one line per input line */
+            printf("\n");
             continue;
         }
         if (strlen(line) != len || !utf8_valid(line, len)) {
@@ -92,52 +122,10 @@ static int each_line(const Bpe *b, bool encode) {
             printf("\n");
             continue;
         }
-        if (encode) {
-            int n = bpe_encode(b, line, &ids, &cap);
-            for (int k = 0; k < n; k++) printf("%s%s", k ? " " : "", bpe_piece(b, ids[k]));
-            printf("\n");
-        } else {
-            char *copy = s2s_xmalloc(len + 1);
-            memcpy(copy, line, len + 1);
-            int n = text_split(copy, &toks, &tcap);
-            if (n > cap) ids = s2s_xrealloc(ids, (size_t)(cap = n) * sizeof *ids);
-            for (int k = 0; k < n; k++) ids[k] = bpe_piece_id(b, toks[k]);
-            char *text = bpe_decode(b, ids, n);
-            printf("%s\n", text);
-            free(text);
-            free(copy);
-        }
+        code_line(c, line, len);
     }
-    free(ids);
-    free(toks);
-    line_reader_free(&r);
-    if (fflush(stdout) || ferror(stdout)) {
-        fprintf(stderr, "subword: stdout: cannot be written\n");
-        rc = 1;
-    }
-    return rc;
-}
-
-/* stdin through a SentencePiece model, as spm_encode prints pieces (or spm_decode text) */
-static int spm_lines(const Spm *sp, bool encode) {
-    LineReader r;
-    line_reader_init(&r, stdin, TEXT_MAX_LINE);
-    const char *line;
-    size_t len;
-    LineStatus ls;
-    int rc = 0;
-    while ((ls = line_read(&r, &line, &len)) != LINE_EOF) {
-        if (ls != LINE_OK || strlen(line) != len || !utf8_valid(line, len)) {
-            fprintf(stderr, "subword: stdin:%ld: not a line of UTF-8 text\n", r.line_no);
-            rc = 1;
-            if (ls == LINE_ENDLESS || ls == LINE_ERROR) break;
-            printf("\n");
-            continue;
-        }
-        char *out = encode ? spm_encode_text(sp, line) : spm_decode_text(sp, line);
-        printf("%s\n", out);
-        free(out);
-    }
+    free(c->ids);
+    free(c->toks);
     line_reader_free(&r);
     if (fflush(stdout) || ferror(stdout)) {
         fprintf(stderr, "subword: stdout: cannot be written\n");
@@ -222,7 +210,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "subword: %s\n", err.msg);
             return 1;
         }
-        int rc = spm_lines(&sp, !strcmp(cmd, "encode"));
+        Coder cd = {.sp = &sp, .encode = !strcmp(cmd, "encode")};
+        int rc = each_line(&cd);
         spm_free(&sp);
         return rc;
     }
@@ -233,7 +222,8 @@ int main(int argc, char **argv) {
         bpe_free(&b);
         return 1;
     }
-    int rc = each_line(&b, !strcmp(cmd, "encode"));
+    Coder cd = {.b = &b, .encode = !strcmp(cmd, "encode")};
+    int rc = each_line(&cd);
     bpe_free(&b);
     return rc;
 bad:
