@@ -118,3 +118,41 @@ Test(subword, raw_text_run_end_to_end, .timeout = 240) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* The user's SentencePiece model (spm_train's, unigram) on the same made-up corpus: training
+ * reads its pieces, the model file carries the .model (translation works with it deleted), raw
+ * text in and out. Skipped without Debian's sentencepiece (make deps installs it). */
+Test(subword, sentencepiece_model_run_end_to_end, .timeout = 240) {
+    if (tu_sh("command -v spm_train > /dev/null") != 0) cr_skip_test("Debian's sentencepiece is not installed");
+    char *d = tu_tmpdir();
+    write_corpus(d, "train", 1500, 1);
+    write_corpus(d, "val", 60, 2);
+    write_corpus(d, "test", 60, 3);
+    cr_assert_eq(tu_sh("cd %s && cat train.de train.en > both.txt && spm_train --input=both.txt --model_prefix=m --vocab_size=60 "
+                       "> /dev/null 2>&1",
+                       d),
+                 0);
+    FILE *f = fopen(tu_path(d, "c.json"), "w");
+    fprintf(f, "{\"name\": \"sp\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"sentencepiece\", \"spm_model\": \"%s/m.model\"}, "
+               "\"model\": {\"cell\": \"gru\", \"embedding\": 32, \"encoder_hidden\": 64, \"decoder_hidden\": 64, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 25, \"batch_size\": 32, \"lr\": 0.005, "
+               "\"metric\": \"bleu\", \"log_every\": 1000}}",
+            d, d);
+    fclose(f);
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "vocabulary 63 source / 63 target"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "sacreBLEU"));
+    cr_assert_eq(tu_sh("rm %s/m.model && echo 'Ein Hund läuft über Straße.' | %s/translate %s/run/model.bin > %s/t.txt 2> %s/err.txt", d,
+                       tu_bin(), d, d, d),
+                 0, "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    char *t = tu_slurp(tu_path(d, "t.txt"), NULL);
+    cr_expect_str_eq(t, "A dog runs over street.\n");
+    free(t);
+    /* a config without its .model is a usage error */
+    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set spm_model= --out %s/run2 > /dev/null 2> %s/err.txt", tu_bin(), d, d, d), 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "task.spm_model must name"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    tu_rm_rf(d);
+    free(d);
+}

@@ -19,7 +19,7 @@
 
 /* The choices; each has its names in a table below, in the order of its values. */
 typedef enum TaskType { TASK_REVERSE, TASK_TRANSLATE } TaskType;
-typedef enum Subword { SUBWORD_NONE, SUBWORD_BPE } Subword;
+typedef enum Subword { SUBWORD_NONE, SUBWORD_BPE, SUBWORD_SENTENCEPIECE } Subword;
 typedef enum ModelCell { MODEL_CELL_GRU, MODEL_CELL_LSTM } ModelCell;
 typedef enum EmbeddingType { EMBEDDING_LEARNED, EMBEDDING_ONEHOT } EmbeddingType;
 typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, ATTN_GENERAL, ATTN_ADDITIVE } AttnKind;
@@ -60,6 +60,7 @@ typedef struct ConfigTask {
     Subword subword;        /* none: the files' words; bpe: raw text in byte-pair pieces */
     int bpe_merges;         /* merges learned from the training text (both languages, one model) */
     int bpe_vocab_size;     /* instead: the pieces in all, specials and bytes included (0: bpe_merges) */
+    char spm_model[CONFIG_STR]; /* sentencepiece: the .model file (spm_train's) */
 } ConfigTask;
 
 typedef struct ConfigModel {

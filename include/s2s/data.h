@@ -16,14 +16,14 @@
 
 enum { TOK_PAD = 0, TOK_UNK = 1, TOK_SOS = 2, TOK_EOS = 3, TOK_SPECIALS = 4 };
 
-struct Bpe;
+struct SubwordModel;
 
 typedef struct Vocab {
     char **tokens;   /* id → token */
     int size, cap;
     int32_t *slots;  /* open-addressing hash: id + 1, or 0 for empty */
     int n_slots;
-    struct Bpe *bpe; /* owned: the subword model whose pieces these are (bpe.h), or NULL (words) */
+    struct SubwordModel *sub; /* owned: the subword model whose pieces these are (subword.h), or NULL (words) */
 } Vocab;
 
 /* An empty vocabulary holding only the four specials. */
@@ -91,7 +91,7 @@ char *tok_normalize(const char *line, const char *lang);
 
 /* One line of user text → source ids (malloc'd into *ids), per the task's tokenisation:
  * reversal: characters; translation: tok_normalize (unless `tokenized`), then words, unknown
- * ones as <unk>; with a subword model (src->bpe), the raw text's pieces. A line the model cannot read (a character outside the alphabet, invalid
+ * ones as <unk>; with a subword model (src->sub), the raw text's pieces. A line the model cannot read (a character outside the alphabet, invalid
  * UTF-8, more than TASK_MAX_SOURCE tokens) is an S2S_ERR_DATA with a message; nothing is
  * allocated then. */
 S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,

@@ -35,6 +35,9 @@ typedef struct Spm {
     int max_piece_bytes;
     float min_score, max_score;
     char *unk_surface;     /* what decoding writes for the unknown piece (" ⁇ ") */
+    int byte_id[256];      /* the byte pieces' ids (byte fallback), −1 where absent */
+    unsigned char *raw;    /* the file's bytes, for a model file to carry */
+    size_t raw_len;
 } Spm;
 
 /* From a .model file's bytes; origin names it in messages. */
@@ -48,5 +51,7 @@ char *spm_normalize(const Spm *s, const char *line);
 char *spm_encode_text(const Spm *s, const char *line);
 /* Pieces separated by spaces back to text, as spm_decode does (malloc'ed). */
 char *spm_decode_text(const Spm *s, const char *pieces);
+/* The same pieces as ids, appended to *ids (grown); returns their count. */
+int spm_encode_ids(const Spm *s, const char *line, int32_t **ids, int *cap);
 
 #endif

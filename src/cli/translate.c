@@ -102,7 +102,7 @@ static void score_against_ref(Ctx *c, const char *best) {
         c->ref_bad++;
         return;
     }
-    if (c->src.bpe) { /* raw text on both sides */
+    if (c->src.sub) { /* raw text on both sides */
         if (c->sb_n == c->sb_cap) {
             c->sb_cap = c->sb_cap ? 2 * c->sb_cap : 1024;
             c->sb_hyp = s2s_xrealloc(c->sb_hyp, (size_t)c->sb_cap * sizeof *c->sb_hyp);
@@ -175,7 +175,7 @@ static int report_bleu(Ctx *c, const char *ref_path) {
         fprintf(stderr, "translate: %s: %ld lines are not UTF-8 text or longer than %zu bytes: no BLEU\n", ref_path,
                 c->ref_bad, TEXT_MAX_LINE);
         rc = 1;
-    } else if (c->src.bpe) {
+    } else if (c->src.sub) {
         SbBleuOpts bo = sb_bleu_defaults();
         SbChrfOpts co = sb_chrf_defaults();
         SbBleu s;
@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 1;
     }
-    if (c.src.bpe && c.tr.tokenized) {
+    if (c.src.sub && c.tr.tokenized) {
         fprintf(stderr, "translate: %s reads raw text (a subword model): --tokenized is for word models\n", model);
         model_free(&c.m);
         vocab_free(&c.src);

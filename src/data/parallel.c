@@ -1,5 +1,6 @@
 /* parallel.c — tokenised parallel text: reading, vocabularies, datasets. */
-#include "s2s/bpe.h"
+#include "s2s/file.h"
+#include "s2s/subword.h"
 #include "s2s/data.h"
 
 #include <errno.h>
@@ -109,14 +110,14 @@ static void build_vocab(Vocab *out, char **lines, int n, const uint8_t *keep, in
 /* ids of a line's tokens (unknown → <unk>), or of its subword pieces, with <sos>/<eos> when
  * marked. */
 static int encode_line(const Vocab *v, const char *line, bool marked, int32_t **ids, int *cap) {
-    if (v->bpe) {
+    if (v->sub) {
         int n = 0;
         if (marked) {
             if (*cap < 1) *ids = s2s_xrealloc(*ids, (size_t)(*cap = 64) * sizeof **ids);
             (*ids)[n++] = TOK_SOS;
         }
         int32_t *p = NULL;
-        int pc = 0, k = bpe_encode(v->bpe, line, &p, &pc);
+        int pc = 0, k = subword_encode(v->sub, line, &p, &pc);
         if (n + k + 1 > *cap) *ids = s2s_xrealloc(*ids, (size_t)(*cap = n + k + 1) * sizeof **ids);
         memcpy(*ids + n, p, (size_t)k * sizeof *p);
         n += k;
@@ -173,6 +174,15 @@ static char **take_lines(Split *s) {
     return r;
 }
 
+/* One subword model for both sides: the vocabularies are its pieces, each owns a copy. */
+static void attach_model(TaskData *td, SubwordModel *m) {
+    SubwordModel *m2 = subword_copy(m);
+    subword_vocab(m, &td->src_vocab); /* vocab_init first: the model is attached after */
+    subword_vocab(m2, &td->trg_vocab);
+    td->src_vocab.sub = m;
+    td->trg_vocab.sub = m2;
+}
+
 S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
     memset(td, 0, sizeof *td);
     Split tr = {0}, va = {0}, te = {0};
@@ -195,7 +205,7 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
                 both[nb++] = tr.src[i];
                 both[nb++] = tr.trg[i];
             }
-        Bpe *b = s2s_xmalloc(sizeof *b), *b2 = s2s_xmalloc(sizeof *b2);
+        Bpe *b = s2s_xmalloc(sizeof *b);
         bpe_init(b);
         BpeLearnOpts o = {.merges = t->bpe_vocab_size ? 0 : t->bpe_merges, .vocab_size = t->bpe_vocab_size, .min_count = 2};
         int learned;
@@ -207,15 +217,25 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
             st = s2s_fail(err, S2S_ERR_CONFIG, "task.bpe_vocab_size: %s", msg);
             bpe_free(b);
             free(b);
-            free(b2);
             free(keep);
             goto out;
         }
-        bpe_copy(b2, b);
-        bpe_vocab(b, &td->src_vocab);
-        bpe_vocab(b, &td->trg_vocab);
-        td->src_vocab.bpe = b;
-        td->trg_vocab.bpe = b2;
+        attach_model(td, subword_of_bpe(b));
+    } else if (t->subword == SUBWORD_SENTENCEPIECE) { /* the user's model, for both languages */
+        char *bytes;
+        size_t len;
+        if ((st = file_read_all(t->spm_model, (size_t)1 << 30, &bytes, &len, err))) {
+            free(keep);
+            goto out;
+        }
+        SubwordModel *m;
+        st = subword_from_bytes(&m, SUBWORD_SENTENCEPIECE, bytes, len, t->spm_model, err);
+        free(bytes);
+        if (st) {
+            free(keep);
+            goto out;
+        }
+        attach_model(td, m);
     } else {
         build_vocab(&td->src_vocab, tr.src, tr.n, keep, t->min_freq, t->max_vocab);
         build_vocab(&td->trg_vocab, tr.trg, tr.n, keep, t->min_freq, t->max_vocab);

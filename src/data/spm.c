@@ -229,7 +229,18 @@ S2sStatus spm_parse(Spm *s, const void *data, size_t len, const char *origin, S2
         s->unk_surface = s2s_xmalloc(sizeof def);
         memcpy(s->unk_surface, def, sizeof def);
     }
-    if (!st) index_pieces(s);
+    if (!st) {
+        index_pieces(s);
+        for (int i = 0; i < 256; i++) s->byte_id[i] = -1;
+        for (int i = 0; i < s->n; i++) {
+            unsigned v;
+            char tail;
+            if (s->type[i] == SPM_BYTE && sscanf(s->piece[i], "<0x%2X>%c", &v, &tail) == 1 && v < 256) s->byte_id[v] = i;
+        }
+        s->raw = s2s_xmalloc(len ? len : 1);
+        memcpy(s->raw, data, len);
+        s->raw_len = len;
+    }
     if (st) spm_free(s);
     return st;
 }
@@ -254,6 +265,7 @@ void spm_free(Spm *s) {
     free(s->norm);
     free(s->slot);
     free(s->unk_surface);
+    free(s->raw);
     memset(s, 0, sizeof *s);
 }
 
@@ -534,6 +546,40 @@ static void bpe(const Spm *s, const char *norm, int size, Seg *g) {
     for (int i = n ? 0 : -1; i >= 0; i = sy[i].next) resegment(s, norm, sy[i].start, sy[i].len, g);
     free(q.h);
     free(sy);
+}
+
+static void push_id(int32_t **ids, int *cap, int *n, int32_t id) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *ids = s2s_xrealloc(*ids, (size_t)*cap * sizeof **ids);
+    }
+    (*ids)[(*n)++] = id;
+}
+
+int spm_encode_ids(const Spm *s, const char *line, int32_t **ids, int *cap) {
+    char *norm = spm_normalize(s, line);
+    int size = (int)strlen(norm), n = 0;
+    Seg g = {0};
+    if (s->model_type == 2) bpe(s, norm, size, &g);
+    else unigram(s, norm, size, &g);
+    bool prev_unk = false;
+    for (int i = 0; i < g.n; i++) {
+        int a = g.starts[i], e = i + 1 < g.n ? g.starts[i + 1] : size;
+        bool unk = g.ids[i] == s->unk_id;
+        if (unk && s->byte_fallback) {
+            for (int j = a; j < e; j++) {
+                int b = s->byte_id[(unsigned char)norm[j]];
+                push_id(ids, cap, &n, b >= 0 ? b : s->unk_id);
+            }
+        } else if (!(unk && prev_unk)) { /* a run of unknown pieces is one */
+            push_id(ids, cap, &n, g.ids[i]);
+        }
+        prev_unk = unk;
+    }
+    free(g.starts);
+    free(g.ids);
+    free(norm);
+    return n;
 }
 
 char *spm_encode_text(const Spm *s, const char *line) {

@@ -1,7 +1,7 @@
 /* task.c — a task's data behind one interface: loading (generated or from files), user text
  * to source ids and target ids to text, the data's size and fingerprint. The tasks
  * themselves (reverse.c, parallel.c) know nothing of each other. */
-#include "s2s/bpe.h"
+#include "s2s/subword.h"
 #include "s2s/data.h"
 
 #include <stdlib.h>
@@ -41,9 +41,9 @@ static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const ch
 static S2sStatus encode_words(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
                               int *n, S2sError *err) {
     if (!utf8_valid(line, strlen(line))) return s2s_fail(err, S2S_ERR_DATA, "not valid UTF-8");
-    if (src->bpe) { /* raw text straight into pieces */
+    if (src->sub) { /* raw text straight into pieces */
         int32_t *out = NULL;
-        int cap = 0, k = bpe_encode(src->bpe, line, &out, &cap);
+        int cap = 0, k = subword_encode(src->sub, line, &out, &cap);
         if (k == 0) {
             free(out);
             return s2s_fail(err, S2S_ERR_DATA, "no words in the line");
@@ -85,7 +85,7 @@ S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const cha
 }
 
 char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n) {
-    if (trg->bpe) return bpe_decode(trg->bpe, ids, n); /* raw text */
+    if (trg->sub) return subword_decode(trg->sub, ids, n); /* raw text */
     bool spaced = task->type == TASK_TRANSLATE; /* reversal joins characters */
     size_t len = 1;
     for (int i = 0; i < n; i++) len += strlen(trg->tokens[ids[i]]) + 1;

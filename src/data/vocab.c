@@ -1,6 +1,6 @@
 /* vocab.c — token ↔ id with an open-addressing hash (FNV-1a). */
-#include "s2s/bpe.h"
 #include "s2s/data.h"
+#include "s2s/subword.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +30,7 @@ void vocab_init(Vocab *v) {
 }
 
 void vocab_free(Vocab *v) {
-    if (v->bpe) {
-        bpe_free(v->bpe);
-        free(v->bpe);
-    }
+    subword_free(v->sub);
     for (int i = 0; i < v->size; i++) free(v->tokens[i]);
     free(v->tokens);
     free(v->slots);

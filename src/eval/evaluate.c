@@ -1,6 +1,6 @@
 /* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length. */
 #include "s2s/bleu.h"
-#include "s2s/bpe.h"
+#include "s2s/subword.h"
 #include "s2s/sacrebleu.h"
 #include "s2s/eval.h"
 
@@ -66,7 +66,7 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
     Bleu bleu;
     bool with_bleu = greedy && refs && trg;
     /* a subword task: its outputs as raw text, scored at the end as sacreBLEU scores them */
-    char **texts = with_bleu && trg->bpe ? s2s_xcalloc((size_t)(d->n ? d->n : 1), sizeof *texts) : NULL;
+    char **texts = with_bleu && trg->sub ? s2s_xcalloc((size_t)(d->n ? d->n : 1), sizeof *texts) : NULL;
     if (with_bleu) bleu_init(&bleu);
     const char **words = NULL;
     int words_cap = 0;
@@ -110,7 +110,7 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
             ref_tokens += rl;
             exact += out_len[i] == rl && same == rl;
             if (texts) {
-                texts[e] = bpe_decode(trg->bpe, h, out_len[i]);
+                texts[e] = subword_decode(trg->sub, h, out_len[i]);
             } else if (with_bleu) {
                 if (out_len[i] > words_cap) words = s2s_xrealloc(words, (size_t)(words_cap = 2 * out_len[i]) * sizeof *words);
                 for (int p = 0; p < out_len[i]; p++) words[p] = trg->tokens[h[p]];

@@ -25,7 +25,7 @@ typedef struct Key {
 } Key;
 
 const char *const TASK_TYPE_NAMES[] = {"reverse", "translate", NULL};
-const char *const SUBWORD_NAMES[] = {"none", "bpe", NULL};
+const char *const SUBWORD_NAMES[] = {"none", "bpe", "sentencepiece", NULL};
 const char *const MODEL_CELL_NAMES[] = {"gru", "lstm", NULL};
 const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
 const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", NULL};
@@ -66,7 +66,9 @@ static const Key KEYS[] = {
     {"task.max_vocab", K_INT, OFF(task.max_vocab), 0, 1e8, NULL, "translate: vocabulary size limit (0: none)"},
     {"task.max_train_len", K_INT, OFF(task.max_train_len), 0, 1e6, NULL, "translate: drop longer training pairs (0: keep all)"},
     {"task.subword", K_ENUM, OFF(task.subword), 0, 0, SUBWORD_NAMES,
-     "translate: none (the files' words, tokenised) or bpe (raw text in byte-pair pieces learned from the training text)"},
+     "translate: none (the files' words, tokenised), bpe (raw text in byte-pair pieces learned from the training text) or "
+     "sentencepiece (raw text in the pieces of task.spm_model)"},
+    {"task.spm_model", K_STR, OFF(task.spm_model), 0, 0, NULL, "translate, sentencepiece: the .model file (spm_train's)"},
     {"task.bpe_merges", K_INT, OFF(task.bpe_merges), 1, 4e6, NULL, "translate, bpe: merges learned (one model for both languages)"},
     {"task.bpe_vocab_size", K_INT, OFF(task.bpe_vocab_size), 0, 4e6, NULL,
      "translate, bpe: instead of bpe_merges, the pieces in all (the 4 specials, 256 bytes and the characters included; 0: "
@@ -460,6 +462,8 @@ S2sStatus config_check(const Config *c, S2sError *err) {
                 return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: '%c' appears twice", o, ch);
         }
     }
+    if (c->task.subword == SUBWORD_SENTENCEPIECE && !c->task.spm_model[0])
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword is sentencepiece: task.spm_model must name the .model file", o);
     if (c->task.type == TASK_REVERSE && c->task.subword != SUBWORD_NONE)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword: %s is for translation; reversal reads characters", o,
                         SUBWORD_NAMES[c->task.subword]);

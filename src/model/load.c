@@ -1,5 +1,5 @@
 /* load.c — a model, its config and vocabularies from a model file. */
-#include "s2s/bpe.h"
+#include "s2s/subword.h"
 #include "s2s/checkpoint.h"
 #include "s2s/model.h"
 
@@ -31,31 +31,31 @@ static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *pa
     return S2S_OK;
 }
 
-/* The file's subword model to both vocabularies, whose pieces it must be, in order. */
-static S2sStatus attach_subword(Vocab *src, Vocab *trg, const char *text, size_t len, const char *path, S2sError *err) {
+/* The file's subword model to both vocabularies, whose pieces they must be, in order. */
+static S2sStatus attach_subword(Vocab *src, Vocab *trg, Subword kind, const char *bytes, size_t len, const char *path,
+                                S2sError *err) {
     char origin[600];
     snprintf(origin, sizeof origin, "%s (its subword model)", path);
-    Bpe *b = s2s_xmalloc(sizeof *b);
-    bpe_init(b);
-    S2sStatus st = bpe_parse(b, text, len, origin, err);
-    if (!st)
-        for (int k = 0; k < 2 && !st; k++) {
-            const Vocab *v = k ? trg : src;
-            bool same = v->size == bpe_size(b);
-            for (int i = 0; same && i < v->size; i++) same = !strcmp(v->tokens[i], bpe_piece(b, i));
-            if (!same)
-                st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the %s vocabulary is not the subword model's pieces", path,
-                              k ? "target" : "source");
-        }
-    if (st) {
-        bpe_free(b);
-        free(b);
-        return st == S2S_ERR_CORRUPT ? st : S2S_ERR_CORRUPT;
+    SubwordModel *m;
+    S2sStatus st = subword_from_bytes(&m, kind, bytes, len, origin, err);
+    if (st) return S2S_ERR_CORRUPT;
+    Vocab v;
+    subword_vocab(m, &v);
+    for (int k = 0; k < 2 && !st; k++) {
+        const Vocab *w = k ? trg : src;
+        bool same = w->size == v.size;
+        for (int i = 0; same && i < w->size; i++) same = !strcmp(w->tokens[i], v.tokens[i]);
+        if (!same)
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the %s vocabulary is not the subword model's pieces", path,
+                          k ? "target" : "source");
     }
-    Bpe *b2 = s2s_xmalloc(sizeof *b2);
-    bpe_copy(b2, b);
-    src->bpe = b;
-    trg->bpe = b2;
+    vocab_free(&v);
+    if (st) {
+        subword_free(m);
+        return st;
+    }
+    src->sub = m;
+    trg->sub = subword_copy(m);
     return S2S_OK;
 }
 
@@ -94,12 +94,12 @@ static S2sStatus load(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, Checkpoin
     }
     if ((st = vocab_from(src, ck.src_tokens, ck.n_src, path, "source", err))) goto fail;
     if ((st = vocab_from(trg, ck.trg_tokens, ck.n_trg, path, "target", err))) goto fail;
-    if ((cfg->task.subword == SUBWORD_BPE) != (ck.subword != NULL)) {
+    if ((cfg->task.subword != SUBWORD_NONE) != (ck.subword != NULL)) {
         st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: task.subword is %s but the file %s a subword model", path,
                       SUBWORD_NAMES[cfg->task.subword], ck.subword ? "holds" : "lacks");
         goto fail;
     }
-    if (ck.subword && (st = attach_subword(src, trg, ck.subword, ck.subword_len, path, err))) goto fail;
+    if (ck.subword && (st = attach_subword(src, trg, cfg->task.subword, ck.subword, ck.subword_len, path, err))) goto fail;
     /* the config must not imply more weights than the file holds: no allocation beyond it */
     size_t held = 0;
     for (int i = 0; i < ck.n_tensors; i++) held += ck.tensors[i].size;

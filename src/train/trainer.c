@@ -3,7 +3,7 @@
 #include "s2s/train.h"
 #include "s2s/train_state.h"
 #include "s2s/gemm.h"
-#include "s2s/bpe.h"
+#include "s2s/subword.h"
 #include "s2s/checkpoint.h"
 #include "s2s/json.h"
 #include "s2s/optim.h"
@@ -101,7 +101,7 @@ static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
         state = train_state_to_json(&r->st, r->data_hash);
     }
     size_t sub_len = 0;
-    char *sub = r->data.src_vocab.bpe ? bpe_format(r->data.src_vocab.bpe, &sub_len) : NULL; /* one model, both sides */
+    char *sub = r->data.src_vocab.sub ? subword_bytes(r->data.src_vocab.sub, &sub_len) : NULL; /* one model, both sides */
     CkptSave s = {conf,
                   (const char *const *)r->data.src_vocab.tokens, r->data.src_vocab.size,
                   (const char *const *)r->data.trg_vocab.tokens, r->data.trg_vocab.size,

@@ -1,0 +1,38 @@
+/* subword.h — a task's subword model behind one interface: byte-pair encoding learned here
+ * (bpe.h) or a SentencePiece model brought by the user (spm.h). Raw text to the vocabulary's
+ * ids and back, the vocabulary of its pieces, and the bytes the model file keeps (section SUBW).
+ *
+ * A SubwordModel owns its model and id tables; vocabularies own a SubwordModel each (data.h). */
+#ifndef S2S_SUBWORD_H
+#define S2S_SUBWORD_H
+
+#include "s2s/bpe.h"
+#include "s2s/config.h"
+#include "s2s/data.h"
+#include "s2s/spm.h"
+
+typedef struct SubwordModel {
+    Subword kind;          /* SUBWORD_BPE or SUBWORD_SENTENCEPIECE */
+    Bpe *bpe;
+    Spm *spm;
+    int32_t *to_vocab;     /* SentencePiece id → vocabulary id */
+    int32_t *from_vocab;   /* vocabulary id → SentencePiece id, −1: none (<pad>, <sos>, <eos>) */
+    int n_vocab;
+} SubwordModel;
+
+/* Takes ownership of b (learned or parsed). */
+SubwordModel *subword_of_bpe(Bpe *b);
+/* A model of the given kind from the bytes a model file or a .model file holds. */
+S2sStatus subword_from_bytes(SubwordModel **out, Subword kind, const void *bytes, size_t len, const char *origin, S2sError *err);
+/* Its pieces as a vocabulary (the four specials first), into v (initialised here). */
+void subword_vocab(SubwordModel *m, Vocab *v);
+/* Raw text → vocabulary ids appended to *ids (grown); returns their count. */
+int subword_encode(const SubwordModel *m, const char *line, int32_t **ids, int *cap);
+/* Vocabulary ids → raw text (malloc'ed). */
+char *subword_decode(const SubwordModel *m, const int32_t *ids, int n);
+/* The bytes the model file keeps (malloc'ed), *len their count. */
+char *subword_bytes(const SubwordModel *m, size_t *len);
+SubwordModel *subword_copy(const SubwordModel *m);
+void subword_free(SubwordModel *m);
+
+#endif
