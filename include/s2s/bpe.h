@@ -57,7 +57,7 @@ void bpe_free(Bpe *b);
  * vocabulary size below the specials, bytes and characters is (S2S_ERR_CONFIG). */
 S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o, int *learned, S2sError *err);
 
-/* A line of raw text (valid UTF-8) as piece ids, appended to *ids (grown; *cap its size);
+/* A line of raw text (valid UTF-8) as piece ids, into *ids (grown; *cap its size);
  * returns their count. Linear-logarithmic in the line's length. */
 int bpe_encode(const Bpe *b, const char *line, int32_t **ids, int *cap);
 /* The text of piece ids (malloc'ed): pieces joined, "▁" made a space, the first one dropped;

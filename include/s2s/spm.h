@@ -51,7 +51,7 @@ char *spm_normalize(const Spm *s, const char *line);
 char *spm_encode_text(const Spm *s, const char *line);
 /* Pieces separated by spaces back to text, as spm_decode does (malloc'ed). */
 char *spm_decode_text(const Spm *s, const char *pieces);
-/* The same pieces as ids, appended to *ids (grown); returns their count. */
+/* The same pieces as ids, into *ids (grown; *cap its size); returns their count. */
 int spm_encode_ids(const Spm *s, const char *line, int32_t **ids, int *cap);
 
 #endif

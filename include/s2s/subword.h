@@ -26,7 +26,7 @@ SubwordModel *subword_of_bpe(Bpe *b);
 S2sStatus subword_from_bytes(SubwordModel **out, Subword kind, const void *bytes, size_t len, const char *origin, S2sError *err);
 /* Its pieces as a vocabulary (the four specials first), into v (initialised here). */
 void subword_vocab(SubwordModel *m, Vocab *v);
-/* Raw text → vocabulary ids appended to *ids (grown); returns their count. */
+/* Raw text → vocabulary ids, into *ids (grown; *cap its size); returns their count. */
 int subword_encode(const SubwordModel *m, const char *line, int32_t **ids, int *cap);
 /* Vocabulary ids → raw text (malloc'ed). */
 char *subword_decode(const SubwordModel *m, const int32_t *ids, int n);

@@ -548,17 +548,29 @@ static void bpe(const Spm *s, const char *norm, int size, Seg *g) {
     free(sy);
 }
 
-static void push_id(int32_t **ids, int *cap, int *n, int32_t id) {
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        *ids = s2s_xrealloc(*ids, (size_t)*cap * sizeof **ids);
+/* The output pieces of a line, as spm_encode makes them from the segmentation: a run of
+ * unknown pieces is one, or with byte fallback each byte of it one piece. Unit k spans
+ * norm[start[k] .. end[k]) (a byte piece spans one byte). Returns the normalised text. */
+typedef struct Units {
+    int *start, *end, *id;
+    int n, cap;
+} Units;
+
+static void unit_push(Units *u, int start, int end, int id) {
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 64;
+        u->start = s2s_xrealloc(u->start, (size_t)u->cap * sizeof *u->start);
+        u->end = s2s_xrealloc(u->end, (size_t)u->cap * sizeof *u->end);
+        u->id = s2s_xrealloc(u->id, (size_t)u->cap * sizeof *u->id);
     }
-    (*ids)[(*n)++] = id;
+    u->start[u->n] = start;
+    u->end[u->n] = end;
+    u->id[u->n++] = id;
 }
 
-int spm_encode_ids(const Spm *s, const char *line, int32_t **ids, int *cap) {
+static char *units_of(const Spm *s, const char *line, Units *u) {
     char *norm = spm_normalize(s, line);
-    int size = (int)strlen(norm), n = 0;
+    int size = (int)strlen(norm);
     Seg g = {0};
     if (s->model_type == 2) bpe(s, norm, size, &g);
     else unigram(s, norm, size, &g);
@@ -569,48 +581,47 @@ int spm_encode_ids(const Spm *s, const char *line, int32_t **ids, int *cap) {
         if (unk && s->byte_fallback) {
             for (int j = a; j < e; j++) {
                 int b = s->byte_id[(unsigned char)norm[j]];
-                push_id(ids, cap, &n, b >= 0 ? b : s->unk_id);
+                unit_push(u, j, j + 1, b >= 0 ? b : s->unk_id);
             }
-        } else if (!(unk && prev_unk)) { /* a run of unknown pieces is one */
-            push_id(ids, cap, &n, g.ids[i]);
+        } else if (unk && prev_unk) {
+            u->end[u->n - 1] = e;
+        } else {
+            unit_push(u, a, e, g.ids[i]);
         }
         prev_unk = unk;
     }
     free(g.starts);
     free(g.ids);
-    free(norm);
+    return norm;
+}
+
+static void units_free(Units *u) {
+    free(u->start);
+    free(u->end);
+    free(u->id);
+}
+
+int spm_encode_ids(const Spm *s, const char *line, int32_t **ids, int *cap) {
+    Units u = {0};
+    free(units_of(s, line, &u));
+    if (u.n > *cap) *ids = s2s_xrealloc(*ids, (size_t)(*cap = u.n) * sizeof **ids);
+    memcpy(*ids, u.id, (size_t)u.n * sizeof *u.id);
+    int n = u.n;
+    units_free(&u);
     return n;
 }
 
 char *spm_encode_text(const Spm *s, const char *line) {
-    char *norm = spm_normalize(s, line);
-    int size = (int)strlen(norm);
-    Seg g = {0};
-    if (s->model_type == 2) bpe(s, norm, size, &g);
-    else unigram(s, norm, size, &g);
+    Units u = {0};
+    char *norm = units_of(s, line, &u);
     Buf out = {0};
     buf_put(&out, "", 0);
-    bool prev_unk = false;
-    for (int i = 0; i < g.n; i++) {
-        int a = g.starts[i], e = i + 1 < g.n ? g.starts[i + 1] : size;
-        bool unk = g.ids[i] == s->unk_id;
-        if (unk && s->byte_fallback) {
-            for (int j = a; j < e; j++) {
-                char t[8];
-                snprintf(t, sizeof t, "<0x%02X>", (unsigned char)norm[j]);
-                if (out.n) buf_put(&out, " ", 1);
-                buf_put(&out, t, strlen(t));
-            }
-        } else if (unk && prev_unk) { /* a run of unknown pieces is one */
-            buf_put(&out, norm + a, (size_t)(e - a));
-        } else {
-            if (out.n) buf_put(&out, " ", 1);
-            buf_put(&out, norm + a, (size_t)(e - a));
-        }
-        prev_unk = unk;
+    for (int k = 0; k < u.n; k++) {
+        if (k) buf_put(&out, " ", 1);
+        if (s->type[u.id[k]] == SPM_BYTE) buf_put(&out, s->piece[u.id[k]], strlen(s->piece[u.id[k]]));
+        else buf_put(&out, norm + u.start[k], (size_t)(u.end[k] - u.start[k])); /* the piece, or the unknown text */
     }
-    free(g.starts);
-    free(g.ids);
+    units_free(&u);
     free(norm);
     return out.s;
 }
