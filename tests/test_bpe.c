@@ -247,13 +247,8 @@ Test(bpe, program_learns_encodes_and_decodes, .timeout = 60) {
 /* Multi30k's raw training text (both languages, 8,000 merges) and every validation line back
  * as it was; few pieces per word. Skipped without the data ($MULTI30K_DIR). */
 Test(bpe, multi30k_raw_text_round_trips, .timeout = 120) {
-    const char *env = getenv("MULTI30K_DIR");
-    char dir[512], probe[600];
-    snprintf(dir, sizeof dir, "%s", env && *env ? env : "../shared/data/multi30k");
-    snprintf(probe, sizeof probe, "%s/raw/train.de.gz", dir);
-    FILE *f = fopen(probe, "r");
-    if (!f) cr_skip_test("Multi30k not found at %s (set MULTI30K_DIR)", dir);
-    fclose(f);
+    const char *dir = tu_multi30k_dir("raw/train.de.gz");
+    if (!dir) cr_skip_test("Multi30k not found (set MULTI30K_DIR)");
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("zcat %s/raw/train.de.gz %s/raw/train.en.gz > %s/train && zcat %s/raw/val.de.gz %s/raw/val.en.gz > %s/val",
                        dir, dir, d, dir, dir, d),

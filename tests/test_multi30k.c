@@ -11,14 +11,10 @@
 
 
 Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
-    const char *env = getenv("MULTI30K_DIR");
-    char src[512];
-    snprintf(src, sizeof src, "%s/tok", env && *env ? env : "../shared/data/multi30k");
-    char probe[600];
-    snprintf(probe, sizeof probe, "%s/train.lc.norm.tok.de", src);
-    FILE *f = fopen(probe, "r");
-    if (!f) cr_skip_test("Multi30k not found at %s (set MULTI30K_DIR)", src);
-    fclose(f);
+    const char *m30k = tu_multi30k_dir("tok/train.lc.norm.tok.de");
+    if (!m30k) cr_skip_test("Multi30k not found (set MULTI30K_DIR)");
+    char src[600];
+    snprintf(src, sizeof src, "%s/tok", m30k);
     const char *bin = tu_bin();
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("set -e; for l in de en; do head -3000 %s/train.lc.norm.tok.$l > %s/train.$l;"

@@ -89,14 +89,8 @@ Test(sacrebleu, equals_sacrebleu_on_hand_made_cases) {
 }
 
 Test(sacrebleu, equals_sacrebleu_on_multi30k, .timeout = 60) {
-    const char *env = getenv("MULTI30K_DIR");
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s", env && *env ? env : "../shared/data/multi30k");
-    char probe[600];
-    snprintf(probe, sizeof probe, "%s/raw/test_2016_flickr.en.gz", dir);
-    FILE *f = fopen(probe, "r");
-    if (!f) cr_skip_test("Multi30k not found at %s (set MULTI30K_DIR)", dir);
-    fclose(f);
+    const char *dir = tu_multi30k_dir("raw/test_2016_flickr.en.gz");
+    if (!dir) cr_skip_test("Multi30k not found (set MULTI30K_DIR)");
     cJSON *j = load_cases();
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("zcat %s/raw/test_2016_flickr.en.gz > %s/ref && zcat %s/raw/test_2016_flickr.de.gz > %s/source_de && "

@@ -45,13 +45,9 @@ static bool have_spm(void) { return tu_sh("command -v spm_train > /dev/null && c
 Test(spm, trained_models_segment_as_spm_encode, .timeout = 240) {
     if (!have_spm()) cr_skip_test("Debian's sentencepiece is not installed (make deps installs it)");
     char *d = tu_tmpdir();
-    const char *env = getenv("MULTI30K_DIR");
-    char m30k[512];
-    snprintf(m30k, sizeof m30k, "%s/raw/test_2016_flickr.de.gz", env && *env ? env : "../shared/data/multi30k");
-    FILE *f = fopen(m30k, "r");
-    if (f) fclose(f);
+    const char *m30k = tu_multi30k_dir("raw/test_2016_flickr.de.gz");
     cr_assert_eq(tu_sh("cat %s/text.txt %s/stress.txt > %s/in.txt && cp %s/text.txt %s/text.txt", SPM_DIR, SPM_DIR, d, SPM_DIR, d), 0);
-    if (f) cr_assert_eq(tu_sh("zcat %s >> %s/in.txt", m30k, d), 0);
+    if (m30k) cr_assert_eq(tu_sh("zcat %s/raw/test_2016_flickr.de.gz >> %s/in.txt", m30k, d), 0);
     struct {
         const char *name, *opts;
     } models[] = {

@@ -36,6 +36,18 @@ const char *tu_golden_dir(void) {
     return d && *d ? d : "../shared/golden";
 }
 
+const char *tu_multi30k_dir(const char *needs) {
+    static char dir[512];
+    const char *env = getenv("MULTI30K_DIR");
+    snprintf(dir, sizeof dir, "%s", env && *env ? env : "../shared/data/multi30k");
+    char probe[1100];
+    snprintf(probe, sizeof probe, "%s/%s", dir, needs);
+    FILE *f = fopen(probe, "r");
+    if (!f) return NULL;
+    fclose(f);
+    return dir;
+}
+
 const char *tu_golden_path(const char *name) {
     static char p[4][1024];
     static int k;

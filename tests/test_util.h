@@ -26,6 +26,9 @@ bool tu_close(const float *actual, const double *expected, size_t n, double rtol
 #define TU_RTOL_GRAD 1e-4
 const char *tu_golden_dir(void);
 const char *tu_golden_path(const char *name);
+/* Multi30k's folder ($MULTI30K_DIR or ../shared/data/multi30k) when the file `needs` is in it,
+ * else NULL (the tests that need it skip). */
+const char *tu_multi30k_dir(const char *needs);
 const cJSON *tu_get(const cJSON *j, const char *key);
 /* Skips the running test, with the reason, on a CPU without oneDNN's bf16 GEMMs. */
 void tu_require_bf16(void);

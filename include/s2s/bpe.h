@@ -73,9 +73,8 @@ S2sStatus bpe_save(const Bpe *b, const char *path, S2sError *err);
 /* The model file's text (malloc'ed), *len its bytes: what bpe_parse reads. */
 char *bpe_format(const Bpe *b, size_t *len);
 S2sStatus bpe_load(Bpe *b, const char *path, S2sError *err);
-/* The pieces as a vocabulary (the same ids), and a model's copy. */
+/* The pieces as a vocabulary (the same ids). */
 void bpe_vocab(const Bpe *b, Vocab *v);
-void bpe_copy(Bpe *dst, const Bpe *src);
 /* From a model file's bytes; origin names it in messages (file and line). */
 S2sStatus bpe_parse(Bpe *b, const char *text, size_t len, const char *origin, S2sError *err);
 

@@ -176,8 +176,6 @@ static bool spells_reserved(const Bpe *b, int32_t l, int32_t r) {
     return id >= 0 && id < BPE_FIRST_CHAR;
 }
 
-static bool is_ascii_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-
 /* ---- learning ---- */
 
 typedef struct Word {
@@ -528,13 +526,13 @@ int bpe_encode(const Bpe *b, const char *line, int32_t **ids, int *cap) {
     int32_t mark = char_id(b, BPE_WORD_MARK, 3);
     const char *p = line;
     while (*p) {
-        while (*p && is_ascii_space((unsigned char)*p)) p++;
+        while (*p && text_is_space(*p)) p++;
         if (!*p) break;
         s.n = 0;
         if (mark >= 0) seq_push(&s, mark);
         else
             for (int k = 0; k < 3; k++) seq_push(&s, BPE_FIRST_BYTE + (unsigned char)BPE_WORD_MARK[k]);
-        while (*p && !is_ascii_space((unsigned char)*p)) {
+        while (*p && !text_is_space(*p)) {
             uint32_t cp;
             size_t k = utf8_next(p, &cp);
             int32_t id = char_id(b, p, k);
@@ -661,7 +659,7 @@ S2sStatus bpe_parse(Bpe *b, const char *text, size_t len, const char *origin, S2
         if (k < chars) {
             uint32_t cp;
             size_t n = *line ? utf8_next(line, &cp) : 0;
-            if (!n || line[n] || is_ascii_space((unsigned char)*line)) {
+            if (!n || line[n] || text_is_space(*line)) {
                 st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: expected one character (not whitespace)", origin, no);
                 goto out;
             }
@@ -714,14 +712,4 @@ void bpe_vocab(const Bpe *b, Vocab *v) {
         int got = vocab_add(v, b->pieces.tokens[id]);
         S2S_ASSERT(got == id); /* piece texts are distinct (bpe_learn, bpe_parse) */
     }
-}
-
-void bpe_copy(Bpe *dst, const Bpe *src) {
-    size_t len;
-    char *text = bpe_format(src, &len);
-    S2sError err;
-    bpe_init(dst);
-    S2sStatus st = bpe_parse(dst, text, len, "copy", &err);
-    S2S_ASSERT_MSG(st == S2S_OK, "a model's own text does not read back: %s", err.msg);
-    free(text);
 }

@@ -26,6 +26,12 @@ typedef struct Cps {
     size_t n, cap;
 } Cps;
 
+static void cps_swap(Cps *a, Cps *b) {
+    Cps t = *a;
+    *a = *b;
+    *b = t;
+}
+
 static void cps_push(Cps *s, uint32_t c) {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
@@ -136,9 +142,7 @@ static void cps_replace(Cps *s, const char *lit, const char *rep, Cps *tmp) {
             cps_push(tmp, s->c[i++]);
         }
     }
-    Cps t = *s;
-    *s = *tmp;
-    *tmp = t;
+    cps_swap(s, tmp);
 }
 
 /* mteval-v13a's symbols: { | } ~ [ \ ] ^ _ ` space ! " # $ % & ( ) * + : ; < = > ? @ / */
@@ -172,9 +176,7 @@ static void pass_pairs(Cps *s, int kind, Cps *tmp) {
         if (kind != 1) cps_push(tmp, ' ');
         i += 2;
     }
-    Cps t = *s;
-    *s = *tmp;
-    *tmp = t;
+    cps_swap(s, tmp);
 }
 
 static void tokenize_13a(Cps *s, Cps *tmp) {
@@ -202,9 +204,7 @@ static void tokenize_13a(Cps *s, Cps *tmp) {
         }
     }
     cps_push(tmp, ' ');
-    Cps t = *s;
-    *s = *tmp;
-    *tmp = t;
+    cps_swap(s, tmp);
     for (int k = 0; k < 3; k++) pass_pairs(s, k, tmp);
 }
 
@@ -233,9 +233,7 @@ static void tokenize_intl(Cps *s, Cps *tmp) {
             if (kind == 0) cps_push(tmp, ' ');
             i += 2;
         }
-        Cps t = *s;
-        *s = *tmp;
-        *tmp = t;
+        cps_swap(s, tmp);
     }
     tmp->n = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -244,9 +242,7 @@ static void tokenize_intl(Cps *s, Cps *tmp) {
         cps_push(tmp, s->c[i]);
         if (sym) cps_push(tmp, ' ');
     }
-    Cps t = *s;
-    *s = *tmp;
-    *tmp = t;
+    cps_swap(s, tmp);
 }
 
 /* ---- words and n-grams ---- */
@@ -339,18 +335,28 @@ static void match_grams(const Gram *a, size_t na, const Gram *b, size_t nb, doub
 typedef struct Scratch {
     Cps a, b, tmp;
     Vocab v;
-    Words w;
 } Scratch;
 
-static void prepare_bleu(const SbBleuOpts *o, const char *line, Scratch *x, Words *out) {
+static void scratch_free(Scratch *x) {
+    free(x->a.c);
+    free(x->b.c);
+    free(x->tmp.c);
+    vocab_free(&x->v);
+}
+
+/* A line into x->a: decoded, lowercased as Python's str.lower() if asked, right-stripped (BLEU
+ * strips; sacreBLEU's command line strips every line it reads, for chrF too). */
+static void read_line(Scratch *x, const char *line, bool lowercase) {
     cps_decode(&x->a, line);
-    if (o->lowercase) {
+    if (lowercase) {
         cps_lower(&x->a, &x->b);
-        Cps t = x->a;
-        x->a = x->b;
-        x->b = t;
+        cps_swap(&x->a, &x->b);
     }
     cps_rstrip(&x->a);
+}
+
+static void prepare_bleu(const SbBleuOpts *o, const char *line, Scratch *x, Words *out) {
+    read_line(x, line, o->lowercase);
     if (o->tokenize == SB_TOK_13A) tokenize_13a(&x->a, &x->tmp);
     if (o->tokenize == SB_TOK_INTL) tokenize_intl(&x->a, &x->tmp);
     /* char: " ".join(characters), then split: every non-whitespace character a token */
@@ -414,11 +420,7 @@ void sb_bleu_stats(const SbBleuOpts *o, char *const *hyp, char *const *const *re
     free(hg.g);
     free(rg.g);
     free(mx.g);
-    free(x.a.c);
-    free(x.b.c);
-    free(x.tmp.c);
-    free(x.w.id);
-    vocab_free(&x.v);
+    scratch_free(&x);
 }
 
 void sb_stats_add(SbStats *sum, const SbStats *s) {
@@ -498,14 +500,7 @@ static void push_word(const uint32_t *c, size_t n, Vocab *v, Words *w) {
 }
 
 static void chrf_line(const SbChrfOpts *o, const char *line, Scratch *x, ChrfLine *L) {
-    cps_decode(&x->a, line);
-    if (o->lowercase) {
-        cps_lower(&x->a, &x->b);
-        Cps t = x->a;
-        x->a = x->b;
-        x->b = t;
-    }
-    cps_rstrip(&x->a); /* as sacreBLEU's command line reads its files */
+    read_line(x, line, o->lowercase);
     const Cps *s = &x->a;
     L->chars.n = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -605,11 +600,7 @@ double sb_chrf(const SbChrfOpts *o, char *const *hyp, char *const *const *refs, 
         free(ls[k]->cg.g);
         free(ls[k]->wg.g);
     }
-    free(x.a.c);
-    free(x.b.c);
-    free(x.tmp.c);
-    free(x.w.id);
-    vocab_free(&x.v);
+    scratch_free(&x);
     return score;
 }
 

@@ -126,7 +126,7 @@ double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, Mo
     double floats = 0;
     for (int i = 0; i < 8; i++) floats += COEF[kind][i] * x[i];
     /* training steps have since freed dead values in backward (tape.h: free_values) and keep
-     * less of an RNN's: their peaks fell by 10-30 % (the four shapes of the test now peak at 2.3-2.8x less than this) */
+     * less of an RNN's: their peaks fell by 10-30 % (the four shapes of the test now peak at 2.5-2.9x less than this) */
     double margin = kind == MODEL_STEP_TRAIN ? 1.3 * 0.8 : 1.3;
     return margin * 4.0 * floats + (1 << 20);
 }
