@@ -5,6 +5,7 @@
 #include "s2s/bpe.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,115 @@ Test(bpe, hostile_model_files_are_refused_with_their_line) {
     bpe_free(&b);
 }
 
+/* BPE-dropout's definition (subword-nmt's, Provilkov et al. 2020): at each step the applicable
+ * merges (every position of every learned pair) are each kept with probability 1 − p, the
+ * best kept one (lowest rank, then leftmost) is made, and the word ends when none is kept.
+ * The exact probability of every segmentation of a word by recursion over that definition. */
+typedef struct Outcome {
+    int32_t ids[16];
+    int n;
+    double prob;
+} Outcome;
+
+static int rank_of_pair(const Bpe *b, int32_t l, int32_t r) {
+    for (int k = 0; k < b->n_merges; k++)
+        if (b->merges[k].left == l && b->merges[k].right == r) return k;
+    return -1;
+}
+
+static void add_outcome(Outcome *out, int *n_out, const int32_t *ids, int n, double prob) {
+    for (int k = 0; k < *n_out; k++)
+        if (out[k].n == n && !memcmp(out[k].ids, ids, (size_t)n * sizeof *ids)) {
+            out[k].prob += prob;
+            return;
+        }
+    cr_assert(*n_out < 64);
+    memcpy(out[*n_out].ids, ids, (size_t)n * sizeof *ids);
+    out[*n_out].n = n;
+    out[(*n_out)++].prob = prob;
+}
+
+static void dropout_outcomes(const Bpe *b, const int32_t *ids, int n, double p, double prob, Outcome *out, int *n_out) {
+    int cand[16], m = 0;
+    for (int i = 0; i + 1 < n; i++)
+        if (rank_of_pair(b, ids[i], ids[i + 1]) >= 0) cand[m++] = i;
+    for (int x = 1; x < m; x++) /* by (rank, position) */
+        for (int y = x; y > 0; y--) {
+            int ry = rank_of_pair(b, ids[cand[y]], ids[cand[y] + 1]), rz = rank_of_pair(b, ids[cand[y - 1]], ids[cand[y - 1] + 1]);
+            if (ry > rz || (ry == rz && cand[y] > cand[y - 1])) break;
+            int t = cand[y];
+            cand[y] = cand[y - 1];
+            cand[y - 1] = t;
+        }
+    double none = 1;
+    for (int k = 0; k < m; k++) { /* the first k left out, the k-th kept */
+        int32_t next[16];
+        int i = cand[k], nn = 0;
+        for (int j = 0; j < n; j++) {
+            if (j == i) next[nn++] = b->merges[rank_of_pair(b, ids[i], ids[i + 1])].piece;
+            else if (j != i + 1) next[nn++] = ids[j];
+        }
+        dropout_outcomes(b, next, nn, p, prob * none * (1 - p), out, n_out);
+        none *= p;
+    }
+    add_outcome(out, n_out, ids, n, prob * none);
+}
+
+Test(bpe, dropout_samples_the_definitions_segmentations) {
+    char *lines[] = {"low low low low low lower lower", "newest newest newest newest newest newest", "widest widest widest"};
+    Bpe b;
+    learn(&b, lines, 3, 8, 0);
+    Rng rng;
+    rng_init(&rng, 7, RNG_STREAM_SUBWORD);
+    int32_t *ids = NULL, *ref = NULL;
+    int cap = 0, rcap = 0;
+    const char *words[] = {"newest", "lowest", "widest", "lower"};
+    for (int w = 0; w < 4; w++) {
+        /* 0 is plain BPE; 1 makes no merge: "▁" and the characters */
+        int n = bpe_encode_sampled(&b, words[w], 0, &rng, &ids, &cap), nr = bpe_encode(&b, words[w], &ref, &rcap);
+        cr_assert_eq(n, nr);
+        cr_expect(!memcmp(ids, ref, (size_t)n * sizeof *ids));
+        n = bpe_encode_sampled(&b, words[w], 1, &rng, &ids, &cap);
+        cr_assert_eq(n, 1 + (int)strlen(words[w]), "%s", words[w]);
+        Outcome out[64];
+        int n_out = 0;
+        dropout_outcomes(&b, ids, n, 0.3, 1, out, &n_out);
+        double total = 0;
+        for (int k = 0; k < n_out; k++) total += out[k].prob;
+        cr_assert_float_eq(total, 1, 1e-12);
+        cr_assert_geq(n_out, 3, "%s: several segmentations", words[w]);
+        /* 40,000 samples against the exact probabilities: within 5 standard deviations */
+        enum { N = 40000 };
+        int seen[64] = {0};
+        for (int s = 0; s < N; s++) {
+            int m = bpe_encode_sampled(&b, words[w], 0.3f, &rng, &ids, &cap), hit = -1;
+            for (int k = 0; k < n_out && hit < 0; k++)
+                if (out[k].n == m && !memcmp(out[k].ids, ids, (size_t)m * sizeof *ids)) hit = k;
+            cr_assert_geq(hit, 0, "%s: a segmentation the definition never makes", words[w]);
+            seen[hit]++;
+        }
+        for (int k = 0; k < n_out; k++) {
+            double f = (double)seen[k] / N, e = out[k].prob;
+            cr_expect_leq(fabs(f - e), 5 * sqrt(e * (1 - e) / N) + 1e-4, "%s, outcome %d: %.4f sampled, %.4f exact", words[w], k, f, e);
+        }
+    }
+    /* the same seed, the same pieces; the text always comes back */
+    for (int k = 0; k < 5; k++) {
+        Rng r1, r2;
+        rng_init(&r1, 11, RNG_STREAM_SUBWORD);
+        rng_init(&r2, 11, RNG_STREAM_SUBWORD);
+        int n1 = bpe_encode_sampled(&b, SAMPLE[k], 0.5f, &r1, &ids, &cap), n2 = bpe_encode_sampled(&b, SAMPLE[k], 0.5f, &r2, &ref, &rcap);
+        cr_expect(n1 == n2 && !memcmp(ids, ref, (size_t)n1 * sizeof *ids));
+        char *t = bpe_decode(&b, ids, n1), *u = round_trip(&b, SAMPLE[k]);
+        cr_expect_str_eq(t, u);
+        free(t);
+        free(u);
+    }
+    free(ids);
+    free(ref);
+    bpe_free(&b);
+}
+
 Test(bpe, program_learns_encodes_and_decodes, .timeout = 60) {
     char *d = tu_tmpdir();
     FILE *f = fopen(tu_path(d, "text"), "w");
@@ -233,6 +343,20 @@ Test(bpe, program_learns_encodes_and_decodes, .timeout = 60) {
                  1);
     cr_expect(tu_file_has(tu_path(d, "err"), "m4:3: the file ends"), "%s", tu_slurp(tu_path(d, "err"), NULL));
     cr_expect_eq(tu_sh("%s/subword learn --input %s/nope --merges 5 --out %s/m3 2> /dev/null", tu_bin(), d, d), 1);
+    /* BPE-dropout: seeded, finer, the same text back; encode's options only */
+    cr_assert_eq(tu_sh("%s/subword encode --model %s/m --dropout 0.3 --seed 5 < %s/text > %s/p1 && "
+                       "%s/subword encode --model %s/m --dropout 0.3 --seed 5 < %s/text > %s/p2 && "
+                       "%s/subword encode --model %s/m --dropout 0.3 --seed 6 < %s/text > %s/p3 && "
+                       "%s/subword decode --model %s/m < %s/p1 > %s/back1",
+                       tu_bin(), d, d, d, tu_bin(), d, d, d, tu_bin(), d, d, d, tu_bin(), d, d, d),
+                 0);
+    cr_expect(tu_same_file(tu_path(d, "p1"), tu_path(d, "p2")), "one seed, one segmentation");
+    cr_expect(!tu_same_file(tu_path(d, "p1"), tu_path(d, "p3")), "another seed, another segmentation");
+    cr_expect(!tu_same_file(tu_path(d, "p1"), tu_path(d, "pieces")), "dropout splits some words");
+    cr_expect(tu_same_file(tu_path(d, "back1"), tu_path(d, "back")), "the same text back");
+    cr_expect_eq(tu_sh("%s/subword decode --model %s/m --dropout 0.1 < /dev/null 2> %s/err", tu_bin(), d, d), 2);
+    cr_expect(tu_file_has(tu_path(d, "err"), "encode's"), "%s", tu_slurp(tu_path(d, "err"), NULL));
+    cr_expect_eq(tu_sh("%s/subword encode --model %s/m --dropout 1.5 < /dev/null 2> /dev/null", tu_bin(), d), 2);
     /* not UTF-8 on stdin: that line is reported and left empty, the others go on */
     cr_expect_eq(tu_sh("printf 'ein Mann\\n\\377\\nzwei\\n' | %s/subword encode --model %s/m > %s/o 2> %s/err", tu_bin(), d, d, d), 1);
     char *o = tu_slurp(tu_path(d, "o"), NULL);

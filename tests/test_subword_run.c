@@ -119,6 +119,118 @@ Test(subword, raw_text_run_end_to_end, .timeout = 240) {
     free(d);
 }
 
+static void drop_target_subword(ParamStore *ps, CkptSave *s, void *ctx) {
+    (void)ps;
+    (void)ctx;
+    s->subword_trg = NULL;
+    s->subword_trg_len = 0;
+}
+
+/* A BPE model for each language (task.bpe_joint false): vocabularies of their own sizes, the
+ * model file carries both models, raw text in and out; a file that lost the target's model is
+ * refused, naming it. */
+Test(subword, a_model_for_each_language, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_corpus(d, "train", 1500, 1);
+    write_corpus(d, "val", 60, 2);
+    write_corpus(d, "test", 60, 3);
+    FILE *f = fopen(tu_path(d, "c.json"), "w");
+    fprintf(f, "{\"name\": \"sw\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 40, \"bpe_joint\": false}, "
+               "\"model\": {\"cell\": \"gru\", \"embedding\": 32, \"encoder_hidden\": 64, \"decoder_hidden\": 64, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 25, \"batch_size\": 32, \"lr\": 0.005, "
+               "\"metric\": \"bleu\", \"log_every\": 1000}}",
+            d);
+    fclose(f);
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "out.txt"), NULL));
+    /* each side: 4 specials, 256 bytes, its own characters, 40 merges */
+    Checkpoint ck;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&ck, tu_path(d, "run/model.bin"), &err), S2S_OK, "%s", err.msg);
+    cr_expect(ck.subword && ck.subword_trg, "both models in the file");
+    cr_expect_neq(ck.n_src, ck.n_trg);
+    int umlauts = 0;
+    for (int i = 0; i < ck.n_trg; i++) umlauts += strstr(ck.trg_tokens[i], "\xc3\xa4") != NULL || strstr(ck.trg_tokens[i], "\xc3\xbc") != NULL;
+    cr_expect_eq(umlauts, 0, "no German character among the English pieces");
+    ckpt_free(&ck);
+    cr_assert_eq(tu_sh("echo 'Ein Hund läuft über Straße.' | %s/translate %s/run/model.bin > %s/t.txt 2> %s/err.txt", tu_bin(), d,
+                       d, d),
+                 0, "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    char *t = tu_slurp(tu_path(d, "t.txt"), NULL);
+    cr_expect_str_eq(t, "A dog runs over street.\n");
+    free(t);
+    /* the joint model of the same text: one model in the file */
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --set bpe_joint=true --max-steps 1 --out %s/joint > /dev/null 2>&1", tu_bin(), d, d),
+                 0);
+    cr_assert_eq(ckpt_load(&ck, tu_path(d, "joint/last.bin"), &err), S2S_OK, "%s", err.msg);
+    cr_expect(ck.subword && !ck.subword_trg && ck.n_src == ck.n_trg);
+    ckpt_free(&ck);
+    char model[600];
+    snprintf(model, sizeof model, "%s/run/model.bin", d);
+    tu_rewrite_checkpoint(model, drop_target_subword, NULL);
+    cr_expect_eq(tu_sh("echo a | %s/translate %s > /dev/null 2> %s/err.txt", tu_bin(), model, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "the target vocabulary is not the subword model's pieces"), "%s",
+              tu_slurp(tu_path(d, "err.txt"), NULL));
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* The weights and Adam moments of two checkpoints, bit for bit (their states hold timings). */
+static bool same_weights(const char *a, const char *b) {
+    Checkpoint x, y;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&x, a, &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(ckpt_load(&y, b, &err), S2S_OK, "%s", err.msg);
+    bool same = x.n_tensors == y.n_tensors && x.has_moments == y.has_moments;
+    for (int i = 0; same && i < x.n_tensors; i++) {
+        size_t bytes = x.tensors[i].size * sizeof(float);
+        same = x.tensors[i].size == y.tensors[i].size && !memcmp(x.tensors[i].data, y.tensors[i].data, bytes) &&
+               (!x.has_moments || (!memcmp(x.tensors[i].m, y.tensors[i].m, bytes) && !memcmp(x.tensors[i].v, y.tensors[i].v, bytes)));
+    }
+    ckpt_free(&x);
+    ckpt_free(&y);
+    return same;
+}
+
+/* BPE-dropout: each epoch trains on a new segmentation drawn from the seed and the epoch, so a
+ * run paused mid-epoch and resumed ends with the same weights as one run; the model differs
+ * from the run without dropout; validation and the model file keep the plain segmentation. */
+Test(subword, bpe_dropout_run_resumes_bit_for_bit, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_corpus(d, "train", 400, 1);
+    write_corpus(d, "val", 30, 2);
+    write_corpus(d, "test", 30, 3);
+    FILE *f = fopen(tu_path(d, "c.json"), "w");
+    fprintf(f, "{\"name\": \"sw\", \"seed\": 3, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 60, \"bpe_dropout\": 0.2}, "
+               "\"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 24, \"decoder_hidden\": 24, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.005, "
+               "\"metric\": \"bleu\", \"log_every\": 1000, \"threads\": 1}}",
+            d);
+    fclose(f);
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/one > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "out.txt"), NULL));
+    /* 13 batches an epoch: paused inside the second epoch, then inside the third */
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/two --max-steps 17 > /dev/null 2>&1 && "
+                       "%s/train --resume %s/two --max-steps 30 > /dev/null 2>&1 && %s/train --resume %s/two > %s/out.txt 2>&1",
+                       tu_bin(), d, d, tu_bin(), d, tu_bin(), d, d),
+                 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(same_weights(tu_path(d, "one/last.bin"), tu_path(d, "two/last.bin")), "paused twice and resumed: the same weights");
+    cr_expect(tu_same_file(tu_path(d, "one/model.bin"), tu_path(d, "two/model.bin")));
+    cr_expect(tu_same_file(tu_path(d, "one/test.hyp"), tu_path(d, "two/test.hyp")));
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --set bpe_dropout=0 --out %s/plain > /dev/null 2>&1", tu_bin(), d, d), 0);
+    cr_expect(!same_weights(tu_path(d, "one/last.bin"), tu_path(d, "plain/last.bin")), "dropout trained on other pieces");
+    /* the model file translates with the plain segmentation: the same text as the pieces it reads */
+    cr_expect_eq(tu_sh("echo 'Ein Hund läuft.' | %s/translate %s/one/model.bin > /dev/null 2>&1", tu_bin(), d), 0);
+    /* dropout is for the models learned here */
+    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set subword=none --out %s/bad > /dev/null 2> %s/err.txt", tu_bin(), d, d, d), 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "task.bpe_dropout: BPE-dropout needs task.subword bpe"), "%s",
+              tu_slurp(tu_path(d, "err.txt"), NULL));
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* The user's SentencePiece model (spm_train's, unigram) on the same made-up corpus: training
  * reads its pieces, the model file carries the .model (translation works with it deleted), raw
  * text in and out. Skipped without Debian's sentencepiece (make deps installs it). */

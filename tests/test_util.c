@@ -221,7 +221,7 @@ void tu_rewrite_checkpoint(const char *path, TuCkptEdit edit, void *ctx) {
     S2S_ASSERT(params_alloc(&ps, NULL) == S2S_OK);
     S2S_ASSERT(ckpt_restore(&c, &ps, c.has_moments, path, &err) == S2S_OK);
     CkptSave s = {c.config_json, (const char *const *)c.src_tokens, c.n_src, (const char *const *)c.trg_tokens, c.n_trg,
-                  &ps, c.has_moments, c.state_json, c.subword, c.subword_len};
+                  &ps, c.has_moments, c.state_json, c.subword, c.subword_len, c.subword_trg, c.subword_trg_len};
     edit(&ps, &s, ctx);
     S2S_ASSERT(ckpt_save(path, &s, &err) == S2S_OK);
     params_free(&ps);

@@ -13,6 +13,7 @@
 
 #include "s2s/common.h"
 #include "s2s/data.h"
+#include "s2s/rng.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -60,6 +61,10 @@ S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o,
 /* A line of raw text (valid UTF-8) as piece ids, into *ids (grown; *cap its size);
  * returns their count. Linear-logarithmic in the line's length. */
 int bpe_encode(const Bpe *b, const char *line, int32_t **ids, int *cap);
+/* The same with BPE-dropout: each applicable merge left out with probability dropout (in
+ * [0, 1], rng drawn from) at every step, so a word comes out in a random, finer segmentation;
+ * 0 is bpe_encode, 1 makes no merge (the longest segmentation). */
+int bpe_encode_sampled(const Bpe *b, const char *line, float dropout, Rng *rng, int32_t **ids, int *cap);
 /* The text of piece ids (malloc'ed): pieces joined, "▁" made a space, the first one dropped;
  * byte pieces joined into characters (a byte sequence that is not UTF-8 becomes U+FFFD). */
 char *bpe_decode(const Bpe *b, const int32_t *ids, int n);

@@ -4,7 +4,7 @@
  * (4-byte tag, u64 length, payload), then a CRC32 of everything before it. Sections: CONF
  * (the resolved config, JSON), VSRC/VTRG (vocabularies), TENS (tensor table: name, shape),
  * DATA (the weights, in table order), SUBW (the subword model's text, bpe.h; when the task
- * has one), and for resuming MOM1/MOM2 (Adam moments) and STAT (training state, JSON). The loader checks the magic, version and checksum, every count
+ * has one; the source's when the languages have their own, SUBT then the target's), and for resuming MOM1/MOM2 (Adam moments) and STAT (training state, JSON). The loader checks the magic, version and checksum, every count
  * against a limit and every length against the bytes remaining, so a corrupt or foreign file
  * gives one clear error and never a crash or a huge allocation.
  *
@@ -35,6 +35,8 @@ typedef struct Checkpoint {
     char *state_json;           /* NULL when absent */
     char *subword;              /* the subword model's text, or NULL */
     size_t subword_len;
+    char *subword_trg;          /* the target's, when it has its own (else NULL: subword serves both) */
+    size_t subword_trg_len;
     char **src_tokens, **trg_tokens;
     int n_src, n_trg;
     CkptTensor *tensors;
@@ -51,6 +53,8 @@ typedef struct CkptSave {
     const char *state_json;     /* or NULL */
     const char *subword;        /* or NULL */
     size_t subword_len;
+    const char *subword_trg;    /* the target's own, or NULL */
+    size_t subword_trg_len;
 } CkptSave;
 
 S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err);

@@ -58,8 +58,10 @@ typedef struct ConfigTask {
     char train_prefix[64], valid_prefix[64], test_prefix[64];
     int min_freq, max_vocab, max_train_len;
     Subword subword;        /* none: the files' words; bpe: raw text in byte-pair pieces */
-    int bpe_merges;         /* merges learned from the training text (both languages, one model) */
+    int bpe_merges;         /* merges learned from the training text (per model) */
+    bool bpe_joint;         /* one model for both languages (a shared vocabulary), or one each */
     int bpe_vocab_size;     /* instead: the pieces in all, specials and bytes included (0: bpe_merges) */
+    float bpe_dropout;      /* BPE-dropout in training: merges left out with this probability (0: off) */
     char spm_model[CONFIG_STR]; /* sentencepiece: the .model file (spm_train's) */
 } ConfigTask;
 

@@ -56,6 +56,8 @@ typedef struct TaskData {
     Dataset train, valid, test;
     char **valid_refs, **test_refs; /* (valid.n), (test.n) tokenised lines, or NULL */
     int train_skipped;              /* training pairs dropped (empty side, too long) */
+    char **train_src_text, **train_trg_text; /* (train.n) the training pairs' raw text, kept for
+                                              * BPE-dropout (task.bpe_dropout > 0), else NULL */
 } TaskData;
 
 /* Loads or generates the task's data (reverse; translate comes from files). */
@@ -80,6 +82,10 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
 /* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
 S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
+/* The training pairs (td->train's, in its order) segmented anew with BPE-dropout, each merge
+ * left out with probability dropout, rng drawn from; into out (initialised here). The task
+ * must have kept its training text (task.bpe_dropout > 0). */
+void task_sample_train(const TaskData *td, float dropout, Rng *rng, Dataset *out);
 
 /* Raw text → the Multi30k token convention (lowercased, normalised, Moses-tokenised,
  * tokens separated by single spaces); lang is "en", "de", … (apostrophes differ).

@@ -13,6 +13,7 @@ typedef enum RngStream {
     RNG_STREAM_DROPOUT = 2, /* dropout masks */
     RNG_STREAM_SHUFFLE = 3, /* batch order */
     RNG_STREAM_DATA = 4,    /* generated datasets */
+    RNG_STREAM_SUBWORD = 5, /* BPE-dropout's segmentations */
 } RngStream;
 
 typedef struct Rng {

@@ -28,6 +28,8 @@ S2sStatus subword_from_bytes(SubwordModel **out, Subword kind, const void *bytes
 void subword_vocab(SubwordModel *m, Vocab *v);
 /* Raw text → vocabulary ids, into *ids (grown; *cap its size); returns their count. */
 int subword_encode(const SubwordModel *m, const char *line, int32_t **ids, int *cap);
+/* With BPE-dropout (bpe_encode_sampled; BPE models only, dropout 0 for SentencePiece). */
+int subword_encode_sampled(const SubwordModel *m, const char *line, float dropout, Rng *rng, int32_t **ids, int *cap);
 /* Vocabulary ids → raw text (malloc'ed). */
 char *subword_decode(const SubwordModel *m, const int32_t *ids, int n);
 /* The bytes the model file keeps (malloc'ed), *len their count. */

@@ -1,7 +1,7 @@
 /* subword — byte-pair-encoding subword models on their own, as spm_train / spm_encode /
  * spm_decode:
  *   subword learn --input FILE... (--merges N | --vocab-size N) --out MODEL
- *   subword encode --model MODEL    raw text on stdin → pieces separated by spaces
+ *   subword encode --model MODEL [--dropout P --seed N]   raw text on stdin → pieces separated by spaces
  *   subword decode --model MODEL    pieces on stdin → raw text
  *   exit 0 · 1 IO or a bad model file · 2 usage */
 #include "s2s/args.h"
@@ -16,13 +16,15 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: subword learn --input FILE [--input FILE...] (--merges N | --vocab-size N) [--min-count N] --out MODEL\n"
-               "       subword encode --model MODEL   (raw text on stdin, pieces separated by spaces on stdout)\n"
+               "       subword encode --model MODEL [--dropout P] [--seed N]\n"
+               "                                      (raw text on stdin, pieces separated by spaces on stdout;\n"
+               "                                      --dropout: BPE-dropout, each merge left out with probability P)\n"
                "       subword decode --model MODEL   (pieces on stdin, raw text on stdout)\n"
                "Byte-pair encoding with the whitespace kept as the symbol \"\xe2\x96\x81\": raw text in, raw text out.\n"
                "Characters never seen in learning become their bytes (<0xE2>...).\n");
 }
 
-enum { O_INPUT = 1, O_MERGES, O_VOCAB, O_MIN, O_OUT, O_MODEL };
+enum { O_INPUT = 1, O_MERGES, O_VOCAB, O_MIN, O_OUT, O_MODEL, O_DROPOUT, O_SEED };
 #define MAX_INPUTS 64
 
 static int learn(const char **inputs, int n_inputs, const BpeLearnOpts *o, const char *out) {
@@ -70,6 +72,8 @@ typedef struct Coder {
     const Bpe *b;
     const Spm *sp;
     bool encode;
+    float dropout; /* BPE-dropout (ours only) */
+    Rng rng;
     int32_t *ids;
     int cap;
     char **toks;
@@ -82,7 +86,7 @@ static void code_line(Coder *c, const char *line, size_t len) {
         printf("%s\n", out);
         free(out);
     } else if (c->encode) {
-        int n = bpe_encode(c->b, line, &c->ids, &c->cap);
+        int n = bpe_encode_sampled(c->b, line, c->dropout, &c->rng, &c->ids, &c->cap);
         for (int k = 0; k < n; k++) printf("%s%s", k ? " " : "", bpe_piece(c->b, c->ids[k]));
         printf("\n");
     } else {
@@ -139,10 +143,14 @@ int main(int argc, char **argv) {
                                          {"input", required_argument, NULL, O_INPUT}, {"merges", required_argument, NULL, O_MERGES},
                                          {"vocab-size", required_argument, NULL, O_VOCAB}, {"min-count", required_argument, NULL, O_MIN},
                                          {"out", required_argument, NULL, O_OUT},     {"model", required_argument, NULL, O_MODEL},
+                                         {"dropout", required_argument, NULL, O_DROPOUT}, {"seed", required_argument, NULL, O_SEED},
                                          {NULL, 0, NULL, 0}};
     const char *inputs[MAX_INPUTS], *out = NULL, *model = NULL;
     int n_inputs = 0;
     BpeLearnOpts o = {.min_count = 2};
+    float dropout = 0;
+    long seed = 1;
+    bool seeded = false;
     S2sError err;
     opterr = 0;
     int c;
@@ -164,6 +172,13 @@ int main(int argc, char **argv) {
         case O_MIN:
             if (args_int("--min-count", optarg, 1, 1 << 30, &o.min_count, &err)) goto bad;
             break;
+        case O_DROPOUT:
+            if (args_float("--dropout", optarg, 0, 1, &dropout, &err)) goto bad;
+            break;
+        case O_SEED:
+            if (args_long("--seed", optarg, 0, 1L << 62, &seed, &err)) goto bad;
+            seeded = true;
+            break;
         case O_OUT: out = optarg; break;
         case O_MODEL: model = optarg; break;
         default: return args_common(c, "subword", usage, argv, optind, optopt);
@@ -176,7 +191,7 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[optind];
     if (!strcmp(cmd, "learn")) {
-        if (!n_inputs || !out || (o.merges > 0) == (o.vocab_size > 0) || model) {
+        if (!n_inputs || !out || (o.merges > 0) == (o.vocab_size > 0) || model || dropout > 0 || seeded) {
             fprintf(stderr, "subword: learn needs --input, --out and one of --merges and --vocab-size (see subword --help)\n");
             return 2;
         }
@@ -188,6 +203,10 @@ int main(int argc, char **argv) {
     }
     if (!model || n_inputs || out || o.merges || o.vocab_size) {
         fprintf(stderr, "subword: %s needs --model and nothing of learn's (see subword --help)\n", cmd);
+        return 2;
+    }
+    if ((dropout > 0 || seeded) && strcmp(cmd, "encode")) {
+        fprintf(stderr, "subword: --dropout and --seed are encode's (see subword --help)\n");
         return 2;
     }
     /* a SentencePiece model (spm_train's .model) or one of ours (text starting "s2s-bpe") */
@@ -210,6 +229,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "subword: %s\n", err.msg);
             return 1;
         }
+        if (dropout > 0) {
+            fprintf(stderr, "subword: --dropout: %s is a SentencePiece model; BPE-dropout is for the models learned here\n", model);
+            spm_free(&sp);
+            return 2;
+        }
         Coder cd = {.sp = &sp, .encode = !strcmp(cmd, "encode")};
         int rc = each_line(&cd);
         spm_free(&sp);
@@ -222,7 +246,8 @@ int main(int argc, char **argv) {
         bpe_free(&b);
         return 1;
     }
-    Coder cd = {.b = &b, .encode = !strcmp(cmd, "encode")};
+    Coder cd = {.b = &b, .encode = !strcmp(cmd, "encode"), .dropout = dropout};
+    rng_init(&cd.rng, (uint64_t)seed, RNG_STREAM_SUBWORD);
     int rc = each_line(&cd);
     bpe_free(&b);
     return rc;

@@ -492,8 +492,11 @@ static void push_ids(int32_t **ids, int *cap, int *n, int32_t id) {
     (*ids)[(*n)++] = id;
 }
 
-/* the merges of one word, lowest rank first (leftmost among equals), in O(L log L) */
-static void encode_word(const Bpe *b, Seq *s, Heap *q, int32_t **ids, int *cap, int *n) {
+/* the merges of one word, lowest rank first (leftmost among equals), in O(L log L). With
+ * dropout (BPE-dropout, Provilkov et al. 2020): at each merge every applicable merge is left
+ * out with that probability, the best one kept is made, and the word stops when none is kept. */
+static void encode_word(const Bpe *b, Seq *s, Heap *q, Heap *aside, float dropout, Rng *rng, int32_t **ids, int *cap,
+                        int *n) {
     q->n = 0;
     for (int i = 0; i + 1 < s->n; i++) {
         int32_t r = rank_of(b, s->sym[i], s->sym[i + 1]);
@@ -503,6 +506,10 @@ static void encode_word(const Bpe *b, Seq *s, Heap *q, int32_t **ids, int *cap, 
         HeapItem c = heap_pop(q);
         int i = (int)c.second, j = s->next[i];
         if (s->sym[i] < 0 || j >= s->n || rank_of(b, s->sym[i], s->sym[j]) != c.first) continue; /* stale */
+        if (dropout > 0 && rng_uniform(rng) < dropout) { /* left out of this merge only */
+            heap_push(aside, c); /* when every candidate is left out, the heap empties: the word is done */
+            continue;
+        }
         s->sym[i] = b->merges[c.first].piece;
         s->sym[j] = -1; /* gone */
         s->next[i] = s->next[j];
@@ -515,14 +522,21 @@ static void encode_word(const Bpe *b, Seq *s, Heap *q, int32_t **ids, int *cap, 
             int32_t r = rank_of(b, s->sym[i], s->sym[s->next[i]]);
             if (r >= 0) heap_push(q, (HeapItem){r, (uint64_t)i});
         }
+        while (aside->n) heap_push(q, heap_pop(aside)); /* candidates again for the next merge */
     }
+    aside->n = 0;
     for (int i = 0; i < s->n; i = s->next[i]) push_ids(ids, cap, n, s->sym[i]);
 }
 
 int bpe_encode(const Bpe *b, const char *line, int32_t **ids, int *cap) {
+    return bpe_encode_sampled(b, line, 0, NULL, ids, cap);
+}
+
+int bpe_encode_sampled(const Bpe *b, const char *line, float dropout, Rng *rng, int32_t **ids, int *cap) {
+    S2S_ASSERT(dropout == 0 || (dropout > 0 && dropout <= 1 && rng));
     int n = 0;
     Seq s = {0};
-    Heap q = {0};
+    Heap q = {0}, aside = {0};
     int32_t mark = char_id(b, BPE_WORD_MARK, 3);
     const char *p = line;
     while (*p) {
@@ -541,12 +555,13 @@ int bpe_encode(const Bpe *b, const char *line, int32_t **ids, int *cap) {
                 for (size_t j = 0; j < k; j++) seq_push(&s, BPE_FIRST_BYTE + (unsigned char)p[j]);
             p += k;
         }
-        encode_word(b, &s, &q, ids, cap, &n);
+        encode_word(b, &s, &q, &aside, dropout, rng, ids, cap, &n);
     }
     free(s.sym);
     free(s.prev);
     free(s.next);
     free(q.h);
+    free(aside.h);
     return n;
 }
 

@@ -109,7 +109,7 @@ static void build_vocab(Vocab *out, char **lines, int n, const uint8_t *keep, in
 
 /* ids of a line's tokens (unknown → <unk>), or of its subword pieces, with <sos>/<eos> when
  * marked. */
-static int encode_line(const Vocab *v, const char *line, bool marked, int32_t **ids, int *cap) {
+static int encode_line(const Vocab *v, const char *line, bool marked, float dropout, Rng *rng, int32_t **ids, int *cap) {
     if (v->sub) {
         int n = 0;
         if (marked) {
@@ -117,7 +117,7 @@ static int encode_line(const Vocab *v, const char *line, bool marked, int32_t **
             (*ids)[n++] = TOK_SOS;
         }
         int32_t *p = NULL;
-        int pc = 0, k = subword_encode(v->sub, line, &p, &pc);
+        int pc = 0, k = subword_encode_sampled(v->sub, line, dropout, rng, &p, &pc);
         if (n + k + 1 > *cap) *ids = s2s_xrealloc(*ids, (size_t)(*cap = n + k + 1) * sizeof **ids);
         memcpy(*ids + n, p, (size_t)k * sizeof *p);
         n += k;
@@ -154,8 +154,8 @@ static S2sStatus fill(Dataset *d, const Split *s, const TaskData *td, const char
     int32_t *src = NULL, *trg = NULL;
     int cs = 0, ct = 0;
     for (int i = 0; i < s->n; i++) {
-        int ns = encode_line(&td->src_vocab, s->src[i], false, &src, &cs);
-        int nt = encode_line(&td->trg_vocab, s->trg[i], true, &trg, &ct);
+        int ns = encode_line(&td->src_vocab, s->src[i], false, 0, NULL, &src, &cs);
+        int nt = encode_line(&td->trg_vocab, s->trg[i], true, 0, NULL, &trg, &ct);
         if (ns == 0) {
             free(src);
             free(trg);
@@ -174,13 +174,48 @@ static char **take_lines(Split *s) {
     return r;
 }
 
-/* One subword model for both sides: the vocabularies are its pieces, each owns a copy. */
-static void attach_model(TaskData *td, SubwordModel *m) {
-    SubwordModel *m2 = subword_copy(m);
+/* Subword models to the vocabularies, which are their pieces: one for both sides (trg NULL:
+ * each side owns a copy) or each its own. Takes ownership. */
+static void attach_model(TaskData *td, SubwordModel *m, SubwordModel *trg) {
+    SubwordModel *m2 = trg ? trg : subword_copy(m);
     subword_vocab(m, &td->src_vocab); /* vocab_init first: the model is attached after */
     subword_vocab(m2, &td->trg_vocab);
     td->src_vocab.sub = m;
     td->trg_vocab.sub = m2;
+}
+
+/* A BPE model learned from lines[0..n) (task.bpe_merges or task.bpe_vocab_size); `what` names
+ * the text in a message. */
+static S2sStatus learn_bpe(SubwordModel **out, char *const *lines, size_t n, const ConfigTask *t, const char *what,
+                           S2sError *err) {
+    Bpe *b = s2s_xmalloc(sizeof *b);
+    bpe_init(b);
+    BpeLearnOpts o = {.merges = t->bpe_vocab_size ? 0 : t->bpe_merges, .vocab_size = t->bpe_vocab_size, .min_count = 2};
+    int learned;
+    S2sStatus st = bpe_learn(b, lines, n, &o, &learned, err);
+    if (st) { /* a vocabulary size below the characters the text has */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        bpe_free(b);
+        free(b);
+        return s2s_fail(err, S2S_ERR_CONFIG, "task.bpe_vocab_size: %s%s", what, msg);
+    }
+    *out = subword_of_bpe(b);
+    return S2S_OK;
+}
+
+void task_sample_train(const TaskData *td, float dropout, Rng *rng, Dataset *out) {
+    S2S_ASSERT_MSG(td->train_src_text && td->train_trg_text, "the training text was not kept (task.bpe_dropout is 0)");
+    dataset_init(out);
+    int32_t *src = NULL, *trg = NULL;
+    int cs = 0, ct = 0;
+    for (int i = 0; i < td->train.n; i++) {
+        int ns = encode_line(&td->src_vocab, td->train_src_text[i], false, dropout, rng, &src, &cs);
+        int nt = encode_line(&td->trg_vocab, td->train_trg_text[i], true, dropout, rng, &trg, &ct);
+        dataset_add(out, src, ns, trg, nt);
+    }
+    free(src);
+    free(trg);
 }
 
 S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
@@ -197,30 +232,34 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
         keep[i] = ls > 0 && lt > 0 && (t->max_train_len <= 0 || (ls <= t->max_train_len && lt <= t->max_train_len));
         td->train_skipped += !keep[i];
     }
-    if (t->subword == SUBWORD_BPE) { /* one model for both languages, from the kept pairs */
+    if (t->subword == SUBWORD_BPE) { /* from the kept pairs: one model for both languages, or one each */
         char **both = s2s_xmalloc((size_t)(2 * tr.n + 1) * sizeof *both);
         size_t nb = 0;
-        for (int i = 0; i < tr.n; i++)
-            if (keep[i]) {
-                both[nb++] = tr.src[i];
-                both[nb++] = tr.trg[i];
+        SubwordModel *m = NULL, *mt = NULL;
+        if (t->bpe_joint) {
+            for (int i = 0; i < tr.n; i++)
+                if (keep[i]) {
+                    both[nb++] = tr.src[i];
+                    both[nb++] = tr.trg[i];
+                }
+            st = learn_bpe(&m, both, nb, t, "", err);
+        } else {
+            char what[64];
+            for (int side = 0; side < 2 && !st; side++) {
+                nb = 0;
+                for (int i = 0; i < tr.n; i++)
+                    if (keep[i]) both[nb++] = side ? tr.trg[i] : tr.src[i];
+                snprintf(what, sizeof what, "the %s side (%s): ", side ? "target" : "source", side ? t->trg_lang : t->src_lang);
+                st = learn_bpe(side ? &mt : &m, both, nb, t, what, err);
             }
-        Bpe *b = s2s_xmalloc(sizeof *b);
-        bpe_init(b);
-        BpeLearnOpts o = {.merges = t->bpe_vocab_size ? 0 : t->bpe_merges, .vocab_size = t->bpe_vocab_size, .min_count = 2};
-        int learned;
-        st = bpe_learn(b, both, nb, &o, &learned, err);
+        }
         free(both);
-        if (st) { /* a vocabulary size below the characters the text has */
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            st = s2s_fail(err, S2S_ERR_CONFIG, "task.bpe_vocab_size: %s", msg);
-            bpe_free(b);
-            free(b);
+        if (st) {
+            subword_free(m);
             free(keep);
             goto out;
         }
-        attach_model(td, subword_of_bpe(b));
+        attach_model(td, m, mt);
     } else if (t->subword == SUBWORD_SENTENCEPIECE) { /* the user's model, for both languages */
         char *bytes;
         size_t len;
@@ -235,7 +274,7 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
             free(keep);
             goto out;
         }
-        attach_model(td, m);
+        attach_model(td, m, NULL);
     } else {
         build_vocab(&td->src_vocab, tr.src, tr.n, keep, t->min_freq, t->max_vocab);
         build_vocab(&td->trg_vocab, tr.trg, tr.n, keep, t->min_freq, t->max_vocab);
@@ -259,6 +298,11 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
         goto out;
     }
     if ((st = fill(&td->train, &kept, td, t->train_prefix, t, err))) goto out;
+    if (t->bpe_dropout > 0) { /* kept as text: each epoch segments it anew */
+        td->train_src_text = tr.src;
+        td->train_trg_text = tr.trg;
+        tr.src = tr.trg = NULL;
+    }
     if ((st = fill(&td->valid, &va, td, t->valid_prefix, t, err))) goto out;
     if ((st = fill(&td->test, &te, td, t->test_prefix, t, err))) goto out;
     td->valid_refs = take_lines(&va);

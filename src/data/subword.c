@@ -59,7 +59,12 @@ void subword_vocab(SubwordModel *m, Vocab *v) {
 }
 
 int subword_encode(const SubwordModel *m, const char *line, int32_t **ids, int *cap) {
-    if (m->bpe) return bpe_encode(m->bpe, line, ids, cap);
+    return subword_encode_sampled(m, line, 0, NULL, ids, cap);
+}
+
+int subword_encode_sampled(const SubwordModel *m, const char *line, float dropout, Rng *rng, int32_t **ids, int *cap) {
+    if (m->bpe) return bpe_encode_sampled(m->bpe, line, dropout, rng, ids, cap);
+    S2S_ASSERT_MSG(dropout == 0, "BPE-dropout on a SentencePiece model (the config check refuses it)");
     S2S_ASSERT(m->to_vocab); /* subword_vocab made the tables */
     int n = spm_encode_ids(m->spm, line, ids, cap);
     for (int i = 0; i < n; i++) (*ids)[i] = m->to_vocab[(*ids)[i]];

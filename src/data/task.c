@@ -146,6 +146,9 @@ size_t task_data_bytes(const TaskData *td) {
 void task_free(TaskData *td) {
     text_free_lines(td->valid_refs, td->valid_refs ? td->valid.n : 0); /* before the counts go */
     text_free_lines(td->test_refs, td->test_refs ? td->test.n : 0);
+    text_free_lines(td->train_src_text, td->train_src_text ? td->train.n : 0);
+    text_free_lines(td->train_trg_text, td->train_trg_text ? td->train.n : 0);
+    td->train_src_text = td->train_trg_text = NULL;
     vocab_free(&td->src_vocab);
     vocab_free(&td->trg_vocab);
     dataset_free(&td->train);

@@ -97,7 +97,8 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
     if (st) return st;
     put(&o, MAGIC, 8);
     put_u32(&o, CKPT_VERSION);
-    put_u32(&o, 5u + (s->with_moments ? 2u : 0u) + (s->state_json ? 1u : 0u) + (s->subword ? 1u : 0u));
+    put_u32(&o, 5u + (s->with_moments ? 2u : 0u) + (s->state_json ? 1u : 0u) + (s->subword ? 1u : 0u) +
+                  (s->subword_trg ? 1u : 0u));
     section(&o, "CONF", strlen(s->config_json));
     put(&o, s->config_json, strlen(s->config_json));
     put_vocab(&o, "VSRC", s->src_tokens, s->n_src);
@@ -117,6 +118,11 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
     if (s->subword) {
         section(&o, "SUBW", s->subword_len);
         put(&o, s->subword, s->subword_len);
+    }
+    if (s->subword_trg) {
+        S2S_ASSERT(s->subword);
+        section(&o, "SUBT", s->subword_trg_len);
+        put(&o, s->subword_trg, s->subword_trg_len);
     }
     if (s->with_moments) {
         put_floats(&o, "MOM1", ps, ps->m);
@@ -195,6 +201,7 @@ void ckpt_free(Checkpoint *c) {
     free(c->config_json);
     free(c->state_json);
     free(c->subword);
+    free(c->subword_trg);
     for (int i = 0; i < c->n_src; i++) free(c->src_tokens[i]);
     for (int i = 0; i < c->n_trg; i++) free(c->trg_tokens[i]);
     free(c->src_tokens);
@@ -298,6 +305,10 @@ static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
             free(c->subword);
             c->subword = dup_text(sec.p, (size_t)len);
             c->subword_len = (size_t)len;
+        } else if (!strcmp(tag, "SUBT")) {
+            free(c->subword_trg);
+            c->subword_trg = dup_text(sec.p, (size_t)len);
+            c->subword_trg_len = (size_t)len;
         } else if (!strcmp(tag, "VSRC") && !have_src) {
             st = read_vocab(sec, &c->src_tokens, &c->n_src, origin, "source", err);
             have_src = true;

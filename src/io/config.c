@@ -69,10 +69,16 @@ static const Key KEYS[] = {
      "translate: none (the files' words, tokenised), bpe (raw text in byte-pair pieces learned from the training text) or "
      "sentencepiece (raw text in the pieces of task.spm_model)"},
     {"task.spm_model", K_STR, OFF(task.spm_model), 0, 0, NULL, "translate, sentencepiece: the .model file (spm_train's)"},
-    {"task.bpe_merges", K_INT, OFF(task.bpe_merges), 1, 4e6, NULL, "translate, bpe: merges learned (one model for both languages)"},
+    {"task.bpe_merges", K_INT, OFF(task.bpe_merges), 1, 4e6, NULL, "translate, bpe: merges learned (for each model)"},
+    {"task.bpe_joint", K_BOOL, OFF(task.bpe_joint), 0, 0, NULL,
+     "translate, bpe: one model learned from both languages, one vocabulary (true), or a model and vocabulary for each "
+     "language (false)"},
     {"task.bpe_vocab_size", K_INT, OFF(task.bpe_vocab_size), 0, 4e6, NULL,
      "translate, bpe: instead of bpe_merges, the pieces in all (the 4 specials, 256 bytes and the characters included; 0: "
      "bpe_merges decides)"},
+    {"task.bpe_dropout", K_FLOAT, OFF(task.bpe_dropout), 0, 0.9, NULL,
+     "translate, bpe: BPE-dropout in training, each merge left out with this probability, the training text segmented "
+     "anew every epoch (0: off; validation, test and translation never drop)"},
     {"model.cell", K_ENUM, OFF(model.cell), 0, 0, MODEL_CELL_NAMES, "recurrent cell"},
     {"model.bidirectional", K_BOOL, OFF(model.bidirectional), 0, 0, NULL, "bidirectional encoder"},
     {"model.layers", K_INT, OFF(model.layers), 1, 8, NULL, "RNN layers (encoder and decoder)"},
@@ -142,6 +148,7 @@ void config_defaults(Config *c) {
     strcpy(t->test_prefix, "test_2016_flickr.lc.norm.tok");
     t->min_freq = 2;
     t->bpe_merges = 8000;
+    t->bpe_joint = true;
     ConfigModel *m = &c->model;
     m->cell = MODEL_CELL_LSTM;
     m->layers = 1;
@@ -464,6 +471,9 @@ S2sStatus config_check(const Config *c, S2sError *err) {
     }
     if (c->task.subword == SUBWORD_SENTENCEPIECE && !c->task.spm_model[0])
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword is sentencepiece: task.spm_model must name the .model file", o);
+    if (c->task.bpe_dropout > 0 && c->task.subword != SUBWORD_BPE)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.bpe_dropout: BPE-dropout needs task.subword bpe (it is %s)", o,
+                        SUBWORD_NAMES[c->task.subword]);
     if (c->task.type == TASK_REVERSE && c->task.subword != SUBWORD_NONE)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword: %s is for translation; reversal reads characters", o,
                         SUBWORD_NAMES[c->task.subword]);

@@ -31,31 +31,24 @@ static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *pa
     return S2S_OK;
 }
 
-/* The file's subword model to both vocabularies, whose pieces they must be, in order. */
-static S2sStatus attach_subword(Vocab *src, Vocab *trg, Subword kind, const char *bytes, size_t len, const char *path,
+/* A subword model from the file's bytes to a vocabulary, whose pieces it must be, in order. */
+static S2sStatus attach_subword(Vocab *w, Subword kind, const char *bytes, size_t len, const char *path, const char *which,
                                 S2sError *err) {
     char origin[600];
-    snprintf(origin, sizeof origin, "%s (its subword model)", path);
+    snprintf(origin, sizeof origin, "%s (its %s subword model)", path, which);
     SubwordModel *m;
     S2sStatus st = subword_from_bytes(&m, kind, bytes, len, origin, err);
     if (st) return S2S_ERR_CORRUPT;
     Vocab v;
     subword_vocab(m, &v);
-    for (int k = 0; k < 2 && !st; k++) {
-        const Vocab *w = k ? trg : src;
-        bool same = w->size == v.size;
-        for (int i = 0; same && i < w->size; i++) same = !strcmp(w->tokens[i], v.tokens[i]);
-        if (!same)
-            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the %s vocabulary is not the subword model's pieces", path,
-                          k ? "target" : "source");
-    }
+    bool same = w->size == v.size;
+    for (int i = 0; same && i < w->size; i++) same = !strcmp(w->tokens[i], v.tokens[i]);
     vocab_free(&v);
-    if (st) {
+    if (!same) {
         subword_free(m);
-        return st;
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the %s vocabulary is not the subword model's pieces", path, which);
     }
-    src->sub = m;
-    trg->sub = subword_copy(m);
+    w->sub = m;
     return S2S_OK;
 }
 
@@ -99,7 +92,17 @@ static S2sStatus load(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, Checkpoin
                       SUBWORD_NAMES[cfg->task.subword], ck.subword ? "holds" : "lacks");
         goto fail;
     }
-    if (ck.subword && (st = attach_subword(src, trg, cfg->task.subword, ck.subword, ck.subword_len, path, err))) goto fail;
+    if (ck.subword_trg && !ck.subword) {
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: a target subword model (SUBT) without a source one (SUBW)", path);
+        goto fail;
+    }
+    if (ck.subword) { /* one model for both sides, or each its own */
+        const char *tb = ck.subword_trg ? ck.subword_trg : ck.subword;
+        size_t tl = ck.subword_trg ? ck.subword_trg_len : ck.subword_len;
+        if ((st = attach_subword(src, cfg->task.subword, ck.subword, ck.subword_len, path, "source", err)) ||
+            (st = attach_subword(trg, cfg->task.subword, tb, tl, path, "target", err)))
+            goto fail;
+    }
     /* the config must not imply more weights than the file holds: no allocation beyond it */
     size_t held = 0;
     for (int i = 0; i < ck.n_tensors; i++) held += ck.tensors[i].size;

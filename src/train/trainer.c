@@ -54,6 +54,8 @@ typedef struct Run {
     double t0;  /* when this session's training time was last added to st.seconds */
     double epoch_t0; /* when this session started the current epoch's batches */
     double epoch_tokens; /* target tokens trained since epoch_t0 (st.tok_sum also counts a resumed epoch's earlier ones) */
+    Dataset sampled;  /* with BPE-dropout: the training pairs as epoch sampled_epoch segments them */
+    int sampled_epoch; /* −1: none yet */
 } Run;
 
 static bool metric_higher_is_better(Metric metric) { return metric != METRIC_VALID_LOSS; }
@@ -78,11 +80,26 @@ static bool finished(const Run *r) {
            (tc->max_steps > 0 && r->st.step >= tc->max_steps);
 }
 
+/* The training pairs of epoch e: the task's, or with BPE-dropout their segmentation for that
+ * epoch (a function of the seed and the epoch, so a resumed run sees the same pieces). */
+static const Dataset *epoch_data(Run *r, int e) {
+    float p = r->cfg->task.bpe_dropout;
+    if (p <= 0) return &r->data.train;
+    if (r->sampled_epoch != e) {
+        dataset_free(&r->sampled);
+        Rng g;
+        rng_init(&g, mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_SUBWORD);
+        task_sample_train(&r->data, p, &g, &r->sampled);
+        r->sampled_epoch = e;
+    }
+    return &r->sampled;
+}
+
 /* The batches of epoch e (the plan is a function of the seed, the epoch and the data). */
-static void epoch_plan(const Run *r, int e, BatchPlan *plan) {
+static void epoch_plan(Run *r, int e, BatchPlan *plan) {
     Rng shuf;
     rng_init(&shuf, mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_SHUFFLE);
-    batchplan_make(plan, &r->data.train, r->cfg->train.batch_size, r->cfg->train.batch_tokens, 100, &shuf);
+    batchplan_make(plan, epoch_data(r, e), r->cfg->train.batch_size, r->cfg->train.batch_tokens, 100, &shuf);
 }
 
 static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
@@ -100,14 +117,21 @@ static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
         r->st.log_bytes = ftell(r->log);
         state = train_state_to_json(&r->st, r->data_hash);
     }
-    size_t sub_len = 0;
-    char *sub = r->data.src_vocab.sub ? subword_bytes(r->data.src_vocab.sub, &sub_len) : NULL; /* one model, both sides */
+    size_t sub_len = 0, trg_len = 0;
+    char *sub = r->data.src_vocab.sub ? subword_bytes(r->data.src_vocab.sub, &sub_len) : NULL;
+    char *trg = r->data.trg_vocab.sub ? subword_bytes(r->data.trg_vocab.sub, &trg_len) : NULL;
+    if (trg && trg_len == sub_len && !memcmp(trg, sub, sub_len)) { /* one model, both sides */
+        free(trg);
+        trg = NULL;
+        trg_len = 0;
+    }
     CkptSave s = {conf,
                   (const char *const *)r->data.src_vocab.tokens, r->data.src_vocab.size,
                   (const char *const *)r->data.trg_vocab.tokens, r->data.trg_vocab.size,
-                  &r->model.params, last && r->model.params.m != NULL, state, sub, sub_len};
+                  &r->model.params, last && r->model.params.m != NULL, state, sub, sub_len, trg, trg_len};
     S2sStatus rc = ckpt_save(path, &s, err);
     free(sub);
+    free(trg);
     free(conf);
     free(state);
     return rc;
@@ -238,7 +262,7 @@ static double gb(double bytes) { return bytes / 1e9; }
 
 /* Refuses, before anything large is allocated, a run whose parameters, optimizer state, data
  * and largest step (training, evaluation or greedy decoding) do not fit this machine. */
-static S2sStatus check_memory(const Run *r, S2sError *err) {
+static S2sStatus check_memory(Run *r, S2sError *err) {
     size_t limit = s2s_memory_limit();
     if (!limit) return S2S_OK;
     const Config *c = r->cfg;
@@ -248,11 +272,19 @@ static S2sStatus check_memory(const Run *r, S2sError *err) {
     bool bf16 = tc->precision == PRECISION_BF16;
     double param_bytes = params * (4.0 * (is_adam(c) ? 4 : 2) + (bf16 ? 2.0 : 0.0));
     int S = 1, T = 2, Se = 1, Te = 2;
+    Dataset finest; /* with BPE-dropout, the longest a pair can come out: no merge at all */
     const Dataset *d = &r->data.train;
+    if (c->task.bpe_dropout > 0) {
+        Rng unused;
+        rng_init(&unused, 0, RNG_STREAM_SUBWORD);
+        task_sample_train(&r->data, 1.0f, &unused, &finest);
+        d = &finest;
+    }
     for (int i = 0; i < d->n; i++) {
         if (d->src_len[i] > S) S = d->src_len[i];
         if (d->trg_len[i] > T) T = d->trg_len[i];
     }
+    if (d != &r->data.train) dataset_free(&finest);
     const Dataset *ev[2] = {&r->data.valid, &r->data.test};
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < ev[k]->n; i++) {
@@ -465,6 +497,7 @@ static void teardown(Run *r) {
     tape_free(&r->tape);
     model_free(&r->model);
     task_free(&r->data);
+    dataset_free(&r->sampled);
     rundir_close(&r->dir);
 }
 
@@ -529,7 +562,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
     long done_here = 0;
     while (r->st.batch < plan.n_batches) {
         int k = r->st.batch;
-        batch_fill(&b, &r->data.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+        batch_fill(&b, epoch_data(r, r->st.epoch), plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
         int ntok;
         const char *what = "loss";
         /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
@@ -721,6 +754,8 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
     r->cfg = cfg;
     r->opt = opt;
     r->dir.lock.fd = -1;
+    dataset_init(&r->sampled);
+    r->sampled_epoch = -1;
     S2sStatus st = setup(r, err);
     if (st) {
         teardown(r);
