@@ -186,3 +186,46 @@ Test(golden, exercises) {
     cr_expect_eq(n, 10, "expected the 10 worked exercises, found %d", n);
     cJSON_Delete(j);
 }
+
+/* Layer norm against PyTorch's nn.LayerNorm (tests/golden-extra/make_ops.py, float64): the
+ * output and every gradient, with and without gain and bias, rows far from zero (where
+ * E[x²] − E[x]² in float32 loses the variance) and wide rows. */
+Test(golden, layer_norm) {
+    cJSON *j = tu_json_load("tests/golden-extra/ops/layer_norm.json");
+    cr_assert(j != NULL, "tests/golden-extra/ops/layer_norm.json");
+    const cJSON *c;
+    int n_cases = 0;
+    cJSON_ArrayForEach(c, get(j, "cases")) {
+        const char *name = get(c, "name")->valuestring;
+        int shape[3], nd = 0;
+        const cJSON *d;
+        cJSON_ArrayForEach(d, get(c, "shape")) shape[nd++] = d->valueint;
+        bool affine = cJSON_IsTrue(get(c, "affine"));
+        int D = shape[nd - 1];
+        Tensor *x = jt(c, "x", nd, shape, true), *seed = jt(c, "seed", nd, shape, false);
+        Tensor *gain = affine ? jt(c, "gain", 1, &D, true) : NULL, *bias = affine ? jt(c, "bias", 1, &D, true) : NULL;
+        Tape t;
+        tape_init(&t, 1 << 20);
+        Tensor *y = op_layer_norm(&t, x, gain, bias, (float)get(c, "eps")->valuedouble);
+        char what[96];
+        snprintf(what, sizeof what, "%s: y", name);
+        expect_json(what, y->data, y->size, get(c, "y"), RTOL_VALUE);
+        tape_backward_seed(&t, y, seed->data);
+        snprintf(what, sizeof what, "%s: dx", name);
+        expect_json(what, x->grad, x->size, get(c, "dx"), RTOL_GRAD);
+        if (affine) {
+            snprintf(what, sizeof what, "%s: dgain", name);
+            expect_json(what, gain->grad, gain->size, get(c, "dgain"), RTOL_GRAD);
+            snprintf(what, sizeof what, "%s: dbias", name);
+            expect_json(what, bias->grad, bias->size, get(c, "dbias"), RTOL_GRAD);
+        }
+        tape_free(&t);
+        tensor_free(x);
+        tensor_free(seed);
+        tensor_free(gain);
+        tensor_free(bias);
+        n_cases++;
+    }
+    cr_expect_eq(n_cases, 4);
+    cJSON_Delete(j);
+}

@@ -274,6 +274,16 @@ static void gru_uni_h0_setup(Gc *g) { rnn_setup_common(g, CELL_GRU, 1, 1, true);
 static void lstm_uni_setup(Gc *g) { rnn_setup_common(g, CELL_LSTM, 1, 1, true); }
 static void lstm_bi_setup(Gc *g) { rnn_setup_common(g, CELL_LSTM, 1, 2, false); }
 
+/* ---- layer norm: with gain and bias, without, and rows of a 3-D tensor ---- */
+static void ln_setup(Gc *g) {
+    gc_leaf(g, 3, SH(2, 3, 6), -2, 2);
+    gc_leaf(g, 1, SH(6), 0.5f, 1.5f);
+    gc_leaf(g, 1, SH(6), -0.5f, 0.5f);
+}
+static void ln_fwd(Tape *t, Gc *g) { OUT(g, op_layer_norm(t, g->leaf[0], g->leaf[1], g->leaf[2], 1e-5f)); }
+static void ln_bare_setup(Gc *g) { gc_leaf(g, 2, SH(4, 5), -1, 1); }
+static void ln_bare_fwd(Tape *t, Gc *g) { OUT(g, op_layer_norm(t, g->leaf[0], NULL, NULL, 0.1f)); }
+
 static const GradCase CASES[] = {
     {"matmul_nn", mm2_nn, mm_fwd},
     {"matmul_tn", mm2_tn, mm_fwd},
@@ -320,6 +330,8 @@ static const GradCase CASES[] = {
     {"gru_seq_consume", gru_seq_setup, seq_consume_fwd},
     {"lstm_seq_consume", lstm_seq_setup, seq_consume_fwd},
     {"additive_scores", additive_setup, additive_fwd},
+    {"layer_norm", ln_setup, ln_fwd},
+    {"layer_norm_bare", ln_bare_setup, ln_bare_fwd},
     {"layer_embedding", emb_layer_setup, emb_layer_fwd},
     {"layer_linear", lin_setup, lin_layer_fwd},
     {"layer_gru_bidir_2layers", gru_bi2_setup, rnn_fwd},

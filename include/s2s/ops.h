@@ -97,4 +97,9 @@ Tensor *op_rnn_seq_consume(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tenso
  * v (A) → scores (B, T, S) with score[b,t,s] = v · tanh(q[t,b] + k[s,b]). */
 Tensor *op_additive_scores(Tape *t, Tensor *q, Tensor *k, Tensor *v);
 
+/* Layer normalisation over the last axis (PyTorch's nn.LayerNorm): x (..., D), gain and bias
+ * (D) or NULL (then neither) → (..., D), y = (x − mean) / sqrt(var + eps) ⊙ gain + bias with
+ * the biased variance. */
+Tensor *op_layer_norm(Tape *t, Tensor *x, Tensor *gain, Tensor *bias, float eps);
+
 #endif
