@@ -22,6 +22,7 @@ static void make_model(Seq2Seq *m, const char *attention, float range) {
     char set[64];
     snprintf(set, sizeof set, "attention=%s", attention);
     tu_config_set(&c, set);
+    c.model.heads = 2;
     S2sError err;
     cr_assert_eq(model_init(m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);
     Rng r;
@@ -86,8 +87,8 @@ static double score_output(Seq2Seq *m, Batch *all, int row, const int32_t *ids, 
 }
 
 Test(beam, width_one_is_greedy) {
-    const char *att[] = {"scaled_dot", "dot", "dummy"};
-    for (int a = 0; a < 3; a++) {
+    const char *att[] = {"scaled_dot", "dot", "dummy", "multihead"};
+    for (int a = 0; a < 4; a++) {
         Seq2Seq m;
         make_model(&m, att[a], a == 1 ? 0.8f : 0.5f);
         Dataset d;
@@ -148,15 +149,66 @@ Test(beam, finds_better_scoring_outputs_than_greedy) {
     model_free(&m);
 }
 
+/* Decoding one step at a time (the encoder once, the attention's projections of it cached on
+ * the first step) gives the logits of the whole teacher-forced sequence at every step, for
+ * every attention variant. */
+Test(beam, step_by_step_equals_the_whole_sequence) {
+    for (int a = 0; a < ATTN_KIND_COUNT; a++) {
+        Seq2Seq m;
+        make_model(&m, ATTN_KIND_NAMES[a], 0.6f);
+        Dataset d;
+        dataset_init(&d);
+        Rng r;
+        rng_init(&r, 9, RNG_STREAM_DATA);
+        enum { N = 6 };
+        int idx[N];
+        for (int i = 0; i < N; i++) {
+            int32_t src[8], trg[9] = {TOK_SOS};
+            int ls = 2 + (int)rng_below(&r, 6), lt = 1 + (int)rng_below(&r, 6);
+            for (int k = 0; k < ls; k++) src[k] = TOK_SPECIALS + (int32_t)rng_below(&r, VS - TOK_SPECIALS);
+            for (int k = 1; k <= lt; k++) trg[k] = TOK_SPECIALS + (int32_t)rng_below(&r, VT - TOK_SPECIALS);
+            trg[lt + 1] = TOK_EOS;
+            dataset_add(&d, src, ls, trg, lt + 2);
+            idx[i] = i;
+        }
+        Batch b;
+        batch_init(&b);
+        batch_fill(&b, &d, idx, N);
+        Tape t;
+        tape_init(&t, 1 << 16);
+        t.grad_enabled = false;
+        t.training = false;
+        ModelOutput o = model_forward_all(&t, &m, &b);
+        int V = m.trg_vocab, T1 = b.T - 1;
+        float *whole = malloc((size_t)T1 * N * V * sizeof *whole);
+        memcpy(whole, o.logits->data, (size_t)T1 * N * V * sizeof *whole);
+        tape_reset(&t);
+        DecodeState ds;
+        model_decode_start(&t, &m, &b, 1, &ds);
+        double worst = 0;
+        for (int i = 0; i < T1; i++) {
+            Tensor *lg = model_decode_step(&t, &m, &ds, b.trg + (size_t)i * N, NULL);
+            for (int k = 0; k < N * V; k++) worst = fmax(worst, fabs(lg->data[k] - whole[(size_t)i * N * V + k]));
+            model_decode_settle(&t, &m, &ds, i);
+        }
+        cr_expect_lt(worst, 1e-4, "%s: step by step and whole differ by %g", ATTN_KIND_NAMES[a], worst);
+        free(whole);
+        tape_free(&t);
+        batch_free(&b);
+        dataset_free(&d);
+        model_free(&m);
+    }
+}
+
 /* Greedy decoding drops finished sentences from the batch as it goes: every sentence's
  * output and attention must equal decoding it alone. LSTM with 2 layers covers the cell
  * states and every layer's kept buffers. */
 Test(beam, greedy_batch_equals_one_sentence_at_a_time) {
-    const char *att[] = {"scaled_dot", "meanpool"};
+    const char *att[] = {"scaled_dot", "meanpool", "multihead"};
     /* seeds and <eos> biases found to make sentences end at many different steps */
-    const uint64_t seed[] = {5, 3};
-    const float eos_bias[] = {0.5f, 0.2f};
-    for (int a = 0; a < 2; a++) {
+    const uint64_t seed[] = {5, 3, 8};
+    const float eos_bias[] = {0.5f, 0.2f, 0.0f};
+    for (int a = 0; a < 3; a++) {
         Config c;
         config_defaults(&c);
         c.model = (ConfigModel){.cell = MODEL_CELL_LSTM, .bidirectional = false, .layers = 2, .embedding_type = EMBEDDING_LEARNED,
@@ -165,6 +217,7 @@ Test(beam, greedy_batch_equals_one_sentence_at_a_time) {
         char set[64];
         snprintf(set, sizeof set, "attention=%s", att[a]);
         tu_config_set(&c, set);
+        c.model.heads = 2;
         S2sError err;
         Seq2Seq m;
         cr_assert_eq(model_init(&m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);

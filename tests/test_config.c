@@ -134,7 +134,7 @@ Test(config, attention_choices_match_the_variant_table) {
     }
     cr_expect_null(ATTN_KIND_NAMES[ATTN_KIND_COUNT]);
     cr_expect_eq(config_set(&c, "attention=nonsense", &err), S2S_ERR_CONFIG);
-    cr_expect(strstr(err.msg, "expected one of dummy,meanpool,dot,scaled_dot,general,additive, got \"nonsense\""), "%s", err.msg);
+    cr_expect(strstr(err.msg, "expected one of dummy,meanpool,dot,scaled_dot,general,additive,multihead, got \"nonsense\""), "%s", err.msg);
     for (int k = 0; k < config_key_count(); k++) { /* every name of every choice */
         ConfigKeyInfo ki = config_key_info(k);
         for (int i = 0; i < ki.n_names; i++) {

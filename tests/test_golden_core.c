@@ -1,6 +1,7 @@
 /* test_golden_core.c — the GRU and LSTM cells and the worked attention exercises against
  * PyTorch's float64 values in $S2S_GOLDEN_DIR (../shared/golden by default). */
 #include "test_util.h"
+#include "s2s/attn.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -227,5 +228,84 @@ Test(golden, layer_norm) {
         n_cases++;
     }
     cr_expect_eq(n_cases, 4);
+    cJSON_Delete(j);
+}
+
+/* Multi-head attention against PyTorch's nn.MultiheadAttention(E, heads, kdim = vdim = D)
+ * (tests/golden-extra/make_ops.py): the output, the head-averaged and per-head weights, and the
+ * gradient of every parameter (under PyTorch's names: in_proj_weight when D = E, else
+ * q/k/v_proj_weight) and of both inputs, with padded sources. */
+Test(golden, multihead_attention) {
+    cJSON *j = tu_json_load("tests/golden-extra/ops/multihead.json");
+    cr_assert(j != NULL, "tests/golden-extra/ops/multihead.json");
+    const cJSON *c;
+    int n_cases = 0;
+    cJSON_ArrayForEach(c, get(j, "cases")) {
+        const char *name = get(c, "name")->valuestring;
+        int T = get(c, "T")->valueint, S = get(c, "S")->valueint, B = get(c, "B")->valueint;
+        int E = get(c, "E")->valueint, D = get(c, "D")->valueint, H = get(c, "heads")->valueint;
+        ParamStore ps;
+        params_init(&ps);
+        Attention a;
+        attn_init(&a, attn_variant(ATTN_MULTIHEAD), &ps, "att", E, D, 1, H);
+        S2sError err;
+        cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
+        const cJSON *gp = get(c, "params"), *p;
+        int n_params = 0;
+        cJSON_ArrayForEach(p, gp) {
+            char full[PARAM_NAME_MAX];
+            snprintf(full, sizeof full, "att.%s", p->string);
+            Param *mine = params_find(&ps, full);
+            cr_assert(mine != NULL, "%s: no parameter %s", name, full);
+            double *v = malloc(mine->t->size * sizeof *v);
+            cr_assert_eq(tu_json_flatten(p, v, mine->t->size), (long)mine->t->size, "%s: %s", name, full);
+            for (size_t k = 0; k < mine->t->size; k++) mine->t->data[k] = (float)v[k];
+            free(v);
+            n_params++;
+        }
+        cr_assert_eq(n_params, ps.count, "%s: PyTorch has %d parameters, we have %d", name, n_params, ps.count);
+        Tensor *dec = jt(c, "dec", 3, (int[]){T, B, E}, true), *enc = jt(c, "enc", 3, (int[]){S, B, D}, true);
+        Tensor *seed = jt(c, "seed", 3, (int[]){T, B, E}, false);
+        uint8_t mask[64];
+        const cJSON *l;
+        int b = 0;
+        cJSON_ArrayForEach(l, get(c, "lens")) {
+            for (int s = 0; s < S; s++) mask[b * S + s] = s < l->valueint;
+            b++;
+        }
+        Tape t;
+        tape_init(&t, 1 << 20);
+        AttnWeights w = {.want_heads = true};
+        Tensor *out = attn_forward_heads(&t, &a, dec, enc, mask, &w, NULL);
+        char what[96];
+        snprintf(what, sizeof what, "%s: out", name);
+        expect_json(what, out->data, out->size, get(c, "out"), RTOL_VALUE);
+        snprintf(what, sizeof what, "%s: weights", name);
+        expect_json(what, w.mean->data, w.mean->size, get(c, "weights"), RTOL_VALUE);
+        snprintf(what, sizeof what, "%s: head weights", name);
+        const Tensor *hw = H > 1 ? w.heads : w.mean; /* one head: its weights are the mean */
+        cr_assert(hw != NULL);
+        expect_json(what, hw->data, hw->size, get(c, "head_weights"), RTOL_VALUE);
+        tape_backward_seed(&t, out, seed->data);
+        const cJSON *gg = get(c, "grads");
+        snprintf(what, sizeof what, "%s: grad dec", name);
+        expect_json(what, dec->grad, dec->size, get(gg, "dec"), RTOL_GRAD);
+        snprintf(what, sizeof what, "%s: grad enc", name);
+        expect_json(what, enc->grad, enc->size, get(gg, "enc"), RTOL_GRAD);
+        cJSON_ArrayForEach(p, gp) {
+            char full[PARAM_NAME_MAX];
+            snprintf(full, sizeof full, "att.%s", p->string);
+            Param *mine = params_find(&ps, full);
+            snprintf(what, sizeof what, "%s: grad %s", name, p->string);
+            expect_json(what, mine->t->grad, mine->t->size, get(gg, p->string), RTOL_GRAD);
+        }
+        tape_free(&t);
+        tensor_free(dec);
+        tensor_free(enc);
+        tensor_free(seed);
+        params_free(&ps);
+        n_cases++;
+    }
+    cr_expect_eq(n_cases, 3);
     cJSON_Delete(j);
 }

@@ -65,6 +65,8 @@ static bool run_case(const char *dir, const char *file) {
     mc.encoder_hidden = geti(c, "enc_hid");
     mc.decoder_hidden = geti(c, "dec_hid");
     mc.kq = geti(c, "kq");
+    const cJSON *jh = cJSON_GetObjectItemCaseSensitive(c, "heads");
+    if (jh) mc.heads = jh->valueint;
     mc.dropout = 0.0f;
     Seq2Seq m;
     S2sError err;

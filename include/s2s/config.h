@@ -22,8 +22,8 @@ typedef enum TaskType { TASK_REVERSE, TASK_TRANSLATE } TaskType;
 typedef enum Subword { SUBWORD_NONE, SUBWORD_BPE, SUBWORD_SENTENCEPIECE } Subword;
 typedef enum ModelCell { MODEL_CELL_GRU, MODEL_CELL_LSTM } ModelCell;
 typedef enum EmbeddingType { EMBEDDING_LEARNED, EMBEDDING_ONEHOT } EmbeddingType;
-typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, ATTN_GENERAL, ATTN_ADDITIVE } AttnKind;
-#define ATTN_KIND_COUNT 6
+typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, ATTN_GENERAL, ATTN_ADDITIVE, ATTN_MULTIHEAD } AttnKind;
+#define ATTN_KIND_COUNT 7
 typedef enum Combine { COMBINE_CONCAT, COMBINE_LUONG } Combine;
 typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD } Optimizer;
 typedef enum Precision { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } Precision; /* int8: decoding only */
@@ -74,6 +74,7 @@ typedef struct ConfigModel {
     float dropout;          /* on the embeddings */
     AttnKind attention;
     int kq;                 /* key/query size of scaled_dot */
+    int heads;              /* multihead: heads (each decoder_hidden / heads wide) */
     Combine combine;        /* concat: W[a;h]+b; luong: W_o tanh(W_c[a;h]) */
     float init_range;       /* parameters uniform in [-init_range, init_range] */
 } ConfigModel;

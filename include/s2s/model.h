@@ -93,7 +93,7 @@ typedef struct DecodeState {
     const uint8_t *mask;          /* (N, S) */
     Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
     Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
-    Tensor *keys;                 /* the attention's projected keys, made on the first step */
+    AttnCache cache;              /* the attention's projections of enc, made on the first step */
     Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
     ArenaMark mark;               /* after the first step: later steps' temporaries go */
     int N, S;

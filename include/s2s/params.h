@@ -21,9 +21,17 @@ typedef struct Param {
     size_t offset; /* first element in the blocks */
 } Param;
 
+typedef struct ParamView {
+    Tensor *t;     /* owned */
+    int parent;    /* index in items */
+    size_t offset; /* first element inside the parent */
+} ParamView;
+
 typedef struct ParamStore {
     Param *items;
     int count, cap;
+    ParamView *views; /* parts of parameters used as tensors of their own (params_view) */
+    int n_views, cap_views;
     size_t total;  /* elements, including alignment padding */
     float *data;   /* (total) */
     float *grad;   /* (total) */
@@ -41,6 +49,11 @@ Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape)
 S2sStatus params_alloc(ParamStore *ps, S2sError *err);
 /* Zeroed m and v, once; S2S_ERR_NOMEM when memory runs out. */
 S2sStatus params_alloc_moments(ParamStore *ps, S2sError *err);
+/* A part of a declared parameter as a tensor of its own: `size(shape)` elements from element
+ * offset, sharing the parameter's data, gradient and bf16 copy (PyTorch's in_proj_weight holds
+ * the query, key and value projections; each is used alone). Not a parameter itself: the
+ * store, the checkpoint and the optimizer see only the whole. */
+Tensor *params_view(ParamStore *ps, Tensor *parent, size_t offset, int ndim, const int *shape);
 Param *params_find(ParamStore *ps, const char *name);
 size_t params_numel(const ParamStore *ps); /* real elements, without padding */
 void params_zero_grad(ParamStore *ps);

@@ -6,19 +6,21 @@
 #include <stdio.h>
 #include <string.h>
 
-/* l(enc), from the cache when there is one. */
-static Tensor *projected(Tape *t, const Linear *l, Tensor *enc, Tensor **keys) {
-    if (keys && *keys) return *keys;
+/* l(enc), from the cache slot when there is one. */
+static Tensor *projected(Tape *t, const Linear *l, Tensor *enc, Tensor **slot) {
+    if (slot && *slot) return *slot;
     Tensor *k = linear_forward(t, l, enc);
-    if (keys) *keys = k;
+    if (slot) *slot = k;
     return k;
 }
 
+static Tensor **keys_slot(AttnCache *c) { return c ? &c->keys : NULL; }
+
 /* weights = softmax(scores, mask) (B, T, S); context = weights · enc → (T, B, D). */
-static Tensor *attend(Tape *t, Tensor *scores, Tensor *enc, const uint8_t *src_mask, Tensor **weights) {
+static Tensor *attend(Tape *t, Tensor *scores, Tensor *enc, const uint8_t *src_mask, AttnWeights *aw) {
     int B = enc->shape[1];
     Tensor *w = op_softmax(t, scores, src_mask, B);
-    *weights = w;
+    aw->mean = w;
     return op_matmul(t, w, enc, MM_B_TM | MM_OUT_TM);
 }
 
@@ -33,16 +35,16 @@ static void no_params(Attention *a, ParamStore *ps, const char *prefix) {
 
 /* ---- dummy: a zero context; the decoder sees no source beyond its initial state ---- */
 static Tensor *dummy_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                             Tensor **weights, Tensor **keys) {
-    (void)a, (void)m, (void)keys;
-    *weights = NULL;
+                             AttnWeights *aw, AttnCache *cache) {
+    (void)a, (void)m, (void)cache;
+    aw->mean = NULL;
     return tape_zeros(t, 3, (int[]){dec->shape[0], dec->shape[1], enc->shape[2]});
 }
 
 /* ---- meanpool: the mean of the real encoder states, the same for every step ---- */
 static Tensor *meanpool_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                                Tensor **weights, Tensor **keys) {
-    (void)a, (void)keys;
+                                AttnWeights *aw, AttnCache *cache) {
+    (void)a, (void)cache;
     int T = dec->shape[0], B = dec->shape[1], S = enc->shape[0];
     Tensor *w = tape_tensor3(t, B, T, S); /* constant: mask / length */
     for (int b = 0; b < B; b++) {
@@ -52,15 +54,15 @@ static Tensor *meanpool_forward(Tape *t, const Attention *a, Tensor *dec, Tensor
             for (int s = 0; s < S; s++)
                 w->data[((size_t)b * T + i) * S + s] = len && m[b * S + s] ? 1.0f / (float)len : 0.0f;
     }
-    *weights = w;
+    aw->mean = w;
     return op_matmul(t, w, enc, MM_B_TM | MM_OUT_TM);
 }
 
 /* ---- dot: h · enc_t ---- */
 static Tensor *dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                           Tensor **weights, Tensor **keys) {
-    (void)a, (void)keys;
-    return attend(t, dot_scores(t, dec, enc), enc, m, weights);
+                           AttnWeights *aw, AttnCache *cache) {
+    (void)a, (void)cache;
+    return attend(t, dot_scores(t, dec, enc), enc, m, aw);
 }
 
 /* W_q (kq, Hd) and W_k (kq, D), as prefix.W_q / prefix.W_k */
@@ -76,10 +78,10 @@ static void qk_init(Attention *a, ParamStore *ps, const char *prefix, bool q_bia
 static void scaled_dot_init(Attention *a, ParamStore *ps, const char *prefix) { qk_init(a, ps, prefix, true); }
 
 static Tensor *scaled_dot_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                                  Tensor **weights, Tensor **keys) {
-    Tensor *q = linear_forward(t, &a->q, dec), *k = projected(t, &a->k, enc, keys);
+                                  AttnWeights *aw, AttnCache *cache) {
+    Tensor *q = linear_forward(t, &a->q, dec), *k = projected(t, &a->k, enc, keys_slot(cache));
     Tensor *scores = op_scale(t, dot_scores(t, q, k), 1.0f / sqrtf((float)a->kq));
-    return attend(t, scores, enc, m, weights);
+    return attend(t, scores, enc, m, aw);
 }
 
 /* ---- general (Luong's bilinear): h^T W enc_t ---- */
@@ -90,8 +92,8 @@ static void general_init(Attention *a, ParamStore *ps, const char *prefix) {
 }
 
 static Tensor *general_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                               Tensor **weights, Tensor **keys) {
-    return attend(t, dot_scores(t, dec, projected(t, &a->k, enc, keys)), enc, m, weights);
+                               AttnWeights *aw, AttnCache *cache) {
+    return attend(t, dot_scores(t, dec, projected(t, &a->k, enc, keys_slot(cache))), enc, m, aw);
 }
 
 /* ---- additive (Bahdanau): v^T tanh(W_q h + W_k enc_t), attention size kq ---- */
@@ -103,9 +105,77 @@ static void additive_init(Attention *a, ParamStore *ps, const char *prefix) {
 }
 
 static Tensor *additive_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
-                                Tensor **weights, Tensor **keys) {
-    Tensor *q = linear_forward(t, &a->q, dec), *k = projected(t, &a->k, enc, keys);
-    return attend(t, op_additive_scores(t, q, k, a->v_a), enc, m, weights);
+                                AttnWeights *aw, AttnCache *cache) {
+    Tensor *q = linear_forward(t, &a->q, dec), *k = projected(t, &a->k, enc, keys_slot(cache));
+    return attend(t, op_additive_scores(t, q, k, a->v_a), enc, m, aw);
+}
+
+/* ---- multihead: PyTorch's nn.MultiheadAttention(embed_dim = Hd, heads, kdim = vdim = D) ----
+ * q = W_q h + b_q, k = W_k enc + b_k, v = W_v enc + b_v (each E = Hd wide), split into heads
+ * of E / heads; per head softmax(q_h · k_h / sqrt(E / heads)) · v_h; the heads side by side
+ * through out_proj. Parameters under PyTorch's names: in_proj_weight (3E, E) when D = E, else
+ * q_proj_weight (E, E), k_proj_weight (E, D), v_proj_weight (E, D); in_proj_bias (3E);
+ * out_proj.weight, out_proj.bias. The heads fold into the batch for free: (T, B, E) is
+ * (T, B·heads, E / heads) time-major, and the (B, S) mask row of score row (b·heads + h)·T + i
+ * is b, as op_softmax maps it. */
+static void multihead_init(Attention *a, ParamStore *ps, const char *prefix) {
+    int E = a->dec_dim, D = a->enc_dim;
+    char name[PARAM_NAME_MAX];
+    Tensor *wq, *wk, *wv;
+    if (D == E) {
+        snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
+        Tensor *w = params_add(ps, name, 2, (int[]){3 * E, E});
+        wq = params_view(ps, w, 0, 2, (int[]){E, E});
+        wk = params_view(ps, w, (size_t)E * E, 2, (int[]){E, E});
+        wv = params_view(ps, w, 2 * (size_t)E * E, 2, (int[]){E, E});
+    } else {
+        snprintf(name, sizeof name, "%s.q_proj_weight", prefix);
+        wq = params_add(ps, name, 2, (int[]){E, E});
+        snprintf(name, sizeof name, "%s.k_proj_weight", prefix);
+        wk = params_add(ps, name, 2, (int[]){E, D});
+        snprintf(name, sizeof name, "%s.v_proj_weight", prefix);
+        wv = params_add(ps, name, 2, (int[]){E, D});
+    }
+    snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
+    Tensor *b = params_add(ps, name, 1, (int[]){3 * E});
+    a->q = (Linear){wq, params_view(ps, b, 0, 1, (int[]){E})};
+    a->k = (Linear){wk, params_view(ps, b, (size_t)E, 1, (int[]){E})};
+    a->val = (Linear){wv, params_view(ps, b, 2 * (size_t)E, 1, (int[]){E})};
+    snprintf(name, sizeof name, "%s.out_proj", prefix);
+    linear_init(&a->o, ps, name, E, E, true);
+}
+
+/* The mean over heads of w (B·heads, T, S) → (B, T, S): for pictures and metrics only (no
+ * gradient flows through it). */
+static Tensor *head_mean(Tape *t, const Tensor *w, int heads) {
+    int BH = w->shape[0], T = w->shape[1], S = w->shape[2], B = BH / heads;
+    size_t TS = (size_t)T * S;
+    Tensor *m = tape_zeros(t, 3, (int[]){B, T, S});
+    for (int b = 0; b < B; b++) {
+        float *mb = m->data + (size_t)b * TS;
+        for (int h = 0; h < heads; h++) {
+            const float *wb = w->data + ((size_t)b * heads + h) * TS;
+            for (size_t k = 0; k < TS; k++) mb[k] += wb[k];
+        }
+        for (size_t k = 0; k < TS; k++) mb[k] /= (float)heads;
+    }
+    return m;
+}
+
+static Tensor *multihead_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
+                                 AttnWeights *aw, AttnCache *cache) {
+    int T = dec->shape[0], B = dec->shape[1], S = enc->shape[0], E = a->dec_dim, H = a->heads, Dh = E / H;
+    Tensor *q = linear_forward(t, &a->q, dec);                                 /* (T, B, E) */
+    Tensor *k = projected(t, &a->k, enc, cache ? &cache->keys : NULL);        /* (S, B, E) */
+    Tensor *v = projected(t, &a->val, enc, cache ? &cache->values : NULL);    /* (S, B, E) */
+    Tensor *qh = tape_reshape3(t, q, T, B * H, Dh), *kh = tape_reshape3(t, k, S, B * H, Dh);
+    Tensor *vh = tape_reshape3(t, v, S, B * H, Dh);
+    Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
+    Tensor *w = op_softmax(t, scores, m, B);                                   /* (B·H, T, S) */
+    Tensor *ctx = op_matmul(t, w, vh, MM_B_TM | MM_OUT_TM);                    /* (T, B·H, Dh) */
+    aw->mean = H == 1 ? w : head_mean(t, w, H);
+    aw->heads = aw->want_heads && H > 1 ? w : NULL;
+    return linear_forward(t, &a->o, tape_reshape3(t, ctx, T, B, E));
 }
 
 const AttnVariant ATTN_VARIANTS[ATTN_KIND_COUNT] = {
@@ -115,6 +185,9 @@ const AttnVariant ATTN_VARIANTS[ATTN_KIND_COUNT] = {
     [ATTN_SCALED_DOT] = {"(W_q h) . (W_k enc_t) / sqrt(kq)", true, false, scaled_dot_init, scaled_dot_forward},
     [ATTN_GENERAL] = {"h^T W enc_t (Luong's bilinear)", true, false, general_init, general_forward},
     [ATTN_ADDITIVE] = {"v^T tanh(W_q h + W_k enc_t) (Bahdanau), size kq", true, false, additive_init, additive_forward},
+    [ATTN_MULTIHEAD] = {"scaled dot per head over projections of h and enc_t, heads side by side, projected (PyTorch's "
+                        "nn.MultiheadAttention)",
+                        true, false, multihead_init, multihead_forward},
 };
 
 const AttnVariant *attn_variant(AttnKind k) {
@@ -123,21 +196,31 @@ const AttnVariant *attn_variant(AttnKind k) {
 }
 
 void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *prefix, int dec_dim,
-               int enc_dim, int kq) {
+               int enc_dim, int kq, int heads) {
     memset(a, 0, sizeof *a);
     a->v = v;
     a->dec_dim = dec_dim;
     a->enc_dim = enc_dim;
     a->kq = kq;
+    bool multihead = v == &ATTN_VARIANTS[ATTN_MULTIHEAD];
+    a->heads = multihead ? heads : 1;
+    a->ctx_dim = multihead ? dec_dim : enc_dim;
     S2S_ASSERT(!v->needs_same_dim || dec_dim == enc_dim);
+    S2S_ASSERT(a->heads >= 1 && dec_dim % a->heads == 0);
     v->init(a, ps, prefix);
 }
 
-Tensor *attn_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
-                     Tensor **weights, Tensor **keys) {
+Tensor *attn_forward_heads(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
+                           AttnWeights *w, AttnCache *cache) {
     S2S_ASSERT(dec->ndim == 3 && enc->ndim == 3 && dec->shape[1] == enc->shape[1]);
-    Tensor *w = NULL;
-    Tensor *ctx = a->v->forward(t, a, dec, enc, src_mask, &w, keys);
-    if (weights) *weights = w;
+    w->mean = w->heads = NULL;
+    return a->v->forward(t, a, dec, enc, src_mask, w, cache);
+}
+
+Tensor *attn_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
+                     Tensor **weights, AttnCache *cache) {
+    AttnWeights w = {0};
+    Tensor *ctx = attn_forward_heads(t, a, dec, enc, src_mask, &w, cache);
+    if (weights) *weights = w.mean;
     return ctx;
 }

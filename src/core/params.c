@@ -16,7 +16,9 @@ void params_init(ParamStore *ps) { memset(ps, 0, sizeof *ps); }
 
 void params_free(ParamStore *ps) {
     for (int i = 0; i < ps->count; i++) free(ps->items[i].t);
+    for (int i = 0; i < ps->n_views; i++) free(ps->views[i].t);
     free(ps->items);
+    free(ps->views);
     free(ps->data);
     free(ps->grad);
     free(ps->m);
@@ -46,6 +48,26 @@ Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape)
     return p->t;
 }
 
+Tensor *params_view(ParamStore *ps, Tensor *parent, size_t offset, int ndim, const int *shape) {
+    S2S_ASSERT(!ps->allocated);
+    int k = 0;
+    while (k < ps->count && ps->items[k].t != parent) k++;
+    S2S_ASSERT_MSG(k < ps->count, "a view of a tensor that is not a parameter of this store");
+    size_t n = tensor_numel(ndim, shape);
+    S2S_ASSERT(offset + n <= parent->size);
+    if (ps->n_views == ps->cap_views) {
+        ps->cap_views = ps->cap_views ? 2 * ps->cap_views : 8;
+        ps->views = s2s_xrealloc(ps->views, (size_t)ps->cap_views * sizeof *ps->views);
+    }
+    Tensor *t = s2s_xcalloc(1, sizeof *t);
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    t->size = n;
+    t->requires_grad = true;
+    ps->views[ps->n_views++] = (ParamView){t, k, offset};
+    return t;
+}
+
 /* 64-byte aligned and zeroed, or NULL; total is a multiple of PARAM_ALIGN floats. */
 static float *block_alloc(size_t total) {
     if (total > SIZE_MAX / sizeof(float) - PARAM_ALIGN) return NULL;
@@ -72,6 +94,11 @@ S2sStatus params_alloc(ParamStore *ps, S2sError *err) {
     for (int i = 0; i < ps->count; i++) {
         ps->items[i].t->data = ps->data + ps->items[i].offset;
         ps->items[i].t->grad = ps->grad + ps->items[i].offset;
+    }
+    for (int i = 0; i < ps->n_views; i++) {
+        const ParamView *v = &ps->views[i];
+        v->t->data = ps->items[v->parent].t->data + v->offset;
+        v->t->grad = ps->items[v->parent].t->grad + v->offset;
     }
     ps->allocated = true;
     return S2S_OK;
@@ -128,11 +155,20 @@ void params_freeze(ParamStore *ps, bool bf16) {
         t->frozen = ps->stamp;
         t->bf16 = bf16 ? ps->bf16 + ps->items[i].offset : NULL;
     }
+    for (int i = 0; i < ps->n_views; i++) {
+        const ParamView *v = &ps->views[i];
+        v->t->frozen = ps->stamp;
+        v->t->bf16 = bf16 ? ps->bf16 + ps->items[v->parent].offset + v->offset : NULL;
+    }
 }
 
 void params_thaw(ParamStore *ps) {
     for (int i = 0; i < ps->count; i++) {
         ps->items[i].t->frozen = 0;
         ps->items[i].t->bf16 = NULL;
+    }
+    for (int i = 0; i < ps->n_views; i++) {
+        ps->views[i].t->frozen = 0;
+        ps->views[i].t->bf16 = NULL;
     }
 }

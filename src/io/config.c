@@ -28,7 +28,7 @@ const char *const TASK_TYPE_NAMES[] = {"reverse", "translate", NULL};
 const char *const SUBWORD_NAMES[] = {"none", "bpe", "sentencepiece", NULL};
 const char *const MODEL_CELL_NAMES[] = {"gru", "lstm", NULL};
 const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
-const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", NULL};
+const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", "multihead", NULL};
 const char *const COMBINE_NAMES[] = {"concat", "luong", NULL};
 const char *const OPTIMIZER_NAMES[] = {"adam", "sgd", NULL};
 const char *const PRECISION_NAMES[] = {"fp32", "bf16", "int8", NULL};
@@ -89,6 +89,8 @@ static const Key KEYS[] = {
     {"model.dropout", K_FLOAT, OFF(model.dropout), 0, 0.99, NULL, "dropout on the embeddings"},
     {"model.attention", K_ENUM, OFF(model.attention), 0, 0, ATTN_KIND_NAMES, "attention variant"},
     {"model.kq", K_INT, OFF(model.kq), 1, 1e5, NULL, "key/query size of scaled_dot, attention size of additive"},
+    {"model.heads", K_INT, OFF(model.heads), 1, 1024, NULL,
+     "multihead: attention heads, each decoder_hidden / heads wide (PyTorch's nn.MultiheadAttention)"},
     {"model.combine", K_ENUM, OFF(model.combine), 0, 0, COMBINE_NAMES, "output: W[a;h]+b, or W_o tanh(W_c[a;h])"},
     {"model.init_range", K_FLOAT, OFF(model.init_range), 0, 10, NULL, "uniform initialisation range"},
     {"train.optimizer", K_ENUM, OFF(train.optimizer), 0, 0, OPTIMIZER_NAMES, "optimizer"},
@@ -158,6 +160,7 @@ void config_defaults(Config *c) {
     m->decoder_hidden = 128;
     m->attention = ATTN_DOT;
     m->kq = 128;
+    m->heads = 8;
     m->combine = COMBINE_LUONG;
     m->init_range = 0.1f;
     ConfigTrain *r = &c->train;

@@ -15,6 +15,11 @@ S2sStatus model_check_config(const ConfigModel *c, const char *origin, S2sError 
                         "%s: model.attention: \"%s\" scores h . enc_t, so decoder_hidden (%d) must equal the encoder "
                         "output size (%d = %s%d); use scaled_dot or general, or change the sizes",
                         origin, ATTN_KIND_NAMES[c->attention], c->decoder_hidden, enc_dim, c->bidirectional ? "2 x " : "", c->encoder_hidden);
+    if (c->attention == ATTN_MULTIHEAD && c->decoder_hidden % c->heads != 0)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "%s: model.heads: multihead splits decoder_hidden (%d) into heads of equal width, so heads (%d) "
+                        "must divide it",
+                        origin, c->decoder_hidden, c->heads);
     if (!c->bidirectional && c->encoder_hidden != c->decoder_hidden)
         return s2s_fail(err, S2S_ERR_CONFIG,
                         "%s: model.decoder_hidden: a unidirectional encoder hands its final state to the decoder, so "
@@ -57,12 +62,13 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     if (cfg->bidirectional) linear_init(&m->bridge, ps, "encoder.fc", m->enc_dim, Hd, true);
     embedding_init(&m->dec_emb, ps, "decoder.embedding", trg_vocab, Et);
     rnn_init(&m->dec_rnn, ps, "decoder.rnn", cell, Et, Hd, cfg->layers, false, cfg->layers == 1);
-    attn_init(&m->attn, attn_variant(cfg->attention), ps, "decoder.attention", Hd, m->enc_dim, cfg->kq);
+    attn_init(&m->attn, attn_variant(cfg->attention), ps, "decoder.attention", Hd, m->enc_dim, cfg->kq, cfg->heads);
+    int C = m->attn.ctx_dim;
     if (is_luong(m)) {
-        linear_init(&m->w_c, ps, "decoder.W_c", m->enc_dim + Hd, Hd, false);
+        linear_init(&m->w_c, ps, "decoder.W_c", C + Hd, Hd, false);
         linear_init(&m->out, ps, "decoder.out", Hd, trg_vocab, true);
     } else {
-        linear_init(&m->out, ps, "decoder.out", m->enc_dim + Hd, trg_vocab, true);
+        linear_init(&m->out, ps, "decoder.out", C + Hd, trg_vocab, true);
     }
 }
 
@@ -119,10 +125,13 @@ double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, Mo
     case ATTN_SCALED_DOT:
     case ATTN_ADDITIVE: K = cfg->kq; break;
     case ATTN_GENERAL: K = Hd; break;
+    case ATTN_MULTIHEAD: K = 2 * Hd; break; /* keys and values */
     }
     double b = B, s = S, t = T;
-    double x[8] = {b * (s * Es + t * Et), b * s * dirs * L * G * He, b * s * D * L, b * t * L * G * Hd, b * t * (D + Hd),
-                   b * (t - 1) * trg_vocab, weights ? b * t * s : 0, b * (s + t) * K};
+    bool multihead = cfg->attention == ATTN_MULTIHEAD;
+    double C = multihead ? Hd : D, heads = multihead ? cfg->heads : 1; /* the context's size; score maps */
+    double x[8] = {b * (s * Es + t * Et), b * s * dirs * L * G * He, b * s * D * L, b * t * L * G * Hd, b * t * (C + Hd),
+                   b * (t - 1) * trg_vocab, weights ? b * t * s * heads : 0, b * (s + t) * K};
     double floats = 0;
     for (int i = 0; i < 8; i++) floats += COEF[kind][i] * x[i];
     /* training steps have since freed dead values in backward (tape.h: free_values) and keep
@@ -317,7 +326,7 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
         ds->h[l] = d.h_last[l][0];
         ds->c[l] = d.c_last[l][0];
     }
-    Tensor *ctx = attn_forward(t, &m->attn, d.out, ds->enc, ds->mask, weights, &ds->keys);
+    Tensor *ctx = attn_forward(t, &m->attn, d.out, ds->enc, ds->mask, weights, &ds->cache);
     Tensor *logits = output_layer(t, m, ctx, d.out); /* (1, N, V) */
     return tape_reshape2(t, logits, N, m->trg_vocab);
 }
@@ -353,7 +362,8 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
     S2S_ASSERT(n > 0 && n <= N);
     for (int i = 1; i < n; i++) S2S_ASSERT(rows[i] > rows[i - 1]);
     keep_rows_tm(ds->enc, N, rows, n);
-    if (ds->keys) keep_rows_tm(ds->keys, N, rows, n);
+    if (ds->cache.keys) keep_rows_tm(ds->cache.keys, N, rows, n);
+    if (ds->cache.values) keep_rows_tm(ds->cache.values, N, rows, n);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_start) */
     for (int i = 0; i < n; i++) memmove(mask + (size_t)i * S, mask + (size_t)rows[i] * S, (size_t)S);
     for (int l = 0; l < m->cfg.layers; l++) {

@@ -46,6 +46,44 @@ class Attention(Base):
 
 mg.Attention = Attention
 
+
+class MultiheadAttention(nn.MultiheadAttention):
+    """model.attention = "multihead": nn.MultiheadAttention(dec_hid, heads, kdim=vdim=enc_dim)
+    with the decoder state as the one query; its parameters sit under decoder.attention."""
+
+    def __init__(self, dec_hid, enc_dim, heads):
+        super().__init__(dec_hid, heads, kdim=enc_dim, vdim=enc_dim)
+
+    def forward(self, h, enc, mask):
+        out, alpha = super().forward(h.unsqueeze(0), enc, enc, key_padding_mask=~mask.t(), need_weights=True,
+                                     average_attn_weights=True)
+        return out.squeeze(0), alpha.squeeze(1)  # [B, Hd], [B, S]
+
+
+class Decoder(mg.Decoder):
+    """The context of multihead attention is dec_hid wide: the output layer follows it."""
+
+    def __init__(self, vocab, emb, hid, enc_dim, cell, attention, kq, combine, heads=None):
+        super().__init__(vocab, emb, hid, enc_dim, cell, attention if attention != "multihead" else "dot", kq, combine)
+        if attention == "multihead":
+            self.attention = MultiheadAttention(hid, enc_dim, heads)
+            if combine == "concat":
+                self.out = nn.Linear(hid + hid, vocab)
+            else:
+                self.W_c = nn.Linear(hid + hid, hid, bias=False)
+
+
+class Seq2Seq(mg.Seq2Seq):
+    def __init__(self, c):
+        super().__init__(c)
+        if c["attention"] == "multihead":
+            enc_dim = c["enc_hid"] * (2 if c["bidirectional"] else 1)
+            self.decoder = Decoder(c["trg_vocab"], c["emb"], c["dec_hid"], enc_dim, c["cell"], c["attention"], c["kq"],
+                                   c["combine"], c["heads"])
+
+
+mg.Seq2Seq = Seq2Seq
+
 CASES = {
     "bigru_general": dict(mg.BASE, attention="general"),
     "bigru_additive": dict(mg.BASE, attention="additive"),
@@ -59,6 +97,10 @@ CASES = {
                                     attention="meanpool"),
     "lstm_bi_luong_dot": dict(cell="lstm", bidirectional=True, src_vocab=7, trg_vocab=9, emb=6, enc_hid=3, dec_hid=6,
                               kq=2, combine="luong", src_len=[1, 5, 3], trg_len=[4, 2, 7], attention="dot"),
+    "bigru_multihead": dict(mg.BASE, attention="multihead", heads=2, dec_hid=6),
+    "gru_uni_luong_multihead": dict(cell="gru", bidirectional=False, src_vocab=9, trg_vocab=10, emb=5, enc_hid=8,
+                                    dec_hid=8, kq=3, heads=4, combine="luong", src_len=[4, 7, 2, 5, 1],
+                                    trg_len=[3, 9, 5, 2, 6], attention="multihead"),
 }
 
 if __name__ == "__main__":

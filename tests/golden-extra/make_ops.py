@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Golden values for single ops against PyTorch: layer norm (forward and every gradient),
-in float64 so that the C float32 results are compared with the exact values.
+"""Golden values for single ops and layers against PyTorch, in float64 from float32 inputs so
+that the C float32 results are compared with the exact values: layer norm (forward and every
+gradient) and nn.MultiheadAttention (output, mean and per-head weights, every gradient).
 
 Test data generator, not part of the product. Run: /usr/bin/python3 make_ops.py
-(needs Debian's python3-torch). Writes ops/layer_norm.json."""
+(needs Debian's python3-torch). Writes ops/layer_norm.json and ops/multihead.json."""
 import json
 import os
 
@@ -49,5 +50,45 @@ def main():
         json.dump({"torch": torch.__version__, "cases": cases}, f)
 
 
+def multihead_case(name, T, S, B, E, D, heads, lens, seed):
+    """nn.MultiheadAttention(E, heads, kdim=D, vdim=D), batch_first=False, key_padding_mask from
+    lens; parameters as PyTorch names them (in_proj_weight when D == E)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rnd(*shape, lo=-1.0, hi=1.0):
+        return ((torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).float().double())
+
+    mha = torch.nn.MultiheadAttention(E, heads, kdim=D, vdim=D).double()
+    params = {}
+    with torch.no_grad():
+        for pname, p in mha.named_parameters():
+            p.copy_(rnd(*p.shape, lo=-0.5, hi=0.5))
+            params[pname] = p
+    dec = rnd(T, B, E).requires_grad_(True)
+    enc = rnd(S, B, D).requires_grad_(True)
+    pad = torch.tensor([[s >= lens[b] for s in range(S)] for b in range(B)])  # True: padding
+    out, w_mean = mha(dec, enc, enc, key_padding_mask=pad, need_weights=True, average_attn_weights=True)
+    _, w_heads = mha(dec, enc, enc, key_padding_mask=pad, need_weights=True, average_attn_weights=False)
+    seed_grad = rnd(T, B, E)
+    (out * seed_grad).sum().backward()
+    return {"name": name, "T": T, "S": S, "B": B, "E": E, "D": D, "heads": heads, "lens": lens,
+            "dec": flat(dec), "enc": flat(enc), "seed": flat(seed_grad),
+            "params": {k: flat(v) for k, v in params.items()},
+            "out": flat(out), "weights": flat(w_mean), "head_weights": flat(w_heads),
+            "grads": {"dec": flat(dec.grad), "enc": flat(enc.grad),
+                      **{k: flat(v.grad) for k, v in params.items()}}}
+
+
+def main_multihead():
+    cases = [
+        multihead_case("separate_kv_dims", 3, 5, 2, 8, 12, 2, [5, 3], 11),  # q/k/v_proj_weight
+        multihead_case("fused_in_proj", 4, 6, 3, 12, 12, 4, [6, 1, 4], 12),  # in_proj_weight
+        multihead_case("one_head", 2, 3, 2, 6, 10, 1, [2, 3], 13),
+    ]
+    with open(os.path.join(HERE, "ops", "multihead.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "cases": cases}, f)
+
+
 if __name__ == "__main__":
     main()
+    main_multihead()
