@@ -4,6 +4,7 @@
 #include "test_util.h"
 #include "s2s/checkpoint.h"
 #include "s2s/data.h"
+#include "s2s/viz.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -100,6 +101,40 @@ Test(cli, small_reversal_run_learns_and_translate_reverses_unseen_strings, .time
     cr_expect_eq(tu_sh("echo abc | %s/translate %s/run/model.bin --int8 --bf16 > /dev/null 2>&1", tu_bin(), d), 2);
     free(want);
     task_free(&td);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* Multi-head attention learns the reversal too, and its pictures show the heads: after each
+ * epoch attention/epochNN_exK_heads.png beside the mean's picture, and ./translate --heatmap
+ * writes NNNN_heads.png (the mean and each head, one panel each) beside NNNN.png. */
+Test(cli, multihead_run_learns_and_draws_its_heads, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_config(d, 6);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set attention=multihead --set heads=4 --out %s/run > %s/out.txt 2>&1",
+                       tu_bin(), d, d, d),
+                 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    char run[256];
+    snprintf(run, sizeof run, "%s/run", d);
+    double exact = last_test_metric(run, "test_exact_match");
+    cr_expect_geq(exact, 0.95, "test exact match %.3f after 6 epochs", exact);
+    Image one, heads;
+    S2sError err;
+    cr_assert_eq(png_read(tu_path(run, "attention/epoch06_ex1.png"), &one, &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(png_read(tu_path(run, "attention/epoch06_ex1_heads.png"), &heads, &err), S2S_OK, "%s", err.msg);
+    cr_expect_geq(heads.w, 2 * one.w, "5 panels, 3 a row: %d pixels wide, one heatmap %d", heads.w, one.w);
+    cr_expect_geq(heads.h, 2 * one.h - 40);
+    image_free(&one);
+    image_free(&heads);
+    cr_assert_eq(tu_sh("printf 'abcd\\ndcba\\n' | %s/translate %s/model.bin --heatmap %s/pics > /dev/null", tu_bin(), run, d), 0);
+    cr_expect(access(tu_path(d, "pics/0001.png"), F_OK) == 0 && access(tu_path(d, "pics/0001_heads.png"), F_OK) == 0 &&
+              access(tu_path(d, "pics/0002_heads.png"), F_OK) == 0);
+    /* heads must divide decoder_hidden: a config error naming both */
+    cr_expect_eq(tu_sh("%s/train --config %s/small.json --set attention=multihead --set heads=5 --out %s/bad > /dev/null 2> %s/err.txt",
+                       tu_bin(), d, d, d),
+                 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "model.heads") && tu_file_has(tu_path(d, "err.txt"), "(48)"), "%s",
+              tu_slurp(tu_path(d, "err.txt"), NULL));
     tu_rm_rf(d);
     free(d);
 }

@@ -83,6 +83,45 @@ Test(viz, heatmap_cells_and_labels) {
     font_close(font);
 }
 
+/* Several heatmaps in one picture (multi-head attention): panels in cells of the largest's
+ * size, per_row a row, each cell of each panel the colour of its weight. */
+Test(viz, heatmap_grid_panels) {
+    enum { R = 2, C = 3, N = 3 };
+    float w[N][R * C];
+    for (int k = 0; k < N; k++)
+        for (int i = 0; i < R * C; i++) w[k][i] = (float)((k * 7 + i * 3) % 10) / 9.0f;
+    const char *rows[R] = {"a", "b"}, *cols[C] = {"x", "y", "z"};
+    Font *font = font_open(NULL);
+    Heatmap maps[N];
+    const char *titles[N] = {"mean of the heads", "head 1 of 2", "head 2 of 2"};
+    for (int k = 0; k < N; k++) maps[k] = (Heatmap){w[k], R, C, rows, cols, titles[k]};
+    char *p = tmp_png("grid");
+    S2sError err;
+    cr_assert_eq(heatmap_grid_write_png(p, maps, N, 2, font, &err), S2S_OK, "%s", err.msg);
+    Image im;
+    cr_assert_eq(png_read(p, &im, &err), S2S_OK, "%s", err.msg);
+    int cw = 0, ch = 0;
+    for (int k = 0; k < N; k++) {
+        HeatmapLayout L = heatmap_layout(&maps[k], font);
+        cw = L.width > cw ? L.width : cw;
+        ch = L.height > ch ? L.height : ch;
+    }
+    cr_expect(im.w == 2 * cw && im.h == 2 * ch, "%d x %d, cells %d x %d", im.w, im.h, cw, ch);
+    for (int k = 0; k < N; k++) {
+        HeatmapLayout L = heatmap_layout(&maps[k], font);
+        int ox = (k % 2) * cw, oy = (k / 2) * ch;
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < C; j++) {
+                Rgb want = viz_colormap(w[k][i * C + j]);
+                Rgb got = image_get(&im, ox + L.x0 + j * L.cell + L.cell / 2, oy + L.y0 + i * L.cell + L.cell / 2);
+                cr_expect(got.r == want.r && got.g == want.g && got.b == want.b, "panel %d cell (%d, %d)", k, i, j);
+            }
+    }
+    image_free(&im);
+    unlink(p);
+    font_close(font);
+}
+
 Test(viz, heatmap_without_a_font) {
     cr_expect_null(font_open("/nonexistent/font.ttf"));
     heatmap_case(NULL);

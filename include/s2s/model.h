@@ -80,6 +80,10 @@ ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b);
  * ending at its <eos> (not stored) or at max_len; out_len (B). attn, when not NULL, gets
  * (B, max_len, S) weights (0 where the variant has none). */
 void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn);
+/* The same with each head's weights of multi-head attention too: heads_attn (B, max_len,
+ * heads, S), or NULL; only with a multihead model of more than one head. */
+void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn,
+                        float *heads_attn);
 /* best[r] = the highest-scoring output token of logits row r (rows × V): never <pad> or
  * <sos>, the first of equals; rows split over the threads. */
 void model_argmax_rows(const Tensor *logits, int rows, int32_t *best);
@@ -102,6 +106,8 @@ typedef struct DecodeState {
 void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState *ds);
 /* Feeds tokens (N) and returns the logits (N, V); *weights gets (N, 1, S) or NULL. */
 Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights);
+/* The same with the attention's weights in w (multihead: per head as well, when w->want_heads). */
+Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
 /* Row i of the state becomes the old row parent[i]. */
 void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent);
 /* Call at the end of each step, once its outputs are used: keeps the state in two buffers

@@ -21,6 +21,10 @@ typedef struct DecodedAttention {
 
 S2sStatus visuals_heatmap(const char *path, const char *title, const Vocab *src, const Vocab *trg,
                           const DecodedAttention *a, Font *font, S2sError *err);
+/* Multi-head attention: the heads' mean (a->attn) and each head's weights in one picture, a
+ * panel each. heads_attn holds, per output step, `heads` rows of a->stride weights. */
+S2sStatus visuals_heatmap_heads(const char *path, const char *title, const Vocab *src, const Vocab *trg,
+                                const DecodedAttention *a, int heads, const float *heads_attn, Font *font, S2sError *err);
 
 /* dir/curves.png from the epoch lines of dir/log.jsonl: train and validation loss above, the
  * validation metric (exact match or BLEU) below. */

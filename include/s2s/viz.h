@@ -65,6 +65,9 @@ typedef struct HeatmapLayout {
 
 HeatmapLayout heatmap_layout(const Heatmap *hm, Font *font);
 S2sStatus heatmap_write_png(const char *path, const Heatmap *hm, Font *font, S2sError *err);
+/* n heatmaps in one picture, per_row panels a row (the heads of multi-head attention); each
+ * panel as heatmap_write_png draws it alone, in a cell of the largest panel's size. */
+S2sStatus heatmap_grid_write_png(const char *path, const Heatmap *maps, int n, int per_row, Font *font, S2sError *err);
 
 /* Line plots (learning curves): up to PLOT_MAX_SERIES series on a shared x axis, a left y axis. */
 #define PLOT_MAX_SERIES 8

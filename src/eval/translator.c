@@ -12,7 +12,7 @@
 #define HEATMAP_BATCH_BYTES ((size_t)256 << 20)
 
 static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn,
-                         long line_no, TranslatedLine *r) {
+                         const float *heads, long line_no, TranslatedLine *r) {
     char path[PATH_MAX + 32], title[256];
     snprintf(path, sizeof path, "%s/%04ld.png", t->heatmap_dir, line_no);
     snprintf(title, sizeof title, "%s - %s attention - line %ld", t->heatmap_name ? t->heatmap_name : "model",
@@ -21,7 +21,14 @@ static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32
     for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
     DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
     S2sError err;
-    if (visuals_heatmap(path, title, t->src, t->trg, &a, t->font, &err)) snprintf(r->warning, sizeof r->warning, "%s", err.msg);
+    S2sStatus st = visuals_heatmap(path, title, t->src, t->trg, &a, t->font, &err);
+    if (!st && heads) { /* multihead: the heads' mean and each head, DIR/NNNN_heads.png */
+        int H = t->model->attn.heads;
+        snprintf(path, sizeof path, "%s/%04ld_heads.png", t->heatmap_dir, line_no);
+        snprintf(title, sizeof title, "line %ld - mean of %d heads", line_no, H);
+        st = visuals_heatmap_heads(path, title, t->src, t->trg, &a, H, heads, t->font, &err);
+    }
+    if (st) snprintf(r->warning, sizeof r->warning, "%s", err.msg);
     free(src);
 }
 
@@ -34,13 +41,18 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
         int *ol = s2s_xmalloc((size_t)nb * sizeof *ol);
         bool draw = t->heatmap_dir && t->model->attn.v->has_weights;
         float *attn = draw ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
-        model_greedy(t->tape, t->model, b, L, o, ol, attn);
+        int H = t->model->attn.heads;
+        float *heads = draw && H > 1 ? s2s_xmalloc((size_t)nb * L * H * b->S * sizeof *heads) : NULL;
+        model_greedy_heads(t->tape, t->model, b, L, o, ol, attn, heads);
         for (int i = 0; i < nb; i++) {
             int line = row_line[b->index[i]];
             out[line].text[0] = task_decode_target(&t->cfg->task, t->trg, o + (size_t)i * L, ol[i]);
-            if (draw) draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S, first_line + line + 1, &out[line]);
+            if (draw)
+                draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
+                             heads ? heads + (size_t)i * L * H * b->S : NULL, first_line + line + 1, &out[line]);
         }
         free(attn);
+        free(heads);
         free(o);
         free(ol);
         return;
@@ -88,8 +100,9 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
     }
     if (d.n) {
         int per_batch = t->beam > 1 ? 32 : 64;
-        if (t->heatmap_dir) { /* B × L × S attention weights kept for the pictures */
-            size_t row = (size_t)eval_max_len(t->max_len, longest) * longest * sizeof(float);
+        if (t->heatmap_dir) { /* B × L × S attention weights kept for the pictures (and × heads per head) */
+            int H = t->model->attn.heads;
+            size_t row = (size_t)eval_max_len(t->max_len, longest) * longest * sizeof(float) * (H > 1 ? 1 + (size_t)H : 1);
             size_t fit = HEATMAP_BATCH_BYTES / (row ? row : 1);
             if (fit < (size_t)per_batch) per_batch = fit > 0 ? (int)fit : 1;
         }

@@ -28,6 +28,38 @@ S2sStatus visuals_heatmap(const char *path, const char *title, const Vocab *src,
     return st;
 }
 
+S2sStatus visuals_heatmap_heads(const char *path, const char *title, const Vocab *src, const Vocab *trg,
+                                const DecodedAttention *a, int heads, const float *heads_attn, Font *font, S2sError *err) {
+    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns;
+    if (rows == 0 || ns == 0) return S2S_OK;
+    const char **rl = s2s_xmalloc((size_t)rows * sizeof *rl), **cl = s2s_xmalloc((size_t)ns * sizeof *cl);
+    for (int i = 0; i < a->nout; i++) rl[i] = trg->tokens[a->out[i]];
+    if (a->ended) rl[a->nout] = "<eos>";
+    for (int j = 0; j < ns; j++) cl[j] = src->tokens[a->src[j]];
+    int n = heads + 1;
+    float *w = s2s_xmalloc((size_t)n * rows * ns * sizeof *w);
+    char(*titles)[96] = s2s_xmalloc((size_t)n * sizeof *titles);
+    Heatmap *maps = s2s_xmalloc((size_t)n * sizeof *maps);
+    for (int k = 0; k < n; k++) {
+        float *wk = w + (size_t)k * rows * ns;
+        for (int i = 0; i < rows; i++) {
+            const float *from = k == 0 ? a->attn + (size_t)i * a->stride
+                                       : heads_attn + ((size_t)i * heads + (k - 1)) * a->stride;
+            memcpy(wk + (size_t)i * ns, from, (size_t)ns * sizeof *wk);
+        }
+        if (k == 0) snprintf(titles[k], sizeof titles[k], "%.80s", title ? title : "mean of the heads");
+        else snprintf(titles[k], sizeof titles[k], "head %d of %d", k, heads);
+        maps[k] = (Heatmap){wk, rows, ns, rl, cl, titles[k]};
+    }
+    S2sStatus st = heatmap_grid_write_png(path, maps, n, n <= 4 ? n : n <= 9 ? 3 : 4, font, err);
+    free(maps);
+    free(titles);
+    free(w);
+    free(rl);
+    free(cl);
+    return st;
+}
+
 /* The epoch lines of a log, as columns: epoch, train loss, validation loss and metric. */
 typedef struct Curves {
     double *x, *tl, *vl, *mv;

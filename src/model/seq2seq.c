@@ -319,6 +319,13 @@ void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step) {
 }
 
 Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights) {
+    AttnWeights w = {0};
+    Tensor *logits = model_decode_step_heads(t, m, ds, tokens, &w);
+    if (weights) *weights = w.mean;
+    return logits;
+}
+
+Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
     int N = ds->N, L = m->cfg.layers;
     Tensor *x = tape_reshape3(t, embedding_forward(t, &m->dec_emb, tokens, N), 1, N, tensor_cols(m->dec_emb.w));
     RnnOutput d = rnn_forward(t, &m->dec_rnn, x, NULL, ds->h, ds->c);
@@ -326,7 +333,7 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
         ds->h[l] = d.h_last[l][0];
         ds->c[l] = d.c_last[l][0];
     }
-    Tensor *ctx = attn_forward(t, &m->attn, d.out, ds->enc, ds->mask, weights, &ds->cache);
+    Tensor *ctx = attn_forward_heads(t, &m->attn, d.out, ds->enc, ds->mask, w, &ds->cache);
     Tensor *logits = output_layer(t, m, ctx, d.out); /* (1, N, V) */
     return tape_reshape2(t, logits, N, m->trg_vocab);
 }
@@ -419,6 +426,13 @@ void model_argmax_rows(const Tensor *logits, int rows, int32_t *best) {
 }
 
 void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn) {
+    model_greedy_heads(t, m, b, max_len, out, out_len, attn, NULL);
+}
+
+void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn,
+                        float *heads_attn) {
+    int H = m->attn.heads;
+    S2S_ASSERT(!heads_attn || H > 1);
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
     t->training = false;
@@ -436,9 +450,11 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
         out_len[i] = 0;
     }
     if (attn) memset(attn, 0, (size_t)B * max_len * S * sizeof *attn);
+    if (heads_attn) memset(heads_attn, 0, (size_t)B * max_len * H * S * sizeof *heads_attn);
     for (int step = 0; step < max_len && ds.N > 0; step++) {
-        Tensor *w = NULL;
-        Tensor *logits = model_decode_step(t, m, &ds, tok, &w);
+        AttnWeights aw = {.want_heads = heads_attn != NULL};
+        Tensor *logits = model_decode_step_heads(t, m, &ds, tok, &aw);
+        const Tensor *w = aw.mean;
         int alive = 0;
         model_argmax_rows(logits, ds.N, bests);
         for (int r = 0; r < ds.N; r++) {
@@ -446,6 +462,9 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
             if (done[i]) continue; /* finished, not yet dropped */
             int best = bests[r];
             if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, w->data + (size_t)r * S, (size_t)S * sizeof *attn);
+            if (heads_attn && aw.heads) /* (N·H, 1, S): row r's heads are rows r·H … */
+                memcpy(heads_attn + ((size_t)i * max_len + step) * H * S, aw.heads->data + (size_t)r * H * S,
+                       (size_t)H * S * sizeof *heads_attn);
             if (best == TOK_EOS) {
                 done[i] = 1;
                 continue;

@@ -223,8 +223,10 @@ static void draw_epoch(Run *r) {
         int32_t *out = s2s_xmalloc((size_t)n * L * sizeof *out);
         int *len = s2s_xmalloc((size_t)n * sizeof *len);
         float *attn = s2s_xmalloc((size_t)n * L * b.S * sizeof *attn);
+        int H = r->model.attn.heads; /* multihead: each head's weights too, in a second picture */
+        float *heads = H > 1 ? s2s_xmalloc((size_t)n * L * H * b.S * sizeof *heads) : NULL;
         tape_reset(&r->tape);
-        model_greedy(&r->tape, &r->model, &b, L, out, len, attn);
+        model_greedy_heads(&r->tape, &r->model, &b, L, out, len, attn, heads);
         S2sStatus st = S2S_OK;
         for (int i = 0; i < n && !st; i++) {
             int e = b.index[i];
@@ -234,10 +236,17 @@ static void draw_epoch(Run *r) {
             snprintf(title, sizeof title, "%s - %s attention - epoch %d - validation example %d", r->cfg->name,
                      ATTN_KIND_NAMES[r->cfg->model.attention], r->st.epoch, i + 1);
             st = visuals_heatmap(path, title, &r->data.src_vocab, &r->data.trg_vocab, &a, r->font, &err);
+            if (!st && heads) {
+                snprintf(path, sizeof path, "%s/%s/epoch%02d_ex%d_heads.png", dir, RUN_ATTENTION, r->st.epoch, i + 1);
+                snprintf(title, sizeof title, "%s - epoch %d - example %d - mean of %d heads", r->cfg->name, r->st.epoch, i + 1, H);
+                st = visuals_heatmap_heads(path, title, &r->data.src_vocab, &r->data.trg_vocab, &a, H,
+                                           heads + (size_t)i * L * H * b.S, r->font, &err);
+            }
         }
         free(out);
         free(len);
         free(attn);
+        free(heads);
         batch_free(&b);
         if (st) goto warn;
     }
