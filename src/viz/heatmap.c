@@ -1,6 +1,7 @@
 /* heatmap.c — attention heatmaps: output tokens down, source tokens across, a colour scale. */
 #include "s2s/viz.h"
 
+#include <limits.h>
 #include <stdio.h>
 
 static const Rgb WHITE = {255, 255, 255}, BLACK = {20, 20, 20}, GREY = {90, 90, 90};
@@ -85,9 +86,8 @@ S2sStatus heatmap_grid_write_png(const char *path, const Heatmap *maps, int n, i
     }
     int cols = n < per_row ? n : per_row, rows = (n + per_row - 1) / per_row;
     Image im;
-    S2sStatus st = (long)cw * cols > IMAGE_MAX_SIDE || (long)ch * rows > IMAGE_MAX_SIDE
-                       ? s2s_fail(err, S2S_ERR_DATA, "a picture of %ld x %ld pixels", (long)cw * cols, (long)ch * rows)
-                       : image_new(&im, cw * cols, ch * rows, WHITE, err);
+    long W = (long)cw * cols, Hh = (long)ch * rows; /* image_new refuses what is too large */
+    S2sStatus st = image_new(&im, W > INT_MAX ? INT_MAX : (int)W, Hh > INT_MAX ? INT_MAX : (int)Hh, WHITE, err);
     if (st) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
