@@ -207,6 +207,15 @@ Test(compare, arguments_are_checked, .timeout = 60) {
         {"--attention dot,dummy,meanpool,dot,a,b,c,d,e,f,g,h,i,j,k,l,m --seeds 1", "--attention: at most 16 items"},
         {"--attention dot --seeds 1 --bogus", "--bogus: unknown option"},
         {"--attention nope --seeds 1", "model.attention: expected one of"},
+        {"--vary heads --seeds 1", "--vary heads: expected key=value,value,..."},
+        {"--vary heads=2,4,2 --seeds 1", "--vary heads: 2 is given twice"},
+        {"--vary nokey=1,2 --seeds 1", "unknown key \"nokey\""},
+        {"--vary heads=1,x --seeds 1", "model.heads: \"x\" is not a value"},
+        {"--vary seed=1,2 --seeds 1", "--vary seed: the seeds are --seeds"},
+        {"--vary threads=1,2 --seeds 1", "--vary train.threads: threads change no number"},
+        {"--attention dot,dummy --vary model.attention=dot --seeds 1", "model.attention is varied twice"},
+        {"--vary heads=1,2,3,4 --vary lr=0.1,0.2,0.3,0.4,0.5 --seeds 1", "more than 16 variants"},
+        {"--vary a=1 --vary b=1 --vary c=1 --vary d=1 --vary e=1 --seeds 1", "--vary: at most 4 keys"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = tu_sh("%s/compare --config %s %s --out %s/cmp > /dev/null 2> %s/err.txt", tu_bin(), cfg, cases[i].args, d, d);
@@ -334,6 +343,45 @@ Test(compare, a_crashed_training_is_called_crashed, .timeout = 60) {
     cr_expect(file_has(d, "out.txt", "dot seed 1: CRASHED (signal 11: Segmentation fault)"), "%s",
               tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(!file_has(d, "out.txt", "interrupted"));
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* --vary: any key, several for a grid. Folders key=value,...-seedN, each run trained with its
+ * values (its config says so), the table's variants named by the keys that differ and headed
+ * by what varies; --runs on the same folders names them the same way. */
+Test(compare, vary_makes_a_grid_of_any_keys, .timeout = 240) {
+    char *d = tu_tmpdir();
+    char cfg[600];
+    write_tinycmp(cfg, sizeof cfg, d, 1);
+    cr_assert_eq(tu_sh("%s/compare --config %s --set attention=multihead --vary model.heads=1,4 --vary cell=gru,lstm --seeds 1 "
+                       "--out %s/cmp > %s/out.txt 2>&1",
+                       tu_bin(), cfg, d, d),
+                 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    const char *dirs[] = {"heads=1,cell=gru-seed1", "heads=1,cell=lstm-seed1", "heads=4,cell=gru-seed1", "heads=4,cell=lstm-seed1"};
+    for (int i = 0; i < 4; i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/cmp/%s/config.json", d, dirs[i]);
+        Config c;
+        config_defaults(&c);
+        S2sError err;
+        cr_assert_eq(config_load(&c, p, &err), S2S_OK, "%s", err.msg);
+        cr_expect_eq(c.model.heads, i < 2 ? 1 : 4, "%s", dirs[i]);
+        cr_expect_eq((int)c.model.cell, i % 2 ? (int)MODEL_CELL_LSTM : (int)MODEL_CELL_GRU, "%s", dirs[i]);
+        cr_expect_eq((int)c.model.attention, (int)ATTN_MULTIHEAD);
+    }
+    char *md = tu_slurp(tu_path(d, "cmp/summary.md"), NULL);
+    cr_expect(strstr(md, "| variant | runs |") && strstr(md, "| cell=gru,heads=1 | 1 |") && strstr(md, "| cell=lstm,heads=4 | 1 |"),
+              "%s", md);
+    free(md);
+    cr_expect(file_has(d, "cmp/summary.json", "\"varies\":\t\"variant\""));
+    /* one key: the table is headed by it and names variants by their values */
+    cr_assert_eq(tu_sh("%s/compare --runs %s/cmp/heads=1,cell=gru-seed1 %s/cmp/heads=4,cell=gru-seed1 --out %s/two > /dev/null 2>&1",
+                       tu_bin(), d, d, d),
+                 0);
+    md = tu_slurp(tu_path(d, "two/summary.md"), NULL);
+    cr_expect(strstr(md, "| model.heads | runs |") && strstr(md, "| 1 | 1 |") && strstr(md, "| 4 | 1 |"), "%s", md);
+    free(md);
     tu_rm_rf(d);
     free(d);
 }

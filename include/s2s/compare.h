@@ -1,5 +1,6 @@
-/* compare.h — comparing attention variants across seeds: the results of finished runs,
- * their mean, variance and range per variant, and paired bootstrap tests between variants.
+/* compare.h — comparing variants (attention, or any config key) across seeds: the results of
+ * finished runs, their mean, variance and range per variant, and paired bootstrap tests
+ * between variants. A variant is named by the config keys in which the runs differ.
  *
  * A RunResult owns the lines of its run's test.hyp and test.ref; a Comparison owns copies of
  * what it reports. Nothing here starts processes: ./compare does (src/cli/compare.c). */
@@ -7,16 +8,19 @@
 #define S2S_COMPARE_H
 
 #include "s2s/common.h"
+#include "s2s/config.h"
 
 #include <stdio.h>
 
 #define COMPARE_MAX_VARIANTS 16
 #define COMPARE_MAX_POINTS 64  /* runs per variant drawn as points */
 #define COMPARE_MAX_EPOCHS 200 /* epochs of the validation curves */
+#define COMPARE_NAME 96         /* a variant's name, with its terminating NUL */
 
 typedef struct RunResult {
     char dir[512];
-    char variant[32];
+    char variant[COMPARE_NAME]; /* compare_label_runs names it; the attention until then */
+    Config cfg;              /* the run's config */
     long seed;
     bool translation;        /* BLEU; otherwise exact match */
     bool sacre;              /* a subword run: its BLEU is sacreBLEU's on raw text */
@@ -34,6 +38,12 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err);
 void compare_free_run(RunResult *r);
 /* Whether dir holds a finished run (its log has the test line). */
 bool compare_run_finished(const char *dir);
+/* Names each run's variant by the config keys whose values differ between the runs (the seed,
+ * threads and run name aside): the value alone when model.attention is the one such key
+ * (its variants keep their names), else "key=value" pairs joined by ","; the attention when
+ * no key differs. header (COMPARE_NAME bytes) gets what the names are: "attention", the one
+ * key's path, or "variant". */
+void compare_label_runs(RunResult *runs, int n, char *header);
 
 typedef struct Stat {
     int n;
@@ -43,7 +53,7 @@ typedef struct Stat {
 Stat compare_stat(const double *x, int n);
 
 typedef struct VariantSummary {
-    char name[32];
+    char name[COMPARE_NAME];
     int runs;
     Stat metric;             /* BLEU or exact match (%) */
     Stat token_acc;          /* reversal: greedy token accuracy (%) */
@@ -64,6 +74,7 @@ typedef struct PairTest {
 } PairTest;
 
 typedef struct Comparison {
+    char header[COMPARE_NAME]; /* what the variants are (compare_label_runs): "attention", a key */
     bool translation;
     bool sacre;              /* sacreBLEU on raw text (subword runs), not multi-bleu */
     const char *metric_name; /* "BLEU", "sacreBLEU" or "exact match (%)" */
@@ -75,9 +86,10 @@ typedef struct Comparison {
     int resamples;
 } Comparison;
 
-/* Groups runs by variant (in order of first appearance) and tests every pair with
- * `resamples` paired bootstrap resamples of the test sentences (deterministic). */
-S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Comparison *c, S2sError *err);
+/* Names the runs' variants (compare_label_runs), groups runs by variant (in order of first
+ * appearance) and tests every pair with `resamples` paired bootstrap resamples of the test
+ * sentences (deterministic). */
+S2sStatus compare_summarize(RunResult *runs, int n, int resamples, Comparison *c, S2sError *err);
 /* summary.md, summary.csv, summary.json, summary.png (bars) and curves.png (validation metric by
  * epoch) in dir; the Markdown table also to out. */
 S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err);

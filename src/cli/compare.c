@@ -1,4 +1,5 @@
-/* compare — attention variants × seeds: trains each pair as its own run (its own process,
+/* compare — variants × seeds: the attention (--attention) or any config keys (--vary, several
+ * for a grid); trains each pair as its own run (its own process,
  * threads split between jobs unless the config sets them), skips finished runs and resumes
  * interrupted ones, then tabulates: mean, variance, range, paired bootstrap tests;
  * summary.{md,csv,json,png}. A signal stops the trainings too (they save and can resume).
@@ -24,23 +25,32 @@
 #include <unistd.h>
 
 #define MAX_SEEDS 256
+#define MAX_VARY 4
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: compare --config FILE --attention A,B,... --seeds 1,2,3 [--jobs N] [--out DIR] [--set key=value]...\n"
+    fprintf(f, "usage: compare --config FILE (--attention A,B,... | --vary key=A,B,...) --seeds 1,2,3 [--jobs N]\n"
+               "               [--out DIR] [--set key=value]...\n"
                "       compare --runs DIR... [--out DIR]\n"
                "\n"
-               "Trains every (attention, seed) pair as DIR/<attention>-seed<N> (default DIR: runs/compare-<name>),\n"
+               "  --attention A,B  the attention variants (the same as --vary model.attention=A,B)\n"
+               "  --vary key=A,B   any config key's values; several --vary make a grid (at most %d keys, %d variants)\n"
+               "\n"
+               "Trains every (variant, seed) pair as DIR/<variant>-seed<N> (default DIR: runs/compare-<name>),\n"
                "skipping finished runs and resuming interrupted ones, then writes DIR/summary.md (printed too),\n"
                "summary.csv, summary.json, summary.png and curves.png: per variant the test metric's mean,\n"
                "variance, sd, min and max, the best validation loss's, epochs and time, the validation metric\n"
                "by epoch; paired bootstrap tests between variants. GEMM threads: the config's (train.threads),\n"
                "else the cores split between the --jobs.\n"
-               "--runs tabulates existing run folders instead.\n");
+               "--runs tabulates existing run folders instead; their variants are named by the config keys\n"
+               "in which the runs differ.\n",
+            MAX_VARY, COMPARE_MAX_VARIANTS);
 }
 
 typedef struct Job {
     char dir[PATH_MAX];
-    char variant[32];
+    char variant[COMPARE_NAME];
+    char sets[MAX_VARY][300]; /* the variant's --set arguments */
+    int n_sets;
     long seed;
     Config want;   /* the run's config as this comparison asks for it */
     pid_t pid;     /* while running */
@@ -98,14 +108,13 @@ static bool folder_matches(const Job *j, char *why, size_t n) {
 static pid_t start(const Job *j, const char *train, const char *config_path, const char *const *sets, int n_sets,
                    int threads, bool set_threads, bool resume) {
     char **args = s2s_xcalloc((size_t)(2 * n_sets + 16), sizeof *args);
-    char a_att[64], a_thr[32], a_seed[32];
+    char a_thr[32], a_seed[32];
     int k = 0;
     args[k++] = (char *)train;
     if (resume) {
         args[k++] = "--resume";
         args[k++] = (char *)j->dir;
     } else {
-        snprintf(a_att, sizeof a_att, "attention=%s", j->variant);
         snprintf(a_thr, sizeof a_thr, "threads=%d", threads);
         snprintf(a_seed, sizeof a_seed, "%ld", j->seed);
         args[k++] = "--config";
@@ -114,8 +123,10 @@ static pid_t start(const Job *j, const char *train, const char *config_path, con
             args[k++] = "--set";
             args[k++] = (char *)sets[i];
         }
-        args[k++] = "--set";
-        args[k++] = a_att;
+        for (int i = 0; i < j->n_sets; i++) {
+            args[k++] = "--set";
+            args[k++] = (char *)j->sets[i];
+        }
         if (set_threads) {
             args[k++] = "--set";
             args[k++] = a_thr;
@@ -154,17 +165,18 @@ static pid_t start(const Job *j, const char *train, const char *config_path, con
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines in order, also into a file */
     const char *config = NULL, *out = NULL;
-    char *attention = NULL, *seeds = NULL;
+    char *attention = NULL, *seeds = NULL, *vary[MAX_VARY];
     const char *sets[128];
-    int n_sets = 0, jobs = 1;
+    int n_sets = 0, jobs = 1, n_vary = 0;
     bool runs_mode = false;
     S2sError err;
-    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS };
+    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"config", required_argument, NULL, O_CONFIG},
         {"attention", required_argument, NULL, O_ATTENTION}, {"seeds", required_argument, NULL, O_SEEDS},
         {"out", required_argument, NULL, O_OUT},   {"jobs", required_argument, NULL, O_JOBS},
         {"set", required_argument, NULL, O_SET},   {"runs", no_argument, NULL, O_RUNS},
+        {"vary", required_argument, NULL, O_VARY},
         {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
@@ -182,17 +194,21 @@ int main(int argc, char **argv) {
             if (n_sets == 128) return usage_error("too many --set options");
             sets[n_sets++] = optarg;
             break;
+        case O_VARY:
+            if (n_vary == MAX_VARY) return usage_error("--vary: at most 4 keys");
+            vary[n_vary++] = optarg;
+            break;
         default: return args_common(opt, "compare", usage, argv, optind, optopt);
         }
     }
     int n_runs = argc - optind;
     char **runs = argv + optind;
-    char outdir[PATH_MAX - 64];
+    char outdir[PATH_MAX - 160]; /* room for /<variant>-seed<N> */
     Job *job = NULL;
     int n_jobs = 0, rc = 0;
     FileLock out_lock = {-1};
     if (runs_mode) {
-        if (!n_runs || config || attention || seeds || n_sets) {
+        if (!n_runs || config || attention || seeds || n_sets || n_vary) {
             usage(stderr);
             return 2;
         }
@@ -210,7 +226,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "compare: %s: unexpected argument (see compare --help)\n", runs[0]);
             return 2;
         }
-        if (!config || !attention || !seeds) {
+        if (!config || (!attention && !n_vary) || !seeds) {
             usage(stderr);
             return 2;
         }
@@ -225,11 +241,74 @@ int main(int argc, char **argv) {
         if (config_check(&cfg, &err)) return usage_error(err.msg);
         snprintf(outdir, sizeof outdir, "%s", out ? out : "");
         if (!out) snprintf(outdir, sizeof outdir, "runs/compare-%s", cfg.name);
-        char *vs[COMPARE_MAX_VARIANTS], *ss[MAX_SEEDS];
+        /* the keys varied and their values: --attention is --vary model.attention */
+        char *keys[MAX_VARY + 1], *vals[MAX_VARY + 1][COMPARE_MAX_VARIANTS], *ss[MAX_SEEDS];
+        int nval[MAX_VARY + 1], nk = 0;
+        static char attention_key[] = "model.attention";
+        if (attention) {
+            keys[nk] = attention_key;
+            if ((nval[nk] = args_split("--attention", attention, vals[nk], COMPARE_MAX_VARIANTS, &err)) < 0)
+                return usage_error(err.msg);
+            nk++;
+        }
+        for (int i = 0; i < n_vary; i++) {
+            char *eq = strchr(vary[i], '=');
+            if (!eq || eq == vary[i] || !eq[1]) {
+                fprintf(stderr, "compare: --vary %s: expected key=value,value,...\n", vary[i]);
+                return 2;
+            }
+            *eq = '\0';
+            keys[nk] = vary[i];
+            if ((nval[nk] = args_split("--vary", eq + 1, vals[nk], COMPARE_MAX_VARIANTS, &err)) < 0) return usage_error(err.msg);
+            nk++;
+        }
+        /* each value valid and given once; each key a config key (found by its path or its last
+         * part, as --set finds it), varied once, and neither the seed (--seeds) nor the threads */
+        int key_index[MAX_VARY + 1];
+        for (int k = 0; k < nk; k++) {
+            Config probe = cfg;
+            for (int v = 0; v < nval[k]; v++) {
+                char set[400];
+                snprintf(set, sizeof set, "%s=%s", keys[k], vals[k][v]);
+                if (config_set(&probe, set, &err)) return usage_error(err.msg);
+                for (int w = 0; w < v; w++)
+                    if (!strcmp(vals[k][w], vals[k][v])) {
+                        fprintf(stderr, "compare: %s%s: %s is given twice\n", attention && k == 0 ? "--attention" : "--vary ",
+                                attention && k == 0 ? "" : keys[k], vals[k][v]);
+                        return 2;
+                    }
+            }
+            key_index[k] = -1;
+            for (int i = 0; i < config_key_count(); i++) {
+                const char *kp = config_key_info(i).path, *dot = strrchr(kp, '.');
+                if (!strcmp(kp, keys[k]) || (dot && !strcmp(dot + 1, keys[k]))) key_index[k] = i;
+            }
+            S2S_ASSERT(key_index[k] >= 0); /* config_set took it */
+            const char *kp = config_key_info(key_index[k]).path;
+            if (!strcmp(kp, "seed") || !strcmp(kp, "name") || !strcmp(kp, "train.threads")) {
+                fprintf(stderr, "compare: --vary %s: %s\n", kp,
+                        !strcmp(kp, "seed")   ? "the seeds are --seeds"
+                        : !strcmp(kp, "name") ? "every run has a folder of its own"
+                                              : "threads change no number (set them with --set)");
+                return 2;
+            }
+            for (int m = 0; m < k; m++)
+                if (key_index[k] == key_index[m]) {
+                    fprintf(stderr, "compare: %s is varied twice\n", kp);
+                    return 2;
+                }
+        }
+        int nv = 1;
+        for (int k = 0; k < nk; k++) {
+            if (nv * nval[k] > COMPARE_MAX_VARIANTS) {
+                fprintf(stderr, "compare: the grid of --vary values makes more than %d variants\n", COMPARE_MAX_VARIANTS);
+                return 2;
+            }
+            nv *= nval[k];
+        }
         long seed_v[MAX_SEEDS];
-        int nv = args_split("--attention", attention, vs, COMPARE_MAX_VARIANTS, &err);
-        int ns = nv < 0 ? -1 : args_split("--seeds", seeds, ss, MAX_SEEDS, &err);
-        if (nv < 0 || ns < 0) return usage_error(err.msg);
+        int ns = args_split("--seeds", seeds, ss, MAX_SEEDS, &err);
+        if (ns < 0) return usage_error(err.msg);
         for (int s = 0; s < ns; s++) {
             if (args_long("--seeds", ss[s], 0, 1000000000000000L, &seed_v[s], &err)) return usage_error(err.msg);
             for (int k = 0; k < s; k++)
@@ -238,29 +317,48 @@ int main(int argc, char **argv) {
                     return 2;
                 }
         }
-        for (int a = 0; a < nv; a++)
-            for (int k = 0; k < a; k++)
-                if (!strcmp(vs[a], vs[k])) {
-                    fprintf(stderr, "compare: --attention: %s is given twice\n", vs[a]);
-                    return 2;
-                }
         /* threads: the user's (config or --set), else the cores shared between the jobs */
         bool user_threads = cfg.train.threads > 0;
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         int threads = user_threads ? cfg.train.threads : (int)(cores / jobs > 0 ? cores / jobs : 1);
         job = s2s_xcalloc((size_t)nv * ns, sizeof *job);
+        bool attention_only = nk == 1 && !strcmp(config_key_info(key_index[0]).path, "model.attention");
         for (int a = 0; a < nv; a++) {
-            char set[64];
-            snprintf(set, sizeof set, "attention=%s", vs[a]);
+            Job proto;
+            memset(&proto, 0, sizeof proto);
             Config c2 = cfg;
-            if (config_set(&c2, set, &err) || model_check_config(&c2.model, path, &err)) {
+            size_t len = 0;
+            for (int k = 0, rest = a; k < nk; k++) { /* the last key varies fastest */
+                int div = 1;
+                for (int m = k + 1; m < nk; m++) div *= nval[m];
+                const char *v = vals[k][rest / div];
+                rest %= div;
+                const char *kp = config_key_info(key_index[k]).path, *dot = strrchr(kp, '.');
+                snprintf(proto.sets[proto.n_sets], sizeof proto.sets[0], "%s=%s", kp, v);
+                if (config_set(&c2, proto.sets[proto.n_sets++], &err)) {
+                    free(job);
+                    return usage_error(err.msg);
+                }
+                /* the folder: the value alone for the attention (as before --vary), else key=value pairs */
+                char part[COMPARE_NAME];
+                if (attention_only) snprintf(part, sizeof part, "%.80s", v);
+                else snprintf(part, sizeof part, "%s%.30s=%.50s", k ? "," : "", dot ? dot + 1 : kp, v);
+                size_t pl = strlen(part);
+                if (len + pl >= sizeof proto.variant) pl = sizeof proto.variant - 1 - len;
+                memcpy(proto.variant + len, part, pl);
+                len += pl;
+                proto.variant[len] = '\0';
+            }
+            for (char *p = proto.variant; *p; p++)
+                if (*p == '/') *p = '_';
+            if (config_check(&c2, &err) || model_check_config(&c2.model, path, &err)) {
                 free(job);
                 return usage_error(err.msg);
             }
             for (int s = 0; s < ns; s++) {
                 Job *j = &job[n_jobs++];
-                snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, vs[a], seed_v[s]);
-                snprintf(j->variant, sizeof j->variant, "%s", vs[a]);
+                *j = proto;
+                snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, proto.variant, seed_v[s]);
                 j->seed = seed_v[s];
                 j->want = c2;
                 j->want.seed = seed_v[s];

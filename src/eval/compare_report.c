@@ -73,9 +73,9 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
      * training epochs (validation and test decoding excluded). */
     Text tx = {s2s_xmalloc(4096), 0, 4096};
 #define MD(...) text_add(&tx, __VA_ARGS__)
-    MD("| attention | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
+    MD("| %s | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
        "minutes training |\n",
-       c->metric_name, c->translation ? "" : " token acc (%) |");
+       c->header[0] ? c->header : "attention", c->metric_name, c->translation ? "" : " token acc (%) |");
     MD("|---|---|---|---|---|---|%s---|---|---|---|\n", c->translation ? "" : "---|");
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
@@ -138,11 +138,13 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     /* JSON */
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "metric", c->metric_key);
+    cJSON_AddStringToObject(j, "varies", c->header);
     cJSON *vs = cJSON_AddArrayToObject(j, "variants");
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "attention", s->name);
+        cJSON_AddStringToObject(o, "attention", s->name); /* the variant's name, under its first key's name */
+        cJSON_AddStringToObject(o, "variant", s->name);
         cJSON_AddNumberToObject(o, "runs", s->runs);
         const Stat *st4[5] = {&s->metric, &s->token_acc, &s->valid_loss, &s->epochs, &s->seconds};
         const char *names[5] = {"test_metric", "test_token_accuracy", "best_valid_loss", "epochs", "seconds"};
@@ -196,8 +198,9 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
             const Stat *m = &c->v[v].metric;
             g[v] = (BarGroup){c->v[v].name, m->mean, m->sd, m->max, m->n, c->v[v].points, c->v[v].n_points};
         }
-        char title[96];
-        snprintf(title, sizeof title, "test %s by attention variant (mean ± sd; dots: runs)", c->metric_name);
+        char title[COMPARE_NAME + 64];
+        snprintf(title, sizeof title, "test %s by %s (mean ± sd; dots: runs)", c->metric_name,
+                 c->header[0] && strcmp(c->header, "attention") ? c->header : "attention variant");
         BarChart chart = {title, g, c->n_variants};
         snprintf(path, sizeof path, "%s/summary.png", dir);
         st = bars_write_png(path, &chart, font, err);

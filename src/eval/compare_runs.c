@@ -57,6 +57,70 @@ static void read_line_of(void *ctx, const char *type, const cJSON *j) {
     }
 }
 
+/* Keys that never name a variant: every run has its own seed and name, threads change no
+ * number. */
+static bool key_names_variants(const char *path) {
+    return strcmp(path, "seed") && strcmp(path, "name") && strcmp(path, "train.threads");
+}
+
+/* A key's value as a label: JSON strings without their quotes. */
+static void label_value(const Config *c, int k, char *buf, size_t n) {
+    char v[300];
+    config_key_value(c, k, v, sizeof v);
+    size_t len = strlen(v);
+    size_t from = 0;
+    if (len >= 2 && v[0] == '"' && v[len - 1] == '"') from = 1, len -= 2;
+    if (len >= n) len = n - 1; /* cut */
+    memcpy(buf, v + from, len);
+    buf[len] = '\0';
+}
+
+static void append(char *dst, size_t cap, size_t *len, const char *s) {
+    size_t k = strlen(s);
+    if (*len + k >= cap) k = cap - 1 - *len;
+    memcpy(dst + *len, s, k);
+    *len += k;
+    dst[*len] = '\0';
+}
+
+void compare_label_runs(RunResult *runs, int n, char *header) {
+    int nk = config_key_count(), *diff = s2s_xmalloc((size_t)nk * sizeof *diff), nd = 0;
+    for (int k = 0; k < nk; k++) {
+        if (!key_names_variants(config_key_info(k).path)) continue;
+        char a[300], b[300];
+        bool differs = false;
+        for (int i = 1; i < n && !differs; i++) {
+            config_key_value(&runs[0].cfg, k, a, sizeof a);
+            config_key_value(&runs[i].cfg, k, b, sizeof b);
+            differs = strcmp(a, b) != 0;
+        }
+        if (differs) diff[nd++] = k;
+    }
+    bool attention_only = nd == 0 || (nd == 1 && !strcmp(config_key_info(diff[0]).path, "model.attention"));
+    snprintf(header, COMPARE_NAME, "%s", attention_only ? "attention" : nd == 1 ? config_key_info(diff[0]).path : "variant");
+    for (int i = 0; i < n; i++) {
+        RunResult *r = &runs[i];
+        if (attention_only) {
+            snprintf(r->variant, sizeof r->variant, "%s", ATTN_KIND_NAMES[r->cfg.model.attention]);
+            continue;
+        }
+        size_t len = 0;
+        r->variant[0] = '\0';
+        for (int d = 0; d < nd; d++) {
+            const char *path = config_key_info(diff[d]).path, *dot = strrchr(path, '.');
+            char v[128];
+            label_value(&r->cfg, diff[d], v, sizeof v);
+            if (nd > 1) {
+                if (d) append(r->variant, sizeof r->variant, &len, ",");
+                append(r->variant, sizeof r->variant, &len, dot ? dot + 1 : path);
+                append(r->variant, sizeof r->variant, &len, "=");
+            }
+            append(r->variant, sizeof r->variant, &len, v); /* cut at the end of the buffer */
+        }
+    }
+    free(diff);
+}
+
 S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     memset(r, 0, sizeof *r);
     snprintf(r->dir, sizeof r->dir, "%s", dir);
@@ -67,6 +131,7 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     S2sStatus st = config_load(&cfg, p, err);
     if (st) return st;
     snprintf(r->variant, sizeof r->variant, "%s", ATTN_KIND_NAMES[cfg.model.attention]);
+    r->cfg = cfg;
     r->seed = cfg.seed;
     r->translation = cfg.task.type == TASK_TRANSLATE;
     r->sacre = cfg.task.subword != SUBWORD_NONE;

@@ -92,9 +92,10 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-S2sStatus compare_summarize(const RunResult *runs, int n, int resamples, Comparison *c, S2sError *err) {
+S2sStatus compare_summarize(RunResult *runs, int n, int resamples, Comparison *c, S2sError *err) {
     memset(c, 0, sizeof *c);
     if (n == 0) return s2s_fail(err, S2S_ERR_DATA, "no finished runs to compare");
+    compare_label_runs(runs, n, c->header);
     c->translation = runs[0].translation;
     c->sacre = runs[0].sacre;
     c->metric_name = !c->translation ? "exact match (%)" : c->sacre ? "sacreBLEU" : "BLEU";
