@@ -275,6 +275,8 @@ static void lstm_uni_setup(Gc *g) { rnn_setup_common(g, CELL_LSTM, 1, 1, true); 
 static void lstm_bi_setup(Gc *g) { rnn_setup_common(g, CELL_LSTM, 1, 2, false); }
 
 /* ---- layer norm: with gain and bias, without, and rows of a 3-D tensor ---- */
+static void gelu_fwd(Tape *t, Gc *g) { OUT(g, op_gelu(t, g->leaf[0])); }
+
 static void ln_setup(Gc *g) {
     gc_leaf(g, 3, SH(2, 3, 6), -2, 2);
     gc_leaf(g, 1, SH(6), 0.5f, 1.5f);
@@ -331,6 +333,7 @@ static const GradCase CASES[] = {
     {"lstm_seq_consume", lstm_seq_setup, seq_consume_fwd},
     {"additive_scores", additive_setup, additive_fwd},
     {"layer_norm", ln_setup, ln_fwd},
+    {"gelu", one_setup, gelu_fwd},
     {"layer_norm_bare", ln_bare_setup, ln_bare_fwd},
     {"layer_embedding", emb_layer_setup, emb_layer_fwd},
     {"layer_linear", lin_setup, lin_layer_fwd},

@@ -37,6 +37,7 @@ Tensor *op_scale(Tape *t, Tensor *x, float s);
 Tensor *op_tanh(Tape *t, Tensor *x);
 Tensor *op_sigmoid(Tape *t, Tensor *x);
 Tensor *op_relu(Tape *t, Tensor *x);
+Tensor *op_gelu(Tape *t, Tensor *x);                    /* x Φ(x), exact (erf), as PyTorch's default */
 Tensor *op_exp(Tape *t, Tensor *x);
 Tensor *op_log(Tape *t, Tensor *x);                     /* x > 0 */
 

@@ -46,6 +46,7 @@ typedef enum OpKind {
     OP_ADDITIVE_SCORES, /* v · tanh(q_t + k_s) for every (t, s) */
     OP_LINEAR_XENT,   /* linear + cross entropy a chunk of rows at a time: no whole logits */
     OP_LAYER_NORM,    /* over the last axis, with gain and bias */
+    OP_GELU,          /* x Φ(x), exact */
     OP_COUNT
 } OpKind;
 

@@ -137,6 +137,24 @@ void op_relu_backward(Tape *t, const TapeNode *n) {
         if (y[i] > 0.0f) dx[i] += dy[i];
 }
 
+/* GELU, exact (PyTorch's default): x Φ(x) = x (1 + erf(x / √2)) / 2. Backward reads x. */
+Tensor *op_gelu(Tape *t, Tensor *x) {
+    Tensor *y = tape_like(t, x);
+    for (size_t i = 0; i < y->size; i++) y->data[i] = 0.5f * x->data[i] * (1.0f + erff(x->data[i] * 0.70710678118654752f));
+    return record1(t, OP_GELU, y, x);
+}
+
+/* d/dx x Φ(x) = Φ(x) + x φ(x) */
+void op_gelu_backward(Tape *t, const TapeNode *n) {
+    const float *x = n->in[0]->data, *dy = n->out->grad;
+    float *dx = tensor_grad(t, n->in[0]);
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    for (size_t i = 0; i < n->out->size; i++) {
+        float v = x[i], cdf = 0.5f * (1.0f + erff(v * 0.70710678118654752f)), pdf = inv_sqrt_2pi * expf(-0.5f * v * v);
+        dx[i] += dy[i] * (cdf + v * pdf);
+    }
+}
+
 Tensor *op_exp(Tape *t, Tensor *x) {
     Tensor *y = tape_like(t, x);
     for (size_t i = 0; i < y->size; i++) y->data[i] = s2s_expf(x->data[i]);

@@ -37,6 +37,7 @@ void op_mean_backward(Tape *t, const TapeNode *n);
 void op_rnn_seq_backward(Tape *t, const TapeNode *n);
 void op_additive_scores_backward(Tape *t, const TapeNode *n);
 void op_layer_norm_backward(Tape *t, const TapeNode *n);
+void op_gelu_backward(Tape *t, const TapeNode *n);
 
 static inline Tensor *tape_like(Tape *t, const Tensor *x) { return tape_tensor(t, x->ndim, x->shape); }
 

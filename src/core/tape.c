@@ -17,7 +17,7 @@ const char *const OP_NAME[OP_COUNT] = {
     [OP_DROPOUT] = "dropout", [OP_SUM] = "sum",
     [OP_MEAN] = "mean",       [OP_RNN_SEQ] = "rnn_seq",
     [OP_ADDITIVE_SCORES] = "additive_scores", [OP_LINEAR_XENT] = "linear_xent",
-    [OP_LAYER_NORM] = "layer_norm",
+    [OP_LAYER_NORM] = "layer_norm", [OP_GELU] = "gelu",
 };
 
 static const OpBackward OP_BACKWARD[] = {
@@ -32,7 +32,7 @@ static const OpBackward OP_BACKWARD[] = {
     [OP_DROPOUT] = op_dropout_backward, [OP_SUM] = op_sum_backward,
     [OP_MEAN] = op_mean_backward,       [OP_RNN_SEQ] = op_rnn_seq_backward,
     [OP_ADDITIVE_SCORES] = op_additive_scores_backward, [OP_LINEAR_XENT] = op_linear_xent_backward,
-    [OP_LAYER_NORM] = op_layer_norm_backward,
+    [OP_LAYER_NORM] = op_layer_norm_backward, [OP_GELU] = op_gelu_backward,
 };
 _Static_assert(sizeof OP_BACKWARD / sizeof OP_BACKWARD[0] == OP_COUNT,
                "every op needs a backward in OP_BACKWARD");

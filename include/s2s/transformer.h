@@ -1,0 +1,70 @@
+/* transformer.h — the encoder and decoder stacks of PyTorch's nn.Transformer (batch_first
+ * False, so time-major (S, B, d) like the RNN layers): multi-head self-attention, cross-
+ * attention and a feed-forward block per layer, post-norm (the original) or pre-norm, ReLU or
+ * GELU, and the final layer norm nn.Transformer puts after each stack.
+ *
+ * A Transformer borrows its parameters from a ParamStore, declared under the names of
+ * nn.Transformer's state_dict (prefix.encoder.layers.0.self_attn.in_proj_weight, …), so weights
+ * load by name; it owns nothing else. Forward functions allocate on the tape. Heads fold into
+ * the batch: (T, B, d) is (T, B·heads, d / heads) time-major, no copy. */
+#ifndef S2S_TRANSFORMER_H
+#define S2S_TRANSFORMER_H
+
+#include "s2s/nn.h"
+
+#define TF_MAX_LAYERS 16
+
+typedef enum TfActivation { TF_RELU, TF_GELU } TfActivation;
+
+/* One nn.MultiheadAttention(d, heads): q, k, v are views of in_proj_weight / in_proj_bias. */
+typedef struct TfAttention {
+    Linear q, k, v, out;
+} TfAttention;
+
+typedef struct TfNorm {
+    Tensor *gain, *bias; /* nn.LayerNorm's weight and bias (d) */
+} TfNorm;
+
+typedef struct TfEncoderLayer {
+    TfAttention self_attn;
+    Linear linear1, linear2; /* (ff, d), (d, ff) */
+    TfNorm norm1, norm2;
+} TfEncoderLayer;
+
+typedef struct TfDecoderLayer {
+    TfAttention self_attn, cross_attn; /* cross: PyTorch's multihead_attn */
+    Linear linear1, linear2;
+    TfNorm norm1, norm2, norm3;
+} TfDecoderLayer;
+
+typedef struct Transformer {
+    int d, heads, ff, enc_layers, dec_layers;
+    bool norm_first;          /* pre-norm: x + f(norm(x)); else post-norm: norm(x + f(x)) */
+    TfActivation activation;
+    float eps;                /* layer norm's (1e-5) */
+    TfEncoderLayer enc[TF_MAX_LAYERS];
+    TfDecoderLayer dec[TF_MAX_LAYERS];
+    TfNorm enc_norm, dec_norm; /* after each stack */
+} Transformer;
+
+/* Declares nn.Transformer(d, heads, enc_layers, dec_layers, ff)'s parameters under prefix. */
+void transformer_init(Transformer *tf, ParamStore *ps, const char *prefix, int d, int heads, int ff, int enc_layers,
+                      int dec_layers, bool norm_first, TfActivation activation);
+
+/* Dropout inside the layers (nn.Transformer's one rate: attention weights, after each
+ * block, inside the feed-forward block); rng NULL or p 0: none. */
+typedef struct TfDropout {
+    float p;
+    Rng *rng;
+} TfDropout;
+
+/* x (S, B, d), src_mask (B, S) (1 = a real token) → memory (S, B, d), after enc_norm. */
+Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout drop);
+/* y (T, B, d), each position attending to itself and the ones before it that are real
+ * (trg_mask (B, T), 1 = real; NULL: all), and to memory (S, B, d) where src_mask allows →
+ * (T, B, d), after dec_norm. cross: NULL, or dec_layers slots for each layer's
+ * cross-attention weights (B·heads, T, S), head-minor. */
+Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
+                           const uint8_t *trg_mask, TfDropout drop, Tensor **cross);
+
+#endif

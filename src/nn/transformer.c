@@ -1,0 +1,161 @@
+/* transformer.c — nn.Transformer's stacks (see transformer.h), op by op as PyTorch computes
+ * them: TransformerEncoderLayer / TransformerDecoderLayer with norm_first false or true. */
+#include "s2s/transformer.h"
+#include "s2s/common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- declaration ---- */
+
+static void attention_init(TfAttention *a, ParamStore *ps, const char *prefix, int d) {
+    char name[2 * PARAM_NAME_MAX]; /* params_add asserts the length */
+    snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
+    Tensor *w = params_add(ps, name, 2, (int[]){3 * d, d});
+    snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
+    Tensor *b = params_add(ps, name, 1, (int[]){3 * d});
+    Linear *l[3] = {&a->q, &a->k, &a->v};
+    for (int k = 0; k < 3; k++)
+        *l[k] = (Linear){params_view(ps, w, (size_t)k * d * d, 2, (int[]){d, d}), params_view(ps, b, (size_t)k * d, 1, (int[]){d})};
+    snprintf(name, sizeof name, "%s.out_proj", prefix);
+    linear_init(&a->out, ps, name, d, d, true);
+}
+
+static void norm_init(TfNorm *n, ParamStore *ps, const char *prefix, int d) {
+    char name[2 * PARAM_NAME_MAX]; /* params_add asserts the length */
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    n->gain = params_add(ps, name, 1, (int[]){d});
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    n->bias = params_add(ps, name, 1, (int[]){d});
+}
+
+void transformer_init(Transformer *tf, ParamStore *ps, const char *prefix, int d, int heads, int ff, int enc_layers,
+                      int dec_layers, bool norm_first, TfActivation activation) {
+    S2S_ASSERT(heads > 0 && d % heads == 0 && ff > 0);
+    S2S_ASSERT(enc_layers >= 1 && enc_layers <= TF_MAX_LAYERS && dec_layers >= 1 && dec_layers <= TF_MAX_LAYERS);
+    memset(tf, 0, sizeof *tf);
+    tf->d = d;
+    tf->heads = heads;
+    tf->ff = ff;
+    tf->enc_layers = enc_layers;
+    tf->dec_layers = dec_layers;
+    tf->norm_first = norm_first;
+    tf->activation = activation;
+    tf->eps = 1e-5f;
+    char p[PARAM_NAME_MAX];
+    /* nn.TransformerEncoderLayer's parameters in its order: self_attn, linear1, linear2, norms */
+    for (int l = 0; l < enc_layers; l++) {
+        TfEncoderLayer *e = &tf->enc[l];
+        snprintf(p, sizeof p, "%s.encoder.layers.%d.self_attn", prefix, l);
+        attention_init(&e->self_attn, ps, p, d);
+        snprintf(p, sizeof p, "%s.encoder.layers.%d.linear1", prefix, l);
+        linear_init(&e->linear1, ps, p, d, ff, true);
+        snprintf(p, sizeof p, "%s.encoder.layers.%d.linear2", prefix, l);
+        linear_init(&e->linear2, ps, p, ff, d, true);
+        snprintf(p, sizeof p, "%s.encoder.layers.%d.norm1", prefix, l);
+        norm_init(&e->norm1, ps, p, d);
+        snprintf(p, sizeof p, "%s.encoder.layers.%d.norm2", prefix, l);
+        norm_init(&e->norm2, ps, p, d);
+    }
+    snprintf(p, sizeof p, "%s.encoder.norm", prefix);
+    norm_init(&tf->enc_norm, ps, p, d);
+    for (int l = 0; l < dec_layers; l++) {
+        TfDecoderLayer *e = &tf->dec[l];
+        snprintf(p, sizeof p, "%s.decoder.layers.%d.self_attn", prefix, l);
+        attention_init(&e->self_attn, ps, p, d);
+        snprintf(p, sizeof p, "%s.decoder.layers.%d.multihead_attn", prefix, l);
+        attention_init(&e->cross_attn, ps, p, d);
+        snprintf(p, sizeof p, "%s.decoder.layers.%d.linear1", prefix, l);
+        linear_init(&e->linear1, ps, p, d, ff, true);
+        snprintf(p, sizeof p, "%s.decoder.layers.%d.linear2", prefix, l);
+        linear_init(&e->linear2, ps, p, ff, d, true);
+        snprintf(p, sizeof p, "%s.decoder.layers.%d.norm1", prefix, l);
+        norm_init(&e->norm1, ps, p, d);
+        snprintf(p, sizeof p, "%s.decoder.layers.%d.norm2", prefix, l);
+        norm_init(&e->norm2, ps, p, d);
+        snprintf(p, sizeof p, "%s.decoder.layers.%d.norm3", prefix, l);
+        norm_init(&e->norm3, ps, p, d);
+    }
+    snprintf(p, sizeof p, "%s.decoder.norm", prefix);
+    norm_init(&tf->dec_norm, ps, p, d);
+}
+
+/* ---- blocks ---- */
+
+static Tensor *norm(Tape *t, const Transformer *tf, const TfNorm *n, Tensor *x) {
+    return op_layer_norm(t, x, n->gain, n->bias, tf->eps);
+}
+
+static Tensor *drop(Tape *t, Tensor *x, TfDropout d) { return d.rng && d.p > 0 ? op_dropout(t, x, d.p, d.rng) : x; }
+
+/* Multi-head attention: queries from q_in (T, B, d), keys and values from kv_in (S, B, d).
+ * The mask: with rows = B·heads·T, score row (b·heads + h)·T + i uses mask row
+ * r / (rows / mask_rows): a (B, S) key mask serves every head and query, a full
+ * (B·heads·T, S) one anything (causal with padding). *w gets the weights (B·heads, T, S). */
+static Tensor *attend(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *kv_in, const uint8_t *mask,
+                      int mask_rows, TfDropout dr, Tensor **w) {
+    int T = q_in->shape[0], B = q_in->shape[1], S = kv_in->shape[0], d = tf->d, H = tf->heads, Dh = d / H;
+    Tensor *q = linear_forward(t, &a->q, q_in), *k = linear_forward(t, &a->k, kv_in), *v = linear_forward(t, &a->v, kv_in);
+    Tensor *qh = tape_reshape3(t, q, T, B * H, Dh), *kh = tape_reshape3(t, k, S, B * H, Dh), *vh = tape_reshape3(t, v, S, B * H, Dh);
+    /* PyTorch scales q before the product; the same up to rounding */
+    Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
+    Tensor *p = op_softmax(t, scores, mask, mask_rows);
+    if (w) *w = p;
+    Tensor *ctx = op_matmul(t, drop(t, p, dr), vh, MM_B_TM | MM_OUT_TM); /* (T, B·H, Dh) = (T, B, d) */
+    return linear_forward(t, &a->out, tape_reshape3(t, ctx, T, B, d));
+}
+
+static Tensor *feed_forward(Tape *t, const Transformer *tf, const Linear *l1, const Linear *l2, Tensor *x, TfDropout dr) {
+    Tensor *h = linear_forward(t, l1, x);
+    h = tf->activation == TF_GELU ? op_gelu(t, h) : op_relu(t, h);
+    return linear_forward(t, l2, drop(t, h, dr));
+}
+
+
+Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout dr) {
+    S2S_ASSERT(x->ndim == 3 && x->shape[2] == tf->d);
+    int B = x->shape[1];
+    for (int l = 0; l < tf->enc_layers; l++) {
+        const TfEncoderLayer *e = &tf->enc[l];
+        Tensor *h = tf->norm_first ? norm(t, tf, &e->norm1, x) : x;
+        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, src_mask, B, dr, NULL), dr);
+        x = tf->norm_first ? op_add(t, x, sa) : norm(t, tf, &e->norm1, op_add(t, x, sa));
+        h = tf->norm_first ? norm(t, tf, &e->norm2, x) : x;
+        Tensor *ff = drop(t, feed_forward(t, tf, &e->linear1, &e->linear2, h, dr), dr);
+        x = tf->norm_first ? op_add(t, x, ff) : norm(t, tf, &e->norm2, op_add(t, x, ff));
+    }
+    return norm(t, tf, &tf->enc_norm, x);
+}
+
+/* (B·heads·T, T): query i of row b sees key j when j ≤ i and j is real (trg_mask). */
+static const uint8_t *causal_mask(Tape *t, int B, int H, int T, const uint8_t *trg_mask) {
+    uint8_t *m = arena_alloc(&t->arena, (size_t)B * H * T * T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++) {
+                uint8_t *row = m + (((size_t)b * H + h) * T + i) * T;
+                for (int j = 0; j < T; j++) row[j] = j <= i && (!trg_mask || trg_mask[(size_t)b * T + j]);
+            }
+    return m;
+}
+
+Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
+                           const uint8_t *trg_mask, TfDropout dr, Tensor **cross) {
+    S2S_ASSERT(y->ndim == 3 && y->shape[2] == tf->d && memory->ndim == 3 && memory->shape[1] == y->shape[1]);
+    int T = y->shape[0], B = y->shape[1], H = tf->heads;
+    const uint8_t *causal = causal_mask(t, B, H, T, trg_mask);
+    for (int l = 0; l < tf->dec_layers; l++) {
+        const TfDecoderLayer *e = &tf->dec[l];
+        Tensor *h = tf->norm_first ? norm(t, tf, &e->norm1, y) : y;
+        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, causal, B * H * T, dr, NULL), dr);
+        y = tf->norm_first ? op_add(t, y, sa) : norm(t, tf, &e->norm1, op_add(t, y, sa));
+        h = tf->norm_first ? norm(t, tf, &e->norm2, y) : y;
+        Tensor *ca = drop(t, attend(t, tf, &e->cross_attn, h, memory, src_mask, B, dr, cross ? &cross[l] : NULL), dr);
+        y = tf->norm_first ? op_add(t, y, ca) : norm(t, tf, &e->norm2, op_add(t, y, ca));
+        h = tf->norm_first ? norm(t, tf, &e->norm3, y) : y;
+        Tensor *ff = drop(t, feed_forward(t, tf, &e->linear1, &e->linear2, h, dr), dr);
+        y = tf->norm_first ? op_add(t, y, ff) : norm(t, tf, &e->norm3, op_add(t, y, ff));
+    }
+    return norm(t, tf, &tf->dec_norm, y);
+}

@@ -1,0 +1,113 @@
+/* test_transformer.c — the Transformer stacks against PyTorch's nn.Transformer
+ * (tests/golden-extra/make_transformer.py): post-norm and pre-norm, ReLU and GELU, one to two
+ * layers of each stack, padding in source and target with the causal mask. The decoder output,
+ * every layer's cross-attention weights (mean and per head) and the gradient of every
+ * parameter (by PyTorch's name) and of both inputs. */
+#include "test_util.h"
+#include "s2s/transformer.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define get tu_get
+
+static void expect_json(const char *what, const float *actual, size_t n, const cJSON *node, double rtol) {
+    double *e = malloc(n * sizeof *e);
+    long got = tu_json_flatten(node, e, n);
+    cr_assert_eq(got, (long)n, "%s: golden has %ld values, we have %zu", what, got, n);
+    char why[256];
+    bool ok = tu_close(actual, e, n, rtol, why, sizeof why);
+    free(e);
+    cr_expect(ok, "%s: %s", what, why);
+}
+
+static void run_case(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "tests/golden-extra/transformer/%s", file);
+    cJSON *j = tu_json_load(path);
+    cr_assert(j != NULL, "%s", path);
+    int d = get(j, "d")->valueint, H = get(j, "heads")->valueint, ff = get(j, "ff")->valueint;
+    int le = get(j, "enc_layers")->valueint, ld = get(j, "dec_layers")->valueint, S = get(j, "S")->valueint,
+        T = get(j, "T")->valueint;
+    bool norm_first = cJSON_IsTrue(get(j, "norm_first"));
+    TfActivation act = !strcmp(get(j, "activation")->valuestring, "gelu") ? TF_GELU : TF_RELU;
+    ParamStore ps;
+    params_init(&ps);
+    Transformer tf;
+    transformer_init(&tf, &ps, "tf", d, H, ff, le, ld, norm_first, act);
+    S2sError err;
+    cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
+    const cJSON *gp = get(j, "params"), *p;
+    int n_params = 0;
+    cJSON_ArrayForEach(p, gp) {
+        char full[2 * PARAM_NAME_MAX];
+        snprintf(full, sizeof full, "tf.%s", p->string);
+        Param *mine = params_find(&ps, full);
+        cr_assert(mine != NULL, "%s: no parameter %s", file, full);
+        double *v = malloc(mine->t->size * sizeof *v);
+        cr_assert_eq(tu_json_flatten(p, v, mine->t->size), (long)mine->t->size, "%s: %s", file, full);
+        for (size_t k = 0; k < mine->t->size; k++) mine->t->data[k] = (float)v[k];
+        free(v);
+        n_params++;
+    }
+    cr_assert_eq(n_params, ps.count, "%s: PyTorch has %d parameters, we have %d", file, n_params, ps.count);
+    int B = cJSON_GetArraySize(get(j, "src_lens"));
+    uint8_t *sm = calloc((size_t)B * S, 1), *tm = calloc((size_t)B * T, 1);
+    for (int b = 0; b < B; b++) {
+        int ls = cJSON_GetArrayItem(get(j, "src_lens"), b)->valueint, lt = cJSON_GetArrayItem(get(j, "trg_lens"), b)->valueint;
+        for (int s = 0; s < ls; s++) sm[b * S + s] = 1;
+        for (int s = 0; s < lt; s++) tm[b * T + s] = 1;
+    }
+    Tensor *src = tu_json_tensor(get(j, "src"), 3, (int[]){S, B, d}, true);
+    Tensor *tgt = tu_json_tensor(get(j, "tgt"), 3, (int[]){T, B, d}, true);
+    Tensor *seed = tu_json_tensor(get(j, "seed"), 3, (int[]){T, B, d}, false);
+    cr_assert(src && tgt && seed);
+    Tape t;
+    tape_init(&t, 1 << 20);
+    Tensor *cross[TF_MAX_LAYERS] = {0};
+    Tensor *mem = transformer_encode(&t, &tf, src, sm, (TfDropout){0});
+    Tensor *out = transformer_decode(&t, &tf, tgt, mem, sm, tm, (TfDropout){0}, cross);
+    char what[160];
+    snprintf(what, sizeof what, "%s: out", file);
+    expect_json(what, out->data, out->size, get(j, "out"), TU_RTOL_VALUE);
+    for (int l = 0; l < ld; l++) {
+        cr_assert(cross[l] != NULL);
+        snprintf(what, sizeof what, "%s: layer %d cross-attention per head", file, l);
+        expect_json(what, cross[l]->data, cross[l]->size, cJSON_GetArrayItem(get(j, "cross_heads"), l), TU_RTOL_VALUE);
+        float *mean = calloc((size_t)B * T * S, sizeof *mean); /* the heads' mean, as heatmaps draw it */
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int k = 0; k < T * S; k++) mean[(size_t)b * T * S + k] += cross[l]->data[((size_t)b * H + h) * T * S + k] / (float)H;
+        snprintf(what, sizeof what, "%s: layer %d cross-attention mean", file, l);
+        expect_json(what, mean, (size_t)B * T * S, cJSON_GetArrayItem(get(j, "cross"), l), TU_RTOL_VALUE);
+        free(mean);
+    }
+    tape_backward_seed(&t, out, seed->data);
+    const cJSON *gg = get(j, "grads");
+    snprintf(what, sizeof what, "%s: grad src", file);
+    expect_json(what, src->grad, src->size, get(gg, "src"), TU_RTOL_GRAD);
+    snprintf(what, sizeof what, "%s: grad tgt", file);
+    expect_json(what, tgt->grad, tgt->size, get(gg, "tgt"), TU_RTOL_GRAD);
+    cJSON_ArrayForEach(p, gp) {
+        char full[2 * PARAM_NAME_MAX];
+        snprintf(full, sizeof full, "tf.%s", p->string);
+        Param *mine = params_find(&ps, full);
+        snprintf(what, sizeof what, "%s: grad %s", file, p->string);
+        expect_json(what, mine->t->grad, mine->t->size, get(gg, p->string), TU_RTOL_GRAD);
+    }
+    tape_free(&t);
+    tensor_free(src);
+    tensor_free(tgt);
+    tensor_free(seed);
+    free(sm);
+    free(tm);
+    params_free(&ps);
+    cJSON_Delete(j);
+}
+
+Test(transformer, stacks_equal_pytorch_post_norm_relu) { run_case("stack_post_norm_relu_2x2.json"); }
+Test(transformer, stacks_equal_pytorch_pre_norm_gelu) { run_case("stack_pre_norm_gelu_1x2.json"); }
+Test(transformer, stacks_equal_pytorch_pre_norm_relu_four_heads) { run_case("stack_pre_norm_relu_2x1.json"); }
+Test(transformer, stacks_equal_pytorch_post_norm_gelu_one_head) { run_case("stack_post_norm_gelu_1x1.json"); }
