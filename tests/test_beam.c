@@ -12,7 +12,36 @@
 
 enum { NB = 12, VS = 9, VT = 11, MAXLEN = 12 };
 
+/* A small Transformer (model.type): "transformer-post" (sinusoidal positions) or
+ * "transformer-pre" (pre-norm, learned positions, GELU). */
+static void make_transformer(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias) {
+    Config c;
+    config_defaults(&c);
+    tu_config_set(&c, "model.type=transformer");
+    if (pre) {
+        tu_config_set(&c, "model.norm=pre");
+        tu_config_set(&c, "model.positions=learned");
+        tu_config_set(&c, "model.activation=gelu");
+    }
+    c.model.d_model = 8;
+    c.model.heads = 2;
+    c.model.ff = 16;
+    c.model.layers = 2;
+    c.model.max_positions = 32;
+    c.model.init_range = 1.0f; /* the generator's: outputs that depend on the input */
+    S2sError err;
+    cr_assert_eq(model_init(m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);
+    Rng r;
+    rng_init(&r, seed, RNG_STREAM_INIT);
+    model_init_weights(m, &r);
+    m->out.b->data[TOK_EOS] += eos_bias;
+}
+
 static void make_model(Seq2Seq *m, const char *attention, float range) {
+    if (!strncmp(attention, "transformer", 11)) {
+        make_transformer(m, !strcmp(attention, "transformer-pre"), 17, 0.0f);
+        return;
+    }
     Config c;
     config_defaults(&c);
     bool dot = !strcmp(attention, "dot"); /* dot needs decoder_hidden = 2 x encoder_hidden */
@@ -67,7 +96,7 @@ static double score_output(Seq2Seq *m, Batch *all, int row, const int32_t *ids, 
     t.grad_enabled = false;
     t.training = false;
     DecodeState ds;
-    model_decode_start(&t, m, &b, 1, &ds);
+    model_decode_start(&t, m, &b, 1, len + 1, &ds);
     double total = 0.0;
     int32_t tok = TOK_SOS;
     for (int k = 0; k <= len; k++) {
@@ -87,8 +116,8 @@ static double score_output(Seq2Seq *m, Batch *all, int row, const int32_t *ids, 
 }
 
 Test(beam, width_one_is_greedy) {
-    const char *att[] = {"scaled_dot", "dot", "dummy", "multihead"};
-    for (int a = 0; a < 4; a++) {
+    const char *att[] = {"scaled_dot", "dot", "dummy", "multihead", "transformer-post", "transformer-pre"};
+    for (int a = 0; a < 6; a++) {
         Seq2Seq m;
         make_model(&m, att[a], a == 1 ? 0.8f : 0.5f);
         Dataset d;
@@ -153,9 +182,11 @@ Test(beam, finds_better_scoring_outputs_than_greedy) {
  * the first step) gives the logits of the whole teacher-forced sequence at every step, for
  * every attention variant. */
 Test(beam, step_by_step_equals_the_whole_sequence) {
-    for (int a = 0; a < ATTN_KIND_COUNT; a++) {
+    const char *tf[2] = {"transformer-post", "transformer-pre"};
+    for (int a = 0; a < ATTN_KIND_COUNT + 2; a++) {
+        const char *name = a < ATTN_KIND_COUNT ? ATTN_KIND_NAMES[a] : tf[a - ATTN_KIND_COUNT];
         Seq2Seq m;
-        make_model(&m, ATTN_KIND_NAMES[a], 0.6f);
+        make_model(&m, name, 0.6f);
         Dataset d;
         dataset_init(&d);
         Rng r;
@@ -184,14 +215,15 @@ Test(beam, step_by_step_equals_the_whole_sequence) {
         memcpy(whole, o.logits->data, (size_t)T1 * N * V * sizeof *whole);
         tape_reset(&t);
         DecodeState ds;
-        model_decode_start(&t, &m, &b, 1, &ds);
+        model_decode_start(&t, &m, &b, 1, T1, &ds);
         double worst = 0;
         for (int i = 0; i < T1; i++) {
             Tensor *lg = model_decode_step(&t, &m, &ds, b.trg + (size_t)i * N, NULL);
-            for (int k = 0; k < N * V; k++) worst = fmax(worst, fabs(lg->data[k] - whole[(size_t)i * N * V + k]));
+            for (int k = 0; k < N * V; k++) /* where the input is real: a Transformer masks padded inputs */
+                if (b.trg[(size_t)i * N + k / V] != TOK_PAD) worst = fmax(worst, fabs(lg->data[k] - whole[(size_t)i * N * V + k]));
             model_decode_settle(&t, &m, &ds, i);
         }
-        cr_expect_lt(worst, 1e-4, "%s: step by step and whole differ by %g", ATTN_KIND_NAMES[a], worst);
+        cr_expect_lt(worst, 1e-4, "%s: step by step and whole differ by %g", name, worst);
         free(whole);
         tape_free(&t);
         batch_free(&b);
@@ -354,5 +386,58 @@ Test(beam, argmax_rows_matches_a_plain_scan) {
             cr_expect_eq(best[r], want, "V=%d row %d (case %d): picked %d, a scan picks %d", V, r, r % 6, best[r], want);
         }
         tensor_free(lg);
+    }
+}
+
+/* The Transformer's decoding drops finished sentences too (its cached keys and values lose
+ * their rows): every sentence's output and attention equal decoding it alone. The model is
+ * the first of a few seeds and <eos> biases whose sentences end at three or more steps. */
+Test(beam, transformer_greedy_batch_equals_one_sentence_at_a_time) {
+    for (int pre = 0; pre < 2; pre++) {
+        Seq2Seq m;
+        Dataset d;
+        Batch b;
+        make_batch(&d, &b);
+        Tape t;
+        tape_init(&t, 1 << 16);
+        int32_t g[NB * MAXLEN];
+        int gl[NB], steps = 0;
+        float *attn = calloc((size_t)NB * MAXLEN * b.S, sizeof *attn);
+        for (int k = 0; k < 40 && steps < 3; k++) {
+            if (k) model_free(&m);
+            make_transformer(&m, pre, 1 + (uint64_t)k / 4, 0.25f * (float)(k % 4));
+            tape_reset(&t);
+            model_greedy(&t, &m, &b, MAXLEN, g, gl, attn);
+            int ended_at[MAXLEN + 1] = {0};
+            for (int i = 0; i < NB; i++) ended_at[gl[i]] = 1;
+            steps = 0;
+            for (int s = 0; s < MAXLEN; s++) steps += ended_at[s];
+        }
+        cr_assert_geq(steps, 3, "no model of the few tried ends its sentences at three different steps");
+        for (int i = 0; i < NB; i++) {
+            Batch one;
+            batch_init(&one);
+            int e = b.index[i];
+            batch_fill(&one, &d, &e, 1);
+            int32_t o[MAXLEN];
+            int ol;
+            float *a1 = calloc((size_t)MAXLEN * one.S, sizeof *a1);
+            tape_reset(&t);
+            model_greedy(&t, &m, &one, MAXLEN, o, &ol, a1);
+            cr_assert_eq(ol, gl[i], "sentence %d: alone %d tokens, in the batch %d", i, ol, gl[i]);
+            cr_expect_eq(memcmp(o, g + i * MAXLEN, (size_t)ol * sizeof *o), 0, "sentence %d differs", i);
+            for (int s = 0; s <= ol && s < MAXLEN; s++)
+                for (int k = 0; k < one.S; k++) {
+                    float x = a1[(size_t)s * one.S + k], y = attn[((size_t)i * MAXLEN + s) * b.S + k];
+                    cr_expect(fabsf(x - y) < 1e-5f, "sentence %d step %d: attention %g vs %g", i, s, x, y);
+                }
+            free(a1);
+            batch_free(&one);
+        }
+        free(attn);
+        tape_free(&t);
+        batch_free(&b);
+        dataset_free(&d);
+        model_free(&m);
     }
 }

@@ -4,9 +4,11 @@
  * every layer's cross-attention weights (mean and per head) and the gradient of every
  * parameter (by PyTorch's name) and of both inputs. */
 #include "test_util.h"
+#include "s2s/model.h"
 #include "s2s/transformer.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,3 +113,93 @@ Test(transformer, stacks_equal_pytorch_post_norm_relu) { run_case("stack_post_no
 Test(transformer, stacks_equal_pytorch_pre_norm_gelu) { run_case("stack_pre_norm_gelu_1x2.json"); }
 Test(transformer, stacks_equal_pytorch_pre_norm_relu_four_heads) { run_case("stack_pre_norm_relu_2x1.json"); }
 Test(transformer, stacks_equal_pytorch_post_norm_gelu_one_head) { run_case("stack_post_norm_gelu_1x1.json"); }
+
+/* The whole model (model.type = transformer) against tests/golden-extra/transformer/model_*.json:
+ * token embeddings scaled by √d plus sinusoidal or learned positions, nn.Transformer, the
+ * generator; built from the case's config alone, weights loaded by PyTorch's names; logits
+ * at every position, the loss and every gradient. */
+static void run_model_case(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "tests/golden-extra/transformer/%s", file);
+    cJSON *j = tu_json_load(path);
+    cr_assert(j != NULL, "%s", path);
+    const cJSON *c = get(j, "config");
+    Config full;
+    config_defaults(&full);
+    char set[128];
+    const char *choices[3] = {"norm", "positions", "activation"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(set, sizeof set, "model.%s=%s", choices[k], get(c, choices[k])->valuestring);
+        tu_config_set(&full, set);
+    }
+    tu_config_set(&full, "model.type=transformer");
+    ConfigModel mc = full.model;
+    mc.d_model = get(c, "d_model")->valueint;
+    mc.heads = get(c, "heads")->valueint;
+    mc.ff = get(c, "ff")->valueint;
+    mc.layers = get(c, "layers")->valueint;
+    mc.max_positions = get(c, "max_positions")->valueint;
+    mc.dropout = 0.0f;
+    int Vs = get(c, "src_vocab")->valueint, Vt = get(c, "trg_vocab")->valueint;
+    Seq2Seq m;
+    S2sError err;
+    cr_assert_eq(model_init(&m, &mc, Vs, Vt, &err), S2S_OK, "%s", err.msg);
+    const cJSON *gp = get(j, "params"), *p;
+    int n_params = 0;
+    cJSON_ArrayForEach(p, gp) {
+        Param *mine = params_find(&m.params, p->string);
+        cr_assert(mine != NULL, "%s: no parameter %s", file, p->string);
+        double *v = malloc(mine->t->size * sizeof *v);
+        cr_assert_eq(tu_json_flatten(p, v, mine->t->size), (long)mine->t->size, "%s: %s", file, p->string);
+        for (size_t k = 0; k < mine->t->size; k++) mine->t->data[k] = (float)v[k];
+        free(v);
+        n_params++;
+    }
+    cr_assert_eq(n_params, m.params.count, "%s: PyTorch has %d parameters, we have %d", file, n_params, m.params.count);
+    /* the batch: sources without markers, targets <sos> … <eos>, padding stripped */
+    Dataset d;
+    dataset_init(&d);
+    int B = cJSON_GetArraySize(get(j, "src"));
+    int idx[16];
+    for (int b = 0; b < B; b++) {
+        int32_t s[64], tg[64];
+        int ns = 0, nt = 0;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, cJSON_GetArrayItem(get(j, "src"), b)) if (x->valueint != TOK_PAD) s[ns++] = x->valueint;
+        cJSON_ArrayForEach(x, cJSON_GetArrayItem(get(j, "trg"), b)) if (x->valueint != TOK_PAD) tg[nt++] = x->valueint;
+        dataset_add(&d, s, ns, tg, nt);
+        idx[b] = b;
+    }
+    Batch bt;
+    batch_init(&bt);
+    batch_fill(&bt, &d, idx, B);
+    Tape t;
+    tape_init(&t, 1 << 20);
+    ModelOutput o = model_forward_all(&t, &m, &bt);
+    int T1 = bt.T - 1;
+    float *lg = malloc((size_t)B * T1 * Vt * sizeof *lg); /* (B, T-1, V) as the golden */
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T1; i++) memcpy(lg + ((size_t)b * T1 + i) * Vt, o.logits->data + ((size_t)i * B + b) * Vt, (size_t)Vt * sizeof *lg);
+    char what[160];
+    snprintf(what, sizeof what, "%s: logits", file);
+    expect_json(what, lg, (size_t)B * T1 * Vt, get(j, "logits"), TU_RTOL_VALUE);
+    double want = get(j, "loss")->valuedouble;
+    cr_expect(fabs(o.loss->data[0] - want) <= 1e-5 * fabs(want) + 1e-6, "%s: loss %.8f, PyTorch %.8f", file, o.loss->data[0], want);
+    params_zero_grad(&m.params);
+    tape_backward(&t, o.loss);
+    const cJSON *gg = get(j, "grads");
+    cJSON_ArrayForEach(p, gg) {
+        Param *mine = params_find(&m.params, p->string);
+        snprintf(what, sizeof what, "%s: grad %s", file, p->string);
+        expect_json(what, mine->t->grad, mine->t->size, p, TU_RTOL_GRAD);
+    }
+    free(lg);
+    tape_free(&t);
+    batch_free(&bt);
+    dataset_free(&d);
+    model_free(&m);
+    cJSON_Delete(j);
+}
+
+Test(transformer, model_equals_pytorch_post_norm_sinusoidal) { run_model_case("model_post_sinusoidal_relu.json"); }
+Test(transformer, model_equals_pytorch_pre_norm_learned_positions) { run_model_case("model_pre_learned_gelu.json"); }

@@ -20,7 +20,11 @@
 /* The choices; each has its names in a table below, in the order of its values. */
 typedef enum TaskType { TASK_REVERSE, TASK_TRANSLATE } TaskType;
 typedef enum Subword { SUBWORD_NONE, SUBWORD_BPE, SUBWORD_SENTENCEPIECE } Subword;
+typedef enum ModelType { MODEL_RNN, MODEL_TRANSFORMER } ModelType;
 typedef enum ModelCell { MODEL_CELL_GRU, MODEL_CELL_LSTM } ModelCell;
+typedef enum NormPlace { NORM_POST, NORM_PRE } NormPlace;
+typedef enum Positions { POSITIONS_SINUSOIDAL, POSITIONS_LEARNED } Positions;
+typedef enum Activation { ACTIVATION_RELU, ACTIVATION_GELU } Activation;
 typedef enum EmbeddingType { EMBEDDING_LEARNED, EMBEDDING_ONEHOT } EmbeddingType;
 typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, ATTN_GENERAL, ATTN_ADDITIVE, ATTN_MULTIHEAD } AttnKind;
 #define ATTN_KIND_COUNT 7
@@ -34,7 +38,11 @@ typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE } LrSchedule;
 /* The names of the choices, as configs, model files and messages spell them. */
 extern const char *const TASK_TYPE_NAMES[];
 extern const char *const SUBWORD_NAMES[];
+extern const char *const MODEL_TYPE_NAMES[];
 extern const char *const MODEL_CELL_NAMES[];
+extern const char *const NORM_PLACE_NAMES[];
+extern const char *const POSITIONS_NAMES[];
+extern const char *const ACTIVATION_NAMES[];
 extern const char *const EMBEDDING_TYPE_NAMES[];
 extern const char *const ATTN_KIND_NAMES[];
 extern const char *const COMBINE_NAMES[];
@@ -66,6 +74,7 @@ typedef struct ConfigTask {
 } ConfigTask;
 
 typedef struct ConfigModel {
+    ModelType type;         /* rnn (the encoder-decoder of the course) or transformer */
     ModelCell cell;
     bool bidirectional;
     int layers;
@@ -77,6 +86,12 @@ typedef struct ConfigModel {
     int heads;              /* multihead: heads (each decoder_hidden / heads wide) */
     Combine combine;        /* concat: W[a;h]+b; luong: W_o tanh(W_c[a;h]) */
     float init_range;       /* parameters uniform in [-init_range, init_range] */
+    /* transformer (layers, heads and dropout are the keys above) */
+    int d_model, ff;        /* model width; feed-forward width */
+    NormPlace norm;         /* post (the original) or pre */
+    Positions positions;    /* sinusoidal, or learned (up to max_positions) */
+    int max_positions;
+    Activation activation;  /* of the feed-forward block */
 } ConfigModel;
 
 typedef struct ConfigTrain {

@@ -13,6 +13,7 @@
 #include "s2s/attn.h"
 #include "s2s/config.h"
 #include "s2s/data.h"
+#include "s2s/transformer.h"
 
 typedef struct Seq2Seq {
     ConfigModel cfg;
@@ -24,9 +25,20 @@ typedef struct Seq2Seq {
     Linear bridge;            /* bidirectional only: (Hd, 2·He) */
     Attention attn;
     Linear w_c;               /* luong only: (Hd, D + Hd), no bias */
-    Linear out;               /* (V, D + Hd) for concat, (V, Hd) for luong */
+    Linear out;               /* (V, D + Hd) for concat, (V, Hd) for luong; transformer: the generator (V, d) */
+    /* transformer (model.type): token embeddings (enc_emb, dec_emb, d wide) scaled by √d plus
+     * positions, nn.Transformer's stacks, the generator (out) */
+    Transformer tf;
+    Tensor *src_pos, *trg_pos; /* learned positions (P, d), or NULL (sinusoidal) */
     int loss_chunk;           /* training: output layer + loss this many rows at a time (0: all; train.loss_chunk) */
 } Seq2Seq;
+
+/* Whether decoding gives attention weights to draw (not for dummy attention), and how many
+ * heads they have (1, or multihead's and the Transformer's heads). */
+bool model_has_attention(const Seq2Seq *m);
+int model_heads(const Seq2Seq *m);
+/* What the pictures call its attention: the variant's name, or the Transformer's. */
+const char *model_attention_name(const Seq2Seq *m);
 
 /* Checks the model section (names, sizes, cross-field constraints); messages start with
  * `origin` (the config file). */
@@ -91,19 +103,23 @@ void model_argmax_rows(const Tensor *logits, int rows, int32_t *best);
 
 
 /* Step-by-step decoding (greedy, beam): the encoder once, then one decoder step at a time
- * for N = B·K rows (K hypotheses per sentence, rows b·K … b·K + K − 1). Inference only. */
+ * for N = B·K rows (K hypotheses per sentence, rows b·K … b·K + K − 1), both model types.
+ * Inference only. */
 typedef struct DecodeState {
     Tensor *enc;                  /* (S, N, D) */
     const uint8_t *mask;          /* (N, S) */
     Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
     Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
     AttnCache cache;              /* the attention's projections of enc, made on the first step */
+    TfCache tf;                   /* transformer: keys and values of every layer (enc is its memory) */
     Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
     ArenaMark mark;               /* after the first step: later steps' temporaries go */
     int N, S;
 } DecodeState;
 
-void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState *ds);
+/* max_steps: the most decoder steps that will follow (a transformer keeps every position's
+ * keys and values). */
+void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds);
 /* Feeds tokens (N) and returns the logits (N, V); *weights gets (N, 1, S) or NULL. */
 Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights);
 /* The same with the attention's weights in w (multihead: per head as well, when w->want_heads). */

@@ -67,4 +67,26 @@ Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint
 Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
                            const uint8_t *trg_mask, TfDropout drop, Tensor **cross);
 
+/* Step-by-step decoding of N rows: each layer's keys and values of the positions fed so far
+ * (self-attention), and of the memory (cross-attention, made on the first step). */
+typedef struct TfCache {
+    Tensor *self_k[TF_MAX_LAYERS], *self_v[TF_MAX_LAYERS];   /* (cap, N, d), rows 0 .. len − 1 filled */
+    Tensor *cross_k[TF_MAX_LAYERS], *cross_v[TF_MAX_LAYERS]; /* (S, N, d), or NULL before the first step */
+    int len, cap, N;
+} TfCache;
+
+/* Room for cap positions of N rows, on the tape (allocate it before the steps' temporaries). */
+void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, int cap);
+/* One position more: y (1, N, d), the embedded inputs at position c->len → (1, N, d) after
+ * dec_norm; equal to row c->len of transformer_decode over the whole prefix. cross: NULL, or
+ * dec_layers slots for each layer's weights (N·heads, 1, S). */
+Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
+                                TfCache *c, Tensor **cross);
+/* Row i becomes the old row parent[i] (beam search), in every cached position. */
+void transformer_cache_reorder(TfCache *c, const int32_t *parent);
+/* Keeps rows[0..n) (increasing), in order: the cache of n rows (finished sentences dropped). */
+void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n);
+/* nn.Transformer's initialisation: Xavier-uniform matrices, zero biases, layer norms 1 and 0. */
+void transformer_init_weights(const Transformer *tf, Rng *rng);
+
 #endif

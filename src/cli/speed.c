@@ -79,7 +79,7 @@ static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int bs, int 
         if (full) { /* every row, every step: argmax fed back, <eos> ignored */
             t->grad_enabled = t->training = false;
             DecodeState ds;
-            model_decode_start(t, m, &b, 1, &ds);
+            model_decode_start(t, m, &b, 1, full, &ds);
             for (int i = 0; i < b.B; i++) tok[i] = TOK_SOS;
             for (int step = 0; step < full; step++) {
                 Tensor *lg = model_decode_step(t, m, &ds, tok, NULL);

@@ -281,8 +281,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
-        if (!c.m.attn.v->has_weights)
-            fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", ATTN_KIND_NAMES[c.cfg.model.attention]);
+        if (!model_has_attention(&c.m))
+            fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", model_attention_name(&c.m));
         c.tr.font = font_open(NULL);
         if (!c.tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }

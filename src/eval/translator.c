@@ -16,14 +16,14 @@ static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32
     char path[PATH_MAX + 32], title[256];
     snprintf(path, sizeof path, "%s/%04ld.png", t->heatmap_dir, line_no);
     snprintf(title, sizeof title, "%s - %s attention - line %ld", t->heatmap_name ? t->heatmap_name : "model",
-             ATTN_KIND_NAMES[t->cfg->model.attention], line_no);
+             model_attention_name(t->model), line_no);
     int32_t *src = s2s_xmalloc((size_t)b->S * sizeof *src);
     for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
     DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
     S2sError err;
     S2sStatus st = visuals_heatmap(path, title, t->src, t->trg, &a, t->font, &err);
     if (!st && heads) { /* multihead: the heads' mean and each head, DIR/NNNN_heads.png */
-        int H = t->model->attn.heads;
+        int H = model_heads(t->model);
         snprintf(path, sizeof path, "%s/%04ld_heads.png", t->heatmap_dir, line_no);
         snprintf(title, sizeof title, "line %ld - mean of %d heads", line_no, H);
         st = visuals_heatmap_heads(path, title, t->src, t->trg, &a, H, heads, t->font, &err);
@@ -39,9 +39,9 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
     if (t->beam == 1) {
         int32_t *o = s2s_xmalloc((size_t)nb * L * sizeof *o);
         int *ol = s2s_xmalloc((size_t)nb * sizeof *ol);
-        bool draw = t->heatmap_dir && t->model->attn.v->has_weights;
+        bool draw = t->heatmap_dir && model_has_attention(t->model);
         float *attn = draw ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
-        int H = t->model->attn.heads;
+        int H = model_heads(t->model);
         float *heads = draw && H > 1 ? s2s_xmalloc((size_t)nb * L * H * b->S * sizeof *heads) : NULL;
         model_greedy_heads(t->tape, t->model, b, L, o, ol, attn, heads);
         for (int i = 0; i < nb; i++) {
@@ -101,7 +101,7 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
     if (d.n) {
         int per_batch = t->beam > 1 ? 32 : 64;
         if (t->heatmap_dir) { /* B × L × S attention weights kept for the pictures (and × heads per head) */
-            int H = t->model->attn.heads;
+            int H = model_heads(t->model);
             size_t row = (size_t)eval_max_len(t->max_len, longest) * longest * sizeof(float) * (H > 1 ? 1 + (size_t)H : 1);
             size_t fit = HEATMAP_BATCH_BYTES / (row ? row : 1);
             if (fit < (size_t)per_batch) per_batch = fit > 0 ? (int)fit : 1;

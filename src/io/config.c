@@ -26,7 +26,11 @@ typedef struct Key {
 
 const char *const TASK_TYPE_NAMES[] = {"reverse", "translate", NULL};
 const char *const SUBWORD_NAMES[] = {"none", "bpe", "sentencepiece", NULL};
+const char *const MODEL_TYPE_NAMES[] = {"rnn", "transformer", NULL};
 const char *const MODEL_CELL_NAMES[] = {"gru", "lstm", NULL};
+const char *const NORM_PLACE_NAMES[] = {"post", "pre", NULL};
+const char *const POSITIONS_NAMES[] = {"sinusoidal", "learned", NULL};
+const char *const ACTIVATION_NAMES[] = {"relu", "gelu", NULL};
 const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
 const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", "multihead", NULL};
 const char *const COMBINE_NAMES[] = {"concat", "luong", NULL};
@@ -79,6 +83,8 @@ static const Key KEYS[] = {
     {"task.bpe_dropout", K_FLOAT, OFF(task.bpe_dropout), 0, 0.9, NULL,
      "translate, bpe: BPE-dropout in training, each merge left out with this probability, the training text segmented "
      "anew every epoch (0: off; validation, test and translation never drop)"},
+    {"model.type", K_ENUM, OFF(model.type), 0, 0, MODEL_TYPE_NAMES,
+     "rnn (recurrent encoder and decoder with attention) or transformer (PyTorch's nn.Transformer)"},
     {"model.cell", K_ENUM, OFF(model.cell), 0, 0, MODEL_CELL_NAMES, "recurrent cell"},
     {"model.bidirectional", K_BOOL, OFF(model.bidirectional), 0, 0, NULL, "bidirectional encoder"},
     {"model.layers", K_INT, OFF(model.layers), 1, 8, NULL, "RNN layers (encoder and decoder)"},
@@ -93,6 +99,15 @@ static const Key KEYS[] = {
      "multihead: attention heads, each decoder_hidden / heads wide (PyTorch's nn.MultiheadAttention)"},
     {"model.combine", K_ENUM, OFF(model.combine), 0, 0, COMBINE_NAMES, "output: W[a;h]+b, or W_o tanh(W_c[a;h])"},
     {"model.init_range", K_FLOAT, OFF(model.init_range), 0, 10, NULL, "uniform initialisation range"},
+    {"model.d_model", K_INT, OFF(model.d_model), 1, 65536, NULL, "transformer: model width (embeddings, every layer)"},
+    {"model.ff", K_INT, OFF(model.ff), 1, 1 << 20, NULL, "transformer: feed-forward width"},
+    {"model.norm", K_ENUM, OFF(model.norm), 0, 0, NORM_PLACE_NAMES,
+     "transformer: layer norm after each block's residual sum (post, the original) or before each block (pre)"},
+    {"model.positions", K_ENUM, OFF(model.positions), 0, 0, POSITIONS_NAMES,
+     "transformer: sinusoidal positions, or learned ones (up to max_positions)"},
+    {"model.max_positions", K_INT, OFF(model.max_positions), 1, 1 << 20, NULL,
+     "transformer, learned positions: the longest sequence (source, or target with <sos>)"},
+    {"model.activation", K_ENUM, OFF(model.activation), 0, 0, ACTIVATION_NAMES, "transformer: the feed-forward activation"},
     {"train.optimizer", K_ENUM, OFF(train.optimizer), 0, 0, OPTIMIZER_NAMES, "optimizer"},
     {"train.lr", K_FLOAT, OFF(train.lr), 1e-12, 1e3, NULL, "learning rate"},
     {"train.batch_size", K_INT, OFF(train.batch_size), 1, 1e6, NULL, "sentences per batch (at most)"},
@@ -163,6 +178,13 @@ void config_defaults(Config *c) {
     m->heads = 8;
     m->combine = COMBINE_LUONG;
     m->init_range = 0.1f;
+    m->type = MODEL_RNN;
+    m->d_model = 256;
+    m->ff = 512;
+    m->norm = NORM_POST;
+    m->positions = POSITIONS_SINUSOIDAL;
+    m->max_positions = 512;
+    m->activation = ACTIVATION_RELU;
     ConfigTrain *r = &c->train;
     r->optimizer = OPTIMIZER_ADAM;
     r->lr = 1e-3f;

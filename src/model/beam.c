@@ -120,7 +120,7 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
     int B = b->B, N = B * K, V = m->trg_vocab, C = 2 * K; /* candidates kept per slot */
     if (C > V) C = V;
     DecodeState ds;
-    model_decode_start(t, m, b, K, &ds);
+    model_decode_start(t, m, b, K, max_len, &ds);
     float *score = s2s_xmalloc((size_t)N * sizeof *score);
     int32_t *hist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *hist), *nhist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *nhist);
     int32_t *tok = s2s_xmalloc((size_t)N * sizeof *tok), *parent = s2s_xmalloc((size_t)N * sizeof *parent);

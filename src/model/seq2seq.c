@@ -1,5 +1,5 @@
 /* seq2seq.c — encoder, bridge, decoder, output layer; greedy decoding. */
-#include "s2s/model.h"
+#include "model_internal.h"
 #include "s2s/gemm.h"
 #include "s2s/par.h"
 
@@ -7,7 +7,16 @@
 #include <stdio.h>
 #include <string.h>
 
+bool model_has_attention(const Seq2Seq *m) { return m->cfg.type == MODEL_TRANSFORMER || m->attn.v->has_weights; }
+
+int model_heads(const Seq2Seq *m) { return m->cfg.type == MODEL_TRANSFORMER ? m->tf.heads : m->attn.heads; }
+
+const char *model_attention_name(const Seq2Seq *m) {
+    return m->cfg.type == MODEL_TRANSFORMER ? "transformer cross (last layer)" : ATTN_KIND_NAMES[m->cfg.attention];
+}
+
 S2sStatus model_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
+    if (c->type == MODEL_TRANSFORMER) return tfm_check_config(c, origin, err);
     const AttnVariant *v = attn_variant(c->attention);
     int enc_dim = (c->bidirectional ? 2 : 1) * c->encoder_hidden;
     if (v->needs_same_dim && enc_dim != c->decoder_hidden)
@@ -50,6 +59,11 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     m->cfg = *cfg;
     m->src_vocab = src_vocab;
     m->trg_vocab = trg_vocab;
+    if (cfg->type == MODEL_TRANSFORMER) {
+        params_init(&m->params);
+        tfm_declare(m);
+        return;
+    }
     CellKind cell = cell_kind(cfg->cell);
     int dirs = cfg->bidirectional ? 2 : 1, Hd = cfg->decoder_hidden;
     m->enc_dim = dirs * cfg->encoder_hidden;
@@ -106,6 +120,7 @@ size_t model_param_count(const ConfigModel *cfg, int src_vocab, int trg_vocab) {
  * and LSTM, 1-3 layers, every attention, vocabularies 8-11,800, B 32-128, S and T 30-402;
  * the fit is within ±11 % of each), times 1.3. The features are the step's big tensors. */
 double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, ModelStepKind kind, int B, int S, int T) {
+    if (cfg->type == MODEL_TRANSFORMER) return tfm_step_bytes(cfg, trg_vocab, kind, B, S, T);
     static const double COEF[3][8] = {
         /* embeddings, encoder gates, encoder outputs, decoder gates, output-layer inputs, logits, attention, keys */
         [MODEL_STEP_TRAIN] = {3.84, 2.56, 5.30, 5.20, 4.79, 1.00, 1.45, 4.55},
@@ -169,6 +184,10 @@ void model_free(Seq2Seq *m) {
 }
 
 void model_init_weights(Seq2Seq *m, Rng *rng) {
+    if (m->cfg.type == MODEL_TRANSFORMER) {
+        tfm_init_weights(m, rng);
+        return;
+    }
     params_init_uniform(&m->params, rng, m->cfg.init_range);
     if (is_onehot(&m->cfg)) {
         Tensor *e[2] = {m->enc_emb.w, m->dec_emb.w};
@@ -228,36 +247,52 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
     ModelOutput o;
     memset(&o, 0, sizeof o);
     Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &o.attention, NULL);
-    const int32_t *targets = b->trg + B; /* time-major: row i+1 */
-    int32_t *rows = arena_alloc(&t->arena, (size_t)T1 * B * sizeof *rows);
-    for (int k = 0; k < T1 * B; k++)
-        if (targets[k] != TOK_PAD) rows[o.n_tokens++] = k;
     if (all_positions) {
         o.logits = tape_reshape2(t, output_layer(t, m, ctx, d.out), T1 * B, V);
-        o.targets = targets;
-    } else {
-        /* the output layer (most of the step's work) only at real targets, whose rows are
-         * picked straight from the context and the decoder states (no whole concatenation) */
-        Tensor *both = op_concat_rows(t, tape_reshape2(t, ctx, T1 * B, tensor_cols(ctx)),
-                                      tape_reshape2(t, d.out, T1 * B, tensor_cols(d.out)), rows, o.n_tokens);
-        if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
-        int32_t *tg = arena_alloc(&t->arena, (size_t)(o.n_tokens ? o.n_tokens : 1) * sizeof *tg);
-        for (int k = 0; k < o.n_tokens; k++) tg[k] = targets[rows[k]];
-        o.targets = tg;
-        o.rows = rows;
-        if (m->loss_chunk > 0 && t->grad_enabled) { /* training: never the whole logits (o.logits NULL) */
-            o.loss = op_linear_xent(t, both, m->out.w, m->out.b, tg, TOK_PAD, m->loss_chunk);
-            return o;
-        }
-        o.logits = linear_forward(t, &m->out, both);
+        o.targets = b->trg + B;
+        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD);
+        return o;
     }
-    o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD); /* nothing reads logits after backward */
+    /* the output layer (most of the step's work) only at real targets, whose rows are
+     * picked straight from the context and the decoder states (no whole concatenation) */
+    o.rows = model_target_rows(t, b, &o.n_tokens);
+    Tensor *both = op_concat_rows(t, tape_reshape2(t, ctx, T1 * B, tensor_cols(ctx)),
+                                  tape_reshape2(t, d.out, T1 * B, tensor_cols(d.out)), o.rows, o.n_tokens);
+    if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
+    model_loss(t, m, b, both, &o);
     return o;
 }
 
-ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) { return forward(t, m, b, drop, false); }
+int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens) {
+    int T1 = b->T - 1, B = b->B;
+    const int32_t *targets = b->trg + B; /* time-major: row i+1 */
+    int32_t *rows = arena_alloc(&t->arena, (size_t)T1 * B * sizeof *rows);
+    *n_tokens = 0;
+    for (int k = 0; k < T1 * B; k++)
+        if (targets[k] != TOK_PAD) rows[(*n_tokens)++] = k;
+    return rows;
+}
 
-ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b) { return forward(t, m, b, NULL, true); }
+void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o) {
+    const int32_t *targets = b->trg + b->B;
+    int32_t *tg = arena_alloc(&t->arena, (size_t)(o->n_tokens ? o->n_tokens : 1) * sizeof *tg);
+    for (int k = 0; k < o->n_tokens; k++) tg[k] = targets[o->rows[k]];
+    o->targets = tg;
+    if (m->loss_chunk > 0 && t->grad_enabled) { /* training: never the whole logits (o.logits NULL) */
+        o->loss = op_linear_xent(t, x, m->out.w, m->out.b, tg, TOK_PAD, m->loss_chunk);
+        return;
+    }
+    o->logits = linear_forward(t, &m->out, x);
+    o->loss = op_cross_entropy_consume(t, o->logits, o->targets, TOK_PAD); /* nothing reads logits after backward */
+}
+
+ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
+    return m->cfg.type == MODEL_TRANSFORMER ? tfm_forward(t, m, b, drop, false) : forward(t, m, b, drop, false);
+}
+
+ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b) {
+    return m->cfg.type == MODEL_TRANSFORMER ? tfm_forward(t, m, b, NULL, true) : forward(t, m, b, NULL, true);
+}
 
 static void alloc_keep(Tape *t, const Seq2Seq *m, DecodeState *ds) {
     for (int k = 0; k < 2; k++)
@@ -267,9 +302,13 @@ static void alloc_keep(Tape *t, const Seq2Seq *m, DecodeState *ds) {
         }
 }
 
-void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState *ds) {
+void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds) {
     memset(ds, 0, sizeof *ds);
-    int B = b->B, S = b->S, N = B * K, D = m->enc_dim, L = m->cfg.layers;
+    if (m->cfg.type == MODEL_TRANSFORMER) {
+        tfm_decode_start(t, m, b, K, max_steps, ds);
+        return;
+    }
+    int B = b->B, S = b->S, N = B * K, L = m->cfg.layers;
     Encoded e = encode(t, m, b, NULL);
     ds->N = N;
     ds->S = S;
@@ -288,14 +327,8 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState 
     /* each sentence's encoder states, mask and initial state repeated for its K hypotheses */
     int32_t *rep = arena_alloc(&t->arena, (size_t)N * sizeof *rep);
     for (int i = 0; i < N; i++) rep[i] = i / K;
-    Tensor *enc = tape_tensor3(t, S, N, D);
-    for (int s = 0; s < S; s++)
-        for (int i = 0; i < N; i++)
-            memcpy(enc->data + ((size_t)s * N + i) * D, e.enc->data + ((size_t)s * B + i / K) * D, (size_t)D * sizeof(float));
-    uint8_t *mask = arena_alloc(&t->arena, (size_t)N * S);
-    for (int i = 0; i < N; i++) memcpy(mask + (size_t)i * S, b->src_mask + (size_t)(i / K) * S, (size_t)S);
-    ds->enc = enc;
-    ds->mask = mask;
+    ds->enc = model_repeat_states(t, e.enc, K);
+    ds->mask = model_repeat_mask(t, b->src_mask, B, S, K);
     for (int l = 0; l < L; l++) {
         ds->h[l] = op_gather_rows(t, e.h0[l], rep, N);
         ds->c[l] = !m->cfg.bidirectional && e.c0[l] ? op_gather_rows(t, e.c0[l], rep, N) : NULL;
@@ -303,9 +336,28 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, DecodeState 
     alloc_keep(t, m, ds);
 }
 
+Tensor *model_repeat_states(Tape *t, Tensor *x, int K) {
+    int S = x->shape[0], B = x->shape[1], D = x->shape[2], N = B * K;
+    Tensor *y = tape_tensor3(t, S, N, D);
+    for (int s = 0; s < S; s++)
+        for (int i = 0; i < N; i++)
+            memcpy(y->data + ((size_t)s * N + i) * D, x->data + ((size_t)s * B + i / K) * D, (size_t)D * sizeof(float));
+    return y;
+}
+
+uint8_t *model_repeat_mask(Tape *t, const uint8_t *mask, int B, int S, int K) {
+    uint8_t *m = arena_alloc(&t->arena, (size_t)B * K * S);
+    for (int i = 0; i < B * K; i++) memcpy(m + (size_t)i * S, mask + (size_t)(i / K) * S, (size_t)S);
+    return m;
+}
+
 void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step) {
     if (step == 0) { /* the first step's allocations (the cached keys) stay */
         ds->mark = arena_mark(&t->arena);
+        return;
+    }
+    if (m->cfg.type == MODEL_TRANSFORMER) { /* the caches were made before the mark */
+        arena_rewind(&t->arena, ds->mark);
         return;
     }
     Tensor **h = ds->keep[step % 2][0], **c = ds->keep[step % 2][1];
@@ -326,6 +378,7 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
 }
 
 Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
+    if (m->cfg.type == MODEL_TRANSFORMER) return tfm_decode_step(t, m, ds, tokens, w);
     int N = ds->N, L = m->cfg.layers;
     Tensor *x = tape_reshape3(t, embedding_forward(t, &m->dec_emb, tokens, N), 1, N, tensor_cols(m->dec_emb.w));
     RnnOutput d = rnn_forward(t, &m->dec_rnn, x, NULL, ds->h, ds->c);
@@ -339,6 +392,10 @@ Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int3
 }
 
 void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent) {
+    if (m->cfg.type == MODEL_TRANSFORMER) { /* in place: the state is the cached keys and values */
+        transformer_cache_reorder(&ds->tf, parent);
+        return;
+    }
     for (int l = 0; l < m->cfg.layers; l++) {
         ds->h[l] = op_gather_rows(t, ds->h[l], parent, ds->N);
         if (ds->c[l]) ds->c[l] = op_gather_rows(t, ds->c[l], parent, ds->N);
@@ -373,6 +430,11 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
     if (ds->cache.values) keep_rows_tm(ds->cache.values, N, rows, n);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_start) */
     for (int i = 0; i < n; i++) memmove(mask + (size_t)i * S, mask + (size_t)rows[i] * S, (size_t)S);
+    if (m->cfg.type == MODEL_TRANSFORMER) {
+        transformer_cache_keep_rows(&ds->tf, rows, n);
+        ds->N = n;
+        return;
+    }
     for (int l = 0; l < m->cfg.layers; l++) {
         keep_rows_2d(ds->h[l], rows, n);
         if (ds->c[l]) keep_rows_2d(ds->c[l], rows, n);
@@ -431,14 +493,14 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
 
 void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn,
                         float *heads_attn) {
-    int H = m->attn.heads;
+    int H = model_heads(m);
     S2S_ASSERT(!heads_attn || H > 1);
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
     t->training = false;
     int B = b->B, S = b->S;
     DecodeState ds;
-    model_decode_start(t, m, b, 1, &ds);
+    model_decode_start(t, m, b, 1, max_len, &ds);
     int32_t *tok = arena_alloc(&t->arena, (size_t)B * sizeof *tok);
     int32_t *sent = arena_alloc(&t->arena, (size_t)B * sizeof *sent); /* row → sentence */
     int32_t *rows = arena_alloc(&t->arena, (size_t)B * sizeof *rows);

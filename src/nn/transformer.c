@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- declaration ---- */
@@ -158,4 +159,161 @@ Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *me
         y = tf->norm_first ? op_add(t, y, ff) : norm(t, tf, &e->norm3, op_add(t, y, ff));
     }
     return norm(t, tf, &tf->dec_norm, y);
+}
+
+/* ---- step-by-step decoding ---- */
+
+void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, int cap) {
+    S2S_ASSERT(N > 0 && cap > 0);
+    memset(c, 0, sizeof *c);
+    c->N = N;
+    c->cap = cap;
+    for (int l = 0; l < tf->dec_layers; l++) {
+        c->self_k[l] = tape_tensor3(t, cap, N, tf->d);
+        c->self_v[l] = tape_tensor3(t, cap, N, tf->d);
+    }
+}
+
+/* x (1, N, d) appended to a cache (cap, N, d) at position pos. */
+static void cache_put(Tensor *cache, int pos, const Tensor *x) {
+    size_t n = x->size;
+    S2S_ASSERT(n == (size_t)cache->shape[1] * cache->shape[2] && pos < cache->shape[0]);
+    memcpy(cache->data + (size_t)pos * n, x->data, n * sizeof(float));
+}
+
+/* Attention of one position's queries q_in (1, N, d) over keys and values (L, N, d). */
+static Tensor *attend_cached(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *k, Tensor *v,
+                             const uint8_t *mask, Tensor **w) {
+    int N = q_in->shape[1], L = k->shape[0], d = tf->d, H = tf->heads, Dh = d / H;
+    Tensor *q = linear_forward(t, &a->q, q_in);
+    Tensor *qh = tape_reshape3(t, q, 1, N * H, Dh), *kh = tape_reshape3(t, k, L, N * H, Dh), *vh = tape_reshape3(t, v, L, N * H, Dh);
+    Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
+    Tensor *p = op_softmax(t, scores, mask, N);
+    if (w) *w = p;
+    Tensor *ctx = op_matmul(t, p, vh, MM_B_TM | MM_OUT_TM);
+    return linear_forward(t, &a->out, tape_reshape3(t, ctx, 1, N, d));
+}
+
+Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
+                                TfCache *c, Tensor **cross) {
+    S2S_ASSERT(y->ndim == 3 && y->shape[0] == 1 && y->shape[1] == c->N && y->shape[2] == tf->d && c->len < c->cap);
+    int pos = c->len, d = tf->d, N = c->N;
+    TfDropout none = {0};
+    for (int l = 0; l < tf->dec_layers; l++) {
+        const TfDecoderLayer *e = &tf->dec[l];
+        Tensor *h = tf->norm_first ? norm(t, tf, &e->norm1, y) : y;
+        cache_put(c->self_k[l], pos, linear_forward(t, &e->self_attn.k, h));
+        cache_put(c->self_v[l], pos, linear_forward(t, &e->self_attn.v, h));
+        Tensor *k = tape_view(t, c->self_k[l], 0, 3, (int[]){pos + 1, N, d}), *v = tape_view(t, c->self_v[l], 0, 3, (int[]){pos + 1, N, d});
+        Tensor *sa = attend_cached(t, tf, &e->self_attn, h, k, v, NULL, NULL);
+        y = tf->norm_first ? op_add(t, y, sa) : norm(t, tf, &e->norm1, op_add(t, y, sa));
+        h = tf->norm_first ? norm(t, tf, &e->norm2, y) : y;
+        if (!c->cross_k[l]) { /* the memory does not change: its projections once */
+            c->cross_k[l] = linear_forward(t, &e->cross_attn.k, memory);
+            c->cross_v[l] = linear_forward(t, &e->cross_attn.v, memory);
+        }
+        Tensor *ca = attend_cached(t, tf, &e->cross_attn, h, c->cross_k[l], c->cross_v[l], src_mask, cross ? &cross[l] : NULL);
+        y = tf->norm_first ? op_add(t, y, ca) : norm(t, tf, &e->norm2, op_add(t, y, ca));
+        h = tf->norm_first ? norm(t, tf, &e->norm3, y) : y;
+        Tensor *ff = feed_forward(t, tf, &e->linear1, &e->linear2, h, none);
+        y = tf->norm_first ? op_add(t, y, ff) : norm(t, tf, &e->norm3, op_add(t, y, ff));
+    }
+    c->len++;
+    return norm(t, tf, &tf->dec_norm, y);
+}
+
+/* rows (L, N, D) time-major → (L, n, D) keeping rows[0..n), increasing: in place. */
+static void keep_rows_tm(Tensor *x, int N, const int32_t *rows, int n) {
+    int L = x->shape[0], D = x->shape[2];
+    S2S_ASSERT(x->shape[1] == N);
+    for (int s = 0; s < L; s++)
+        for (int i = 0; i < n; i++)
+            memmove(x->data + ((size_t)s * n + i) * D, x->data + ((size_t)s * N + rows[i]) * D, (size_t)D * sizeof(float));
+    x->shape[1] = n;
+    x->size = (size_t)L * n * D;
+}
+
+void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n) {
+    for (int l = 0; l < TF_MAX_LAYERS; l++) {
+        Tensor *x[4] = {c->self_k[l], c->self_v[l], c->cross_k[l], c->cross_v[l]};
+        for (int k = 0; k < 4; k++)
+            if (x[k]) keep_rows_tm(x[k], c->N, rows, n);
+    }
+    c->N = n;
+}
+
+void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
+    int N = c->N;
+    for (int l = 0; l < TF_MAX_LAYERS && c->self_k[l]; l++) {
+        Tensor *x[2] = {c->self_k[l], c->self_v[l]};
+        int D = x[0]->shape[2];
+        float *tmp = s2s_xmalloc((size_t)N * D * sizeof *tmp);
+        for (int k = 0; k < 2; k++)
+            for (int s = 0; s < c->len; s++) {
+                float *row = x[k]->data + (size_t)s * N * D;
+                for (int i = 0; i < N; i++) memcpy(tmp + (size_t)i * D, row + (size_t)parent[i] * D, (size_t)D * sizeof *tmp);
+                memcpy(row, tmp, (size_t)N * D * sizeof *tmp);
+            }
+        free(tmp);
+    }
+    /* the cross-attention's keys and values are the memory's, the same for a sentence's rows:
+     * a parent is always a row of the same sentence */
+}
+
+/* ---- initialisation ---- */
+
+static void xavier(Tensor *w, Rng *rng) {
+    int fan_out = w->shape[0], fan_in = w->shape[1];
+    float a = sqrtf(6.0f / (float)(fan_in + fan_out));
+    for (size_t i = 0; i < w->size; i++) w->data[i] = rng_uniform_range(rng, -a, a);
+}
+
+static void fill(Tensor *x, float v) {
+    for (size_t i = 0; i < x->size; i++) x->data[i] = v;
+}
+
+static void init_attention(const TfAttention *a, int d, Rng *rng) {
+    /* nn.MultiheadAttention: Xavier over the whole in_proj_weight (3d, d), biases 0 */
+    Tensor whole = *a->q.w;
+    whole.shape[0] = 3 * d;
+    whole.size = (size_t)3 * d * d;
+    xavier(&whole, rng); /* q, k, v are consecutive views */
+    fill(a->q.b, 0);
+    fill(a->k.b, 0);
+    fill(a->v.b, 0);
+    xavier(a->out.w, rng);
+    fill(a->out.b, 0);
+}
+
+static void init_ff(const Linear *l1, const Linear *l2, Rng *rng) {
+    xavier(l1->w, rng);
+    fill(l1->b, 0);
+    xavier(l2->w, rng);
+    fill(l2->b, 0);
+}
+
+static void init_norm(const TfNorm *n) {
+    fill(n->gain, 1);
+    fill(n->bias, 0);
+}
+
+void transformer_init_weights(const Transformer *tf, Rng *rng) {
+    for (int l = 0; l < tf->enc_layers; l++) {
+        const TfEncoderLayer *e = &tf->enc[l];
+        init_attention(&e->self_attn, tf->d, rng);
+        init_ff(&e->linear1, &e->linear2, rng);
+        init_norm(&e->norm1);
+        init_norm(&e->norm2);
+    }
+    init_norm(&tf->enc_norm);
+    for (int l = 0; l < tf->dec_layers; l++) {
+        const TfDecoderLayer *e = &tf->dec[l];
+        init_attention(&e->self_attn, tf->d, rng);
+        init_attention(&e->cross_attn, tf->d, rng);
+        init_ff(&e->linear1, &e->linear2, rng);
+        init_norm(&e->norm1);
+        init_norm(&e->norm2);
+        init_norm(&e->norm3);
+    }
+    init_norm(&tf->dec_norm);
 }

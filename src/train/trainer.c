@@ -212,7 +212,7 @@ static void draw_epoch(Run *r) {
     S2sError err;
     char path[PATH_MAX + 64], title[256];
     const char *dir = r->dir.dir;
-    if (r->model.attn.v->has_weights && r->data.valid.n > 0) {
+    if (model_has_attention(&r->model) && r->data.valid.n > 0) {
         rundir_path(path, sizeof path, dir, RUN_ATTENTION);
         if (file_mkdirs(path, &err)) goto warn;
         int n = r->data.valid.n < 4 ? r->data.valid.n : 4, idx[4] = {0, 1, 2, 3};
@@ -223,7 +223,7 @@ static void draw_epoch(Run *r) {
         int32_t *out = s2s_xmalloc((size_t)n * L * sizeof *out);
         int *len = s2s_xmalloc((size_t)n * sizeof *len);
         float *attn = s2s_xmalloc((size_t)n * L * b.S * sizeof *attn);
-        int H = r->model.attn.heads; /* multihead: each head's weights too, in a second picture */
+        int H = model_heads(&r->model); /* multihead: each head's weights too, in a second picture */
         float *heads = H > 1 ? s2s_xmalloc((size_t)n * L * H * b.S * sizeof *heads) : NULL;
         tape_reset(&r->tape);
         model_greedy_heads(&r->tape, &r->model, &b, L, out, len, attn, heads);
@@ -234,7 +234,7 @@ static void draw_epoch(Run *r) {
                                   len[i], len[i] < L, attn + (size_t)i * L * b.S, b.S};
             snprintf(path, sizeof path, "%s/%s/epoch%02d_ex%d.png", dir, RUN_ATTENTION, r->st.epoch, i + 1);
             snprintf(title, sizeof title, "%s - %s attention - epoch %d - validation example %d", r->cfg->name,
-                     ATTN_KIND_NAMES[r->cfg->model.attention], r->st.epoch, i + 1);
+                     model_attention_name(&r->model), r->st.epoch, i + 1);
             st = visuals_heatmap(path, title, &r->data.src_vocab, &r->data.trg_vocab, &a, r->font, &err);
             if (!st && heads) {
                 snprintf(path, sizeof path, "%s/%s/epoch%02d_ex%d_heads.png", dir, RUN_ATTENTION, r->st.epoch, i + 1);

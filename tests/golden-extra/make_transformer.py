@@ -6,12 +6,16 @@ cross-attention weights (head average and per head), and the gradient of every p
 of both inputs for loss = sum(out * seed). Computed in float64 from float32 values.
 
 Test data generator, not part of the product. Run: /usr/bin/python3 make_transformer.py
-(needs Debian's python3-torch). Writes transformer/stack_*.json."""
+(needs Debian's python3-torch). Writes transformer/stack_*.json, and transformer/model_*.json:
+the whole model of model.type = "transformer" (embeddings, positions, nn.Transformer,
+generator) on token ids with padding, its logits, loss and every gradient."""
 import json
+import math
 import os
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -74,9 +78,96 @@ CASES = [
                                 S=3, T=3, src_lens=[3, 2], trg_lens=[2, 3], seed=24)),
 ]
 
+PAD, SOS, EOS = 0, 2, 3
+
+
+class TfSeq2Seq(nn.Module):
+    """The model of model.type = "transformer": token embeddings scaled by sqrt(d) plus
+    positions (sinusoidal, or learned: src_pos / trg_pos), nn.Transformer, a Linear generator."""
+
+    def __init__(self, c):
+        super().__init__()
+        d = c["d_model"]
+        self.d, self.positions = d, c["positions"]
+        self.src_embed = nn.Embedding(c["src_vocab"], d)
+        self.trg_embed = nn.Embedding(c["trg_vocab"], d)
+        if self.positions == "learned":
+            self.src_pos = nn.Embedding(c["max_positions"], d)
+            self.trg_pos = nn.Embedding(c["max_positions"], d)
+        self.transformer = nn.Transformer(d, c["heads"], c["layers"], c["layers"], c["ff"], dropout=0.0,
+                                          activation=c["activation"], norm_first=c["norm"] == "pre")
+        self.generator = nn.Linear(d, c["trg_vocab"])
+
+    def pos(self, table, L, B):
+        if self.positions == "learned":
+            return table(torch.arange(L)).unsqueeze(1)
+        pe = torch.zeros(L, self.d, dtype=torch.float64)
+        position = torch.arange(L, dtype=torch.float64).unsqueeze(1)
+        rate = torch.exp(-math.log(10000.0) * torch.arange(0, self.d, 2, dtype=torch.float64) / self.d)
+        pe[:, 0::2] = torch.sin(position * rate)
+        pe[:, 1::2] = torch.cos(position * rate)[:, : self.d // 2]
+        return pe.float().double().unsqueeze(1)
+
+    def forward(self, src, trg):
+        S, B = src.shape
+        T1 = trg.shape[0] - 1
+        x = self.src_embed(src) * math.sqrt(self.d) + self.pos(getattr(self, "src_pos", None), S, B)
+        y = self.trg_embed(trg[:-1]) * math.sqrt(self.d) + self.pos(getattr(self, "trg_pos", None), T1, B)
+        src_pad = (src == PAD).t()
+        out = self.transformer(x, y, tgt_mask=self.transformer.generate_square_subsequent_mask(T1).double(),
+                               src_key_padding_mask=src_pad, tgt_key_padding_mask=(trg[:-1] == PAD).t(),
+                               memory_key_padding_mask=src_pad)
+        return self.generator(out)
+
+
+def ids(g, V, lens, bos_eos):
+    L = max(lens) + (2 if bos_eos else 0)
+    x = torch.full((L, len(lens)), PAD, dtype=torch.long)
+    for b, n in enumerate(lens):
+        body = torch.randint(4, V, (n,), generator=g)
+        if bos_eos:
+            x[0, b], x[n + 1, b] = SOS, EOS
+            x[1:n + 1, b] = body
+        else:
+            x[:n, b] = body
+    return x
+
+
+def model_case(name, c, seed):
+    g = torch.Generator().manual_seed(seed)
+    m = TfSeq2Seq(c).double()
+    m.train()
+    with torch.no_grad():
+        for pname, p in m.named_parameters():
+            lo, hi = (0.5, 1.5) if "norm" in pname and pname.endswith("weight") else (-0.4, 0.4)
+            p.copy_((torch.rand(p.shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).float().double())
+    src = ids(g, c["src_vocab"], c["src_len"], False)
+    trg = ids(g, c["trg_vocab"], c["trg_len"], True)
+    logits = m(src, trg)
+    V = c["trg_vocab"]
+    loss = F.cross_entropy(logits.reshape(-1, V), trg[1:].reshape(-1), ignore_index=PAD)
+    loss.backward()
+    return {"name": name, "config": c, "src": src.t().tolist(), "trg": trg.t().tolist(), "loss": loss.item(),
+            "logits": flat(logits.transpose(0, 1)), "params": {k: flat(p) for k, p in m.named_parameters()},
+            "grads": {k: flat(p.grad) for k, p in m.named_parameters()}}
+
+
+MODEL_CASES = [
+    ("model_post_sinusoidal_relu", dict(src_vocab=11, trg_vocab=9, d_model=8, heads=2, ff=12, layers=2, norm="post",
+                                        positions="sinusoidal", activation="relu", max_positions=16,
+                                        src_len=[5, 2, 4], trg_len=[3, 6, 1]), 31),
+    ("model_pre_learned_gelu", dict(src_vocab=7, trg_vocab=10, d_model=12, heads=4, ff=16, layers=1, norm="pre",
+                                    positions="learned", activation="gelu", max_positions=10,
+                                    src_len=[1, 6], trg_len=[4, 2]), 32),
+]
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "transformer"), exist_ok=True)
     for name, c in CASES:
         with open(os.path.join(HERE, "transformer", "stack_" + name + ".json"), "w") as f:
             json.dump({"torch": torch.__version__, **case(name, **c)}, f)
+        print("wrote", name)
+    for name, c, seed in MODEL_CASES:
+        with open(os.path.join(HERE, "transformer", name + ".json"), "w") as f:
+            json.dump({"torch": torch.__version__, **model_case(name, c, seed)}, f)
         print("wrote", name)

@@ -1,0 +1,25 @@
+/* model_internal.h — what seq2seq.c (the RNN model and the dispatch on model.type) shares
+ * with tf_model.c (the Transformer model). Not a public header. */
+#ifndef S2S_MODEL_INTERNAL_H
+#define S2S_MODEL_INTERNAL_H
+
+#include "s2s/model.h"
+
+/* Declares the Transformer model's parameters into m->params (m->cfg, vocabularies set). */
+void tfm_declare(Seq2Seq *m);
+S2sStatus tfm_check_config(const ConfigModel *c, const char *origin, S2sError *err);
+void tfm_init_weights(Seq2Seq *m, Rng *rng);
+double tfm_step_bytes(const ConfigModel *cfg, int trg_vocab, ModelStepKind kind, int B, int S, int T);
+ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions);
+void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds);
+Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
+
+/* The last real target rows of a batch and their targets, as both models pick them. */
+int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens);
+/* The output layer and loss over x (n_tokens, D), the rows o->rows of the batch's targets. */
+void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o);
+/* (S, B, D) states repeated K times per sentence: (S, B·K, D); mask likewise. */
+Tensor *model_repeat_states(Tape *t, Tensor *x, int K);
+uint8_t *model_repeat_mask(Tape *t, const uint8_t *mask, int B, int S, int K);
+
+#endif

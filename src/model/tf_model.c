@@ -1,0 +1,162 @@
+/* tf_model.c — the Transformer model (model.type = transformer): token embeddings scaled by
+ * √d plus positions (sinusoidal or learned), dropout, nn.Transformer's stacks (transformer.h),
+ * and a linear generator; PyTorch's names: src_embed.weight, trg_embed.weight, src_pos.weight,
+ * trg_pos.weight, transformer.*, generator.weight / generator.bias. */
+#include "model_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+S2sStatus tfm_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
+    if (c->d_model % c->heads != 0)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "%s: model.heads: a transformer splits d_model (%d) into heads of equal width, so heads (%d) must "
+                        "divide it",
+                        origin, c->d_model, c->heads);
+    if (c->layers > TF_MAX_LAYERS)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.layers: a transformer has at most %d layers a stack, got %d", origin,
+                        TF_MAX_LAYERS, c->layers);
+    if (c->embedding_type != EMBEDDING_LEARNED)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.embedding_type: a transformer learns its embeddings (d_model wide)",
+                        origin);
+    return S2S_OK;
+}
+
+void tfm_declare(Seq2Seq *m) {
+    const ConfigModel *c = &m->cfg;
+    ParamStore *ps = &m->params;
+    int d = c->d_model;
+    embedding_init(&m->enc_emb, ps, "src_embed", m->src_vocab, d);
+    embedding_init(&m->dec_emb, ps, "trg_embed", m->trg_vocab, d);
+    if (c->positions == POSITIONS_LEARNED) {
+        m->src_pos = params_add(ps, "src_pos.weight", 2, (int[]){c->max_positions, d});
+        m->trg_pos = params_add(ps, "trg_pos.weight", 2, (int[]){c->max_positions, d});
+    }
+    transformer_init(&m->tf, ps, "transformer", d, c->heads, c->ff, c->layers, c->layers, c->norm == NORM_PRE,
+                     c->activation == ACTIVATION_GELU ? TF_GELU : TF_RELU);
+    linear_init(&m->out, ps, "generator", d, m->trg_vocab, true);
+    m->enc_dim = d;
+}
+
+/* Embeddings N(0, 1/d) (unit variance once scaled by √d), learned positions N(0, 0.02²), the
+ * stacks as nn.Transformer initialises them, the generator uniform in ±init_range. */
+void tfm_init_weights(Seq2Seq *m, Rng *rng) {
+    params_init_uniform(&m->params, rng, m->cfg.init_range);
+    float sd = 1.0f / sqrtf((float)m->cfg.d_model);
+    Tensor *emb[2] = {m->enc_emb.w, m->dec_emb.w};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < emb[k]->size; i++) emb[k]->data[i] = sd * (float)rng_normal(rng);
+    Tensor *pos[2] = {m->src_pos, m->trg_pos};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; pos[k] && i < pos[k]->size; i++) pos[k]->data[i] = 0.02f * (float)rng_normal(rng);
+    transformer_init_weights(&m->tf, rng);
+}
+
+/* Arena floats per step, by the step's big tensors: per layer and position the attention's
+ * q, k, v, context and output, the residual sums and norms (≈ 12 d), the feed-forward block
+ * (≈ 3 ff), the score maps (heads · S or T per position, a few copies), the logits. */
+double tfm_step_bytes(const ConfigModel *c, int trg_vocab, ModelStepKind kind, int B, int S, int T) {
+    double d = c->d_model, ff = c->ff, H = c->heads, L = c->layers, b = B, s = S, t = T;
+    double enc = L * b * s * (12 * d + 3 * ff + 3 * H * s), dec = L * b * t * (20 * d + 3 * ff + 3 * H * (t + s));
+    double floats;
+    switch (kind) {
+    case MODEL_STEP_TRAIN: floats = 2.0 * (enc + dec) + 3.0 * b * t * trg_vocab; break;
+    case MODEL_STEP_EVAL: floats = enc + dec + 2.0 * b * t * trg_vocab; break;
+    case MODEL_STEP_GREEDY: floats = enc + 2.0 * L * b * (t + s) * d + L * b * (20 * d + 3 * ff + 3 * H * (t + s)) + 2.0 * b * trg_vocab; break;
+    default: S2S_ASSERT_MSG(false, "step kind %d", (int)kind); floats = 0;
+    }
+    return 1.3 * 4.0 * floats + (1 << 20);
+}
+
+/* ids (L·B, time-major) embedded, scaled by √d, plus the positions of rows first .. first + L − 1 → (L, B, d). */
+static Tensor *embed(Tape *t, const Seq2Seq *m, const Embedding *e, Tensor *pos_w, const int32_t *ids, int L, int B, int first) {
+    int d = m->cfg.d_model;
+    Tensor *x = op_scale(t, embedding_forward(t, e, ids, L * B), sqrtf((float)d));
+    Tensor *p;
+    if (pos_w) { /* learned; positions past the table use its last row */
+        int32_t *at = arena_alloc(&t->arena, (size_t)L * B * sizeof *at);
+        int P = pos_w->shape[0];
+        for (int i = 0; i < L; i++)
+            for (int b = 0; b < B; b++) at[(size_t)i * B + b] = first + i < P ? first + i : P - 1;
+        p = op_gather_rows(t, pos_w, at, L * B);
+    } else { /* sinusoidal (Vaswani et al.): sin at even features, cos at odd, wavelengths 2π … 10000·2π */
+        p = tape_tensor2(t, L * B, d);
+        for (int i = 0; i < L; i++) {
+            float *row = p->data + (size_t)i * B * d;
+            for (int k = 0; k < d; k += 2) {
+                double angle = (double)(first + i) * exp(-log(10000.0) * (double)k / (double)d);
+                row[k] = (float)sin(angle);
+                if (k + 1 < d) row[k + 1] = (float)cos(angle);
+            }
+            for (int b = 1; b < B; b++) memcpy(row + (size_t)b * d, row, (size_t)d * sizeof *row);
+        }
+    }
+    return tape_reshape3(t, op_add(t, x, p), L, B, d);
+}
+
+/* The heads' mean of w (B·H, T, S) → (B, T, S), no gradient: for pictures and metrics. */
+static Tensor *heads_mean(Tape *t, const Tensor *w, int H) {
+    int BH = w->shape[0], T = w->shape[1], S = w->shape[2], B = BH / H;
+    size_t TS = (size_t)T * S;
+    Tensor *m = tape_zeros(t, 3, (int[]){B, T, S});
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (size_t k = 0; k < TS; k++) m->data[(size_t)b * TS + k] += w->data[((size_t)b * H + h) * TS + k] / (float)H;
+    return m;
+}
+
+ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions) {
+    S2S_ASSERT(b->T >= 2);
+    int B = b->B, S = b->S, T1 = b->T - 1, d = m->cfg.d_model, V = m->trg_vocab;
+    TfDropout dr = {t->training && drop ? m->cfg.dropout : 0.0f, t->training ? drop : NULL};
+    Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
+    if (dr.rng && dr.p > 0) x = op_dropout(t, x, dr.p, dr.rng);
+    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, dr);
+    /* decoder inputs trg[0 .. T-2]; a position is real where it is not padding */
+    uint8_t *tmask = arena_alloc(&t->arena, (size_t)B * T1);
+    for (int bb = 0; bb < B; bb++)
+        for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
+    Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, b->trg, T1, B, 0);
+    if (dr.rng && dr.p > 0) y = op_dropout(t, y, dr.p, dr.rng);
+    Tensor *cross[TF_MAX_LAYERS] = {0};
+    Tensor *out = transformer_decode(t, &m->tf, y, memory, b->src_mask, tmask, dr, cross);
+    ModelOutput o;
+    memset(&o, 0, sizeof o);
+    o.attention = heads_mean(t, cross[m->tf.dec_layers - 1], m->tf.heads); /* the last layer's */
+    Tensor *flat = tape_reshape2(t, out, T1 * B, d);
+    if (all_positions) {
+        o.logits = linear_forward(t, &m->out, flat);
+        o.targets = b->trg + B;
+        S2S_ASSERT(o.logits->shape[1] == V);
+        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD);
+        return o;
+    }
+    o.rows = model_target_rows(t, b, &o.n_tokens);
+    model_loss(t, m, b, op_gather_rows(t, flat, o.rows, o.n_tokens), &o);
+    return o;
+}
+
+void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds) {
+    int B = b->B, S = b->S, N = B * K;
+    Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
+    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0});
+    ds->N = N;
+    ds->S = S;
+    ds->enc = K == 1 ? memory : model_repeat_states(t, memory, K);
+    ds->mask = model_repeat_mask(t, b->src_mask, B, S, K); /* ours: model_decode_keep_rows edits it */
+    transformer_cache_init(t, &m->tf, &ds->tf, N, max_steps > 0 ? max_steps : 1);
+}
+
+Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
+    int N = ds->N;
+    Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, tokens, 1, N, ds->tf.len);
+    Tensor *cross[TF_MAX_LAYERS] = {0};
+    Tensor *out = transformer_decode_step(t, &m->tf, y, ds->enc, ds->mask, &ds->tf, cross);
+    Tensor *last = cross[m->tf.dec_layers - 1]; /* (N·H, 1, S) */
+    if (w) {
+        w->mean = m->tf.heads == 1 ? last : heads_mean(t, last, m->tf.heads);
+        w->heads = w->want_heads && m->tf.heads > 1 ? last : NULL;
+    }
+    return linear_forward(t, &m->out, tape_reshape2(t, out, N, m->cfg.d_model));
+}
