@@ -139,6 +139,40 @@ Test(cli, multihead_run_learns_and_draws_its_heads, .timeout = 240) {
     free(d);
 }
 
+/* A Transformer (model.type) learns the reversal through the same trainer, is reproducible
+ * bit for bit, and a run paused mid-epoch and resumed ends with the same model file; its
+ * model translates with greedy and beam search. */
+Test(cli, transformer_run_learns_resumes_and_is_reproducible, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_config(d, 6);
+    const char *tf = "--set model.type=transformer --set d_model=32 --set heads=4 --set ff=64 --set layers=2 --set norm=pre "
+                     "--set lr=0.002 --set dropout=0.05";
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/a > %s/out.txt 2>&1", tu_bin(), d, tf, d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "out.txt"), NULL));
+    char run[256];
+    snprintf(run, sizeof run, "%s/a", d);
+    double exact = last_test_metric(run, "test_exact_match");
+    cr_expect_geq(exact, 0.9, "test exact match %.3f after 6 epochs", exact);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/b > /dev/null 2>&1", tu_bin(), d, tf, d), 0);
+    cr_expect(tu_same_file(tu_path(d, "a/model.bin"), tu_path(d, "b/model.bin")), "the same config and seed, the same model");
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/c --max-steps 250 > /dev/null 2>&1 && "
+                       "%s/train --resume %s/c > /dev/null 2>&1",
+                       tu_bin(), d, tf, d, tu_bin(), d),
+                 0);
+    cr_expect(tu_same_file(tu_path(d, "a/model.bin"), tu_path(d, "c/model.bin")), "paused and resumed: the same model");
+    cr_assert_eq(tu_sh("printf 'abcd\\nddcab\\n' | %s/translate %s/a/model.bin > %s/g.txt && "
+                       "printf 'abcd\\nddcab\\n' | %s/translate %s/a/model.bin --beam 4 > %s/b.txt",
+                       tu_bin(), d, d, tu_bin(), d, d),
+                 0);
+    char *g = tu_slurp(tu_path(d, "g.txt"), NULL), *bm = tu_slurp(tu_path(d, "b.txt"), NULL);
+    cr_expect_str_eq(g, "dcba\nbacdd\n");
+    cr_expect_str_eq(bm, "dcba\nbacdd\n");
+    free(g);
+    free(bm);
+    tu_rm_rf(d);
+    free(d);
+}
+
 Test(cli, same_seed_same_logs_and_model_files, .timeout = 240) {
     char *d = tu_tmpdir();
     write_config(d, 1);
