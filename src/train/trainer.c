@@ -774,6 +774,9 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         fprintf(opt->out, "data: %d training pairs%s, vocabulary %d source / %d target (with 4 specials)\n",
                 r->data.train.n, r->data.train_skipped ? " (some left out: empty or too long)" : "",
                 r->data.src_vocab.size, r->data.trg_vocab.size);
+    if (opt->out)
+        fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
+                cfg->model.type == MODEL_TRANSFORMER ? "transformer" : ATTN_KIND_NAMES[cfg->model.attention]);
     r->t0 = now_s();
     sum->epochs = r->st.epoch;
     while (!st && !finished(r) && !sum->interrupted && !sum->paused) {
