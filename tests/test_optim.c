@@ -1,9 +1,11 @@
-/* test_optim.c — Adam against two steps derived by hand, SGD, global-norm clipping. */
+/* test_optim.c — Adam against two steps derived by hand, SGD, global-norm clipping, and the lr
+ * schedules with warmup against PyTorch. */
 #include "test_util.h"
 #include "s2s/optim.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 
 static ParamStore one_param(Tensor **p, int n) {
     ParamStore ps;
@@ -66,18 +68,67 @@ Test(optim, clip_global_norm) {
 }
 
 Test(optim, lr_schedules) {
-    cr_expect_eq(optim_lr_factor(LR_CONSTANT, 0.0), 1.0);
-    cr_expect_eq(optim_lr_factor(LR_CONSTANT, 0.7), 1.0);
-    cr_expect_float_eq(optim_lr_factor(LR_LINEAR, 0.25), 0.75, 1e-15);
-    cr_expect_float_eq(optim_lr_factor(LR_COSINE, 0.5), 0.5, 1e-15);
-    cr_expect_float_eq(optim_lr_factor(LR_COSINE, 0.25), 0.5 * (1.0 + sqrt(0.5)), 1e-15);
+    cr_expect_eq(optim_lr_factor(LR_CONSTANT, 0.0, 1, 0), 1.0);
+    cr_expect_eq(optim_lr_factor(LR_CONSTANT, 0.7, 1, 0), 1.0);
+    cr_expect_float_eq(optim_lr_factor(LR_LINEAR, 0.25, 1, 0), 0.75, 1e-15);
+    cr_expect_float_eq(optim_lr_factor(LR_COSINE, 0.5, 1, 0), 0.5, 1e-15);
+    cr_expect_float_eq(optim_lr_factor(LR_COSINE, 0.25, 1, 0), 0.5 * (1.0 + sqrt(0.5)), 1e-15);
     for (int k = 0; k < 2; k++) {
         LrSchedule s = k ? LR_COSINE : LR_LINEAR;
         const char *name = LR_SCHEDULE_NAMES[s];
-        cr_expect_eq(optim_lr_factor(s, 0.0), 1.0, "%s starts at the configured lr", name);
-        cr_expect_float_eq(optim_lr_factor(s, 1.0), 0.0, 1e-15, "%s ends at 0", name);
-        cr_expect_eq(optim_lr_factor(s, 1.5), optim_lr_factor(s, 1.0), "progress is clamped");
+        cr_expect_eq(optim_lr_factor(s, 0.0, 1, 0), 1.0, "%s starts at the configured lr", name);
+        cr_expect_float_eq(optim_lr_factor(s, 1.0, 1, 0), 0.0, 1e-15, "%s ends at 0", name);
+        cr_expect_eq(optim_lr_factor(s, 1.5, 1, 0), optim_lr_factor(s, 1.0, 1, 0), "progress is clamped");
         for (int i = 1; i <= 100; i++)
-            cr_expect_leq(optim_lr_factor(s, i / 100.0), optim_lr_factor(s, (i - 1) / 100.0), "%s never rises", name);
+            cr_expect_leq(optim_lr_factor(s, i / 100.0, 1, 0), optim_lr_factor(s, (i - 1) / 100.0, 1, 0), "%s never rises", name);
     }
+}
+
+/* The schedules with and without warmup through Adam, against PyTorch's Adam and LambdaLR
+ * over 100 steps (tests/golden-extra/make_optim.py): every step's lr, and the weights every
+ * 10 steps. */
+Test(optim, schedules_and_warmup_equal_pytorch) {
+    cJSON *j = tu_json_load("tests/golden-extra/optim/schedules.json");
+    cr_assert(j != NULL);
+    int steps = tu_get(j, "steps")->valueint, n_cases = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, tu_get(j, "cases")) {
+        const char *name = tu_get(c, "schedule")->valuestring;
+        int warmup = tu_get(c, "warmup")->valueint;
+        Config cfg;
+        config_defaults(&cfg);
+        char set[64];
+        snprintf(set, sizeof set, "lr_schedule=%s", name);
+        tu_config_set(&cfg, set);
+        double base = tu_get(c, "base_lr")->valuedouble;
+        ParamStore ps;
+        params_init(&ps);
+        Tensor *p = params_add(&ps, "p", 1, (int[]){6});
+        S2sError err;
+        cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
+        double v[6];
+        cr_assert_eq(tu_json_flatten(tu_get(c, "p0"), v, 6), 6);
+        for (int i = 0; i < 6; i++) p->data[i] = (float)v[i];
+        Adam opt = adam_default();
+        for (int k = 0; k < steps; k++) {
+            double lr = base * optim_lr_factor(cfg.train.lr_schedule, (double)k / steps, k + 1, warmup);
+            double want = cJSON_GetArrayItem(tu_get(c, "lrs"), k)->valuedouble;
+            cr_expect(fabs(lr - want) <= 1e-12 * fabs(want), "%s, warmup %d, step %d: lr %.15g, PyTorch %.15g", name, warmup, k + 1,
+                      lr, want);
+            cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "grads"), k), v, 6), 6);
+            for (int i = 0; i < 6; i++) p->grad[i] = (float)v[i];
+            opt.lr = (float)lr;
+            adam_step(&opt, &ps);
+            if ((k + 1) % 10 == 0) {
+                cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "params_every_10"), (k + 1) / 10 - 1), v, 6), 6);
+                for (int i = 0; i < 6; i++)
+                    cr_expect(fabs(p->data[i] - v[i]) <= 2e-6, "%s, warmup %d, after %d steps: weight %d %.8f, PyTorch %.8f", name,
+                              warmup, k + 1, i, p->data[i], v[i]);
+            }
+        }
+        params_free(&ps);
+        n_cases++;
+    }
+    cr_expect_eq(n_cases, 8);
+    cJSON_Delete(j);
 }

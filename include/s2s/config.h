@@ -33,7 +33,7 @@ typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD } Optimizer;
 typedef enum Precision { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } Precision; /* int8: decoding only */
 typedef enum GemmLib { GEMM_LIB_ONEDNN, GEMM_LIB_OPENBLAS } GemmLib;
 typedef enum Metric { METRIC_EXACT_MATCH, METRIC_TOKEN_ACCURACY, METRIC_TF_TOKEN_ACCURACY, METRIC_VALID_LOSS, METRIC_BLEU } Metric;
-typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE } LrSchedule;
+typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE, LR_INVERSE_SQRT } LrSchedule;
 
 /* The names of the choices, as configs, model files and messages spell them. */
 extern const char *const TASK_TYPE_NAMES[];
@@ -114,6 +114,7 @@ typedef struct ConfigTrain {
     int patience;           /* epochs without improvement before stopping (0: never) */
     float lr_decay;         /* multiply lr on a plateau (1: never) */
     LrSchedule lr_schedule; /* lr over the run (optim.h) */
+    int warmup_steps;       /* lr rises linearly over the first steps (0: none) */
     int max_decode_len;     /* greedy decoding limit (0: 2 × source length + 10) */
     int eval_batch_size;
 } ConfigTrain;

@@ -23,9 +23,12 @@ double grad_global_norm(const ParamStore *ps);
  * Returns the norm before clipping. */
 double grad_clip_global_norm(ParamStore *ps, double max_norm);
 
-/* The learning-rate factor at `progress` in [0, 1] (the share of the run's steps done):
- * "constant" 1; "linear" 1 − progress; "cosine" (1 + cos(π progress)) / 2. Both decays start
- * at 1 and reach 0 after the last step, so the final updates are small. */
-double optim_lr_factor(LrSchedule schedule, double progress);
+/* The learning-rate factor of update `step` (1 for the first) at `progress` in [0, 1] (the
+ * share of the run's steps done before it): "constant" 1; "linear" 1 − progress; "cosine"
+ * (1 + cos(π progress)) / 2 (both decays start at 1 and reach 0 after the last step, so the
+ * final updates are small); "inverse_sqrt" sqrt(warmup / step) once past the warmup (1/√step
+ * without one). A warmup of w steps multiplies by step / w for the first w steps (linear from
+ * 1/w to 1), in front of any schedule; as PyTorch's LambdaLR with that function of the step. */
+double optim_lr_factor(LrSchedule schedule, double progress, long step, int warmup);
 
 #endif

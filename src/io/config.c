@@ -38,7 +38,7 @@ const char *const OPTIMIZER_NAMES[] = {"adam", "sgd", NULL};
 const char *const PRECISION_NAMES[] = {"fp32", "bf16", "int8", NULL};
 const char *const GEMM_LIB_NAMES[] = {"onednn", "openblas", NULL};
 const char *const METRIC_NAMES[] = {"exact_match", "token_accuracy", "tf_token_accuracy", "valid_loss", "bleu", NULL};
-const char *const LR_SCHEDULE_NAMES[] = {"constant", "linear", "cosine", NULL};
+const char *const LR_SCHEDULE_NAMES[] = {"constant", "linear", "cosine", "inverse_sqrt", NULL};
 
 /* An enum field is written and read as an int. */
 _Static_assert(sizeof(TaskType) == sizeof(int) && sizeof(AttnKind) == sizeof(int) && sizeof(Metric) == sizeof(int),
@@ -138,7 +138,10 @@ static const Key KEYS[] = {
     {"train.patience", K_INT, OFF(train.patience), 0, 1e6, NULL, "epochs without improvement before stopping (0: never)"},
     {"train.lr_decay", K_FLOAT, OFF(train.lr_decay), 1e-6, 1, NULL, "lr factor on a plateau (1: never)"},
     {"train.lr_schedule", K_ENUM, OFF(train.lr_schedule), 0, 0, LR_SCHEDULE_NAMES,
-     "lr over the run: constant, or decayed to 0 at the last step (linearly or as a half cosine)"},
+     "lr over the run: constant, decayed to 0 at the last step (linearly or as a half cosine), or as 1/sqrt(step) "
+     "(inverse_sqrt, the Transformer's: sqrt(warmup_steps / step) after the warmup)"},
+    {"train.warmup_steps", K_INT, OFF(train.warmup_steps), 0, 1e9, NULL,
+     "lr rises linearly from lr/warmup_steps to lr over the first warmup_steps steps, in front of any schedule (0: none)"},
     {"train.max_decode_len", K_INT, OFF(train.max_decode_len), 0, 1e5, NULL, "greedy output limit (0: 2 x source + 10)"},
     {"train.eval_batch_size", K_INT, OFF(train.eval_batch_size), 1, 1e6, NULL, "sentences per evaluation batch"},
 };

@@ -67,12 +67,14 @@ double grad_clip_global_norm(ParamStore *ps, double max_norm) {
     return norm;
 }
 
-double optim_lr_factor(LrSchedule schedule, double progress) {
-    double p = progress < 0 ? 0 : progress > 1 ? 1 : progress;
+double optim_lr_factor(LrSchedule schedule, double progress, long step, int warmup) {
+    double p = progress < 0 ? 0 : progress > 1 ? 1 : progress, s = step < 1 ? 1 : (double)step;
+    double warm = warmup > 0 && s < warmup ? s / warmup : 1.0;
     switch (schedule) {
-    case LR_CONSTANT: return 1.0;
-    case LR_LINEAR: return 1.0 - p;
-    case LR_COSINE: return 0.5 * (1.0 + cos(3.14159265358979323846 * p));
+    case LR_CONSTANT: return warm;
+    case LR_LINEAR: return warm * (1.0 - p);
+    case LR_COSINE: return warm * 0.5 * (1.0 + cos(3.14159265358979323846 * p));
+    case LR_INVERSE_SQRT: return warmup > 0 ? (s < warmup ? warm : sqrt(warmup / s)) : 1.0 / sqrt(s);
     }
     S2S_ASSERT_MSG(false, "train.lr_schedule %d is none of the config's", (int)schedule);
     return 1.0;

@@ -576,7 +576,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
         const char *what = "loss";
         /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
         double done_share = (r->st.epoch + (double)k / plan.n_batches) / tc->epochs;
-        float lr = (float)(r->st.lr * optim_lr_factor(tc->lr_schedule, done_share));
+        float lr = (float)(r->st.lr * optim_lr_factor(tc->lr_schedule, done_share, r->st.step + 1, tc->warmup_steps));
         double loss = train_step(r, &b, lr, &ntok, &what);
         if (!isfinite(loss)) {
             st = s2s_fail(err, S2S_ERR_NUMERIC,
@@ -665,7 +665,8 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     eval_json(j, LOG_VALID_, &sum->valid, true);
     cJSON_AddBoolToObject(j, LOG_BEST, better);
     /* the lr the next epoch starts with (schedule and plateau decay applied) */
-    cJSON_AddNumberToObject(j, LOG_LR, r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs));
+    cJSON_AddNumberToObject(j, LOG_LR, r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs,
+                                                                  r->st.step + 1, tc->warmup_steps));
     cJSON_AddNumberToObject(j, LOG_TOKENS_PER_S, r->epoch_tokens / fmax(epoch_s, 1e-9));
     cJSON_AddNumberToObject(j, LOG_EPOCH_S, epoch_s);
     /* wall time of the run so far, evaluations included (time-to-quality) */
