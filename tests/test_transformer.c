@@ -69,7 +69,7 @@ static void run_case(const char *file) {
     Tape t;
     tape_init(&t, 1 << 20);
     Tensor *cross[TF_MAX_LAYERS] = {0};
-    Tensor *mem = transformer_encode(&t, &tf, src, sm, (TfDropout){0});
+    Tensor *mem = transformer_encode(&t, &tf, src, sm, (TfDropout){0}, NULL);
     Tensor *out = transformer_decode(&t, &tf, tgt, mem, sm, tm, (TfDropout){0}, cross);
     char what[160];
     snprintf(what, sizeof what, "%s: out", file);

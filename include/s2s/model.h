@@ -37,6 +37,11 @@ typedef struct Seq2Seq {
  * heads they have (1, or multihead's and the Transformer's heads). */
 bool model_has_attention(const Seq2Seq *m);
 int model_heads(const Seq2Seq *m);
+/* A Transformer's attention everywhere, teacher-forced over a batch's targets (the pictures of
+ * a decoded sentence: its output fed back, as decoding computed it): each decoder layer's
+ * cross-attention (B·heads, T − 1, S) into cross[0 .. layers) and each encoder layer's
+ * self-attention (B·heads, S, S) into self[0 .. layers). */
+void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self);
 /* What the pictures call its attention: the variant's name, or the Transformer's. */
 const char *model_attention_name(const Seq2Seq *m);
 

@@ -58,8 +58,9 @@ typedef struct TfDropout {
     Rng *rng;
 } TfDropout;
 
-/* x (S, B, d), src_mask (B, S) (1 = a real token) → memory (S, B, d), after enc_norm. */
-Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout drop);
+/* x (S, B, d), src_mask (B, S) (1 = a real token) → memory (S, B, d), after enc_norm.
+ * self: NULL, or enc_layers slots for each layer's self-attention weights (B·heads, S, S). */
+Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout drop, Tensor **self);
 /* y (T, B, d), each position attending to itself and the ones before it that are real
  * (trg_mask (B, T), 1 = real; NULL: all), and to memory (S, B, d) where src_mask allows →
  * (T, B, d), after dec_norm. cross: NULL, or dec_layers slots for each layer's

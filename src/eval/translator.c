@@ -11,6 +11,49 @@
 /* Attention rows kept for heatmaps stay under this many bytes per decoded batch. */
 #define HEATMAP_BATCH_BYTES ((size_t)256 << 20)
 
+/* A Transformer's attention in every layer for one decoded sentence: the sentence and its
+ * output teacher-forced (as decoding computed them), the heads averaged. */
+static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, const char *path_cross, const char *path_self,
+                             const char *title, S2sError *err) {
+    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns, H = model_heads(t->model), Ls = t->model->tf.dec_layers;
+    if (rows == 0 || ns == 0) return S2S_OK;
+    int32_t *trg = s2s_xmalloc((size_t)(rows + 1) * sizeof *trg);
+    trg[0] = TOK_SOS;
+    memcpy(trg + 1, a->out, (size_t)(rows - 1) * sizeof *trg); /* inputs <sos> out[0 .. rows − 2] */
+    trg[rows] = TOK_EOS; /* the last target: not an input */
+    Dataset d;
+    dataset_init(&d);
+    dataset_add(&d, a->src, ns, trg, rows + 1);
+    Batch b;
+    batch_init(&b);
+    int zero = 0;
+    batch_fill(&b, &d, &zero, 1);
+    ArenaMark mark = arena_mark(&t->tape->arena);
+    Tensor *cross[TF_MAX_LAYERS] = {0}, *self[TF_MAX_LAYERS] = {0};
+    model_transformer_maps(t->tape, t->model, &b, cross, self);
+    float *cm = s2s_xcalloc((size_t)Ls * rows * ns, sizeof *cm), *sm = s2s_xcalloc((size_t)t->model->tf.enc_layers * ns * ns, sizeof *sm);
+    const float *cp[TF_MAX_LAYERS], *sp[TF_MAX_LAYERS];
+    for (int l = 0; l < Ls; l++) { /* (H, rows, ns) → the heads' mean */
+        cp[l] = cm + (size_t)l * rows * ns;
+        for (int h = 0; h < H; h++)
+            for (size_t k = 0; k < (size_t)rows * ns; k++) cm[(size_t)l * rows * ns + k] += cross[l]->data[(size_t)h * rows * ns + k] / (float)H;
+    }
+    for (int l = 0; l < t->model->tf.enc_layers; l++) {
+        sp[l] = sm + (size_t)l * ns * ns;
+        for (int h = 0; h < H; h++)
+            for (size_t k = 0; k < (size_t)ns * ns; k++) sm[(size_t)l * ns * ns + k] += self[l]->data[(size_t)h * ns * ns + k] / (float)H;
+    }
+    arena_rewind(&t->tape->arena, mark);
+    S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls < t->model->tf.enc_layers ? Ls : t->model->tf.enc_layers,
+                                  cp, sp, t->font, err);
+    free(cm);
+    free(sm);
+    batch_free(&b);
+    dataset_free(&d);
+    free(trg);
+    return st;
+}
+
 static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn,
                          const float *heads, long line_no, TranslatedLine *r) {
     char path[PATH_MAX + 32], title[256];
@@ -27,6 +70,13 @@ static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32
         snprintf(path, sizeof path, "%s/%04ld_heads.png", t->heatmap_dir, line_no);
         snprintf(title, sizeof title, "line %ld - mean of %d heads", line_no, H);
         st = visuals_heatmap_heads(path, title, t->src, t->trg, &a, H, heads, t->font, &err);
+    }
+    if (!st && t->model->cfg.type == MODEL_TRANSFORMER) { /* every layer: DIR/NNNN_layers.png, NNNN_encoder.png */
+        char path2[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/%04ld_layers.png", t->heatmap_dir, line_no);
+        snprintf(path2, sizeof path2, "%s/%04ld_encoder.png", t->heatmap_dir, line_no);
+        snprintf(title, sizeof title, "line %ld", line_no);
+        st = draw_layers(t, &a, path, path2, title, &err);
     }
     if (st) snprintf(r->warning, sizeof r->warning, "%s", err.msg);
     free(src);

@@ -112,7 +112,7 @@ ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all
     TfDropout dr = {t->training && drop ? m->cfg.dropout : 0.0f, t->training ? drop : NULL};
     Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
     if (dr.rng && dr.p > 0) x = op_dropout(t, x, dr.p, dr.rng);
-    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, dr);
+    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, dr, NULL);
     /* decoder inputs trg[0 .. T-2]; a position is real where it is not padding */
     uint8_t *tmask = arena_alloc(&t->arena, (size_t)B * T1);
     for (int bb = 0; bb < B; bb++)
@@ -140,7 +140,7 @@ ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all
 void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds) {
     int B = b->B, S = b->S, N = B * K;
     Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
-    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0});
+    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0}, NULL);
     ds->N = N;
     ds->S = S;
     ds->enc = K == 1 ? memory : model_repeat_states(t, memory, K);
@@ -159,4 +159,20 @@ Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tok
         w->heads = w->want_heads && m->tf.heads > 1 ? last : NULL;
     }
     return linear_forward(t, &m->out, tape_reshape2(t, out, N, m->cfg.d_model));
+}
+
+void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self) {
+    S2S_ASSERT(m->cfg.type == MODEL_TRANSFORMER);
+    bool grad = t->grad_enabled, training = t->training;
+    t->grad_enabled = t->training = false;
+    int B = b->B, S = b->S, T1 = b->T - 1;
+    Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
+    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0}, self);
+    uint8_t *tmask = arena_alloc(&t->arena, (size_t)B * T1);
+    for (int bb = 0; bb < B; bb++)
+        for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
+    Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, b->trg, T1, B, 0);
+    transformer_decode(t, &m->tf, y, memory, b->src_mask, tmask, (TfDropout){0}, cross);
+    t->grad_enabled = grad;
+    t->training = training;
 }

@@ -114,13 +114,13 @@ static Tensor *feed_forward(Tape *t, const Transformer *tf, const Linear *l1, co
 }
 
 
-Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout dr) {
+Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout dr, Tensor **self) {
     S2S_ASSERT(x->ndim == 3 && x->shape[2] == tf->d);
     int B = x->shape[1];
     for (int l = 0; l < tf->enc_layers; l++) {
         const TfEncoderLayer *e = &tf->enc[l];
         Tensor *h = tf->norm_first ? norm(t, tf, &e->norm1, x) : x;
-        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, src_mask, B, dr, NULL), dr);
+        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, src_mask, B, dr, self ? &self[l] : NULL), dr);
         x = tf->norm_first ? op_add(t, x, sa) : norm(t, tf, &e->norm1, op_add(t, x, sa));
         h = tf->norm_first ? norm(t, tf, &e->norm2, x) : x;
         Tensor *ff = drop(t, feed_forward(t, tf, &e->linear1, &e->linear2, h, dr), dr);
