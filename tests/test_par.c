@@ -108,3 +108,52 @@ Test(par, loss_gradient_and_adam_same_bits_on_any_thread_count) {
     free(p1);
     free(p2);
 }
+
+/* Dropout's mask comes from a key and each element's index: the same output and gradient on
+ * 1, 2 or 3 threads, about a p share of the elements dropped, the kept ones scaled by 1/(1−p),
+ * and another key (the next call) another mask. */
+Test(par, dropout_same_bits_on_any_thread_count) {
+    int restore = omp_get_max_threads();
+    enum { ND = 3000017 };
+    float *out[3], *grad[3];
+    Tensor *x = tensor_new(1, (int[]){ND}, true);
+    for (size_t i = 0; i < ND; i++) x->data[i] = 1.0f + (float)(i % 7);
+    for (int th = 1; th <= 3; th++) {
+        gemm_set_threads(th);
+        Tape t;
+        tape_init(&t, 1 << 20);
+        Rng rng;
+        rng_init(&rng, 11, RNG_STREAM_DROPOUT);
+        memset(x->grad, 0, ND * sizeof(float));
+        Tensor *y = op_dropout(&t, x, 0.3f, &rng);
+        out[th - 1] = malloc(ND * sizeof(float));
+        memcpy(out[th - 1], y->data, ND * sizeof(float));
+        tape_backward(&t, op_sum(&t, y));
+        grad[th - 1] = malloc(ND * sizeof(float));
+        memcpy(grad[th - 1], x->grad, ND * sizeof(float));
+        if (th == 1) {
+            size_t dropped = 0, wrong = 0;
+            for (size_t i = 0; i < ND; i++) {
+                if (y->data[i] == 0.0f) dropped++;
+                else wrong += fabsf(y->data[i] - x->data[i] / 0.7f) > 1e-6f * x->data[i] || fabsf(x->grad[i] - 1.0f / 0.7f) > 1e-6f;
+            }
+            cr_expect(fabs((double)dropped / ND - 0.3) < 0.002, "dropped %.4f of the elements", (double)dropped / ND);
+            cr_expect_eq(wrong, 0, "kept elements and their gradients are scaled by 1/(1 - p)");
+            Tensor *y2 = op_dropout(&t, x, 0.3f, &rng);
+            size_t same = 0;
+            for (size_t i = 0; i < ND; i++) same += (y2->data[i] == 0.0f) == (y->data[i] == 0.0f);
+            cr_expect_lt(same, (size_t)(0.65 * ND), "the next call draws another mask (%zu of %d agree)", same, ND);
+        }
+        tape_free(&t);
+    }
+    gemm_set_threads(restore);
+    for (int k = 1; k < 3; k++) {
+        cr_expect_eq(memcmp(out[0], out[k], ND * sizeof(float)), 0, "output: 1 vs %d threads", k + 1);
+        cr_expect_eq(memcmp(grad[0], grad[k], ND * sizeof(float)), 0, "gradient: 1 vs %d threads", k + 1);
+    }
+    for (int k = 0; k < 3; k++) {
+        free(out[k]);
+        free(grad[k]);
+    }
+    tensor_free(x);
+}

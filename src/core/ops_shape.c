@@ -1,6 +1,7 @@
 /* ops_shape.c — gather_rows (embedding lookup), concat and slice along the last axis,
  * dropout. */
 #include "ops_internal.h"
+#include "s2s/par.h"
 
 #include <string.h>
 
@@ -118,29 +119,61 @@ void op_slice_backward(Tape *t, const TapeNode *n) {
 }
 
 /* saved: the keep mask (1 byte per element); kept entries are scaled by 1/(1−p). */
+/* Dropout's mask is a function of a key (two draws from rng per call) and the element's
+ * index: a counter-based generator (splitmix64's finaliser over key + i·golden), so the mask
+ * is made in parallel with the same bits on any number of threads, and backward makes it
+ * again instead of keeping it. An element is kept when its top 24 bits reach p·2²⁴. */
+typedef struct DropKey {
+    uint64_t key;
+    uint32_t threshold;
+    float scale;
+} DropKey;
+
+static inline bool drop_keep(const DropKey *k, size_t i) {
+    uint64_t z = k->key + (uint64_t)i * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (uint32_t)(z >> 40) >= k->threshold;
+}
+
+typedef struct DropJob {
+    const DropKey *k;
+    const float *x;
+    float *y;
+    bool add; /* backward: y += kept x · scale */
+} DropJob;
+
+static void drop_range(void *ctx, size_t begin, size_t end) {
+    const DropJob *j = ctx;
+    float s = j->k->scale;
+    if (j->add) {
+        for (size_t i = begin; i < end; i++)
+            if (drop_keep(j->k, i)) j->y[i] += j->x[i] * s;
+    } else {
+        for (size_t i = begin; i < end; i++) j->y[i] = drop_keep(j->k, i) ? j->x[i] * s : 0.0f;
+    }
+}
+
 Tensor *op_dropout(Tape *t, Tensor *x, float p, Rng *rng) {
     S2S_ASSERT(p >= 0.0f && p < 1.0f);
     if (!t->training || p == 0.0f) return x;
     Tensor *y = tape_like(t, x);
-    uint8_t *keep = arena_alloc(&t->arena, x->size);
-    float scale = 1.0f / (1.0f - p);
-    for (size_t i = 0; i < x->size; i++) {
-        keep[i] = rng_uniform(rng) >= p;
-        y->data[i] = keep[i] ? x->data[i] * scale : 0.0f;
-    }
+    DropKey *k = arena_alloc(&t->arena, sizeof *k);
+    k->key = (uint64_t)rng_u32(rng) << 32 | rng_u32(rng);
+    k->threshold = (uint32_t)((double)p * 16777216.0);
+    k->scale = 1.0f / (1.0f - p);
+    DropJob j = {k, x->data, y->data, false};
+    par_for(x->size, 8, drop_range, &j);
     if (tape_wants(t, x, NULL, NULL)) {
         TapeNode *n = tape_record(t, OP_DROPOUT, y);
         n->in[0] = x;
-        n->saved = keep;
-        n->f = scale;
+        n->saved = k;
     }
     return y;
 }
 
 void op_dropout_backward(Tape *t, const TapeNode *n) {
-    const uint8_t *keep = n->saved;
-    const float *dy = n->out->grad;
-    float *dx = tensor_grad(t, n->in[0]);
-    for (size_t i = 0; i < n->out->size; i++)
-        if (keep[i]) dx[i] += dy[i] * n->f;
+    DropJob j = {n->saved, n->out->grad, tensor_grad(t, n->in[0]), true};
+    par_for(n->out->size, 8, drop_range, &j);
 }
