@@ -70,6 +70,14 @@ fi
 # and a GRU's W_hn h recomputed in backward
 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set loss_chunk=512 --set recompute=true \
     | sed 's/"event":"train"/"event":"train_low_memory"/' | tee -a "$out"
+# the Transformer (model.type) of PyTorch's baseline: nn.Transformer 3+3 layers, d 256, 8 heads,
+# ff 512, dropout 0.1, post-norm, sinusoidal positions, on the same word-level batches
+TF="--set model.type=transformer --set d_model=256 --set heads=8 --set ff=512 --set layers=3 --set dropout=0.1 --set norm=post"
+for prec in fp32 bf16; do
+    # shellcheck disable=SC2086
+    ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode $TF --set precision=$prec \
+        | sed 's/"event":"train"/"event":"train_transformer"/' | tee -a "$out"
+done
 # all of test_2016_flickr as one batch: products of 1,000 rows run nearer the GEMMs' peak
 # (PyTorch likewise below, with --bs 1000)
 for prec in fp32 bf16; do
@@ -93,6 +101,11 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.p
             --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
             | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /" | tee -a "$out" || true
     done
+    for extra in "" "--bf16"; do
+        /usr/bin/python3 "$BASE/torch_seq2seq.py" --arch transformer --bench --outsel --bucket $extra \
+            --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
+            | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /; s/\"event\": \"bench\"/\"event\": \"bench_transformer\"/" | tee -a "$out" || true
+    done
     /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench 2>/dev/null \
         | grep '"event": "decode_bench"' | tee -a "$out" || true
     /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench --bs 1000 2>/dev/null \
@@ -111,6 +124,8 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
                         else osg = num($0, "sgemm_gflops_output_shape")
                         if (p == "bf16") bg = num($0, "bf16_gemm_gflops_output_shape") }
     /"event":"train_low_memory"/ { lctok = num($0, "tok_per_s"); lcrss = num($0, "peak_rss_mb") }
+    /"event":"train_transformer"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; tftok[p] = num($0, "tok_per_s"); tfrss[p] = num($0, "peak_rss_mb") }
+    /"event": "bench_transformer"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttftok[p] = num($0, "tok_per_s") }
     /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
                          dec[p "_" md] = num($0, "sent_per_s") }
     /"event":"decode_trained"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
@@ -133,6 +148,9 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
         if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]
         if (ttok["fp32"] != "" && lcrss != "") printf ",\"rss_low_memory_ratio\":%.2f", lcrss / trss["fp32"]
         if (ttok["bf16"] != "") printf ",\"torch_train_bf16_tok_per_s\":%s,\"train_bf16_ratio\":%.2f", ttok["bf16"], tok["bf16"] / ttok["bf16"]
+        if (tftok["fp32"] != "") printf ",\"transformer_train_tok_per_s\":%s,\"transformer_train_bf16_tok_per_s\":%s,\"transformer_peak_rss_mb\":%s", tftok["fp32"], tftok["bf16"], tfrss["fp32"]
+        if (ttftok["fp32"] != "") printf ",\"torch_transformer_train_tok_per_s\":%s,\"transformer_train_ratio\":%.2f", ttftok["fp32"], tftok["fp32"] / ttftok["fp32"]
+        if (ttftok["bf16"] != "") printf ",\"torch_transformer_train_bf16_tok_per_s\":%s,\"transformer_train_bf16_ratio\":%.2f", ttftok["bf16"], tftok["bf16"] / ttftok["bf16"]
         if (tg != "") printf ",\"torch_random_greedy_sent_per_s\":%s,\"greedy_full_ratio\":%.2f,\"greedy_full_bf16_ratio\":%.2f,\"beam5_vs_torch_greedy\":%.2f,\"beam5_bf16_vs_torch_greedy\":%.2f", tg, dec["fp32_full"] / tg, dec["bf16_full"] / tg, dec["fp32_beam5"] / tg, dec["bf16_beam5"] / tg
         if (tg != "" && dec["int8_full"] != "") printf ",\"greedy_full_int8_ratio\":%.2f", dec["int8_full"] / tg
         if (bdec["fp32_full"] != "") printf ",\"random_greedy_full_b1000_sent_per_s\":%s,\"random_greedy_full_b1000_bf16_sent_per_s\":%s,\"random_beam5_b1000_sent_per_s\":%s,\"random_beam5_b1000_bf16_sent_per_s\":%s", bdec["fp32_full"], bdec["bf16_full"], bdec["fp32_beam5"], bdec["bf16_beam5"]
