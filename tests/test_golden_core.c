@@ -24,16 +24,7 @@ static cJSON *load_golden(const char *name) {
 
 #define get tu_get
 
-/* Compares n floats with a golden list. */
-static void expect_json(const char *what, const float *actual, size_t n, const cJSON *node, double rtol) {
-    double *e = malloc(n * sizeof *e);
-    long got = tu_json_flatten(node, e, n);
-    cr_assert_eq(got, (long)n, "%s: golden has %ld values, we have %zu", what, got, n);
-    char why[256];
-    bool ok = tu_close(actual, e, n, rtol, why, sizeof why);
-    free(e);
-    cr_expect(ok, "%s: %s", what, why);
-}
+#define expect_json tu_expect_json
 
 static Tensor *jt(const cJSON *j, const char *key, int ndim, const int *shape, bool grad) {
     Tensor *t = tu_json_tensor(get(j, key), ndim, shape, grad);
@@ -251,18 +242,7 @@ Test(golden, multihead_attention) {
         S2sError err;
         cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
         const cJSON *gp = get(c, "params"), *p;
-        int n_params = 0;
-        cJSON_ArrayForEach(p, gp) {
-            char full[PARAM_NAME_MAX];
-            snprintf(full, sizeof full, "att.%s", p->string);
-            Param *mine = params_find(&ps, full);
-            cr_assert(mine != NULL, "%s: no parameter %s", name, full);
-            double *v = malloc(mine->t->size * sizeof *v);
-            cr_assert_eq(tu_json_flatten(p, v, mine->t->size), (long)mine->t->size, "%s: %s", name, full);
-            for (size_t k = 0; k < mine->t->size; k++) mine->t->data[k] = (float)v[k];
-            free(v);
-            n_params++;
-        }
+        int n_params = tu_load_params(&ps, gp, "att.");
         cr_assert_eq(n_params, ps.count, "%s: PyTorch has %d parameters, we have %d", name, n_params, ps.count);
         Tensor *dec = jt(c, "dec", 3, (int[]){T, B, E}, true), *enc = jt(c, "enc", 3, (int[]){S, B, D}, true);
         Tensor *seed = jt(c, "seed", 3, (int[]){T, B, E}, false);

@@ -15,15 +15,7 @@
 
 #define get tu_get
 
-static void expect_json(const char *what, const float *actual, size_t n, const cJSON *node, double rtol) {
-    double *e = malloc(n * sizeof *e);
-    long got = tu_json_flatten(node, e, n);
-    cr_assert_eq(got, (long)n, "%s: golden has %ld values, we have %zu", what, got, n);
-    char why[256];
-    bool ok = tu_close(actual, e, n, rtol, why, sizeof why);
-    free(e);
-    cr_expect(ok, "%s: %s", what, why);
-}
+#define expect_json tu_expect_json
 
 static void run_case(const char *file) {
     char path[512];
@@ -42,18 +34,7 @@ static void run_case(const char *file) {
     S2sError err;
     cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
     const cJSON *gp = get(j, "params"), *p;
-    int n_params = 0;
-    cJSON_ArrayForEach(p, gp) {
-        char full[2 * PARAM_NAME_MAX];
-        snprintf(full, sizeof full, "tf.%s", p->string);
-        Param *mine = params_find(&ps, full);
-        cr_assert(mine != NULL, "%s: no parameter %s", file, full);
-        double *v = malloc(mine->t->size * sizeof *v);
-        cr_assert_eq(tu_json_flatten(p, v, mine->t->size), (long)mine->t->size, "%s: %s", file, full);
-        for (size_t k = 0; k < mine->t->size; k++) mine->t->data[k] = (float)v[k];
-        free(v);
-        n_params++;
-    }
+    int n_params = tu_load_params(&ps, gp, "tf.");
     cr_assert_eq(n_params, ps.count, "%s: PyTorch has %d parameters, we have %d", file, n_params, ps.count);
     int B = cJSON_GetArraySize(get(j, "src_lens"));
     uint8_t *sm = calloc((size_t)B * S, 1), *tm = calloc((size_t)B * T, 1);
@@ -145,16 +126,7 @@ static void run_model_case(const char *file) {
     S2sError err;
     cr_assert_eq(model_init(&m, &mc, Vs, Vt, &err), S2S_OK, "%s", err.msg);
     const cJSON *gp = get(j, "params"), *p;
-    int n_params = 0;
-    cJSON_ArrayForEach(p, gp) {
-        Param *mine = params_find(&m.params, p->string);
-        cr_assert(mine != NULL, "%s: no parameter %s", file, p->string);
-        double *v = malloc(mine->t->size * sizeof *v);
-        cr_assert_eq(tu_json_flatten(p, v, mine->t->size), (long)mine->t->size, "%s: %s", file, p->string);
-        for (size_t k = 0; k < mine->t->size; k++) mine->t->data[k] = (float)v[k];
-        free(v);
-        n_params++;
-    }
+    int n_params = tu_load_params(&m.params, gp, "");
     cr_assert_eq(n_params, m.params.count, "%s: PyTorch has %d parameters, we have %d", file, n_params, m.params.count);
     /* the batch: sources without markers, targets <sos> … <eos>, padding stripped */
     Dataset d;

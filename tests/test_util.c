@@ -361,3 +361,30 @@ bool gc_run(const GradCase *c, char *why, size_t why_n, bool *seen) {
     gc_free(&g);
     return ok;
 }
+
+void tu_expect_json(const char *what, const float *actual, size_t n, const cJSON *node, double rtol) {
+    double *e = malloc(n * sizeof *e);
+    long got = tu_json_flatten(node, e, n);
+    cr_assert_eq(got, (long)n, "%s: golden has %ld values, we have %zu", what, got, n);
+    char why[256];
+    bool ok = tu_close(actual, e, n, rtol, why, sizeof why);
+    free(e);
+    cr_expect(ok, "%s: %s", what, why);
+}
+
+int tu_load_params(ParamStore *ps, const cJSON *params, const char *prefix) {
+    const cJSON *p;
+    int n = 0;
+    cJSON_ArrayForEach(p, params) {
+        char full[2 * PARAM_NAME_MAX];
+        snprintf(full, sizeof full, "%s%s", prefix, p->string);
+        Param *mine = params_find(ps, full);
+        cr_assert(mine != NULL, "no parameter %s", full);
+        double *v = malloc(mine->t->size * sizeof *v);
+        cr_assert_eq(tu_json_flatten(p, v, mine->t->size), (long)mine->t->size, "%s: not %zu values", full, mine->t->size);
+        for (size_t k = 0; k < mine->t->size; k++) mine->t->data[k] = (float)v[k];
+        free(v);
+        n++;
+    }
+    return n;
+}

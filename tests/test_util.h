@@ -68,6 +68,11 @@ bool tu_file_has(const char *path, const char *text);
 /* Flattens a nested numeric list into out (up to cap), returns the count (−1 on a
  * non-number). */
 long tu_json_flatten(const cJSON *node, double *out, size_t cap);
+/* Expects n floats to equal a golden list within rtol (tu_close); `what` names them. */
+void tu_expect_json(const char *what, const float *actual, size_t n, const cJSON *node, double rtol);
+/* Every entry of a golden "params" object (PyTorch names) into the store's parameter
+ * prefix + name (prefix "" for none), each checked to exist with its size; returns how many. */
+int tu_load_params(ParamStore *ps, const cJSON *params, const char *prefix);
 /* Loads a nested list into a new heap tensor of the given shape (asserting the count). */
 Tensor *tu_json_tensor(const cJSON *node, int ndim, const int *shape, bool with_grad);
 

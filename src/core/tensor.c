@@ -57,3 +57,13 @@ const char *tensor_shape_str(const Tensor *t, char *buf, size_t n) {
     if (k < n) snprintf(buf + k, n - k, ")");
     return buf;
 }
+
+void tensor_keep_rows_tm(Tensor *x, const int32_t *rows, int n) {
+    S2S_ASSERT(x->ndim == 3 && n >= 0 && n <= x->shape[1]);
+    int S = x->shape[0], N = x->shape[1], D = x->shape[2];
+    for (int s = 0; s < S; s++)
+        for (int i = 0; i < n; i++)
+            memmove(x->data + ((size_t)s * n + i) * D, x->data + ((size_t)s * N + rows[i]) * D, (size_t)D * sizeof(float));
+    x->shape[1] = n;
+    x->size = (size_t)S * n * D;
+}

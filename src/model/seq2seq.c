@@ -402,18 +402,6 @@ void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *p
     }
 }
 
-/* Rows rows[0..n) (ascending) of a (S, N, D) tensor, in place: (S, n, D). Every source
- * lies at or after its destination, so a forward pass never reads what it overwrote. */
-static void keep_rows_tm(Tensor *x, int N, const int32_t *rows, int n) {
-    int S = x->shape[0], D = x->shape[2];
-    S2S_ASSERT(x->shape[1] == N);
-    for (int s = 0; s < S; s++)
-        for (int i = 0; i < n; i++)
-            memmove(x->data + ((size_t)s * n + i) * D, x->data + ((size_t)s * N + rows[i]) * D, (size_t)D * sizeof(float));
-    x->shape[1] = n;
-    x->size = (size_t)S * n * D;
-}
-
 static void keep_rows_2d(Tensor *x, const int32_t *rows, int n) {
     int D = x->shape[1];
     for (int i = 0; i < n; i++) memmove(x->data + (size_t)i * D, x->data + (size_t)rows[i] * D, (size_t)D * sizeof(float));
@@ -425,9 +413,9 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
     int N = ds->N, S = ds->S;
     S2S_ASSERT(n > 0 && n <= N);
     for (int i = 1; i < n; i++) S2S_ASSERT(rows[i] > rows[i - 1]);
-    keep_rows_tm(ds->enc, N, rows, n);
-    if (ds->cache.keys) keep_rows_tm(ds->cache.keys, N, rows, n);
-    if (ds->cache.values) keep_rows_tm(ds->cache.values, N, rows, n);
+    tensor_keep_rows_tm(ds->enc, rows, n);
+    if (ds->cache.keys) tensor_keep_rows_tm(ds->cache.keys, rows, n);
+    if (ds->cache.values) tensor_keep_rows_tm(ds->cache.values, rows, n);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_start) */
     for (int i = 0; i < n; i++) memmove(mask + (size_t)i * S, mask + (size_t)rows[i] * S, (size_t)S);
     if (m->cfg.type == MODEL_TRANSFORMER) {

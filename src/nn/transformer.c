@@ -222,22 +222,11 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
     return norm(t, tf, &tf->dec_norm, y);
 }
 
-/* rows (L, N, D) time-major → (L, n, D) keeping rows[0..n), increasing: in place. */
-static void keep_rows_tm(Tensor *x, int N, const int32_t *rows, int n) {
-    int L = x->shape[0], D = x->shape[2];
-    S2S_ASSERT(x->shape[1] == N);
-    for (int s = 0; s < L; s++)
-        for (int i = 0; i < n; i++)
-            memmove(x->data + ((size_t)s * n + i) * D, x->data + ((size_t)s * N + rows[i]) * D, (size_t)D * sizeof(float));
-    x->shape[1] = n;
-    x->size = (size_t)L * n * D;
-}
-
 void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n) {
     for (int l = 0; l < TF_MAX_LAYERS; l++) {
         Tensor *x[4] = {c->self_k[l], c->self_v[l], c->cross_k[l], c->cross_v[l]};
         for (int k = 0; k < 4; k++)
-            if (x[k]) keep_rows_tm(x[k], c->N, rows, n);
+            if (x[k]) tensor_keep_rows_tm(x[k], rows, n);
     }
     c->N = n;
 }
