@@ -160,6 +160,16 @@ Test(cli, transformer_run_learns_resumes_and_is_reproducible, .timeout = 240) {
                        tu_bin(), d, tf, d, tu_bin(), d),
                  0);
     cr_expect(tu_same_file(tu_path(d, "a/model.bin"), tu_path(d, "c/model.bin")), "paused and resumed: the same model");
+    /* bf16 products where the CPU has them: reproducible too */
+    if (tu_sh("%s/train --config %s/small.json %s --set precision=bf16 --set epochs=1 --out %s/h1 > %s/bf.txt 2>&1", tu_bin(), d, tf, d,
+              d) == 0) {
+        cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --set precision=bf16 --set epochs=1 --out %s/h2 > /dev/null 2>&1", tu_bin(),
+                           d, tf, d),
+                     0);
+        cr_expect(tu_same_file(tu_path(d, "h1/model.bin"), tu_path(d, "h2/model.bin")), "bf16: the same model twice");
+    } else {
+        cr_expect(tu_file_has(tu_path(d, "bf.txt"), "bf16"), "a CPU without bf16 says so: %s", tu_slurp(tu_path(d, "bf.txt"), NULL));
+    }
     cr_assert_eq(tu_sh("printf 'abcd\\nddcab\\n' | %s/translate %s/a/model.bin > %s/g.txt && "
                        "printf 'abcd\\nddcab\\n' | %s/translate %s/a/model.bin --beam 4 > %s/b.txt",
                        tu_bin(), d, d, tu_bin(), d, d),
