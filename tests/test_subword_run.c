@@ -4,6 +4,7 @@
  * reads and writes raw text with it. */
 #include "test_util.h"
 #include "s2s/checkpoint.h"
+#include "s2s/data.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -265,6 +266,50 @@ Test(subword, sentencepiece_model_run_end_to_end, .timeout = 240) {
     /* a config without its .model is a usage error */
     cr_expect_eq(tu_sh("%s/train --config %s/c.json --set spm_model= --out %s/run2 > /dev/null 2> %s/err.txt", tu_bin(), d, d, d), 2);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "task.spm_model must name"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* BPE-dropout on one side: the other side's pieces stay those of the plain segmentation,
+ * while the dropped side's differ somewhere (each of 400 pairs sampled at p = 0.3). */
+Test(subword, bpe_dropout_on_one_side) {
+    char *d = tu_tmpdir();
+    write_corpus(d, "train", 400, 1);
+    write_corpus(d, "val", 10, 2);
+    write_corpus(d, "test", 10, 3);
+    Config c;
+    config_defaults(&c);
+    char set[600];
+    snprintf(set, sizeof set, "task.data_dir=%s", d);
+    tu_config_set(&c, "task.type=translate");
+    tu_config_set(&c, set);
+    tu_config_set(&c, "task.train_prefix=train");
+    tu_config_set(&c, "task.valid_prefix=val");
+    tu_config_set(&c, "task.test_prefix=test");
+    tu_config_set(&c, "task.subword=bpe");
+    tu_config_set(&c, "task.bpe_merges=60");
+    tu_config_set(&c, "task.bpe_dropout=0.3");
+    TaskData td;
+    S2sError err;
+    cr_assert_eq(task_load(&td, &c.task, &err), S2S_OK, "%s", err.msg);
+    for (int side = 0; side < 2; side++) {
+        Rng rng;
+        rng_init(&rng, 5, RNG_STREAM_SUBWORD);
+        Dataset out;
+        task_sample_train(&td, side == 0 ? 0.3f : 0.0f, side == 1 ? 0.3f : 0.0f, &rng, &out);
+        cr_assert_eq(out.n, td.train.n);
+        int src_diff = 0, trg_diff = 0;
+        for (int i = 0; i < out.n; i++) {
+            src_diff += out.src_len[i] != td.train.src_len[i] ||
+                        memcmp(out.ids + out.src_off[i], td.train.ids + td.train.src_off[i], (size_t)out.src_len[i] * 4) != 0;
+            trg_diff += out.trg_len[i] != td.train.trg_len[i] ||
+                        memcmp(out.ids + out.trg_off[i], td.train.ids + td.train.trg_off[i], (size_t)out.trg_len[i] * 4) != 0;
+        }
+        cr_expect(side == 0 ? src_diff > 0 && trg_diff == 0 : src_diff == 0 && trg_diff > 0, "%s side: %d sources and %d targets differ",
+                  side ? "target" : "source", src_diff, trg_diff);
+        dataset_free(&out);
+    }
+    task_free(&td);
     tu_rm_rf(d);
     free(d);
 }

@@ -20,6 +20,7 @@
 /* The choices; each has its names in a table below, in the order of its values. */
 typedef enum TaskType { TASK_REVERSE, TASK_TRANSLATE } TaskType;
 typedef enum Subword { SUBWORD_NONE, SUBWORD_BPE, SUBWORD_SENTENCEPIECE } Subword;
+typedef enum Sides { SIDES_BOTH, SIDES_SOURCE, SIDES_TARGET } Sides;
 typedef enum ModelType { MODEL_RNN, MODEL_TRANSFORMER } ModelType;
 typedef enum ModelCell { MODEL_CELL_GRU, MODEL_CELL_LSTM } ModelCell;
 typedef enum NormPlace { NORM_POST, NORM_PRE } NormPlace;
@@ -38,6 +39,7 @@ typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE, LR_INVERSE_SQRT } L
 /* The names of the choices, as configs, model files and messages spell them. */
 extern const char *const TASK_TYPE_NAMES[];
 extern const char *const SUBWORD_NAMES[];
+extern const char *const SIDES_NAMES[];
 extern const char *const MODEL_TYPE_NAMES[];
 extern const char *const MODEL_CELL_NAMES[];
 extern const char *const NORM_PLACE_NAMES[];
@@ -70,6 +72,7 @@ typedef struct ConfigTask {
     bool bpe_joint;         /* one model for both languages (a shared vocabulary), or one each */
     int bpe_vocab_size;     /* instead: the pieces in all, specials and bytes included (0: bpe_merges) */
     float bpe_dropout;      /* BPE-dropout in training: merges left out with this probability (0: off) */
+    Sides bpe_dropout_sides; /* on both sides' text, or on one */
     char spm_model[CONFIG_STR]; /* sentencepiece: the .model file (spm_train's) */
 } ConfigTask;
 

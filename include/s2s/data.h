@@ -83,9 +83,10 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
 S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
 /* The training pairs (td->train's, in its order) segmented anew with BPE-dropout, each merge
- * left out with probability dropout, rng drawn from; into out (initialised here). The task
- * must have kept its training text (task.bpe_dropout > 0). */
-void task_sample_train(const TaskData *td, float dropout, Rng *rng, Dataset *out);
+ * left out with probability p_src in the sources and p_trg in the targets (0: as always),
+ * rng drawn from; into out (initialised here). The task must have kept its training text
+ * (task.bpe_dropout > 0). */
+void task_sample_train(const TaskData *td, float p_src, float p_trg, Rng *rng, Dataset *out);
 
 /* Raw text → the Multi30k token convention (lowercased, normalised, Moses-tokenised,
  * tokens separated by single spaces); lang is "en", "de", … (apostrophes differ).

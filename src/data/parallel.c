@@ -204,14 +204,14 @@ static S2sStatus learn_bpe(SubwordModel **out, char *const *lines, size_t n, con
     return S2S_OK;
 }
 
-void task_sample_train(const TaskData *td, float dropout, Rng *rng, Dataset *out) {
+void task_sample_train(const TaskData *td, float p_src, float p_trg, Rng *rng, Dataset *out) {
     S2S_ASSERT_MSG(td->train_src_text && td->train_trg_text, "the training text was not kept (task.bpe_dropout is 0)");
     dataset_init(out);
     int32_t *src = NULL, *trg = NULL;
     int cs = 0, ct = 0;
     for (int i = 0; i < td->train.n; i++) {
-        int ns = encode_line(&td->src_vocab, td->train_src_text[i], false, dropout, rng, &src, &cs);
-        int nt = encode_line(&td->trg_vocab, td->train_trg_text[i], true, dropout, rng, &trg, &ct);
+        int ns = encode_line(&td->src_vocab, td->train_src_text[i], false, p_src, p_src > 0 ? rng : NULL, &src, &cs);
+        int nt = encode_line(&td->trg_vocab, td->train_trg_text[i], true, p_trg, p_trg > 0 ? rng : NULL, &trg, &ct);
         dataset_add(out, src, ns, trg, nt);
     }
     free(src);

@@ -26,6 +26,7 @@ typedef struct Key {
 
 const char *const TASK_TYPE_NAMES[] = {"reverse", "translate", NULL};
 const char *const SUBWORD_NAMES[] = {"none", "bpe", "sentencepiece", NULL};
+const char *const SIDES_NAMES[] = {"both", "source", "target", NULL};
 const char *const MODEL_TYPE_NAMES[] = {"rnn", "transformer", NULL};
 const char *const MODEL_CELL_NAMES[] = {"gru", "lstm", NULL};
 const char *const NORM_PLACE_NAMES[] = {"post", "pre", NULL};
@@ -83,6 +84,8 @@ static const Key KEYS[] = {
     {"task.bpe_dropout", K_FLOAT, OFF(task.bpe_dropout), 0, 0.9, NULL,
      "translate, bpe: BPE-dropout in training, each merge left out with this probability, the training text segmented "
      "anew every epoch (0: off; validation, test and translation never drop)"},
+    {"task.bpe_dropout_sides", K_ENUM, OFF(task.bpe_dropout_sides), 0, 0, SIDES_NAMES,
+     "translate, bpe: which training text BPE-dropout segments anew (both, source, target)"},
     {"model.type", K_ENUM, OFF(model.type), 0, 0, MODEL_TYPE_NAMES,
      "rnn (recurrent encoder and decoder with attention) or transformer (PyTorch's nn.Transformer)"},
     {"model.cell", K_ENUM, OFF(model.cell), 0, 0, MODEL_CELL_NAMES, "recurrent cell"},

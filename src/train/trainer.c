@@ -89,7 +89,8 @@ static const Dataset *epoch_data(Run *r, int e) {
         dataset_free(&r->sampled);
         Rng g;
         rng_init(&g, mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_SUBWORD);
-        task_sample_train(&r->data, p, &g, &r->sampled);
+        Sides s = r->cfg->task.bpe_dropout_sides;
+        task_sample_train(&r->data, s == SIDES_TARGET ? 0.0f : p, s == SIDES_SOURCE ? 0.0f : p, &g, &r->sampled);
         r->sampled_epoch = e;
     }
     return &r->sampled;
@@ -286,7 +287,7 @@ static S2sStatus check_memory(Run *r, S2sError *err) {
     if (c->task.bpe_dropout > 0) {
         Rng unused;
         rng_init(&unused, 0, RNG_STREAM_SUBWORD);
-        task_sample_train(&r->data, 1.0f, &unused, &finest);
+        task_sample_train(&r->data, 1.0f, 1.0f, &unused, &finest);
         d = &finest;
     }
     for (int i = 0; i < d->n; i++) {
