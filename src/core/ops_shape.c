@@ -120,47 +120,54 @@ void op_slice_backward(Tape *t, const TapeNode *n) {
 
 /* saved: the keep mask (1 byte per element); kept entries are scaled by 1/(1−p). */
 /* Dropout's mask is a function of a key (two draws from rng per call) and the element's
- * index: a counter-based generator (splitmix64's finaliser over key + i·golden), so the mask
- * is made in parallel with the same bits on any number of threads, and backward makes it
- * again instead of keeping it. An element is kept when its top 24 bits reach p·2²⁴. */
+ * index: a counter-based generator (murmur3's 32-bit finaliser over the index mixed with the
+ * key), so the mask is made in parallel with the same bits on any number of threads, and
+ * backward makes it again instead of keeping it; 32-bit arithmetic without branches lets the
+ * loops vectorise. An element is kept when its top 24 bits reach p·2²⁴. */
 typedef struct DropKey {
-    uint64_t key;
+    uint32_t k0, k1;
     uint32_t threshold;
     float scale;
 } DropKey;
 
-static inline bool drop_keep(const DropKey *k, size_t i) {
-    uint64_t z = k->key + (uint64_t)i * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (uint32_t)(z >> 40) >= k->threshold;
+static inline float drop_factor(uint32_t k0, uint32_t k1, uint32_t threshold, float scale, uint32_t i) {
+    uint32_t h = (i * 0x9E3779B9u) ^ k0;
+    h += k1;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return (h >> 8) >= threshold ? scale : 0.0f;
 }
 
 typedef struct DropJob {
     const DropKey *k;
     const float *x;
     float *y;
-    bool add; /* backward: y += kept x · scale */
+    bool add; /* backward: y += x · factor */
 } DropJob;
 
 static void drop_range(void *ctx, size_t begin, size_t end) {
     const DropJob *j = ctx;
-    float s = j->k->scale;
-    if (j->add) {
-        for (size_t i = begin; i < end; i++)
-            if (drop_keep(j->k, i)) j->y[i] += j->x[i] * s;
-    } else {
-        for (size_t i = begin; i < end; i++) j->y[i] = drop_keep(j->k, i) ? j->x[i] * s : 0.0f;
-    }
+    const uint32_t k0 = j->k->k0, k1 = j->k->k1, th = j->k->threshold, b = (uint32_t)begin, e = (uint32_t)end;
+    const float s = j->k->scale;
+    const float *restrict x = j->x;
+    float *restrict y = j->y;
+    if (j->add)
+        for (uint32_t i = b; i < e; i++) y[i] += x[i] * drop_factor(k0, k1, th, s, i);
+    else
+        for (uint32_t i = b; i < e; i++) y[i] = x[i] * drop_factor(k0, k1, th, s, i);
 }
 
 Tensor *op_dropout(Tape *t, Tensor *x, float p, Rng *rng) {
     S2S_ASSERT(p >= 0.0f && p < 1.0f);
     if (!t->training || p == 0.0f) return x;
+    S2S_ASSERT(x->size < ((size_t)1 << 32)); /* elements are counted in 32 bits */
     Tensor *y = tape_like(t, x);
     DropKey *k = arena_alloc(&t->arena, sizeof *k);
-    k->key = (uint64_t)rng_u32(rng) << 32 | rng_u32(rng);
+    k->k0 = rng_u32(rng);
+    k->k1 = rng_u32(rng);
     k->threshold = (uint32_t)((double)p * 16777216.0);
     k->scale = 1.0f / (1.0f - p);
     DropJob j = {k, x->data, y->data, false};
