@@ -43,9 +43,26 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
         for (int h = 0; h < H; h++)
             for (size_t k = 0; k < (size_t)ns * ns; k++) sm[(size_t)l * ns * ns + k] += self[l]->data[(size_t)h * ns * ns + k] / (float)H;
     }
+    /* each layer's heads, a picture a layer: (H, rows, ns) → (rows, H, ns) as the heads pictures take them */
+    float *heads = s2s_xmalloc((size_t)Ls * rows * H * ns * sizeof *heads);
+    for (int l = 0; l < Ls; l++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < rows; i++)
+                memcpy(heads + (((size_t)l * rows + i) * H + h) * ns, cross[l]->data + ((size_t)h * rows + i) * ns, (size_t)ns * sizeof *heads);
     arena_rewind(&t->tape->arena, mark);
     S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls < t->model->tf.enc_layers ? Ls : t->model->tf.enc_layers,
                                   cp, sp, t->font, err);
+    for (int l = 0; l < Ls && !st && H > 1; l++) { /* DIR/NNNN_layerL_heads.png */
+        char path[PATH_MAX + 48], ttl[160];
+        const char *dot = strrchr(path_cross, '_'); /* …/NNNN_layers.png → …/NNNN */
+        snprintf(path, sizeof path, "%.*s_layer%d_heads.png", (int)(dot - path_cross), path_cross, l + 1);
+        snprintf(ttl, sizeof ttl, "%.100s - layer %d - mean of %d heads", title, l + 1, H);
+        DecodedAttention al = *a;
+        al.attn = cp[l];
+        al.stride = ns;
+        st = visuals_heatmap_heads(path, ttl, t->src, t->trg, &al, H, heads + (size_t)l * rows * H * ns, t->font, err);
+    }
+    free(heads);
     free(cm);
     free(sm);
     batch_free(&b);
