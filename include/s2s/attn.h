@@ -62,6 +62,9 @@ void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *p
  * between calls with the same enc (decoding). */
 Tensor *attn_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
                      Tensor **weights, AttnCache *cache);
+/* The mean over heads of w (B·heads, T, S), head-minor → (B, T, S) on the tape, without a
+ * gradient: the weights pictures and metrics show (multihead, the Transformer's layers). */
+Tensor *attn_heads_mean(Tape *t, const Tensor *w, int heads);
 /* The same, with each head's weights too (w->heads, when w->want_heads and heads > 1). */
 Tensor *attn_forward_heads(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
                            AttnWeights *w, AttnCache *cache);

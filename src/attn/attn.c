@@ -145,10 +145,9 @@ static void multihead_init(Attention *a, ParamStore *ps, const char *prefix) {
     linear_init(&a->o, ps, name, E, E, true);
 }
 
-/* The mean over heads of w (B·heads, T, S) → (B, T, S): for pictures and metrics only (no
- * gradient flows through it). */
-static Tensor *head_mean(Tape *t, const Tensor *w, int heads) {
+Tensor *attn_heads_mean(Tape *t, const Tensor *w, int heads) {
     int BH = w->shape[0], T = w->shape[1], S = w->shape[2], B = BH / heads;
+    S2S_ASSERT(w->ndim == 3 && heads > 0 && BH % heads == 0);
     size_t TS = (size_t)T * S;
     Tensor *m = tape_zeros(t, 3, (int[]){B, T, S});
     for (int b = 0; b < B; b++) {
@@ -173,7 +172,7 @@ static Tensor *multihead_forward(Tape *t, const Attention *a, Tensor *dec, Tenso
     Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
     Tensor *w = op_softmax(t, scores, m, B);                                   /* (B·H, T, S) */
     Tensor *ctx = op_matmul(t, w, vh, MM_B_TM | MM_OUT_TM);                    /* (T, B·H, Dh) */
-    aw->mean = H == 1 ? w : head_mean(t, w, H);
+    aw->mean = H == 1 ? w : attn_heads_mean(t, w, H);
     aw->heads = aw->want_heads && H > 1 ? w : NULL;
     return linear_forward(t, &a->o, tape_reshape3(t, ctx, T, B, E));
 }

@@ -33,15 +33,13 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
     model_transformer_maps(t->tape, t->model, &b, cross, self);
     float *cm = s2s_xcalloc((size_t)Ls * rows * ns, sizeof *cm), *sm = s2s_xcalloc((size_t)t->model->tf.enc_layers * ns * ns, sizeof *sm);
     const float *cp[TF_MAX_LAYERS], *sp[TF_MAX_LAYERS];
-    for (int l = 0; l < Ls; l++) { /* (H, rows, ns) → the heads' mean */
+    for (int l = 0; l < Ls; l++) { /* (H, rows, ns) → the heads' mean, kept past the rewind below */
         cp[l] = cm + (size_t)l * rows * ns;
-        for (int h = 0; h < H; h++)
-            for (size_t k = 0; k < (size_t)rows * ns; k++) cm[(size_t)l * rows * ns + k] += cross[l]->data[(size_t)h * rows * ns + k] / (float)H;
+        memcpy(cm + (size_t)l * rows * ns, attn_heads_mean(t->tape, cross[l], H)->data, (size_t)rows * ns * sizeof *cm);
     }
     for (int l = 0; l < t->model->tf.enc_layers; l++) {
         sp[l] = sm + (size_t)l * ns * ns;
-        for (int h = 0; h < H; h++)
-            for (size_t k = 0; k < (size_t)ns * ns; k++) sm[(size_t)l * ns * ns + k] += self[l]->data[(size_t)h * ns * ns + k] / (float)H;
+        memcpy(sm + (size_t)l * ns * ns, attn_heads_mean(t->tape, self[l], H)->data, (size_t)ns * ns * sizeof *sm);
     }
     /* each layer's heads, a picture a layer: (H, rows, ns) → (rows, H, ns) as the heads pictures take them */
     float *heads = s2s_xmalloc((size_t)Ls * rows * H * ns * sizeof *heads);

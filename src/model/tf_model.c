@@ -95,17 +95,6 @@ static Tensor *embed(Tape *t, const Seq2Seq *m, const Embedding *e, Tensor *pos_
     return tape_reshape3(t, op_add(t, x, p), L, B, d);
 }
 
-/* The heads' mean of w (B·H, T, S) → (B, T, S), no gradient: for pictures and metrics. */
-static Tensor *heads_mean(Tape *t, const Tensor *w, int H) {
-    int BH = w->shape[0], T = w->shape[1], S = w->shape[2], B = BH / H;
-    size_t TS = (size_t)T * S;
-    Tensor *m = tape_zeros(t, 3, (int[]){B, T, S});
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (size_t k = 0; k < TS; k++) m->data[(size_t)b * TS + k] += w->data[((size_t)b * H + h) * TS + k] / (float)H;
-    return m;
-}
-
 ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions) {
     S2S_ASSERT(b->T >= 2);
     int B = b->B, S = b->S, T1 = b->T - 1, d = m->cfg.d_model, V = m->trg_vocab;
@@ -123,7 +112,7 @@ ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all
     Tensor *out = transformer_decode(t, &m->tf, y, memory, b->src_mask, tmask, dr, cross);
     ModelOutput o;
     memset(&o, 0, sizeof o);
-    o.attention = heads_mean(t, cross[m->tf.dec_layers - 1], m->tf.heads); /* the last layer's */
+    o.attention = attn_heads_mean(t, cross[m->tf.dec_layers - 1], m->tf.heads); /* the last layer's */
     Tensor *flat = tape_reshape2(t, out, T1 * B, d);
     if (all_positions) {
         o.logits = linear_forward(t, &m->out, flat);
@@ -155,7 +144,7 @@ Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tok
     Tensor *out = transformer_decode_step(t, &m->tf, y, ds->enc, ds->mask, &ds->tf, cross);
     Tensor *last = cross[m->tf.dec_layers - 1]; /* (N·H, 1, S) */
     if (w) {
-        w->mean = m->tf.heads == 1 ? last : heads_mean(t, last, m->tf.heads);
+        w->mean = m->tf.heads == 1 ? last : attn_heads_mean(t, last, m->tf.heads);
         w->heads = w->want_heads && m->tf.heads > 1 ? last : NULL;
     }
     return linear_forward(t, &m->out, tape_reshape2(t, out, N, m->cfg.d_model));
