@@ -222,6 +222,51 @@ Test(golden, layer_norm) {
     cJSON_Delete(j);
 }
 
+/* Label smoothing against PyTorch's CrossEntropyLoss(label_smoothing = ε, ignore_index = 0)
+ * (tests/golden-extra/make_ops.py): the loss, the plain NLL beside it, and the gradient, for
+ * the loss on logits and for the chunked output layer + loss (an identity layer, so its input
+ * is the logits and its input gradient their gradient; chunks of 3 leave a short last one). */
+Test(golden, label_smoothing) {
+    cJSON *j = tu_json_load("tests/golden-extra/ops/label_smoothing.json");
+    cr_assert(j != NULL, "tests/golden-extra/ops/label_smoothing.json");
+    const cJSON *c;
+    int n_cases = 0;
+    cJSON_ArrayForEach(c, get(j, "cases")) {
+        const char *name = get(c, "name")->valuestring;
+        int N = get(c, "N")->valueint, V = get(c, "V")->valueint;
+        float eps = (float)get(c, "eps")->valuedouble;
+        int32_t tg[16];
+        cr_assert(N <= 16);
+        for (int r = 0; r < N; r++) tg[r] = cJSON_GetArrayItem(get(c, "targets"), r)->valueint;
+        for (int path = 0; path < 2; path++) {
+            Tensor *x = jt(c, "x", 2, (int[]){N, V}, true), *eye = tensor_new(2, (int[]){V, V}, false);
+            for (int i = 0; i < V; i++) eye->data[(size_t)i * V + i] = 1.0f;
+            Tape t;
+            tape_init(&t, 1 << 22);
+            t.grad_enabled = true;
+            double nll = -1;
+            Tensor *loss = path ? op_linear_xent(&t, x, eye, NULL, tg, 0, 3, eps, &nll)
+                                : op_cross_entropy_consume(&t, x, tg, 0, eps, &nll);
+            char what[96];
+            snprintf(what, sizeof what, "%s (%s): loss", name, path ? "linear_xent" : "cross_entropy");
+            double want = get(c, "loss")->valuedouble, want_nll = get(c, "nll")->valuedouble;
+            cr_expect(fabs(loss->data[0] - want) <= 2e-6 * fmax(1.0, fabs(want)), "%s %.8f, PyTorch %.8f", what,
+                      loss->data[0], want);
+            cr_expect(fabs(nll - want_nll) <= 2e-6 * fmax(1.0, fabs(want_nll)), "%s: nll %.8f, PyTorch %.8f", what, nll,
+                      want_nll);
+            tape_backward(&t, loss);
+            snprintf(what, sizeof what, "%s (%s): dx", name, path ? "linear_xent" : "cross_entropy");
+            expect_json(what, x->grad, x->size, get(c, "dx"), RTOL_GRAD);
+            tape_free(&t);
+            tensor_free(x);
+            tensor_free(eye);
+        }
+        n_cases++;
+    }
+    cr_expect_eq(n_cases, 3);
+    cJSON_Delete(j);
+}
+
 /* Multi-head attention against PyTorch's nn.MultiheadAttention(E, heads, kdim = vdim = D)
  * (tests/golden-extra/make_ops.py): the output, the head-averaged and per-head weights, and the
  * gradient of every parameter (under PyTorch's names: in_proj_weight when D = E, else

@@ -121,10 +121,17 @@ static void xent_setup(Gc *g) {
     const int32_t tg[] = {3, 0, 5, 1, 2}; /* 0 ignored */
     memcpy(g->ids, tg, sizeof tg);
 }
-static void xent_fwd(Tape *t, Gc *g) { OUT(g, op_linear_xent(t, g->leaf[0], g->leaf[1], g->leaf[2], g->ids, 0, 2)); }
+static void xent_fwd(Tape *t, Gc *g) { OUT(g, op_linear_xent(t, g->leaf[0], g->leaf[1], g->leaf[2], g->ids, 0, 2, 0.0f, NULL)); }
 /* consuming: logits made by an op (a leaf already has a gradient), so backward overwrites them */
 static void ce_consume_fwd(Tape *t, Gc *g) {
-    OUT(g, op_cross_entropy_consume(t, op_scale(t, g->leaf[0], 1.5f), g->ids, 0));
+    OUT(g, op_cross_entropy_consume(t, op_scale(t, g->leaf[0], 1.5f), g->ids, 0, 0.0f, NULL));
+}
+/* label smoothing: every class gets a share of the gradient, the ignored row none */
+static void ce_smooth_fwd(Tape *t, Gc *g) {
+    OUT(g, op_cross_entropy_consume(t, op_scale(t, g->leaf[0], 1.5f), g->ids, 0, 0.3f, NULL));
+}
+static void xent_smooth_fwd(Tape *t, Gc *g) {
+    OUT(g, op_linear_xent(t, g->leaf[0], g->leaf[1], g->leaf[2], g->ids, 0, 2, 0.1f, NULL));
 }
 
 /* ---- gather (repeated ids accumulate), concat, slice, dropout ---- */
@@ -316,6 +323,8 @@ static const GradCase CASES[] = {
     {"cross_entropy", ce_setup, ce_fwd},
     {"cross_entropy_consume", ce_setup, ce_consume_fwd},
     {"linear_xent", xent_setup, xent_fwd},
+    {"cross_entropy_smoothed", ce_setup, ce_smooth_fwd},
+    {"linear_xent_smoothed", xent_setup, xent_smooth_fwd},
     {"gather_rows", gather_setup, gather_fwd},
     {"concat", concat_setup, concat_fwd},
     {"concat_rows", concat_rows_setup, concat_rows_fwd},

@@ -31,6 +31,7 @@ typedef struct Seq2Seq {
     Transformer tf;
     Tensor *src_pos, *trg_pos; /* learned positions (P, d), or NULL (sinusoidal) */
     int loss_chunk;           /* training: output layer + loss this many rows at a time (0: all; train.loss_chunk) */
+    float label_smoothing;    /* training (a tape with gradients): the loss's ε (train.label_smoothing) */
 } Seq2Seq;
 
 /* Whether decoding gives attention weights to draw (not for dummy attention), and how many
@@ -77,7 +78,9 @@ double model_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_vocab, Mo
 void model_init_weights(Seq2Seq *m, Rng *rng);
 
 typedef struct ModelOutput {
-    Tensor *loss;            /* (1): mean cross-entropy over non-pad targets */
+    Tensor *loss;            /* (1): mean cross-entropy over non-pad targets; label-smoothed when
+                                training with m->label_smoothing */
+    double nll;              /* the plain mean cross-entropy, whatever the smoothing */
     Tensor *logits;          /* (n_tokens, V): rows at real targets only; model_forward_all:
                                 ((T-1)·B, V), every time-major position */
     const int32_t *targets;  /* the target of each logits row (arena) */

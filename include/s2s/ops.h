@@ -52,12 +52,16 @@ Tensor *op_softmax(Tape *t, Tensor *x, const uint8_t *mask, int mask_rows);
 Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index);
 /* The same, for logits that nothing reads after the backward pass (the training loss): where
  * logits is not a view and has no gradient yet, backward writes the gradient over its values
- * instead of keeping a second (N, V) buffer. */
-Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index);
+ * instead of keeping a second (N, V) buffer. smoothing ε in [0, 1): each counted row's loss is
+ * (1−ε)·NLL + ε·mean over all V classes of −log p (PyTorch's CrossEntropyLoss(label_smoothing
+ * = ε, ignore_index)). *nll (if not NULL) receives the plain mean NLL, whatever ε. */
+Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index, float smoothing,
+                                 double *nll);
 /* op_cross_entropy(op_linear(x, w, b), …) computed `chunk` rows at a time: x (N, D), w (V, D),
  * b (V) or NULL. Only one chunk's logits exist at once; backward computes them again (one
  * more product of the layer's size) instead of keeping (N, V). */
-Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk);
+Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk,
+                       float smoothing, double *nll);
 
 /* Rows of src (R, D) picked by ids (n), each in [0, R) → (n, D); backward scatter-adds.
  * Embedding lookup, and picking each sequence's last state. */

@@ -1,5 +1,5 @@
 /* ops_softmax.c — masked softmax over the last axis, and cross-entropy (log-softmax + NLL
- * with an ignore index, mean over counted rows). */
+ * with an ignore index and label smoothing, mean over counted rows). */
 #include "s2s/fastmath.h"
 #include "ops_internal.h"
 #include "s2s/par.h"
@@ -53,33 +53,57 @@ void op_softmax_backward(Tape *t, const TapeNode *n) {
 }
 
 /* saved: targets (N) copy; saved2: per-row log-sum-exp (N), so backward recomputes the
- * softmax from the logits instead of keeping an (N, V) copy. */
+ * softmax from the logits instead of keeping an (N, V) copy. With label smoothing ε a row's
+ * loss is lse − (1−ε) x_t − ε mean(x) (PyTorch's: (1−ε) NLL + ε/V Σ_c −log p_c, every class
+ * including padding's); the row means go in `mean`. */
 typedef struct LseJob {
     const float *x;
     const int32_t *targets;
-    float *lse;
+    float *lse, *mean; /* mean: NULL without smoothing */
     int V, ignore;
 } LseJob;
 
 static void lse_rows(void *ctx, size_t begin, size_t end) {
     const LseJob *j = ctx;
-    for (size_t r = begin; r < end; r++)
-        if (j->targets[r] != j->ignore) j->lse[r] = s2s_logsumexp(j->x + r * (size_t)j->V, j->V);
+    for (size_t r = begin; r < end; r++) {
+        if (j->targets[r] == j->ignore) continue;
+        const float *x = j->x + r * (size_t)j->V;
+        j->lse[r] = s2s_logsumexp(x, j->V);
+        if (j->mean) {
+            double s = 0.0;
+            for (int c = 0; c < j->V; c++) s += x[c];
+            j->mean[r] = (float)(s / j->V);
+        }
+    }
 }
 
-static Tensor *cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index, bool consume) {
+/* Adds rows [0, n) of logits y (n, V) to the running sums: the objective and the plain NLL. */
+static void xent_sum(const float *y, int n, int V, const int32_t *tg, int ignore, const float *lse, const float *mean,
+                     float eps, double *total, double *nll, int *count) {
+    for (int r = 0; r < n; r++) { /* in row order: the same sum on any thread count */
+        if (tg[r] == ignore) continue;
+        float xt = y[(size_t)r * V + tg[r]], plain = lse[r] - xt; /* in float, as before smoothing existed */
+        *nll += plain;
+        *total += mean ? lse[r] - (1.0 - eps) * xt - eps * (double)mean[r] : plain;
+        (*count)++;
+    }
+}
+
+static Tensor *cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index, float eps, bool consume,
+                             double *nll_out) {
+    S2S_ASSERT(eps >= 0.0f && eps < 1.0f);
     int V = tensor_cols(logits), N = tensor_rows(logits);
     float *lse = arena_alloc(&t->arena, (size_t)N * sizeof *lse);
+    ArenaMark m = arena_mark(&t->arena);
+    float *mean = eps > 0.0f ? arena_alloc(&t->arena, (size_t)N * sizeof *mean) : NULL;
     for (int r = 0; r < N; r++) S2S_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V));
-    LseJob job = {logits->data, targets, lse, V, ignore_index};
+    LseJob job = {logits->data, targets, lse, mean, V, ignore_index};
     par_for((size_t)N, (size_t)V, lse_rows, &job); /* rows on the threads; the sum below in row order */
-    double total = 0.0;
+    double total = 0.0, nll = 0.0;
     int count = 0;
-    for (int r = 0; r < N; r++) {
-        if (targets[r] == ignore_index) continue;
-        total += lse[r] - logits->data[(size_t)r * V + targets[r]];
-        count++;
-    }
+    xent_sum(logits->data, N, V, targets, ignore_index, lse, mean, eps, &total, &nll, &count);
+    arena_rewind(&t->arena, m);
+    if (nll_out) *nll_out = count ? nll / count : 0.0;
     Tensor *y = tape_tensor1(t, 1);
     y->data[0] = count ? (float)(total / count) : 0.0f;
     if (tape_wants(t, logits, NULL, NULL)) {
@@ -89,6 +113,7 @@ static Tensor *cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, in
         memcpy(tg, targets, (size_t)N * sizeof *tg);
         n->saved = tg;
         n->saved2 = lse;
+        n->f = eps;
         n->i[0] = ignore_index;
         n->i[1] = count;
         n->i[2] = consume;
@@ -97,21 +122,29 @@ static Tensor *cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, in
 }
 
 Tensor *op_cross_entropy(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index) {
-    return cross_entropy(t, logits, targets, ignore_index, false);
+    return cross_entropy(t, logits, targets, ignore_index, 0.0f, false, NULL);
 }
 
-Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index) {
-    return cross_entropy(t, logits, targets, ignore_index, true);
+Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets, int ignore_index, float smoothing,
+                                 double *nll) {
+    return cross_entropy(t, logits, targets, ignore_index, smoothing, true, nll);
 }
 
+/* g: the upstream gradient over the counted rows; the target's share is g (1 − ε) and every
+ * class's g ε / V (gs), so that d = g softmax(x) − g (1−ε) onehot − g ε / V. */
 typedef struct CeGradJob {
     const float *x;
     float *d;
     const int32_t *tg;
     const float *lse;
-    float g;
+    float g, gt, gs;
     int V, ignore;
 } CeGradJob;
+
+static CeGradJob ce_job(const float *x, float *d, const int32_t *tg, const float *lse, float g, float eps, int V,
+                        int ignore) {
+    return (CeGradJob){x, d, tg, lse, g, g * (1.0f - eps), g * eps / (float)V, V, ignore};
+}
 
 /* d = softmax(x) g - g onehot, written over x (the consuming loss) */
 static void ce_grad_rows_over(void *ctx, size_t begin, size_t end) {
@@ -122,8 +155,12 @@ static void ce_grad_rows_over(void *ctx, size_t begin, size_t end) {
             memset(d, 0, (size_t)j->V * sizeof *d);
             continue;
         }
-        for (int c = 0; c < j->V; c++) d[c] = j->g * s2s_expf(d[c] - j->lse[r]); /* reads x_c, then writes d_c */
-        d[j->tg[r]] -= j->g;
+        float g = j->g, gs = j->gs, l = j->lse[r];
+        if (gs != 0.0f)
+            for (int c = 0; c < j->V; c++) d[c] = g * s2s_expf(d[c] - l) - gs; /* reads x_c, then writes d_c */
+        else
+            for (int c = 0; c < j->V; c++) d[c] = g * s2s_expf(d[c] - l);
+        d[j->tg[r]] -= j->gt;
     }
 }
 
@@ -134,8 +171,8 @@ static void ce_grad_rows_add(void *ctx, size_t begin, size_t end) {
         if (j->tg[r] == j->ignore) continue;
         const float *x = j->x + r * (size_t)j->V;
         float *d = j->d + r * (size_t)j->V;
-        for (int c = 0; c < j->V; c++) d[c] += j->g * s2s_expf(x[c] - j->lse[r]);
-        d[j->tg[r]] -= j->g;
+        for (int c = 0; c < j->V; c++) d[c] += j->g * s2s_expf(x[c] - j->lse[r]) - j->gs;
+        d[j->tg[r]] -= j->gt;
     }
 }
 
@@ -146,7 +183,7 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
     int V = tensor_cols(logits), N = tensor_rows(logits), count = n->i[1];
     if (!count) return;
     float g = n->out->grad[0] / (float)count;
-    CeGradJob job = {logits->data, NULL, tg, lse, g, V, n->i[0]};
+    CeGradJob job = ce_job(logits->data, NULL, tg, lse, g, n->f, V, n->i[0]);
     if (n->i[2] && !logits->grad && !logits->base) { /* the gradient takes the logits' place */
         logits->grad = logits->data;
         logits->grad_recyclable = true; /* dead, values and gradient, once its producer ran backward */
@@ -171,28 +208,29 @@ static void xent_logits(Tape *t, const Tensor *x, const Tensor *w, const Tensor 
                  b ? 1.0f : 0.0f, y, V);
 }
 
-Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk) {
+Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk,
+                       float smoothing, double *nll_out) {
     int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
     S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && chunk > 0);
+    S2S_ASSERT(smoothing >= 0.0f && smoothing < 1.0f);
     for (int r = 0; r < N; r++) S2S_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V));
     float *lse = arena_alloc(&t->arena, (size_t)(N ? N : 1) * sizeof *lse);
     ArenaMark m = arena_mark(&t->arena);
     const uint16_t *wbf = gemm_bf16_weight(t, w); /* once for all chunks */
-    float *y = arena_alloc(&t->arena, (size_t)(N < chunk ? (N ? N : 1) : chunk) * V * sizeof *y);
-    double total = 0.0;
+    int rows = N < chunk ? (N ? N : 1) : chunk;
+    float *y = arena_alloc(&t->arena, (size_t)rows * V * sizeof *y);
+    float *mean = smoothing > 0.0f ? arena_alloc(&t->arena, (size_t)rows * sizeof *mean) : NULL;
+    double total = 0.0, nll = 0.0;
     int count = 0;
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         xent_logits(t, x, w, b, wbf, r0, n, y);
-        LseJob job = {y, targets + r0, lse + r0, V, ignore_index};
+        LseJob job = {y, targets + r0, lse + r0, mean, V, ignore_index};
         par_for((size_t)n, (size_t)V, lse_rows, &job);
-        for (int r = 0; r < n; r++) { /* in row order, as op_cross_entropy */
-            if (targets[r0 + r] == ignore_index) continue;
-            total += lse[r0 + r] - y[(size_t)r * V + targets[r0 + r]];
-            count++;
-        }
+        xent_sum(y, n, V, targets + r0, ignore_index, lse + r0, mean, smoothing, &total, &nll, &count);
     }
     arena_rewind(&t->arena, m);
+    if (nll_out) *nll_out = count ? nll / count : 0.0;
     Tensor *out = tape_tensor1(t, 1);
     out->data[0] = count ? (float)(total / count) : 0.0f;
     if (tape_wants(t, x, w, b)) {
@@ -204,6 +242,7 @@ Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *
         memcpy(tg, targets, (size_t)N * sizeof *tg);
         node->saved = tg;
         node->saved2 = lse;
+        node->f = smoothing;
         node->i[0] = ignore_index;
         node->i[1] = count;
         node->i[2] = chunk;
@@ -226,7 +265,7 @@ void op_linear_xent_backward(Tape *t, const TapeNode *node) {
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         xent_logits(t, x, w, b, wbf, r0, n, y); /* the forward's logits again, bit for bit */
-        CeGradJob job = {y, y, tg + r0, lse + r0, g, V, node->i[0]};
+        CeGradJob job = ce_job(y, y, tg + r0, lse + r0, g, node->f, V, node->i[0]);
         par_for((size_t)n, (size_t)V, ce_grad_rows_over, &job); /* d logits over the logits */
         if (dx) /* dx (n, D) += dlogits (n, V) W (V, D) */
             s2s_gemm_pre(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f,

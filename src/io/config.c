@@ -117,6 +117,9 @@ static const Key KEYS[] = {
     {"train.loss_chunk", K_INT, OFF(train.loss_chunk), 0, 1e6, NULL,
      "output layer and loss this many target rows at a time in training, logits computed again in backward: "
      "less memory (no whole logits), one more output-layer product (0: all rows at once)"},
+    {"train.label_smoothing", K_FLOAT, OFF(train.label_smoothing), 0, 0.999, NULL,
+     "training loss: (1 - e) cross-entropy + e mean over classes of -log p (PyTorch's label_smoothing); "
+     "validation and test report the plain cross-entropy"},
     {"train.recompute", K_BOOL, OFF(train.recompute), 0, 0, NULL,
      "recompute in backward what a small product gives instead of keeping it (a GRU's W_hn h: one B x H x H "
      "product per step): less memory, a little more time"},

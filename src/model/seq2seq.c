@@ -250,7 +250,7 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
     if (all_positions) {
         o.logits = tape_reshape2(t, output_layer(t, m, ctx, d.out), T1 * B, V);
         o.targets = b->trg + B;
-        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD);
+        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, m), &o.nll);
         return o;
     }
     /* the output layer (most of the step's work) only at real targets, whose rows are
@@ -273,17 +273,20 @@ int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens) {
     return rows;
 }
 
+float model_smoothing(const Tape *t, const Seq2Seq *m) { return t->grad_enabled ? m->label_smoothing : 0.0f; }
+
 void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o) {
     const int32_t *targets = b->trg + b->B;
     int32_t *tg = arena_alloc(&t->arena, (size_t)(o->n_tokens ? o->n_tokens : 1) * sizeof *tg);
     for (int k = 0; k < o->n_tokens; k++) tg[k] = targets[o->rows[k]];
     o->targets = tg;
+    float eps = model_smoothing(t, m);
     if (m->loss_chunk > 0 && t->grad_enabled) { /* training: never the whole logits (o.logits NULL) */
-        o->loss = op_linear_xent(t, x, m->out.w, m->out.b, tg, TOK_PAD, m->loss_chunk);
+        o->loss = op_linear_xent(t, x, m->out.w, m->out.b, tg, TOK_PAD, m->loss_chunk, eps, &o->nll);
         return;
     }
     o->logits = linear_forward(t, &m->out, x);
-    o->loss = op_cross_entropy_consume(t, o->logits, o->targets, TOK_PAD); /* nothing reads logits after backward */
+    o->loss = op_cross_entropy_consume(t, o->logits, o->targets, TOK_PAD, eps, &o->nll); /* nothing reads logits after backward */
 }
 
 ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {

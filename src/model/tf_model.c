@@ -118,7 +118,7 @@ ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all
         o.logits = linear_forward(t, &m->out, flat);
         o.targets = b->trg + B;
         S2S_ASSERT(o.logits->shape[1] == V);
-        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD);
+        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, m), &o.nll);
         return o;
     }
     o.rows = model_target_rows(t, b, &o.n_tokens);

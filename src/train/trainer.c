@@ -462,6 +462,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
     }
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
     r->model.loss_chunk = cfg->train.loss_chunk;
+    r->model.label_smoothing = cfg->train.label_smoothing;
     if (is_adam(cfg) && (st = params_alloc_moments(&r->model.params, err))) goto out;
     r->font = font_open(NULL);
     if (!r->font && opt->out)
@@ -515,7 +516,7 @@ static void teardown(Run *r) {
 
 /* One optimizer step on a batch; returns the loss. A non-finite loss or gradient returns
  * before any weight changes (*what says which), for the caller to report. */
-static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, const char **what) {
+static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double *nll, const char **what) {
     Tape *t = &r->tape;
     tape_reset(t);
     t->training = true;
@@ -528,6 +529,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, const 
     ModelOutput o = model_forward(t, &r->model, b, &drop);
     double loss = o.loss->data[0];
     *n_tokens = o.n_tokens;
+    *nll = o.nll;
     *what = "loss";
     if (isfinite(loss)) {
         params_zero_grad(&r->model.params);
@@ -578,7 +580,8 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
         /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
         double done_share = (r->st.epoch + (double)k / plan.n_batches) / tc->epochs;
         float lr = (float)(r->st.lr * optim_lr_factor(tc->lr_schedule, done_share, r->st.step + 1, tc->warmup_steps));
-        double loss = train_step(r, &b, lr, &ntok, &what);
+        double loss, objective = train_step(r, &b, lr, &ntok, &loss, &what);
+        if (!isfinite(objective)) loss = objective;
         if (!isfinite(loss)) {
             st = s2s_fail(err, S2S_ERR_NUMERIC,
                           "step %ld (epoch %d, batch %d): the %s is %s; stopped, %s keeps the last good state",

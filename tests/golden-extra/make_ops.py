@@ -4,7 +4,7 @@ that the C float32 results are compared with the exact values: layer norm (forwa
 gradient) and nn.MultiheadAttention (output, mean and per-head weights, every gradient).
 
 Test data generator, not part of the product. Run: /usr/bin/python3 make_ops.py
-(needs Debian's python3-torch). Writes ops/layer_norm.json and ops/multihead.json."""
+(needs Debian's python3-torch). Writes ops/layer_norm.json, ops/multihead.json and ops/label_smoothing.json."""
 import json
 import os
 
@@ -89,6 +89,32 @@ def main_multihead():
         json.dump({"torch": torch.__version__, "cases": cases}, f)
 
 
+def smoothing_case(name, N, V, eps, ignored, seed):
+    """nn.CrossEntropyLoss(label_smoothing=eps, ignore_index=0), mean reduction: rows whose
+    target is 0 count for nothing, the smoothing mass goes to every class (0 included)."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(N, V, generator=g, dtype=torch.float64) * 8 - 4).float().double().requires_grad_(True)
+    tg = torch.randint(1, V, (N,), generator=g)
+    for r in ignored:
+        tg[r] = 0
+    loss = torch.nn.CrossEntropyLoss(label_smoothing=eps, ignore_index=0)(x, tg)
+    loss.backward()
+    plain = torch.nn.CrossEntropyLoss(ignore_index=0)(x.detach(), tg)
+    return {"name": name, "N": N, "V": V, "eps": eps, "x": flat(x), "targets": tg.tolist(),
+            "loss": float(loss), "nll": float(plain), "dx": flat(x.grad)}
+
+
+def main_smoothing():
+    cases = [
+        smoothing_case("eps_0.1", 7, 11, 0.1, [2, 5], 21),
+        smoothing_case("eps_0.3_wide", 5, 300, 0.3, [0], 22),
+        smoothing_case("eps_0", 4, 9, 0.0, [3], 23),
+    ]
+    with open(os.path.join(HERE, "ops", "label_smoothing.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "cases": cases}, f)
+
+
 if __name__ == "__main__":
     main()
     main_multihead()
+    main_smoothing()
