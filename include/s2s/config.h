@@ -30,6 +30,7 @@ typedef enum EmbeddingType { EMBEDDING_LEARNED, EMBEDDING_ONEHOT } EmbeddingType
 typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, ATTN_GENERAL, ATTN_ADDITIVE, ATTN_MULTIHEAD } AttnKind;
 #define ATTN_KIND_COUNT 7
 typedef enum Combine { COMBINE_CONCAT, COMBINE_LUONG } Combine;
+typedef enum Tie { TIE_NONE, TIE_DECODER, TIE_ALL } Tie;
 typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD } Optimizer;
 typedef enum Precision { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } Precision; /* int8: decoding only */
 typedef enum GemmLib { GEMM_LIB_ONEDNN, GEMM_LIB_OPENBLAS } GemmLib;
@@ -48,6 +49,7 @@ extern const char *const ACTIVATION_NAMES[];
 extern const char *const EMBEDDING_TYPE_NAMES[];
 extern const char *const ATTN_KIND_NAMES[];
 extern const char *const COMBINE_NAMES[];
+extern const char *const TIE_NAMES[];
 extern const char *const OPTIMIZER_NAMES[];
 extern const char *const PRECISION_NAMES[];
 extern const char *const GEMM_LIB_NAMES[];
@@ -89,6 +91,7 @@ typedef struct ConfigModel {
     int heads;              /* multihead: heads (each decoder_hidden / heads wide) */
     Combine combine;        /* concat: W[a;h]+b; luong: W_o tanh(W_c[a;h]) */
     float init_range;       /* parameters uniform in [-init_range, init_range] */
+    Tie tie_embeddings;     /* decoder: its input embedding is the output layer's weight; all: the source's too */
     /* transformer (layers, heads and dropout are the keys above) */
     int d_model, ff;        /* model width; feed-forward width */
     NormPlace norm;         /* post (the original) or pre */

@@ -35,6 +35,7 @@ const char *const ACTIVATION_NAMES[] = {"relu", "gelu", NULL};
 const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
 const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", "multihead", NULL};
 const char *const COMBINE_NAMES[] = {"concat", "luong", NULL};
+const char *const TIE_NAMES[] = {"none", "decoder", "all", NULL};
 const char *const OPTIMIZER_NAMES[] = {"adam", "sgd", NULL};
 const char *const PRECISION_NAMES[] = {"fp32", "bf16", "int8", NULL};
 const char *const GEMM_LIB_NAMES[] = {"onednn", "openblas", NULL};
@@ -101,6 +102,9 @@ static const Key KEYS[] = {
     {"model.heads", K_INT, OFF(model.heads), 1, 1024, NULL,
      "multihead: attention heads, each decoder_hidden / heads wide (PyTorch's nn.MultiheadAttention)"},
     {"model.combine", K_ENUM, OFF(model.combine), 0, 0, COMBINE_NAMES, "output: W[a;h]+b, or W_o tanh(W_c[a;h])"},
+    {"model.tie_embeddings", K_ENUM, OFF(model.tie_embeddings), 0, 0, TIE_NAMES,
+     "one matrix for the decoder's input embedding and the output layer (decoder), and the source embedding too (all: "
+     "one vocabulary for both sides)"},
     {"model.init_range", K_FLOAT, OFF(model.init_range), 0, 10, NULL, "uniform initialisation range"},
     {"model.d_model", K_INT, OFF(model.d_model), 1, 65536, NULL, "transformer: model width (embeddings, every layer)"},
     {"model.ff", K_INT, OFF(model.ff), 1, 1 << 20, NULL, "transformer: feed-forward width"},

@@ -16,6 +16,9 @@ Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tok
 
 /* The last real target rows of a batch and their targets, as both models pick them. */
 int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens);
+/* model.tie_embeddings: the tied embeddings become the output layer's weight (declared once,
+ * under the output layer's name). */
+void model_tie(Seq2Seq *m);
 /* The loss's label smoothing: the configured ε when training (a tape with gradients), else 0
  * (validation and test report the plain cross-entropy). */
 float model_smoothing(const Tape *t, const Seq2Seq *m);

@@ -29,6 +29,21 @@ S2sStatus model_check_config(const ConfigModel *c, const char *origin, S2sError 
                         "%s: model.heads: multihead splits decoder_hidden (%d) into heads of equal width, so heads (%d) "
                         "must divide it",
                         origin, c->decoder_hidden, c->heads);
+    if (c->tie_embeddings != TIE_NONE) {
+        const char *tie = TIE_NAMES[c->tie_embeddings];
+        if (c->embedding_type != EMBEDDING_LEARNED)
+            return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.tie_embeddings: \"%s\" ties learned embeddings; one-hot ones are "
+                            "fixed", origin, tie);
+        int rows = c->combine == COMBINE_LUONG ? c->decoder_hidden
+                                               : c->decoder_hidden + (c->attention == ATTN_MULTIHEAD ? c->decoder_hidden : enc_dim);
+        if (c->combine != COMBINE_LUONG || c->embedding != c->decoder_hidden)
+            return s2s_fail(err, S2S_ERR_CONFIG,
+                            "%s: model.tie_embeddings: \"%s\" makes the output layer's weight the embedding, so its rows "
+                            "(%d wide: %s) must be as wide as the embedding (%d); use combine \"luong\" with embedding = "
+                            "decoder_hidden",
+                            origin, tie, rows, c->combine == COMBINE_LUONG ? "decoder_hidden" : "context + decoder_hidden with "
+                            "combine concat", c->embedding);
+    }
     if (!c->bidirectional && c->encoder_hidden != c->decoder_hidden)
         return s2s_fail(err, S2S_ERR_CONFIG,
                         "%s: model.decoder_hidden: a unidirectional encoder hands its final state to the decoder, so "
@@ -71,10 +86,10 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     int Es = onehot ? src_vocab : cfg->embedding, Et = onehot ? trg_vocab : cfg->embedding;
     ParamStore *ps = &m->params;
     params_init(ps);
-    embedding_init(&m->enc_emb, ps, "encoder.embedding", src_vocab, Es);
+    if (cfg->tie_embeddings != TIE_ALL) embedding_init(&m->enc_emb, ps, "encoder.embedding", src_vocab, Es);
     rnn_init(&m->enc_rnn, ps, "encoder.rnn", cell, Es, cfg->encoder_hidden, cfg->layers, cfg->bidirectional, false);
     if (cfg->bidirectional) linear_init(&m->bridge, ps, "encoder.fc", m->enc_dim, Hd, true);
-    embedding_init(&m->dec_emb, ps, "decoder.embedding", trg_vocab, Et);
+    if (cfg->tie_embeddings == TIE_NONE) embedding_init(&m->dec_emb, ps, "decoder.embedding", trg_vocab, Et);
     rnn_init(&m->dec_rnn, ps, "decoder.rnn", cell, Et, Hd, cfg->layers, false, cfg->layers == 1);
     attn_init(&m->attn, attn_variant(cfg->attention), ps, "decoder.attention", Hd, m->enc_dim, cfg->kq, cfg->heads);
     int C = m->attn.ctx_dim;
@@ -84,6 +99,12 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     } else {
         linear_init(&m->out, ps, "decoder.out", C + Hd, trg_vocab, true);
     }
+    model_tie(m);
+}
+
+void model_tie(Seq2Seq *m) {
+    if (m->cfg.tie_embeddings != TIE_NONE) m->dec_emb.w = m->out.w;
+    if (m->cfg.tie_embeddings == TIE_ALL) m->enc_emb.w = m->out.w;
 }
 
 S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err) {
@@ -159,6 +180,11 @@ S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, 
                              S2sError *err) {
     S2sStatus st = model_check_config(cfg, "model", err);
     if (st) return st;
+    if (cfg->tie_embeddings == TIE_ALL && src_vocab != trg_vocab)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "model.tie_embeddings: \"all\" makes one matrix of the source and target embeddings, so the "
+                        "vocabularies must be one (they have %d and %d entries); use a joint subword model or \"decoder\"",
+                        src_vocab, trg_vocab);
     declare(m, cfg, src_vocab, trg_vocab);
     ParamStore *ps = &m->params;
     bool onehot = is_onehot(cfg);

@@ -27,8 +27,8 @@ void tfm_declare(Seq2Seq *m) {
     const ConfigModel *c = &m->cfg;
     ParamStore *ps = &m->params;
     int d = c->d_model;
-    embedding_init(&m->enc_emb, ps, "src_embed", m->src_vocab, d);
-    embedding_init(&m->dec_emb, ps, "trg_embed", m->trg_vocab, d);
+    if (c->tie_embeddings != TIE_ALL) embedding_init(&m->enc_emb, ps, "src_embed", m->src_vocab, d);
+    if (c->tie_embeddings == TIE_NONE) embedding_init(&m->dec_emb, ps, "trg_embed", m->trg_vocab, d);
     if (c->positions == POSITIONS_LEARNED) {
         m->src_pos = params_add(ps, "src_pos.weight", 2, (int[]){c->max_positions, d});
         m->trg_pos = params_add(ps, "trg_pos.weight", 2, (int[]){c->max_positions, d});
@@ -36,16 +36,18 @@ void tfm_declare(Seq2Seq *m) {
     transformer_init(&m->tf, ps, "transformer", d, c->heads, c->ff, c->layers, c->layers, c->norm == NORM_PRE,
                      c->activation == ACTIVATION_GELU ? TF_GELU : TF_RELU);
     linear_init(&m->out, ps, "generator", d, m->trg_vocab, true);
+    model_tie(m);
     m->enc_dim = d;
 }
 
 /* Embeddings N(0, 1/d) (unit variance once scaled by √d), learned positions N(0, 0.02²), the
- * stacks as nn.Transformer initialises them, the generator uniform in ±init_range. */
+ * stacks as nn.Transformer initialises them, the generator uniform in ±init_range (tied to the
+ * embeddings: theirs). */
 void tfm_init_weights(Seq2Seq *m, Rng *rng) {
     params_init_uniform(&m->params, rng, m->cfg.init_range);
     float sd = 1.0f / sqrtf((float)m->cfg.d_model);
     Tensor *emb[2] = {m->enc_emb.w, m->dec_emb.w};
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2 && (k == 0 || emb[1] != emb[0]); k++)
         for (size_t i = 0; i < emb[k]->size; i++) emb[k]->data[i] = sd * (float)rng_normal(rng);
     Tensor *pos[2] = {m->src_pos, m->trg_pos};
     for (int k = 0; k < 2; k++)

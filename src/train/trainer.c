@@ -460,6 +460,16 @@ static S2sStatus setup(Run *r, S2sError *err) {
             goto out;
         }
     }
+    if (cfg->model.tie_embeddings == TIE_ALL && r->data.src_vocab.size == r->data.trg_vocab.size)
+        for (int i = 0; i < r->data.src_vocab.size; i++)
+            if (strcmp(r->data.src_vocab.tokens[i], r->data.trg_vocab.tokens[i]) != 0) {
+                st = s2s_fail(err, S2S_ERR_CONFIG,
+                              "model.tie_embeddings: \"all\" makes one matrix of the source and target embeddings, so "
+                              "the vocabularies must be one; entry %d is \"%.40s\" in the source's, \"%.40s\" in the "
+                              "target's; use a joint subword model or \"decoder\"",
+                              i, r->data.src_vocab.tokens[i], r->data.trg_vocab.tokens[i]);
+                goto out;
+            }
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
     r->model.loss_chunk = cfg->train.loss_chunk;
     r->model.label_smoothing = cfg->train.label_smoothing;
