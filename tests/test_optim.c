@@ -45,7 +45,7 @@ Test(optim, sgd) {
     p->data[1] = -2.0f;
     p->grad[0] = 0.5f;
     p->grad[1] = 1.0f;
-    sgd_step(&ps, 0.1f);
+    sgd_step(&ps, 0.1f, 0.0f);
     cr_expect_float_eq(p->data[0], 0.95f, 1e-7);
     cr_expect_float_eq(p->data[1], -2.1f, 1e-7);
     params_free(&ps);
@@ -130,5 +130,64 @@ Test(optim, schedules_and_warmup_equal_pytorch) {
         n_cases++;
     }
     cr_expect_eq(n_cases, 8);
+    cJSON_Delete(j);
+}
+
+/* Adam's keys, AdamW and SGD's weight decay against torch.optim (tests/golden-extra/
+ * make_optim.py, optim/adam_keys.json): other betas and eps, L2 and decoupled decay, 100
+ * steps under a warmup and inverse square root schedule; the optimiser built from config keys
+ * as the trainer builds it. */
+Test(optim, adam_keys_equal_pytorch) {
+    cJSON *j = tu_json_load("tests/golden-extra/optim/adam_keys.json");
+    cr_assert(j != NULL);
+    int steps = tu_get(j, "steps")->valueint, n_cases = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, tu_get(j, "cases")) {
+        const char *name = tu_get(c, "optimizer")->valuestring;
+        Config cfg;
+        config_defaults(&cfg);
+        char set[96];
+        snprintf(set, sizeof set, "optimizer=%s", name);
+        tu_config_set(&cfg, set);
+        const char *keys[] = {"beta1", "beta2", "eps", "weight_decay"};
+        for (int k = 0; k < 4; k++) {
+            if (strcmp(name, "sgd") == 0 && k < 3) continue;
+            snprintf(set, sizeof set, "train.%s%s=%.17g", k < 3 ? "adam_" : "", keys[k], tu_get(c, keys[k])->valuedouble);
+            tu_config_set(&cfg, set);
+        }
+        tu_config_set(&cfg, "lr_schedule=inverse_sqrt");
+        cfg.train.lr = (float)tu_get(c, "base_lr")->valuedouble;
+        int warmup = tu_get(c, "warmup")->valueint;
+        ParamStore ps;
+        params_init(&ps);
+        Tensor *p = params_add(&ps, "p", 1, (int[]){6});
+        S2sError err;
+        cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
+        double v[6];
+        cr_assert_eq(tu_json_flatten(tu_get(c, "p0"), v, 6), 6);
+        for (int i = 0; i < 6; i++) p->data[i] = (float)v[i];
+        Adam opt = adam_from_config(&cfg.train);
+        cr_expect_eq(opt.decoupled, strcmp(name, "adamw") == 0);
+        for (int k = 0; k < steps; k++) {
+            float lr = (float)(cfg.train.lr * optim_lr_factor(cfg.train.lr_schedule, (double)k / steps, k + 1, warmup));
+            cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "grads"), k), v, 6), 6);
+            for (int i = 0; i < 6; i++) p->grad[i] = (float)v[i];
+            if (optim_is_adam(cfg.train.optimizer)) {
+                opt.lr = lr;
+                adam_step(&opt, &ps);
+            } else {
+                sgd_step(&ps, lr, cfg.train.weight_decay);
+            }
+            if ((k + 1) % 10 == 0) {
+                cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "params_every_10"), (k + 1) / 10 - 1), v, 6), 6);
+                for (int i = 0; i < 6; i++)
+                    cr_expect(fabs(p->data[i] - v[i]) <= 2e-6, "%s (case %d), after %d steps: weight %d %.8f, PyTorch %.8f", name,
+                              n_cases, k + 1, i, p->data[i], v[i]);
+            }
+        }
+        params_free(&ps);
+        n_cases++;
+    }
+    cr_expect_eq(n_cases, 4);
     cJSON_Delete(j);
 }

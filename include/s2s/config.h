@@ -31,7 +31,7 @@ typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, AT
 #define ATTN_KIND_COUNT 7
 typedef enum Combine { COMBINE_CONCAT, COMBINE_LUONG } Combine;
 typedef enum Tie { TIE_NONE, TIE_DECODER, TIE_ALL } Tie;
-typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD } Optimizer;
+typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD, OPTIMIZER_ADAMW } Optimizer;
 typedef enum Precision { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } Precision; /* int8: decoding only */
 typedef enum GemmLib { GEMM_LIB_ONEDNN, GEMM_LIB_OPENBLAS } GemmLib;
 typedef enum Metric { METRIC_EXACT_MATCH, METRIC_TOKEN_ACCURACY, METRIC_TF_TOKEN_ACCURACY, METRIC_VALID_LOSS, METRIC_BLEU } Metric;
@@ -103,6 +103,8 @@ typedef struct ConfigModel {
 typedef struct ConfigTrain {
     Optimizer optimizer;
     float lr;
+    float adam_beta1, adam_beta2, adam_eps; /* Adam's and AdamW's */
+    float weight_decay;     /* adam and sgd: + wd·p in the gradient (L2); adamw: p −= lr·wd·p (decoupled) */
     int batch_size;         /* sentences per batch (at most) */
     int batch_tokens;       /* padded positions per batch, at most (0: sentences only) */
     int loss_chunk;         /* output layer + loss this many rows at a time in training (0: all) */

@@ -9,13 +9,19 @@
 
 typedef struct Adam {
     float lr, beta1, beta2, eps, weight_decay;
+    bool decoupled; /* AdamW: weight decay shrinks the weights instead of entering the gradient */
     long step;
 } Adam;
 
 /* lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight decay: torch.optim.Adam's defaults. */
 Adam adam_default(void);
+/* train.lr, adam_beta1, adam_beta2, adam_eps, weight_decay; decoupled for optimizer adamw:
+ * torch.optim.Adam or torch.optim.AdamW with those arguments. */
+Adam adam_from_config(const ConfigTrain *tc);
+bool optim_is_adam(Optimizer o); /* adam or adamw: moments to keep */
 void adam_step(Adam *opt, ParamStore *ps);
-void sgd_step(ParamStore *ps, float lr);
+/* p −= lr (g + weight_decay p): torch.optim.SGD without momentum. */
+void sgd_step(ParamStore *ps, float lr, float weight_decay);
 /* The L2 norm of all gradients (computed in double). */
 double grad_global_norm(const ParamStore *ps);
 /* Scales the gradients so their global norm is at most max_norm (as

@@ -265,12 +265,12 @@ int main(int argc, char **argv) {
         rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
         model_init_weights(&m, &rng);
     }
-    m.loss_chunk = cfg.train.loss_chunk; /* as the trainer sets it */
+    m.loss_chunk = cfg.train.loss_chunk; /* as the trainer sets them */
+    m.label_smoothing = cfg.train.label_smoothing;
     /* bf16 is oneDNN's only */
     const char *prec = PRECISION_NAMES[cfg.train.precision], *lib = GEMM_LIB_NAMES[bf16 ? GEMM_LIB_ONEDNN : cfg.train.gemm];
     if (train) {
-        Adam adam = adam_default();
-        adam.lr = cfg.train.lr;
+        Adam adam = adam_from_config(&cfg.train);
         Rng shuf;
         rng_init(&shuf, 1, RNG_STREAM_SHUFFLE);
         BatchPlan plan;

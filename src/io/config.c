@@ -36,7 +36,7 @@ const char *const EMBEDDING_TYPE_NAMES[] = {"learned", "onehot", NULL};
 const char *const ATTN_KIND_NAMES[] = {"dummy", "meanpool", "dot", "scaled_dot", "general", "additive", "multihead", NULL};
 const char *const COMBINE_NAMES[] = {"concat", "luong", NULL};
 const char *const TIE_NAMES[] = {"none", "decoder", "all", NULL};
-const char *const OPTIMIZER_NAMES[] = {"adam", "sgd", NULL};
+const char *const OPTIMIZER_NAMES[] = {"adam", "sgd", "adamw", NULL};
 const char *const PRECISION_NAMES[] = {"fp32", "bf16", "int8", NULL};
 const char *const GEMM_LIB_NAMES[] = {"onednn", "openblas", NULL};
 const char *const METRIC_NAMES[] = {"exact_match", "token_accuracy", "tf_token_accuracy", "valid_loss", "bleu", NULL};
@@ -117,6 +117,12 @@ static const Key KEYS[] = {
     {"model.activation", K_ENUM, OFF(model.activation), 0, 0, ACTIVATION_NAMES, "transformer: the feed-forward activation"},
     {"train.optimizer", K_ENUM, OFF(train.optimizer), 0, 0, OPTIMIZER_NAMES, "optimizer"},
     {"train.lr", K_FLOAT, OFF(train.lr), 1e-12, 1e3, NULL, "learning rate"},
+    {"train.adam_beta1", K_FLOAT, OFF(train.adam_beta1), 0, 0.999999, NULL, "adam, adamw: the first moment's decay"},
+    {"train.adam_beta2", K_FLOAT, OFF(train.adam_beta2), 0, 0.999999, NULL, "adam, adamw: the second moment's decay"},
+    {"train.adam_eps", K_FLOAT, OFF(train.adam_eps), 1e-30, 1, NULL, "adam, adamw: added to the root of the second moment"},
+    {"train.weight_decay", K_FLOAT, OFF(train.weight_decay), 0, 1e3, NULL,
+     "adam and sgd: wd x weight added to the gradient (L2, as PyTorch's weight_decay); adamw: every weight shrunk by "
+     "lr x wd before the step (decoupled)"},
     {"train.batch_size", K_INT, OFF(train.batch_size), 1, 1e6, NULL, "sentences per batch (at most)"},
     {"train.loss_chunk", K_INT, OFF(train.loss_chunk), 0, 1e6, NULL,
      "output layer and loss this many target rows at a time in training, logits computed again in backward: "
@@ -201,6 +207,9 @@ void config_defaults(Config *c) {
     ConfigTrain *r = &c->train;
     r->optimizer = OPTIMIZER_ADAM;
     r->lr = 1e-3f;
+    r->adam_beta1 = 0.9f;
+    r->adam_beta2 = 0.999f;
+    r->adam_eps = 1e-8f;
     r->batch_size = 64;
     r->epochs = 10;
     r->clip = 1.0f;

@@ -8,12 +8,20 @@
 
 Adam adam_default(void) { return (Adam){.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f}; }
 
+Adam adam_from_config(const ConfigTrain *tc) {
+    return (Adam){.lr = tc->lr, .beta1 = tc->adam_beta1, .beta2 = tc->adam_beta2, .eps = tc->adam_eps,
+                  .weight_decay = tc->weight_decay, .decoupled = tc->optimizer == OPTIMIZER_ADAMW};
+}
+
+bool optim_is_adam(Optimizer o) { return o == OPTIMIZER_ADAM || o == OPTIMIZER_ADAMW; }
+
 /* torch.optim.Adam (non-amsgrad): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
- * p -= lr/(1-b1^t) · m / (sqrt(v)/sqrt(1-b2^t) + eps). Padding between tensors has zero
- * gradient and stays zero. */
+ * p -= lr/(1-b1^t) · m / (sqrt(v)/sqrt(1-b2^t) + eps), with g + wd p for g (L2), or, as
+ * torch.optim.AdamW, p *= 1 − lr wd first (shrink). Padding between tensors has zero gradient
+ * and zero weight, and stays zero. */
 typedef struct AdamJob {
     float *p, *g, *m, *v;
-    float b1, b2, eps, wd, step_size, inv_sqrt_bc2;
+    float b1, b2, eps, wd, shrink, step_size, inv_sqrt_bc2;
 } AdamJob;
 
 static void adam_range(void *ctx, size_t begin, size_t end) {
@@ -21,6 +29,8 @@ static void adam_range(void *ctx, size_t begin, size_t end) {
     float *restrict p = j->p, *restrict m = j->m, *restrict v = j->v;
     const float *restrict g = j->g;
     float b1 = j->b1, b2 = j->b2, eps = j->eps, wd = j->wd, step_size = j->step_size, inv_sqrt_bc2 = j->inv_sqrt_bc2;
+    if (j->shrink != 1.0f)
+        for (size_t i = begin; i < end; i++) p[i] *= j->shrink;
     for (size_t i = begin; i < end; i++) {
         float gi = g[i] + wd * p[i];
         m[i] = b1 * m[i] + (1.0f - b1) * gi;
@@ -37,13 +47,18 @@ void adam_step(Adam *opt, ParamStore *ps) {
     opt->step++;
     double bc1 = 1.0 - pow(opt->beta1, (double)opt->step);
     double bc2 = 1.0 - pow(opt->beta2, (double)opt->step);
-    AdamJob j = {ps->data, ps->grad, ps->m, ps->v, opt->beta1, opt->beta2, opt->eps, opt->weight_decay,
+    float wd = opt->decoupled ? 0.0f : opt->weight_decay, shrink = opt->decoupled ? 1.0f - opt->lr * opt->weight_decay : 1.0f;
+    AdamJob j = {ps->data, ps->grad, ps->m, ps->v, opt->beta1, opt->beta2, opt->eps, wd, shrink,
                  (float)(opt->lr / bc1), (float)(1.0 / sqrt(bc2))};
     par_for(ps->total, 1, adam_range, &j);
 }
 
-void sgd_step(ParamStore *ps, float lr) {
-    for (size_t i = 0; i < ps->total; i++) ps->data[i] -= lr * ps->grad[i];
+void sgd_step(ParamStore *ps, float lr, float weight_decay) {
+    if (weight_decay == 0.0f) { /* the same bits as before the key existed */
+        for (size_t i = 0; i < ps->total; i++) ps->data[i] -= lr * ps->grad[i];
+        return;
+    }
+    for (size_t i = 0; i < ps->total; i++) ps->data[i] -= lr * (ps->grad[i] + weight_decay * ps->data[i]);
 }
 
 double grad_global_norm(const ParamStore *ps) { return sqrt(par_sum_sq(ps->grad, ps->total)); }

@@ -59,7 +59,7 @@ typedef struct Run {
 } Run;
 
 static bool metric_higher_is_better(Metric metric) { return metric != METRIC_VALID_LOSS; }
-static bool is_adam(const Config *c) { return c->train.optimizer == OPTIMIZER_ADAM; }
+static bool is_adam(const Config *c) { return optim_is_adam(c->train.optimizer); }
 
 static double metric_value(Metric metric, const EvalResult *r) {
     switch (metric) {
@@ -477,8 +477,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
     r->font = font_open(NULL);
     if (!r->font && opt->out)
         fprintf(opt->out, "warning: DejaVu Sans not found (Debian: fonts-dejavu-core); pictures have no labels\n");
-    r->adam = adam_default();
-    r->adam.lr = cfg->train.lr;
+    r->adam = adam_from_config(&cfg->train);
     if (opt->resume) {
         if ((st = state_check(r, err))) goto out;
         if (is_adam(cfg) && r->st.adam_step > 0 && !ck.has_moments) {
@@ -554,8 +553,9 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
         return norm;
     }
     switch (r->cfg->train.optimizer) {
-    case OPTIMIZER_SGD: sgd_step(&r->model.params, lr); break;
+    case OPTIMIZER_SGD: sgd_step(&r->model.params, lr, r->cfg->train.weight_decay); break;
     case OPTIMIZER_ADAM:
+    case OPTIMIZER_ADAMW:
         r->adam.lr = lr;
         adam_step(&r->adam, &r->model.params);
         break;
