@@ -32,7 +32,7 @@ static char *save_tmp(bool moments, size_t *len) {
     make_store(&ps, 1.0f);
     static char path[64];
     snprintf(path, sizeof path, "/tmp/s2s_ckpt_%d.bin", (int)getpid());
-    CkptSave s = {"{\"name\": \"t\"}", TOKS, 6, TOKS, 5, &ps, moments, moments ? "{\"step\": 3}" : NULL, NULL, 0, NULL, 0};
+    CkptSave s = {"{\"name\": \"t\"}", TOKS, 6, TOKS, 5, &ps, moments, moments ? "{\"step\": 3}" : NULL, NULL, 0, NULL, 0, false};
     S2sError err;
     cr_assert_eq(ckpt_save(path, &s, &err), S2S_OK, "%s", err.msg);
     params_free(&ps);

@@ -295,6 +295,56 @@ Test(cli, resume_equals_uninterrupted, .timeout = 240) {
     free(d);
 }
 
+/* The recipe's keys together (label smoothing, AdamW, tied embeddings, the weights' moving
+ * average) on a Transformer: a run paused twice and resumed equals the uninterrupted one
+ * (model.bin, last.bin with its moving average, the log); after one epoch model.bin holds the
+ * average (last.bin's EMAW), not the training weights. */
+Test(cli, recipe_keys_resume_bit_for_bit, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_config(d, 2);
+    const char *set = "--set train_size=800 --set model.type=transformer --set d_model=16 --set heads=2 --set ff=32 "
+                      "--set layers=1 --set label_smoothing=0.1 --set optimizer=adamw --set weight_decay=0.01 "
+                      "--set tie_embeddings=all --set ema_decay=0.9";
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/full > %s/out.txt 2>&1", tu_bin(), d, set, d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/part --max-steps 13 > /dev/null", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part --max-steps 31 > /dev/null", tu_bin(), d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part > /dev/null", tu_bin(), d), 0);
+    char a[256], b[256], why[512] = "";
+    snprintf(a, sizeof a, "%s/full/model.bin", d);
+    snprintf(b, sizeof b, "%s/part/model.bin", d);
+    cr_expect(tu_same_file(a, b), "model.bin of the resumed run differs");
+    snprintf(a, sizeof a, "%s/full/last.bin", d);
+    snprintf(b, sizeof b, "%s/part/last.bin", d);
+    cr_expect(tu_same_checkpoint(a, b, why, sizeof why), "last.bin: %s", why);
+    snprintf(a, sizeof a, "%s/full/log.jsonl", d);
+    snprintf(b, sizeof b, "%s/part/log.jsonl", d);
+    char *la = tu_log_without_timing(a), *lb = tu_log_without_timing(b);
+    cr_expect_str_eq(la, lb);
+    free(la);
+    free(lb);
+    /* one epoch: model.bin is that epoch's average */
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --set epochs=1 --out %s/one > /dev/null", tu_bin(), d, set, d), 0);
+    Checkpoint best, last;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&best, tu_path(d, "one/model.bin"), &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(ckpt_load(&last, tu_path(d, "one/last.bin"), &err), S2S_OK, "%s", err.msg);
+    cr_expect(last.has_ema && !best.has_ema);
+    cr_assert_eq(best.n_tensors, last.n_tensors);
+    bool all_avg = true, any_weight_differs = false;
+    for (int i = 0; i < best.n_tensors && last.has_ema; i++) {
+        size_t n = best.tensors[i].size * 4;
+        all_avg &= memcmp(best.tensors[i].data, last.tensors[i].ema, n) == 0;
+        any_weight_differs |= memcmp(best.tensors[i].data, last.tensors[i].data, n) != 0;
+    }
+    cr_expect(all_avg, "model.bin holds the moving average");
+    cr_expect(any_weight_differs, "the moving average is not the training weights");
+    ckpt_free(&best);
+    ckpt_free(&last);
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* lr_schedule: every step's logged lr is the base lr times the schedule at that step's share
  * of the configured epochs, and a run stopped and resumed mid-epoch gives the same model. */
 Test(cli, lr_schedule_follows_the_steps_and_resumes, .timeout = 240) {

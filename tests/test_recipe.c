@@ -6,6 +6,7 @@
 #include "s2s/data.h"
 #include "s2s/model.h"
 #include "s2s/ops.h"
+#include "s2s/optim.h"
 #include "s2s/rng.h"
 #include "s2s/tape.h"
 
@@ -172,4 +173,33 @@ Test(recipe, label_smoothing_in_the_model_loss) {
     batch_free(&bt);
     dataset_free(&d);
     model_free(&m);
+}
+
+/* The moving average: d = min(decay, (1 + n) / (10 + n)) after update n, against the
+ * recurrence written out in double; the swap exchanges weights and average exactly. */
+Test(recipe, moving_average_of_the_weights) {
+    ParamStore ps;
+    params_init(&ps);
+    Tensor *w = params_add(&ps, "w", 1, (int[]){5});
+    S2sError err;
+    cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
+    for (int i = 0; i < 5; i++) w->data[i] = (float)i;
+    cr_assert_eq(params_alloc_ema(&ps, &err), S2S_OK);
+    double want[5];
+    for (int i = 0; i < 5; i++) want[i] = i;
+    for (long n = 1; n <= 40; n++) {
+        for (int i = 0; i < 5; i++) w->data[i] = (float)(i + 0.5 * n); /* the weights move */
+        optim_ema_update(&ps, 0.8f, n);
+        double d = fmin(0.8f, (1.0 + n) / (10.0 + n));
+        for (int i = 0; i < 5; i++) want[i] = d * want[i] + (1 - d) * w->data[i];
+    }
+    for (int i = 0; i < 5; i++)
+        cr_expect(fabs(ps.ema[ps.items[0].offset + i] - want[i]) <= 1e-5 * fabs(want[i]) + 1e-6, "%d: %.7f vs %.7f", i,
+                  ps.ema[ps.items[0].offset + i], want[i]);
+    float before[5], avg[5];
+    memcpy(before, w->data, sizeof before);
+    memcpy(avg, ps.ema + ps.items[0].offset, sizeof avg);
+    params_swap_ema(&ps);
+    cr_expect(memcmp(w->data, avg, sizeof avg) == 0 && memcmp(ps.ema + ps.items[0].offset, before, sizeof before) == 0);
+    params_free(&ps);
 }

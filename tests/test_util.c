@@ -183,13 +183,15 @@ bool tu_same_checkpoint(const char *a, const char *b, char *why, size_t wn) {
     }
     bool same = true;
     if (strcmp(x.config_json, y.config_json) != 0) same = false, snprintf(why, wn, "configs differ");
-    if (same && (x.n_tensors != y.n_tensors || x.has_moments != y.has_moments))
+    if (same && (x.n_tensors != y.n_tensors || x.has_moments != y.has_moments || x.has_ema != y.has_ema))
         same = false, snprintf(why, wn, "tensor tables differ");
     for (int i = 0; same && i < x.n_tensors; i++) {
         size_t n = x.tensors[i].size * 4;
         if (memcmp(x.tensors[i].data, y.tensors[i].data, n) != 0) same = false, snprintf(why, wn, "%s differs", x.tensors[i].name);
         else if (x.has_moments && (memcmp(x.tensors[i].m, y.tensors[i].m, n) || memcmp(x.tensors[i].v, y.tensors[i].v, n)))
             same = false, snprintf(why, wn, "moments of %s differ", x.tensors[i].name);
+        else if (x.has_ema && memcmp(x.tensors[i].ema, y.tensors[i].ema, n))
+            same = false, snprintf(why, wn, "moving averages of %s differ", x.tensors[i].name);
     }
     if (same && (!x.state_json) != (!y.state_json)) same = false, snprintf(why, wn, "one has a training state");
     if (same && x.state_json) {
@@ -220,8 +222,9 @@ void tu_rewrite_checkpoint(const char *path, TuCkptEdit edit, void *ctx) {
     for (int i = 0; i < c.n_tensors; i++) params_add(&ps, c.tensors[i].name, c.tensors[i].ndim, c.tensors[i].shape);
     S2S_ASSERT(params_alloc(&ps, NULL) == S2S_OK);
     S2S_ASSERT(ckpt_restore(&c, &ps, c.has_moments, path, &err) == S2S_OK);
+    S2S_ASSERT(!c.has_ema || ckpt_restore_ema(&c, &ps, path, &err) == S2S_OK);
     CkptSave s = {c.config_json, (const char *const *)c.src_tokens, c.n_src, (const char *const *)c.trg_tokens, c.n_trg,
-                  &ps, c.has_moments, c.state_json, c.subword, c.subword_len, c.subword_trg, c.subword_trg_len};
+                  &ps, c.has_moments, c.state_json, c.subword, c.subword_len, c.subword_trg, c.subword_trg_len, c.has_ema};
     edit(&ps, &s, ctx);
     S2S_ASSERT(ckpt_save(path, &s, &err) == S2S_OK);
     params_free(&ps);

@@ -4,7 +4,8 @@
  * (4-byte tag, u64 length, payload), then a CRC32 of everything before it. Sections: CONF
  * (the resolved config, JSON), VSRC/VTRG (vocabularies), TENS (tensor table: name, shape),
  * DATA (the weights, in table order), SUBW (the subword model's text, bpe.h; when the task
- * has one; the source's when the languages have their own, SUBT then the target's), and for resuming MOM1/MOM2 (Adam moments) and STAT (training state, JSON). The loader checks the magic, version and checksum, every count
+ * has one; the source's when the languages have their own, SUBT then the target's), and for resuming MOM1/MOM2 (Adam moments), EMAW (the
+ * weights' moving average, train.ema_decay) and STAT (training state, JSON). The loader checks the magic, version and checksum, every count
  * against a limit and every length against the bytes remaining, so a corrupt or foreign file
  * gives one clear error and never a crash or a huge allocation.
  *
@@ -26,6 +27,7 @@ typedef struct CkptTensor {
     const void *data;           /* little-endian floats inside the file buffer, maybe unaligned:
                                    read them with memcpy */
     const void *m, *v;          /* moments, or NULL */
+    const void *ema;            /* moving average, or NULL */
 } CkptTensor;
 
 typedef struct Checkpoint {
@@ -42,6 +44,7 @@ typedef struct Checkpoint {
     CkptTensor *tensors;
     int n_tensors;
     bool has_moments;
+    bool has_ema;
 } Checkpoint;
 
 typedef struct CkptSave {
@@ -55,6 +58,7 @@ typedef struct CkptSave {
     size_t subword_len;
     const char *subword_trg;    /* the target's own, or NULL */
     size_t subword_trg_len;
+    bool with_ema;              /* write the moving average (it must exist) */
 } CkptSave;
 
 S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err);
@@ -65,5 +69,7 @@ void ckpt_free(Checkpoint *c);
 /* Copies the tensors into ps by name; every parameter must be present with its shape.
  * Moments too when with_moments (the file must have them). */
 S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, const char *origin, S2sError *err);
+/* The moving average into ps->ema (made if absent); the file must have it. After ckpt_restore. */
+S2sStatus ckpt_restore_ema(const Checkpoint *c, ParamStore *ps, const char *origin, S2sError *err);
 
 #endif

@@ -109,6 +109,7 @@ typedef struct ConfigTrain {
     int batch_tokens;       /* padded positions per batch, at most (0: sentences only) */
     int loss_chunk;         /* output layer + loss this many rows at a time in training (0: all) */
     float label_smoothing;  /* the training loss's ε (0: plain cross-entropy) */
+    float ema_decay;        /* the weights' moving average, validated and saved as model.bin (0: none) */
     bool recompute;         /* recompute in backward what a small product gives, instead of keeping it */
     int epochs;
     long max_steps;         /* the run ends after this many optimizer steps (0: no limit) */

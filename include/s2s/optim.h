@@ -22,6 +22,10 @@ bool optim_is_adam(Optimizer o); /* adam or adamw: moments to keep */
 void adam_step(Adam *opt, ParamStore *ps);
 /* p −= lr (g + weight_decay p): torch.optim.SGD without momentum. */
 void sgd_step(ParamStore *ps, float lr, float weight_decay);
+/* After update `step` (1 for the first): ema = d ema + (1 − d) w with d = min(decay, (1 + step)
+ * / (10 + step)) (TensorFlow's ExponentialMovingAverage with num_updates: the first updates
+ * forget the initial weights fast). */
+void optim_ema_update(ParamStore *ps, float decay, long step);
 /* The L2 norm of all gradients (computed in double). */
 double grad_global_norm(const ParamStore *ps);
 /* Scales the gradients so their global norm is at most max_norm (as

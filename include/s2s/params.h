@@ -36,6 +36,7 @@ typedef struct ParamStore {
     float *data;   /* (total) */
     float *grad;   /* (total) */
     float *m, *v;  /* (total) optimizer moments, NULL until an optimizer asks */
+    float *ema;    /* (total) the weights' exponential moving average, NULL unless asked */
     uint16_t *bf16; /* (total) bfloat16 snapshot of data, NULL until one is made */
     uint64_t stamp; /* the last params_freeze's: unique in the process (a clock in ns, kept rising) */
     bool allocated;
@@ -49,6 +50,11 @@ Tensor *params_add(ParamStore *ps, const char *name, int ndim, const int *shape)
 S2sStatus params_alloc(ParamStore *ps, S2sError *err);
 /* Zeroed m and v, once; S2S_ERR_NOMEM when memory runs out. */
 S2sStatus params_alloc_moments(ParamStore *ps, S2sError *err);
+/* The moving average's block, a copy of the weights, once; S2S_ERR_NOMEM when memory runs out. */
+S2sStatus params_alloc_ema(ParamStore *ps, S2sError *err);
+/* Exchanges the weights and their moving average (evaluating or saving the average, then
+ * back); thaw first, freeze after. */
+void params_swap_ema(ParamStore *ps);
 /* A part of a declared parameter as a tensor of its own: `size(shape)` elements from element
  * offset, sharing the parameter's data, gradient and bf16 copy (PyTorch's in_proj_weight holds
  * the query, key and value projections; each is used alone). Not a parameter itself: the

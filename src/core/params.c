@@ -23,6 +23,7 @@ void params_free(ParamStore *ps) {
     free(ps->grad);
     free(ps->m);
     free(ps->v);
+    free(ps->ema);
     free(ps->bf16);
     memset(ps, 0, sizeof *ps);
 }
@@ -127,6 +128,23 @@ S2sStatus params_alloc_moments(ParamStore *ps, S2sError *err) {
         return no_memory(ps, "optimizer moments", err);
     }
     return S2S_OK;
+}
+
+S2sStatus params_alloc_ema(ParamStore *ps, S2sError *err) {
+    S2S_ASSERT(ps->allocated);
+    if (ps->ema) return S2S_OK;
+    if (!(ps->ema = block_alloc(ps->total))) return no_memory(ps, "the weights' moving average", err);
+    memcpy(ps->ema, ps->data, ps->total * sizeof *ps->ema);
+    return S2S_OK;
+}
+
+void params_swap_ema(ParamStore *ps) {
+    S2S_ASSERT(ps->ema);
+    for (size_t i = 0; i < ps->total; i++) {
+        float w = ps->data[i];
+        ps->data[i] = ps->ema[i];
+        ps->ema[i] = w;
+    }
 }
 
 void params_zero_grad(ParamStore *ps) { par_zero(ps->grad, ps->total); }

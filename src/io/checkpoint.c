@@ -91,14 +91,15 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
     S2S_ASSERT(little_endian());
     const ParamStore *ps = s->params;
     S2S_ASSERT(!s->with_moments || ps->m);
+    S2S_ASSERT(!s->with_ema || ps->ema);
     Out o;
     FileTmp t;
     S2sStatus st = open_tmp(&o, &t, path, err);
     if (st) return st;
     put(&o, MAGIC, 8);
     put_u32(&o, CKPT_VERSION);
-    put_u32(&o, 5u + (s->with_moments ? 2u : 0u) + (s->state_json ? 1u : 0u) + (s->subword ? 1u : 0u) +
-                  (s->subword_trg ? 1u : 0u));
+    put_u32(&o, 5u + (s->with_moments ? 2u : 0u) + (s->with_ema ? 1u : 0u) + (s->state_json ? 1u : 0u) +
+                  (s->subword ? 1u : 0u) + (s->subword_trg ? 1u : 0u));
     section(&o, "CONF", strlen(s->config_json));
     put(&o, s->config_json, strlen(s->config_json));
     put_vocab(&o, "VSRC", s->src_tokens, s->n_src);
@@ -128,6 +129,7 @@ S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err) {
         put_floats(&o, "MOM1", ps, ps->m);
         put_floats(&o, "MOM2", ps, ps->v);
     }
+    if (s->with_ema) put_floats(&o, "EMAW", ps, ps->ema);
     if (s->state_json) {
         section(&o, "STAT", strlen(s->state_json));
         put(&o, s->state_json, strlen(s->state_json));
@@ -281,7 +283,7 @@ static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
     in.end = c->buf + c->len - 4;
     if (!get_u32(&in, &n_sec) || n_sec > MAX_SECTIONS)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: bad section count", origin);
-    In data = {0}, mom[2] = {{0}, {0}}, tens = {0};
+    In data = {0}, mom[2] = {{0}, {0}}, tens = {0}, ema = {0};
     bool have_conf = false, have_src = false, have_trg = false;
     for (uint32_t s = 0; s < n_sec; s++) {
         char tag[5] = {0};
@@ -323,6 +325,8 @@ static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
             mom[0] = sec;
         } else if (!strcmp(tag, "MOM2")) {
             mom[1] = sec;
+        } else if (!strcmp(tag, "EMAW")) {
+            ema = sec;
         } /* unknown sections are skipped: later minor additions stay readable */
         if (st) return st;
     }
@@ -339,6 +343,8 @@ static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
     for (int k = 0; k < 2; k++)
         if (mom[k].p && (st = check_floats(k ? "MOM2" : "MOM1", (uint64_t)(mom[k].end - mom[k].p), floats, origin, err)))
             return st;
+    c->has_ema = ema.p != NULL;
+    if (ema.p && (st = check_floats("EMAW", (uint64_t)(ema.end - ema.p), floats, origin, err))) return st;
     uint64_t off = 0;
     for (uint32_t i = 0; i < n; i++) {
         CkptTensor *t = &c->tensors[i];
@@ -347,6 +353,7 @@ static S2sStatus parse(Checkpoint *c, const char *origin, S2sError *err) {
             t->m = mom[0].p + off;
             t->v = mom[1].p + off;
         }
+        if (c->has_ema) t->ema = ema.p + off;
         off += (uint64_t)t->size * 4;
         c->n_tensors++;
     }
@@ -380,9 +387,9 @@ static S2sStatus check_layout(int fd, uint64_t size, const char *path, S2sError 
         return s2s_fail(err, S2S_ERR_VERSION, "%s: model file format version %u; this build reads version %u", path, version,
                         CKPT_VERSION);
     if (n_sec > MAX_SECTIONS) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: bad section count", path);
-    uint64_t off = sizeof h, end = size - 4, lens[4] = {0, 0, 0, 0}, tens_off = 0;
-    bool seen[4] = {false, false, false, false};
-    static const char *const FLOATS[4] = {"TENS", "DATA", "MOM1", "MOM2"};
+    uint64_t off = sizeof h, end = size - 4, lens[5] = {0, 0, 0, 0, 0}, tens_off = 0;
+    bool seen[5] = {false, false, false, false, false};
+    static const char *const FLOATS[5] = {"TENS", "DATA", "MOM1", "MOM2", "EMAW"};
     for (uint32_t s = 0; s < n_sec; s++) {
         unsigned char sh[12];
         if (end - off < sizeof sh || pread(fd, sh, sizeof sh, (off_t)off) != (ssize_t)sizeof sh)
@@ -394,7 +401,7 @@ static S2sStatus check_layout(int fd, uint64_t size, const char *path, S2sError 
         if (len > end - off)
             return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: section %.4s needs %llu bytes, %llu remain", path, (char *)sh,
                             (unsigned long long)len, (unsigned long long)(end - off));
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             if (!seen[k] && memcmp(sh, FLOATS[k], 4) == 0) {
                 seen[k] = true;
                 lens[k] = len;
@@ -416,7 +423,7 @@ static S2sStatus check_layout(int fd, uint64_t size, const char *path, S2sError 
     uint64_t floats = 0;
     if (!st) st = read_table((In){tb, tb + lens[0]}, NULL, &n, &floats, path, err);
     free(tb);
-    for (int k = 1; k < 4 && !st; k++)
+    for (int k = 1; k < 5 && !st; k++)
         if (seen[k]) st = check_floats(FLOATS[k], lens[k], floats, path, err);
     return st;
 }
@@ -501,5 +508,24 @@ S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, c
     }
     if (c->n_tensors != ps->count)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: has %d tensors, the model %d", origin, c->n_tensors, ps->count);
+    return S2S_OK;
+}
+
+S2sStatus ckpt_restore_ema(const Checkpoint *c, ParamStore *ps, const char *origin, S2sError *err) {
+    if (!c->has_ema)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no moving average of the weights (train.ema_decay) to resume from",
+                        origin);
+    S2sStatus st = params_alloc_ema(ps, err);
+    if (st) return st;
+    for (int i = 0; i < ps->count; i++) { /* ckpt_restore matched every name and shape */
+        const Param *p = &ps->items[i];
+        for (int k = 0; k < c->n_tensors; k++)
+            if (!strcmp(c->tensors[k].name, p->name)) {
+                memcpy(ps->ema + p->offset, c->tensors[k].ema, c->tensors[k].size * sizeof(float));
+                if ((st = all_finite(ps->ema + p->offset, c->tensors[k].size, false, origin, p->name, "moving average", err)))
+                    return st;
+                break;
+            }
+    }
     return S2S_OK;
 }

@@ -130,6 +130,9 @@ static const Key KEYS[] = {
     {"train.label_smoothing", K_FLOAT, OFF(train.label_smoothing), 0, 0.999, NULL,
      "training loss: (1 - e) cross-entropy + e mean over classes of -log p (PyTorch's label_smoothing); "
      "validation and test report the plain cross-entropy"},
+    {"train.ema_decay", K_FLOAT, OFF(train.ema_decay), 0, 0.999999, NULL,
+     "keep an exponential moving average of the weights (decay per update; 0: none); validation, the pictures and "
+     "model.bin use the average"},
     {"train.recompute", K_BOOL, OFF(train.recompute), 0, 0, NULL,
      "recompute in backward what a small product gives instead of keeping it (a GRU's W_hn h: one B x H x H "
      "product per step): less memory, a little more time"},

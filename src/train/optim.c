@@ -53,6 +53,25 @@ void adam_step(Adam *opt, ParamStore *ps) {
     par_for(ps->total, 1, adam_range, &j);
 }
 
+typedef struct EmaJob {
+    float *ema;
+    const float *w;
+    float d;
+} EmaJob;
+
+static void ema_range(void *ctx, size_t begin, size_t end) {
+    const EmaJob *j = ctx;
+    float d = j->d, e = 1.0f - d;
+    for (size_t i = begin; i < end; i++) j->ema[i] = d * j->ema[i] + e * j->w[i];
+}
+
+void optim_ema_update(ParamStore *ps, float decay, long step) {
+    S2S_ASSERT(ps->ema && step >= 1);
+    double warm = (1.0 + (double)step) / (10.0 + (double)step);
+    EmaJob j = {ps->ema, ps->data, (float)(decay < warm ? decay : warm)};
+    par_for(ps->total, 1, ema_range, &j);
+}
+
 void sgd_step(ParamStore *ps, float lr, float weight_decay) {
     if (weight_decay == 0.0f) { /* the same bits as before the key existed */
         for (size_t i = 0; i < ps->total; i++) ps->data[i] -= lr * ps->grad[i];

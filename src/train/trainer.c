@@ -129,7 +129,8 @@ static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
     CkptSave s = {conf,
                   (const char *const *)r->data.src_vocab.tokens, r->data.src_vocab.size,
                   (const char *const *)r->data.trg_vocab.tokens, r->data.trg_vocab.size,
-                  &r->model.params, last && r->model.params.m != NULL, state, sub, sub_len, trg, trg_len};
+                  &r->model.params, last && r->model.params.m != NULL, state, sub, sub_len, trg, trg_len,
+                  last && r->model.params.ema != NULL};
     S2sStatus rc = ckpt_save(path, &s, err);
     free(sub);
     free(trg);
@@ -280,7 +281,7 @@ static S2sStatus check_memory(Run *r, S2sError *err) {
     int Vs = r->data.src_vocab.size, Vt = r->data.trg_vocab.size;
     double params = (double)model_param_count(&c->model, Vs, Vt);
     bool bf16 = tc->precision == PRECISION_BF16;
-    double param_bytes = params * (4.0 * (is_adam(c) ? 4 : 2) + (bf16 ? 2.0 : 0.0));
+    double param_bytes = params * (4.0 * ((is_adam(c) ? 4 : 2) + (tc->ema_decay > 0 ? 1 : 0)) + (bf16 ? 2.0 : 0.0));
     int S = 1, T = 2, Se = 1, Te = 2;
     Dataset finest; /* with BPE-dropout, the longest a pair can come out: no merge at all */
     const Dataset *d = &r->data.train;
@@ -486,6 +487,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
             goto out;
         }
         if ((st = ckpt_restore(&ck, &r->model.params, is_adam(cfg) && ck.has_moments, r->dir.last, err))) goto out;
+        if (cfg->train.ema_decay > 0 && (st = ckpt_restore_ema(&ck, &r->model.params, r->dir.last, err))) goto out;
         r->adam.step = r->st.adam_step;
         r->adam.lr = (float)r->st.lr;
         r->log = fopen(r->dir.log, "r+");
@@ -497,6 +499,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         Rng init;
         rng_init(&init, (uint64_t)cfg->seed, RNG_STREAM_INIT);
         model_init_weights(&r->model, &init);
+        if (cfg->train.ema_decay > 0 && (st = params_alloc_ema(&r->model.params, err))) goto out; /* from the initial weights */
         r->st = (TrainState){0};
         r->st.lr = cfg->train.lr;
         r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
@@ -561,6 +564,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
         break;
     }
     r->st.step++;
+    if (r->cfg->train.ema_decay > 0) optim_ema_update(&r->model.params, r->cfg->train.ema_decay, r->st.step);
     return loss;
 }
 
@@ -652,6 +656,8 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
     double epoch_s = now_s() - r->epoch_t0; /* the batches of this session, without validation */
     EvalOptions eo = eval_options(r, r->data.valid_refs, false);
+    bool ema = r->model.params.ema != NULL;
+    if (ema) params_swap_ema(&r->model.params); /* the average is validated and becomes model.bin */
     params_freeze(&r->model.params, r->tape.bf16); /* weights fixed until the next step */
     eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
     EvalResult test_now = {0};
@@ -666,11 +672,16 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     if (better) {
         r->st.best = m;
         r->st.bad_epochs = 0;
-        if ((st = save(r, r->dir.model, false, err))) return st;
+        st = save(r, r->dir.model, false, err);
+        if (st) {
+            if (ema) params_swap_ema(&r->model.params);
+            return st;
+        }
     } else {
         r->st.bad_epochs++;
         if (tc->lr_decay < 1.0f) r->st.lr *= tc->lr_decay;
     }
+    if (ema) params_swap_ema(&r->model.params); /* the training weights again */
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, LOG_TYPE, LOG_EPOCH);
     cJSON_AddNumberToObject(j, LOG_EPOCH, r->st.epoch + 1);
@@ -706,7 +717,9 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     r->st.batch = 0;
     r->st.loss_sum = r->st.tok_sum = 0;
     if ((st = save(r, r->dir.last, true, err))) return st;
+    if (ema) params_swap_ema(&r->model.params); /* the pictures of the weights validated */
     draw_epoch(r);
+    if (ema) params_swap_ema(&r->model.params);
     sum->epochs = r->st.epoch;
     sum->early_stopped = tc->patience > 0 && r->st.bad_epochs >= tc->patience;
     if (stop_requested(r)) sum->interrupted = true;
