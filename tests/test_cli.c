@@ -345,6 +345,119 @@ Test(cli, recipe_keys_resume_bit_for_bit, .timeout = 240) {
     free(d);
 }
 
+/* The checkpoints of each "valid"/"epoch" line of a log: steps and train.metric values. */
+typedef struct Validations {
+    long step[64];
+    double metric[64];
+    int n;
+} Validations;
+
+static Validations read_validations(const char *log_path) {
+    Validations v = {{0}, {0}, 0};
+    char *log = tu_slurp(log_path, NULL);
+    cr_assert(log != NULL);
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"type\":\"valid\"") && !strstr(line, "\"type\":\"epoch\"")) continue;
+        cJSON *j = cJSON_Parse(line);
+        cr_assert(v.n < 64 && cJSON_GetObjectItem(j, "metric"), "%s", line);
+        v.step[v.n] = (long)cJSON_GetObjectItem(j, "step")->valuedouble;
+        v.metric[v.n++] = cJSON_GetObjectItem(j, "metric")->valuedouble;
+        cJSON_Delete(j);
+    }
+    free(log);
+    return v;
+}
+
+/* train.valid_every validates within epochs ("valid" lines at every 10th step, none at an
+ * epoch's end, which validates anyway), keep_last and keep_best leave exactly the files their
+ * rules name (the last 2 by step and the best 1 by the logged metric, ties to the later), a
+ * run paused twice and resumed ends with the same files, log and model; ./average --last 2
+ * writes the mean of the last two; patience counts validations. */
+Test(cli, validation_every_n_steps_kept_checkpoints_and_average, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_config(d, 2);
+    const char *set = "--set train_size=800 --set valid_every=10 --set keep_last=2 --set keep_best=1 --set metric=valid_loss";
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/full > /dev/null", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/part --max-steps 13 > /dev/null", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part --max-steps 31 > /dev/null", tu_bin(), d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part > /dev/null", tu_bin(), d), 0);
+    Validations v = read_validations(tu_path(d, "full/log.jsonl"));
+    long want_steps[] = {10, 20, 25, 30, 40, 50}; /* 25 steps an epoch */
+    cr_assert_eq(v.n, 6);
+    for (int i = 0; i < 6; i++) cr_expect_eq(v.step[i], want_steps[i]);
+    int best = 0;
+    for (int i = 1; i < v.n; i++)
+        if (v.metric[i] <= v.metric[best]) best = i; /* valid_loss: lower; ties to the later */
+    for (int i = 0; i < v.n; i++) {
+        char name[64], a[256], b[256];
+        snprintf(name, sizeof name, "checkpoints/step%09ld.bin", v.step[i]);
+        snprintf(a, sizeof a, "%s/full/%s", d, name);
+        snprintf(b, sizeof b, "%s/part/%s", d, name);
+        bool want = i >= v.n - 2 || i == best;
+        cr_expect_eq(access(a, F_OK) == 0, want, "%s %s", name, want ? "missing" : "kept");
+        if (want) cr_expect(tu_same_file(a, b), "%s differs after resuming", name);
+        else cr_expect(access(b, F_OK) != 0, "%s kept by the resumed run", name);
+    }
+    cr_expect(tu_same_file(tu_path(d, "full/model.bin"), tu_path(d, "part/model.bin")));
+    char *la = tu_log_without_timing(tu_path(d, "full/log.jsonl")), *lb = tu_log_without_timing(tu_path(d, "part/log.jsonl"));
+    cr_expect_str_eq(la, lb);
+    free(la);
+    free(lb);
+    /* the mean of the last two */
+    cr_assert_eq(tu_sh("%s/average --last 2 %s/full --out %s/avg.bin > /dev/null", tu_bin(), d, d), 0);
+    Checkpoint x, y, m;
+    S2sError err;
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/full/checkpoints/step%09ld.bin", d, v.step[4]);
+    snprintf(b, sizeof b, "%s/full/checkpoints/step%09ld.bin", d, v.step[5]);
+    cr_assert_eq(ckpt_load(&x, a, &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(ckpt_load(&y, b, &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(ckpt_load(&m, tu_path(d, "avg.bin"), &err), S2S_OK, "%s", err.msg);
+    size_t wrong = 0, differ = 0;
+    for (int t = 0; t < m.n_tensors; t++)
+        for (size_t i = 0; i < m.tensors[t].size; i++) {
+            float p, q, r;
+            memcpy(&p, (const char *)x.tensors[t].data + 4 * i, 4);
+            memcpy(&q, (const char *)y.tensors[t].data + 4 * i, 4);
+            memcpy(&r, (const char *)m.tensors[t].data + 4 * i, 4);
+            wrong += r != (float)(((double)p + q) / 2);
+            differ += p != q;
+        }
+    cr_expect_eq(wrong, 0, "%zu weights are not the mean", wrong);
+    cr_expect_gt(differ, 0, "the two checkpoints differ");
+    ckpt_free(&x);
+    ckpt_free(&y);
+    ckpt_free(&m);
+    cr_expect_eq(tu_sh("printf 'abc\\n' | %s/translate %s/avg.bin > /dev/null", tu_bin(), d), 0, "the average translates");
+    /* unlike models: one line naming the difference, exit 1; too few kept: exit 1 */
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=64 --set epochs=1 --set embedding=24 --out %s/other > /dev/null",
+                       tu_bin(), d, d),
+                 0);
+    cr_expect_eq(tu_sh("%s/average %s/full/model.bin %s/other/model.bin --out %s/x.bin 2> %s/err.txt", tu_bin(), d, d, d, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "model.embedding differs"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect_eq(tu_sh("%s/average --last 5 %s/full --out %s/x.bin 2> %s/err.txt", tu_bin(), d, d, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "--last asks for 5"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect(access(tu_path(d, "x.bin"), F_OK) != 0, "nothing written");
+    cr_expect_eq(tu_sh("%s/average %s/full/model.bin --out %s/x.bin 2> /dev/null", tu_bin(), d, d), 2, "one model: usage");
+    /* patience 1 in validations: the run stops at the first one without improvement */
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json --set train_size=800 --set valid_every=2 --set patience=1 "
+                       "--set metric=exact_match --out %s/early > /dev/null",
+                       tu_bin(), d, d),
+                 0);
+    Validations e = read_validations(tu_path(d, "early/log.jsonl"));
+    cr_assert_geq(e.n, 2);
+    double best_before = e.metric[0];
+    for (int i = 1; i < e.n - 1; i++) {
+        cr_expect_gt(e.metric[i], best_before, "validation %d did not improve, yet the run went on", i + 1);
+        best_before = fmax(best_before, e.metric[i]);
+    }
+    cr_expect_leq(e.metric[e.n - 1], best_before, "the last validation (the stop) did not improve");
+    cr_expect(e.step[e.n - 1] < 50, "stopped early, at step %ld", e.step[e.n - 1]);
+    cr_expect(tu_file_has(tu_path(d, "early/log.jsonl"), "\"type\":\"test\""), "tested after the early stop");
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* lr_schedule: every step's logged lr is the base lr times the schedule at that step's share
  * of the configured epochs, and a run stopped and resumed mid-epoch gives the same model. */
 Test(cli, lr_schedule_follows_the_steps_and_resumes, .timeout = 240) {

@@ -198,7 +198,7 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         {"lr", "-1", "\"lr\" is out of range"}, {"lr", "0.5", "lr 0.5; expected (0, 0.001]"},
         {"step", "4", "step 4, but epoch 1 batch 5 is step 5"}, {"adam_step", "3", "3 optimizer steps in 5 steps"},
         {"best", "\"x\"", "\"best\" is not a number"}, {"loss_sum", "-1", "\"loss_sum\" is out of range"},
-        {"bad_epochs", "2", "2 epochs without improvement in 0"}, {"seconds", "1.5", NULL}, /* any time is fine */
+        {"bad_epochs", "2", "2 validations without improvement in 0"}, {"seconds", "1.5", NULL}, /* any time is fine */
         {"data", "\"0123456789abcdef\"", "the data are not those the run started with"},
     };
     struct stat before;

@@ -69,6 +69,12 @@ void ckpt_free(Checkpoint *c);
 /* Copies the tensors into ps by name; every parameter must be present with its shape.
  * Moments too when with_moments (the file must have them). */
 S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, const char *origin, S2sError *err);
+/* out = the element-wise mean of the weights of paths[0 .. n) (checkpoint averaging; summed
+ * in double, rounded once), with the first file's config, vocabularies and subword model, no
+ * training state. Every file must have the first's architecture (the config's model section),
+ * vocabularies, subword model and tensor table: else S2S_ERR_DATA, one line naming the file
+ * and the first difference. */
+S2sStatus ckpt_average(const char *const *paths, int n, const char *out, S2sError *err);
 /* The moving average into ps->ema (made if absent); the file must have it. After ckpt_restore. */
 S2sStatus ckpt_restore_ema(const Checkpoint *c, ParamStore *ps, const char *origin, S2sError *err);
 

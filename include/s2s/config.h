@@ -121,7 +121,9 @@ typedef struct ConfigTrain {
     Precision precision;    /* the GEMMs' operand type (gemm.h) */
     GemmLib gemm;           /* who multiplies float32 (gemm.h) */
     Metric metric;          /* what picks the best checkpoint */
-    int patience;           /* epochs without improvement before stopping (0: never) */
+    int patience;           /* validations without improvement before stopping (0: never) */
+    int valid_every;        /* steps between validations within an epoch (0: at epochs' ends only) */
+    int keep_last, keep_best; /* validated checkpoints kept in checkpoints/ (0: none) */
     float lr_decay;         /* multiply lr on a plateau (1: never) */
     LrSchedule lr_schedule; /* lr over the run (optim.h) */
     int warmup_steps;       /* lr rises linearly over the first steps (0: none) */

@@ -20,6 +20,7 @@
 #define RUN_TEST_REF "test.ref"
 #define RUN_CURVES "curves.png"
 #define RUN_ATTENTION "attention"  /* heatmaps by epoch */
+#define RUN_CHECKPOINTS "checkpoints" /* stepNNNNNNNNN.bin: validated weights kept (train.keep_last, keep_best) */
 
 typedef enum RunMode {
     RUN_NEW,        /* the folder must not hold a run */

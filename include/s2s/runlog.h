@@ -4,7 +4,9 @@
  *
  * Kinds (the "type" key): "step" every log_every steps (epoch, step, loss, lr, tokens_per_s);
  * "epoch" after each epoch (epoch, step, train_loss, the validation metrics, best, lr,
- * tokens_per_s, epoch_s, elapsed_s, and with test_each_epoch the test metrics); "test" once,
+ * tokens_per_s, epoch_s, elapsed_s, and with test_each_epoch the test metrics); "valid" every
+ * train.valid_every steps within an epoch (epoch, step, the validation metrics, metric, best,
+ * elapsed_s); "test" once,
  * when the run has ended (epochs, step, the test metrics). Metric keys are a split's prefix
  * and a metric: "valid_bleu", "test_exact_match". Readers parse every line as JSON and look
  * keys up by these names; nothing depends on how cJSON prints. Owns nothing. */
@@ -19,6 +21,8 @@
 #define LOG_STEP "step"         /* a kind, and the key of the step count */
 #define LOG_EPOCH "epoch"       /* a kind, and the key of the epoch (1-based) */
 #define LOG_TEST "test"         /* a kind */
+#define LOG_VALID "valid"       /* a kind: a validation within an epoch (train.valid_every) */
+#define LOG_METRIC "metric"     /* the value of train.metric (valid lines; epoch lines when checkpoints are kept) */
 #define LOG_EPOCHS "epochs"
 #define LOG_LOSS "loss"
 #define LOG_LR "lr"

@@ -38,25 +38,33 @@ static void list_held(const char *dir, char *buf, size_t n) {
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ", held[i]);
 }
 
-/* Deletes an earlier run's files (and its heatmaps), nothing else. */
-static S2sStatus clear_run(const char *dir, S2sError *err) {
+/* Deletes dir/sub/prefix*suffix, then sub itself when that leaves it empty. */
+static void clear_folder(const char *dir, const char *sub, const char *prefix, const char *suffix) {
     char p[PATH_MAX];
-    for (int i = 0; i < N_RUN_FILES; i++) {
-        rundir_path(p, sizeof p, dir, RUN_FILES[i]);
-        if (unlink(p) != 0 && errno != ENOENT) return s2s_fail(err, S2S_ERR_IO, "%s: cannot delete: %s", p, strerror(errno));
-    }
-    rundir_path(p, sizeof p, dir, RUN_ATTENTION);
+    rundir_path(p, sizeof p, dir, sub);
     DIR *d = opendir(p);
-    if (!d) return S2S_OK;
+    if (!d) return;
+    size_t lp = strlen(prefix), ls = strlen(suffix);
     for (struct dirent *e; (e = readdir(d));) {
         size_t n = strlen(e->d_name);
-        if (strncmp(e->d_name, "epoch", 5) != 0 || n < 4 || strcmp(e->d_name + n - 4, ".png") != 0) continue;
+        if (n < lp + ls || strncmp(e->d_name, prefix, lp) != 0 || strcmp(e->d_name + n - ls, suffix) != 0) continue;
         char f[PATH_MAX + 256];
         snprintf(f, sizeof f, "%s/%s", p, e->d_name);
         unlink(f);
     }
     closedir(d);
     rmdir(p); /* only when empty */
+}
+
+/* Deletes an earlier run's files (its heatmaps and kept checkpoints too), nothing else. */
+static S2sStatus clear_run(const char *dir, S2sError *err) {
+    char p[PATH_MAX];
+    for (int i = 0; i < N_RUN_FILES; i++) {
+        rundir_path(p, sizeof p, dir, RUN_FILES[i]);
+        if (unlink(p) != 0 && errno != ENOENT) return s2s_fail(err, S2S_ERR_IO, "%s: cannot delete: %s", p, strerror(errno));
+    }
+    clear_folder(dir, RUN_ATTENTION, "epoch", ".png");
+    clear_folder(dir, RUN_CHECKPOINTS, "step", ".bin");
     return S2S_OK;
 }
 
@@ -89,6 +97,8 @@ S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
     char p[PATH_MAX];
     d->stale_tmps = file_remove_stale_tmps(dir);
     rundir_path(p, sizeof p, dir, RUN_ATTENTION);
+    d->stale_tmps += file_remove_stale_tmps(p);
+    rundir_path(p, sizeof p, dir, RUN_CHECKPOINTS);
     d->stale_tmps += file_remove_stale_tmps(p);
     if (mode == RUN_RESUME) {
         if (!file_exists(d->last)) {

@@ -12,6 +12,7 @@
 #include "s2s/visuals.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -386,8 +387,9 @@ static S2sStatus state_check(Run *r, S2sError *err) {
         return BAD("%s: corrupt training state: %ld optimizer steps in %ld steps", o, s->adam_step, s->step);
     if (!(s->lr > 0 && s->lr <= (double)tc->lr))
         return BAD("%s: corrupt training state: lr %g; expected (0, %g] (it only decays)", o, s->lr, (double)tc->lr);
-    if (s->bad_epochs > s->epoch)
-        return BAD("%s: corrupt training state: %d epochs without improvement in %d", o, s->bad_epochs, s->epoch);
+    long validations = s->epoch + (tc->valid_every > 0 ? s->step / tc->valid_every : 0);
+    if (s->bad_epochs > validations)
+        return BAD("%s: corrupt training state: %d validations without improvement in %ld", o, s->bad_epochs, validations);
     if (s->tok_sum != floor(s->tok_sum) || (s->batch == 0 && (s->loss_sum != 0 || s->tok_sum != 0)))
         return BAD("%s: corrupt training state: loss sums %g over %g tokens at batch %d", o, s->loss_sum, s->tok_sum,
                    s->batch);
@@ -568,6 +570,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     return loss;
 }
 
+static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, S2sError *err);
 static bool stop_requested(const Run *r) { return r->opt->stop && atomic_load(r->opt->stop); }
 static bool pause_reached(const Run *r) { return r->opt->max_steps > 0 && r->st.step >= r->opt->max_steps; }
 
@@ -633,6 +636,12 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
             *complete = true; /* the end of the epoch, or of the run: validation follows */
             break;
         }
+        if (tc->valid_every > 0 && r->st.step % tc->valid_every == 0) {
+            if ((st = validate_within_epoch(r, sum, err))) break;
+            if (tc->patience > 0 && r->st.bad_epochs >= tc->patience) break; /* early stop: the run ends here */
+            window_t = now_s(); /* the speed of training alone */
+            window_tokens = 0;
+        }
         bool stop = stop_requested(r), pause = pause_reached(r);
         if (stop || pause || (tc->save_every > 0 && r->st.step % tc->save_every == 0)) {
             if ((st = save(r, r->dir.last, true, err))) break;
@@ -649,45 +658,165 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
     return st;
 }
 
+/* checkpoints/step%09ld.bin: the weights validated at a step, kept for averaging */
+static void checkpoint_path(const Run *r, long step, char *buf, size_t n) {
+    snprintf(buf, n, "%s/%s/step%09ld.bin", r->dir.dir, RUN_CHECKPOINTS, step);
+}
+
+/* Validation of the weights now (their moving average with ema_decay): the metric, the best
+ * checkpoint (model.bin), patience and the plateau decay, and the checkpoint kept for
+ * averaging (keep_last, keep_best). The test split too when test_now is not NULL. */
+static S2sStatus validate(Run *r, TrainSummary *sum, EvalResult *test_now, bool *better, S2sError *err) {
+    const ConfigTrain *tc = &r->cfg->train;
+    EvalOptions eo = eval_options(r, r->data.valid_refs, false);
+    bool ema = r->model.params.ema != NULL;
+    if (ema) params_swap_ema(&r->model.params); /* the average is validated and becomes model.bin */
+    params_freeze(&r->model.params, r->tape.bf16); /* weights fixed until the next step */
+    eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
+    if (test_now) {
+        EvalOptions to = eval_options(r, r->data.test_refs, false);
+        eval_dataset(&r->tape, &r->model, &r->data.test, &to, test_now, NULL);
+    }
+    params_thaw(&r->model.params);
+    double m = metric_value(tc->metric, &sum->valid);
+    *better = metric_higher_is_better(tc->metric) ? m > r->st.best : m < r->st.best;
+    S2sStatus st = S2S_OK;
+    if (*better) {
+        r->st.best = m;
+        r->st.bad_epochs = 0;
+        st = save(r, r->dir.model, false, err);
+    } else {
+        r->st.bad_epochs++;
+        if (tc->lr_decay < 1.0f) r->st.lr *= tc->lr_decay;
+    }
+    if (!st && (tc->keep_last > 0 || tc->keep_best > 0)) {
+        char path[PATH_MAX + 64];
+        rundir_path(path, sizeof path, r->dir.dir, RUN_CHECKPOINTS);
+        if (!(st = file_mkdirs(path, err))) {
+            checkpoint_path(r, r->st.step, path, sizeof path);
+            st = save(r, path, false, err);
+        }
+    }
+    if (ema) params_swap_ema(&r->model.params); /* the training weights again */
+    return st;
+}
+
+typedef struct Kept {
+    long step;
+    double metric;
+    bool known;
+} Kept;
+
+typedef struct KeptLog {
+    Kept *k;
+    int n;
+} KeptLog;
+
+static void kept_metric(void *ctx, const char *type, const cJSON *j) {
+    KeptLog *kl = ctx;
+    if (strcmp(type, LOG_EPOCH) != 0 && strcmp(type, LOG_VALID) != 0) return;
+    long step = (long)runlog_num(j, LOG_STEP, -1);
+    double m = runlog_num(j, LOG_METRIC, NAN);
+    for (int i = 0; i < kl->n; i++)
+        if (kl->k[i].step == step && isfinite(m)) {
+            kl->k[i].metric = m;
+            kl->k[i].known = true;
+        }
+}
+
+static int kept_by_step(const void *a, const void *b) {
+    long x = ((const Kept *)a)->step, y = ((const Kept *)b)->step;
+    return (x > y) - (x < y);
+}
+
+/* After a validation's log line: of checkpoints/, the last keep_last by step and the best
+ * keep_best by the metric (read back from the log, so a resumed run decides as an
+ * uninterrupted one) stay; the others are deleted. A file whose metric the log lacks counts
+ * among the last only. */
+static void prune_checkpoints(Run *r) {
+    const ConfigTrain *tc = &r->cfg->train;
+    if (tc->keep_last <= 0 && tc->keep_best <= 0) return;
+    char dir[PATH_MAX + 64], path[PATH_MAX + 64];
+    rundir_path(dir, sizeof dir, r->dir.dir, RUN_CHECKPOINTS);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    KeptLog kl = {NULL, 0};
+    int cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        long step;
+        char tail[8];
+        if (sscanf(e->d_name, "step%ld.%7s", &step, tail) != 2 || strcmp(tail, "bin") != 0) continue;
+        if (kl.n == cap) kl.k = s2s_xrealloc(kl.k, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *kl.k);
+        kl.k[kl.n++] = (Kept){step, NAN, false};
+    }
+    closedir(d);
+    qsort(kl.k, (size_t)kl.n, sizeof *kl.k, kept_by_step);
+    S2sError err;
+    if (tc->keep_best > 0 && runlog_each(r->dir.dir, kept_metric, &kl, &err) != S2S_OK) {
+        free(kl.k);
+        return; /* keep everything rather than delete on a guess */
+    }
+    bool higher = metric_higher_is_better(tc->metric);
+    for (int i = 0; i < kl.n; i++) {
+        bool keep = i >= kl.n - tc->keep_last;
+        if (!keep && kl.k[i].known) { /* among the best keep_best: fewer than that many are better */
+            int better = 0; /* strictly better, or as good and later */
+            for (int j = 0; j < kl.n; j++) {
+                if (j == i || !kl.k[j].known) continue;
+                double a = kl.k[j].metric, b = kl.k[i].metric;
+                better += (higher ? a > b : a < b) || (a == b && j > i);
+            }
+            keep = better < tc->keep_best;
+        }
+        if (!keep) {
+            checkpoint_path(r, kl.k[i].step, path, sizeof path);
+            unlink(path);
+        }
+    }
+    free(kl.k);
+}
+
+/* A validation within an epoch (train.valid_every): its log line, then last.bin, so that a
+ * resumed run does not repeat it. */
+static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, S2sError *err) {
+    bool better;
+    S2sStatus st = validate(r, sum, NULL, &better, err);
+    if (st) return st;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, LOG_TYPE, LOG_VALID);
+    cJSON_AddNumberToObject(j, LOG_EPOCH, r->st.epoch + 1);
+    cJSON_AddNumberToObject(j, LOG_STEP, (double)r->st.step);
+    eval_json(j, LOG_VALID_, &sum->valid, true);
+    cJSON_AddNumberToObject(j, LOG_METRIC, metric_value(r->cfg->train.metric, &sum->valid));
+    cJSON_AddBoolToObject(j, LOG_BEST, better);
+    cJSON_AddNumberToObject(j, LOG_ELAPSED_S, r->st.seconds + now_s() - r->t0);
+    if ((st = log_line(r, j, err))) return st;
+    prune_checkpoints(r);
+    FILE *out = r->opt->out;
+    if (out)
+        fprintf(out, "\r\033[Kstep %ld  valid loss %.4f  ppl %.3f  %s %.4g%s\n", r->st.step, sum->valid.loss, sum->valid.ppl,
+                METRIC_NAMES[r->cfg->train.metric], metric_value(r->cfg->train.metric, &sum->valid), better ? "  *" : "");
+    return save(r, r->dir.last, true, err);
+}
+
 /* The end of an epoch: validation, the best checkpoint, plateau decay, the log line, then
  * last.bin, then the pictures. */
 static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     const ConfigTrain *tc = &r->cfg->train;
     double train_loss = r->st.loss_sum / fmax(r->st.tok_sum, 1);
     double epoch_s = now_s() - r->epoch_t0; /* the batches of this session, without validation */
-    EvalOptions eo = eval_options(r, r->data.valid_refs, false);
-    bool ema = r->model.params.ema != NULL;
-    if (ema) params_swap_ema(&r->model.params); /* the average is validated and becomes model.bin */
-    params_freeze(&r->model.params, r->tape.bf16); /* weights fixed until the next step */
-    eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
+    bool ema = r->model.params.ema != NULL, better;
     EvalResult test_now = {0};
-    if (tc->test_each_epoch) {
-        EvalOptions to = eval_options(r, r->data.test_refs, false);
-        eval_dataset(&r->tape, &r->model, &r->data.test, &to, &test_now, NULL);
-    }
-    params_thaw(&r->model.params);
-    double m = metric_value(tc->metric, &sum->valid);
-    bool better = metric_higher_is_better(tc->metric) ? m > r->st.best : m < r->st.best;
-    S2sStatus st;
-    if (better) {
-        r->st.best = m;
-        r->st.bad_epochs = 0;
-        st = save(r, r->dir.model, false, err);
-        if (st) {
-            if (ema) params_swap_ema(&r->model.params);
-            return st;
-        }
-    } else {
-        r->st.bad_epochs++;
-        if (tc->lr_decay < 1.0f) r->st.lr *= tc->lr_decay;
-    }
-    if (ema) params_swap_ema(&r->model.params); /* the training weights again */
+    S2sStatus st = validate(r, sum, tc->test_each_epoch ? &test_now : NULL, &better, err);
+    if (st) return st;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, LOG_TYPE, LOG_EPOCH);
     cJSON_AddNumberToObject(j, LOG_EPOCH, r->st.epoch + 1);
     cJSON_AddNumberToObject(j, LOG_STEP, (double)r->st.step);
     cJSON_AddNumberToObject(j, LOG_TRAIN_LOSS, train_loss);
     eval_json(j, LOG_VALID_, &sum->valid, true);
+    if (tc->keep_last > 0 || tc->keep_best > 0 || tc->valid_every > 0)
+        cJSON_AddNumberToObject(j, LOG_METRIC, metric_value(tc->metric, &sum->valid));
     cJSON_AddBoolToObject(j, LOG_BEST, better);
     /* the lr the next epoch starts with (schedule and plateau decay applied) */
     cJSON_AddNumberToObject(j, LOG_LR, r->st.lr * optim_lr_factor(tc->lr_schedule, (r->st.epoch + 1.0) / tc->epochs,
@@ -698,6 +827,7 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     cJSON_AddNumberToObject(j, LOG_ELAPSED_S, r->st.seconds + now_s() - r->t0);
     if (tc->test_each_epoch) eval_json(j, LOG_TEST_, &test_now, true);
     if ((st = log_line(r, j, err))) return st;
+    prune_checkpoints(r);
     FILE *out = r->opt->out;
     if (out && sum->valid.sacre)
         fprintf(out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  sacreBLEU %.2f  chrF %.2f  tf token acc %.2f%%  %.1fs%s\n",
