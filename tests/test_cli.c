@@ -831,8 +831,8 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
 /* Every program answers --help and --version, names an unknown option, and reads an option's
  * value both as --opt value and --opt=value. */
 Test(cli, every_program_shares_its_command_line_conventions, .timeout = 60) {
-    const char *progs[] = {"train", "translate", "bleu", "subword", "attend", "compare", "speed"};
-    for (int i = 0; i < 7; i++) {
+    const char *progs[] = {"train", "translate", "bleu", "subword", "attend", "compare", "speed", "average"};
+    for (int i = 0; i < 8; i++) {
         cr_expect_eq(tu_sh("%s/%s --help | grep -q usage", tu_bin(), progs[i]), 0, "%s --help", progs[i]);
         cr_expect_eq(tu_sh("%s/%s --version | grep -q '%s (s2s '", tu_bin(), progs[i], progs[i]), 0, "%s --version", progs[i]);
         cr_expect_eq(tu_sh("%s/%s --bogus 2>&1 | grep -q '%s: --bogus: unknown option'", tu_bin(), progs[i], progs[i]), 0,

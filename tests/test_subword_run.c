@@ -313,3 +313,106 @@ Test(subword, bpe_dropout_on_one_side) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* ./translate with several models (an ensemble), --n-best in Moses' format and --score
+ * (forced decoding), on word models of the made-up corpus (its words as the files have them:
+ * --tokenized): a model with itself decodes as
+ * itself; the ensemble's best hypothesis scored by --score gets the log-probability the beam
+ * gave it; a target word outside the vocabulary is refused on its line; models of another
+ * vocabulary cannot join. */
+Test(subword, ensembles_n_best_and_forced_scores, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_corpus(d, "train", 800, 1);
+    write_corpus(d, "val", 40, 2);
+    write_corpus(d, "test", 40, 3);
+    cr_assert_eq(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d), 0);
+    FILE *f = fopen(tu_path(d, "c.json"), "w");
+    fprintf(f, "{\"name\": \"w\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\"}, "
+               "\"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 32, \"decoder_hidden\": 32, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.005, "
+               "\"metric\": \"valid_loss\", \"log_every\": 1000}}",
+            d);
+    fclose(f);
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/a > /dev/null 2>&1 && %s/train --config %s/c.json --seed 2 "
+                       "--set model.type=transformer --set d_model=16 --set heads=2 --set ff=32 --set layers=1 --out %s/b > /dev/null 2>&1",
+                       tu_bin(), d, d, tu_bin(), d, d),
+                 0);
+    cr_assert_eq(tu_sh("zcat %s/test.de.gz | head -12 > %s/src.txt", d, d), 0);
+    /* Moses n-best: "i ||| text ||| F0= logprob ||| logprob / (tokens + 1)" with i from 0 */
+    cr_assert_eq(tu_sh("%s/translate %s/a/model.bin --tokenized --input %s/src.txt --beam 3 --n-best 3 > %s/nb.txt", tu_bin(), d, d, d), 0);
+    char *nb = tu_slurp(tu_path(d, "nb.txt"), NULL);
+    int lines = 0, last_id = 0;
+    for (char *line = strtok(nb, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        int id;
+        char text[512];
+        float lp, score;
+        cr_assert_eq(sscanf(line, "%d ||| %511[^|]||| F0= %f ||| %f", &id, text, &lp, &score), 4, "%s", line);
+        cr_expect(id == last_id || id == last_id + 1, "%s", line);
+        last_id = id;
+        cr_expect_leq(lp, 0.0f);
+        cr_expect_leq(score, 0.0f);
+    }
+    cr_expect_eq(lines, 36, "3 hypotheses for each of 12 lines");
+    cr_expect_eq(last_id, 11);
+    free(nb);
+    /* a model with itself is itself */
+    cr_assert_eq(tu_sh("%s/translate %s/a/model.bin %s/a/model.bin --tokenized --input %s/src.txt --beam 3 --n-best 3 > %s/nb2.txt", tu_bin(), d,
+                       d, d, d),
+                 0);
+    cr_expect(tu_same_file(tu_path(d, "nb.txt"), tu_path(d, "nb2.txt")), "an ensemble of one model twice is that model");
+    /* the ensemble's best, scored by forced decoding with the same ensemble */
+    cr_assert_eq(tu_sh("%s/translate %s/a/model.bin %s/b/model.bin --tokenized --input %s/src.txt --beam 2 --n-best 2 > %s/ens.txt", tu_bin(), d,
+                       d, d, d),
+                 0);
+    cr_assert_eq(tu_sh("%s/translate %s/a/model.bin %s/b/model.bin --tokenized --input %s/src.txt --beam 2 > %s/best.txt", tu_bin(), d, d, d, d), 0);
+    cr_assert_eq(tu_sh("%s/translate %s/a/model.bin %s/b/model.bin --tokenized --input %s/src.txt --score %s/best.txt > %s/sc.txt", tu_bin(), d, d, d,
+                       d, d),
+                 0);
+    char *ens = tu_slurp(tu_path(d, "ens.txt"), NULL), *sc = tu_slurp(tu_path(d, "sc.txt"), NULL);
+    float beam_lp[12];
+    int n_beam = 0, prev = -1;
+    for (char *line = strtok(ens, "\n"); line; line = strtok(NULL, "\n")) {
+        int id;
+        float lp;
+        if (sscanf(line, "%d ||| %*[^|]||| F0= %f", &id, &lp) == 2 && id != prev) beam_lp[n_beam++] = lp, prev = id;
+    }
+    cr_assert_eq(n_beam, 12);
+    int n_sc = 0;
+    for (char *line = strtok(sc, "\n"); line; line = strtok(NULL, "\n"), n_sc++) {
+        float total, sum = 0, v;
+        cr_assert_eq(sscanf(line, "%f |||", &total), 1, "%s", line);
+        for (char *eq = strchr(line, '='); eq; eq = strchr(eq + 1, '='))
+            if (sscanf(eq + 1, "%f", &v) == 1) sum += v;
+        cr_expect(fabsf(sum - total) < 2e-3f * (1 + fabsf(total)), "the tokens' scores add up: %s", line);
+        cr_expect(strstr(line, "</s>=") != NULL, "<eos> is scored: %s", line);
+        cr_expect(fabsf(total - beam_lp[n_sc]) < 2e-3f * (1 + fabsf(total)), "line %d: forced %.4f, beam %.4f", n_sc + 1, total,
+                  beam_lp[n_sc]);
+    }
+    cr_expect_eq(n_sc, 12);
+    free(ens);
+    free(sc);
+    /* a target word outside the vocabulary: its line refused (an empty line), the others scored, exit 1 */
+    cr_assert_eq(tu_sh("printf 'Ein Hund läuft.\\nEin Mann sitzt.\\n' > %s/s2.txt && printf 'A zebra runs.\\nA man sits.\\n' > %s/t2.txt", d, d),
+                 0);
+    cr_expect_eq(tu_sh("%s/translate %s/a/model.bin --tokenized --input %s/s2.txt --score %s/t2.txt > %s/o.txt 2> %s/err.txt", tu_bin(), d, d, d, d, d),
+                 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "line 1") && tu_file_has(tu_path(d, "err.txt"), "<unk>"), "%s",
+              tu_slurp(tu_path(d, "err.txt"), NULL));
+    char *o = tu_slurp(tu_path(d, "o.txt"), NULL);
+    cr_expect(o && o[0] == '\n' && strstr(o, "</s>="), "%s", o ? o : "(none)");
+    free(o);
+    cr_expect_eq(tu_sh("printf 'A man sits.\\n' > %s/t1.txt && %s/translate %s/a/model.bin --tokenized --input %s/s2.txt --score %s/t1.txt > /dev/null "
+                       "2> %s/err.txt", d, tu_bin(), d, d, d, d),
+                 1, "fewer targets than sources");
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "targets end before"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect_eq(tu_sh("%s/translate %s/a/model.bin --tokenized --input %s/s2.txt --score %s/t1.txt --beam 2 2> /dev/null", tu_bin(), d, d, d), 2);
+    /* another vocabulary cannot join */
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --set task.max_vocab=10 --set epochs=1 --out %s/c > /dev/null 2>&1", tu_bin(), d, d),
+                 0);
+    cr_expect_eq(tu_sh("%s/translate %s/a/model.bin %s/c/model.bin --tokenized --input %s/src.txt > /dev/null 2> %s/err.txt", tu_bin(), d, d, d, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "c/model.bin") && tu_file_has(tu_path(d, "err.txt"), "vocabulary"), "%s",
+              tu_slurp(tu_path(d, "err.txt"), NULL));
+    tu_rm_rf(d);
+    free(d);
+}

@@ -103,6 +103,11 @@ char *tok_normalize(const char *line, const char *lang);
  * allocated then. */
 S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
                              int *n, S2sError *err);
+/* A target line as the model writes it (for forced decoding): reversal's characters without
+ * markers, translation's words normalised for the target language, or a subword model's
+ * pieces (trg->sub); unknown words become <unk> (the caller decides). Errors as above. */
+S2sStatus task_encode_target(const ConfigTask *task, const Vocab *trg, const char *line, bool tokenized, int32_t **ids,
+                             int *n, S2sError *err);
 /* Target ids → text (malloc'd): characters joined for reversal, tokens with spaces for
  * translation, raw text from subword pieces. */
 char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n);

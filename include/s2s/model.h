@@ -155,6 +155,15 @@ typedef struct BeamHyp {
 
 /* out: (B, n_best) hypotheses, best first (fewer than n_best leave ids NULL, len 0). */
 void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float alpha, int n_best, BeamHyp *out);
+/* The same for an ensemble of n_models models (each with its own tape; one target
+ * vocabulary): each step's log-probabilities are the mean of the models' (Σ_k log p_k / n). */
+#define MODEL_MAX_ENSEMBLE 16
+void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, int K, int max_len, float alpha,
+                         int n_best, BeamHyp *out);
+/* Forced decoding: lp (B, T − 1), batch-major, gets log p(target i | source, targets < i) of
+ * each real target token of the batch (<eos> included; 0 past a row's end), the mean over the
+ * models of an ensemble. */
+void model_score_targets(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, float *lp);
 void beam_hyps_free(BeamHyp *h, int n);
 
 /* A trained model from its file (model.bin or last.bin): the config, both vocabularies and

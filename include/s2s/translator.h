@@ -25,12 +25,19 @@ typedef struct Translator {
     const char *heatmap_dir;    /* greedy: DIR/NNNN.png per line (NNNN: the line's number), or NULL */
     const char *heatmap_name;   /* the pictures' titles start with it (the model file) */
     Font *font;                 /* for the heatmaps' labels, or NULL */
+    /* an ensemble: more models decoded with `model` as one (the mean of their log-
+     * probabilities; beam search, greedy as a beam of 1), each with its own tape; the first
+     * model's config and vocabularies read and write the text (translator_check_ensemble) */
+    Seq2Seq *const *more;
+    Tape *const *more_tapes;
+    int n_more;
 } Translator;
 
 typedef struct TranslatedLine {
     char *text[TRANSLATE_MAX_NBEST]; /* the n_best outputs, best first (NULL past the found ones);
                                         text[0] is "" for an empty or unreadable line */
-    float score[TRANSLATE_MAX_NBEST];
+    float score[TRANSLATE_MAX_NBEST];    /* beam search: log p / length^alpha, what ranks them */
+    float logprob[TRANSLATE_MAX_NBEST];  /* beam search: log p (with <eos>) */
     S2sStatus status;                /* S2S_OK, or why the line gave no translation */
     char error[512];                 /* the reason, when status is not S2S_OK */
     char warning[512];               /* a heatmap that could not be drawn, or "" */
@@ -41,5 +48,28 @@ typedef struct TranslatedLine {
  * heatmaps (line first_line + i + 1). out has n entries. */
 void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out);
 void translator_free_results(TranslatedLine *out, int n);
+
+/* Whether a model may join an ensemble with the first: the same task (type, languages) and
+ * vocabularies, and the same subword model; else one line naming `path` and the first
+ * difference (S2S_ERR_DATA). Architectures may differ (an RNN with a Transformer). */
+S2sStatus translator_check_ensemble(const Config *first, const Vocab *src, const Vocab *trg, const Config *cfg,
+                                    const Vocab *src2, const Vocab *trg2, const char *path, S2sError *err);
+
+/* Forced decoding of (source, target) pairs: each target's pieces as the model writes them,
+ * with the log-probability of each (<eos> last) and their sum. */
+typedef struct ScoredLine {
+    double total;
+    float *token;          /* (n) */
+    char **piece;          /* (n) the target's tokens as text; the last "</s>" */
+    int n;
+    S2sStatus status;      /* S2S_OK, or why the pair has no score */
+    char error[512];
+} ScoredLine;
+
+/* Scores pairs[0..n) (sources and targets NULL: lines the caller could not read). A target
+ * with a token outside the vocabulary (a word model's <unk>) is an error naming it: its score
+ * would be that of <unk>. out has n entries. */
+void translator_score(const Translator *t, const char *const *sources, const char *const *targets, int n, ScoredLine *out);
+void translator_free_scores(ScoredLine *out, int n);
 
 #endif

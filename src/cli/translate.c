@@ -21,11 +21,13 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: translate MODEL [--input FILE] [--output FILE] [--beam K] [--alpha A] [--n-best N]\n"
-            "                 [--max-len N] [--batch N] [--tokenized] [--ref FILE] [--heatmap DIR]\n"
+            "usage: translate MODEL [MODEL...] [--input FILE] [--output FILE] [--beam K] [--alpha A] [--n-best N]\n"
+            "                 [--max-len N] [--batch N] [--tokenized] [--ref FILE] [--heatmap DIR] [--score FILE]\n"
             "                 [--bf16 | --int8] [--threads N]\n"
             "\n"
             "Reads one source per line (stdin by default) and writes one output per line.\n"
+            "Several models decode as one ensemble (the mean of their log-probabilities at each step); they must\n"
+            "share the task, the vocabularies and the subword model (their architectures may differ).\n"
             "The model file knows its task: reversal reads characters (abcd gives dcba); translation reads raw\n"
             "text, lowercased and tokenised as the training data (Ein Mann fährt Fahrrad.), or, with --tokenized,\n"
             "text that already is. A line the model cannot read (or of more than 1 MiB) is reported on stderr and\n"
@@ -33,7 +35,11 @@ static void usage(FILE *f) {
             "\n"
             "  --beam K       beam search with K hypotheses (default 1: greedy)\n"
             "  --alpha A      length normalisation: score / length^A (default 1)\n"
-            "  --n-best N     print the N best of the beam as 'line ||| output ||| score'\n"
+            "  --n-best N     print the N best of the beam in Moses' format: 'i ||| output ||| F0= logprob ||| score'\n"
+            "                 (i: the line, from 0; logprob: the sum of the tokens' log-probabilities, <eos> too;\n"
+            "                 score: logprob / length^alpha, what ranks them)\n"
+            "  --score FILE   forced decoding: FILE holds a target for each input line; print its log-probability\n"
+            "                 and each token's: 'logprob ||| token=logprob ... </s>=logprob'\n"
             "  --max-len N    longest output (default: the model's, else 2 x source + 10)\n"
             "  --ref FILE     references, one a line for each input line: print BLEU on stderr (multi-bleu.perl's on\n"
             "                 the words; a subword model's: sacreBLEU's and chrF on the raw text)\n"
@@ -71,11 +77,25 @@ typedef struct Line {
     const char *bad;     /* "contains a NUL byte", "longer than ..." */
 } Line;
 
+/* An ensemble's other members. */
+typedef struct Member {
+    Seq2Seq m;
+    Config cfg;
+    Vocab src, trg;
+    Tape tape;
+} Member;
+
 typedef struct Ctx {
     Seq2Seq m;
     Config cfg;
     Vocab src, trg;
     Tape tape;
+    Member *more;        /* (n_more) */
+    int n_more;
+    Seq2Seq *more_m[MODEL_MAX_ENSEMBLE];
+    Tape *more_t[MODEL_MAX_ENSEMBLE];
+    LineReader score;    /* --score: the targets, read along */
+    bool scoring;
     Translator tr;
     long failed, line_no;
     LineReader ref;      /* --ref, read along */
@@ -133,9 +153,9 @@ static void translate_block(Ctx *c, Line *lines, int n, FILE *out) {
             c->failed++;
         }
         if (r->warning[0]) fprintf(stderr, "translate: warning: %s\n", r->warning);
-        if (c->tr.n_best > 1) {
+        if (c->tr.n_best > 1) { /* Moses: sentence from 0 ||| text ||| features ||| total */
             for (int j = 0; j < c->tr.n_best && r->text[j] && !r->status; j++)
-                fprintf(out, "%ld ||| %s ||| %.4f\n", c->line_no + i, r->text[j], r->score[j]);
+                fprintf(out, "%ld ||| %s ||| F0= %.4f ||| %.4f\n", c->line_no + i, r->text[j], r->logprob[j], r->score[j]);
         } else {
             fprintf(out, "%s\n", r->text[0]);
         }
@@ -146,6 +166,58 @@ static void translate_block(Ctx *c, Line *lines, int n, FILE *out) {
     translator_free_results(res, n);
     free(res);
     free(text);
+}
+
+/* --score: each line's target read along; the pairs' scores written in order. A line with no
+ * score (unreadable, or a target outside the vocabulary) is reported and gives an empty line.
+ * Returns 1 when the targets ran out or could not be read. */
+static int score_block(Ctx *c, Line *lines, int n, FILE *out) {
+    const char **src = s2s_xmalloc((size_t)n * sizeof *src);
+    char **trg = s2s_xcalloc((size_t)n, sizeof *trg);
+    const char **bad_trg = s2s_xcalloc((size_t)n, sizeof *bad_trg);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        src[i] = lines[i].text;
+        const char *t;
+        size_t len;
+        LineStatus ls = line_read(&c->score, &t, &len);
+        if (ls == LINE_EOF || ls == LINE_ERROR || ls == LINE_ENDLESS) {
+            fprintf(stderr, "translate: --score: %s at input line %ld\n",
+                    ls == LINE_EOF ? "the targets end before the sources" : "the targets cannot be read as text",
+                    c->line_no + i + 1);
+            rc = 1;
+            for (int k = i; k < n; k++) src[k] = NULL;
+            break;
+        }
+        if (ls == LINE_TOO_LONG) bad_trg[i] = "its target is too long";
+        else if (strlen(t) != len || !utf8_valid(t, len)) bad_trg[i] = "its target is not UTF-8 text";
+        else trg[i] = strdup(t);
+    }
+    ScoredLine *res = s2s_xmalloc((size_t)n * sizeof *res);
+    translator_score(&c->tr, src, (const char *const *)trg, n, res);
+    for (int i = 0; i < n && !rc; i++) {
+        const ScoredLine *r = &res[i];
+        long no = c->line_no + i + 1;
+        if (r->status) {
+            fprintf(stderr, "translate: line %ld: %s\n", no,
+                    !lines[i].text ? lines[i].bad : bad_trg[i] ? bad_trg[i] : r->error);
+            c->failed++;
+            fputc('\n', out);
+            continue;
+        }
+        fprintf(out, "%.4f |||", r->total);
+        for (int k = 0; k < r->n; k++) fprintf(out, " %s=%.4f", r->piece[k], r->token[k]);
+        fputc('\n', out);
+    }
+    fflush(out);
+    c->line_no += n;
+    translator_free_scores(res, n);
+    free(res);
+    for (int i = 0; i < n; i++) free(trg[i]);
+    free(trg);
+    free(bad_trg);
+    free(src);
+    return rc;
 }
 
 /* BLEU on stderr when every input line had its reference, else why not; returns 0 or 1. */
@@ -203,7 +275,8 @@ static int usage_error(const S2sError *err) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *in_path = NULL, *out_path = NULL, *ref_path = NULL;
+    const char *model = NULL, *in_path = NULL, *out_path = NULL, *ref_path = NULL, *score_path = NULL;
+    const char *more_paths[MODEL_MAX_ENSEMBLE];
     Ctx c;
     memset(&c, 0, sizeof c);
     c.tr.beam = 1;
@@ -212,7 +285,7 @@ int main(int argc, char **argv) {
     int block = 256, threads = 0;
     bool bf16 = false, int8 = false;
     S2sError err;
-    enum { O_TOKENIZED = 256, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA };
+    enum { O_TOKENIZED = 256, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
@@ -221,7 +294,8 @@ int main(int argc, char **argv) {
         {"threads", required_argument, NULL, O_THREADS},
         {"max-len", required_argument, NULL, O_MAX_LEN}, {"batch", required_argument, NULL, O_BATCH},
         {"beam", required_argument, NULL, O_BEAM}, {"n-best", required_argument, NULL, O_NBEST},
-        {"alpha", required_argument, NULL, O_ALPHA}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
+        {"alpha", required_argument, NULL, O_ALPHA}, {"score", required_argument, NULL, O_SCORE},
+        {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int o;
     while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
@@ -239,6 +313,7 @@ int main(int argc, char **argv) {
         case O_BEAM: if (args_int("--beam", optarg, 1, 32, &c.tr.beam, &err)) return usage_error(&err); break;
         case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c.tr.n_best, &err)) return usage_error(&err); break;
         case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c.tr.alpha, &err)) return usage_error(&err); break;
+        case O_SCORE: score_path = optarg; break;
         default: return args_common(o, "translate", usage, argv, optind, optopt);
         }
     }
@@ -247,12 +322,21 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (optind < argc) model = argv[optind++];
+    while (optind < argc && c.n_more < MODEL_MAX_ENSEMBLE - 1) more_paths[c.n_more++] = argv[optind++];
     if (optind < argc) {
-        fprintf(stderr, "translate: %s: unexpected argument (see translate --help)\n", argv[optind]);
+        fprintf(stderr, "translate: %s: an ensemble has at most %d models\n", argv[optind], MODEL_MAX_ENSEMBLE);
         return 2;
     }
     if (!model) {
         usage(stderr);
+        return 2;
+    }
+    if (score_path && (ref_path || c.tr.heatmap_dir || c.tr.beam > 1 || c.tr.n_best > 1)) {
+        fprintf(stderr, "translate: --score scores given targets: it takes no --beam, --n-best, --ref or --heatmap\n");
+        return 2;
+    }
+    if (c.n_more && c.tr.heatmap_dir) {
+        fprintf(stderr, "translate: --heatmap draws one model's attention; give one model\n");
         return 2;
     }
     if (c.tr.n_best > c.tr.beam) {
@@ -274,8 +358,25 @@ int main(int argc, char **argv) {
         vocab_free(&c.trg);
         return 2;
     }
+    Precision prec = bf16 ? PRECISION_BF16 : int8 ? PRECISION_INT8 : PRECISION_FP32;
+    c.more = s2s_xcalloc((size_t)(c.n_more ? c.n_more : 1), sizeof *c.more);
+    for (int k = 0; k < c.n_more; k++) {
+        Member *mb = &c.more[k];
+        if (model_load_file(&mb->m, &mb->cfg, &mb->src, &mb->trg, more_paths[k], &err) ||
+            translator_check_ensemble(&c.cfg, &c.src, &c.trg, &mb->cfg, &mb->src, &mb->trg, more_paths[k], &err)) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            return 1;
+        }
+        if (model_tape_init(&mb->tape, prec, mb->cfg.train.gemm, threads, "translate: --bf16", &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 2;
+        }
+        params_freeze(&mb->m.params, bf16);
+        c.more_m[k] = &mb->m;
+        c.more_t[k] = &mb->tape;
+    }
     c.tr = (Translator){&c.m, &c.cfg, &c.src, &c.trg, &c.tape, c.tr.max_len, c.tr.beam, c.tr.n_best, c.tr.alpha,
-                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL};
+                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL, c.more_m, c.more_t, c.n_more};
     if (c.tr.heatmap_dir) {
         if (file_mkdirs(c.tr.heatmap_dir, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
@@ -287,13 +388,20 @@ int main(int argc, char **argv) {
         if (!c.tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
     if (!c.tr.max_len) c.tr.max_len = c.cfg.train.max_decode_len;
-    Precision prec = bf16 ? PRECISION_BF16 : int8 ? PRECISION_INT8 : PRECISION_FP32;
     if (model_tape_init(&c.tape, prec, c.cfg.train.gemm, threads, "translate: --bf16", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
     params_freeze(&c.m.params, bf16); /* the weights never change here */
-    FILE *in = stdin, *out = stdout, *ref = NULL;
+    FILE *in = stdin, *out = stdout, *ref = NULL, *targets = NULL;
+    if (score_path) {
+        if (!(targets = fopen(score_path, "rb"))) {
+            fprintf(stderr, "translate: %s: cannot open: %s\n", score_path, strerror(errno));
+            return 1;
+        }
+        line_reader_init(&c.score, targets, TEXT_MAX_LINE);
+        c.scoring = true;
+    }
     if (in_path && !(in = fopen(in_path, "rb"))) {
         fprintf(stderr, "translate: %s: cannot open: %s\n", in_path, strerror(errno));
         return 1;
@@ -346,13 +454,23 @@ int main(int argc, char **argv) {
         else if (strlen(text) != len) l->bad = "contains a NUL byte";
         else l->text = strdup(text), bytes += len;
         if (n == block || bytes >= block_bytes) {
-            translate_block(&c, lines, n, out);
+            if (c.scoring) rc |= score_block(&c, lines, n, out);
+            else translate_block(&c, lines, n, out);
             for (int i = 0; i < n; i++) free(lines[i].text);
             n = 0;
             bytes = 0;
         }
     }
-    if (n) translate_block(&c, lines, n, out);
+    if (n && c.scoring) rc |= score_block(&c, lines, n, out);
+    else if (n) translate_block(&c, lines, n, out);
+    if (c.scoring && !rc) { /* targets left over: they pair with no source */
+        const char *t;
+        size_t len;
+        if (line_read(&c.score, &t, &len) != LINE_EOF) {
+            fprintf(stderr, "translate: --score: %s has more lines than the input (%ld)\n", score_path, c.line_no);
+            rc = 1;
+        }
+    }
     for (int i = 0; i < n; i++) free(lines[i].text);
     free(lines);
     line_reader_free(&reader);
@@ -377,7 +495,18 @@ int main(int argc, char **argv) {
         fclose(ref);
     }
     if (in != stdin) fclose(in);
+    if (targets) {
+        line_reader_free(&c.score);
+        fclose(targets);
+    }
     if (c.failed) rc = 1;
+    for (int k = 0; k < c.n_more; k++) {
+        tape_free(&c.more[k].tape);
+        model_free(&c.more[k].m);
+        vocab_free(&c.more[k].src);
+        vocab_free(&c.more[k].trg);
+    }
+    free(c.more);
     font_close(c.tr.font);
     tape_free(&c.tape);
     model_free(&c.m);

@@ -18,13 +18,13 @@ S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
 }
 
 /* Reversal: one id per character. */
-static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, int32_t **ids, int *n,
-                              S2sError *err) {
+static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, bool markers, int32_t **ids,
+                              int *n, S2sError *err) {
     size_t len = strlen(line);
     int cap = (int)len + 2;
     int32_t *out = s2s_xmalloc((size_t)cap * sizeof *out);
     char bad = 0;
-    int k = reverse_encode(src, line, task->source_markers, out, cap, &bad);
+    int k = reverse_encode(src, line, markers, out, cap, &bad);
     if (k < 0) {
         free(out);
         unsigned char c = (unsigned char)bad;
@@ -38,8 +38,8 @@ static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const ch
 }
 
 /* Translation: raw text is normalised and tokenised first, unless it is already tokenised. */
-static S2sStatus encode_words(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
-                              int *n, S2sError *err) {
+static S2sStatus encode_words(const char *lang, const Vocab *src, const char *line, bool tokenized, int32_t **ids, int *n,
+                              S2sError *err) {
     if (!utf8_valid(line, strlen(line))) return s2s_fail(err, S2S_ERR_DATA, "not valid UTF-8");
     if (src->sub) { /* raw text straight into pieces */
         int32_t *out = NULL;
@@ -52,7 +52,7 @@ static S2sStatus encode_words(const ConfigTask *task, const Vocab *src, const ch
         *n = k;
         return S2S_OK;
     }
-    char *text = tokenized ? strdup(line) : tok_normalize(line, task->src_lang);
+    char *text = tokenized ? strdup(line) : tok_normalize(line, lang);
     char **words = NULL;
     int wcap = 0, k = text_split(text, &words, &wcap); /* the training data's splitting */
     int32_t *out = s2s_xmalloc((size_t)(k ? k : 1) * sizeof *out);
@@ -74,12 +74,28 @@ S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const cha
     if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
     S2sStatus st = S2S_ERR_CONFIG;
     switch (task->type) {
-    case TASK_REVERSE: st = encode_chars(task, src, line, ids, n, err); break;
-    case TASK_TRANSLATE: st = encode_words(task, src, line, tokenized, ids, n, err); break;
+    case TASK_REVERSE: st = encode_chars(task, src, line, task->source_markers, ids, n, err); break;
+    case TASK_TRANSLATE: st = encode_words(task->src_lang, src, line, tokenized, ids, n, err); break;
     }
     if (st == S2S_OK && *n > TASK_MAX_SOURCE) {
         free(*ids);
         return s2s_fail(err, S2S_ERR_DATA, "source of %d tokens; the limit is %d", *n, TASK_MAX_SOURCE);
+    }
+    return st;
+}
+
+S2sStatus task_encode_target(const ConfigTask *task, const Vocab *trg, const char *line, bool tokenized, int32_t **ids,
+                             int *n, S2sError *err) {
+    size_t len = strlen(line);
+    if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
+    S2sStatus st = S2S_ERR_CONFIG;
+    switch (task->type) {
+    case TASK_REVERSE: st = encode_chars(task, trg, line, false, ids, n, err); break;
+    case TASK_TRANSLATE: st = encode_words(task->trg_lang, trg, line, tokenized, ids, n, err); break;
+    }
+    if (st == S2S_OK && *n > TASK_MAX_SOURCE) {
+        free(*ids);
+        return s2s_fail(err, S2S_ERR_DATA, "target of %d tokens; the limit is %d", *n, TASK_MAX_SOURCE);
     }
     return st;
 }

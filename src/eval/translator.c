@@ -1,6 +1,7 @@
 /* translator.c — lines of text → encoded sources → batched decoding → outputs in line order. */
 #include "s2s/translator.h"
 #include "s2s/eval.h"
+#include "s2s/subword.h"
 #include "s2s/visuals.h"
 
 #include <limits.h>
@@ -101,7 +102,7 @@ static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32
 static void decode_batch(const Translator *t, const Batch *b, const int *row_line, long first_line, TranslatedLine *out) {
     int nb = b->B, L = eval_max_len(t->max_len, b->S);
     tape_reset(t->tape);
-    if (t->beam == 1) {
+    if (t->beam == 1 && t->n_more == 0) {
         int32_t *o = s2s_xmalloc((size_t)nb * L * sizeof *o);
         int *ol = s2s_xmalloc((size_t)nb * sizeof *ol);
         bool draw = t->heatmap_dir && model_has_attention(t->model);
@@ -123,13 +124,21 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
         return;
     }
     BeamHyp *h = s2s_xcalloc((size_t)nb * t->n_best, sizeof *h);
-    model_beam(t->tape, t->model, b, t->beam, L, t->alpha, t->n_best, h);
+    Seq2Seq *ms[MODEL_MAX_ENSEMBLE] = {t->model};
+    Tape *ts[MODEL_MAX_ENSEMBLE] = {t->tape};
+    for (int k = 0; k < t->n_more; k++) {
+        ms[k + 1] = t->more[k];
+        ts[k + 1] = t->more_tapes[k];
+        tape_reset(ts[k + 1]);
+    }
+    model_beam_ensemble(ts, ms, 1 + t->n_more, b, t->beam, L, t->alpha, t->n_best, h);
     for (int i = 0; i < nb; i++) {
         int line = row_line[b->index[i]];
         for (int j = 0; j < t->n_best; j++) {
             BeamHyp *x = &h[(size_t)i * t->n_best + j];
             out[line].text[j] = x->ids || j == 0 ? task_decode_target(&t->cfg->task, t->trg, x->ids, x->len) : NULL;
             out[line].score[j] = x->norm;
+            out[line].logprob[j] = x->score;
         }
     }
     beam_hyps_free(h, nb * t->n_best);
@@ -138,7 +147,8 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
 
 void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out) {
     S2S_ASSERT(t->beam >= 1 && t->n_best >= 1 && t->n_best <= t->beam && t->n_best <= TRANSLATE_MAX_NBEST);
-    S2S_ASSERT(!t->heatmap_dir || t->beam == 1);
+    S2S_ASSERT(!t->heatmap_dir || (t->beam == 1 && t->n_more == 0));
+    S2S_ASSERT(t->n_more >= 0 && t->n_more < MODEL_MAX_ENSEMBLE);
     memset(out, 0, (size_t)n * sizeof *out);
     Dataset d;
     dataset_init(&d);
@@ -191,4 +201,127 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
 void translator_free_results(TranslatedLine *out, int n) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < TRANSLATE_MAX_NBEST; j++) free(out[i].text[j]);
+}
+
+S2sStatus translator_check_ensemble(const Config *first, const Vocab *src, const Vocab *trg, const Config *cfg,
+                                    const Vocab *src2, const Vocab *trg2, const char *path, S2sError *err) {
+    const ConfigTask *a = &first->task, *b = &cfg->task;
+    if (a->type != b->type || strcmp(a->src_lang, b->src_lang) != 0 || strcmp(a->trg_lang, b->trg_lang) != 0)
+        return s2s_fail(err, S2S_ERR_DATA, "%s: another task than the first model's (%s %s-%s, the first %s %s-%s)", path,
+                        TASK_TYPE_NAMES[b->type], b->src_lang, b->trg_lang, TASK_TYPE_NAMES[a->type], a->src_lang,
+                        a->trg_lang);
+    const Vocab *v1[2] = {src, trg}, *v2[2] = {src2, trg2};
+    const char *side[2] = {"source", "target"};
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < v1[s]->size && i < v2[s]->size; i++)
+            if (strcmp(v1[s]->tokens[i], v2[s]->tokens[i]) != 0)
+                return s2s_fail(err, S2S_ERR_DATA,
+                                "%s: another %s vocabulary than the first model's (entry %d is \"%.40s\", there \"%.40s\")",
+                                path, side[s], i, v2[s]->tokens[i], v1[s]->tokens[i]);
+        if (v1[s]->size != v2[s]->size)
+            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s vocabulary of %d entries, the first model's has %d", path, side[s],
+                            v2[s]->size, v1[s]->size);
+        if (!v1[s]->sub != !v2[s]->sub)
+            return s2s_fail(err, S2S_ERR_DATA, "%s: %s the first model %s a subword model", path,
+                            v2[s]->sub ? "has a subword model;" : "has no subword model;", v1[s]->sub ? "has" : "has not");
+        if (v1[s]->sub) {
+            size_t la, lb;
+            char *ba = subword_bytes(v1[s]->sub, &la), *bb = subword_bytes(v2[s]->sub, &lb);
+            bool same = la == lb && memcmp(ba, bb, la) == 0;
+            free(ba);
+            free(bb);
+            if (!same) return s2s_fail(err, S2S_ERR_DATA, "%s: another %s subword model than the first model's", path, side[s]);
+        }
+    }
+    if (a->source_markers != b->source_markers)
+        return s2s_fail(err, S2S_ERR_DATA, "%s: reads its sources otherwise than the first model (task settings differ)", path);
+    return S2S_OK;
+}
+
+void translator_score(const Translator *t, const char *const *sources, const char *const *targets, int n, ScoredLine *out) {
+    memset(out, 0, (size_t)n * sizeof *out);
+    Dataset d;
+    dataset_init(&d);
+    int *row_line = s2s_xmalloc((size_t)(n ? n : 1) * sizeof *row_line);
+    for (int i = 0; i < n; i++) {
+        if (!sources[i] || !targets[i]) {
+            out[i].status = S2S_ERR_DATA;
+            continue;
+        }
+        int32_t *s = NULL, *y = NULL;
+        int ns = 0, ny = 0;
+        S2sError err;
+        if (task_encode_source(&t->cfg->task, t->src, sources[i], t->tokenized, &s, &ns, &err) ||
+            task_encode_target(&t->cfg->task, t->trg, targets[i], t->tokenized, &y, &ny, &err)) {
+            out[i].status = err.status;
+            snprintf(out[i].error, sizeof out[i].error, "%s", err.msg);
+            free(s);
+            continue;
+        }
+        int unk = -1;
+        for (int k = 0; k < ny && unk < 0; k++)
+            if (y[k] == TOK_UNK) unk = k;
+        if (unk >= 0 || ns == 0) {
+            out[i].status = S2S_ERR_DATA;
+            if (ns == 0) snprintf(out[i].error, sizeof out[i].error, "an empty source has no score");
+            else snprintf(out[i].error, sizeof out[i].error,
+                          "the target's token %d is not in the model's vocabulary (<unk>): its score would be <unk>'s", unk + 1);
+            free(s);
+            free(y);
+            continue;
+        }
+        int32_t *full = s2s_xmalloc((size_t)(ny + 2) * sizeof *full); /* <sos> target <eos> */
+        full[0] = TOK_SOS;
+        memcpy(full + 1, y, (size_t)ny * sizeof *y);
+        full[ny + 1] = TOK_EOS;
+        row_line[d.n] = i;
+        dataset_add(&d, s, ns, full, ny + 2);
+        free(full);
+        free(s);
+        free(y);
+    }
+    Seq2Seq *ms[MODEL_MAX_ENSEMBLE] = {t->model};
+    Tape *ts[MODEL_MAX_ENSEMBLE] = {t->tape};
+    for (int k = 0; k < t->n_more; k++) {
+        ms[k + 1] = t->more[k];
+        ts[k + 1] = t->more_tapes[k];
+    }
+    if (d.n) {
+        BatchPlan plan;
+        batchplan_make(&plan, &d, 32, 0, 0, NULL);
+        Batch b;
+        batch_init(&b);
+        for (int k = 0; k < plan.n_batches; k++) {
+            batch_fill(&b, &d, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+            int T1 = b.T - 1;
+            float *lp = s2s_xmalloc((size_t)b.B * T1 * sizeof *lp);
+            model_score_targets(ts, ms, 1 + t->n_more, &b, lp);
+            for (int r = 0; r < b.B; r++) {
+                int e = b.index[r];
+                ScoredLine *o = &out[row_line[e]];
+                const int32_t *y = d.ids + d.trg_off[e] + 1;
+                o->n = d.trg_len[e] - 1; /* the target's tokens and <eos> */
+                o->token = s2s_xmalloc((size_t)o->n * sizeof *o->token);
+                o->piece = s2s_xmalloc((size_t)o->n * sizeof *o->piece);
+                for (int i = 0; i < o->n; i++) {
+                    o->token[i] = lp[(size_t)r * T1 + i];
+                    o->total += o->token[i];
+                    o->piece[i] = strdup(y[i] == TOK_EOS ? "</s>" : t->trg->tokens[y[i]]);
+                }
+            }
+            free(lp);
+        }
+        batch_free(&b);
+        batchplan_free(&plan);
+    }
+    free(row_line);
+    dataset_free(&d);
+}
+
+void translator_free_scores(ScoredLine *out, int n) {
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < out[i].n; k++) free(out[i].piece[k]);
+        free(out[i].piece);
+        free(out[i].token);
+    }
 }

@@ -1,4 +1,5 @@
-/* beam.c — beam search over a batch of sentences. */
+/* beam.c — beam search over a batch of sentences (one model or an ensemble), and forced
+ * decoding (the log-probability of given targets). */
 #include "s2s/model.h"
 #include "s2s/fastmath.h"
 #include "s2s/par.h"
@@ -48,7 +49,8 @@ void beam_hyps_free(BeamHyp *h, int n) {
 /* One step of the search for sentences [b0, b1): each writes only its own rows, candidates
  * and finished list, so sentences run on several threads (par_for). */
 typedef struct BeamStep {
-    const float *logits;
+    const float *logits;          /* or, for an ensemble, log-probabilities already */
+    bool log_probs;
     int V, K, C, step, max_len;
     float alpha;
     float *score;
@@ -71,7 +73,7 @@ static void beam_sentences(void *ctx, size_t b0, size_t b1) {
             j->parent[row] = row; /* dead and finished sentences keep their rows */
             if (s->done || score[row] == -INFINITY) continue;
             const float *x = j->logits + (size_t)row * V;
-            float lse = s2s_logsumexp(x, V);
+            float lse = j->log_probs ? 0.0f : s2s_logsumexp(x, V);
             /* this slot's best C tokens (insertion into a small sorted list) */
             Cand top[64];
             int nt = 0;
@@ -112,15 +114,50 @@ static void beam_sentences(void *ctx, size_t b0, size_t b1) {
     }
 }
 
+/* The ensemble's log-probabilities: the mean over the models of each row's log-softmax. */
+typedef struct MeanJob {
+    Tensor *const *logits;
+    float *out;
+    int n, V;
+} MeanJob;
+
+static void mean_rows(void *ctx, size_t r0, size_t r1) {
+    const MeanJob *j = ctx;
+    int V = j->V;
+    for (size_t r = r0; r < r1; r++) {
+        float *o = j->out + r * (size_t)V;
+        for (int k = 0; k < j->n; k++) {
+            const float *x = j->logits[k]->data + r * (size_t)V;
+            float lse = s2s_logsumexp(x, V);
+            for (int v = 0; v < V; v++) o[v] = (k ? o[v] : 0.0f) + (x[v] - lse);
+        }
+        float inv = 1.0f / (float)j->n;
+        for (int v = 0; v < V; v++) o[v] *= inv;
+    }
+}
+
 void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float alpha, int n_best, BeamHyp *out) {
+    model_beam_ensemble(&t, &m, 1, b, K, max_len, alpha, n_best, out);
+}
+
+void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, int K, int max_len, float alpha,
+                         int n_best, BeamHyp *out) {
     S2S_ASSERT(K >= 1 && K <= 32 && n_best >= 1 && n_best <= K); /* 2K candidates per slot fit top[64] */
-    bool grad = t->grad_enabled, training = t->training;
-    t->grad_enabled = false;
-    t->training = false;
+    S2S_ASSERT(n_models >= 1 && n_models <= MODEL_MAX_ENSEMBLE);
+    Seq2Seq *m = ms[0];
+    bool grad[MODEL_MAX_ENSEMBLE], training[MODEL_MAX_ENSEMBLE];
+    for (int k = 0; k < n_models; k++) {
+        S2S_ASSERT(ms[k]->trg_vocab == m->trg_vocab);
+        grad[k] = tapes[k]->grad_enabled;
+        training[k] = tapes[k]->training;
+        tapes[k]->grad_enabled = false;
+        tapes[k]->training = false;
+    }
     int B = b->B, N = B * K, V = m->trg_vocab, C = 2 * K; /* candidates kept per slot */
     if (C > V) C = V;
-    DecodeState ds;
-    model_decode_start(t, m, b, K, max_len, &ds);
+    DecodeState dss[MODEL_MAX_ENSEMBLE];
+    for (int k = 0; k < n_models; k++) model_decode_start(tapes[k], ms[k], b, K, max_len, &dss[k]);
+    float *mean = n_models > 1 ? s2s_xmalloc((size_t)N * V * sizeof *mean) : NULL;
     float *score = s2s_xmalloc((size_t)N * sizeof *score);
     int32_t *hist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *hist), *nhist = s2s_xmalloc((size_t)N * (max_len + 1) * sizeof *nhist);
     int32_t *tok = s2s_xmalloc((size_t)N * sizeof *tok), *parent = s2s_xmalloc((size_t)N * sizeof *parent);
@@ -132,8 +169,14 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
     }
     int step = 0, n_done = 0;
     for (; step < max_len && n_done < B; step++) {
-        Tensor *logits = model_decode_step(t, m, &ds, tok, NULL);
-        BeamStep job = {logits->data, V, K, C, step, max_len, alpha, score, hist, nhist, tok, parent, cand, sent};
+        Tensor *logits[MODEL_MAX_ENSEMBLE];
+        for (int k = 0; k < n_models; k++) logits[k] = model_decode_step(tapes[k], ms[k], &dss[k], tok, NULL);
+        if (mean) {
+            MeanJob mj = {logits, mean, n_models, V};
+            par_for((size_t)N, (size_t)V * n_models, mean_rows, &mj);
+        }
+        BeamStep job = {mean ? mean : logits[0]->data, mean != NULL, V, K, C, step, max_len, alpha, score, hist, nhist, tok,
+                        parent, cand, sent};
         par_for((size_t)B, (size_t)K * V, beam_sentences, &job);
         n_done = 0;
         for (int bi = 0; bi < B; bi++) n_done += sent[bi].done;
@@ -145,8 +188,10 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
         int32_t *sw = hist;
         hist = nhist;
         nhist = sw;
-        model_decode_reorder(t, m, &ds, parent);
-        model_decode_settle(t, m, &ds, step);
+        for (int k = 0; k < n_models; k++) {
+            model_decode_reorder(tapes[k], ms[k], &dss[k], parent);
+            model_decode_settle(tapes[k], ms[k], &dss[k], step);
+        }
     }
     /* at max_len the unfinished hypotheses compete with the finished, after normalisation */
     for (int bi = 0; bi < B; bi++) {
@@ -175,6 +220,34 @@ void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float a
     free(hist);
     free(nhist);
     free(score);
-    t->grad_enabled = grad;
-    t->training = training;
+    free(mean);
+    for (int k = 0; k < n_models; k++) {
+        tapes[k]->grad_enabled = grad[k];
+        tapes[k]->training = training[k];
+    }
+}
+
+void model_score_targets(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, float *lp) {
+    S2S_ASSERT(n_models >= 1 && n_models <= MODEL_MAX_ENSEMBLE);
+    int B = b->B, T1 = b->T - 1;
+    memset(lp, 0, (size_t)B * T1 * sizeof *lp);
+    for (int k = 0; k < n_models; k++) {
+        Tape *t = tapes[k];
+        bool grad = t->grad_enabled, training = t->training;
+        t->grad_enabled = false;
+        t->training = false;
+        tape_reset(t);
+        ModelOutput o = model_forward_all(t, ms[k], b); /* logits ((T-1)·B, V), time-major */
+        int V = ms[k]->trg_vocab;
+        for (int i = 0; i < T1; i++)
+            for (int r = 0; r < B; r++) {
+                int32_t y = b->trg[(size_t)(i + 1) * B + r];
+                if (y == TOK_PAD) continue;
+                const float *x = o.logits->data + ((size_t)i * B + r) * V;
+                lp[(size_t)r * T1 + i] += (x[y] - s2s_logsumexp(x, V)) / (float)n_models;
+            }
+        tape_reset(t);
+        t->grad_enabled = grad;
+        t->training = training;
+    }
 }
