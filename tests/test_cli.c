@@ -509,6 +509,27 @@ Test(cli, config_errors_exit_2_with_one_line) {
     e = tu_slurp(p, NULL);
     cr_expect(strstr(e, "decoder_hidden (96) must equal the encoder output size (192 = 2 x 96)"), "%s", e);
     free(e);
+    /* the recipe's keys (issue 18): each mistake one line naming the key, exit 2, no run folder */
+    const struct {
+        const char *set, *says;
+    } recipe[] = {
+        {"--set label_smoothing=1", "train.label_smoothing: expected a number in [0, 0.999], got 1"},
+        {"--set label_smoothing=-0.1", "train.label_smoothing"},
+        {"--set warmup_steps=100000", "train.warmup_steps: 100000 steps of warmup in a run of"},
+        {"--set tie_embeddings=decoder", "model.tie_embeddings: \"decoder\" makes the output layer's weight the embedding"},
+        {"--set tie_embeddings=sideways", "model.tie_embeddings"},
+        {"--set optimizer=adamw --set adam_beta2=1", "train.adam_beta2"},
+        {"--set ema_decay=1", "train.ema_decay"},
+        {"--set keep_last=-1", "train.keep_last"},
+    };
+    for (size_t i = 0; i < sizeof recipe / sizeof recipe[0]; i++) {
+        cr_expect_eq(tu_sh("%s/train --config reverse %s --out %s/rr 2> %s/err.txt > /dev/null", tu_bin(), recipe[i].set, d, d), 2,
+                     "%s", recipe[i].set);
+        e = tu_slurp(p, NULL);
+        cr_expect(strstr(e, recipe[i].says) && !strchr(strchr(e, '\n') + 1, '\n'), "%s: %s", recipe[i].set, e);
+        free(e);
+        cr_expect(access(tu_path(d, "rr"), F_OK) != 0, "%s made a run folder", recipe[i].set);
+    }
     cr_expect_eq(tu_sh("%s/train 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/train --bogus 2> /dev/null", tu_bin()), 2);
     /* D32: an unknown last option is unknown, not "needs a value"; a missing value is said */

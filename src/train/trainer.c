@@ -402,6 +402,25 @@ static S2sStatus state_check(Run *r, S2sError *err) {
     return S2S_OK;
 }
 
+/* A warmup longer than the run never reaches the configured lr: a config mistake. The run's
+ * steps are the first epoch's batches times the epochs (or train.max_steps). */
+static S2sStatus check_warmup(Run *r, S2sError *err) {
+    const ConfigTrain *tc = &r->cfg->train;
+    if (tc->warmup_steps <= 0) return S2S_OK;
+    BatchPlan plan;
+    epoch_plan(r, 0, &plan);
+    int batches = plan.n_batches;
+    long steps = (long)batches * tc->epochs;
+    batchplan_free(&plan);
+    if (tc->max_steps > 0 && tc->max_steps < steps) steps = tc->max_steps;
+    if (tc->warmup_steps <= steps) return S2S_OK;
+    return s2s_fail(err, S2S_ERR_CONFIG,
+                    "%s: train.warmup_steps: %d steps of warmup in a run of %ld steps (%d epochs of %d batches%s): the lr "
+                    "would never reach train.lr",
+                    r->cfg->path[0] ? r->cfg->path : "config", tc->warmup_steps, steps, tc->epochs, batches,
+                    tc->max_steps > 0 ? ", or train.max_steps" : "");
+}
+
 static S2sStatus setup(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
     const TrainOptions *opt = r->opt;
@@ -440,6 +459,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
     r->data_hash = task_fingerprint(&r->data);
     /* a run that cannot fit is refused before its folder is made */
     if ((st = check_memory(r, err))) goto out;
+    if (!opt->resume && (st = check_warmup(r, err))) goto out;
     if (!opt->resume) {
         if ((st = rundir_open(&r->dir, opt->out_dir, opt->overwrite ? RUN_OVERWRITE : RUN_NEW, err))) goto out;
         /* the resolved config beside the run; also proves the folder is writable */
