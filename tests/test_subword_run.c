@@ -407,6 +407,15 @@ Test(subword, ensembles_n_best_and_forced_scores, .timeout = 240) {
                  1, "fewer targets than sources");
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "targets end before"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
     cr_expect_eq(tu_sh("%s/translate %s/a/model.bin --tokenized --input %s/s2.txt --score %s/t1.txt --beam 2 2> /dev/null", tu_bin(), d, d, d), 2);
+    /* length normalisation chosen on validation data: a BLEU per alpha, then the best */
+    cr_assert_eq(tu_sh("cd %s && zcat val.de.gz > vs.txt && zcat val.en.gz > vr.txt", d), 0);
+    cr_expect_eq(tu_sh("scripts/tune-alpha.sh --src %s/vs.txt --ref %s/vr.txt --beam 2 --alphas '0 1' %s/a/model.bin %s/b/model.bin "
+                       "> %s/tune.txt 2>&1",
+                       d, d, d, d, d),
+                 0, "%s", tu_slurp(tu_path(d, "tune.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "tune.txt"), "alpha 0 ") && tu_file_has(tu_path(d, "tune.txt"), "alpha 1 ") &&
+                  tu_file_has(tu_path(d, "tune.txt"), "best on"),
+              "%s", tu_slurp(tu_path(d, "tune.txt"), NULL));
     /* another vocabulary cannot join */
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --set task.max_vocab=10 --set epochs=1 --out %s/c > /dev/null 2>&1", tu_bin(), d, d),
                  0);
