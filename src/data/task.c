@@ -68,36 +68,32 @@ static S2sStatus encode_words(const char *lang, const Vocab *src, const char *li
     return S2S_OK;
 }
 
-S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
-                             int *n, S2sError *err) {
+/* A source (markers as configured, the source language) or a target (no markers, the target's). */
+static S2sStatus encode_line(const ConfigTask *task, const Vocab *v, const char *line, bool tokenized, bool target,
+                             int32_t **ids, int *n, S2sError *err) {
     size_t len = strlen(line);
     if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
     S2sStatus st = S2S_ERR_CONFIG;
     switch (task->type) {
-    case TASK_REVERSE: st = encode_chars(task, src, line, task->source_markers, ids, n, err); break;
-    case TASK_TRANSLATE: st = encode_words(task->src_lang, src, line, tokenized, ids, n, err); break;
+    case TASK_REVERSE: st = encode_chars(task, v, line, !target && task->source_markers, ids, n, err); break;
+    case TASK_TRANSLATE: st = encode_words(target ? task->trg_lang : task->src_lang, v, line, tokenized, ids, n, err); break;
     }
     if (st == S2S_OK && *n > TASK_MAX_SOURCE) {
         free(*ids);
-        return s2s_fail(err, S2S_ERR_DATA, "source of %d tokens; the limit is %d", *n, TASK_MAX_SOURCE);
+        return s2s_fail(err, S2S_ERR_DATA, "%s of %d tokens; the limit is %d", target ? "target" : "source", *n,
+                        TASK_MAX_SOURCE);
     }
     return st;
 }
 
+S2sStatus task_encode_source(const ConfigTask *task, const Vocab *src, const char *line, bool tokenized, int32_t **ids,
+                             int *n, S2sError *err) {
+    return encode_line(task, src, line, tokenized, false, ids, n, err);
+}
+
 S2sStatus task_encode_target(const ConfigTask *task, const Vocab *trg, const char *line, bool tokenized, int32_t **ids,
                              int *n, S2sError *err) {
-    size_t len = strlen(line);
-    if (len > (1u << 24)) return s2s_fail(err, S2S_ERR_DATA, "line too long (%zu bytes)", len);
-    S2sStatus st = S2S_ERR_CONFIG;
-    switch (task->type) {
-    case TASK_REVERSE: st = encode_chars(task, trg, line, false, ids, n, err); break;
-    case TASK_TRANSLATE: st = encode_words(task->trg_lang, trg, line, tokenized, ids, n, err); break;
-    }
-    if (st == S2S_OK && *n > TASK_MAX_SOURCE) {
-        free(*ids);
-        return s2s_fail(err, S2S_ERR_DATA, "target of %d tokens; the limit is %d", *n, TASK_MAX_SOURCE);
-    }
-    return st;
+    return encode_line(task, trg, line, tokenized, true, ids, n, err);
 }
 
 char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t *ids, int n) {
