@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
 # tune-alpha.sh — choose beam search's length normalisation on validation data, never on test:
 # translates SRC with each alpha and prints the BLEU ./translate --ref reports, then the best.
-#   scripts/tune-alpha.sh --src val.de --ref val.en [--beam K] [--alphas "0 0.5 1 1.5 2"] MODEL [MODEL...]
+#   scripts/tune-alpha.sh --src val.de --ref val.en [--beam K] [--alphas "0 0.5 1 1.5 2"] [--threads N] MODEL [MODEL...]
 # Several models decode as one ensemble. SRC and REF may be gzip files. A subword model's BLEU
 # is sacreBLEU's on the raw text; a word model's, multi-bleu's on its words.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 src="" ref="" beam=5 alphas="0 0.5 1 1.5 2"
-models=()
+models=() extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --src) src="$2"; shift 2 ;;
     --ref) ref="$2"; shift 2 ;;
     --beam) beam="$2"; shift 2 ;;
     --alphas) alphas="$2"; shift 2 ;;
+    --threads) extra+=(--threads "$2"); shift 2 ;;
     -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "tune-alpha: $1: unknown option" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
     esac
 done
 if [ -z "$src" ] || [ -z "$ref" ] || [ ${#models[@]} -eq 0 ]; then
-    echo "usage: tune-alpha.sh --src FILE --ref FILE [--beam K] [--alphas \"A B ...\"] MODEL [MODEL...]" >&2
+    echo "usage: tune-alpha.sh --src FILE --ref FILE [--beam K] [--alphas \"A B ...\"] [--threads N] MODEL [MODEL...]" >&2
     exit 2
 fi
 tmp="$(mktemp -d)"
@@ -30,7 +31,7 @@ cat_any "$src" > "$tmp/src"
 cat_any "$ref" > "$tmp/ref"
 best="" best_bleu=-1
 for a in $alphas; do
-    "$here/translate" "${models[@]}" --input "$tmp/src" --ref "$tmp/ref" --beam "$beam" --alpha "$a" \
+    "$here/translate" "${models[@]}" ${extra[@]+"${extra[@]}"} --input "$tmp/src" --ref "$tmp/ref" --beam "$beam" --alpha "$a" \
         > /dev/null 2> "$tmp/score"
     bleu="$(sed -n 's/^BLEU[^=]*= \([0-9.]*\).*/\1/p' "$tmp/score" | head -1)"
     if [ -z "$bleu" ]; then
