@@ -32,7 +32,7 @@ cat_any "$ref" > "$tmp/ref"
 best="" best_bleu=-1
 for a in $alphas; do
     "$here/translate" "${models[@]}" ${extra[@]+"${extra[@]}"} --input "$tmp/src" --ref "$tmp/ref" --beam "$beam" --alpha "$a" \
-        > /dev/null 2> "$tmp/score"
+        > /dev/null 2> "$tmp/score" || true # lines it cannot read count as empty; no BLEU is caught below
     bleu="$(sed -n 's/^BLEU[^=]*= \([0-9.]*\).*/\1/p' "$tmp/score" | head -1)"
     if [ -z "$bleu" ]; then
         echo "tune-alpha: alpha $a gave no BLEU:" >&2
