@@ -84,6 +84,52 @@ Test(optim, lr_schedules) {
     }
 }
 
+/* One golden case of tests/golden-extra/make_optim.py replayed: a weight of 6 from "p0", each
+ * of `steps` gradients from "grads" handed to step(ps, k, ctx), the weights against PyTorch's
+ * "params_every_10" after every 10th step. */
+typedef void (*GoldenStep)(ParamStore *ps, int k, void *ctx);
+
+static void replay_golden(const cJSON *c, int steps, const char *what, GoldenStep step, void *ctx) {
+    ParamStore ps;
+    params_init(&ps);
+    Tensor *p = params_add(&ps, "p", 1, (int[]){6});
+    S2sError err;
+    cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
+    double v[6];
+    cr_assert_eq(tu_json_flatten(tu_get(c, "p0"), v, 6), 6);
+    for (int i = 0; i < 6; i++) p->data[i] = (float)v[i];
+    for (int k = 0; k < steps; k++) {
+        cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "grads"), k), v, 6), 6);
+        for (int i = 0; i < 6; i++) p->grad[i] = (float)v[i];
+        step(&ps, k, ctx);
+        if ((k + 1) % 10 == 0) {
+            cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "params_every_10"), (k + 1) / 10 - 1), v, 6), 6);
+            for (int i = 0; i < 6; i++)
+                cr_expect(fabs(p->data[i] - v[i]) <= 2e-6, "%s, after %d steps: weight %d %.8f, PyTorch %.8f", what, k + 1, i,
+                          p->data[i], v[i]);
+        }
+    }
+    params_free(&ps);
+}
+
+typedef struct SchedCase {
+    const cJSON *c;
+    Config cfg;
+    Adam opt;
+    double base;
+    int steps, warmup;
+    const char *what;
+} SchedCase;
+
+static void schedule_step(ParamStore *ps, int k, void *ctx) {
+    SchedCase *s = ctx;
+    double lr = s->base * optim_lr_factor(s->cfg.train.lr_schedule, (double)k / s->steps, k + 1, s->warmup);
+    double want = cJSON_GetArrayItem(tu_get(s->c, "lrs"), k)->valuedouble;
+    cr_expect(fabs(lr - want) <= 1e-12 * fabs(want), "%s, step %d: lr %.15g, PyTorch %.15g", s->what, k + 1, lr, want);
+    s->opt.lr = (float)lr;
+    adam_step(&s->opt, ps);
+}
+
 /* The schedules with and without warmup through Adam, against PyTorch's Adam and LambdaLR
  * over 100 steps (tests/golden-extra/make_optim.py): every step's lr, and the weights every
  * 10 steps. */
@@ -93,44 +139,36 @@ Test(optim, schedules_and_warmup_equal_pytorch) {
     int steps = tu_get(j, "steps")->valueint, n_cases = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, tu_get(j, "cases")) {
-        const char *name = tu_get(c, "schedule")->valuestring;
-        int warmup = tu_get(c, "warmup")->valueint;
-        Config cfg;
-        config_defaults(&cfg);
-        char set[64];
-        snprintf(set, sizeof set, "lr_schedule=%s", name);
-        tu_config_set(&cfg, set);
-        double base = tu_get(c, "base_lr")->valuedouble;
-        ParamStore ps;
-        params_init(&ps);
-        Tensor *p = params_add(&ps, "p", 1, (int[]){6});
-        S2sError err;
-        cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
-        double v[6];
-        cr_assert_eq(tu_json_flatten(tu_get(c, "p0"), v, 6), 6);
-        for (int i = 0; i < 6; i++) p->data[i] = (float)v[i];
-        Adam opt = adam_default();
-        for (int k = 0; k < steps; k++) {
-            double lr = base * optim_lr_factor(cfg.train.lr_schedule, (double)k / steps, k + 1, warmup);
-            double want = cJSON_GetArrayItem(tu_get(c, "lrs"), k)->valuedouble;
-            cr_expect(fabs(lr - want) <= 1e-12 * fabs(want), "%s, warmup %d, step %d: lr %.15g, PyTorch %.15g", name, warmup, k + 1,
-                      lr, want);
-            cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "grads"), k), v, 6), 6);
-            for (int i = 0; i < 6; i++) p->grad[i] = (float)v[i];
-            opt.lr = (float)lr;
-            adam_step(&opt, &ps);
-            if ((k + 1) % 10 == 0) {
-                cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "params_every_10"), (k + 1) / 10 - 1), v, 6), 6);
-                for (int i = 0; i < 6; i++)
-                    cr_expect(fabs(p->data[i] - v[i]) <= 2e-6, "%s, warmup %d, after %d steps: weight %d %.8f, PyTorch %.8f", name,
-                              warmup, k + 1, i, p->data[i], v[i]);
-            }
-        }
-        params_free(&ps);
+        SchedCase s = {.c = c, .opt = adam_default(), .base = tu_get(c, "base_lr")->valuedouble, .steps = steps,
+                       .warmup = tu_get(c, "warmup")->valueint};
+        config_defaults(&s.cfg);
+        char set[64], what[96];
+        snprintf(set, sizeof set, "lr_schedule=%s", tu_get(c, "schedule")->valuestring);
+        tu_config_set(&s.cfg, set);
+        snprintf(what, sizeof what, "%s, warmup %d", tu_get(c, "schedule")->valuestring, s.warmup);
+        s.what = what;
+        replay_golden(c, steps, what, schedule_step, &s);
         n_cases++;
     }
     cr_expect_eq(n_cases, 8);
     cJSON_Delete(j);
+}
+
+typedef struct KeysCase {
+    Config cfg;
+    Adam opt;
+    int steps, warmup;
+} KeysCase;
+
+static void keys_step(ParamStore *ps, int k, void *ctx) {
+    KeysCase *s = ctx;
+    float lr = (float)(s->cfg.train.lr * optim_lr_factor(s->cfg.train.lr_schedule, (double)k / s->steps, k + 1, s->warmup));
+    if (optim_is_adam(s->cfg.train.optimizer)) {
+        s->opt.lr = lr;
+        adam_step(&s->opt, ps);
+    } else {
+        sgd_step(ps, lr, s->cfg.train.weight_decay);
+    }
 }
 
 /* Adam's keys, AdamW and SGD's weight decay against torch.optim (tests/golden-extra/
@@ -144,48 +182,24 @@ Test(optim, adam_keys_equal_pytorch) {
     const cJSON *c;
     cJSON_ArrayForEach(c, tu_get(j, "cases")) {
         const char *name = tu_get(c, "optimizer")->valuestring;
-        Config cfg;
-        config_defaults(&cfg);
+        KeysCase s = {.steps = steps, .warmup = tu_get(c, "warmup")->valueint};
+        config_defaults(&s.cfg);
         char set[96];
         snprintf(set, sizeof set, "optimizer=%s", name);
-        tu_config_set(&cfg, set);
+        tu_config_set(&s.cfg, set);
         const char *keys[] = {"beta1", "beta2", "eps", "weight_decay"};
         for (int k = 0; k < 4; k++) {
             if (strcmp(name, "sgd") == 0 && k < 3) continue;
             snprintf(set, sizeof set, "train.%s%s=%.17g", k < 3 ? "adam_" : "", keys[k], tu_get(c, keys[k])->valuedouble);
-            tu_config_set(&cfg, set);
+            tu_config_set(&s.cfg, set);
         }
-        tu_config_set(&cfg, "lr_schedule=inverse_sqrt");
-        cfg.train.lr = (float)tu_get(c, "base_lr")->valuedouble;
-        int warmup = tu_get(c, "warmup")->valueint;
-        ParamStore ps;
-        params_init(&ps);
-        Tensor *p = params_add(&ps, "p", 1, (int[]){6});
-        S2sError err;
-        cr_assert_eq(params_alloc(&ps, &err), S2S_OK);
-        double v[6];
-        cr_assert_eq(tu_json_flatten(tu_get(c, "p0"), v, 6), 6);
-        for (int i = 0; i < 6; i++) p->data[i] = (float)v[i];
-        Adam opt = adam_from_config(&cfg.train);
-        cr_expect_eq(opt.decoupled, strcmp(name, "adamw") == 0);
-        for (int k = 0; k < steps; k++) {
-            float lr = (float)(cfg.train.lr * optim_lr_factor(cfg.train.lr_schedule, (double)k / steps, k + 1, warmup));
-            cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "grads"), k), v, 6), 6);
-            for (int i = 0; i < 6; i++) p->grad[i] = (float)v[i];
-            if (optim_is_adam(cfg.train.optimizer)) {
-                opt.lr = lr;
-                adam_step(&opt, &ps);
-            } else {
-                sgd_step(&ps, lr, cfg.train.weight_decay);
-            }
-            if ((k + 1) % 10 == 0) {
-                cr_assert_eq(tu_json_flatten(cJSON_GetArrayItem(tu_get(c, "params_every_10"), (k + 1) / 10 - 1), v, 6), 6);
-                for (int i = 0; i < 6; i++)
-                    cr_expect(fabs(p->data[i] - v[i]) <= 2e-6, "%s (case %d), after %d steps: weight %d %.8f, PyTorch %.8f", name,
-                              n_cases, k + 1, i, p->data[i], v[i]);
-            }
-        }
-        params_free(&ps);
+        tu_config_set(&s.cfg, "lr_schedule=inverse_sqrt");
+        s.cfg.train.lr = (float)tu_get(c, "base_lr")->valuedouble;
+        s.opt = adam_from_config(&s.cfg.train);
+        cr_expect_eq(s.opt.decoupled, strcmp(name, "adamw") == 0);
+        char what[64];
+        snprintf(what, sizeof what, "%s (case %d)", name, n_cases);
+        replay_golden(c, steps, what, keys_step, &s);
         n_cases++;
     }
     cr_expect_eq(n_cases, 4);

@@ -416,6 +416,13 @@ Test(subword, ensembles_n_best_and_forced_scores, .timeout = 240) {
     cr_expect(tu_file_has(tu_path(d, "tune.txt"), "alpha 0 ") && tu_file_has(tu_path(d, "tune.txt"), "alpha 1 ") &&
                   tu_file_has(tu_path(d, "tune.txt"), "best on"),
               "%s", tu_slurp(tu_path(d, "tune.txt"), NULL));
+    /* three-way tying needs one vocabulary: two of the same size but other words are refused */
+    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set task.max_vocab=10 --set model.type=transformer --set d_model=16 "
+                       "--set heads=2 --set ff=32 --set layers=1 --set tie_embeddings=all --out %s/tied > /dev/null 2> %s/err.txt",
+                       tu_bin(), d, d, d),
+                 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "model.tie_embeddings") && tu_file_has(tu_path(d, "err.txt"), "entry 4 is"),
+              "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
     /* another vocabulary cannot join */
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --set task.max_vocab=10 --set epochs=1 --out %s/c > /dev/null 2>&1", tu_bin(), d, d),
                  0);

@@ -34,6 +34,9 @@ int vocab_add(Vocab *v, const char *tok);       /* id (existing or new) */
 void vocab_count(Vocab *v, const char *tok, long **count, int *cap);
 int vocab_find(const Vocab *v, const char *tok); /* id or −1 */
 int vocab_id(const Vocab *v, const char *tok);   /* id or TOK_UNK */
+/* −1 when v holds exactly tokens[0..n), else the first entry where they differ (the shorter
+ * one's size when one is the other's beginning). */
+int vocab_first_difference(const Vocab *v, char *const *tokens, int n);
 
 typedef struct Dataset {
     int n;

@@ -146,7 +146,7 @@ static CeGradJob ce_job(const float *x, float *d, const int32_t *tg, const float
     return (CeGradJob){x, d, tg, lse, g, g * (1.0f - eps), g * eps / (float)V, V, ignore};
 }
 
-/* d = softmax(x) g - g onehot, written over x (the consuming loss) */
+/* d = g softmax(x) − g (1−ε) onehot − g ε / V, written over x (the consuming loss) */
 static void ce_grad_rows_over(void *ctx, size_t begin, size_t end) {
     const CeGradJob *j = ctx;
     for (size_t r = begin; r < end; r++) {
@@ -155,16 +155,13 @@ static void ce_grad_rows_over(void *ctx, size_t begin, size_t end) {
             memset(d, 0, (size_t)j->V * sizeof *d);
             continue;
         }
-        float g = j->g, gs = j->gs, l = j->lse[r];
-        if (gs != 0.0f)
-            for (int c = 0; c < j->V; c++) d[c] = g * s2s_expf(d[c] - l) - gs; /* reads x_c, then writes d_c */
-        else
-            for (int c = 0; c < j->V; c++) d[c] = g * s2s_expf(d[c] - l);
+        float g = j->g, gs = j->gs, l = j->lse[r]; /* gs 0 without smoothing: x − 0 is x, bit for bit */
+        for (int c = 0; c < j->V; c++) d[c] = g * s2s_expf(d[c] - l) - gs; /* reads x_c, then writes d_c */
         d[j->tg[r]] -= j->gt;
     }
 }
 
-/* d += softmax(x) g - g onehot */
+/* d += the same */
 static void ce_grad_rows_add(void *ctx, size_t begin, size_t end) {
     const CeGradJob *j = ctx;
     for (size_t r = begin; r < end; r++) {

@@ -52,6 +52,12 @@ int vocab_id(const Vocab *v, const char *tok) {
     return id < 0 ? TOK_UNK : id;
 }
 
+int vocab_first_difference(const Vocab *v, char *const *tokens, int n) {
+    int i = 0;
+    while (i < v->size && i < n && strcmp(v->tokens[i], tokens[i]) == 0) i++;
+    return i == v->size && i == n ? -1 : i;
+}
+
 void vocab_count(Vocab *v, const char *tok, long **count, int *cap) {
     int id = vocab_add(v, tok);
     if (id >= *cap) {

@@ -98,6 +98,17 @@ static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32
     free(src);
 }
 
+/* The models that decode as one, the first model first, and their tapes; returns how many. */
+static int ensemble(const Translator *t, Seq2Seq **ms, Tape **ts) {
+    ms[0] = t->model;
+    ts[0] = t->tape;
+    for (int k = 0; k < t->n_more; k++) {
+        ms[k + 1] = t->more[k];
+        ts[k + 1] = t->more_tapes[k];
+    }
+    return 1 + t->n_more;
+}
+
 /* One batch: its rows' outputs into out[row_line[row]]. */
 static void decode_batch(const Translator *t, const Batch *b, const int *row_line, long first_line, TranslatedLine *out) {
     int nb = b->B, L = eval_max_len(t->max_len, b->S);
@@ -124,14 +135,11 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
         return;
     }
     BeamHyp *h = s2s_xcalloc((size_t)nb * t->n_best, sizeof *h);
-    Seq2Seq *ms[MODEL_MAX_ENSEMBLE] = {t->model};
-    Tape *ts[MODEL_MAX_ENSEMBLE] = {t->tape};
-    for (int k = 0; k < t->n_more; k++) {
-        ms[k + 1] = t->more[k];
-        ts[k + 1] = t->more_tapes[k];
-        tape_reset(ts[k + 1]);
-    }
-    model_beam_ensemble(ts, ms, 1 + t->n_more, b, t->beam, L, t->alpha, t->n_best, h);
+    Seq2Seq *ms[MODEL_MAX_ENSEMBLE];
+    Tape *ts[MODEL_MAX_ENSEMBLE];
+    int n_models = ensemble(t, ms, ts);
+    for (int k = 1; k < n_models; k++) tape_reset(ts[k]);
+    model_beam_ensemble(ts, ms, n_models, b, t->beam, L, t->alpha, t->n_best, h);
     for (int i = 0; i < nb; i++) {
         int line = row_line[b->index[i]];
         for (int j = 0; j < t->n_best; j++) {
@@ -213,11 +221,11 @@ S2sStatus translator_check_ensemble(const Config *first, const Vocab *src, const
     const Vocab *v1[2] = {src, trg}, *v2[2] = {src2, trg2};
     const char *side[2] = {"source", "target"};
     for (int s = 0; s < 2; s++) {
-        for (int i = 0; i < v1[s]->size && i < v2[s]->size; i++)
-            if (strcmp(v1[s]->tokens[i], v2[s]->tokens[i]) != 0)
-                return s2s_fail(err, S2S_ERR_DATA,
-                                "%s: another %s vocabulary than the first model's (entry %d is \"%.40s\", there \"%.40s\")",
-                                path, side[s], i, v2[s]->tokens[i], v1[s]->tokens[i]);
+        int i = vocab_first_difference(v1[s], v2[s]->tokens, v2[s]->size);
+        if (i >= 0 && i < v1[s]->size && i < v2[s]->size)
+            return s2s_fail(err, S2S_ERR_DATA,
+                            "%s: another %s vocabulary than the first model's (entry %d is \"%.40s\", there \"%.40s\")",
+                            path, side[s], i, v2[s]->tokens[i], v1[s]->tokens[i]);
         if (v1[s]->size != v2[s]->size)
             return s2s_fail(err, S2S_ERR_DATA, "%s: a %s vocabulary of %d entries, the first model's has %d", path, side[s],
                             v2[s]->size, v1[s]->size);
@@ -280,12 +288,9 @@ void translator_score(const Translator *t, const char *const *sources, const cha
         free(s);
         free(y);
     }
-    Seq2Seq *ms[MODEL_MAX_ENSEMBLE] = {t->model};
-    Tape *ts[MODEL_MAX_ENSEMBLE] = {t->tape};
-    for (int k = 0; k < t->n_more; k++) {
-        ms[k + 1] = t->more[k];
-        ts[k + 1] = t->more_tapes[k];
-    }
+    Seq2Seq *ms[MODEL_MAX_ENSEMBLE];
+    Tape *ts[MODEL_MAX_ENSEMBLE];
+    int n_models = ensemble(t, ms, ts);
     if (d.n) {
         BatchPlan plan;
         batchplan_make(&plan, &d, 32, 0, 0, NULL);
@@ -295,7 +300,7 @@ void translator_score(const Translator *t, const char *const *sources, const cha
             batch_fill(&b, &d, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
             int T1 = b.T - 1;
             float *lp = s2s_xmalloc((size_t)b.B * T1 * sizeof *lp);
-            model_score_targets(ts, ms, 1 + t->n_more, &b, lp);
+            model_score_targets(ts, ms, n_models, &b, lp);
             for (int r = 0; r < b.B; r++) {
                 int e = b.index[r];
                 ScoredLine *o = &out[row_line[e]];

@@ -335,13 +335,13 @@ static S2sStatus check_memory(Run *r, S2sError *err) {
  * the first difference. */
 static S2sStatus same_vocab(const Vocab *v, char *const *tokens, int n, const char *which, const char *origin,
                             S2sError *err) {
-    for (int i = 0; i < n && i < v->size; i++)
-        if (strcmp(v->tokens[i], tokens[i]) != 0)
-            return s2s_fail(err, S2S_ERR_DATA,
-                            "%s: the data give another %s vocabulary than the run started with (entry %d is \"%.40s\" "
-                            "in the checkpoint, \"%.40s\" now): the data files or the task changed; resuming would train "
-                            "the embeddings of other words",
-                            origin, which, i, tokens[i], v->tokens[i]);
+    int i = vocab_first_difference(v, tokens, n);
+    if (i >= 0 && i < n && i < v->size)
+        return s2s_fail(err, S2S_ERR_DATA,
+                        "%s: the data give another %s vocabulary than the run started with (entry %d is \"%.40s\" "
+                        "in the checkpoint, \"%.40s\" now): the data files or the task changed; resuming would train "
+                        "the embeddings of other words",
+                        origin, which, i, tokens[i], v->tokens[i]);
     if (n != v->size)
         return s2s_fail(err, S2S_ERR_DATA,
                         "%s: the data give a %s vocabulary of %d entries, the run started with %d: the data files "
@@ -483,16 +483,16 @@ static S2sStatus setup(Run *r, S2sError *err) {
             goto out;
         }
     }
-    if (cfg->model.tie_embeddings == TIE_ALL && r->data.src_vocab.size == r->data.trg_vocab.size)
-        for (int i = 0; i < r->data.src_vocab.size; i++)
-            if (strcmp(r->data.src_vocab.tokens[i], r->data.trg_vocab.tokens[i]) != 0) {
-                st = s2s_fail(err, S2S_ERR_CONFIG,
-                              "model.tie_embeddings: \"all\" makes one matrix of the source and target embeddings, so "
-                              "the vocabularies must be one; entry %d is \"%.40s\" in the source's, \"%.40s\" in the "
-                              "target's; use a joint subword model or \"decoder\"",
-                              i, r->data.src_vocab.tokens[i], r->data.trg_vocab.tokens[i]);
-                goto out;
-            }
+    const Vocab *vs = &r->data.src_vocab, *vt = &r->data.trg_vocab;
+    int diff = -1; /* unequal sizes: model_init says so */
+    if (cfg->model.tie_embeddings == TIE_ALL && vs->size == vt->size && (diff = vocab_first_difference(vs, vt->tokens, vt->size)) >= 0) {
+        st = s2s_fail(err, S2S_ERR_CONFIG,
+                      "model.tie_embeddings: \"all\" makes one matrix of the source and target embeddings, so the "
+                      "vocabularies must be one; entry %d is \"%.40s\" in the source's, \"%.40s\" in the target's; "
+                      "use a joint subword model or \"decoder\"",
+                      diff, vs->tokens[diff], vt->tokens[diff]);
+        goto out;
+    }
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
     r->model.loss_chunk = cfg->train.loss_chunk;
     r->model.label_smoothing = cfg->train.label_smoothing;
