@@ -44,5 +44,10 @@ void rundir_close(RunDir *d);
 bool rundir_holds_run(const char *dir);
 /* dir/name into buf. */
 void rundir_path(char *buf, size_t n, const char *dir, const char *name);
+/* dir/checkpoints/stepNNNNNNNNN.bin into buf: the weights a run validated at a step. */
+void rundir_checkpoint_path(char *buf, size_t n, const char *dir, long step);
+/* The steps of the checkpoints kept in dir/checkpoints/, ascending, into *steps (malloc'd,
+ * NULL when none); their count, or −1 when the folder cannot be read. */
+int rundir_checkpoint_steps(const char *dir, long **steps);
 
 #endif

@@ -6,7 +6,6 @@
 #include "s2s/checkpoint.h"
 #include "s2s/rundir.h"
 
-#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,50 +24,26 @@ static void usage(FILE *f) {
             RUN_CHECKPOINTS);
 }
 
-static int by_step_desc(const void *a, const void *b) {
-    long x = *(const long *)a, y = *(const long *)b;
-    return (x < y) - (x > y);
-}
-
-/* The k latest RUN/checkpoints/stepN.bin into paths (malloc'd strings); -1 with a message. */
+/* The k latest RUN/checkpoints/stepN.bin into paths (malloc'd strings), oldest first; -1 with a
+ * message. */
 static int latest(const char *run, int k, char **paths) {
     char dir[PATH_MAX];
     rundir_path(dir, sizeof dir, run, RUN_CHECKPOINTS);
-    DIR *d = opendir(dir);
-    if (!d) {
+    long *steps;
+    int n = rundir_checkpoint_steps(run, &steps);
+    if (n < 0) {
         fprintf(stderr, "average: %s: no kept checkpoints (train.keep_last keeps them)\n", dir);
         return -1;
     }
-    long *steps = NULL;
-    int n = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        long step;
-        char tail[8];
-        if (sscanf(e->d_name, "step%ld.%7s", &step, tail) != 2 || strcmp(tail, "bin") != 0) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            long *grown = realloc(steps, (size_t)cap * sizeof *steps);
-            if (!grown) {
-                free(steps);
-                closedir(d);
-                fprintf(stderr, "average: out of memory\n");
-                return -1;
-            }
-            steps = grown;
-        }
-        steps[n++] = step;
-    }
-    closedir(d);
     if (n < k) {
         fprintf(stderr, "average: %s holds %d checkpoint%s, --last asks for %d\n", dir, n, n == 1 ? "" : "s", k);
         free(steps);
         return -1;
     }
-    qsort(steps, (size_t)n, sizeof *steps, by_step_desc);
     for (int i = 0; i < k; i++) {
-        size_t len = strlen(dir) + 32;
-        paths[i] = malloc(len);
-        if (paths[i]) snprintf(paths[i], len, "%s/step%09ld.bin", dir, steps[k - 1 - i]); /* oldest first */
+        size_t len = strlen(run) + sizeof RUN_CHECKPOINTS + 32;
+        paths[i] = s2s_xmalloc(len);
+        rundir_checkpoint_path(paths[i], len, run, steps[n - k + i]);
     }
     free(steps);
     return k;

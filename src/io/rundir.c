@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -132,3 +133,31 @@ S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
 }
 
 void rundir_close(RunDir *d) { file_unlock(&d->lock); }
+
+void rundir_checkpoint_path(char *buf, size_t n, const char *dir, long step) {
+    snprintf(buf, n, "%s/%s/step%09ld.bin", dir, RUN_CHECKPOINTS, step);
+}
+
+static int by_step(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+int rundir_checkpoint_steps(const char *dir, long **steps) {
+    char p[PATH_MAX];
+    rundir_path(p, sizeof p, dir, RUN_CHECKPOINTS);
+    *steps = NULL;
+    DIR *d = opendir(p);
+    if (!d) return -1;
+    int n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        long step;
+        char tail[8];
+        if (sscanf(e->d_name, "step%ld.%7s", &step, tail) != 2 || strcmp(tail, "bin") != 0) continue;
+        if (n == cap) *steps = s2s_xrealloc(*steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof **steps);
+        (*steps)[n++] = step;
+    }
+    closedir(d);
+    if (n) qsort(*steps, (size_t)n, sizeof **steps, by_step);
+    return n;
+}

@@ -12,7 +12,6 @@
 #include "s2s/visuals.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -678,11 +677,6 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
     return st;
 }
 
-/* checkpoints/step%09ld.bin: the weights validated at a step, kept for averaging */
-static void checkpoint_path(const Run *r, long step, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s/step%09ld.bin", r->dir.dir, RUN_CHECKPOINTS, step);
-}
-
 /* Validation of the weights now (their moving average with ema_decay): the metric, the best
  * checkpoint (model.bin), patience and the plateau decay, and the checkpoint kept for
  * averaging (keep_last, keep_best). The test split too when test_now is not NULL. */
@@ -713,7 +707,7 @@ static S2sStatus validate(Run *r, TrainSummary *sum, EvalResult *test_now, bool 
         char path[PATH_MAX + 64];
         rundir_path(path, sizeof path, r->dir.dir, RUN_CHECKPOINTS);
         if (!(st = file_mkdirs(path, err))) {
-            checkpoint_path(r, r->st.step, path, sizeof path);
+            rundir_checkpoint_path(path, sizeof path, r->dir.dir, r->st.step);
             st = save(r, path, false, err);
         }
     }
@@ -744,11 +738,6 @@ static void kept_metric(void *ctx, const char *type, const cJSON *j) {
         }
 }
 
-static int kept_by_step(const void *a, const void *b) {
-    long x = ((const Kept *)a)->step, y = ((const Kept *)b)->step;
-    return (x > y) - (x < y);
-}
-
 /* After a validation's log line: of checkpoints/, the last keep_last by step and the best
  * keep_best by the metric (read back from the log, so a resumed run decides as an
  * uninterrupted one) stay; the others are deleted. A file whose metric the log lacks counts
@@ -756,21 +745,13 @@ static int kept_by_step(const void *a, const void *b) {
 static void prune_checkpoints(Run *r) {
     const ConfigTrain *tc = &r->cfg->train;
     if (tc->keep_last <= 0 && tc->keep_best <= 0) return;
-    char dir[PATH_MAX + 64], path[PATH_MAX + 64];
-    rundir_path(dir, sizeof dir, r->dir.dir, RUN_CHECKPOINTS);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    KeptLog kl = {NULL, 0};
-    int cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        long step;
-        char tail[8];
-        if (sscanf(e->d_name, "step%ld.%7s", &step, tail) != 2 || strcmp(tail, "bin") != 0) continue;
-        if (kl.n == cap) kl.k = s2s_xrealloc(kl.k, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *kl.k);
-        kl.k[kl.n++] = (Kept){step, NAN, false};
-    }
-    closedir(d);
-    qsort(kl.k, (size_t)kl.n, sizeof *kl.k, kept_by_step);
+    char path[PATH_MAX + 64];
+    long *steps;
+    int n = rundir_checkpoint_steps(r->dir.dir, &steps);
+    if (n <= 0) return;
+    KeptLog kl = {s2s_xmalloc((size_t)n * sizeof *kl.k), n};
+    for (int i = 0; i < n; i++) kl.k[i] = (Kept){steps[i], NAN, false};
+    free(steps);
     S2sError err;
     if (tc->keep_best > 0 && runlog_each(r->dir.dir, kept_metric, &kl, &err) != S2S_OK) {
         free(kl.k);
@@ -789,7 +770,7 @@ static void prune_checkpoints(Run *r) {
             keep = better < tc->keep_best;
         }
         if (!keep) {
-            checkpoint_path(r, kl.k[i].step, path, sizeof path);
+            rundir_checkpoint_path(path, sizeof path, r->dir.dir, kl.k[i].step);
             unlink(path);
         }
     }
