@@ -304,6 +304,86 @@ Test(cli, resume_equals_uninterrupted, .timeout = 240) {
     free(d);
 }
 
+/* The log without its "extend" line (which it returns, malloc'd, in *ext). */
+static char *log_without_extend(const char *path, char **ext) {
+    char *log = tu_log_without_timing(path), *at = strstr(log, "{\"type\":\"extend\"");
+    *ext = NULL;
+    if (!at) return log;
+    char *end = strchr(at, '\n');
+    cr_assert(end != NULL);
+    *ext = strndup(at, (size_t)(end - at));
+    memmove(at, end + 1, strlen(end + 1) + 1);
+    return log;
+}
+
+/* --resume --epochs N extends a run, a finished one too: trained one epoch and tested, then
+ * extended to two (paused within the second, resumed without --epochs), it equals a run of two
+ * epochs (model.bin, last.bin, config.json's epochs, the log but for the "extend" line, which
+ * keeps the first test's line). Fewer epochs than begun, and runs that ended at max_steps,
+ * are refused. */
+Test(cli, resume_with_more_epochs_extends_a_finished_run, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_config(d, 2);
+    const char *data = "--set train_size=800"; /* 25 steps an epoch */
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/full > /dev/null", tu_bin(), d, data, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --epochs 1 --out %s/ext > /dev/null", tu_bin(), d, data, d), 0);
+    double first_test = last_test_metric(tu_path(d, "ext"), "test_loss");
+    /* paused at once (the run is at step 25): last.bin must hold the new count already */
+    cr_assert_eq(tu_sh("%s/train --resume %s/ext --epochs 2 --max-steps 25 > %s/out.txt", tu_bin(), d, d), 0);
+    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+    cr_expect(out && strstr(out, "2 epochs in all (the config said 1)") && strstr(out, "paused after step 25"), "%s",
+              out ? out : "(none)");
+    free(out);
+    cr_assert_eq(tu_sh("%s/train --resume %s/ext --max-steps 30 > /dev/null", tu_bin(), d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/ext > /dev/null", tu_bin(), d), 0, "a plain --resume keeps the new count");
+    char why[512] = "";
+    /* model.bin: the same weights (its config is of the epoch that saved it: 1 or 2 epochs) */
+    Checkpoint ma, mb;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&ma, tu_path(d, "full/model.bin"), &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(ckpt_load(&mb, tu_path(d, "ext/model.bin"), &err), S2S_OK, "%s", err.msg);
+    cr_assert_eq(ma.n_tensors, mb.n_tensors);
+    for (int t = 0; t < ma.n_tensors; t++)
+        cr_expect(ma.tensors[t].size == mb.tensors[t].size &&
+                      !memcmp(ma.tensors[t].data, mb.tensors[t].data, 4 * ma.tensors[t].size),
+                  "model.bin: %s differs", ma.tensors[t].name);
+    ckpt_free(&ma);
+    ckpt_free(&mb);
+    cr_expect(tu_same_checkpoint(tu_path(d, "full/last.bin"), tu_path(d, "ext/last.bin"), why, sizeof why), "last.bin: %s", why);
+    char *conf = tu_slurp(tu_path(d, "ext/config.json"), NULL);
+    cJSON *cj = cJSON_Parse(conf);
+    cr_expect_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(cj, "train"), "epochs")->valueint, 2, "config.json: %s", conf);
+    cJSON_Delete(cj);
+    free(conf);
+    char *ext, *la = tu_log_without_timing(tu_path(d, "full/log.jsonl")), *lb = log_without_extend(tu_path(d, "ext/log.jsonl"), &ext);
+    cr_expect_str_eq(la, lb);
+    cr_assert(ext != NULL, "no extend line");
+    cJSON *j = cJSON_Parse(ext);
+    cr_expect_eq(cJSON_GetObjectItem(j, "epochs_before")->valueint, 1);
+    cr_expect_eq(cJSON_GetObjectItem(j, "epochs")->valueint, 2);
+    cr_expect_eq(cJSON_GetObjectItem(j, "step")->valueint, 25);
+    const cJSON *before = cJSON_GetObjectItem(j, "test_before");
+    cr_expect(before && cJSON_GetObjectItem(before, "test_loss") &&
+                  cJSON_GetObjectItem(before, "test_loss")->valuedouble == first_test,
+              "the first test's line is kept: %s", ext);
+    cJSON_Delete(j);
+    free(ext);
+    free(la);
+    free(lb);
+    /* refused: fewer epochs than begun; a run that ended at train.max_steps */
+    cr_expect_eq(tu_sh("%s/train --resume %s/ext --epochs 1 2> %s/err.txt", tu_bin(), d, d), 2);
+    char *msg = tu_slurp(tu_path(d, "err.txt"), NULL);
+    cr_expect(msg && strstr(msg, "--epochs 1") && strstr(msg, "has begun 2 epochs"), "%s", msg ? msg : "(none)");
+    free(msg);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --set max_steps=10 --out %s/steps > /dev/null", tu_bin(), d, data, d), 0);
+    cr_expect_eq(tu_sh("%s/train --resume %s/steps --epochs 3 2> %s/err.txt", tu_bin(), d, d), 2);
+    msg = tu_slurp(tu_path(d, "err.txt"), NULL);
+    cr_expect(msg && strstr(msg, "train.max_steps") && strstr(msg, "stop again"), "%s", msg ? msg : "(none)");
+    free(msg);
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* The recipe's keys together (label smoothing, AdamW, tied embeddings, the weights' moving
  * average) on a Transformer: a run paused twice and resumed equals the uninterrupted one
  * (model.bin, last.bin with its moving average, the log); after one epoch model.bin holds the
@@ -340,12 +420,12 @@ Test(cli, recipe_keys_resume_bit_for_bit, .timeout = 240) {
 /* The checkpoints of each "valid"/"epoch" line of a log: steps and train.metric values. */
 typedef struct Validations {
     long step[64];
-    double metric[64];
+    double metric[64], epochs_done[64]; /* epochs_done: "valid" lines' fraction, else the epoch */
     int n;
 } Validations;
 
 static Validations read_validations(const char *log_path) {
-    Validations v = {{0}, {0}, 0};
+    Validations v = {{0}, {0}, {0}, 0};
     char *log = tu_slurp(log_path, NULL);
     cr_assert(log != NULL);
     for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
@@ -353,6 +433,8 @@ static Validations read_validations(const char *log_path) {
         cJSON *j = cJSON_Parse(line);
         cr_assert(v.n < 64 && cJSON_GetObjectItem(j, "metric"), "%s", line);
         v.step[v.n] = (long)cJSON_GetObjectItem(j, "step")->valuedouble;
+        const cJSON *done = cJSON_GetObjectItem(j, "epochs_done");
+        v.epochs_done[v.n] = done ? done->valuedouble : cJSON_GetObjectItem(j, "epoch")->valuedouble;
         v.metric[v.n++] = cJSON_GetObjectItem(j, "metric")->valuedouble;
         cJSON_Delete(j);
     }
@@ -373,7 +455,10 @@ Test(cli, validation_every_n_steps_kept_checkpoints_and_average, .timeout = 240)
     Validations v = read_validations(tu_path(d, "full/log.jsonl"));
     long want_steps[] = {10, 20, 25, 30, 40, 50}; /* 25 steps an epoch */
     cr_assert_eq(v.n, 6);
-    for (int i = 0; i < 6; i++) cr_expect_eq(v.step[i], want_steps[i]);
+    for (int i = 0; i < 6; i++) {
+        cr_expect_eq(v.step[i], want_steps[i]);
+        cr_expect_float_eq(v.epochs_done[i], want_steps[i] / 25.0, 1e-12, "line %d: epochs done %g", i, v.epochs_done[i]);
+    }
     int best = 0;
     for (int i = 1; i < v.n; i++)
         if (v.metric[i] <= v.metric[best]) best = i; /* valid_loss: lower; ties to the later */

@@ -41,3 +41,4 @@ Test(fuzz, text_corpus) { cr_expect_gt(replay("text", fuzz_text), 0); }
 Test(fuzz, state_corpus) { cr_expect_gt(replay("state", fuzz_state), 0); }
 Test(fuzz, attend_corpus) { cr_expect_gt(replay("attend", fuzz_attend), 0); }
 Test(fuzz, bpe_corpus) { cr_expect_gt(replay("bpe", fuzz_bpe), 0); }
+Test(fuzz, safetensors_corpus) { cr_expect_gt(replay("safetensors", fuzz_safetensors), 0); }

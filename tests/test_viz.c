@@ -167,6 +167,27 @@ Test(viz, plot_writes_a_valid_png) {
     int blue = 0;
     for (size_t i = 0; i < (size_t)im.w * im.h; i++) blue += im.rgb[3 * i] == 31 && im.rgb[3 * i + 1] == 119 && im.rgb[3 * i + 2] == 180;
     cr_expect_gt(blue, 100, "the train series is drawn");
+    /* the line steps over the missing point: orange pixels in every column from the first
+     * point to the last, not only the two markers */
+    int x0 = im.w, x1 = -1, gap = 0;
+    for (int px = 0; px < im.w; px++)
+        for (int py = 40; py < im.h; py++) { /* below the legend */
+            const uint8_t *c = im.rgb + 3 * ((size_t)py * im.w + px);
+            if (c[0] == 255 && c[1] == 127 && c[2] == 14) {
+                if (px < x0) x0 = px;
+                if (px > x1) x1 = px;
+            }
+        }
+    for (int px = x0; px <= x1; px++) {
+        int any = 0;
+        for (int py = 40; py < im.h; py++) {
+            const uint8_t *c = im.rgb + 3 * ((size_t)py * im.w + px);
+            any |= c[0] == 255 && c[1] == 127 && c[2] == 14;
+        }
+        gap += !any;
+    }
+    cr_expect_gt(x1 - x0, 200, "the valid series spans the plot");
+    cr_expect_eq(gap, 0, "%d columns without the valid series between its first and last point", gap);
     image_free(&im);
     font_close(font);
     unlink(path);

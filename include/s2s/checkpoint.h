@@ -75,6 +75,16 @@ S2sStatus ckpt_restore(const Checkpoint *c, ParamStore *ps, bool with_moments, c
  * vocabularies, subword model and tensor table: else S2S_ERR_DATA, one line naming the file
  * and the first difference. */
 S2sStatus ckpt_average(const char *const *paths, int n, const char *out, S2sError *err);
+/* A model file as safetensors (safetensors.h): every weight under its name, F32 or (bf16)
+ * BF16, and the metadata below (config JSON, vocabularies as JSON arrays, subword models in
+ * base64), for ./import and other readers. */
+#define CKPT_META_VERSION "s2s.version"
+#define CKPT_META_CONFIG "s2s.config"
+#define CKPT_META_SRC_VOCAB "s2s.src_vocab"
+#define CKPT_META_TRG_VOCAB "s2s.trg_vocab"
+#define CKPT_META_SUBWORD "s2s.subword"
+#define CKPT_META_SUBWORD_TRG "s2s.subword_trg"
+S2sStatus ckpt_export(const char *in, const char *out, bool bf16, S2sError *err);
 /* The moving average into ps->ema (made if absent); the file must have it. After ckpt_restore. */
 S2sStatus ckpt_restore_ema(const Checkpoint *c, ParamStore *ps, const char *origin, S2sError *err);
 

@@ -56,6 +56,9 @@ S2sStatus model_init(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_
 S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_vocab, size_t max_params,
                              S2sError *err);
 void model_free(Seq2Seq *m);
+/* The names (into names, up to 2) of the embeddings that model.tie_embeddings makes the output
+ * layer's weight: not parameters of their own here, but keys of PyTorch's state_dict. */
+int model_tied_names(const ConfigModel *cfg, const char *names[2]);
 
 /* A tape for computing with a model: its arena, and the GEMMs a config asks for (precision,
  * library, threads; 0 threads: the libraries' choice), bf16 checked against this CPU. `who`
@@ -170,6 +173,19 @@ void beam_hyps_free(BeamHyp *h, int n);
  * the weights. On success the caller owns m, src and trg (model_free, vocab_free). */
 S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const char *path, S2sError *err);
 /* The same from a file image (for fuzzing); origin names it in messages. */
+/* ./import: a model file (out) from a safetensors file's weights, under the parameter names
+ * of the model the config and vocabularies make. Every parameter must be there with its shape
+ * (F32, BF16 or F16; finite values) and every tensor must be a parameter, or a tied
+ * embedding equal to its weight: else S2S_ERR_DATA naming it. No config or vocabulary, from
+ * the arguments or the metadata: S2S_ERR_CONFIG. */
+typedef struct ModelImport {
+    const char *path;                  /* the safetensors file */
+    const Config *cfg;                 /* or NULL: the file's metadata ("s2s.config") */
+    const char *src_vocab, *trg_vocab; /* files of one token a line, in id order, or NULL: the metadata's */
+    const char *subword;               /* a subword model file serving both sides, or NULL: the metadata's */
+    const char *out;
+} ModelImport;
+S2sStatus model_import(const ModelImport *im, S2sError *err);
 S2sStatus model_load_memory(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const void *buf, size_t len,
                             const char *origin, S2sError *err);
 #endif

@@ -22,6 +22,9 @@
 #define LOG_EPOCH "epoch"       /* a kind, and the key of the epoch (1-based) */
 #define LOG_TEST "test"         /* a kind */
 #define LOG_VALID "valid"       /* a kind: a validation within an epoch (train.valid_every) */
+#define LOG_EXTEND "extend"     /* a kind: a resumed run's epochs raised (train --resume --epochs) */
+#define LOG_EPOCHS_BEFORE "epochs_before"
+#define LOG_TEST_BEFORE "test_before" /* extend lines: the test line the run had before */
 #define LOG_METRIC "metric"     /* the value of train.metric (valid lines; epoch lines when checkpoints are kept) */
 #define LOG_EPOCHS "epochs"
 #define LOG_LOSS "loss"
@@ -31,6 +34,7 @@
 #define LOG_BEST "best"
 #define LOG_EPOCH_S "epoch_s"
 #define LOG_ELAPSED_S "elapsed_s"
+#define LOG_EPOCHS_DONE "epochs_done" /* valid lines: the epochs trained so far, a fraction (2.25) */
 
 /* a split's metrics: prefix "_" metric */
 #define LOG_VALID_ "valid_"

@@ -25,6 +25,8 @@ typedef struct TrainOptions {
     const atomic_int *stop;       /* set asynchronously (a signal): stop after this step */
     long max_steps;               /* pause this session once the run has made this many steps
                                      in all (0: never); resumable, no test */
+    int epochs;                   /* with resume: train to this many epochs in all, a finished
+                                     run too (0: as its config says) */
 } TrainOptions;
 
 typedef struct TrainSummary {

@@ -31,6 +31,7 @@ typedef struct Translator {
     Seq2Seq *const *more;
     Tape *const *more_tapes;
     int n_more;
+    bool score_logits;          /* translator_score: each pair's ids and logits too (one model) */
 } Translator;
 
 typedef struct TranslatedLine {
@@ -62,6 +63,9 @@ typedef struct ScoredLine {
     float *token;          /* (n) */
     char **piece;          /* (n) the target's tokens as text; the last "</s>" */
     int n;
+    int32_t *src_ids, *ids; /* with score_logits: the source's ids (n_src) and the target's (n, <eos> last) */
+    int n_src, V;
+    float *logits;         /* with score_logits: (n × V) the model's logits before each target token */
     S2sStatus status;      /* S2S_OK, or why the pair has no score */
     char error[512];
 } ScoredLine;

@@ -73,7 +73,7 @@ S2sStatus heatmap_grid_write_png(const char *path, const Heatmap *maps, int n, i
 #define PLOT_MAX_SERIES 8
 typedef struct Series {
     const char *name;
-    const double *y; /* (n); NaN skips a point */
+    const double *y; /* (n); NaN skips a point (the line joins its neighbours) */
     Rgb color;
 } Series;
 

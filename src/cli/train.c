@@ -54,7 +54,7 @@ static void catch_stop_signals(void) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: train --config FILE [--seed N] [--out DIR] [--overwrite] [--max-steps N] [--set key=value]...\n"
-            "       train --resume DIR [--max-steps N]\n"
+            "       train --resume DIR [--epochs N] [--max-steps N]\n"
             "\n"
             "  --config FILE     a JSON config; a bare name is looked up in configs/ (reverse → configs/reverse.json)\n"
             "  --seed N          overrides \"seed\"\n"
@@ -63,6 +63,8 @@ static void usage(FILE *f) {
             "  --max-steps N     pause once the run has made N optimizer steps in all (resume it with --resume)\n"
             "  --set key=value   overrides any config key by dotted path or unique name (--set attention=dummy)\n"
             "  --resume DIR      continue the run in DIR from its last.bin\n"
+            "  --epochs N        train to N epochs in all; with --resume it extends a run, a finished one too\n"
+            "                    (linear and cosine schedules then span the new length)\n"
             "  --list-keys       print every config key with its type, default and meaning\n"
             "  --version         print the version\n"
             "\n"
@@ -93,15 +95,16 @@ int main(int argc, char **argv) {
     const char *config_arg = NULL, *out_arg = NULL, *resume = NULL, *seed_arg = NULL;
     const char *sets[256];
     int n_sets = 0;
-    long max_steps = 0;
+    long max_steps = 0, epochs = 0;
     bool overwrite = false;
     S2sError err = {0};
-    enum { O_LIST = 256, O_OVERWRITE, O_MAX_STEPS };
+    enum { O_LIST = 256, O_OVERWRITE, O_MAX_STEPS, O_EPOCHS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},       {"config", required_argument, NULL, 'c'},
         {"out", required_argument, NULL, 'o'},  {"resume", required_argument, NULL, 'r'},
         {"seed", required_argument, NULL, 's'}, {"set", required_argument, NULL, 'S'},
         {"max-steps", required_argument, NULL, O_MAX_STEPS}, {"overwrite", no_argument, NULL, O_OVERWRITE},
+        {"epochs", required_argument, NULL, O_EPOCHS},
         {"list-keys", no_argument, NULL, O_LIST}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int c;
@@ -115,6 +118,9 @@ int main(int argc, char **argv) {
         case O_OVERWRITE: overwrite = true; break;
         case O_MAX_STEPS:
             if (args_long("--max-steps", optarg, 1, 1000000000000000L, &max_steps, &err)) return fail(err.msg, 2);
+            break;
+        case O_EPOCHS:
+            if (args_long("--epochs", optarg, 1, 1000000, &epochs, &err)) return fail(err.msg, 2);
             break;
         case 'S':
             if (n_sets == 256) return fail("too many --set options", 2);
@@ -147,6 +153,11 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < n_sets; i++)
             if (config_set(&cfg, sets[i], &err)) return fail(err.msg, 2);
+        if (epochs > 0) {
+            char set[64];
+            snprintf(set, sizeof set, "train.epochs=%ld", epochs);
+            if (config_set(&cfg, set, &err)) return fail(err.msg, 2);
+        }
         if (train_check_config(&cfg, &err)) return fail(err.msg, 2);
         if (out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
         else snprintf(out_dir, sizeof out_dir, "runs/%s", cfg.name); /* the name is a plain name (config.c) */
@@ -156,7 +167,8 @@ int main(int argc, char **argv) {
 
     catch_stop_signals();
 
-    TrainOptions opt = {out_dir, resume != NULL, overwrite, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps};
+    TrainOptions opt = {out_dir, resume != NULL, overwrite, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps,
+                        (int)epochs};
     if (!resume) printf("train: %s → %s\n", cfg.path, out_dir);
     else printf("train: resuming %s\n", out_dir);
     fflush(stdout);

@@ -40,6 +40,9 @@ static void usage(FILE *f) {
             "                 score: logprob / length^alpha, what ranks them)\n"
             "  --score FILE   forced decoding: FILE holds a target for each input line; print its log-probability\n"
             "                 and each token's: 'logprob ||| token=logprob ... </s>=logprob'\n"
+            "  --logits FILE  with --score: also write each pair's ids and logits as JSON lines to FILE\n"
+            "                 ({\"line\", \"src\", \"trg\" (<eos> last), \"logits\": one row per target token}), to\n"
+            "                 compare with another implementation (scripts/torch-check.py)\n"
             "  --max-len N    longest output (default: the model's, else 2 x source + 10)\n"
             "  --ref FILE     references, one a line for each input line: print BLEU on stderr (multi-bleu.perl's on\n"
             "                 the words; a subword model's: sacreBLEU's and chrF on the raw text)\n"
@@ -95,6 +98,7 @@ typedef struct Ctx {
     Seq2Seq *more_m[MODEL_MAX_ENSEMBLE];
     Tape *more_t[MODEL_MAX_ENSEMBLE];
     LineReader score;    /* --score: the targets, read along */
+    FILE *logits;        /* --logits: the pairs' ids and logits, or NULL */
     bool scoring;
     Translator tr;
     long failed, line_no;
@@ -205,6 +209,19 @@ static int score_block(Ctx *c, Line *lines, int n, FILE *out) {
             fputc('\n', out);
             continue;
         }
+        if (c->logits) {
+            fprintf(c->logits, "{\"line\":%ld,\"src\":[", no);
+            for (int k = 0; k < r->n_src; k++) fprintf(c->logits, "%s%d", k ? "," : "", r->src_ids[k]);
+            fprintf(c->logits, "],\"trg\":[");
+            for (int k = 0; k < r->n; k++) fprintf(c->logits, "%s%d", k ? "," : "", r->ids[k]);
+            fprintf(c->logits, "],\"logits\":[");
+            for (int k = 0; k < r->n; k++) {
+                fprintf(c->logits, "%s[", k ? "," : "");
+                for (int v = 0; v < r->V; v++) fprintf(c->logits, "%s%.9g", v ? "," : "", r->logits[(size_t)k * r->V + v]);
+                fputc(']', c->logits);
+            }
+            fprintf(c->logits, "]}\n");
+        }
         fprintf(out, "%.4f |||", r->total);
         for (int k = 0; k < r->n; k++) fprintf(out, " %s=%.4f", r->piece[k], r->token[k]);
         fputc('\n', out);
@@ -275,7 +292,7 @@ static int usage_error(const S2sError *err) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *in_path = NULL, *out_path = NULL, *ref_path = NULL, *score_path = NULL;
+    const char *model = NULL, *in_path = NULL, *out_path = NULL, *ref_path = NULL, *score_path = NULL, *logits_path = NULL;
     const char *more_paths[MODEL_MAX_ENSEMBLE];
     Ctx c;
     memset(&c, 0, sizeof c);
@@ -285,7 +302,7 @@ int main(int argc, char **argv) {
     int block = 256, threads = 0;
     bool bf16 = false, int8 = false;
     S2sError err;
-    enum { O_TOKENIZED = 256, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE };
+    enum { O_TOKENIZED = 256, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE, O_LOGITS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
@@ -295,6 +312,7 @@ int main(int argc, char **argv) {
         {"max-len", required_argument, NULL, O_MAX_LEN}, {"batch", required_argument, NULL, O_BATCH},
         {"beam", required_argument, NULL, O_BEAM}, {"n-best", required_argument, NULL, O_NBEST},
         {"alpha", required_argument, NULL, O_ALPHA}, {"score", required_argument, NULL, O_SCORE},
+        {"logits", required_argument, NULL, O_LOGITS},
         {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int o;
@@ -314,6 +332,7 @@ int main(int argc, char **argv) {
         case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c.tr.n_best, &err)) return usage_error(&err); break;
         case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c.tr.alpha, &err)) return usage_error(&err); break;
         case O_SCORE: score_path = optarg; break;
+        case O_LOGITS: logits_path = optarg; break;
         default: return args_common(o, "translate", usage, argv, optind, optopt);
         }
     }
@@ -333,6 +352,10 @@ int main(int argc, char **argv) {
     }
     if (score_path && (ref_path || c.tr.heatmap_dir || c.tr.beam > 1 || c.tr.n_best > 1)) {
         fprintf(stderr, "translate: --score scores given targets: it takes no --beam, --n-best, --ref or --heatmap\n");
+        return 2;
+    }
+    if (logits_path && (!score_path || c.n_more)) {
+        fprintf(stderr, "translate: --logits writes the logits of --score's pairs under one model: give --score and one model\n");
         return 2;
     }
     if (c.n_more && c.tr.heatmap_dir) {
@@ -376,7 +399,7 @@ int main(int argc, char **argv) {
         c.more_t[k] = &mb->tape;
     }
     c.tr = (Translator){&c.m, &c.cfg, &c.src, &c.trg, &c.tape, c.tr.max_len, c.tr.beam, c.tr.n_best, c.tr.alpha,
-                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL, c.more_m, c.more_t, c.n_more};
+                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL, c.more_m, c.more_t, c.n_more, false};
     if (c.tr.heatmap_dir) {
         if (file_mkdirs(c.tr.heatmap_dir, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
@@ -424,6 +447,16 @@ int main(int argc, char **argv) {
         }
         if (!out_tmp.direct) remove_on_signal(out_tmp.tmp);
         out = out_tmp.f;
+    }
+    FileTmp logits_tmp = {0}; /* --logits: whole or not at all too */
+    if (logits_path) {
+        if (file_tmp_open(&logits_tmp, logits_path, &err)) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            if (out_path) file_tmp_abort(&out_tmp);
+            return 1;
+        }
+        c.logits = logits_tmp.f;
+        c.tr.score_logits = true;
     }
     /* on a terminal, answer each line as it is typed; otherwise batch for speed, up to a
      * block of lines or of bytes, whichever comes first */
@@ -485,6 +518,14 @@ int main(int argc, char **argv) {
     } else if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "translate: standard output: write error\n");
         rc = 1;
+    }
+    if (logits_path) {
+        if (rc) {
+            file_tmp_abort(&logits_tmp);
+        } else if (file_tmp_commit(&logits_tmp, ferror(c.logits) != 0, &err)) {
+            fprintf(stderr, "translate: %s\n", err.msg);
+            rc = 1;
+        }
     }
     if (c.has_ref) {
         if (!rc && report_bleu(&c, ref_path)) rc = 1;

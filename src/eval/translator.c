@@ -301,6 +301,16 @@ void translator_score(const Translator *t, const char *const *sources, const cha
             int T1 = b.T - 1;
             float *lp = s2s_xmalloc((size_t)b.B * T1 * sizeof *lp);
             model_score_targets(ts, ms, n_models, &b, lp);
+            ModelOutput lo = {0};
+            if (t->score_logits) { /* the logits themselves: one model, teacher-forced as scored */
+                S2S_ASSERT_MSG(n_models == 1, "logits are one model's");
+                bool grad = t->tape->grad_enabled, training = t->tape->training;
+                t->tape->grad_enabled = t->tape->training = false;
+                tape_reset(t->tape);
+                lo = model_forward_all(t->tape, t->model, &b); /* ((T-1)·B, V), time-major */
+                t->tape->grad_enabled = grad;
+                t->tape->training = training;
+            }
             for (int r = 0; r < b.B; r++) {
                 int e = b.index[r];
                 ScoredLine *o = &out[row_line[e]];
@@ -313,7 +323,20 @@ void translator_score(const Translator *t, const char *const *sources, const cha
                     o->total += o->token[i];
                     o->piece[i] = strdup(y[i] == TOK_EOS ? "</s>" : t->trg->tokens[y[i]]);
                 }
+                if (lo.logits) {
+                    int V = t->model->trg_vocab;
+                    o->V = V;
+                    o->n_src = d.src_len[e];
+                    o->src_ids = s2s_xmalloc((size_t)(o->n_src ? o->n_src : 1) * sizeof *o->src_ids);
+                    memcpy(o->src_ids, d.ids + d.src_off[e], (size_t)o->n_src * sizeof *o->src_ids);
+                    o->ids = s2s_xmalloc((size_t)o->n * sizeof *o->ids);
+                    memcpy(o->ids, y, (size_t)o->n * sizeof *o->ids);
+                    o->logits = s2s_xmalloc((size_t)o->n * V * sizeof *o->logits);
+                    for (int i = 0; i < o->n; i++)
+                        memcpy(o->logits + (size_t)i * V, lo.logits->data + ((size_t)i * b.B + r) * V, (size_t)V * sizeof(float));
+                }
             }
+            if (lo.logits) tape_reset(t->tape);
             free(lp);
         }
         batch_free(&b);
@@ -328,5 +351,8 @@ void translator_free_scores(ScoredLine *out, int n) {
         for (int k = 0; k < out[i].n; k++) free(out[i].piece[k]);
         free(out[i].piece);
         free(out[i].token);
+        free(out[i].src_ids);
+        free(out[i].ids);
+        free(out[i].logits);
     }
 }

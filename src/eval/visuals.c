@@ -89,7 +89,9 @@ S2sStatus visuals_layers(const char *path_cross, const char *path_self, const ch
     return st;
 }
 
-/* The epoch lines of a log, as columns: epoch, train loss, validation loss and metric. */
+/* The epoch lines of a log, and the validations within epochs (train.valid_every), as
+ * columns: epochs trained, train loss (epoch ends only: NaN, which the plot steps over, at the
+ * others), validation loss and metric. */
 typedef struct Curves {
     double *x, *tl, *vl, *mv;
     int n, cap;
@@ -97,9 +99,10 @@ typedef struct Curves {
     bool sacre; /* sacreBLEU on raw text (subword tasks), not multi-bleu on words */
 } Curves;
 
-static void add_epoch(void *ctx, const char *type, const cJSON *j) {
+static void add_point(void *ctx, const char *type, const cJSON *j) {
     Curves *c = ctx;
-    if (strcmp(type, LOG_EPOCH) != 0) return;
+    bool within = strcmp(type, LOG_VALID) == 0;
+    if (!within && strcmp(type, LOG_EPOCH) != 0) return;
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 64;
         c->x = s2s_xrealloc(c->x, (size_t)c->cap * sizeof *c->x);
@@ -109,8 +112,9 @@ static void add_epoch(void *ctx, const char *type, const cJSON *j) {
     }
     if (cJSON_GetObjectItemCaseSensitive(j, LOG_VALID_ LOG_BLEU)) c->bleu = true;
     if (cJSON_GetObjectItemCaseSensitive(j, LOG_VALID_ LOG_SACREBLEU)) c->bleu = c->sacre = true;
-    c->x[c->n] = runlog_num(j, LOG_EPOCH, c->n + 1);
-    c->tl[c->n] = runlog_num(j, LOG_TRAIN_LOSS, NAN);
+    double epoch = runlog_num(j, LOG_EPOCH, c->n + 1);
+    c->x[c->n] = within ? runlog_num(j, LOG_EPOCHS_DONE, epoch - 0.5) : epoch;
+    c->tl[c->n] = within ? NAN : runlog_num(j, LOG_TRAIN_LOSS, NAN);
     c->vl[c->n] = runlog_num(j, LOG_VALID_ LOG_LOSS, NAN);
     c->mv[c->n] = c->bleu ? runlog_num(j, c->sacre ? LOG_VALID_ LOG_SACREBLEU : LOG_VALID_ LOG_BLEU, NAN)
                           : 100.0 * runlog_num(j, LOG_VALID_ LOG_EXACT_MATCH, NAN);
@@ -119,7 +123,7 @@ static void add_epoch(void *ctx, const char *type, const cJSON *j) {
 
 S2sStatus visuals_curves(const char *dir, const char *title, Font *font, S2sError *err) {
     Curves c = {0};
-    S2sStatus st = runlog_each(dir, add_epoch, &c, err);
+    S2sStatus st = runlog_each(dir, add_point, &c, err);
     if (!st && c.n > 0) {
         Plot loss = {title, "epoch", "loss (nats per token)", c.x, c.n,
                      {{"train", c.tl, {31, 119, 180}}, {"validation", c.vl, {255, 127, 14}}}, 2};

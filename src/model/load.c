@@ -2,12 +2,13 @@
 #include "s2s/subword.h"
 #include "s2s/checkpoint.h"
 #include "s2s/model.h"
+#include "model_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *path, const char *which, S2sError *err) {
+S2sStatus model_vocab_from(Vocab *v, char *const *tokens, int n, const char *path, const char *which, S2sError *err) {
     vocab_init(v);
     const char *sp[TOK_SPECIALS] = {"<pad>", "<unk>", "<sos>", "<eos>"};
     if (n < TOK_SPECIALS) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: %s vocabulary has %d entries", path, which, n);
@@ -32,7 +33,7 @@ static S2sStatus vocab_from(Vocab *v, char *const *tokens, int n, const char *pa
 }
 
 /* A subword model from the file's bytes to a vocabulary, whose pieces it must be, in order. */
-static S2sStatus attach_subword(Vocab *w, Subword kind, const char *bytes, size_t len, const char *path, const char *which,
+S2sStatus model_attach_subword(Vocab *w, Subword kind, const char *bytes, size_t len, const char *path, const char *which,
                                 S2sError *err) {
     char origin[600];
     snprintf(origin, sizeof origin, "%s (its %s subword model)", path, which);
@@ -85,8 +86,8 @@ static S2sStatus load(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, Checkpoin
         st = S2S_ERR_CORRUPT;
         goto fail;
     }
-    if ((st = vocab_from(src, ck.src_tokens, ck.n_src, path, "source", err))) goto fail;
-    if ((st = vocab_from(trg, ck.trg_tokens, ck.n_trg, path, "target", err))) goto fail;
+    if ((st = model_vocab_from(src, ck.src_tokens, ck.n_src, path, "source", err))) goto fail;
+    if ((st = model_vocab_from(trg, ck.trg_tokens, ck.n_trg, path, "target", err))) goto fail;
     if ((cfg->task.subword != SUBWORD_NONE) != (ck.subword != NULL)) {
         st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: task.subword is %s but the file %s a subword model", path,
                       SUBWORD_NAMES[cfg->task.subword], ck.subword ? "holds" : "lacks");
@@ -99,8 +100,8 @@ static S2sStatus load(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, Checkpoin
     if (ck.subword) { /* one model for both sides, or each its own */
         const char *tb = ck.subword_trg ? ck.subword_trg : ck.subword;
         size_t tl = ck.subword_trg ? ck.subword_trg_len : ck.subword_len;
-        if ((st = attach_subword(src, cfg->task.subword, ck.subword, ck.subword_len, path, "source", err)) ||
-            (st = attach_subword(trg, cfg->task.subword, tb, tl, path, "target", err)))
+        if ((st = model_attach_subword(src, cfg->task.subword, ck.subword, ck.subword_len, path, "source", err)) ||
+            (st = model_attach_subword(trg, cfg->task.subword, tb, tl, path, "target", err)))
             goto fail;
     }
     /* the config must not imply more weights than the file holds: no allocation beyond it */

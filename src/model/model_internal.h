@@ -28,4 +28,11 @@ void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o);
 Tensor *model_repeat_states(Tape *t, Tensor *x, int K);
 uint8_t *model_repeat_mask(Tape *t, const uint8_t *mask, int B, int S, int K);
 
+/* load.c's checks, shared with the import: a vocabulary from a file's tokens (one word each,
+ * unique, the four specials first), and a subword model from bytes attached to the
+ * vocabulary whose pieces it must be. Messages name path and which ("source", "target"). */
+S2sStatus model_vocab_from(Vocab *v, char *const *tokens, int n, const char *path, const char *which, S2sError *err);
+S2sStatus model_attach_subword(Vocab *w, Subword kind, const char *bytes, size_t len, const char *path, const char *which,
+                               S2sError *err);
+
 #endif

@@ -102,6 +102,14 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     model_tie(m);
 }
 
+int model_tied_names(const ConfigModel *cfg, const char *names[2]) {
+    bool tf = cfg->type == MODEL_TRANSFORMER;
+    int n = 0;
+    if (cfg->tie_embeddings != TIE_NONE) names[n++] = tf ? "trg_embed.weight" : "decoder.embedding.weight";
+    if (cfg->tie_embeddings == TIE_ALL) names[n++] = tf ? "src_embed.weight" : "encoder.embedding.weight";
+    return n;
+}
+
 void model_tie(Seq2Seq *m) {
     if (m->cfg.tie_embeddings != TIE_NONE) m->dec_emb.w = m->out.w;
     if (m->cfg.tie_embeddings == TIE_ALL) m->enc_emb.w = m->out.w;

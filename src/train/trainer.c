@@ -56,6 +56,8 @@ typedef struct Run {
     double epoch_tokens; /* target tokens trained since epoch_t0 (st.tok_sum also counts a resumed epoch's earlier ones) */
     Dataset sampled;  /* with BPE-dropout: the training pairs as epoch sampled_epoch segments them */
     int sampled_epoch; /* −1: none yet */
+    int extended_from; /* > 0: resumed with --epochs; the epochs its config said before */
+    cJSON *test_before; /* the extended run's earlier test line, kept in its "extend" line */
 } Run;
 
 static bool metric_higher_is_better(Metric metric) { return metric != METRIC_VALID_LOSS; }
@@ -420,6 +422,48 @@ static S2sStatus check_warmup(Run *r, S2sError *err) {
                     tc->max_steps > 0 ? ", or train.max_steps" : "");
 }
 
+/* train --resume --epochs N: the run trains to N epochs in all. Fewer than it has begun are
+ * refused, and so is a run that stopped early or at train.max_steps (it would stop again at
+ * once). Run.extended_from keeps the old count for the log. */
+static S2sStatus extend_epochs(Run *r, int epochs, S2sError *err) {
+    ConfigTrain *tc = &r->cfg->train;
+    const TrainState *s = &r->st;
+    const char *o = r->dir.last;
+    int begun = s->epoch + (s->batch > 0);
+    if (epochs < begun)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--epochs %d: %s has begun %d epochs already", epochs, o, begun);
+    if (tc->patience > 0 && s->bad_epochs >= tc->patience)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "--epochs %d: %s stopped early (train.patience: %d validations without a better %s); more "
+                        "epochs would stop again at once",
+                        epochs, o, tc->patience, METRIC_NAMES[tc->metric]);
+    if (tc->max_steps > 0 && s->step >= tc->max_steps)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--epochs %d: %s ended at train.max_steps (%ld steps); more epochs would "
+                        "stop again at once", epochs, o, tc->max_steps);
+    if (epochs != tc->epochs) r->extended_from = tc->epochs;
+    tc->epochs = epochs;
+    return S2S_OK;
+}
+
+/* The test line past the saved state's end of the log (a finished run's), or NULL; read with
+ * a bound, as the lines are short. */
+static cJSON *tail_test_line(FILE *log, long from) {
+    char buf[1 << 16];
+    if (fseek(log, from, SEEK_SET) != 0) return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, log);
+    buf[n] = 0;
+    cJSON *found = NULL;
+    for (char *line = buf, *nl; line < buf + n && !found; line = nl + 1) {
+        if (!(nl = strchr(line, '\n'))) break;
+        *nl = 0;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, LOG_TYPE);
+        if (cJSON_IsString(type) && !strcmp(type->valuestring, LOG_TEST)) found = j;
+        else cJSON_Delete(j);
+    }
+    return found;
+}
+
 static S2sStatus setup(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
     const TrainOptions *opt = r->opt;
@@ -441,6 +485,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         }
         if ((st = train_state_from_json(&r->st, &saved_hash, &hash_saved, ck.state_json, r->dir.last, err))) goto out;
         if (isnan(r->st.best)) r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
+        if (opt->epochs > 0 && (st = extend_epochs(r, opt->epochs, err))) goto out;
     }
     /* every check of the config before the folder is touched */
     if ((st = config_check(cfg, err))) goto out;
@@ -471,6 +516,12 @@ static S2sStatus setup(Run *r, S2sError *err) {
         fprintf(opt->out, "removed %d temporary file(s) that a killed process left in %s\n", r->dir.stale_tmps,
                 r->dir.dir);
     if (opt->resume) {
+        if (r->extended_from) { /* config.json says what the run now is */
+            char *conf = config_to_json(cfg);
+            st = file_write_atomic(r->dir.config, conf, strlen(conf), err);
+            free(conf);
+            if (st) goto out;
+        }
         if ((st = same_vocab(&r->data.src_vocab, ck.src_tokens, ck.n_src, "source", r->dir.last, err)) ||
             (st = same_vocab(&r->data.trg_vocab, ck.trg_tokens, ck.n_trg, "target", r->dir.last, err)))
             goto out;
@@ -512,6 +563,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         r->adam.step = r->st.adam_step;
         r->adam.lr = (float)r->st.lr;
         r->log = fopen(r->dir.log, "r+");
+        if (r->log && r->extended_from) r->test_before = tail_test_line(r->log, r->st.log_bytes);
         if (!r->log || ftruncate(fileno(r->log), r->st.log_bytes) != 0 || fseek(r->log, 0, SEEK_END) != 0) {
             st = s2s_fail(err, S2S_ERR_IO, "%s: cannot reopen the log: %s", r->dir.log, strerror(errno));
             goto out;
@@ -536,6 +588,7 @@ out:
 }
 
 static void teardown(Run *r) {
+    cJSON_Delete(r->test_before);
     if (r->log) fclose(r->log);
     font_close(r->font);
     tape_free(&r->tape);
@@ -589,7 +642,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     return loss;
 }
 
-static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, S2sError *err);
+static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, int n_batches, S2sError *err);
 static bool stop_requested(const Run *r) { return r->opt->stop && atomic_load(r->opt->stop); }
 static bool pause_reached(const Run *r) { return r->opt->max_steps > 0 && r->st.step >= r->opt->max_steps; }
 
@@ -656,7 +709,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
             break;
         }
         if (tc->valid_every > 0 && r->st.step % tc->valid_every == 0) {
-            if ((st = validate_within_epoch(r, sum, err))) break;
+            if ((st = validate_within_epoch(r, sum, plan.n_batches, err))) break;
             if (tc->patience > 0 && r->st.bad_epochs >= tc->patience) break; /* early stop: the run ends here */
             window_t = now_s(); /* the speed of training alone */
             window_tokens = 0;
@@ -779,7 +832,7 @@ static void prune_checkpoints(Run *r) {
 
 /* A validation within an epoch (train.valid_every): its log line, then last.bin, so that a
  * resumed run does not repeat it. */
-static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, S2sError *err) {
+static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, int n_batches, S2sError *err) {
     bool better;
     S2sStatus st = validate(r, sum, NULL, &better, err);
     if (st) return st;
@@ -787,6 +840,7 @@ static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, S2sError *err)
     cJSON_AddStringToObject(j, LOG_TYPE, LOG_VALID);
     cJSON_AddNumberToObject(j, LOG_EPOCH, r->st.epoch + 1);
     cJSON_AddNumberToObject(j, LOG_STEP, (double)r->st.step);
+    cJSON_AddNumberToObject(j, LOG_EPOCHS_DONE, r->st.epoch + (double)r->st.batch / n_batches); /* the curves' x */
     eval_json(j, LOG_VALID_, &sum->valid, true);
     cJSON_AddNumberToObject(j, LOG_METRIC, metric_value(r->cfg->train.metric, &sum->valid));
     cJSON_AddBoolToObject(j, LOG_BEST, better);
@@ -905,6 +959,27 @@ static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
     return S2S_OK;
 }
 
+/* A resumed run given more (or fewer) epochs: a log line, and last.bin with the new count at
+ * once, so that a plain --resume after an interruption keeps it. */
+static S2sStatus log_extension(Run *r, S2sError *err) {
+    const ConfigTrain *tc = &r->cfg->train;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, LOG_TYPE, LOG_EXTEND);
+    cJSON_AddNumberToObject(j, LOG_EPOCHS_BEFORE, r->extended_from);
+    cJSON_AddNumberToObject(j, LOG_EPOCHS, tc->epochs);
+    cJSON_AddNumberToObject(j, LOG_STEP, (double)r->st.step);
+    if (r->test_before) cJSON_AddItemToObject(j, LOG_TEST_BEFORE, r->test_before); /* the finished run's result */
+    r->test_before = NULL;
+    S2sStatus st = log_line(r, j, err);
+    if (st) return st;
+    if (r->opt->out) {
+        bool stretched = tc->lr_schedule == LR_LINEAR || tc->lr_schedule == LR_COSINE;
+        fprintf(r->opt->out, "train: %d epochs in all (the config said %d)%s\n", tc->epochs, r->extended_from,
+                stretched ? "; the lr schedule spans the new length, so the lr is raised again" : "");
+    }
+    return save(r, r->dir.last, true, err);
+}
+
 S2sStatus train_check_config(const Config *cfg, S2sError *err) {
     if (cfg->train.precision == PRECISION_INT8)
         return s2s_fail(err, S2S_ERR_CONFIG, "train.precision: \"int8\" is for decoding (./translate --int8, ./speed "
@@ -937,7 +1012,9 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
                 cfg->model.type == MODEL_TRANSFORMER ? "transformer" : ATTN_KIND_NAMES[cfg->model.attention]);
     r->t0 = now_s();
+    if (r->extended_from) st = log_extension(r, err);
     sum->epochs = r->st.epoch;
+    if (!st && !finished(r) && pause_reached(r)) sum->paused = true; /* resumed at --max-steps: no step */
     while (!st && !finished(r) && !sum->interrupted && !sum->paused) {
         bool complete;
         st = run_epoch(r, sum, &complete, err);

@@ -66,10 +66,7 @@ S2sStatus plot_draw(Image *canvas, int ox, int oy, int W, int H, const Plot *p, 
         const Series *se = &p->series[s];
         int lx = -1, ly = -1;
         for (int i = 0; i < p->n; i++) {
-            if (!isfinite(se->y[i])) {
-                lx = -1;
-                continue;
-            }
+            if (!isfinite(se->y[i])) continue; /* the line joins the points either side */
             int x = PX(p->x[i]), y = PY(se->y[i]);
             image_fill_rect(&im, x - 2, y - 2, 5, 5, se->color);
             if (lx >= 0)

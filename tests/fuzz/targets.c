@@ -1,5 +1,6 @@
 /* targets.c — see targets.h. */
 #include "targets.h"
+#include "s2s/safetensors.h"
 
 #include "s2s/attn_calc.h"
 #include "s2s/bleu.h"
@@ -72,6 +73,24 @@ int fuzz_model(const uint8_t *data, size_t size) {
         load_model(fixed, size);
         free(fixed);
     }
+    return 0;
+}
+
+/* A safetensors file image: parsed, and every value of every tensor read; its base64
+ * metadata decoded. */
+int fuzz_safetensors(const uint8_t *data, size_t size) {
+    SafeTensors s;
+    S2sError err;
+    if (safetensors_from_memory(&s, data, size, "fuzz", &err) != S2S_OK) return 0;
+    volatile float sink = 0;
+    for (int i = 0; i < s.n; i++)
+        for (size_t k = 0; k < s.tensors[i].numel && k < 4096; k++) sink += safetensors_value(&s.tensors[i], k);
+    for (const cJSON *m = s.metadata ? s.metadata->child : NULL; m; m = m->next) {
+        size_t n;
+        free(safetensors_b64_decode(m->valuestring, &n));
+    }
+    (void)sink;
+    safetensors_free(&s);
     return 0;
 }
 

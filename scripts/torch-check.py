@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Checks a model against PyTorch, both ways, through safetensors.
+
+  /usr/bin/python3 scripts/torch-check.py MODEL.bin --src FILE [--n 100] [--train-steps 30]
+                   [--write-fixture DIR]
+
+1. here -> PyTorch: ./export writes MODEL.bin as safetensors; the PyTorch reference model of
+   the same architecture (tests/golden-extra/make_transformer.py's TfSeq2Seq, or
+   ../shared/golden/make_golden.py's RNN Seq2Seq, in float64) loads it; for the first N lines
+   of FILE, ./translate's greedy outputs are scored (--score --logits) and PyTorch computes
+   the logits of the same (source, output) ids: the largest absolute difference is printed,
+   and PyTorch's own greedy decoding must give the same outputs.
+2. PyTorch -> here: the PyTorch model, trained for a few Adam steps on those pairs, is saved
+   as safetensors (every state_dict key, tied copies included) with the exported metadata;
+   ./import makes a model file of it, and the same two comparisons run again.
+With --write-fixture DIR the second model is kept for make test, which has no torch:
+DIR/torch.safetensors, DIR/src.txt and DIR/expected.json (greedy outputs, the first lines'
+logits). Needs Debian's python3-torch; exits 0 with a message where torch is missing.
+Not part of the product: a check, run by hand or by the tests where torch is installed."""
+import argparse
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import torch
+except ImportError:
+    print("torch-check: PyTorch is not installed (Debian: python3-torch); nothing checked")
+    sys.exit(0)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "golden-extra"))
+PAD, UNK, SOS, EOS = 0, 1, 2, 3
+DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    n = struct.unpack("<Q", b[:8])[0]
+    header = json.loads(b[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    data = b[8 + n:]
+    out = {}
+    for name, e in header.items():
+        s, t = e["data_offsets"]
+        x = torch.frombuffer(bytearray(data[s:t]), dtype=DTYPES[e["dtype"]]) if t > s else torch.zeros(0)
+        out[name] = x.reshape(e["shape"]).double()
+    return out, meta
+
+
+def write_safetensors(path, tensors, meta):
+    header, blobs, off = {"__metadata__": meta}, [], 0
+    for name, t in tensors.items():
+        raw = t.detach().float().contiguous().numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+class Rnn(torch.nn.Module):
+    """../shared/golden's encoder-decoder (make_extra.py adds multi-head attention)."""
+
+    def __init__(self, m, V_src, V_trg):
+        super().__init__()
+        import make_extra  # noqa: F401  (extends make_golden's Seq2Seq)
+        import make_golden as mg
+        for key, ok in (("layers", 1), ("embedding_type", "learned"), ("tie_embeddings", "none")):
+            if m.get(key, ok) != ok:
+                raise SystemExit(f"torch-check: the reference RNN has model.{key} {ok!r}; this model has {m[key]!r}")
+        c = dict(cell=m["cell"], bidirectional=m["bidirectional"], src_vocab=V_src, trg_vocab=V_trg, emb=m["embedding"],
+                 enc_hid=m["encoder_hidden"], dec_hid=m["decoder_hidden"], kq=m["kq"], combine=m["combine"],
+                 attention=m["attention"], heads=m.get("heads", 1))
+        self.net = mg.Seq2Seq(c)
+
+    def forward(self, src, trg):
+        out = self.net(src, torch.tensor([src.shape[0]]), trg)
+        return out[0] if isinstance(out, tuple) else out
+
+
+class Transformer(torch.nn.Module):
+    def __init__(self, m, V_src, V_trg):
+        super().__init__()
+        import make_transformer as mt
+        c = dict(d_model=m["d_model"], heads=m["heads"], layers=m["layers"], ff=m["ff"], activation=m["activation"],
+                 norm=m["norm"], positions=m["positions"], max_positions=m["max_positions"], src_vocab=V_src,
+                 trg_vocab=V_trg)
+        self.net = mt.TfSeq2Seq(c)
+        self.tie = m.get("tie_embeddings", "none")
+
+    def tie_weights(self):
+        if self.tie in ("decoder", "all"):
+            self.net.trg_embed.weight = self.net.generator.weight
+        if self.tie == "all":
+            self.net.src_embed.weight = self.net.generator.weight
+
+    def forward(self, src, trg):
+        return self.net(src, trg)
+
+
+def build(cfg, V_src, V_trg):
+    m = cfg["model"]
+    model = Transformer(m, V_src, V_trg) if m.get("type", "rnn") == "transformer" else Rnn(m, V_src, V_trg)
+    if isinstance(model, Transformer):
+        model.tie_weights()
+    return model.double().eval()
+
+
+def names(model):
+    return {k[len("net."):]: v for k, v in model.state_dict(keep_vars=True).items()}
+
+
+def load(model, tensors):
+    own = names(model)
+    with torch.no_grad():
+        for k, p in own.items():
+            if k in tensors:
+                p.copy_(tensors[k])
+            elif k in ("trg_embed.weight", "src_embed.weight") and "generator.weight" in tensors:
+                p.copy_(tensors["generator.weight"])  # tied: the same tensor
+            else:
+                raise SystemExit(f"torch-check: the file has no {k}")
+
+
+def logits(model, src, trg):
+    s = torch.tensor(src).unsqueeze(1)
+    y = torch.tensor([SOS] + trg).unsqueeze(1)
+    out = model(s, y)
+    if isinstance(out, tuple):
+        out = out[0]
+    return out.squeeze(1)  # (len(trg), V)
+
+
+def greedy(model, src, max_len):
+    ys = []
+    with torch.no_grad():
+        for _ in range(max_len):
+            nxt = int(logits(model, src, ys + [PAD])[-1].argmax())
+            if nxt == EOS:
+                break
+            ys.append(nxt)
+    return ys
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"torch-check: {' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
+    return r.stdout
+
+
+def compare(bin_dir, model_bin, model, src_file, tmp, tag):
+    """./translate's greedy outputs and logits against the PyTorch model's."""
+    hyp = os.path.join(tmp, tag + ".hyp")
+    with open(hyp, "w") as f:
+        f.write(run([os.path.join(bin_dir, "translate"), model_bin, "--input", src_file]))
+    lj = os.path.join(tmp, tag + ".logits.jsonl")
+    run([os.path.join(bin_dir, "translate"), model_bin, "--input", src_file, "--score", hyp, "--logits", lj])
+    worst, same, rows = 0.0, 0, []
+    with open(lj) as f:
+        for line in f:
+            r = json.loads(line)
+            ours = torch.tensor(r["logits"], dtype=torch.float64)
+            with torch.no_grad():
+                theirs = logits(model, r["src"], r["trg"][:-1] + [EOS])
+            worst = max(worst, float((ours - theirs).abs().max()))
+            # greedy: PyTorch's ids against ours (our text re-encoded: equal when the pieces are)
+            max_len = 2 * len(r["src"]) + 10
+            g = greedy(model, r["src"], max_len)
+            same += g == r["trg"][:-1]
+            rows.append(r)
+    n = len(rows)
+    print(f"{tag}: {n} sentences: max |logit difference| {worst:.3g}; greedy outputs identical {same}/{n}")
+    return worst, same, n, rows, hyp
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--train-steps", type=int, default=30)
+    ap.add_argument("--bin", default=ROOT)
+    ap.add_argument("--write-fixture")
+    a = ap.parse_args()
+    torch.manual_seed(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "src.txt")
+        with open(a.src, encoding="utf-8") as f, open(src, "w", encoding="utf-8") as g:
+            for i, line in enumerate(f):
+                if i >= a.n:
+                    break
+                g.write(line)
+        st = os.path.join(tmp, "model.safetensors")
+        run([os.path.join(a.bin, "export"), a.model, "--out", st])
+        tensors, meta = read_safetensors(st)
+        cfg = json.loads(meta["s2s.config"])
+        V_src, V_trg = len(json.loads(meta["s2s.src_vocab"])), len(json.loads(meta["s2s.trg_vocab"]))
+        model = build(cfg, V_src, V_trg)
+        load(model, tensors)
+        w1, s1, n1, rows, _ = compare(a.bin, a.model, model, src, tmp, "here -> PyTorch")
+        # PyTorch trains a little on those pairs, then its weights come here
+        model.train()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for step in range(a.train_steps):
+            r = rows[step % len(rows)]
+            out = logits(model, r["src"], r["trg"][:-1] + [EOS])
+            loss = torch.nn.functional.cross_entropy(out, torch.tensor(r["trg"]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        st2 = os.path.join(tmp, "torch.safetensors")
+        write_safetensors(st2, names(model), meta)
+        bin2 = os.path.join(tmp, "torch.bin")
+        run([os.path.join(a.bin, "import"), st2, "--out", bin2])
+        w2, s2, n2, rows2, hyp2 = compare(a.bin, bin2, model, src, tmp, "PyTorch -> here")
+        if a.write_fixture:
+            os.makedirs(a.write_fixture, exist_ok=True)
+            write_safetensors(os.path.join(a.write_fixture, "torch.safetensors"), names(model), meta)
+            with open(src, encoding="utf-8") as f, open(os.path.join(a.write_fixture, "src.txt"), "w", encoding="utf-8") as g:
+                g.write(f.read())
+            with open(hyp2, encoding="utf-8") as f:
+                outs = f.read().splitlines()
+            with torch.no_grad():
+                exp = [logits(model, r["src"], r["trg"][:-1] + [EOS]).float().tolist() for r in rows2[:3]]
+            with open(os.path.join(a.write_fixture, "expected.json"), "w") as f:
+                json.dump({"greedy": outs, "logits": exp, "src_ids": [r["src"] for r in rows2[:3]],
+                           "trg_ids": [r["trg"] for r in rows2[:3]]}, f)
+            print("wrote", a.write_fixture)
+    ok = w1 <= 1e-4 and w2 <= 1e-4 and s1 == n1 and s2 == n2
+    print("torch-check:", "OK" if ok else "differences above (goal: logits within 1e-4, identical greedy outputs)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
