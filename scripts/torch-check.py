@@ -158,11 +158,12 @@ def run(cmd):
     return r.stdout
 
 
-def compare(bin_dir, model_bin, model, src_file, tmp, tag):
+def compare(bin_dir, model_bin, model, cfg, src_file, tmp, tag):
     """./translate's greedy outputs and logits against the PyTorch model's."""
     hyp = os.path.join(tmp, tag + ".hyp")
-    with open(hyp, "w") as f:
-        f.write(run([os.path.join(bin_dir, "translate"), model_bin, "--input", src_file]))
+    cap = cfg["train"].get("max_decode_len", 0)
+    with open(hyp, "w") as f:  # without a configured cap, 2 x source + 10 of each line alone
+        f.write(run([os.path.join(bin_dir, "translate"), model_bin, "--input", src_file] + ([] if cap else ["--batch", "1"])))
     lj = os.path.join(tmp, tag + ".logits.jsonl")
     run([os.path.join(bin_dir, "translate"), model_bin, "--input", src_file, "--score", hyp, "--logits", lj])
     worst, same, rows = 0.0, 0, []
@@ -174,9 +175,11 @@ def compare(bin_dir, model_bin, model, src_file, tmp, tag):
                 theirs = logits(model, r["src"], r["trg"][:-1] + [EOS])
             worst = max(worst, float((ours - theirs).abs().max()))
             # greedy: PyTorch's ids against ours (our text re-encoded: equal when the pieces are)
-            max_len = 2 * len(r["src"]) + 10
+            max_len = cap or 2 * len(r["src"]) + 10
             g = greedy(model, r["src"], max_len)
             same += g == r["trg"][:-1]
+            if g != r["trg"][:-1] and os.environ.get("TORCH_CHECK_VERBOSE"):
+                print(f"  line {r['line']}: PyTorch {g}\n  here    {r['trg'][:-1]}")
             rows.append(r)
     n = len(rows)
     print(f"{tag}: {n} sentences: max |logit difference| {worst:.3g}; greedy outputs identical {same}/{n}")
@@ -207,7 +210,7 @@ def main():
         V_src, V_trg = len(json.loads(meta["s2s.src_vocab"])), len(json.loads(meta["s2s.trg_vocab"]))
         model = build(cfg, V_src, V_trg)
         load(model, tensors)
-        w1, s1, n1, rows, _ = compare(a.bin, a.model, model, src, tmp, "here -> PyTorch")
+        w1, s1, n1, rows, _ = compare(a.bin, a.model, model, cfg, src, tmp, "here -> PyTorch")
         # PyTorch trains a little on those pairs, then its weights come here
         model.train()
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -223,7 +226,7 @@ def main():
         write_safetensors(st2, names(model), meta)
         bin2 = os.path.join(tmp, "torch.bin")
         run([os.path.join(a.bin, "import"), st2, "--out", bin2])
-        w2, s2, n2, rows2, hyp2 = compare(a.bin, bin2, model, src, tmp, "PyTorch -> here")
+        w2, s2, n2, rows2, hyp2 = compare(a.bin, bin2, model, cfg, src, tmp, "PyTorch -> here")
         if a.write_fixture:
             os.makedirs(a.write_fixture, exist_ok=True)
             write_safetensors(os.path.join(a.write_fixture, "torch.safetensors"), names(model), meta)

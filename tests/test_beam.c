@@ -37,6 +37,28 @@ static void make_transformer(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias
     m->out.b->data[TOK_EOS] += eos_bias;
 }
 
+/* An RNN model of the attention kind and cell/combine given (LSTM_LUONG: an LSTM with the
+ * Luong combination s~ = tanh(W_c [c; s])). */
+enum { GRU_DEFAULT, LSTM_LUONG };
+static void make_rnn(Seq2Seq *m, const char *attention, float range, int kind) {
+    Config c;
+    config_defaults(&c);
+    bool dot = !strcmp(attention, "dot"); /* dot needs decoder_hidden = 2 x encoder_hidden */
+    c.model = (ConfigModel){.cell = kind == LSTM_LUONG ? MODEL_CELL_LSTM : MODEL_CELL_GRU, .bidirectional = true, .layers = 1,
+                            .embedding_type = EMBEDDING_LEARNED, .embedding = 8, .encoder_hidden = dot ? 5 : 8,
+                            .decoder_hidden = 10, .kq = 6,
+                            .combine = dot || kind == LSTM_LUONG ? COMBINE_LUONG : COMBINE_CONCAT, .init_range = range};
+    char set[64];
+    snprintf(set, sizeof set, "attention=%s", attention);
+    tu_config_set(&c, set);
+    c.model.heads = 2;
+    S2sError err;
+    cr_assert_eq(model_init(m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);
+    Rng r;
+    rng_init(&r, 17, RNG_STREAM_INIT);
+    model_init_weights(m, &r);
+}
+
 static void make_model(Seq2Seq *m, const char *attention, float range) {
     if (!strncmp(attention, "transformer", 11)) {
         make_transformer(m, !strcmp(attention, "transformer-pre"), 17, 0.0f);
@@ -183,10 +205,14 @@ Test(beam, finds_better_scoring_outputs_than_greedy) {
  * every attention variant. */
 Test(beam, step_by_step_equals_the_whole_sequence) {
     const char *tf[2] = {"transformer-post", "transformer-pre"};
-    for (int a = 0; a < ATTN_KIND_COUNT + 2; a++) {
-        const char *name = a < ATTN_KIND_COUNT ? ATTN_KIND_NAMES[a] : tf[a - ATTN_KIND_COUNT];
+    for (int a = 0; a < 2 * ATTN_KIND_COUNT + 2; a++) {
+        bool lstm = a >= ATTN_KIND_COUNT + 2; /* then every attention again: LSTM, Luong */
+        const char *name = a < ATTN_KIND_COUNT ? ATTN_KIND_NAMES[a]
+                           : lstm              ? ATTN_KIND_NAMES[a - ATTN_KIND_COUNT - 2]
+                                               : tf[a - ATTN_KIND_COUNT];
         Seq2Seq m;
-        make_model(&m, name, 0.6f);
+        if (lstm) make_rnn(&m, name, 0.6f, LSTM_LUONG);
+        else make_model(&m, name, 0.6f);
         Dataset d;
         dataset_init(&d);
         Rng r;
@@ -223,7 +249,7 @@ Test(beam, step_by_step_equals_the_whole_sequence) {
                 if (b.trg[(size_t)i * N + k / V] != TOK_PAD) worst = fmax(worst, fabs(lg->data[k] - whole[(size_t)i * N * V + k]));
             model_decode_settle(&t, &m, &ds, i);
         }
-        cr_expect_lt(worst, 1e-4, "%s: step by step and whole differ by %g", name, worst);
+        cr_expect_lt(worst, 1e-4, "%s%s: step by step and whole differ by %g", name, lstm ? " (LSTM, Luong)" : "", worst);
         free(whole);
         tape_free(&t);
         batch_free(&b);

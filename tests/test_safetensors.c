@@ -419,3 +419,92 @@ Test(safetensors, export_import_round_trip_and_refusals, .timeout = 240) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* Files that PyTorch wrote (scripts/torch-check.py --write-fixture: its reference models,
+ * trained a little there, every state_dict key, tied copies too) decode here as in PyTorch:
+ * the same greedy outputs, the same ids, logits within 1e-4 of PyTorch's (float64) ones. */
+Test(safetensors, pytorch_written_files_decode_as_pytorch, .timeout = 120) {
+    const char *kinds[] = {"transformer", "rnn"};
+    char *d = tu_tmpdir();
+    for (int k = 0; k < 2; k++) {
+        char fx[256];
+        snprintf(fx, sizeof fx, "tests/golden-extra/safetensors/%s", kinds[k]);
+        cr_assert_eq(tu_sh("%s/import %s/torch.safetensors --out %s/m.bin", tu_bin(), fx, d), 0, "%s", kinds[k]);
+        cr_assert_eq(tu_sh("%s/translate %s/m.bin --input %s/src.txt > %s/out.txt", tu_bin(), d, fx, d), 0);
+        cr_assert_eq(tu_sh("%s/translate %s/m.bin --input %s/src.txt --score %s/out.txt --logits %s/l.jsonl > /dev/null", tu_bin(),
+                           d, fx, d, d),
+                     0);
+        cJSON *e = cJSON_Parse(tu_slurp(tu_path(fx, "expected.json"), NULL));
+        cr_assert(e != NULL);
+        char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+        const cJSON *g, *greedy = cJSON_GetObjectItem(e, "greedy");
+        int line = 0;
+        char *save = NULL;
+        char *tok = strtok_r(out, "\n", &save);
+        cJSON_ArrayForEach(g, greedy) {
+            cr_expect(tok && !strcmp(tok, g->valuestring), "%s line %d: \"%s\", PyTorch \"%s\"", kinds[k], line, tok ? tok : "",
+                      g->valuestring);
+            tok = strtok_r(NULL, "\n", &save);
+            line++;
+        }
+        cr_expect_gt(line, 4);
+        free(out);
+        char *lj = tu_slurp(tu_path(d, "l.jsonl"), NULL), *save2 = NULL;
+        const cJSON *logits = cJSON_GetObjectItem(e, "logits"), *src_ids = cJSON_GetObjectItem(e, "src_ids"),
+                    *trg_ids = cJSON_GetObjectItem(e, "trg_ids");
+        double worst = 0;
+        int rows = 0;
+        char *l = strtok_r(lj, "\n", &save2);
+        for (int i = 0; i < cJSON_GetArraySize(logits) && l; i++, l = strtok_r(NULL, "\n", &save2)) {
+            cJSON *r = cJSON_Parse(l);
+            cr_expect(cJSON_Compare(cJSON_GetObjectItem(r, "src"), cJSON_GetArrayItem(src_ids, i), true), "%s: source ids", kinds[k]);
+            cr_expect(cJSON_Compare(cJSON_GetObjectItem(r, "trg"), cJSON_GetArrayItem(trg_ids, i), true), "%s: target ids", kinds[k]);
+            const cJSON *ours = cJSON_GetObjectItem(r, "logits"), *theirs = cJSON_GetArrayItem(logits, i);
+            cr_assert_eq(cJSON_GetArraySize(ours), cJSON_GetArraySize(theirs));
+            for (int t = 0; t < cJSON_GetArraySize(ours); t++) {
+                const cJSON *a = cJSON_GetArrayItem(ours, t), *b = cJSON_GetArrayItem(theirs, t);
+                cr_assert_eq(cJSON_GetArraySize(a), cJSON_GetArraySize(b));
+                for (int v = 0; v < cJSON_GetArraySize(a); v++)
+                    worst = fmax(worst, fabs(cJSON_GetArrayItem(a, v)->valuedouble - cJSON_GetArrayItem(b, v)->valuedouble));
+                rows++;
+            }
+            cJSON_Delete(r);
+        }
+        cr_expect_gt(rows, 5, "%s: logits compared", kinds[k]);
+        cr_expect_lt(worst, 1e-4, "%s: logits differ from PyTorch's by %g", kinds[k], worst);
+        free(lj);
+        cJSON_Delete(e);
+    }
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* Where Debian's python3-torch is installed: scripts/torch-check.py on a small model trained
+ * here, both ways (skipped, with a message, where it is not). */
+Test(safetensors, torch_check_script_both_ways, .timeout = 300) {
+    if (tu_sh("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0) {
+        cr_log_warn("python3-torch is not installed: scripts/torch-check.py not run");
+        return;
+    }
+    char *d = tu_tmpdir();
+    FILE *f = fopen(tu_path(d, "t.json"), "w");
+    fprintf(f, "{\"name\": \"t\", \"seed\": 4, \"task\": {\"type\": \"reverse\", \"alphabet\": \"abcde\", \"min_len\": 3, \"max_len\": 8, "
+               "\"train_size\": 600, \"valid_size\": 20, \"test_size\": 20}, \"model\": {\"type\": \"transformer\", \"d_model\": 16, "
+               "\"heads\": 2, \"ff\": 24, \"layers\": 2, \"norm\": \"pre\", \"tie_embeddings\": \"decoder\"}, "
+               "\"train\": {\"epochs\": 2, \"batch_size\": 32}}");
+    fclose(f);
+    cr_assert_eq(tu_sh("%s/train --config %s/t.json --out %s/run > /dev/null", tu_bin(), d, d), 0);
+    f = fopen(tu_path(d, "src.txt"), "w");
+    fputs("abc\nedcba\nabcab\nead\n", f);
+    fclose(f);
+    int rc = tu_sh("/usr/bin/python3 scripts/torch-check.py %s/run/model.bin --src %s/src.txt --bin %s --train-steps 10 > %s/out.txt 2>&1",
+                   d, d, tu_bin(), d);
+    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(out && strstr(out, "here -> PyTorch: 4 sentences") && strstr(out, "PyTorch -> here: 4 sentences") &&
+                  strstr(out, "torch-check: OK"),
+              "%s", out ? out : "(none)");
+    free(out);
+    tu_rm_rf(d);
+    free(d);
+}

@@ -335,7 +335,9 @@ static void alloc_keep(Tape *t, const Seq2Seq *m, DecodeState *ds) {
     for (int k = 0; k < 2; k++)
         for (int l = 0; l < m->cfg.layers; l++) {
             ds->keep[k][0][l] = tape_tensor2(t, ds->N, ds->h[l]->shape[1]);
-            ds->keep[k][1][l] = ds->c[l] ? tape_tensor2(t, ds->N, ds->c[l]->shape[1]) : NULL;
+            /* an LSTM's cell state: also when it starts as zeros (NULL: a bidirectional
+             * encoder gives none), as every step after the first has one */
+            ds->keep[k][1][l] = m->cfg.cell == MODEL_CELL_LSTM ? tape_tensor2(t, ds->N, m->cfg.decoder_hidden) : NULL;
         }
 }
 
