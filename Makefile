@@ -40,7 +40,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo test test-fast test-golden fuzz bench clean help FORCE
+.PHONY: all deps demo test test-fast test-golden test-install fuzz bench clean help FORCE shared install uninstall
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -59,6 +59,9 @@ help:
 	@echo "make test-fast  unit, gradient and golden tests, without the training runs (seconds)"
 	@echo "make test-golden GOLDEN_DIR=path   only the PyTorch golden tests"
 	@echo "make deps       install missing Debian packages"
+	@echo "make install PREFIX=/usr/local   programs (s2s-train ...), libs2s.a/.so, headers, s2s.pc, man pages"
+	@echo "make uninstall PREFIX=...        removes what install put there"
+	@echo "make test-install                install into a temporary prefix and build a program against it"
 	@echo "make clean"
 
 # Installs missing packages; the stamp is refreshed when the script changes.
@@ -140,8 +143,53 @@ fuzz: | $(DEPS_STAMP)
 	  [ $$rc -eq 0 ] || { echo "fuzz_$$t found a problem: build/fuzz/fuzz_$$t.log"; exit 1; }; \
 	done
 
+# ---- installing: programs as s2s-<name>, libs2s.a and libs2s.so (soname libs2s.so.0), the
+# headers under include/s2s/, s2s.pc, man pages made from --help (help2man) ----
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)
+SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+SO := $(BUILD)/libs2s.so.$(VERSION)
+PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+$(BUILD)/pic/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+$(SO): $(PIC_OBJ)
+	$(CC) -shared -Wl,-soname,libs2s.so.$(SO_MAJOR) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+$(BUILD)/s2s.pc: include/s2s/common.h Makefile
+	@mkdir -p $(dir $@)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: -ldnnl -lgomp -lm -lpthread\n' \
+	  '$(PREFIX)' 'sequence-to-sequence models with attention: training and translation' '$(VERSION)' > $@
+shared: $(SO)
+
+INSTALLED_PROGRAMS := $(CLIS:%=$(DESTDIR)$(PREFIX)/bin/s2s-%)
+install: all $(SO) $(BUILD)/s2s.pc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/s2s \
+	  $(DESTDIR)$(PREFIX)/share/man/man1
+	for p in $(CLIS); do install -m 755 $(BUILD)/bin/$$p $(DESTDIR)$(PREFIX)/bin/s2s-$$p || exit 1; done
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libs2s.a
+	install -m 755 $(SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libs2s.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(SO_MAJOR)
+	ln -sf libs2s.so.$(SO_MAJOR) $(DESTDIR)$(PREFIX)/lib/libs2s.so
+	install -m 644 include/s2s/*.h $(DESTDIR)$(PREFIX)/include/s2s/
+	install -m 644 $(BUILD)/s2s.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/s2s.pc
+	@if command -v help2man >/dev/null 2>&1; then \
+	  for p in $(CLIS); do help2man -N --no-discard-stderr -n "s2s $$p" --version-string=$(VERSION) \
+	    -o $(DESTDIR)$(PREFIX)/share/man/man1/s2s-$$p.1 $(BUILD)/bin/$$p || exit 1; done; \
+	else echo "install: help2man is not installed: no man pages (each program has --help)"; fi
+uninstall:
+	rm -f $(INSTALLED_PROGRAMS) $(CLIS:%=$(DESTDIR)$(PREFIX)/share/man/man1/s2s-%.1) \
+	  $(DESTDIR)$(PREFIX)/lib/libs2s.a $(DESTDIR)$(PREFIX)/lib/libs2s.so $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(SO_MAJOR) \
+	  $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/pkgconfig/s2s.pc
+	rm -rf $(DESTDIR)$(PREFIX)/include/s2s
+
+# An install into a temporary prefix, a program built against it with pkg-config (shared and
+# static), translating a line with a model trained here; then uninstall leaves nothing.
+test-install: all
+	bash scripts/test-install.sh
+
 clean:
 	rm -rf build $(CLIS)
 
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(PIC_OBJ:.o=.d)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make test-install: install into a temporary prefix; build tests/install/translate_line.c
+# against it with pkg-config, linked to the shared library and to the static one; both must
+# translate as ./translate does; the programs and man pages are there; uninstall removes all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+P="$T/prefix"
+fail() { echo "test-install: $*" >&2; exit 1; }
+make -s install PREFIX="$P" > "$T/install.log" 2>&1 || { cat "$T/install.log"; fail "make install failed"; }
+export PKG_CONFIG_PATH="$P/lib/pkgconfig"
+pkg-config --exists s2s || fail "pkg-config does not find s2s"
+[ "$(pkg-config --modversion s2s)" = "$(sed -n 's/^#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)" ] || fail "s2s.pc's version"
+CC=${CC:-cc}
+# shared: only libs2s.so.0 is needed at run time (its own libraries come with it)
+$CC -std=c11 -Wall -Wextra -Werror tests/install/translate_line.c $(pkg-config --cflags --libs s2s) -o "$T/shared"
+readelf -d "$T/shared" | grep -q 'NEEDED.*libs2s\.so\.0' || fail "the program does not link libs2s.so.0"
+readelf -d "$P/lib/libs2s.so.0" | grep -q 'SONAME.*libs2s\.so\.0' || fail "libs2s.so has no soname libs2s.so.0"
+# static: libs2s.a and the private libraries pkg-config lists
+$CC -std=c11 -Wall -Wextra -Werror tests/install/translate_line.c $(pkg-config --cflags s2s) \
+    "$P/lib/libs2s.a" $(pkg-config --static --libs s2s | sed 's/-ls2s//') -o "$T/static"
+M=tests/fuzz/corpus/model/tiny-reverse.bin
+for line in abcd dcbaabcd bbba; do
+    want=$(printf '%s\n' "$line" | ./translate "$M")
+    got_shared=$(LD_LIBRARY_PATH="$P/lib" "$T/shared" "$M" "$line")
+    got_static=$("$T/static" "$M" "$line")
+    [ "$got_shared" = "$want" ] || fail "shared: '$line' gave '$got_shared', ./translate '$want'"
+    [ "$got_static" = "$want" ] || fail "static: '$line' gave '$got_static', ./translate '$want'"
+done
+want=$(printf 'abcd\n' | ./translate "$M" --beam 3)
+[ "$(LD_LIBRARY_PATH="$P/lib" "$T/shared" "$M" abcd 3)" = "$want" ] || fail "beam 3 differs from ./translate --beam 3"
+LD_LIBRARY_PATH="$P/lib" "$T/shared" /nonexistent abcd 2> "$T/err" && fail "a missing model file was accepted"
+grep -q "/nonexistent" "$T/err" || fail "the error does not name the file: $(cat "$T/err")"
+for p in train translate compare import export; do
+    "$P/bin/s2s-$p" --help > /dev/null || fail "s2s-$p --help"
+done
+if command -v help2man > /dev/null; then
+    [ -s "$P/share/man/man1/s2s-train.1" ] || fail "no man page for s2s-train"
+fi
+make -s uninstall PREFIX="$P" > /dev/null
+left=$(find "$P" -type f -o -type l)
+[ -z "$left" ] || fail "uninstall left: $left"
+echo "test-install: installed to a temporary prefix, built and ran against libs2s.so.0 and libs2s.a, uninstalled: OK"
