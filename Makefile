@@ -23,10 +23,16 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 # Recursive (=) so pkg-config runs after `deps` has installed the packages.
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2 zlib)
 # oneDNN (bf16 GEMMs) has no pkg-config file in Debian; libgomp is its threading runtime.
-PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib) -ldnnl -lgomp -lm -lpthread
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib) $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread
+# MPI (Open MPI from Debian, which `make deps` installs): data-parallel training under mpirun,
+# built in when installed; MPI=0 builds without (one process), MPI=1 insists.
+MPI ?= auto
+MPI_ON = $(if $(filter auto,$(MPI)),$(shell pkg-config --exists ompi-c 2>/dev/null && echo 1),$(filter 1,$(MPI)))
+MPI_CFLAGS = $(if $(MPI_ON),-DS2S_MPI $(shell pkg-config --cflags ompi-c))
+MPI_LIBS = $(if $(MPI_ON),$(shell pkg-config --libs ompi-c))
 # -ffp-contract=off: gcc and clang then round the same way (clang would fuse a*b+c).
 # -fno-math-errno: nothing reads errno after sqrtf, and with it Adam's loop vectorises.
-CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude -Itests $(PKG_CFLAGS)
+CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude -Itests $(PKG_CFLAGS) $(MPI_CFLAGS)
 LDFLAGS = $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
@@ -92,9 +98,14 @@ $(BUILD)/bin/%: $(BUILD)/src/cli/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
-$(TEST_BIN): $(TEST_OBJ) $(LIB)
+$(TEST_BIN): $(TEST_OBJ) $(LIB) $(BUILD)/tests/dist_check
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lcriterion -o $@
+	$(CC) $(LDFLAGS) $(TEST_OBJ) $(LIB) $(PKG_LIBS) -lcriterion -o $@
+
+# run under mpirun by tests/test_dist.c
+$(BUILD)/tests/dist_check: $(BUILD)/tests/mpi/dist_check.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
 # The reversal demo: train (about 10 s on 2 cores), then reverse strings it never saw.
 demo: all
@@ -158,7 +169,7 @@ $(SO): $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libs2s.so.$(SO_MAJOR) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 $(BUILD)/s2s.pc: include/s2s/common.h Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: -ldnnl -lgomp -lm -lpthread\n' \
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread\n' \
 	  '$(PREFIX)' 'sequence-to-sequence models with attention: training and translation' '$(VERSION)' > $@
 shared: $(SO)
 
