@@ -40,6 +40,9 @@ typedef struct RunDir {
  * use (S2S_ERR_IO, naming the pid), no last.bin for RUN_RESUME (S2S_ERR_IO). */
 S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err);
 void rundir_close(RunDir *d);
+/* The names alone, nothing opened or locked (the other ranks of a data-parallel run, which
+ * never write there). */
+S2sStatus rundir_names(RunDir *d, const char *dir, S2sError *err);
 /* Whether dir holds (a part of) a run: its config, log, last.bin or model.bin. */
 bool rundir_holds_run(const char *dir);
 /* dir/name into buf. */

@@ -27,10 +27,13 @@ typedef struct TrainOptions {
                                      in all (0: never); resumable, no test */
     int epochs;                   /* with resume: train to this many epochs in all, a finished
                                      run too (0: as its config says) */
+    const struct Dist *dist;      /* the ranks of a data-parallel run (dist.h), or NULL: one
+                                     process. Rank 0 alone writes into out_dir. */
 } TrainOptions;
 
 typedef struct TrainSummary {
     int epochs;                   /* completed */
+    int stop_signal;              /* interrupted: the signal (on whichever rank it came) */
     long steps;
     double best_metric;
     EvalResult valid;             /* of the last epoch */

@@ -2,6 +2,7 @@
  *   exit 0 done or paused (--max-steps) · 1 runtime, IO, corrupt files, NaN · 2 usage and config
  *   · 128 + signal interrupted (resumable) */
 #include "s2s/args.h"
+#include "s2s/dist.h"
 #include "s2s/train.h"
 
 #include <getopt.h>
@@ -168,22 +169,36 @@ int main(int argc, char **argv) {
     catch_stop_signals();
 
     TrainOptions opt = {out_dir, resume != NULL, overwrite, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps,
-                        (int)epochs};
-    if (!resume) printf("train: %s → %s\n", cfg.path, out_dir);
-    else printf("train: resuming %s\n", out_dir);
+                        (int)epochs, NULL};
+    /* under mpirun: one rank of a data-parallel run; rank 0 alone prints and writes */
+    Dist dist;
+    if (dist_init(&dist, &argc, &argv, &err)) return fail(err.msg, 1);
+    opt.dist = &dist;
+    bool root = dist.rank == 0;
+    if (!root) opt.out = opt.progress = NULL;
+    if (root && !resume) printf("train: %s → %s\n", cfg.path, out_dir);
+    else if (root) printf("train: resuming %s\n", out_dir);
+    if (root && dist.size > 1) printf("train: %d ranks, each a share of every batch\n", dist.size);
     fflush(stdout);
     TrainSummary sum;
     S2sStatus st = train_run(&cfg, &opt, &sum, &err);
-    if (st) return fail(err.msg, st == S2S_ERR_CONFIG ? 2 : 1);
-    if (sum.interrupted) {
-        fprintf(stderr, "train: interrupted after step %ld; resume with: ./train --resume %s\n", sum.steps, out_dir);
-        return 128 + atomic_load(&g_stop);
+    int rc = 0;
+    if (st) {
+        rc = st == S2S_ERR_CONFIG ? 2 : 1;
+        if (dist.size > 1) fprintf(stderr, "train: rank %d: %s\n", dist.rank, err.msg);
+        else fail(err.msg, rc);
+        if (dist.size > 1) dist_abort(&dist, rc); /* the other ranks must not wait for this one */
+    } else if (sum.interrupted) {
+        if (root)
+            fprintf(stderr, "train: interrupted after step %ld; resume with: %s--resume %s\n", sum.steps,
+                    dist.size > 1 ? "mpirun ... ./train " : "./train ", out_dir);
+        rc = 128 + (sum.stop_signal ? sum.stop_signal : atomic_load(&g_stop));
+    } else if (sum.paused) {
+        if (root) printf("train: paused after step %ld (--max-steps); continue with: ./train --resume %s\n", sum.steps, out_dir);
+    } else if (root) {
+        printf("train: %d epochs%s, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs,
+               sum.early_stopped ? " (stopped early)" : "", sum.steps, sum.seconds, out_dir);
     }
-    if (sum.paused) {
-        printf("train: paused after step %ld (--max-steps); continue with: ./train --resume %s\n", sum.steps, out_dir);
-        return 0;
-    }
-    printf("train: %d epochs%s, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs,
-           sum.early_stopped ? " (stopped early)" : "", sum.steps, sum.seconds, out_dir);
-    return 0;
+    dist_finalize(&dist);
+    return rc;
 }

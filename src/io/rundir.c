@@ -69,7 +69,7 @@ static S2sStatus clear_run(const char *dir, S2sError *err) {
     return S2S_OK;
 }
 
-S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
+S2sStatus rundir_names(RunDir *d, const char *dir, S2sError *err) {
     memset(d, 0, sizeof *d);
     d->lock.fd = -1;
     if (snprintf(d->dir, sizeof d->dir, "%s", dir) >= (int)sizeof d->dir)
@@ -78,7 +78,12 @@ S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
     rundir_path(d->log, sizeof d->log, dir, RUN_LOG);
     rundir_path(d->model, sizeof d->model, dir, RUN_MODEL);
     rundir_path(d->last, sizeof d->last, dir, RUN_LAST);
-    S2sStatus st;
+    return S2S_OK;
+}
+
+S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
+    S2sStatus st = rundir_names(d, dir, err);
+    if (st) return st;
     if (mode == RUN_RESUME) {
         struct stat sb;
         if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))

@@ -5,6 +5,7 @@
 #include "s2s/gemm.h"
 #include "s2s/subword.h"
 #include "s2s/checkpoint.h"
+#include "s2s/dist.h"
 #include "s2s/json.h"
 #include "s2s/optim.h"
 #include "s2s/rundir.h"
@@ -57,6 +58,10 @@ typedef struct Run {
     Dataset sampled;  /* with BPE-dropout: the training pairs as epoch sampled_epoch segments them */
     int sampled_epoch; /* −1: none yet */
     int extended_from; /* > 0: resumed with --epochs; the epochs its config said before */
+    const Dist *dist;  /* NULL: one process */
+    bool root;         /* rank 0 (or one process): the only writer of the run folder */
+    float *dist_scratch; /* dist_sum_floats's, for the gradient block */
+    int stop_signal;     /* the signal that stopped the run (on some rank), or 0 */
     cJSON *test_before; /* the extended run's earlier test line, kept in its "extend" line */
 } Run;
 
@@ -106,6 +111,7 @@ static void epoch_plan(Run *r, int e, BatchPlan *plan) {
 }
 
 static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
+    if (!r->root) return S2S_OK; /* rank 0 writes the run's files */
     char *conf = config_to_json(r->cfg);
     char *state = NULL;
     if (last) {
@@ -143,6 +149,10 @@ static S2sStatus save(Run *r, const char *path, bool last, S2sError *err) {
 
 /* One line of the log; a line that cannot be written stops the run (a full disk). */
 static S2sStatus log_line(Run *r, cJSON *j, S2sError *err) {
+    if (!r->log) { /* a rank other than 0: rank 0 writes the log */
+        cJSON_Delete(j);
+        return S2S_OK;
+    }
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     bool bad = fprintf(r->log, "%s\n", txt) < 0 || fflush(r->log) != 0;
@@ -464,6 +474,48 @@ static cJSON *tail_test_line(FILE *log, long from) {
     return found;
 }
 
+static uint64_t fnv1a(const char *s, uint64_t h) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* A data-parallel run's ranks agree before the first step: the same config, data, build and
+ * parameter count as rank 0 (else every rank stops, rank 0 naming the first that differs),
+ * at least one sentence of each global batch per rank, and rank 0's weights, moments, moving
+ * average and state everywhere. */
+static S2sStatus join_ranks(Run *r, S2sError *err) {
+    const Dist *d = r->dist;
+    if (!d || d->size == 1) return S2S_OK;
+    const ConfigTrain *tc = &r->cfg->train;
+    if (tc->batch_size > 0 && tc->batch_size < d->size)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "train.batch_size %d is smaller than the %d ranks: each rank takes a share of every batch",
+                        tc->batch_size, d->size);
+    char *conf = config_to_json(r->cfg);
+    uint64_t mine[3] = {fnv1a(conf, fnv1a(S2S_VERSION " " __DATE__ " " __TIME__, 0xcbf29ce484222325ull)), r->data_hash,
+                        (uint64_t)r->model.params.total},
+             root[3];
+    free(conf);
+    memcpy(root, mine, sizeof root);
+    dist_bcast(d, root, sizeof root, 0);
+    int first_bad = dist_max_int(d, memcmp(root, mine, sizeof mine) ? d->rank : 0);
+    if (first_bad)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "rank %d of %d started with another %s than rank 0: every rank must run the same build with the "
+                        "same --config, --set and data",
+                        first_bad, d->size,
+                        first_bad == d->rank ? (root[0] != mine[0] ? "config or build" : root[1] != mine[1] ? "data" : "model")
+                                             : "config, build or data");
+    ParamStore *ps = &r->model.params;
+    dist_bcast(d, ps->data, ps->total * sizeof *ps->data, 0);
+    if (ps->m) dist_bcast(d, ps->m, ps->total * sizeof *ps->m, 0);
+    if (ps->v) dist_bcast(d, ps->v, ps->total * sizeof *ps->v, 0);
+    if (ps->ema) dist_bcast(d, ps->ema, ps->total * sizeof *ps->ema, 0);
+    dist_bcast(d, &r->st, sizeof r->st, 0);
+    r->dist_scratch = s2s_xmalloc((dist_scratch_floats(d, ps->total) + 1) * sizeof *r->dist_scratch);
+    return S2S_OK;
+}
+
 static S2sStatus setup(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
     const TrainOptions *opt = r->opt;
@@ -472,7 +524,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
     bool hash_saved = false;
     uint64_t saved_hash = 0;
     if (opt->resume) {
-        if ((st = rundir_open(&r->dir, opt->out_dir, RUN_RESUME, err))) return st;
+        /* the other ranks read last.bin too (one machine, or a shared folder), never write */
+        if ((st = r->root ? rundir_open(&r->dir, opt->out_dir, RUN_RESUME, err) : rundir_names(&r->dir, opt->out_dir, err)))
+            return st;
         if ((st = ckpt_load(&ck, r->dir.last, err))) return st;
         Config saved;
         config_defaults(&saved);
@@ -504,7 +558,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
     /* a run that cannot fit is refused before its folder is made */
     if ((st = check_memory(r, err))) goto out;
     if (!opt->resume && (st = check_warmup(r, err))) goto out;
-    if (!opt->resume) {
+    if (!opt->resume && !r->root) {
+        if ((st = rundir_names(&r->dir, opt->out_dir, err))) goto out;
+    } else if (!opt->resume) {
         if ((st = rundir_open(&r->dir, opt->out_dir, opt->overwrite ? RUN_OVERWRITE : RUN_NEW, err))) goto out;
         /* the resolved config beside the run; also proves the folder is writable */
         char *conf = config_to_json(cfg);
@@ -516,7 +572,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         fprintf(opt->out, "removed %d temporary file(s) that a killed process left in %s\n", r->dir.stale_tmps,
                 r->dir.dir);
     if (opt->resume) {
-        if (r->extended_from) { /* config.json says what the run now is */
+        if (r->extended_from && r->root) { /* config.json says what the run now is */
             char *conf = config_to_json(cfg);
             st = file_write_atomic(r->dir.config, conf, strlen(conf), err);
             free(conf);
@@ -562,9 +618,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
         if (cfg->train.ema_decay > 0 && (st = ckpt_restore_ema(&ck, &r->model.params, r->dir.last, err))) goto out;
         r->adam.step = r->st.adam_step;
         r->adam.lr = (float)r->st.lr;
-        r->log = fopen(r->dir.log, "r+");
+        r->log = r->root ? fopen(r->dir.log, "r+") : NULL;
         if (r->log && r->extended_from) r->test_before = tail_test_line(r->log, r->st.log_bytes);
-        if (!r->log || ftruncate(fileno(r->log), r->st.log_bytes) != 0 || fseek(r->log, 0, SEEK_END) != 0) {
+        if (r->root && (!r->log || ftruncate(fileno(r->log), r->st.log_bytes) != 0 || fseek(r->log, 0, SEEK_END) != 0)) {
             st = s2s_fail(err, S2S_ERR_IO, "%s: cannot reopen the log: %s", r->dir.log, strerror(errno));
             goto out;
         }
@@ -576,18 +632,20 @@ static S2sStatus setup(Run *r, S2sError *err) {
         r->st = (TrainState){0};
         r->st.lr = cfg->train.lr;
         r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
-        r->log = fopen(r->dir.log, "w");
-        if (!r->log) {
+        r->log = r->root ? fopen(r->dir.log, "w") : NULL;
+        if (r->root && !r->log) {
             st = s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", r->dir.log, strerror(errno));
             goto out;
         }
     }
+    st = join_ranks(r, err);
 out:
     ckpt_free(&ck);
     return st;
 }
 
 static void teardown(Run *r) {
+    free(r->dist_scratch);
     cJSON_Delete(r->test_before);
     if (r->log) fclose(r->log);
     font_close(r->font);
@@ -600,6 +658,23 @@ static void teardown(Run *r) {
 
 /* ---- the loop ---- */
 
+/* A data-parallel step: every rank's gradient (of the mean over its tokens) weighted by its
+ * share of the global batch's target tokens and summed in rank order, so that every rank
+ * holds the gradient of the mean over all tokens; the loss and NLL likewise. A non-finite
+ * loss on any rank is every rank's. Returns the global objective. */
+static double sum_over_ranks(Run *r, double loss, int *n_tokens, double *nll) {
+    double x[4] = {isfinite(loss) ? loss * *n_tokens : 0, *nll * *n_tokens, *n_tokens, isfinite(loss) ? 0 : 1};
+    dist_sum_doubles(r->dist, x, 4);
+    if (x[3] > 0) return NAN;
+    ParamStore *ps = &r->model.params;
+    float share = x[2] > 0 ? (float)(*n_tokens / x[2]) : 0.0f;
+    for (size_t i = 0; i < ps->total; i++) ps->grad[i] *= share;
+    dist_sum_floats(r->dist, ps->grad, ps->total, r->dist_scratch);
+    *n_tokens = (int)x[2];
+    *nll = x[2] > 0 ? x[1] / x[2] : 0;
+    return x[2] > 0 ? x[0] / x[2] : 0;
+}
+
 /* One optimizer step on a batch; returns the loss. A non-finite loss or gradient returns
  * before any weight changes (*what says which), for the caller to report. */
 static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double *nll, const char **what) {
@@ -610,18 +685,28 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     t->free_values = true; /* the loss is read before backward; nothing else after */
     t->recompute = r->cfg->train.recompute;
     Rng drop;
-    rng_init(&drop, mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step), RNG_STREAM_DROPOUT);
+    uint64_t stream = mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step);
+    if (r->dist && r->dist->size > 1) stream = mix(stream, (uint64_t)r->dist->rank); /* each rank its own masks */
+    rng_init(&drop, stream, RNG_STREAM_DROPOUT);
     params_freeze(&r->model.params, false); /* fixed until the update: GEMMs may pack them */
-    ModelOutput o = model_forward(t, &r->model, b, &drop);
-    double loss = o.loss->data[0];
-    *n_tokens = o.n_tokens;
-    *nll = o.nll;
+    double loss = 0;
+    *n_tokens = 0;
+    *nll = 0;
     *what = "loss";
-    if (isfinite(loss)) {
+    if (b->B > 0) { /* a rank's share of a batch may be empty */
+        ModelOutput o = model_forward(t, &r->model, b, &drop);
+        loss = o.loss->data[0];
+        *n_tokens = o.n_tokens;
+        *nll = o.nll;
+        if (isfinite(loss)) {
+            params_zero_grad(&r->model.params);
+            tape_backward(t, o.loss);
+        }
+    } else {
         params_zero_grad(&r->model.params);
-        tape_backward(t, o.loss);
     }
     params_thaw(&r->model.params);
+    if (r->dist && r->dist->size > 1) loss = sum_over_ranks(r, loss, n_tokens, nll);
     if (!isfinite(loss)) return loss;
     double norm = r->cfg->train.clip > 0 ? grad_clip_global_norm(&r->model.params, r->cfg->train.clip)
                                          : grad_global_norm(&r->model.params);
@@ -643,8 +728,15 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
 }
 
 static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, int n_batches, S2sError *err);
-static bool stop_requested(const Run *r) { return r->opt->stop && atomic_load(r->opt->stop); }
 static bool pause_reached(const Run *r) { return r->opt->max_steps > 0 && r->st.step >= r->opt->max_steps; }
+/* A stop requested on any rank stops every rank after the same step; the signal is kept for
+ * the exit code of every rank. */
+static bool stop_any(Run *r) {
+    int mine = r->opt->stop ? atomic_load(r->opt->stop) : 0;
+    int sig = r->dist && r->dist->size > 1 ? dist_max_int(r->dist, mine) : mine;
+    if (sig) r->stop_signal = sig;
+    return sig != 0;
+}
 
 /* Trains the batches of the current epoch from st.batch on. Returns with *complete when the
  * epoch's batches are done (or train.max_steps ended it), else after saving the state to
@@ -663,7 +755,14 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
     long done_here = 0;
     while (r->st.batch < plan.n_batches) {
         int k = r->st.batch;
-        batch_fill(&b, epoch_data(r, r->st.epoch), plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+        int lo = plan.start[k], n = plan.start[k + 1] - plan.start[k];
+        if (r->dist && r->dist->size > 1) { /* this rank's share: a contiguous part of the batch's sentences */
+            int P = r->dist->size, me = r->dist->rank, a = (int)((long)n * me / P), z = (int)((long)n * (me + 1) / P);
+            lo += a;
+            n = z - a;
+        }
+        if (n > 0) batch_fill(&b, epoch_data(r, r->st.epoch), plan.order + lo, n);
+        else b.B = 0; /* more ranks than this batch has sentences: this one sits it out */
         int ntok;
         const char *what = "loss";
         /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
@@ -714,7 +813,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
             window_t = now_s(); /* the speed of training alone */
             window_tokens = 0;
         }
-        bool stop = stop_requested(r), pause = pause_reached(r);
+        bool stop = stop_any(r), pause = pause_reached(r);
         if (stop || pause || (tc->save_every > 0 && r->st.step % tc->save_every == 0)) {
             if ((st = save(r, r->dir.last, true, err))) break;
             if (stop || pause) {
@@ -846,7 +945,7 @@ static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, int n_batches,
     cJSON_AddBoolToObject(j, LOG_BEST, better);
     cJSON_AddNumberToObject(j, LOG_ELAPSED_S, r->st.seconds + now_s() - r->t0);
     if ((st = log_line(r, j, err))) return st;
-    prune_checkpoints(r);
+    if (r->root) prune_checkpoints(r);
     FILE *out = r->opt->out;
     if (out)
         fprintf(out, "\r\033[Kstep %ld  valid loss %.4f  ppl %.3f  %s %.4g%s\n", r->st.step, sum->valid.loss, sum->valid.ppl,
@@ -882,7 +981,7 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     cJSON_AddNumberToObject(j, LOG_ELAPSED_S, r->st.seconds + now_s() - r->t0);
     if (tc->test_each_epoch) eval_json(j, LOG_TEST_, &test_now, true);
     if ((st = log_line(r, j, err))) return st;
-    prune_checkpoints(r);
+    if (r->root) prune_checkpoints(r);
     FILE *out = r->opt->out;
     if (out && sum->valid.sacre)
         fprintf(out, "epoch %2d  train loss %.4f  valid loss %.4f  ppl %.3f  sacreBLEU %.2f  chrF %.2f  tf token acc %.2f%%  %.1fs%s\n",
@@ -903,11 +1002,11 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     r->st.loss_sum = r->st.tok_sum = 0;
     if ((st = save(r, r->dir.last, true, err))) return st;
     if (ema) params_swap_ema(&r->model.params); /* the pictures of the weights validated */
-    draw_epoch(r);
+    if (r->root) draw_epoch(r);
     if (ema) params_swap_ema(&r->model.params);
     sum->epochs = r->st.epoch;
     sum->early_stopped = tc->patience > 0 && r->st.bad_epochs >= tc->patience;
-    if (stop_requested(r)) sum->interrupted = true;
+    if (stop_any(r)) sum->interrupted = true;
     else if (pause_reached(r)) sum->paused = true;
     return S2S_OK;
 }
@@ -996,6 +1095,8 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
     Run *r = &run;
     r->cfg = cfg;
     r->opt = opt;
+    r->dist = opt->dist;
+    r->root = !opt->dist || opt->dist->rank == 0;
     r->dir.lock.fd = -1;
     dataset_init(&r->sampled);
     r->sampled_epoch = -1;
@@ -1023,9 +1124,10 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
     sum->early_stopped = cfg->train.patience > 0 && r->st.bad_epochs >= cfg->train.patience;
     if (!st && finished(r)) {
         sum->paused = false; /* the run ended: nothing to resume */
-        if (!sum->interrupted) st = final_test(r, sum, err);
+        if (!sum->interrupted && r->root) st = final_test(r, sum, err); /* rank 0 tests model.bin */
     }
     sum->steps = r->st.step;
+    sum->stop_signal = r->stop_signal;
     sum->best_metric = r->st.best;
     sum->seconds = r->st.seconds; /* training and validation, as of the last save */
     teardown(r);
