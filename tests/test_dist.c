@@ -130,3 +130,34 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* SIGTERM to rank 1 alone: every rank stops after the same step, rank 0 writes last.bin,
+ * mpirun exits 143; resumed under mpirun, the run ends with the model an uninterrupted -np 2
+ * run makes (dropout on: each rank's masks come back too). A paused (--max-steps) run resumed
+ * gives that model as well. */
+Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
+    if (!have_mpi()) return;
+    char *d = tu_tmpdir();
+    FILE *f = fopen(tu_path(d, "m.json"), "w");
+    fputs(SMALL_MPI, f);
+    fclose(f);
+    const char *set = "--set dropout=0.2 --set train_size=20000 --set epochs=2 --set log_every=5";
+    cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json %s --out %s/full > /dev/null 2>&1", tu_bin(), d, set, d), 0);
+    /* started in the background; SIGTERM to rank 1 once the log shows steps */
+    int rc = tu_sh("cd %s && (" MPIRUN " -np 2 %s/train --config m.json %s --out part > out.txt 2>&1; echo $? > rc.txt) & "
+                   "for i in $(seq 1 600); do grep -q '\"type\":\"step\"' %s/part/log.jsonl 2>/dev/null && break; sleep 0.05; done; "
+                   "kill -TERM $(pgrep -f '^%s/train --config m.json' | sort -n | tail -1); wait",
+                   d, tu_bin(), set, d, tu_bin());
+    cr_assert_eq(rc, 0);
+    char *code = tu_slurp(tu_path(d, "rc.txt"), NULL);
+    cr_expect(code && atoi(code) == 143, "mpirun exit %s\n%s", code ? code : "?", tu_slurp(tu_path(d, "out.txt"), NULL));
+    free(code);
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "train: interrupted after step"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --resume %s/part > /dev/null 2>&1", tu_bin(), d), 0);
+    cr_expect(tu_same_file(tu_path(d, "full/model.bin"), tu_path(d, "part/model.bin")), "resumed after SIGTERM: another model");
+    cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json %s --out %s/paused --max-steps 40 > /dev/null 2>&1", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --resume %s/paused > /dev/null 2>&1", tu_bin(), d), 0);
+    cr_expect(tu_same_file(tu_path(d, "full/model.bin"), tu_path(d, "paused/model.bin")), "paused and resumed: another model");
+    tu_rm_rf(d);
+    free(d);
+}

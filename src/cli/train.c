@@ -194,7 +194,8 @@ int main(int argc, char **argv) {
                     dist.size > 1 ? "mpirun ... ./train " : "./train ", out_dir);
         rc = 128 + (sum.stop_signal ? sum.stop_signal : atomic_load(&g_stop));
     } else if (sum.paused) {
-        if (root) printf("train: paused after step %ld (--max-steps); continue with: ./train --resume %s\n", sum.steps, out_dir);
+        if (root) printf("train: paused after step %ld (--max-steps); continue with: %s--resume %s\n", sum.steps,
+                         dist.size > 1 ? "mpirun ... ./train " : "./train ", out_dir);
     } else if (root) {
         printf("train: %d epochs%s, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs,
                sum.early_stopped ? " (stopped early)" : "", sum.steps, sum.seconds, out_dir);
