@@ -161,3 +161,23 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* ./compare --ranks 2 trains each run as two ranks: the model of `mpirun -np 2 ./train` with
+ * the same config and seed, bit for bit. */
+Test(dist, compare_runs_each_training_as_ranks, .timeout = 240) {
+    if (!have_mpi()) return;
+    char *d = tu_tmpdir();
+    FILE *f = fopen(tu_path(d, "m.json"), "w");
+    fputs(SMALL_MPI, f);
+    fclose(f);
+    cr_assert_eq(tu_sh("cd %s && " MPIRUN " -np 2 %s/train --config m.json --seed 5 --out direct > /dev/null 2>&1", d, tu_bin()), 0);
+    cr_assert_eq(tu_sh("cd %s && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+                       "%s/compare --config m.json --vary model.attention=dot --seeds 5 --ranks 2 --out cmp > out.txt 2>&1",
+                       d, tu_bin()),
+                 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "(2 ranks, 1 threads each)"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(tu_same_file(tu_path(d, "direct/model.bin"), tu_path(d, "cmp/dot-seed5/model.bin")),
+              "compare --ranks 2 and mpirun -np 2 gave other models");
+    tu_rm_rf(d);
+    free(d);
+}

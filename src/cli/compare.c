@@ -29,7 +29,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: compare --config FILE (--attention A,B,... | --vary key=A,B,...) --seeds 1,2,3 [--jobs N]\n"
-               "               [--out DIR] [--set key=value]...\n"
+               "               [--ranks N] [--out DIR] [--set key=value]...\n"
                "       compare --runs DIR... [--out DIR]\n"
                "\n"
                "  --attention A,B  the attention variants (the same as --vary model.attention=A,B)\n"
@@ -40,7 +40,8 @@ static void usage(FILE *f) {
                "summary.csv, summary.json, summary.png and curves.png: per variant the test metric's mean,\n"
                "variance, sd, min and max, the best validation loss's, epochs and time, the validation metric\n"
                "by epoch; paired bootstrap tests between variants. GEMM threads: the config's (train.threads),\n"
-               "else the cores split between the --jobs.\n"
+               "else the cores split between the --jobs (and their ranks).\n"
+               "  --ranks N        each training as N ranks of one MPI job (mpirun -np N ./train ...)\n"
                "--runs tabulates existing run folders instead; their variants are named by the config keys\n"
                "in which the runs differ.\n",
             MAX_VARY, COMPARE_MAX_VARIANTS);
@@ -106,10 +107,16 @@ static bool folder_matches(const Job *j, char *why, size_t n) {
 /* Starts train for job j; returns its pid or −1. The child dies with this process: a
  * SIGKILLed compare takes its trainings with it (they get SIGTERM, save, and can resume). */
 static pid_t start(const Job *j, const char *train, const char *config_path, const char *const *sets, int n_sets,
-                   int threads, bool set_threads, bool resume) {
-    char **args = s2s_xcalloc((size_t)(2 * n_sets + 16), sizeof *args);
-    char a_thr[32], a_seed[32];
+                   int threads, bool set_threads, bool resume, int ranks) {
+    char **args = s2s_xcalloc((size_t)(2 * n_sets + 20), sizeof *args);
+    char a_thr[32], a_seed[32], a_np[16];
     int k = 0;
+    if (ranks > 1) { /* the training as ranks of one MPI job: mpirun -np N train … */
+        snprintf(a_np, sizeof a_np, "%d", ranks);
+        args[k++] = "mpirun";
+        args[k++] = "-np";
+        args[k++] = a_np;
+    }
     args[k++] = (char *)train;
     if (resume) {
         args[k++] = "--resume";
@@ -154,8 +161,9 @@ static pid_t start(const Job *j, const char *train, const char *config_path, con
             dup2(fd, 2);
             close(fd);
         }
-        execv(train, args);
-        fprintf(stderr, "compare: cannot run %s: %s\n", train, strerror(errno));
+        if (ranks > 1) execvp(args[0], args);
+        else execv(train, args);
+        fprintf(stderr, "compare: cannot run %s: %s\n", args[0], strerror(errno));
         _exit(127);
     }
     free(args);
@@ -167,16 +175,16 @@ int main(int argc, char **argv) {
     const char *config = NULL, *out = NULL;
     char *attention = NULL, *seeds = NULL, *vary[MAX_VARY];
     const char *sets[128];
-    int n_sets = 0, jobs = 1, n_vary = 0;
+    int n_sets = 0, jobs = 1, n_vary = 0, ranks = 1;
     bool runs_mode = false;
     S2sError err;
-    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY };
+    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY, O_RANKS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"config", required_argument, NULL, O_CONFIG},
         {"attention", required_argument, NULL, O_ATTENTION}, {"seeds", required_argument, NULL, O_SEEDS},
         {"out", required_argument, NULL, O_OUT},   {"jobs", required_argument, NULL, O_JOBS},
         {"set", required_argument, NULL, O_SET},   {"runs", no_argument, NULL, O_RUNS},
-        {"vary", required_argument, NULL, O_VARY},
+        {"vary", required_argument, NULL, O_VARY}, {"ranks", required_argument, NULL, O_RANKS},
         {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
@@ -189,6 +197,9 @@ int main(int argc, char **argv) {
         case O_RUNS: runs_mode = true; break;
         case O_JOBS:
             if (args_int("--jobs", optarg, 1, 64, &jobs, &err)) return usage_error(err.msg);
+            break;
+        case O_RANKS:
+            if (args_int("--ranks", optarg, 1, 1024, &ranks, &err)) return usage_error(err.msg);
             break;
         case O_SET:
             if (n_sets == 128) return usage_error("too many --set options");
@@ -320,7 +331,7 @@ int main(int argc, char **argv) {
         /* threads: the user's (config or --set), else the cores shared between the jobs */
         bool user_threads = cfg.train.threads > 0;
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int threads = user_threads ? cfg.train.threads : (int)(cores / jobs > 0 ? cores / jobs : 1);
+        int threads = user_threads ? cfg.train.threads : (int)(cores / (jobs * ranks) > 0 ? cores / (jobs * ranks) : 1);
         job = s2s_xcalloc((size_t)nv * ns, sizeof *job);
         bool attention_only = nk == 1 && !strcmp(config_key_info(key_index[0]).path, "model.attention");
         for (int a = 0; a < nv; a++) {
@@ -410,15 +421,19 @@ int main(int argc, char **argv) {
                     failed++;
                     continue;
                 }
-                j->pid = start(j, train, path, sets, n_sets, threads, !user_threads, resume);
+                j->pid = start(j, train, path, sets, n_sets, threads, !user_threads, resume, ranks);
                 if (j->pid < 0) {
                     fprintf(stderr, "compare: fork: %s\n", strerror(errno));
                     failed++;
                     continue;
                 }
                 running++;
-                printf("compare: %s seed %ld: %s (%d threads) → %s\n", j->variant, j->seed, resume ? "resumed" : "started",
-                       threads, j->dir);
+                if (ranks > 1)
+                    printf("compare: %s seed %ld: %s (%d ranks, %d threads each) → %s\n", j->variant, j->seed,
+                           resume ? "resumed" : "started", ranks, threads, j->dir);
+                else
+                    printf("compare: %s seed %ld: %s (%d threads) → %s\n", j->variant, j->seed,
+                           resume ? "resumed" : "started", threads, j->dir);
             }
             if (g_stop && forwarded != g_stop) { /* the trainings stop too: they save and can resume */
                 forwarded = g_stop;
