@@ -102,6 +102,11 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB) $(BUILD)/tests/dist_check
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(TEST_OBJ) $(LIB) $(PKG_LIBS) -lcriterion -o $@
 
+# the gradient sum timed under mpirun (make bench, README: MPI)
+$(BUILD)/bench/dist_bench: $(BUILD)/bench/dist_bench.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+
 # run under mpirun by tests/test_dist.c
 $(BUILD)/tests/dist_check: $(BUILD)/tests/mpi/dist_check.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -128,7 +133,7 @@ test-golden: $(TEST_BIN)
 	  $(TEST_BIN) --filter 'golden*/*' $(TEST_ARGS)
 
 # Throughput against the PyTorch baseline (when python3-torch is installed); bench/results.jsonl.
-bench: all
+bench: all $(BUILD)/bench/dist_bench
 	bash scripts/bench.sh
 
 # libFuzzer (clang): each target for FUZZ_SECONDS, its corpus in tests/fuzz/corpus/<target>
