@@ -390,6 +390,52 @@ Test(safetensors, export_import_round_trip_and_refusals, .timeout = 240) {
     cr_assert_eq(tu_sh("%s/export %s/tf/model.bin --out %s/tf.safetensors", tu_bin(), d, d), 0);
     cr_assert_eq(tu_sh("%s/import %s/tf.safetensors --out %s/tf2.bin", tu_bin(), d, d), 0);
     cr_expect(tu_same_file(tu_path(d, "tf/model.bin"), tu_path(d, "tf2.bin")), "the Transformer model file differs after the round trip");
+    /* the same from files: config, vocabularies and the subword model given, no metadata */
+    {
+        Checkpoint tk;
+        cr_assert_eq(ckpt_load(&tk, tu_path(d, "tf/model.bin"), &err), S2S_OK, "%s", err.msg);
+        cr_assert(tk.subword != NULL && tk.subword_trg == NULL, "a joint subword model");
+        f = fopen(tu_path(d, "tsrc.txt"), "w");
+        for (int i = 0; i < tk.n_src; i++) fprintf(f, "%s\n", tk.src_tokens[i]);
+        fclose(f);
+        f = fopen(tu_path(d, "ttrg.txt"), "w");
+        for (int i = 0; i < tk.n_trg; i++) fprintf(f, "%s\n", tk.trg_tokens[i]);
+        fclose(f);
+        f = fopen(tu_path(d, "tconf.json"), "w");
+        fputs(tk.config_json, f);
+        fclose(f);
+        f = fopen(tu_path(d, "bpe.model"), "wb");
+        fwrite(tk.subword, 1, tk.subword_len, f);
+        fclose(f);
+        ckpt_free(&tk);
+        SafeTensors ts;
+        cr_assert_eq(safetensors_load(&ts, tu_path(d, "tf.safetensors"), &err), S2S_OK, "%s", err.msg);
+        SafeSaveTensor *t = calloc((size_t)ts.n, sizeof *t);
+        float **bufs = calloc((size_t)ts.n, sizeof *bufs);
+        int (*shapes)[8] = calloc((size_t)ts.n, sizeof *shapes);
+        for (int i = 0; i < ts.n; i++) {
+            bufs[i] = malloc(ts.tensors[i].numel * 4);
+            for (size_t k = 0; k < ts.tensors[i].numel; k++) bufs[i][k] = safetensors_value(&ts.tensors[i], k);
+            for (int dd = 0; dd < ts.tensors[i].ndim; dd++) shapes[i][dd] = (int)ts.tensors[i].shape[dd];
+            t[i] = (SafeSaveTensor){ts.tensors[i].name, ts.tensors[i].ndim, shapes[i], bufs[i]};
+        }
+        cr_assert_eq(safetensors_save(tu_path(d, "tplain.safetensors"), t, ts.n, NULL, NULL, 0, SAFETENSORS_F32, &err), S2S_OK);
+        for (int i = 0; i < ts.n; i++) free(bufs[i]);
+        free(bufs);
+        free(shapes);
+        free(t);
+        safetensors_free(&ts);
+    }
+    cr_expect_eq(tu_sh("%s/import %s/tplain.safetensors --config %s/tconf.json --src-vocab %s/tsrc.txt --trg-vocab %s/ttrg.txt "
+                       "--out %s/x.bin 2> %s/err.txt",
+                       tu_bin(), d, d, d, d, d, d),
+                 2, "task.subword is bpe: a subword model is needed");
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "no subword model came"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_assert_eq(tu_sh("%s/import %s/tplain.safetensors --config %s/tconf.json --src-vocab %s/tsrc.txt --trg-vocab %s/ttrg.txt "
+                       "--subword %s/bpe.model --out %s/tf4.bin",
+                       tu_bin(), d, d, d, d, d, d),
+                 0);
+    cr_expect(tu_same_file(tu_path(d, "tf/model.bin"), tu_path(d, "tf4.bin")), "imported from files with --subword: another file");
     rewrite(tu_path(d, "tf.safetensors"), tu_path(d, "alias.safetensors"), add_tied_copy);
     cr_assert_eq(tu_sh("%s/import %s/alias.safetensors --out %s/tf3.bin", tu_bin(), d, d), 0, "a tied copy is accepted");
     cr_expect(tu_same_file(tu_path(d, "tf/model.bin"), tu_path(d, "tf3.bin")));
