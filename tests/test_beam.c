@@ -37,8 +37,8 @@ static void make_transformer(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias
     m->out.b->data[TOK_EOS] += eos_bias;
 }
 
-/* An RNN model of the attention kind and cell/combine given (LSTM_LUONG: an LSTM with the
- * Luong combination s~ = tanh(W_c [c; s])). */
+/* An RNN model of the attention kind given: a bidirectional GRU (concat, or Luong for dot),
+ * or LSTM_LUONG: an LSTM with the Luong combination s~ = tanh(W_c [c; s]). */
 enum { GRU_DEFAULT, LSTM_LUONG };
 static void make_rnn(Seq2Seq *m, const char *attention, float range, int kind) {
     Config c;
@@ -60,25 +60,8 @@ static void make_rnn(Seq2Seq *m, const char *attention, float range, int kind) {
 }
 
 static void make_model(Seq2Seq *m, const char *attention, float range) {
-    if (!strncmp(attention, "transformer", 11)) {
-        make_transformer(m, !strcmp(attention, "transformer-pre"), 17, 0.0f);
-        return;
-    }
-    Config c;
-    config_defaults(&c);
-    bool dot = !strcmp(attention, "dot"); /* dot needs decoder_hidden = 2 x encoder_hidden */
-    c.model = (ConfigModel){.cell = MODEL_CELL_GRU, .bidirectional = true, .layers = 1, .embedding_type = EMBEDDING_LEARNED,
-                            .embedding = 8, .encoder_hidden = dot ? 5 : 8, .decoder_hidden = 10, .kq = 6,
-                            .combine = dot ? COMBINE_LUONG : COMBINE_CONCAT, .init_range = range};
-    char set[64];
-    snprintf(set, sizeof set, "attention=%s", attention);
-    tu_config_set(&c, set);
-    c.model.heads = 2;
-    S2sError err;
-    cr_assert_eq(model_init(m, &c.model, VS, VT, &err), S2S_OK, "%s", err.msg);
-    Rng r;
-    rng_init(&r, 17, RNG_STREAM_INIT);
-    model_init_weights(m, &r);
+    if (!strncmp(attention, "transformer", 11)) make_transformer(m, !strcmp(attention, "transformer-pre"), 17, 0.0f);
+    else make_rnn(m, attention, range, GRU_DEFAULT);
 }
 
 /* n random sources over the source vocabulary (lengths 2..7), targets <sos> <eos>. */

@@ -207,9 +207,9 @@ Test(safetensors, tied_names_are_the_untied_embeddings) {
 /* ---- ./export and ./import ---- */
 
 /* Rewrites a safetensors file through edit (which may change, drop or add tensors: n up to
- * cap), keeping its metadata. */
+ * cap; NULL: none), with its metadata or (keep_meta false) without. */
 typedef int (*Edit)(SafeSaveTensor *t, float **bufs, int n, int cap);
-static void rewrite(const char *in, const char *out, Edit edit) {
+static void rewrite_file(const char *in, const char *out, Edit edit, bool keep_meta) {
     SafeTensors s;
     S2sError err;
     cr_assert_eq(safetensors_load(&s, in, &err), S2S_OK, "%s", err.msg);
@@ -223,10 +223,10 @@ static void rewrite(const char *in, const char *out, Edit edit) {
         for (int d = 0; d < s.tensors[i].ndim; d++) shapes[i][d] = (int)s.tensors[i].shape[d];
         t[i] = (SafeSaveTensor){s.tensors[i].name, s.tensors[i].ndim, shapes[i], bufs[i]};
     }
-    n = edit(t, bufs, n, cap);
+    if (edit) n = edit(t, bufs, n, cap);
     const char *keys[16], *vals[16];
     int nm = 0;
-    for (const cJSON *m = s.metadata ? s.metadata->child : NULL; m && nm < 16; m = m->next) {
+    for (const cJSON *m = s.metadata && keep_meta ? s.metadata->child : NULL; m && nm < 16; m = m->next) {
         keys[nm] = m->string;
         vals[nm++] = m->valuestring;
     }
@@ -237,6 +237,8 @@ static void rewrite(const char *in, const char *out, Edit edit) {
     free(t);
     safetensors_free(&s);
 }
+
+static void rewrite(const char *in, const char *out, Edit edit) { rewrite_file(in, out, edit, true); }
 
 static int drop_last(SafeSaveTensor *t, float **b, int n, int cap) {
     (void)t, (void)b, (void)cap;
@@ -320,25 +322,7 @@ Test(safetensors, export_import_round_trip_and_refusals, .timeout = 240) {
     fclose(f);
     ckpt_free(&ck);
     /* a file without metadata: the config and vocabularies must come from the arguments */
-    SafeTensors s;
-    cr_assert_eq(safetensors_load(&s, tu_path(d, "rnn.safetensors"), &err), S2S_OK, "%s", err.msg);
-    {
-        SafeSaveTensor *t = calloc((size_t)s.n, sizeof *t);
-        float **bufs = calloc((size_t)s.n, sizeof *bufs);
-        int (*shapes)[8] = calloc((size_t)s.n, sizeof *shapes);
-        for (int i = 0; i < s.n; i++) {
-            bufs[i] = malloc(s.tensors[i].numel * 4);
-            for (size_t k = 0; k < s.tensors[i].numel; k++) bufs[i][k] = safetensors_value(&s.tensors[i], k);
-            for (int dd = 0; dd < s.tensors[i].ndim; dd++) shapes[i][dd] = (int)s.tensors[i].shape[dd];
-            t[i] = (SafeSaveTensor){s.tensors[i].name, s.tensors[i].ndim, shapes[i], bufs[i]};
-        }
-        cr_assert_eq(safetensors_save(tu_path(d, "plain.safetensors"), t, s.n, NULL, NULL, 0, SAFETENSORS_F32, &err), S2S_OK);
-        for (int i = 0; i < s.n; i++) free(bufs[i]);
-        free(bufs);
-        free(shapes);
-        free(t);
-    }
-    safetensors_free(&s);
+    rewrite_file(tu_path(d, "rnn.safetensors"), tu_path(d, "plain.safetensors"), NULL, false);
     cr_expect_eq(tu_sh("%s/import %s/plain.safetensors --out %s/x.bin 2> %s/err.txt", tu_bin(), d, d, d), 2);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "give --config"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
     cr_expect_eq(tu_sh("%s/import %s/plain.safetensors --config %s/conf.json --out %s/x.bin 2> %s/err.txt", tu_bin(), d, d, d, d), 2);
@@ -408,23 +392,7 @@ Test(safetensors, export_import_round_trip_and_refusals, .timeout = 240) {
         fwrite(tk.subword, 1, tk.subword_len, f);
         fclose(f);
         ckpt_free(&tk);
-        SafeTensors ts;
-        cr_assert_eq(safetensors_load(&ts, tu_path(d, "tf.safetensors"), &err), S2S_OK, "%s", err.msg);
-        SafeSaveTensor *t = calloc((size_t)ts.n, sizeof *t);
-        float **bufs = calloc((size_t)ts.n, sizeof *bufs);
-        int (*shapes)[8] = calloc((size_t)ts.n, sizeof *shapes);
-        for (int i = 0; i < ts.n; i++) {
-            bufs[i] = malloc(ts.tensors[i].numel * 4);
-            for (size_t k = 0; k < ts.tensors[i].numel; k++) bufs[i][k] = safetensors_value(&ts.tensors[i], k);
-            for (int dd = 0; dd < ts.tensors[i].ndim; dd++) shapes[i][dd] = (int)ts.tensors[i].shape[dd];
-            t[i] = (SafeSaveTensor){ts.tensors[i].name, ts.tensors[i].ndim, shapes[i], bufs[i]};
-        }
-        cr_assert_eq(safetensors_save(tu_path(d, "tplain.safetensors"), t, ts.n, NULL, NULL, 0, SAFETENSORS_F32, &err), S2S_OK);
-        for (int i = 0; i < ts.n; i++) free(bufs[i]);
-        free(bufs);
-        free(shapes);
-        free(t);
-        safetensors_free(&ts);
+        rewrite_file(tu_path(d, "tf.safetensors"), tu_path(d, "tplain.safetensors"), NULL, false);
     }
     cr_expect_eq(tu_sh("%s/import %s/tplain.safetensors --config %s/tconf.json --src-vocab %s/tsrc.txt --trg-vocab %s/ttrg.txt "
                        "--out %s/x.bin 2> %s/err.txt",
