@@ -70,6 +70,18 @@ fi
 # and a GRU's W_hn h recomputed in backward
 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set loss_chunk=512 --set recompute=true \
     | sed 's/"event":"train"/"event":"train_low_memory"/' | tee -a "$out"
+# data-parallel (README: MPI): the same steps as 2 ranks of one thread each under mpirun, beside
+# the one-process lines above; sum_ms_per_batch is the gradient sum's time, waiting for the
+# slower rank included
+if command -v mpirun > /dev/null && ldd ./speed | grep -q libmpi; then
+    [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    for prec in fp32 bf16; do
+        mpirun -np 2 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set threads=1 --set precision=$prec 2>/dev/null \
+            | grep '"event":"train"' | sed 's/"event":"train"/"event":"train_mpi2"/' | tee -a "$out" || true
+    done
+else
+    echo "bench: no mpirun or a build without MPI: no data-parallel line"
+fi
 # the Transformer (model.type) of PyTorch's baseline: nn.Transformer 3+3 layers, d 256, 8 heads,
 # ff 512, dropout 0.1, post-norm, sinusoidal positions, on the same word-level batches
 TF="--set model.type=transformer --set d_model=256 --set heads=8 --set ff=512 --set layers=3 --set dropout=0.1 --set norm=post"
@@ -124,6 +136,7 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
                         else osg = num($0, "sgemm_gflops_output_shape")
                         if (p == "bf16") bg = num($0, "bf16_gemm_gflops_output_shape") }
     /"event":"train_low_memory"/ { lctok = num($0, "tok_per_s"); lcrss = num($0, "peak_rss_mb") }
+    /"event":"train_mpi2"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; mtok[p] = num($0, "tok_per_s"); msum[p] = num($0, "sum_ms_per_batch"); mms[p] = num($0, "ms_per_batch") }
     /"event":"train_transformer"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; tftok[p] = num($0, "tok_per_s"); tfrss[p] = num($0, "peak_rss_mb") }
     /"event": "bench_transformer"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttftok[p] = num($0, "tok_per_s") }
     /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
@@ -140,6 +153,8 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
         if (probe != "") printf ",\"openblas_auto_core\":\"%s\",\"openblas_env_coretype\":\"%s\",\"openblas_sgemm_gflops_by_core\":\"%s\"", autocore, envcore, probe
         printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], tok["bf16"], rss["fp32"], gf["fp32"], sg, bg
         if (lctok != "") printf ",\"train_low_memory_tok_per_s\":%s,\"peak_rss_low_memory_mb\":%s", lctok, lcrss
+        if (mtok["fp32"] != "") printf ",\"train_mpi2_tok_per_s\":%s,\"train_mpi2_vs_one_process\":%.2f,\"mpi2_sum_share\":%.3f", mtok["fp32"], mtok["fp32"] / tok["fp32"], msum["fp32"] / mms["fp32"]
+        if (mtok["bf16"] != "") printf ",\"train_mpi2_bf16_tok_per_s\":%s,\"train_mpi2_bf16_vs_one_process\":%.2f,\"mpi2_bf16_sum_share\":%.3f", mtok["bf16"], mtok["bf16"] / tok["bf16"], msum["bf16"] / mms["bf16"]
         printf ",\"train_openblas_tok_per_s\":%s,\"step_gemm_openblas_gflops\":%s,\"sgemm_openblas_gflops\":%s", tok["openblas"], gf["openblas"], osg
         printf ",\"random_greedy_full_sent_per_s\":%s,\"random_greedy_full_bf16_sent_per_s\":%s,\"random_beam5_sent_per_s\":%s,\"random_beam5_bf16_sent_per_s\":%s", dec["fp32_full"], dec["bf16_full"], dec["fp32_beam5"], dec["bf16_beam5"]
         if (dec["int8_full"] != "") printf ",\"random_greedy_full_int8_sent_per_s\":%s", dec["int8_full"] # its weights are not the others (no training first): only the fixed-length run compares

@@ -33,6 +33,14 @@ double grad_global_norm(const ParamStore *ps);
  * Returns the norm before clipping. */
 double grad_clip_global_norm(ParamStore *ps, double max_norm);
 
+/* A data-parallel step (dist.h): every rank's gradient (of the mean over its n_tokens target
+ * tokens) weighted by its share of the global batch's tokens and summed in rank order, so
+ * that every rank holds the gradient of the mean over all tokens; the objective and NLL
+ * likewise, *n_tokens becoming the global count. A non-finite objective on any rank is every
+ * rank's (NaN). scratch: dist_scratch_floats(d, ps->total) floats. Returns the objective. */
+struct Dist;
+double optim_sum_over_ranks(const struct Dist *d, ParamStore *ps, float *scratch, double objective, int *n_tokens, double *nll);
+
 /* The learning-rate factor of update `step` (1 for the first) at `progress` in [0, 1] (the
  * share of the run's steps done before it): "constant" 1; "linear" 1 − progress; "cosine"
  * (1 + cos(π progress)) / 2 (both decays start at 1 and reach 0 after the last step, so the

@@ -14,6 +14,7 @@
 #include "s2s/optim.h"
 
 #include "s2s/args.h"
+#include "s2s/dist.h"
 
 #include <cblas.h>
 #include <getopt.h>
@@ -155,7 +156,9 @@ static void usage(FILE *f) {
                "Measures training and decoding throughput of a config (default multi30k) on this machine and prints\n"
                "one JSON line per measurement: --warmup batches first, then --iters timed ones (default 5 and 60).\n"
                "--gemm-profile times every product of the timed training steps and prints the slowest shapes and\n"
-               "the step's GEMM rate beside oneDNN matmul primitives' on the same shapes (slows the step a little).\n");
+               "the step's GEMM rate beside oneDNN matmul primitives' on the same shapes (slows the step a little).\n"
+               "Under mpirun (mpirun -np 2 ./speed --no-decode --set threads=1) the training steps run as ranks of a\n"
+               "data-parallel run, and the line adds the gradient sum's time per batch.\n");
 }
 
 int main(int argc, char **argv) {
@@ -269,6 +272,19 @@ int main(int argc, char **argv) {
     m.label_smoothing = cfg.train.label_smoothing;
     /* bf16 is oneDNN's only */
     const char *prec = PRECISION_NAMES[cfg.train.precision], *lib = GEMM_LIB_NAMES[bf16 ? GEMM_LIB_ONEDNN : cfg.train.gemm];
+    /* under mpirun: the training steps as ranks of a data-parallel run (each a share of every
+     * batch, the gradient summed in rank order), timed on rank 0 */
+    Dist dist;
+    if (dist_init(&dist, &argc, &argv, &err)) {
+        fprintf(stderr, "speed: %s\n", err.msg);
+        return 1;
+    }
+    if (dist.size > 1 && decode) {
+        if (dist.rank == 0) fprintf(stderr, "speed: under mpirun only the training steps are timed (decoding is one process's)\n");
+        decode = false;
+    }
+    float *scratch = s2s_xmalloc((dist_scratch_floats(&dist, m.params.total) + 1) * sizeof *scratch);
+    double sum_s = 0; /* time in the gradient sum */
     if (train) {
         Adam adam = adam_from_config(&cfg.train);
         Rng shuf;
@@ -294,7 +310,13 @@ int main(int argc, char **argv) {
                 flops = t.flops;
                 if (profile) t.gemm_stats = &stats;
             }
-            batch_fill(&b, &d.train, plan.order + plan.start[k], plan.start[k + 1] - plan.start[k]);
+            int lo = plan.start[k], nb = plan.start[k + 1] - plan.start[k];
+            if (dist.size > 1) { /* this rank's share, as the trainer takes it */
+                int a = (int)((long)nb * dist.rank / dist.size), z = (int)((long)nb * (dist.rank + 1) / dist.size);
+                lo += a;
+                nb = z - a;
+            }
+            batch_fill(&b, &d.train, plan.order + lo, nb);
             tape_reset(&t);
             t.training = t.grad_enabled = true;
             t.free_values = true; /* as the trainer's step */
@@ -303,13 +325,20 @@ int main(int argc, char **argv) {
             rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
             params_freeze(&m.params, false); /* as the trainer's step */
             ModelOutput o = model_forward(&t, &m, &b, &drop);
+            double objective = o.loss->data[0]; /* before backward frees the values */
             params_zero_grad(&m.params);
             tape_backward(&t, o.loss);
             params_thaw(&m.params);
+            int n_tok = o.n_tokens;
+            if (dist.size > 1) {
+                double nll = o.nll, s0 = now_s();
+                optim_sum_over_ranks(&dist, &m.params, scratch, objective, &n_tok, &nll);
+                if (k >= warmup) sum_s += now_s() - s0;
+            }
             grad_clip_global_norm(&m.params, cfg.train.clip);
             adam_step(&adam, &m.params);
             if (k >= warmup) {
-                tokens += o.n_tokens;
+                tokens += n_tok;
                 positions += (long)(b.T - 1) * b.B;
                 done++;
             }
@@ -321,11 +350,12 @@ int main(int argc, char **argv) {
         int rows = (int)(positions / (done > 0 ? done : 1));
         double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false, t.openblas);
         double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true, false) : 0;
-        printf("{\"event\":\"train\",\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
+        if (dist.rank == 0)
+        printf("{\"event\":\"train\",\"ranks\":%d,\"sum_ms_per_batch\":%.2f,\"threads\":%d,\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
                "\"peak_rss_mb\":%.1f,\"openblas_core\":\"%s\"}\n",
-               prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
+               dist.size, 1e3 * sum_s / (done > 0 ? done : 1), cfg.train.threads, prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
                step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, rss, gemm_openblas_core());
         fflush(stdout);
         batch_free(&b);
@@ -345,6 +375,8 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
     }
+    free(scratch);
+    dist_finalize(&dist);
     tape_free(&t);
     model_free(&m);
     task_free(&d);

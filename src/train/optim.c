@@ -1,5 +1,6 @@
 /* optim.c — SGD, Adam, clipping: loops over the parameter blocks, split over the threads. */
 #include "s2s/optim.h"
+#include "s2s/dist.h"
 #include "s2s/common.h"
 #include "s2s/par.h"
 
@@ -112,4 +113,16 @@ double optim_lr_factor(LrSchedule schedule, double progress, long step, int warm
     }
     S2S_ASSERT_MSG(false, "train.lr_schedule %d is none of the config's", (int)schedule);
     return 1.0;
+}
+
+double optim_sum_over_ranks(const Dist *d, ParamStore *ps, float *scratch, double objective, int *n_tokens, double *nll) {
+    double x[4] = {isfinite(objective) ? objective * *n_tokens : 0, *nll * *n_tokens, *n_tokens, isfinite(objective) ? 0 : 1};
+    dist_sum_doubles(d, x, 4);
+    if (x[3] > 0) return NAN;
+    float share = x[2] > 0 ? (float)(*n_tokens / x[2]) : 0.0f;
+    for (size_t i = 0; i < ps->total; i++) ps->grad[i] *= share;
+    dist_sum_floats(d, ps->grad, ps->total, scratch);
+    *n_tokens = (int)x[2];
+    *nll = x[2] > 0 ? x[1] / x[2] : 0;
+    return x[2] > 0 ? x[0] / x[2] : 0;
 }

@@ -658,23 +658,6 @@ static void teardown(Run *r) {
 
 /* ---- the loop ---- */
 
-/* A data-parallel step: every rank's gradient (of the mean over its tokens) weighted by its
- * share of the global batch's target tokens and summed in rank order, so that every rank
- * holds the gradient of the mean over all tokens; the loss and NLL likewise. A non-finite
- * loss on any rank is every rank's. Returns the global objective. */
-static double sum_over_ranks(Run *r, double loss, int *n_tokens, double *nll) {
-    double x[4] = {isfinite(loss) ? loss * *n_tokens : 0, *nll * *n_tokens, *n_tokens, isfinite(loss) ? 0 : 1};
-    dist_sum_doubles(r->dist, x, 4);
-    if (x[3] > 0) return NAN;
-    ParamStore *ps = &r->model.params;
-    float share = x[2] > 0 ? (float)(*n_tokens / x[2]) : 0.0f;
-    for (size_t i = 0; i < ps->total; i++) ps->grad[i] *= share;
-    dist_sum_floats(r->dist, ps->grad, ps->total, r->dist_scratch);
-    *n_tokens = (int)x[2];
-    *nll = x[2] > 0 ? x[1] / x[2] : 0;
-    return x[2] > 0 ? x[0] / x[2] : 0;
-}
-
 /* One optimizer step on a batch; returns the loss. A non-finite loss or gradient returns
  * before any weight changes (*what says which), for the caller to report. */
 static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double *nll, const char **what) {
@@ -706,7 +689,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
         params_zero_grad(&r->model.params);
     }
     params_thaw(&r->model.params);
-    if (r->dist && r->dist->size > 1) loss = sum_over_ranks(r, loss, n_tokens, nll);
+    if (r->dist && r->dist->size > 1) loss = optim_sum_over_ranks(r->dist, &r->model.params, r->dist_scratch, loss, n_tokens, nll);
     if (!isfinite(loss)) return loss;
     double norm = r->cfg->train.clip > 0 ? grad_clip_global_norm(&r->model.params, r->cfg->train.clip)
                                          : grad_global_norm(&r->model.params);
