@@ -245,9 +245,10 @@ static int drop_last(SafeSaveTensor *t, float **b, int n, int cap) {
     return n - 1;
 }
 static float EXTRA[3] = {1, 2, 3};
+static int EXTRA_SHAPE[1] = {3}; /* static: read after this function returns */
 static int add_extra(SafeSaveTensor *t, float **b, int n, int cap) {
     (void)b, (void)cap;
-    t[n] = (SafeSaveTensor){"decoder.surprise", 1, (int[]){3}, EXTRA};
+    t[n] = (SafeSaveTensor){"decoder.surprise", 1, EXTRA_SHAPE, EXTRA};
     return n + 1;
 }
 static int nan_in_first(SafeSaveTensor *t, float **b, int n, int cap) {

@@ -294,6 +294,8 @@ int main(int argc, char **argv) {
         if (warmup >= plan.n_batches) { /* nothing would be timed */
             fprintf(stderr, "speed: --warmup %d leaves no batch to time: the data make %d batches\n", warmup, plan.n_batches);
             batchplan_free(&plan);
+            free(scratch);
+            dist_finalize(&dist);
             tape_free(&t);
             model_free(&m);
             task_free(&d);
