@@ -385,3 +385,27 @@ Test(compare, vary_makes_a_grid_of_any_keys, .timeout = 240) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* Runs of one config (seeds apart) are named by their model: an RNN by its attention, a
+ * Transformer as "transformer" (its attention key means nothing); runs that differ in one
+ * key, by that key's values. */
+Test(compare, runs_of_one_config_are_named_by_their_model) {
+    RunResult r[2];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 2; i++) {
+        config_defaults(&r[i].cfg);
+        r[i].cfg.seed = i + 1;
+    }
+    char header[COMPARE_NAME];
+    compare_label_runs(r, 2, header);
+    cr_expect_str_eq(header, "attention");
+    cr_expect_str_eq(r[0].variant, ATTN_KIND_NAMES[r[0].cfg.model.attention]);
+    for (int i = 0; i < 2; i++) r[i].cfg.model.type = MODEL_TRANSFORMER;
+    compare_label_runs(r, 2, header);
+    cr_expect_str_eq(header, "model");
+    cr_expect_str_eq(r[1].variant, "transformer");
+    r[1].cfg.train.label_smoothing = 0.1f;
+    compare_label_runs(r, 2, header);
+    cr_expect_str_eq(header, "train.label_smoothing");
+    cr_expect_str_eq(r[1].variant, "0.1");
+}

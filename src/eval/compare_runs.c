@@ -96,12 +96,15 @@ void compare_label_runs(RunResult *runs, int n, char *header) {
         }
         if (differs) diff[nd++] = k;
     }
-    bool attention_only = nd == 0 || (nd == 1 && !strcmp(config_key_info(diff[0]).path, "model.attention"));
-    snprintf(header, COMPARE_NAME, "%s", attention_only ? "attention" : nd == 1 ? config_key_info(diff[0]).path : "variant");
+    /* runs of one config (seeds apart) are named by their model: a Transformer has no
+     * attention variant to be named by */
+    bool one_tf = nd == 0 && runs[0].cfg.model.type == MODEL_TRANSFORMER;
+    bool attention_only = !one_tf && (nd == 0 || (nd == 1 && !strcmp(config_key_info(diff[0]).path, "model.attention")));
+    snprintf(header, COMPARE_NAME, "%s", one_tf ? "model" : attention_only ? "attention" : nd == 1 ? config_key_info(diff[0]).path : "variant");
     for (int i = 0; i < n; i++) {
         RunResult *r = &runs[i];
-        if (attention_only) {
-            snprintf(r->variant, sizeof r->variant, "%s", ATTN_KIND_NAMES[r->cfg.model.attention]);
+        if (one_tf || attention_only) {
+            snprintf(r->variant, sizeof r->variant, "%s", one_tf ? "transformer" : ATTN_KIND_NAMES[r->cfg.model.attention]);
             continue;
         }
         size_t len = 0;
