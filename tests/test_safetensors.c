@@ -287,6 +287,36 @@ static int add_tied_other(SafeSaveTensor *t, float **b, int n, int cap) {
     return n;
 }
 
+/* What ./import takes besides the weights, from model file `model` in d: d/<p>src.txt and
+ * <p>trg.txt (one token a line), <p>conf.json, and <p>bpe.model when it has a (joint) subword
+ * model. */
+static void write_parts(const char *d, const char *model, const char *p) {
+    Checkpoint ck;
+    S2sError err;
+    cr_assert_eq(ckpt_load(&ck, tu_path(d, model), &err), S2S_OK, "%s", err.msg);
+    char name[64];
+    char *const *tokens[2] = {ck.src_tokens, ck.trg_tokens};
+    int n[2] = {ck.n_src, ck.n_trg};
+    for (int side = 0; side < 2; side++) {
+        snprintf(name, sizeof name, "%s%s.txt", p, side ? "trg" : "src");
+        FILE *f = fopen(tu_path(d, name), "w");
+        for (int i = 0; i < n[side]; i++) fprintf(f, "%s\n", tokens[side][i]);
+        fclose(f);
+    }
+    snprintf(name, sizeof name, "%sconf.json", p);
+    FILE *f = fopen(tu_path(d, name), "w");
+    fputs(ck.config_json, f);
+    fclose(f);
+    if (ck.subword) {
+        cr_assert(ck.subword_trg == NULL, "a joint subword model");
+        snprintf(name, sizeof name, "%sbpe.model", p);
+        f = fopen(tu_path(d, name), "wb");
+        fwrite(ck.subword, 1, ck.subword_len, f);
+        fclose(f);
+    }
+    ckpt_free(&ck);
+}
+
 static void expect_import_fails(const char *d, const char *file, const char *words) {
     cr_expect_eq(tu_sh("%s/import %s/%s --out %s/bad.bin 2> %s/err.txt", tu_bin(), d, file, d, d), 1, "%s imported", file);
     char *msg = tu_slurp(tu_path(d, "err.txt"), NULL);
@@ -309,19 +339,8 @@ Test(safetensors, export_import_round_trip_and_refusals, .timeout = 240) {
     cr_assert_eq(tu_sh("%s/import %s/rnn.safetensors --out %s/rnn2.bin", tu_bin(), d, d), 0);
     cr_expect(tu_same_file(tu_path(d, "rnn/model.bin"), tu_path(d, "rnn2.bin")), "the RNN model file differs after the round trip");
     /* the same from the arguments instead of the metadata: the config file and vocabularies */
-    Checkpoint ck;
     S2sError err;
-    cr_assert_eq(ckpt_load(&ck, tu_path(d, "rnn/model.bin"), &err), S2S_OK, "%s", err.msg);
-    f = fopen(tu_path(d, "src.txt"), "w");
-    for (int i = 0; i < ck.n_src; i++) fprintf(f, "%s\n", ck.src_tokens[i]);
-    fclose(f);
-    f = fopen(tu_path(d, "trg.txt"), "w");
-    for (int i = 0; i < ck.n_trg; i++) fprintf(f, "%s\n", ck.trg_tokens[i]);
-    fclose(f);
-    f = fopen(tu_path(d, "conf.json"), "w");
-    fputs(ck.config_json, f);
-    fclose(f);
-    ckpt_free(&ck);
+    write_parts(d, "rnn/model.bin", "");
     /* a file without metadata: the config and vocabularies must come from the arguments */
     rewrite_file(tu_path(d, "rnn.safetensors"), tu_path(d, "plain.safetensors"), NULL, false);
     cr_expect_eq(tu_sh("%s/import %s/plain.safetensors --out %s/x.bin 2> %s/err.txt", tu_bin(), d, d, d), 2);
@@ -376,32 +395,15 @@ Test(safetensors, export_import_round_trip_and_refusals, .timeout = 240) {
     cr_assert_eq(tu_sh("%s/import %s/tf.safetensors --out %s/tf2.bin", tu_bin(), d, d), 0);
     cr_expect(tu_same_file(tu_path(d, "tf/model.bin"), tu_path(d, "tf2.bin")), "the Transformer model file differs after the round trip");
     /* the same from files: config, vocabularies and the subword model given, no metadata */
-    {
-        Checkpoint tk;
-        cr_assert_eq(ckpt_load(&tk, tu_path(d, "tf/model.bin"), &err), S2S_OK, "%s", err.msg);
-        cr_assert(tk.subword != NULL && tk.subword_trg == NULL, "a joint subword model");
-        f = fopen(tu_path(d, "tsrc.txt"), "w");
-        for (int i = 0; i < tk.n_src; i++) fprintf(f, "%s\n", tk.src_tokens[i]);
-        fclose(f);
-        f = fopen(tu_path(d, "ttrg.txt"), "w");
-        for (int i = 0; i < tk.n_trg; i++) fprintf(f, "%s\n", tk.trg_tokens[i]);
-        fclose(f);
-        f = fopen(tu_path(d, "tconf.json"), "w");
-        fputs(tk.config_json, f);
-        fclose(f);
-        f = fopen(tu_path(d, "bpe.model"), "wb");
-        fwrite(tk.subword, 1, tk.subword_len, f);
-        fclose(f);
-        ckpt_free(&tk);
-        rewrite_file(tu_path(d, "tf.safetensors"), tu_path(d, "tplain.safetensors"), NULL, false);
-    }
+    write_parts(d, "tf/model.bin", "t");
+    rewrite_file(tu_path(d, "tf.safetensors"), tu_path(d, "tplain.safetensors"), NULL, false);
     cr_expect_eq(tu_sh("%s/import %s/tplain.safetensors --config %s/tconf.json --src-vocab %s/tsrc.txt --trg-vocab %s/ttrg.txt "
                        "--out %s/x.bin 2> %s/err.txt",
                        tu_bin(), d, d, d, d, d, d),
                  2, "task.subword is bpe: a subword model is needed");
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "no subword model came"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
     cr_assert_eq(tu_sh("%s/import %s/tplain.safetensors --config %s/tconf.json --src-vocab %s/tsrc.txt --trg-vocab %s/ttrg.txt "
-                       "--subword %s/bpe.model --out %s/tf4.bin",
+                       "--subword %s/tbpe.model --out %s/tf4.bin",
                        tu_bin(), d, d, d, d, d, d),
                  0);
     cr_expect(tu_same_file(tu_path(d, "tf/model.bin"), tu_path(d, "tf4.bin")), "imported from files with --subword: another file");
