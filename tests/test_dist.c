@@ -138,7 +138,8 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
 /* SIGTERM to rank 1 alone: every rank stops after the same step, rank 0 writes last.bin,
  * mpirun exits 143; resumed under mpirun, the run ends with the model an uninterrupted -np 2
  * run makes (dropout on: each rank's masks come back too). A paused (--max-steps) run resumed
- * gives that model as well. */
+ * gives that model as well, with rank 1 started where the run folder is not (machines without a
+ * shared folder: rank 0 sends last.bin). */
 Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
     if (!have_mpi()) return;
     char *d = tu_tmpdir();
@@ -160,8 +161,13 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
     cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --resume %s/part > /dev/null 2>&1", tu_bin(), d), 0);
     cr_expect(tu_same_file(tu_path(d, "full/model.bin"), tu_path(d, "part/model.bin")), "resumed after SIGTERM: another model");
     cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json %s --out %s/paused --max-steps 40 > /dev/null 2>&1", tu_bin(), d, set, d), 0);
-    cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --resume %s/paused > /dev/null 2>&1", tu_bin(), d), 0);
+    /* rank 1 resumes from another folder, where there is no run: rank 0 sends it last.bin */
+    cr_assert_eq(tu_sh("mkdir -p %s/elsewhere && cd %s && " MPIRUN " -np 1 %s/train --resume paused : -np 1 -wdir %s/elsewhere "
+                       "%s/train --resume paused > out2.txt 2>&1",
+                       d, d, tu_bin(), d, tu_bin()),
+                 0, "%s", tu_slurp(tu_path(d, "out2.txt"), NULL));
     cr_expect(tu_same_file(tu_path(d, "full/model.bin"), tu_path(d, "paused/model.bin")), "paused and resumed: another model");
+    cr_expect(access(tu_path(d, "elsewhere/paused"), F_OK) != 0, "rank 1 wrote a run folder");
     tu_rm_rf(d);
     free(d);
 }

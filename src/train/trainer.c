@@ -405,6 +405,7 @@ static S2sStatus state_check(Run *r, S2sError *err) {
         return BAD("%s: corrupt training state: loss sums %g over %g tokens at batch %d", o, s->loss_sum, s->tok_sum,
                    s->batch);
     struct stat sb;
+    if (!r->root) return S2S_OK; /* the log is rank 0's */
     if (stat(r->dir.log, &sb) != 0) return s2s_fail(err, S2S_ERR_IO, "%s: missing: %s", r->dir.log, strerror(errno));
     if (s->log_bytes > sb.st_size)
         return BAD("%s: corrupt training state: the log was %ld bytes long, %s is %lld", o, s->log_bytes, r->dir.log,
@@ -516,6 +517,29 @@ static S2sStatus join_ranks(Run *r, S2sError *err) {
     return S2S_OK;
 }
 
+/* last.bin for --resume: rank 0 reads it and sends it to the other ranks, which need neither
+ * the run folder nor a shared file system (machines of a hostfile). A file rank 0 cannot read
+ * stops every rank: rank 0 with the reason, the others saying where it is. */
+static S2sStatus load_last(Run *r, Checkpoint *ck, S2sError *err) {
+    const Dist *d = r->dist;
+    if (!d || d->size == 1) return ckpt_load(ck, r->dir.last, err);
+    S2sStatus st = r->root ? ckpt_load(ck, r->dir.last, err) : S2S_OK;
+    uint64_t len = r->root && !st ? (uint64_t)ck->len : 0;
+    dist_bcast(d, &len, sizeof len, 0);
+    if (r->root) {
+        if (!st) dist_bcast(d, ck->buf, ck->len, 0);
+        return st;
+    }
+    if (!len) return s2s_fail(err, S2S_ERR_IO, "%s: rank 0 could not read it", r->dir.last);
+    unsigned char *buf = malloc((size_t)len);
+    if (!buf) return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory for %llu bytes from rank 0", r->dir.last,
+                              (unsigned long long)len);
+    dist_bcast(d, buf, (size_t)len, 0);
+    st = ckpt_from_memory(ck, buf, (size_t)len, r->dir.last, err);
+    free(buf);
+    return st;
+}
+
 static S2sStatus setup(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
     const TrainOptions *opt = r->opt;
@@ -524,10 +548,9 @@ static S2sStatus setup(Run *r, S2sError *err) {
     bool hash_saved = false;
     uint64_t saved_hash = 0;
     if (opt->resume) {
-        /* the other ranks read last.bin too (one machine, or a shared folder), never write */
         if ((st = r->root ? rundir_open(&r->dir, opt->out_dir, RUN_RESUME, err) : rundir_names(&r->dir, opt->out_dir, err)))
             return st;
-        if ((st = ckpt_load(&ck, r->dir.last, err))) return st;
+        if ((st = load_last(r, &ck, err))) return st;
         Config saved;
         config_defaults(&saved);
         if ((st = config_parse(&saved, ck.config_json, r->dir.last, err))) goto out;
