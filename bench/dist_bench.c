@@ -1,7 +1,8 @@
 /* dist_bench.c — the ranks' gradient sum (dist_sum_floats), timed: run under mpirun.
  *   mpirun -np 2 build/bench/dist_bench [FLOATS [REPS]]
- * prints the size, the time per sum and the algorithm bandwidth (bytes summed per second:
- * 4 · FLOATS / time), the figure a gradient allreduce of that size costs per step. */
+ * prints one JSON line: the size, the time per sum and the algorithm bandwidth (bytes summed
+ * per second: 4 · FLOATS / time), the figure a gradient allreduce of that size costs per step;
+ * with FLOATS = 1, the time is the sum's latency. */
 #define _POSIX_C_SOURCE 200809L
 #include "s2s/dist.h"
 
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
     }
     size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 6103465; /* multi30k-best's parameters */
     int reps = argc > 2 ? atoi(argv[2]) : 20;
+    if (reps < 1) reps = 1;
     float *x = malloc(n * sizeof *x), *scratch = malloc((dist_scratch_floats(&d, n) + 1) * sizeof *scratch);
     for (size_t i = 0; i < n; i++) x[i] = (float)(i % 97) * 1e-3f;
     dist_sum_floats(&d, x, n, scratch); /* warm-up: the transports' buffers */
@@ -33,8 +35,8 @@ int main(int argc, char **argv) {
     dist_barrier(&d);
     double dt = (now() - t0) / reps;
     if (d.rank == 0)
-        printf("dist_bench: %d ranks, %zu floats (%.1f MB): %.2f ms a sum, %.2f GB/s\n", d.size, n, 4e-6 * (double)n, 1e3 * dt,
-               4e-9 * (double)n / dt);
+        printf("{\"event\":\"dist_sum\",\"ranks\":%d,\"floats\":%zu,\"mb\":%.1f,\"reps\":%d,\"ms\":%.4f,\"gb_per_s\":%.3f}\n",
+               d.size, n, 4e-6 * (double)n, reps, 1e3 * dt, 4e-9 * (double)n / dt);
     free(x);
     free(scratch);
     dist_finalize(&d);

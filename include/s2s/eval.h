@@ -6,6 +6,7 @@
 #ifndef S2S_EVAL_H
 #define S2S_EVAL_H
 
+#include "s2s/dist.h"
 #include "s2s/model.h"
 
 #include <stdatomic.h>
@@ -39,6 +40,9 @@ typedef struct EvalOptions {
     int align_offset;      /* reversal: the first character's source position (1 with
                               markers); −1: no alignment accuracy */
     const atomic_int *stop; /* when set (a signal), stop after the current batch, or NULL */
+    const Dist *dist;      /* ranks that share the batches (batch k is rank k mod P's), each
+                              calling with the same arguments; NULL or one rank: all here.
+                              Not with stop (every rank must reach the gathering) */
 } EvalOptions;
 
 typedef struct IdSeqs {

@@ -1,9 +1,12 @@
-/* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length. */
+/* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length; under mpirun
+ * the batches are shared among the ranks and the figures gathered (the same on every rank, and
+ * the same as one process with the ranks' thread count). */
 #include "s2s/bleu.h"
 #include "s2s/subword.h"
 #include "s2s/sacrebleu.h"
 #include "s2s/eval.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +46,63 @@ static void attention_stats(const ModelOutput *o, const Batch *b, int align_offs
     }
 }
 
+/* One batch's sums; a dataset's are the batches' added in batch order, so that the figures do
+ * not depend on which rank evaluated which batch. */
+enum { ST_LOSS, ST_TOKENS, ST_ENT, ST_ENT_ROWS, ST_ALIGNED, ST_ALIGN_N, ST_TF_CORRECT, ST_EXACT, ST_TOK_CORRECT,
+       ST_REF_TOKENS, ST_N };
+
+/* Every rank's outputs to every rank: rank p sends the lengths and ids of its batches'
+ * sentences (batch k is rank k mod P's), in plan order. */
+static void gather_hyps(const Dist *dist, const BatchPlan *plan, IdSeqs *h) {
+    int P = dist->size;
+    for (int p = 0; p < P; p++) {
+        long n = 0, ids = 0;
+        for (int k = p; k < plan->n_batches; k += P)
+            for (int j = plan->start[k]; j < plan->start[k + 1]; j++, n++)
+                if (p == dist->rank) ids += h->len[plan->order[j]];
+        if (!n) continue;
+        int *len = s2s_xmalloc((size_t)n * sizeof *len);
+        long i = 0;
+        if (p == dist->rank)
+            for (int k = p; k < plan->n_batches; k += P)
+                for (int j = plan->start[k]; j < plan->start[k + 1]; j++) len[i++] = h->len[plan->order[j]];
+        dist_bcast(dist, len, (size_t)n * sizeof *len, p);
+        if (p != dist->rank)
+            for (i = 0; i < n; i++) ids += len[i];
+        int32_t *all = s2s_xmalloc((size_t)(ids ? ids : 1) * sizeof *all), *w = all;
+        i = 0;
+        for (int k = p; k < plan->n_batches; k += P)
+            for (int j = plan->start[k]; j < plan->start[k + 1]; j++, i++) {
+                int e = plan->order[j];
+                if (p == dist->rank) memcpy(w, h->ids[e], (size_t)len[i] * sizeof *w);
+                w += len[i];
+            }
+        dist_bcast(dist, all, (size_t)ids * sizeof *all, p);
+        if (p != dist->rank) {
+            w = all;
+            i = 0;
+            for (int k = p; k < plan->n_batches; k += P)
+                for (int j = plan->start[k]; j < plan->start[k + 1]; j++, i++) {
+                    int e = plan->order[j];
+                    h->len[e] = len[i];
+                    h->ids[e] = s2s_xmalloc((size_t)(len[i] ? len[i] : 1) * sizeof(int32_t));
+                    memcpy(h->ids[e], w, (size_t)len[i] * sizeof(int32_t));
+                    w += len[i];
+                }
+        }
+        free(all);
+        free(len);
+    }
+}
+
 void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt, EvalResult *r, IdSeqs *hyps) {
     int batch_size = opt->batch_size, max_decode_len = opt->max_decode_len;
     bool greedy = opt->greedy;
     const Vocab *trg = opt->trg;
     char *const *refs = opt->refs;
-    double ent = 0.0;
-    long ent_rows = 0, aligned = 0, align_n = 0;
+    const Dist *dist = opt->dist && opt->dist->size > 1 ? opt->dist : NULL;
+    int P = dist ? dist->size : 1, me = dist ? dist->rank : 0;
+    assert(!dist || !opt->stop); /* every rank must take part in the gathering */
     memset(r, 0, sizeof *r);
     bool grad = t->grad_enabled, training = t->training;
     t->grad_enabled = false;
@@ -58,33 +111,29 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
     batchplan_make(&plan, d, batch_size, 0, 0, NULL);
     Batch b;
     batch_init(&b);
-    if (hyps) {
-        hyps->n = d->n;
-        hyps->ids = s2s_xcalloc((size_t)d->n, sizeof *hyps->ids);
-        hyps->len = s2s_xcalloc((size_t)d->n, sizeof *hyps->len);
+    /* the outputs, in dataset order: for BLEU after the loop (from every rank's), and for the caller */
+    IdSeqs own = {0}, *out_ids = hyps ? hyps : &own;
+    if (greedy || hyps) {
+        out_ids->n = d->n;
+        out_ids->ids = s2s_xcalloc((size_t)(d->n ? d->n : 1), sizeof *out_ids->ids);
+        out_ids->len = s2s_xcalloc((size_t)(d->n ? d->n : 1), sizeof *out_ids->len);
     }
-    Bleu bleu;
-    bool with_bleu = greedy && refs && trg;
-    /* a subword task: its outputs as raw text, scored at the end as sacreBLEU scores them */
-    char **texts = with_bleu && trg->sub ? s2s_xcalloc((size_t)(d->n ? d->n : 1), sizeof *texts) : NULL;
-    if (with_bleu) bleu_init(&bleu);
-    const char **words = NULL;
-    int words_cap = 0;
-    double loss_sum = 0.0;
-    long tf_correct = 0, exact = 0, tok_correct = 0, ref_tokens = 0;
+    double *stats = s2s_xcalloc((size_t)(plan.n_batches ? plan.n_batches : 1) * ST_N, sizeof *stats);
     int V = m->trg_vocab;
-    for (int k = 0; k < plan.n_batches; k++) {
+    for (int k = me; k < plan.n_batches; k += P) {
         if (opt->stop && atomic_load(opt->stop)) {
             r->interrupted = true;
             break;
         }
+        double *st = stats + (size_t)k * ST_N;
         int n = plan.start[k + 1] - plan.start[k];
         batch_fill(&b, d, plan.order + plan.start[k], n);
         tape_reset(t);
         ModelOutput o = model_forward(t, m, &b, NULL);
-        loss_sum += (double)o.loss->data[0] * o.n_tokens;
-        attention_stats(&o, &b, opt->align_offset, &ent, &ent_rows, &aligned, &align_n);
-        r->tokens += o.n_tokens;
+        st[ST_LOSS] = (double)o.loss->data[0] * o.n_tokens;
+        st[ST_TOKENS] = o.n_tokens;
+        long ent_rows = 0, aligned = 0, align_n = 0, tf_correct = 0;
+        attention_stats(&o, &b, opt->align_offset, &st[ST_ENT], &ent_rows, &aligned, &align_n);
         for (int row = 0; row < tensor_rows(o.logits); row++) {
             if (o.targets[row] == TOK_PAD) continue;
             const float *x = o.logits->data + (size_t)row * V;
@@ -93,12 +142,17 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
                 if (x[v] > x[best]) best = v;
             tf_correct += best == o.targets[row];
         }
+        st[ST_ENT_ROWS] = (double)ent_rows;
+        st[ST_ALIGNED] = (double)aligned;
+        st[ST_ALIGN_N] = (double)align_n;
+        st[ST_TF_CORRECT] = (double)tf_correct;
         if (!greedy) continue;
         tape_reset(t);
         int L = eval_max_len(max_decode_len, b.S);
         int32_t *out = s2s_xmalloc((size_t)n * L * sizeof *out);
         int *out_len = s2s_xmalloc((size_t)n * sizeof *out_len);
         model_greedy(t, m, &b, L, out, out_len, NULL);
+        long exact = 0, tok_correct = 0, ref_tokens = 0;
         for (int i = 0; i < n; i++) {
             int e = b.index[i];
             const int32_t *ref = d->ids + d->trg_off[e] + 1; /* without <sos> … */
@@ -109,40 +163,45 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
             tok_correct += same;
             ref_tokens += rl;
             exact += out_len[i] == rl && same == rl;
-            if (texts) {
-                texts[e] = subword_decode(trg->sub, h, out_len[i]);
-            } else if (with_bleu) {
-                if (out_len[i] > words_cap) words = s2s_xrealloc(words, (size_t)(words_cap = 2 * out_len[i]) * sizeof *words);
-                for (int p = 0; p < out_len[i]; p++) words[p] = trg->tokens[h[p]];
-                char *ref_copy = strdup(refs[e]);
-                char **rt = NULL;
-                int rcap = 0, nr = text_split(ref_copy, &rt, &rcap);
-                bleu_add_tokens(&bleu, words, out_len[i], (const char *const *)rt, nr);
-                free(rt);
-                free(ref_copy);
-            }
-            if (hyps) {
-                hyps->len[e] = out_len[i];
-                hyps->ids[e] = s2s_xmalloc((size_t)(out_len[i] ? out_len[i] : 1) * sizeof(int32_t));
-                memcpy(hyps->ids[e], h, (size_t)out_len[i] * sizeof(int32_t));
-            }
+            out_ids->len[e] = out_len[i];
+            out_ids->ids[e] = s2s_xmalloc((size_t)(out_len[i] ? out_len[i] : 1) * sizeof(int32_t));
+            memcpy(out_ids->ids[e], h, (size_t)out_len[i] * sizeof(int32_t));
         }
+        st[ST_EXACT] = (double)exact;
+        st[ST_TOK_CORRECT] = (double)tok_correct;
+        st[ST_REF_TOKENS] = (double)ref_tokens;
         free(out);
         free(out_len);
     }
-    r->n = d->n;
-    r->loss = r->tokens ? loss_sum / (double)r->tokens : 0.0;
-    r->ppl = exp(r->loss);
-    r->tf_token_acc = r->tokens ? (double)tf_correct / (double)r->tokens : 0.0;
-    if (greedy) {
-        r->exact_match = d->n ? (double)exact / d->n : 0.0;
-        r->token_acc = ref_tokens ? (double)tok_correct / (double)ref_tokens : 0.0;
+    if (dist) { /* each batch's row is one rank's, zeros elsewhere: the sums are that rank's values exactly */
+        for (size_t off = 0, total = (size_t)plan.n_batches * ST_N; off < total;) {
+            int part = total - off > (1 << 20) ? 1 << 20 : (int)(total - off);
+            dist_sum_doubles(dist, stats + off, part);
+            off += (size_t)part;
+        }
+        if (greedy) gather_hyps(dist, &plan, out_ids);
     }
-    r->has_attn = ent_rows > 0;
-    r->attn_entropy = ent_rows ? ent / (double)ent_rows : 0.0;
-    r->has_align = align_n > 0;
-    r->align_acc = align_n ? (double)aligned / (double)align_n : 0.0;
-    if (texts && !r->interrupted) {
+    double sum[ST_N] = {0};
+    for (int k = 0; k < plan.n_batches; k++)
+        for (int j = 0; j < ST_N; j++) sum[j] += stats[(size_t)k * ST_N + j];
+    free(stats);
+    r->tokens = (long)sum[ST_TOKENS];
+    r->n = d->n;
+    r->loss = r->tokens ? sum[ST_LOSS] / (double)r->tokens : 0.0;
+    r->ppl = exp(r->loss);
+    r->tf_token_acc = r->tokens ? sum[ST_TF_CORRECT] / (double)r->tokens : 0.0;
+    if (greedy) {
+        r->exact_match = d->n ? sum[ST_EXACT] / d->n : 0.0;
+        r->token_acc = sum[ST_REF_TOKENS] > 0 ? sum[ST_TOK_CORRECT] / sum[ST_REF_TOKENS] : 0.0;
+    }
+    r->has_attn = sum[ST_ENT_ROWS] > 0;
+    r->attn_entropy = sum[ST_ENT_ROWS] > 0 ? sum[ST_ENT] / sum[ST_ENT_ROWS] : 0.0;
+    r->has_align = sum[ST_ALIGN_N] > 0;
+    r->align_acc = sum[ST_ALIGN_N] > 0 ? sum[ST_ALIGNED] / sum[ST_ALIGN_N] : 0.0;
+    bool with_bleu = greedy && refs && trg && !r->interrupted;
+    if (with_bleu && trg->sub) { /* a subword task: the outputs as raw text, scored as sacreBLEU scores them */
+        char **texts = s2s_xcalloc((size_t)(d->n ? d->n : 1), sizeof *texts);
+        for (int e = 0; e < d->n; e++) texts[e] = subword_decode(trg->sub, out_ids->ids[e], out_ids->len[e]);
         SbBleuOpts bo = sb_bleu_defaults();
         SbChrfOpts co = sb_chrf_defaults();
         SbBleu sb;
@@ -151,13 +210,29 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
         r->bleu = sb.score;
         r->chrf = sb_chrf(&co, texts, one, 1, d->n);
         r->has_bleu = r->sacre = true;
-    } else if (with_bleu && !texts) {
+        text_free_lines(texts, d->n);
+    } else if (with_bleu) {
+        Bleu bleu;
+        bleu_init(&bleu);
+        const char **words = NULL;
+        int words_cap = 0;
+        for (int e = 0; e < d->n; e++) {
+            int nh = out_ids->len[e];
+            if (nh > words_cap) words = s2s_xrealloc(words, (size_t)(words_cap = 2 * nh) * sizeof *words);
+            for (int p = 0; p < nh; p++) words[p] = trg->tokens[out_ids->ids[e][p]];
+            char *ref_copy = strdup(refs[e]);
+            char **rt = NULL;
+            int rcap = 0, nr = text_split(ref_copy, &rt, &rcap);
+            bleu_add_tokens(&bleu, words, nh, (const char *const *)rt, nr);
+            free(rt);
+            free(ref_copy);
+        }
         r->bleu = bleu_score(&bleu).bleu;
         r->has_bleu = true;
+        free(words);
+        bleu_free(&bleu);
     }
-    if (with_bleu) bleu_free(&bleu);
-    if (texts) text_free_lines(texts, d->n);
-    free(words);
+    idseqs_free(&own);
     batch_free(&b);
     batchplan_free(&plan);
     t->grad_enabled = grad;

@@ -183,7 +183,8 @@ static EvalOptions eval_options(const Run *r, char *const *refs, bool interrupti
     const ConfigTrain *tc = &r->cfg->train;
     bool reverse = r->cfg->task.type == TASK_REVERSE;
     return (EvalOptions){tc->eval_batch_size, tc->max_decode_len, true, &r->data.trg_vocab, refs,
-                         reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1, interruptible ? r->opt->stop : NULL};
+                         reverse ? (r->cfg->task.source_markers ? 1 : 0) : -1, interruptible ? r->opt->stop : NULL,
+                         interruptible ? NULL : r->dist}; /* validation is shared among the ranks; the final test is rank 0's */
 }
 
 /* test.hyp and test.ref: the greedy outputs and references of the test split, one a line,

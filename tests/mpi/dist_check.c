@@ -1,7 +1,13 @@
 /* dist_check.c — run under mpirun by test_dist.c: every rank's sums must be the rank-order
- * sums of the inputs (which each rank can make for all ranks), bit for bit, on every rank;
- * exits 0 when they are, prints the first difference and exits 1 otherwise. */
+ * sums of the inputs (which each rank can make for all ranks), bit for bit, on every rank, and
+ * an evaluation shared among the ranks must give every rank the figures and outputs of the
+ * same evaluation run whole on one rank, bit for bit, with each rank doing only its share;
+ * exits 0 when they do, prints the first difference and exits 1 otherwise. */
+#include "s2s/config.h"
+#include "s2s/data.h"
 #include "s2s/dist.h"
+#include "s2s/eval.h"
+#include "s2s/model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +16,65 @@
 
 /* Rank r's value i: values of several magnitudes, so that the order of the additions shows. */
 static float value(int r, size_t i) { return (float)(sin((double)(i * 7 + (size_t)r * 13)) * pow(10.0, (double)((i + (size_t)r) % 7) - 3)); }
+
+static const char *EVAL_CONFIG =
+    "{\"task\": {\"type\": \"reverse\", \"alphabet\": \"abcdef\", \"min_len\": 2, \"max_len\": 12, \"train_size\": 10, "
+    "\"valid_size\": 101, \"test_size\": 10}, \"model\": {\"cell\": \"gru\", \"embedding\": 8, \"encoder_hidden\": 10, "
+    "\"decoder_hidden\": 10, \"attention\": \"additive\", \"kq\": 6}, \"train\": {\"threads\": 1}}";
+
+/* The validation split of a small reversal model, whole on this rank and shared among the
+ * ranks: the same figures and outputs, and this rank's share of the GEMM work. */
+static int check_eval(const Dist *d) {
+    Config c;
+    config_defaults(&c);
+    S2sError err;
+    TaskData td;
+    Seq2Seq m;
+    Tape t;
+    if (config_parse(&c, EVAL_CONFIG, "dist_check", &err) || task_load(&td, &c.task, &err) ||
+        model_init(&m, &c.model, td.src_vocab.size, td.trg_vocab.size, &err) ||
+        model_tape_init(&t, c.train.precision, c.train.gemm, 1, "dist_check", &err)) {
+        fprintf(stderr, "rank %d: %s\n", d->rank, err.msg);
+        return 1;
+    }
+    Rng rng;
+    rng_init(&rng, 5, RNG_STREAM_INIT);
+    model_init_weights(&m, &rng);
+    EvalOptions o = {.batch_size = 16, .greedy = true, .trg = &td.trg_vocab, .align_offset = 0};
+    EvalResult whole, shared;
+    IdSeqs hw, hs;
+    double f0 = t.flops;
+    eval_dataset(&t, &m, &td.valid, &o, &whole, &hw);
+    double f1 = t.flops;
+    o.dist = d;
+    eval_dataset(&t, &m, &td.valid, &o, &shared, &hs);
+    double mine = t.flops - f1, all = mine;
+    dist_sum_doubles(d, &all, 1);
+    int bad = 0;
+    if (memcmp(&whole, &shared, sizeof whole)) {
+        fprintf(stderr, "rank %d: shared evaluation: loss %.17g exact %.17g token_acc %.17g entropy %.17g align %.17g; "
+                        "whole: %.17g %.17g %.17g %.17g %.17g\n",
+                d->rank, shared.loss, shared.exact_match, shared.token_acc, shared.attn_entropy, shared.align_acc, whole.loss,
+                whole.exact_match, whole.token_acc, whole.attn_entropy, whole.align_acc);
+        bad = 1;
+    }
+    for (int e = 0; e < hw.n && !bad; e++)
+        if (hw.len[e] != hs.len[e] || memcmp(hw.ids[e], hs.ids[e], (size_t)hw.len[e] * sizeof *hw.ids[e])) {
+            fprintf(stderr, "rank %d: sentence %d: another output when shared\n", d->rank, e);
+            bad = 1;
+        }
+    /* every batch evaluated once, by one rank: the ranks' work adds up to the whole's */
+    if (all != f1 - f0 || (d->size > 1 && !(mine < 0.8 * (f1 - f0)))) {
+        fprintf(stderr, "rank %d: GEMM work %.0f of the whole's %.0f; all ranks %.0f\n", d->rank, mine, f1 - f0, all);
+        bad = 1;
+    }
+    idseqs_free(&hw);
+    idseqs_free(&hs);
+    tape_free(&t);
+    model_free(&m);
+    task_free(&td);
+    return bad;
+}
 
 int main(int argc, char **argv) {
     Dist d;
@@ -56,8 +121,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "rank %d: broadcast gave \"%s\"\n", d.rank, msg);
         bad = 1;
     }
+    bad |= check_eval(&d);
     bad = dist_max_int(&d, bad);
-    if (d.rank == 0) printf("dist_check: %d ranks%s\n", d.size, bad ? ": FAILED" : ": sums in rank order on every rank");
+    if (d.rank == 0) printf("dist_check: %d ranks%s\n", d.size, bad ? ": FAILED" : ": sums in rank order on every rank, evaluation shared");
     dist_finalize(&d);
     return bad;
 }
