@@ -172,6 +172,23 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
     free(d);
 }
 
+/* A hostfile naming a host that does not exist: mpirun cannot start the ranks there and ends
+ * with an error (Open MPI's own message: ssh's, or that no remote agent is installed) before
+ * any rank starts; no run folder is made. */
+Test(dist, a_missing_host_fails_before_training, .timeout = 120) {
+    if (!have_mpi()) return;
+    char *d = tu_tmpdir();
+    tu_write(tu_path(d, "hosts"), "localhost slots=1\nno-such-host.invalid slots=1\n");
+    FILE *f = fopen(tu_path(d, "m.json"), "w");
+    fputs(SMALL_MPI, f);
+    fclose(f);
+    int rc = tu_sh("cd %s && " MPIRUN " -np 2 --hostfile hosts %s/train --config m.json --out run > out.txt 2>&1", d, tu_bin());
+    cr_expect_neq(rc, 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(access(tu_path(d, "run"), F_OK) != 0, "a run folder was made");
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* ./compare --ranks 2 trains each run as two ranks: the model of `mpirun -np 2 ./train` with
  * the same config and seed, bit for bit. */
 Test(dist, compare_runs_each_training_as_ranks, .timeout = 240) {
