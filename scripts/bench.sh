@@ -157,7 +157,7 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
     /"event":"train_mpi2"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; mtok[p] = num($0, "tok_per_s"); msum[p] = num($0, "sum_ms_per_batch"); mms[p] = num($0, "ms_per_batch") }
     /"event":"train"/ && !has($0, "\"ranks\":2") && !has($0, "\"bf16\"") && !has($0, "\"openblas\"") { params = num($0, "params"); btok = num($0, "trg_tokens") / num($0, "batches") }
     /"event":"train_10x"/ { tok10 = num($0, "tok_per_s"); params10 = num($0, "params") }
-    /"event":"dist_sum"/ { k = (has($0, "\"tcp\"") ? "tcp" : "shm") (has($0, "\"10x\"") ? "_10x" : num($0, "floats") == 1 ? "_lat" : ""); dsum[k] = num($0, "ms") }
+    /"event":"dist_sum"/ { k = (has($0, "\"tcp\"") ? "tcp" : "shm") (has($0, "\"10x\"") ? "_10x" : num($0, "floats") == 1 ? "_lat" : ""); dsum[k] = num($0, "ms"); dadd[k] = num($0, "add_ms") }
     /"event":"train_transformer"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; tftok[p] = num($0, "tok_per_s"); tfrss[p] = num($0, "peak_rss_mb") }
     /"event": "bench_transformer"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttftok[p] = num($0, "tok_per_s") }
     /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
@@ -177,8 +177,8 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
         if (mtok["fp32"] != "") printf ",\"train_mpi2_tok_per_s\":%s,\"train_mpi2_vs_one_process\":%.2f,\"mpi2_sum_share\":%.3f", mtok["fp32"], mtok["fp32"] / tok["fp32"], msum["fp32"] / mms["fp32"]
         if (mtok["bf16"] != "") printf ",\"train_mpi2_bf16_tok_per_s\":%s,\"train_mpi2_bf16_vs_one_process\":%.2f,\"mpi2_bf16_sum_share\":%.3f", mtok["bf16"], mtok["bf16"] / tok["bf16"], msum["bf16"] / mms["bf16"]
         if (params != "") printf ",\"params\":%s,\"batch_trg_tokens\":%.1f", params, btok
-        if (dsum["shm"] != "") printf ",\"sum_shm_ms\":%s,\"sum_tcp_ms\":%s,\"sum_shm_latency_ms\":%s,\"sum_tcp_latency_ms\":%s", dsum["shm"], dsum["tcp"], dsum["shm_lat"], dsum["tcp_lat"]
-        if (tok10 != "") printf ",\"params_10x\":%s,\"train_10x_tok_per_s\":%s,\"sum_shm_10x_ms\":%s,\"sum_tcp_10x_ms\":%s", params10, tok10, dsum["shm_10x"], dsum["tcp_10x"]
+        if (dsum["shm"] != "") printf ",\"sum_shm_ms\":%s,\"sum_tcp_ms\":%s,\"sum_add_ms\":%s,\"sum_shm_latency_ms\":%s,\"sum_tcp_latency_ms\":%s", dsum["shm"], dsum["tcp"], dadd["shm"], dsum["shm_lat"], dsum["tcp_lat"]
+        if (tok10 != "") printf ",\"params_10x\":%s,\"train_10x_tok_per_s\":%s,\"sum_shm_10x_ms\":%s,\"sum_tcp_10x_ms\":%s,\"sum_add_10x_ms\":%s", params10, tok10, dsum["shm_10x"], dsum["tcp_10x"], dadd["shm_10x"]
         printf ",\"train_openblas_tok_per_s\":%s,\"step_gemm_openblas_gflops\":%s,\"sgemm_openblas_gflops\":%s", tok["openblas"], gf["openblas"], osg
         printf ",\"random_greedy_full_sent_per_s\":%s,\"random_greedy_full_bf16_sent_per_s\":%s,\"random_beam5_sent_per_s\":%s,\"random_beam5_bf16_sent_per_s\":%s", dec["fp32_full"], dec["bf16_full"], dec["fp32_beam5"], dec["bf16_beam5"]
         if (dec["int8_full"] != "") printf ",\"random_greedy_full_int8_sent_per_s\":%s", dec["int8_full"] # its weights are not the others (no training first): only the fixed-length run compares

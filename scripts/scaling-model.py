@@ -4,12 +4,12 @@
 
 A step on P machines = the compute of a share of the global batch + the gradient sum:
     t_c   = (B / P) / R             R: one machine's target tokens/s (the bench's train line)
-    t_sum = t_mem + 2 (P-1)/P * G / bw + 2 (P-1) * alpha
+    t_sum = t_add + 2 (P-1)/P * G / bw + 2 (P-1) * alpha
 G is the gradient in bytes (4 per parameter). The sum (src/core/dist.c) sends each rank's
 chunks to their owners (all-to-all) and gathers the sums back: 2 (P-1)/P * G bytes in and out
-of every machine, 2 (P-1) messages. t_mem is the same sum of two ranks over shared memory
-as the bench measured it (each rank's copies and additions of the whole gradient: an upper
-bound of the work a machine does besides the network). bw is the line rate; alpha a
+of every machine, 2 (P-1) messages, one after the other (no pipelining). t_add is the owner's
+additions, measured (dist_bench's add_ms: all of G read, G/P written, about the same for any
+P), not overlapped with the transfers. bw is the line rate; alpha a
 per-message latency (an assumption: kernel TCP on a LAN; the bench's loopback figure is
 printed beside it). Efficiency E = t_c / (t_c + t_sum); with the sum overlapped with the
 backward pass (not implemented: the bound of what it could give) E = t_c / (t_c + max(0,
@@ -25,28 +25,29 @@ NETWORKS = [(10, "10 Gb/s"), (25, "25 Gb/s"), (100, "100 Gb/s")]
 MACHINES = [2, 4, 8, 16, 32, 64]
 
 
-def t_sum(p, g_bytes, bw, t_mem):
-    return t_mem + 2 * (p - 1) / p * g_bytes / bw + 2 * (p - 1) * ALPHA
+def t_sum(p, g_bytes, bw, t_add):
+    return t_add + 2 * (p - 1) / p * g_bytes / bw + 2 * (p - 1) * ALPHA
 
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "bench/results.jsonl"
     text = sys.stdin.read() if path == "-" else open(path).read()
-    lines = [l for l in text.splitlines() if '"sum_shm_ms"' in l]
+    lines = [l for l in text.splitlines() if '"sum_add_ms"' in l]
     if not lines:
         sys.exit("scaling-model: no bench line with the gradient sum's figures (make bench with Open MPI)")
     b = json.loads(lines[-1])
     batch = b["batch_trg_tokens"]
-    models = [("the Multi30k model", b["params"], b["train_tok_per_s"], b["sum_shm_ms"] / 1e3)]
+    models = [("the Multi30k model", b["params"], b["train_tok_per_s"], b["sum_add_ms"] / 1e3, b["sum_shm_ms"])]
     if "train_10x_tok_per_s" in b:
-        models.append(("10x larger", b["params_10x"], b["train_10x_tok_per_s"], b["sum_shm_10x_ms"] / 1e3))
+        models.append(("10x larger", b["params_10x"], b["train_10x_tok_per_s"], b["sum_add_10x_ms"] / 1e3, b["sum_shm_10x_ms"]))
     print(f"scaling model from bench line of commit {b['commit']} ({b['cpu']}, {b['cores']} cores); "
           f"alpha {ALPHA * 1e6:.0f} us assumed (TCP loopback measured: {b['sum_tcp_latency_ms'] * 1e3:.0f} us a 2-rank sum "
           f"of one float); global batch {batch:.0f} target tokens (the config's 128 sentences)")
-    for name, params, rate, t_mem in models:
+    for name, params, rate, t_add, shm_ms in models:
         g = 4.0 * params
         print(f"\n{name}: {params / 1e6:.1f} M parameters ({g / 1e6:.0f} MB gradient), one machine {rate:,.0f} tok/s, "
-              f"step {batch / rate * 1e3:.0f} ms, two-rank sum over shared memory {t_mem * 1e3:.1f} ms")
+              f"step {batch / rate * 1e3:.0f} ms; the additions of a sum {t_add * 1e3:.1f} ms (two ranks' whole sum over "
+              f"shared memory {shm_ms:.1f} ms)")
         head = "| machines | " + " | ".join(f"{n}: efficiency (overlapped) | {n}: batch for 90 %" for _, n in NETWORKS) + " |"
         print(head)
         print("|" + "---|" * (1 + 2 * len(NETWORKS)))
@@ -54,7 +55,7 @@ def main():
             cells = []
             for gbit, _ in NETWORKS:
                 bw = gbit * 1e9 / 8
-                ts = t_sum(p, g, bw, t_mem)
+                ts = t_sum(p, g, bw, t_add)
                 tc = batch / p / rate
                 e = tc / (tc + ts)
                 eo = tc / (tc + max(0.0, ts - BACKWARD_SHARE * tc))
