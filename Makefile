@@ -21,9 +21,9 @@ endif
 ARCH ?= $(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo -march=native)
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wswitch-enum
 # Recursive (=) so pkg-config runs after `deps` has installed the packages.
-PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2 zlib)
+PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson libpng freetype2 zlib libmicrohttpd)
 # oneDNN (bf16 GEMMs) has no pkg-config file in Debian; libgomp is its threading runtime.
-PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib) $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson libpng freetype2 zlib libmicrohttpd) $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread
 # MPI (Open MPI from Debian, which `make deps` installs): data-parallel training under mpirun,
 # built in when installed; MPI=0 builds without (one process), MPI=1 insists.
 MPI ?= auto
@@ -36,7 +36,7 @@ CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno $(WARN) $(
 LDFLAGS = $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
-                      src/train/*.c src/eval/*.c src/io/*.c src/viz/*.c)
+                      src/train/*.c src/eval/*.c src/io/*.c src/viz/*.c src/serve/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libs2s.a
 CLI_SRC := $(wildcard src/cli/*.c)
@@ -174,7 +174,7 @@ $(SO): $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libs2s.so.$(SO_MAJOR) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 $(BUILD)/s2s.pc: include/s2s/common.h Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread\n' \
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib libmicrohttpd\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread\n' \
 	  '$(PREFIX)' 'sequence-to-sequence models with attention: training and translation' '$(VERSION)' > $@
 shared: $(SO)
 

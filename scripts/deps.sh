@@ -3,7 +3,7 @@
 # by `make`, `make test` and `make demo`); safe to run again.
 set -euo pipefail
 PKGS=(libopenblas-dev libdnnl-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
-      libcriterion-dev pkg-config sentencepiece help2man libopenmpi-dev openmpi-bin)
+      libcriterion-dev pkg-config sentencepiece help2man libopenmpi-dev openmpi-bin libmicrohttpd-dev)
 [ "${1:-}" = "--with-clang" ] && PKGS+=(clang libclang-rt-14-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -32,7 +32,17 @@ typedef struct Translator {
     Tape *const *more_tapes;
     int n_more;
     bool score_logits;          /* translator_score: each pair's ids and logits too (one model) */
+    bool want_attention;        /* greedy, one model: each line's attention and tokens in its result */
 } Translator;
+
+/* A line's attention as data (want_attention): row i the weights over the source tokens when
+ * output token i was written (the last row <eos>'s, when the output ended). */
+typedef struct LineAttention {
+    char **src;                 /* (n_src) the source's tokens as the model read them */
+    char **out;                 /* (n_out) the output's tokens, "<eos>" last when it ended */
+    int n_src, n_out;
+    float *w;                   /* (n_out × n_src) */
+} LineAttention;
 
 typedef struct TranslatedLine {
     char *text[TRANSLATE_MAX_NBEST]; /* the n_best outputs, best first (NULL past the found ones);
@@ -42,6 +52,7 @@ typedef struct TranslatedLine {
     S2sStatus status;                /* S2S_OK, or why the line gave no translation */
     char error[512];                 /* the reason, when status is not S2S_OK */
     char warning[512];               /* a heatmap that could not be drawn, or "" */
+    LineAttention *attention;        /* with want_attention and a model that has attention, else NULL */
 } TranslatedLine;
 
 /* Translates lines[0..n): lines[i] NULL is a line the caller could not read (status
@@ -49,6 +60,7 @@ typedef struct TranslatedLine {
  * heatmaps (line first_line + i + 1). out has n entries. */
 void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out);
 void translator_free_results(TranslatedLine *out, int n);
+void translator_free_attention(LineAttention *a);
 
 /* Whether a model may join an ensemble with the first: the same task (type, languages) and
  * vocabularies, and the same subword model; else one line naming `path` and the first

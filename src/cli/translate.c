@@ -399,7 +399,7 @@ int main(int argc, char **argv) {
         c.more_t[k] = &mb->tape;
     }
     c.tr = (Translator){&c.m, &c.cfg, &c.src, &c.trg, &c.tape, c.tr.max_len, c.tr.beam, c.tr.n_best, c.tr.alpha,
-                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL, c.more_m, c.more_t, c.n_more, false};
+                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL, c.more_m, c.more_t, c.n_more, false, false};
     if (c.tr.heatmap_dir) {
         if (file_mkdirs(c.tr.heatmap_dir, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);

@@ -109,6 +109,34 @@ static int ensemble(const Translator *t, Seq2Seq **ms, Tape **ts) {
     return 1 + t->n_more;
 }
 
+/* Row i's attention and tokens as data (want_attention). */
+static LineAttention *line_attention(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L,
+                                     const float *attn) {
+    LineAttention *a = s2s_xcalloc(1, sizeof *a);
+    int ns = b->src_len[i], rows = len + (len < L ? 1 : 0);
+    a->n_src = ns;
+    a->n_out = rows;
+    a->src = s2s_xmalloc((size_t)(ns ? ns : 1) * sizeof *a->src);
+    a->out = s2s_xmalloc((size_t)(rows ? rows : 1) * sizeof *a->out);
+    a->w = s2s_xmalloc(((size_t)rows * ns + 1) * sizeof *a->w);
+    for (int k = 0; k < ns; k++) a->src[k] = strdup(t->src->tokens[b->src[(size_t)k * b->B + i]]);
+    for (int r = 0; r < rows; r++) {
+        a->out[r] = strdup(r < len ? t->trg->tokens[out[r]] : "<eos>");
+        memcpy(a->w + (size_t)r * ns, attn + (size_t)r * b->S, (size_t)ns * sizeof *a->w);
+    }
+    return a;
+}
+
+void translator_free_attention(LineAttention *a) {
+    if (!a) return;
+    for (int k = 0; k < a->n_src; k++) free(a->src[k]);
+    for (int r = 0; r < a->n_out; r++) free(a->out[r]);
+    free(a->src);
+    free(a->out);
+    free(a->w);
+    free(a);
+}
+
 /* One batch: its rows' outputs into out[row_line[row]]. */
 static void decode_batch(const Translator *t, const Batch *b, const int *row_line, long first_line, TranslatedLine *out) {
     int nb = b->B, L = eval_max_len(t->max_len, b->S);
@@ -116,14 +144,15 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
     if (t->beam == 1 && t->n_more == 0) {
         int32_t *o = s2s_xmalloc((size_t)nb * L * sizeof *o);
         int *ol = s2s_xmalloc((size_t)nb * sizeof *ol);
-        bool draw = t->heatmap_dir && model_has_attention(t->model);
-        float *attn = draw ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
+        bool draw = t->heatmap_dir && model_has_attention(t->model), keep = t->want_attention && model_has_attention(t->model);
+        float *attn = draw || keep ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
         int H = model_heads(t->model);
         float *heads = draw && H > 1 ? s2s_xmalloc((size_t)nb * L * H * b->S * sizeof *heads) : NULL;
         model_greedy_heads(t->tape, t->model, b, L, o, ol, attn, heads);
         for (int i = 0; i < nb; i++) {
             int line = row_line[b->index[i]];
             out[line].text[0] = task_decode_target(&t->cfg->task, t->trg, o + (size_t)i * L, ol[i]);
+            if (keep) out[line].attention = line_attention(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S);
             if (draw)
                 draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
                              heads ? heads + (size_t)i * L * H * b->S : NULL, first_line + line + 1, &out[line]);
@@ -156,6 +185,7 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
 void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out) {
     S2S_ASSERT(t->beam >= 1 && t->n_best >= 1 && t->n_best <= t->beam && t->n_best <= TRANSLATE_MAX_NBEST);
     S2S_ASSERT(!t->heatmap_dir || (t->beam == 1 && t->n_more == 0));
+    S2S_ASSERT(!t->want_attention || (t->beam == 1 && t->n_more == 0));
     S2S_ASSERT(t->n_more >= 0 && t->n_more < MODEL_MAX_ENSEMBLE);
     memset(out, 0, (size_t)n * sizeof *out);
     Dataset d;
@@ -183,7 +213,7 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
     }
     if (d.n) {
         int per_batch = t->beam > 1 ? 32 : 64;
-        if (t->heatmap_dir) { /* B × L × S attention weights kept for the pictures (and × heads per head) */
+        if (t->heatmap_dir || t->want_attention) { /* B × L × S attention weights kept (and × heads per head) */
             int H = model_heads(t->model);
             size_t row = (size_t)eval_max_len(t->max_len, longest) * longest * sizeof(float) * (H > 1 ? 1 + (size_t)H : 1);
             size_t fit = HEATMAP_BATCH_BYTES / (row ? row : 1);
@@ -207,8 +237,10 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
 }
 
 void translator_free_results(TranslatedLine *out, int n) {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         for (int j = 0; j < TRANSLATE_MAX_NBEST; j++) free(out[i].text[j]);
+        translator_free_attention(out[i].attention);
+    }
 }
 
 S2sStatus translator_check_ensemble(const Config *first, const Vocab *src, const Vocab *trg, const Config *cfg,

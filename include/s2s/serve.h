@@ -1,0 +1,42 @@
+/* serve.h — ./serve: a model behind an HTTP JSON API (libmicrohttpd), on 127.0.0.1 unless
+ * told otherwise.
+ *
+ *   POST /api/translate  {"text": "…" or ["…", …], "beam": 1, "n_best": 1, "alpha": 1,
+ *                         "attention": false}
+ *                        → {"model", "translations": [{"text", "n_best"?, "attention"?,
+ *                           "error"?}], "ms"}
+ *   GET  /api/models     → {"models": [{"name", "path", "type", "attention", "params", "config"}]}
+ *
+ * Every refused request is a 4xx with {"error": "…"}: a body that is not a JSON object of those
+ * keys and types (400), over the body limit (413), more sentences than the limit, beam or n_best
+ * out of range, text that is not UTF-8 (400), an unknown path (404), another method (405).
+ * The server owns the model it loads (one decoding at a time on it); the options are
+ * borrowed. */
+#ifndef S2S_SERVE_H
+#define S2S_SERVE_H
+
+#include "s2s/common.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#define SERVE_MAX_BEAM 32
+
+typedef struct ServeOptions {
+    const char *host;         /* IPv4 address to bind; NULL: 127.0.0.1 */
+    int port;                 /* 0: any free port (printed) */
+    int threads;              /* decoding threads (the tape's) */
+    size_t max_body;          /* bytes of a request body; more: 413 */
+    int max_sentences;        /* sentences in one request */
+    int timeout_s;            /* a connection idle this long is closed (slow clients) */
+    FILE *out;                /* "serve: listening on …" and warnings, or NULL */
+    const atomic_int *stop;   /* set (a signal): stop accepting, finish the requests in flight, return */
+} ServeOptions;
+
+ServeOptions serve_defaults(void);
+
+/* Loads the model file and serves it until *o->stop is set. Errors (the model, the address,
+ * the port in use) return before anything is served. */
+S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err);
+
+#endif

@@ -1,0 +1,389 @@
+/* serve.c — the HTTP API of ./serve (serve.h) on libmicrohttpd: a thread per connection, the
+ * request body gathered up to the limit, checked whole before the model sees it, and one
+ * decoding at a time on the model (its tape is not shared). */
+#include "s2s/serve.h"
+#include "s2s/model.h"
+#include "s2s/text.h"
+#include "s2s/translator.h"
+
+#include <arpa/inet.h>
+#include <cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct Served {
+    char name[256], path[PATH_MAX];
+    Seq2Seq m;
+    Config cfg;
+    Vocab src, trg;
+    Tape tape;
+    pthread_mutex_t lock; /* one decoding at a time: the tape is the model's */
+} Served;
+
+typedef struct Server {
+    const ServeOptions *o;
+    Served model;
+} Server;
+
+/* One request's body, gathered across the handler's calls. */
+typedef struct Upload {
+    char *body;
+    size_t len;
+    bool too_big;
+} Upload;
+
+ServeOptions serve_defaults(void) {
+    return (ServeOptions){.host = NULL, .port = 8080, .threads = 0, .max_body = 1 << 20, .max_sentences = 256,
+                          .timeout_s = 30, .out = NULL, .stop = NULL};
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* ---- responses ---- */
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSON *j) {
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!text) return MHD_NO; /* out of memory: the connection is closed */
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "error", msg);
+    return send_json(c, status, j);
+}
+
+/* 405 with the method the path takes */
+static enum MHD_Result send_405(struct MHD_Connection *c, const char *path, const char *allow) {
+    cJSON *j = cJSON_CreateObject();
+    char msg[300];
+    snprintf(msg, sizeof msg, "%.200s takes %s", path, allow);
+    cJSON_AddStringToObject(j, "error", msg);
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!text) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* ---- the routes ---- */
+
+static enum MHD_Result get_models(Server *s, struct MHD_Connection *c) {
+    const Served *m = &s->model;
+    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "models"), *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", m->name);
+    cJSON_AddStringToObject(e, "path", m->path);
+    cJSON_AddStringToObject(e, "type", MODEL_TYPE_NAMES[m->cfg.model.type]);
+    cJSON_AddStringToObject(e, "attention", model_attention_name(&m->m));
+    cJSON_AddNumberToObject(e, "params", (double)m->m.params.total);
+    char *conf = config_to_json(&m->cfg);
+    cJSON *cj = cJSON_Parse(conf);
+    free(conf);
+    cJSON_AddItemToObject(e, "config", cj ? cj : cJSON_CreateNull());
+    cJSON_AddItemToArray(list, e);
+    return send_json(c, MHD_HTTP_OK, j);
+}
+
+/* A request's settings, checked. */
+typedef struct TranslateRequest {
+    const char **lines;
+    int n, beam, n_best;
+    float alpha;
+    bool attention;
+} TranslateRequest;
+
+/* The body as a translate request, or the reason it is not one (msg; 400 unless *status says). */
+static bool parse_translate(const Server *s, const cJSON *j, TranslateRequest *q, char *msg, size_t n_msg) {
+    *q = (TranslateRequest){.beam = 1, .n_best = 1, .alpha = 1.0f};
+    if (!cJSON_IsObject(j)) {
+        snprintf(msg, n_msg, "the body must be a JSON object: {\"text\": [\"...\"], \"beam\": 1, ...}");
+        return false;
+    }
+    const cJSON *k;
+    cJSON_ArrayForEach(k, j) {
+        const char *key = k->string;
+        if (!strcmp(key, "text")) {
+            if (cJSON_IsString(k)) {
+                q->n = 1;
+            } else if (cJSON_IsArray(k)) {
+                q->n = cJSON_GetArraySize(k);
+                if (q->n > s->o->max_sentences) {
+                    snprintf(msg, n_msg, "\"text\": %d sentences; at most %d in one request", q->n, s->o->max_sentences);
+                    return false;
+                }
+            } else {
+                snprintf(msg, n_msg, "\"text\": a string or an array of strings");
+                return false;
+            }
+        } else if (!strcmp(key, "beam") || !strcmp(key, "n_best")) {
+            double v = cJSON_IsNumber(k) ? k->valuedouble : -1;
+            if (!(v >= 1 && v <= SERVE_MAX_BEAM && v == (int)v)) {
+                snprintf(msg, n_msg, "\"%s\": an integer from 1 to %d", key, SERVE_MAX_BEAM);
+                return false;
+            }
+            *(!strcmp(key, "beam") ? &q->beam : &q->n_best) = (int)v;
+        } else if (!strcmp(key, "alpha")) {
+            if (!cJSON_IsNumber(k) || !(k->valuedouble >= 0 && k->valuedouble <= 10)) {
+                snprintf(msg, n_msg, "\"alpha\": a number from 0 to 10");
+                return false;
+            }
+            q->alpha = (float)k->valuedouble;
+        } else if (!strcmp(key, "attention")) {
+            if (!cJSON_IsBool(k)) {
+                snprintf(msg, n_msg, "\"attention\": true or false");
+                return false;
+            }
+            q->attention = cJSON_IsTrue(k);
+        } else {
+            snprintf(msg, n_msg, "unknown key \"%.60s\" (text, beam, n_best, alpha, attention)", key);
+            return false;
+        }
+    }
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
+    if (!text) {
+        snprintf(msg, n_msg, "\"text\": missing (a string or an array of strings)");
+        return false;
+    }
+    if (q->n_best > q->beam) {
+        snprintf(msg, n_msg, "\"n_best\" %d is more than \"beam\" %d", q->n_best, q->beam);
+        return false;
+    }
+    if (q->attention && q->beam > 1) {
+        snprintf(msg, n_msg, "\"attention\" comes with greedy decoding (\"beam\": 1)");
+        return false;
+    }
+    q->lines = s2s_xcalloc((size_t)(q->n ? q->n : 1), sizeof *q->lines);
+    for (int i = 0; i < q->n; i++) {
+        const cJSON *e = cJSON_IsString(text) ? text : cJSON_GetArrayItem(text, i);
+        if (!cJSON_IsString(e)) {
+            snprintf(msg, n_msg, "\"text\"[%d]: not a string", i);
+            return false;
+        }
+        if (!utf8_valid(e->valuestring, strlen(e->valuestring))) {
+            snprintf(msg, n_msg, "\"text\"[%d]: not valid UTF-8", i);
+            return false;
+        }
+        q->lines[i] = e->valuestring;
+    }
+    return true;
+}
+
+static cJSON *attention_json(const LineAttention *a) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON *src = cJSON_AddArrayToObject(j, "source"), *out = cJSON_AddArrayToObject(j, "target"),
+          *w = cJSON_AddArrayToObject(j, "weights");
+    for (int k = 0; k < a->n_src; k++) cJSON_AddItemToArray(src, cJSON_CreateString(a->src[k]));
+    for (int r = 0; r < a->n_out; r++) {
+        cJSON_AddItemToArray(out, cJSON_CreateString(a->out[r]));
+        cJSON *row = cJSON_CreateArray();
+        for (int k = 0; k < a->n_src; k++) cJSON_AddItemToArray(row, cJSON_CreateNumber(a->w[(size_t)r * a->n_src + k]));
+        cJSON_AddItemToArray(w, row);
+    }
+    return j;
+}
+
+static enum MHD_Result post_translate(Server *s, struct MHD_Connection *c, const Upload *u) {
+    cJSON *j = cJSON_ParseWithLength(u->body ? u->body : "", u->len);
+    if (!j) return send_error(c, MHD_HTTP_BAD_REQUEST, "the body is not JSON (%zu bytes)", u->len);
+    TranslateRequest q;
+    char msg[400];
+    if (!parse_translate(s, j, &q, msg, sizeof msg)) {
+        free(q.lines);
+        cJSON_Delete(j);
+        return send_error(c, MHD_HTTP_BAD_REQUEST, "%s", msg);
+    }
+    Served *m = &s->model;
+    Translator t = {.model = &m->m, .cfg = &m->cfg, .src = &m->src, .trg = &m->trg, .tape = &m->tape, .beam = q.beam,
+                    .n_best = q.n_best, .alpha = q.alpha, .want_attention = q.attention};
+    TranslatedLine *out = s2s_xcalloc((size_t)(q.n ? q.n : 1), sizeof *out);
+    double t0 = now_ms();
+    pthread_mutex_lock(&m->lock);
+    translator_run(&t, q.lines, q.n, 0, out);
+    pthread_mutex_unlock(&m->lock);
+    double ms = now_ms() - t0;
+    cJSON *r = cJSON_CreateObject(), *list;
+    cJSON_AddStringToObject(r, "model", m->name);
+    list = cJSON_AddArrayToObject(r, "translations");
+    for (int i = 0; i < q.n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "text", out[i].text[0] ? out[i].text[0] : "");
+        if (out[i].status) cJSON_AddStringToObject(e, "error", out[i].error[0] ? out[i].error : "cannot be read");
+        if (q.beam > 1 && !out[i].status) {
+            cJSON *nb = cJSON_AddArrayToObject(e, "n_best");
+            for (int k = 0; k < q.n_best && out[i].text[k]; k++) {
+                cJSON *h = cJSON_CreateObject();
+                cJSON_AddStringToObject(h, "text", out[i].text[k]);
+                cJSON_AddNumberToObject(h, "score", out[i].score[k]);
+                cJSON_AddNumberToObject(h, "logprob", out[i].logprob[k]);
+                cJSON_AddItemToArray(nb, h);
+            }
+        }
+        if (out[i].attention) cJSON_AddItemToObject(e, "attention", attention_json(out[i].attention));
+        cJSON_AddItemToArray(list, e);
+    }
+    cJSON_AddNumberToObject(r, "ms", ms);
+    translator_free_results(out, q.n);
+    free(out);
+    free(q.lines);
+    cJSON_Delete(j);
+    return send_json(c, MHD_HTTP_OK, r);
+}
+
+/* ---- the handler: libmicrohttpd calls it once with the headers, then with each part of the
+ * body, then once more with none ---- */
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *data, size_t *data_size, void **con_cls) {
+    (void)version;
+    Server *s = cls;
+    Upload *u = *con_cls;
+    if (!u) {
+        u = calloc(1, sizeof *u);
+        if (!u) return MHD_NO;
+        *con_cls = u;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > s->o->max_body) { /* refused before it is read */
+            u->too_big = true;
+            return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes (serve --max-body)", s->o->max_body);
+        }
+        return MHD_YES;
+    }
+    if (*data_size) {
+        if (!u->too_big && u->len + *data_size <= s->o->max_body) {
+            char *b = realloc(u->body, u->len + *data_size + 1);
+            if (!b) return MHD_NO;
+            memcpy(b + u->len, data, *data_size);
+            u->body = b;
+            u->len += *data_size;
+        } else {
+            u->too_big = true;
+        }
+        *data_size = 0;
+        return MHD_YES;
+    }
+    if (!strcmp(url, "/api/translate")) {
+        if (strcmp(method, MHD_HTTP_METHOD_POST)) return send_405(c, url, "POST");
+        if (u->too_big)
+            return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes (serve --max-body)", s->o->max_body);
+        return post_translate(s, c, u);
+    }
+    if (!strcmp(url, "/api/models")) {
+        if (strcmp(method, MHD_HTTP_METHOD_GET)) return send_405(c, url, "GET");
+        return get_models(s, c);
+    }
+    return send_error(c, MHD_HTTP_NOT_FOUND, "no such path: %.200s (the API: POST /api/translate, GET /api/models)", url);
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls, (void)c, (void)toe;
+    Upload *u = *con_cls;
+    if (u) {
+        free(u->body);
+        free(u);
+        *con_cls = NULL;
+    }
+}
+
+/* ---- the server ---- */
+
+static void served_free(Served *m) {
+    tape_free(&m->tape);
+    model_free(&m->m);
+    vocab_free(&m->src);
+    vocab_free(&m->trg);
+    pthread_mutex_destroy(&m->lock);
+}
+
+S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+    const char *host = o->host ? o->host : "127.0.0.1";
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
+    if (o->port < 0 || o->port > 65535) return s2s_fail(err, S2S_ERR_CONFIG, "--port %d: expected 0 to 65535", o->port);
+    Server *s = s2s_xcalloc(1, sizeof *s);
+    s->o = o;
+    Served *m = &s->model;
+    S2sStatus st = model_load_file(&m->m, &m->cfg, &m->src, &m->trg, model_path, err);
+    if (st) {
+        free(s);
+        return st;
+    }
+    if ((st = model_tape_init(&m->tape, PRECISION_FP32, m->cfg.train.gemm, o->threads, "serve", err))) {
+        model_free(&m->m);
+        vocab_free(&m->src);
+        vocab_free(&m->trg);
+        free(s);
+        return st;
+    }
+    params_freeze(&m->m.params, false); /* the weights never change here */
+    pthread_mutex_init(&m->lock, NULL);
+    snprintf(m->path, sizeof m->path, "%s", model_path);
+    snprintf(m->name, sizeof m->name, "%s", m->cfg.name[0] ? m->cfg.name : "model");
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_END);
+    if (!d) {
+        served_free(m);
+        free(s);
+        return s2s_fail(err, S2S_ERR_IO, "cannot listen on %s:%d: %s", host, o->port,
+                        errno ? strerror(errno) : "the port is in use or the address is not this machine's");
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    int port = info ? info->port : o->port;
+    if (o->out) {
+        if (strncmp(host, "127.", 4) != 0)
+            fprintf(o->out, "serve: warning: %s is not a loopback address: anyone who can reach this machine can use the "
+                            "model\n", host);
+        fprintf(o->out, "serve: listening on http://%s:%d/ (model %s, %s)\n", host, port, m->name, model_path);
+        fflush(o->out);
+    }
+    while (!o->stop || !atomic_load(o->stop)) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    MHD_quiesce_daemon(d); /* no new connections; those open finish */
+    MHD_stop_daemon(d);
+    if (o->out) {
+        fprintf(o->out, "serve: stopped\n");
+        fflush(o->out);
+    }
+    served_free(m);
+    free(s);
+    return S2S_OK;
+}

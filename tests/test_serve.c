@@ -1,0 +1,258 @@
+/* test_serve.c — ./serve end to end: a small reversal model trained here, served on a free
+ * port; its translations equal ./translate's (greedy and beam with n-best), its attention rows
+ * are distributions over the source tokens; every bad request is a 4xx with a JSON error and
+ * the server keeps serving; SIGTERM ends it with exit 0. The client is a plain socket. */
+#include "test_util.h"
+
+#include <arpa/inet.h>
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *MODEL_CONFIG =
+    "{\"name\": \"rev\", \"seed\": 1, \"task\": {\"type\": \"reverse\", \"alphabet\": \"abcd\", \"min_len\": 3, \"max_len\": 8, "
+    "\"train_size\": 3000, \"valid_size\": 50, \"test_size\": 50}, \"model\": {\"cell\": \"gru\", \"embedding\": 16, "
+    "\"encoder_hidden\": 32, \"decoder_hidden\": 32, \"attention\": \"dot\", \"combine\": \"luong\", \"dropout\": 0.0}, "
+    "\"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.01, \"threads\": 1}}";
+
+typedef struct Reply {
+    int status;
+    char *head, *body;
+} Reply;
+
+/* One request on its own connection (Connection: close); status 0 when no answer came. */
+static Reply http(int port, const char *method, const char *path, const char *body, size_t body_len) {
+    Reply r = {0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return r;
+    }
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     method, path, body ? body_len : 0);
+    ssize_t w = write(fd, head, (size_t)n);
+    for (size_t off = 0; body && w >= 0 && off < body_len; off += (size_t)w)
+        if ((w = write(fd, body + off, body_len - off)) <= 0) break; /* the server may close early (413) */
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    ssize_t k;
+    while ((k = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)k;
+        if (len + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    close(fd);
+    buf[len] = '\0';
+    char *split = strstr(buf, "\r\n\r\n");
+    if (strncmp(buf, "HTTP/1.1 ", 9) == 0 && split) {
+        r.status = atoi(buf + 9);
+        *split = '\0';
+        r.head = strdup(buf);
+        r.body = strdup(split + 4);
+    }
+    free(buf);
+    return r;
+}
+
+static void reply_free(Reply *r) {
+    free(r->head);
+    free(r->body);
+}
+
+/* A 4xx whose body is {"error": "..."} containing `want`. */
+static void expect_error(Reply r, int status, const char *want, const char *what) {
+    cr_expect_eq(r.status, status, "%s: status %d, body %s", what, r.status, r.body ? r.body : "");
+    cJSON *j = r.body ? cJSON_Parse(r.body) : NULL;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    cr_expect(cJSON_IsString(e) && strstr(e->valuestring, want), "%s: body %s, wanted an error with \"%s\"", what,
+              r.body ? r.body : "(none)", want);
+    cJSON_Delete(j);
+    reply_free(&r);
+}
+
+/* ./serve in the background in d; returns its port (0 when it did not start). */
+static int start_server(const char *d, const char *extra) {
+    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve %s/model.bin --port 0 --threads 1 %s > serve.txt 2>&1; echo $? > rc.txt) &",
+          d, tu_bin(), d, extra);
+    for (int i = 0; i < 200; i++) {
+        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
+        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
+        int port = p ? atoi(p + 17) : 0;
+        free(out);
+        if (port) return port;
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    return 0;
+}
+
+/* SIGTERM to the server (this test's: its folder is in the command line): exit 0, "serve: stopped". */
+static void stop_server(const char *d) {
+    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve %s/model.bin' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
+                       tu_bin(), d, d),
+                 0);
+    char *rc = tu_slurp(tu_path(d, "rc.txt"), NULL);
+    cr_expect(rc && atoi(rc) == 0, "serve exit %s\n%s", rc ? rc : "(still running)", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    free(rc);
+    cr_expect(tu_file_has(tu_path(d, "serve.txt"), "serve: stopped"));
+}
+
+static char *trained_model_dir(void) {
+    char *d = tu_tmpdir();
+    tu_write(tu_path(d, "m.json"), "%s", MODEL_CONFIG);
+    cr_assert_eq(tu_sh("cd %s && %s/train --config m.json --out run > /dev/null 2>&1 && cp run/model.bin model.bin", d, tu_bin()), 0);
+    return d;
+}
+
+Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeout = 240) {
+    char *d = trained_model_dir();
+    tu_write(tu_path(d, "in.txt"), "abcd\ndcba\naabbcc\nbad\n");
+    cr_assert_eq(tu_sh("cd %s && %s/translate model.bin --input in.txt > greedy.txt 2>/dev/null && "
+                       "%s/translate model.bin --input in.txt --beam 3 --n-best 2 > nbest.txt 2>/dev/null",
+                       d, tu_bin(), tu_bin()),
+                 0);
+    int port = start_server(d, "");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    const char *req = "{\"text\": [\"abcd\", \"dcba\", \"aabbcc\", \"bad\"], \"attention\": true}";
+    Reply r = http(port, "POST", "/api/translate", req, strlen(req));
+    cr_assert_eq(r.status, 200, "%s", r.body ? r.body : "");
+    cJSON *j = cJSON_Parse(r.body);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "translations");
+    cr_assert_eq(cJSON_GetArraySize(list), 4);
+    char *greedy = tu_slurp(tu_path(d, "greedy.txt"), NULL), *save = NULL, *line = strtok_r(greedy, "\n", &save);
+    const char *src[4] = {"abcd", "dcba", "aabbcc", "bad"};
+    for (int i = 0; i < 4; i++, line = strtok_r(NULL, "\n", &save)) {
+        const cJSON *e = cJSON_GetArrayItem(list, i);
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "text"));
+        cr_assert(text && line);
+        cr_expect_str_eq(text, line, "line %d: serve \"%s\", translate \"%s\"", i, text, line);
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "attention");
+        {
+            const cJSON *ss = cJSON_GetObjectItemCaseSensitive(a, "source"), *ts = cJSON_GetObjectItemCaseSensitive(a, "target"),
+                        *w = cJSON_GetObjectItemCaseSensitive(a, "weights");
+            int ns = cJSON_GetArraySize(ss), nt = cJSON_GetArraySize(ts);
+            cr_expect_eq(ns, (int)strlen(src[i]), "line %d: %d source tokens", i, ns);
+            cr_expect_eq(nt, (int)strlen(text) + 1, "line %d: %d target tokens for \"%s\" and <eos>", i, nt, text);
+            cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(ts, nt - 1)), "<eos>");
+            cr_expect_eq(cJSON_GetArraySize(w), nt);
+            for (int row = 0; row < nt; row++) {
+                const cJSON *wr = cJSON_GetArrayItem(w, row);
+                cr_expect_eq(cJSON_GetArraySize(wr), ns);
+                double sum = 0;
+                for (int k = 0; k < ns; k++) sum += cJSON_GetArrayItem(wr, k)->valuedouble;
+                cr_expect_lt(fabs(sum - 1), 1e-5, "line %d row %d: weights sum to %g", i, row, sum);
+            }
+        }
+    }
+    free(greedy);
+    cJSON_Delete(j);
+    reply_free(&r);
+    /* beam 3 with 2 hypotheses: translate's n-best lines, best first */
+    const char *breq = "{\"text\": [\"abcd\", \"dcba\", \"aabbcc\", \"bad\"], \"beam\": 3, \"n_best\": 2}";
+    r = http(port, "POST", "/api/translate", breq, strlen(breq));
+    cr_assert_eq(r.status, 200, "%s", r.body ? r.body : "");
+    j = cJSON_Parse(r.body);
+    list = cJSON_GetObjectItemCaseSensitive(j, "translations");
+    char *nbest = tu_slurp(tu_path(d, "nbest.txt"), NULL);
+    save = NULL;
+    line = strtok_r(nbest, "\n", &save);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *hs = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, i), "n_best");
+        cr_assert_eq(cJSON_GetArraySize(hs), 2, "line %d", i);
+        for (int k = 0; k < 2; k++, line = strtok_r(NULL, "\n", &save)) {
+            cr_assert(line != NULL);
+            char want[256]; /* Moses: "i ||| text ||| F0= logprob ||| score" */
+            const cJSON *h = cJSON_GetArrayItem(hs, k);
+            snprintf(want, sizeof want, "%d ||| %s |||", i, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "text")));
+            cr_expect(strncmp(line, want, strlen(want)) == 0, "line %d hyp %d: serve \"%s\", translate \"%s\"", i, k, want, line);
+        }
+        double s0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(hs, 0), "score")->valuedouble,
+               s1 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(hs, 1), "score")->valuedouble;
+        cr_expect_geq(s0, s1, "line %d: best first", i);
+    }
+    free(nbest);
+    cJSON_Delete(j);
+    reply_free(&r);
+    /* a line the model cannot read: an error on its entry, the others translated */
+    const char *ereq = "{\"text\": [\"abcx\", \"abc\"]}";
+    r = http(port, "POST", "/api/translate", ereq, strlen(ereq));
+    cr_expect_eq(r.status, 200);
+    j = cJSON_Parse(r.body);
+    list = cJSON_GetObjectItemCaseSensitive(j, "translations");
+    cr_expect(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "error")), "%s", r.body);
+    cr_expect(!cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 1), "error"), "%s", r.body);
+    cJSON_Delete(j);
+    reply_free(&r);
+    r = http(port, "GET", "/api/models", NULL, 0);
+    cr_expect_eq(r.status, 200);
+    cr_expect(r.body && strstr(r.body, "\"name\":\"rev\"") && strstr(r.body, "\"attention\":\"dot\""), "%s", r.body);
+    reply_free(&r);
+    stop_server(d);
+    tu_rm_rf(d);
+    free(d);
+}
+
+Test(serve, bad_requests_are_4xx_with_a_json_error_and_the_server_goes_on, .timeout = 240) {
+    char *d = trained_model_dir();
+    int port = start_server(d, "--max-body 2048 --max-sentences 4");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{\"text\": [\"abc\"", "not JSON"},
+        {"[1, 2]", "JSON object"},
+        {"{\"text\": 5}", "a string or an array"},
+        {"{\"text\": [\"abc\", 5]}", "[1]: not a string"},
+        {"{\"beam\": 2}", "\"text\": missing"},
+        {"{\"text\": \"abc\", \"beam\": 0}", "\"beam\": an integer from 1"},
+        {"{\"text\": \"abc\", \"beam\": 10000}", "\"beam\": an integer from 1"},
+        {"{\"text\": \"abc\", \"beam\": 2.5}", "\"beam\": an integer"},
+        {"{\"text\": \"abc\", \"beam\": 2, \"n_best\": 3}", "more than \"beam\""},
+        {"{\"text\": \"abc\", \"beam\": 2, \"attention\": true}", "greedy"},
+        {"{\"text\": \"abc\", \"attention\": 1}", "true or false"},
+        {"{\"text\": \"abc\", \"alpha\": -1}", "\"alpha\""},
+        {"{\"text\": \"abc\", \"beams\": 2}", "unknown key \"beams\""},
+        {"{\"text\": [\"a\", \"b\", \"c\", \"d\", \"a\"]}", "at most 4"},
+        {"{\"text\": \"ab\xff\"}", "not valid UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_error(http(port, "POST", "/api/translate", bad[i].body, strlen(bad[i].body)), 400, bad[i].want, bad[i].body);
+    char big[5000];
+    memset(big, ' ', sizeof big);
+    expect_error(http(port, "POST", "/api/translate", big, sizeof big), 413, "over 2048 bytes", "a body over the limit");
+    expect_error(http(port, "GET", "/nowhere", NULL, 0), 404, "no such path", "an unknown path");
+    expect_error(http(port, "GET", "/../../etc/passwd", NULL, 0), 404, "no such path", "a path out of the API");
+    Reply r = http(port, "GET", "/api/translate", NULL, 0);
+    cr_expect(r.head && strstr(r.head, "Allow: POST"), "%s", r.head ? r.head : "");
+    expect_error(r, 405, "takes POST", "GET /api/translate");
+    expect_error(http(port, "POST", "/api/models", "{}", 2), 405, "takes GET", "POST /api/models");
+    /* still serving */
+    r = http(port, "POST", "/api/translate", "{\"text\": \"abc\"}", 15);
+    cr_expect_eq(r.status, 200, "%s", r.body ? r.body : "");
+    reply_free(&r);
+    stop_server(d);
+    /* the command line: a host that is no address, a model that is not there, a port in use */
+    cr_expect_eq(tu_sh("%s/serve %s/model.bin --host nowhere > /dev/null 2> %s/err.txt", tu_bin(), d, d), 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "--host nowhere: expected an IPv4 address"));
+    cr_expect_eq(tu_sh("%s/serve %s/missing.bin --port 0 > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "missing.bin"));
+    cr_expect_eq(tu_sh("%s/serve --port 99999 %s/model.bin 2> %s/err.txt", tu_bin(), d, d), 2);
+    port = start_server(d, "");
+    cr_assert(port > 0);
+    cr_expect_eq(tu_sh("timeout 20 %s/serve %s/model.bin --port %d > /dev/null 2> %s/err.txt", tu_bin(), d, port, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "cannot listen on 127.0.0.1"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    stop_server(d);
+    tu_rm_rf(d);
+    free(d);
+}
