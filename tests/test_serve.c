@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,81 @@ Test(serve, bad_requests_are_4xx_with_a_json_error_and_the_server_goes_on, .time
     cr_assert(port > 0);
     cr_expect_eq(tu_sh("timeout 20 %s/serve %s/model.bin --port %d > /dev/null 2> %s/err.txt", tu_bin(), d, port, d), 1);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "cannot listen on 127.0.0.1"), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    stop_server(d);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* Concurrent requests: each gets the answer it gets alone, and with --batch-wait the
+ * decoding thread serves them in fewer decodings than requests (they share batches). */
+#define N_CLIENTS 8
+typedef struct Client {
+    int port;
+    const char *body;
+    pthread_barrier_t *go;
+    Reply r;
+} Client;
+
+static void *client(void *arg) {
+    Client *c = arg;
+    pthread_barrier_wait(c->go);
+    c->r = http(c->port, "POST", "/api/translate", c->body, strlen(c->body));
+    return NULL;
+}
+
+static long models_count(int port, const char *key) {
+    Reply r = http(port, "GET", "/api/models", NULL, 0);
+    cJSON *j = cJSON_Parse(r.body ? r.body : "");
+    const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "models"), 0);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, key);
+    long n = cJSON_IsNumber(v) ? (long)v->valuedouble : -1;
+    cJSON_Delete(j);
+    reply_free(&r);
+    return n;
+}
+
+Test(serve, concurrent_requests_share_decodings_and_get_their_own_answers, .timeout = 240) {
+    char *d = trained_model_dir();
+    int port = start_server(d, "--batch-wait 300");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    static const char *bodies[N_CLIENTS] = {
+        "{\"text\": [\"abc\", \"dd\", \"abcdabcd\"]}", "{\"text\": [\"bcd\"]}", "{\"text\": [\"aaab\", \"cab\"]}",
+        "{\"text\": [\"dcba\", \"bbbb\", \"acbd\"]}", "{\"text\": \"cdcdc\"}", "{\"text\": [\"ab\", \"ba\"]}",
+        "{\"text\": [\"dabc\"]}", "{\"text\": [\"ccc\", \"ddda\"]}"};
+    char *alone[N_CLIENTS];
+    for (int i = 0; i < N_CLIENTS; i++) { /* one by one: the answers to expect */
+        Reply r = http(port, "POST", "/api/translate", bodies[i], strlen(bodies[i]));
+        cr_assert_eq(r.status, 200);
+        cJSON *j = cJSON_Parse(r.body);
+        alone[i] = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "translations"));
+        cJSON_Delete(j);
+        reply_free(&r);
+    }
+    long before = models_count(port, "decodes");
+    cr_expect_eq(before, N_CLIENTS, "one by one: %ld decodings for %d requests", before, N_CLIENTS);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, N_CLIENTS);
+    Client c[N_CLIENTS];
+    pthread_t th[N_CLIENTS];
+    for (int i = 0; i < N_CLIENTS; i++) {
+        c[i] = (Client){port, bodies[i], &go, {0}};
+        pthread_create(&th[i], NULL, client, &c[i]);
+    }
+    for (int i = 0; i < N_CLIENTS; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&go);
+    for (int i = 0; i < N_CLIENTS; i++) {
+        cr_assert_eq(c[i].r.status, 200, "client %d: %s", i, c[i].r.body ? c[i].r.body : "");
+        cJSON *j = cJSON_Parse(c[i].r.body);
+        char *got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "translations"));
+        cr_expect_str_eq(got, alone[i], "client %d: together %s, alone %s", i, got, alone[i]);
+        free(got);
+        free(alone[i]);
+        cJSON_Delete(j);
+        reply_free(&c[i].r);
+    }
+    long together = models_count(port, "decodes") - before;
+    cr_expect(together >= 1 && together < N_CLIENTS, "%d concurrent requests took %ld decodings", N_CLIENTS, together);
+    cr_expect_eq(models_count(port, "requests"), 2 * N_CLIENTS);
     stop_server(d);
     tu_rm_rf(d);
     free(d);

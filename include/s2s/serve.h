@@ -5,13 +5,14 @@
  *                         "attention": false}
  *                        → {"model", "translations": [{"text", "n_best"?, "attention"?,
  *                           "error"?}], "ms"}
- *   GET  /api/models     → {"models": [{"name", "path", "type", "attention", "params", "config"}]}
+ *   GET  /api/models     → {"models": [{"name", "path", "type", "attention", "params", "requests",
+ *                           "decodes", "lines", "config"}]}
  *
  * Every refused request is a 4xx with {"error": "…"}: a body that is not a JSON object of those
  * keys and types (400), over the body limit (413), more sentences than the limit, beam or n_best
  * out of range, text that is not UTF-8 (400), an unknown path (404), another method (405).
- * The server owns the model it loads (one decoding at a time on it); the options are
- * borrowed. */
+ * The server owns the model it loads and the one thread that decodes with it: concurrent
+ * requests decoded alike are translated as one batch. The options are borrowed. */
 #ifndef S2S_SERVE_H
 #define S2S_SERVE_H
 
@@ -29,6 +30,8 @@ typedef struct ServeOptions {
     size_t max_body;          /* bytes of a request body; more: 413 */
     int max_sentences;        /* sentences in one request */
     int timeout_s;            /* a connection idle this long is closed (slow clients) */
+    int batch_wait_ms;        /* the decoding thread waits this long after a request for others to
+                                 join its batch (0: requests that queue while it decodes join the next) */
     FILE *out;                /* "serve: listening on …" and warnings, or NULL */
     const atomic_int *stop;   /* set (a signal): stop accepting, finish the requests in flight, return */
 } ServeOptions;

@@ -1,6 +1,6 @@
 /* serve — a model behind an HTTP JSON API (serve.h). Thin: arguments, signals, exit codes.
  *   serve MODEL.bin [--port 8080] [--host 127.0.0.1] [--threads N] [--max-body BYTES]
- *                   [--max-sentences N] [--timeout S]
+ *                   [--max-sentences N] [--timeout S] [--batch-wait MS]
  *   exit 0 after SIGINT/SIGTERM (requests in flight finished) · 1 unreadable model, cannot
  *   listen · 2 usage */
 #include "s2s/args.h"
@@ -14,7 +14,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: serve MODEL.bin [--port N] [--host ADDR] [--threads N] [--max-body BYTES] [--max-sentences N]\n"
-               "             [--timeout S]\n"
+               "             [--timeout S] [--batch-wait MS]\n"
                "Serves a model over HTTP: POST /api/translate with {\"text\": [\"...\"], \"beam\": 1, \"n_best\": 1,\n"
                "\"alpha\": 1, \"attention\": false} gives the translations (with n-best lists and the attention\n"
                "weights on request); GET /api/models describes the model. SIGINT or SIGTERM stops it after\n"
@@ -24,11 +24,13 @@ static void usage(FILE *f) {
                "  --threads N         decoding threads (default: the cores)\n"
                "  --max-body BYTES    a larger request body is refused with 413 (default 1048576)\n"
                "  --max-sentences N   sentences in one request (default 256)\n"
-               "  --timeout S         an idle connection is closed after S seconds (default 30)\n");
+               "  --timeout S         an idle connection is closed after S seconds (default 30)\n"
+               "  --batch-wait MS     after a request, wait MS milliseconds for others to decode with it\n"
+               "                      (default 0: requests that arrive during a decoding join the next one)\n");
 }
 
 int main(int argc, char **argv) {
-    enum { O_PORT = 1000, O_HOST, O_THREADS, O_BODY, O_SENT, O_TIMEOUT };
+    enum { O_PORT = 1000, O_HOST, O_THREADS, O_BODY, O_SENT, O_TIMEOUT, O_WAIT };
     static const struct option LONG[] = {{"help", no_argument, NULL, 'h'},
                                          {"version", no_argument, NULL, ARGS_VERSION},
                                          {"port", required_argument, NULL, O_PORT},
@@ -37,6 +39,7 @@ int main(int argc, char **argv) {
                                          {"max-body", required_argument, NULL, O_BODY},
                                          {"max-sentences", required_argument, NULL, O_SENT},
                                          {"timeout", required_argument, NULL, O_TIMEOUT},
+                                         {"batch-wait", required_argument, NULL, O_WAIT},
                                          {NULL, 0, NULL, 0}};
     ServeOptions so = serve_defaults();
     S2sError err;
@@ -52,6 +55,7 @@ int main(int argc, char **argv) {
         case O_BODY: st = args_long("--max-body", optarg, 1024, 1L << 30, &body, &err); break;
         case O_SENT: st = args_int("--max-sentences", optarg, 1, 100000, &so.max_sentences, &err); break;
         case O_TIMEOUT: st = args_int("--timeout", optarg, 1, 3600, &so.timeout_s, &err); break;
+        case O_WAIT: st = args_int("--batch-wait", optarg, 0, 10000, &so.batch_wait_ms, &err); break;
         default: return args_common(o, "serve", usage, argv, optind, optopt);
         }
         if (st) {

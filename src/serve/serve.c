@@ -1,6 +1,6 @@
 /* serve.c — the HTTP API of ./serve (serve.h) on libmicrohttpd: a thread per connection, the
- * request body gathered up to the limit, checked whole before the model sees it, and one
- * decoding at a time on the model (its tape is not shared). */
+ * request body gathered up to the limit and checked whole before the model sees it; one
+ * decoding thread per model takes the queued requests together (batching). */
 #include "s2s/serve.h"
 #include "s2s/model.h"
 #include "s2s/text.h"
@@ -18,13 +18,33 @@
 #include <string.h>
 #include <time.h>
 
+/* A request's lines waiting for the model's decoding thread. */
+typedef struct Job {
+    const char **lines;
+    int n, beam, n_best;
+    float alpha;
+    bool attention;
+    TranslatedLine *out; /* (n) filled by the decoding thread */
+    bool done;
+    struct Job *next;
+} Job;
+
+/* A model and the one thread that decodes with it (its tape is not shared): requests queue
+ * their jobs; the thread takes every queued job decoded alike (beam, n_best, alpha,
+ * attention) as one translator_run, so concurrent requests share decoding batches. */
 typedef struct Served {
     char name[256], path[PATH_MAX];
     Seq2Seq m;
     Config cfg;
     Vocab src, trg;
     Tape tape;
-    pthread_mutex_t lock; /* one decoding at a time: the tape is the model's */
+    int batch_wait_ms;
+    pthread_mutex_t lock; /* the queue and the counters */
+    pthread_cond_t wake, done;
+    Job *head;
+    bool quit, started;
+    pthread_t worker;
+    long requests, decodes, lines;
 } Served;
 
 typedef struct Server {
@@ -41,7 +61,7 @@ typedef struct Upload {
 
 ServeOptions serve_defaults(void) {
     return (ServeOptions){.host = NULL, .port = 8080, .threads = 0, .max_body = 1 << 20, .max_sentences = 256,
-                          .timeout_s = 30, .out = NULL, .stop = NULL};
+                          .timeout_s = 30, .batch_wait_ms = 0, .out = NULL, .stop = NULL};
 }
 
 static double now_ms(void) {
@@ -101,6 +121,86 @@ static enum MHD_Result send_405(struct MHD_Connection *c, const char *path, cons
     return ok;
 }
 
+/* ---- the decoding thread ---- */
+
+#define JOB_MAX_LINES 4096 /* lines decoded as one translator_run */
+
+static bool alike(const Job *a, const Job *b) {
+    return a->beam == b->beam && a->n_best == b->n_best && a->alpha == b->alpha && a->attention == b->attention;
+}
+
+static void *decoder(void *arg) {
+    Served *m = arg;
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        while (!m->head && !m->quit) pthread_cond_wait(&m->wake, &m->lock);
+        if (!m->head) break;
+        if (m->batch_wait_ms > 0) { /* let the requests that come with this one join it */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += (long)m->batch_wait_ms * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            while (!m->quit && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0) {
+            }
+        }
+        /* the first job and every later one decoded alike, up to JOB_MAX_LINES lines */
+        Job *first = m->head, *taken = NULL, **tail = &taken, **p = &m->head;
+        int total = 0;
+        while (*p) {
+            Job *j = *p;
+            if (alike(j, first) && (total == 0 || total + j->n <= JOB_MAX_LINES)) {
+                *p = j->next;
+                j->next = NULL;
+                *tail = j;
+                tail = &j->next;
+                total += j->n;
+            } else {
+                p = &j->next;
+            }
+        }
+        pthread_mutex_unlock(&m->lock);
+        const char **lines = s2s_xmalloc((size_t)(total ? total : 1) * sizeof *lines);
+        int k = 0;
+        for (Job *j = taken; j; j = j->next)
+            for (int i = 0; i < j->n; i++) lines[k++] = j->lines[i];
+        TranslatedLine *out = s2s_xcalloc((size_t)(total ? total : 1), sizeof *out);
+        Translator t = {.model = &m->m, .cfg = &m->cfg, .src = &m->src, .trg = &m->trg, .tape = &m->tape,
+                        .beam = first->beam, .n_best = first->n_best, .alpha = first->alpha,
+                        .want_attention = first->attention};
+        translator_run(&t, lines, total, 0, out);
+        k = 0;
+        for (Job *j = taken; j; j = j->next) { /* each job its own lines' results (they own their texts) */
+            memcpy(j->out, out + k, (size_t)j->n * sizeof *out);
+            k += j->n;
+        }
+        free(out);
+        free(lines);
+        pthread_mutex_lock(&m->lock);
+        for (Job *j = taken, *next; j; j = next) {
+            next = j->next;
+            j->done = true;
+        }
+        m->decodes++;
+        m->lines += total;
+        pthread_cond_broadcast(&m->done);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+/* A job through the decoding thread; returns when its results are in. */
+static void decode(Served *m, Job *j) {
+    pthread_mutex_lock(&m->lock);
+    Job **p = &m->head;
+    while (*p) p = &(*p)->next;
+    *p = j;
+    m->requests++;
+    pthread_cond_signal(&m->wake);
+    while (!j->done) pthread_cond_wait(&m->done, &m->lock);
+    pthread_mutex_unlock(&m->lock);
+}
+
 /* ---- the routes ---- */
 
 static enum MHD_Result get_models(Server *s, struct MHD_Connection *c) {
@@ -111,6 +211,11 @@ static enum MHD_Result get_models(Server *s, struct MHD_Connection *c) {
     cJSON_AddStringToObject(e, "type", MODEL_TYPE_NAMES[m->cfg.model.type]);
     cJSON_AddStringToObject(e, "attention", model_attention_name(&m->m));
     cJSON_AddNumberToObject(e, "params", (double)m->m.params.total);
+    pthread_mutex_lock((pthread_mutex_t *)&m->lock);
+    cJSON_AddNumberToObject(e, "requests", (double)m->requests); /* translate requests so far, */
+    cJSON_AddNumberToObject(e, "decodes", (double)m->decodes);   /* the decodings that served them */
+    cJSON_AddNumberToObject(e, "lines", (double)m->lines);
+    pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
     char *conf = config_to_json(&m->cfg);
     cJSON *cj = cJSON_Parse(conf);
     free(conf);
@@ -228,13 +333,11 @@ static enum MHD_Result post_translate(Server *s, struct MHD_Connection *c, const
         return send_error(c, MHD_HTTP_BAD_REQUEST, "%s", msg);
     }
     Served *m = &s->model;
-    Translator t = {.model = &m->m, .cfg = &m->cfg, .src = &m->src, .trg = &m->trg, .tape = &m->tape, .beam = q.beam,
-                    .n_best = q.n_best, .alpha = q.alpha, .want_attention = q.attention};
     TranslatedLine *out = s2s_xcalloc((size_t)(q.n ? q.n : 1), sizeof *out);
+    Job job = {.lines = q.lines, .n = q.n, .beam = q.beam, .n_best = q.n_best, .alpha = q.alpha, .attention = q.attention,
+               .out = out};
     double t0 = now_ms();
-    pthread_mutex_lock(&m->lock);
-    translator_run(&t, q.lines, q.n, 0, out);
-    pthread_mutex_unlock(&m->lock);
+    decode(m, &job);
     double ms = now_ms() - t0;
     cJSON *r = cJSON_CreateObject(), *list;
     cJSON_AddStringToObject(r, "model", m->name);
@@ -322,6 +425,15 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* ---- the server ---- */
 
 static void served_free(Served *m) {
+    if (m->started) {
+        pthread_mutex_lock(&m->lock);
+        m->quit = true;
+        pthread_cond_signal(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->worker, NULL);
+    }
+    pthread_cond_destroy(&m->wake);
+    pthread_cond_destroy(&m->done);
     tape_free(&m->tape);
     model_free(&m->m);
     vocab_free(&m->src);
@@ -352,6 +464,15 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
     }
     params_freeze(&m->m.params, false); /* the weights never change here */
     pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->wake, NULL);
+    pthread_cond_init(&m->done, NULL);
+    m->batch_wait_ms = o->batch_wait_ms;
+    if (pthread_create(&m->worker, NULL, decoder, m) != 0) {
+        served_free(m);
+        free(s);
+        return s2s_fail(err, S2S_ERR_IO, "cannot start the decoding thread");
+    }
+    m->started = true;
     snprintf(m->path, sizeof m->path, "%s", model_path);
     snprintf(m->name, sizeof m->name, "%s", m->cfg.name[0] ? m->cfg.name : "model");
     struct MHD_Daemon *d = MHD_start_daemon(
