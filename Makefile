@@ -46,7 +46,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo test test-fast test-golden test-install fuzz bench clean help FORCE shared install uninstall
+.PHONY: all deps demo test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -107,6 +107,11 @@ $(BUILD)/bench/dist_bench: $(BUILD)/bench/dist_bench.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
+# a load client for ./serve (make bench-serve, README: serve)
+$(BUILD)/bench/serve_load: $(BUILD)/bench/serve_load.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -lpthread -o $@
+
 # run under mpirun by tests/test_dist.c
 $(BUILD)/tests/dist_check: $(BUILD)/tests/mpi/dist_check.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -135,6 +140,11 @@ test-golden: $(TEST_BIN)
 # Throughput against the PyTorch baseline (when python3-torch is installed); bench/results.jsonl.
 bench: all $(BUILD)/bench/dist_bench
 	bash scripts/bench.sh
+
+# ./serve under load: 1 and 64 kept-alive connections against the reversal and Multi30k
+# models (BENCH_SERVE_SECONDS each, default 30); appends to bench/results.jsonl
+bench-serve: all $(BUILD)/bench/serve_load
+	bash scripts/bench-serve.sh
 
 # libFuzzer (clang): each target for FUZZ_SECONDS, its corpus in tests/fuzz/corpus/<target>
 # (new inputs are kept there; they replay in make test). Crashes land in build/fuzz/.
