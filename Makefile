@@ -182,9 +182,11 @@ $(BUILD)/pic/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
 	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 $(SO): $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libs2s.so.$(SO_MAJOR) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+# libmicrohttpd goes in by its -l, not by Requires.private: its .pc would bring gnutls's private
+# libraries into a --static link (-lunistring: not installed by its -dev package)
 $(BUILD)/s2s.pc: include/s2s/common.h Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib libmicrohttpd\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread\n' \
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: -lmicrohttpd $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread\n' \
 	  '$(PREFIX)' 'sequence-to-sequence models with attention: training and translation' '$(VERSION)' > $@
 shared: $(SO)
 
