@@ -149,7 +149,7 @@ bench-serve: all $(BUILD)/bench/serve_load
 # libFuzzer (clang): each target for FUZZ_SECONDS, its corpus in tests/fuzz/corpus/<target>
 # (new inputs are kept there; they replay in make test). Crashes land in build/fuzz/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := config model text state attend bpe safetensors
+FUZZ_TARGETS := config model text state attend bpe safetensors serve
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 fuzz: | $(DEPS_STAMP)
 	@bash scripts/deps.sh --with-clang

@@ -42,3 +42,4 @@ Test(fuzz, state_corpus) { cr_expect_gt(replay("state", fuzz_state), 0); }
 Test(fuzz, attend_corpus) { cr_expect_gt(replay("attend", fuzz_attend), 0); }
 Test(fuzz, bpe_corpus) { cr_expect_gt(replay("bpe", fuzz_bpe), 0); }
 Test(fuzz, safetensors_corpus) { cr_expect_gt(replay("safetensors", fuzz_safetensors), 0); }
+Test(fuzz, serve_corpus) { cr_expect_gt(replay("serve", fuzz_serve), 0); }

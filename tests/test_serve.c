@@ -224,6 +224,7 @@ Test(serve, bad_requests_are_4xx_with_a_json_error_and_the_server_goes_on, .time
         {"{\"text\": \"abc\", \"attention\": 1}", "true or false"},
         {"{\"text\": \"abc\", \"alpha\": -1}", "\"alpha\""},
         {"{\"text\": \"abc\", \"beams\": 2}", "unknown key \"beams\""},
+        {"{\"text\": \"abc\", \"text\": [\"abd\"]}", "\"text\" given twice"},
         {"{\"text\": [\"a\", \"b\", \"c\", \"d\", \"a\"]}", "at most 4"},
         {"{\"text\": \"ab\xff\"}", "not valid UTF-8"},
     };

@@ -38,6 +38,10 @@ typedef struct ServeOptions {
 
 ServeOptions serve_defaults(void);
 
+/* Whether body[0..len) is a valid POST /api/translate request (else the reason, in msg, as the
+ * 400 answer says it): the parser the server uses, for tests and the fuzzer. */
+bool serve_check_request(const char *body, size_t len, int max_sentences, char *msg, size_t n_msg);
+
 /* Loads the model file and serves it until *o->stop is set. Errors (the model, the address,
  * the port in use) return before anything is served. */
 S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err);

@@ -224,7 +224,7 @@ static enum MHD_Result get_models(Server *s, struct MHD_Connection *c) {
     return send_json(c, MHD_HTTP_OK, j);
 }
 
-/* A request's settings, checked. */
+/* A request's settings, checked; the lines borrow the parsed JSON's strings. */
 typedef struct TranslateRequest {
     const char **lines;
     int n, beam, n_best;
@@ -232,8 +232,9 @@ typedef struct TranslateRequest {
     bool attention;
 } TranslateRequest;
 
-/* The body as a translate request, or the reason it is not one (msg; 400 unless *status says). */
-static bool parse_translate(const Server *s, const cJSON *j, TranslateRequest *q, char *msg, size_t n_msg) {
+/* The parsed body as a translate request, or the reason it is not one (msg). q->lines is
+ * allocated (or NULL) either way: the caller frees it. */
+static bool parse_translate(const cJSON *j, int max_sentences, TranslateRequest *q, char *msg, size_t n_msg) {
     *q = (TranslateRequest){.beam = 1, .n_best = 1, .alpha = 1.0f};
     if (!cJSON_IsObject(j)) {
         snprintf(msg, n_msg, "the body must be a JSON object: {\"text\": [\"...\"], \"beam\": 1, ...}");
@@ -242,13 +243,17 @@ static bool parse_translate(const Server *s, const cJSON *j, TranslateRequest *q
     const cJSON *k;
     cJSON_ArrayForEach(k, j) {
         const char *key = k->string;
+        if (cJSON_GetObjectItemCaseSensitive(j, key) != k) { /* the first of that name is another */
+            snprintf(msg, n_msg, "\"%.60s\" given twice", key);
+            return false;
+        }
         if (!strcmp(key, "text")) {
             if (cJSON_IsString(k)) {
                 q->n = 1;
             } else if (cJSON_IsArray(k)) {
                 q->n = cJSON_GetArraySize(k);
-                if (q->n > s->o->max_sentences) {
-                    snprintf(msg, n_msg, "\"text\": %d sentences; at most %d in one request", q->n, s->o->max_sentences);
+                if (q->n > max_sentences) {
+                    snprintf(msg, n_msg, "\"text\": %d sentences; at most %d in one request", q->n, max_sentences);
                     return false;
                 }
             } else {
@@ -308,6 +313,19 @@ static bool parse_translate(const Server *s, const cJSON *j, TranslateRequest *q
     return true;
 }
 
+bool serve_check_request(const char *body, size_t len, int max_sentences, char *msg, size_t n_msg) {
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!j) {
+        snprintf(msg, n_msg, "the body is not JSON (%zu bytes)", len);
+        return false;
+    }
+    TranslateRequest q;
+    bool ok = parse_translate(j, max_sentences, &q, msg, n_msg);
+    free(q.lines);
+    cJSON_Delete(j);
+    return ok;
+}
+
 static cJSON *attention_json(const LineAttention *a) {
     cJSON *j = cJSON_CreateObject();
     cJSON *src = cJSON_AddArrayToObject(j, "source"), *out = cJSON_AddArrayToObject(j, "target"),
@@ -327,7 +345,7 @@ static enum MHD_Result post_translate(Server *s, struct MHD_Connection *c, const
     if (!j) return send_error(c, MHD_HTTP_BAD_REQUEST, "the body is not JSON (%zu bytes)", u->len);
     TranslateRequest q;
     char msg[400];
-    if (!parse_translate(s, j, &q, msg, sizeof msg)) {
+    if (!parse_translate(j, s->o->max_sentences, &q, msg, sizeof msg)) {
         free(q.lines);
         cJSON_Delete(j);
         return send_error(c, MHD_HTTP_BAD_REQUEST, "%s", msg);

@@ -1,6 +1,7 @@
 /* targets.c — see targets.h. */
 #include "targets.h"
 #include "s2s/safetensors.h"
+#include "s2s/serve.h"
 
 #include "s2s/attn_calc.h"
 #include "s2s/bleu.h"
@@ -240,5 +241,12 @@ int fuzz_bpe(const uint8_t *data, size_t size) {
         bpe_free(&l);
     }
     free(s);
+    return 0;
+}
+
+/* ./serve's translate request parser (the body of POST /api/translate). */
+int fuzz_serve(const uint8_t *data, size_t size) {
+    char msg[400];
+    (void)serve_check_request((const char *)data, size, 64, msg, sizeof msg);
     return 0;
 }
