@@ -37,7 +37,7 @@ LDFLAGS = $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
                       src/train/*.c src/eval/*.c src/io/*.c src/viz/*.c src/serve/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
 LIB := $(BUILD)/libs2s.a
 CLI_SRC := $(wildcard src/cli/*.c)
 CLIS := $(notdir $(CLI_SRC:.c=))
@@ -89,6 +89,17 @@ FORCE:
 $(BUILD)/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# ./serve's web page, built into the library as one string (SERVE_PAGE)
+$(BUILD)/gen/serve_page.c: src/serve/page.html
+	@mkdir -p $(dir $@)
+	{ echo '/* generated from src/serve/page.html by the Makefile */'; echo 'extern const char SERVE_PAGE[];'; \
+	  echo 'const char SERVE_PAGE[] ='; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; echo '    ;'; } > $@
+$(BUILD)/gen/serve_page.o: $(BUILD)/gen/serve_page.c $(FLAGS_FILE)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/pic/gen/serve_page.o: $(BUILD)/gen/serve_page.c $(FLAGS_FILE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -176,7 +187,7 @@ DESTDIR ?=
 VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)
 SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
 SO := $(BUILD)/libs2s.so.$(VERSION)
-PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/serve_page.o
 $(BUILD)/pic/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@

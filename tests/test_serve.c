@@ -195,6 +195,16 @@ Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeo
     cr_expect(!cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 1), "error"), "%s", r.body);
     cJSON_Delete(j);
     reply_free(&r);
+    /* the page: src/serve/page.html as it is, as HTML */
+    r = http(port, "GET", "/", NULL, 0);
+    cr_expect_eq(r.status, 200);
+    cr_expect(r.head && strstr(r.head, "Content-Type: text/html"), "%s", r.head ? r.head : "");
+    size_t page_len;
+    char *page = tu_slurp("src/serve/page.html", &page_len);
+    cr_expect(page && r.body && !strcmp(page, r.body), "GET / is not src/serve/page.html (%zu bytes against %zu)",
+              r.body ? strlen(r.body) : 0, page_len);
+    free(page);
+    reply_free(&r);
     r = http(port, "GET", "/api/models", NULL, 0);
     cr_expect_eq(r.status, 200);
     cr_expect(r.body && strstr(r.body, "\"name\":\"rev\"") && strstr(r.body, "\"attention\":\"dot\""), "%s", r.body);

@@ -32,6 +32,8 @@ typedef struct Job {
 /* A model and the one thread that decodes with it (its tape is not shared): requests queue
  * their jobs; the thread takes every queued job decoded alike (beam, n_best, alpha,
  * attention) as one translator_run, so concurrent requests share decoding batches. */
+extern const char SERVE_PAGE[]; /* page.html, built in by the Makefile */
+
 typedef struct Served {
     char name[256], path[PATH_MAX];
     Seq2Seq m;
@@ -423,11 +425,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes (serve --max-body)", s->o->max_body);
         return post_translate(s, c, u);
     }
+    if (!strcmp(url, "/")) {
+        if (strcmp(method, MHD_HTTP_METHOD_GET)) return send_405(c, url, "GET");
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(strlen(SERVE_PAGE), (void *)SERVE_PAGE, MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+        enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
     if (!strcmp(url, "/api/models")) {
         if (strcmp(method, MHD_HTTP_METHOD_GET)) return send_405(c, url, "GET");
         return get_models(s, c);
     }
-    return send_error(c, MHD_HTTP_NOT_FOUND, "no such path: %.200s (the API: POST /api/translate, GET /api/models)", url);
+    return send_error(c, MHD_HTTP_NOT_FOUND, "no such path: %.200s (the page: GET /; the API: POST /api/translate, GET /api/models)",
+                      url);
 }
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
