@@ -4,7 +4,12 @@
 set -euo pipefail
 PKGS=(libopenblas-dev libdnnl-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
       libcriterion-dev pkg-config sentencepiece help2man libopenmpi-dev openmpi-bin libmicrohttpd-dev)
-[ "${1:-}" = "--with-clang" ] && PKGS+=(clang libclang-rt-14-dev)
+for a in "$@"; do
+    case $a in
+    --with-clang) PKGS+=(clang libclang-rt-14-dev) ;;
+    --with-browser) PKGS+=(chromium) ;; # ./serve's page tested in headless Chromium
+    esac
+done
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "deps: not a Debian system; install the equivalents of: ${PKGS[*]}" >&2

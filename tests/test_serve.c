@@ -343,3 +343,59 @@ Test(serve, concurrent_requests_share_decodings_and_get_their_own_answers, .time
     tu_rm_rf(d);
     free(d);
 }
+
+/* The page in a real browser (headless Chromium, where it is installed: CI installs it): a
+ * link with two sentences translates them on load; the DOM then holds ./translate's outputs
+ * and one heatmap cell per attention weight the API gives; a screenshot is kept in
+ * build/test-artifacts/serve-page.png. */
+Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
+    if (tu_sh("command -v chromium > /dev/null") != 0) {
+        cr_log_warn("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
+        return;
+    }
+    char *d = trained_model_dir();
+    tu_write(tu_path(d, "in.txt"), "abcd\nbcdaa\n");
+    cr_assert_eq(tu_sh("cd %s && %s/translate model.bin --input in.txt > greedy.txt 2>/dev/null", d, tu_bin()), 0);
+    int port = start_server(d, "");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    const char *flags = "--headless --no-sandbox --disable-gpu --virtual-time-budget=20000 --window-size=900,700";
+    cr_assert_eq(tu_sh("cd %s && timeout 120 chromium %s --dump-dom 'http://127.0.0.1:%d/?text=abcd%%0Abcdaa' > dom.html 2> chromium.txt",
+                       d, flags, port),
+                 0, "%s", tu_slurp(tu_path(d, "chromium.txt"), NULL));
+    char *dom = tu_slurp(tu_path(d, "dom.html"), NULL), *greedy = tu_slurp(tu_path(d, "greedy.txt"), NULL);
+    cr_assert(dom && greedy);
+    cr_expect(strstr(dom, "data-done=\"1\""), "the page did not finish translating:\n%s", dom);
+    char *save = NULL;
+    const char *p = dom;
+    for (char *line = strtok_r(greedy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char want[128];
+        snprintf(want, sizeof want, "<span class=\"txt\">%s</span>", line);
+        const char *at = strstr(p, want);
+        cr_expect(at != NULL, "the page does not show \"%s\" (./translate's) in order", line);
+        if (at) p = at + 1;
+    }
+    const char *req = "{\"text\": [\"abcd\", \"bcdaa\"], \"attention\": true}";
+    Reply r = http(port, "POST", "/api/translate", req, strlen(req));
+    cJSON *j = cJSON_Parse(r.body ? r.body : "");
+    int weights = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "translations")) {
+        const cJSON *row;
+        cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "attention"), "weights"))
+            weights += cJSON_GetArraySize(row);
+    }
+    int cells = 0;
+    for (const char *q = dom; (q = strstr(q, "<td ")); q++) cells++;
+    cr_expect(weights > 0 && cells == weights, "%d heatmap cells on the page, %d weights from the API", cells, weights);
+    cJSON_Delete(j);
+    reply_free(&r);
+    tu_sh("mkdir -p build/test-artifacts && timeout 120 chromium %s --screenshot=build/test-artifacts/serve-page.png "
+          "'http://127.0.0.1:%d/?text=abcd%%0Abcdaa' > /dev/null 2>&1",
+          flags, port);
+    cr_expect(access("build/test-artifacts/serve-page.png", F_OK) == 0, "no screenshot");
+    free(dom);
+    free(greedy);
+    stop_server(d);
+    tu_rm_rf(d);
+    free(d);
+}
