@@ -399,3 +399,93 @@ Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* --runs: the runs below the folder are listed (nested ones too, symlinks not followed), a
+ * log is served whole or from a byte on, a run's pictures as they are; every way out of the
+ * folder (.., encoded dots, absolute paths, symlinked folders and files, hidden names, kinds
+ * of file not served) is a 404, and nothing else than GET is taken. */
+Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) {
+    char *d = trained_model_dir();
+    cr_assert_eq(tu_sh("cd %s && mkdir -p runs/group && cp -r run runs/one && cp -r run runs/group/a-seed1 && "
+                       "ln -s %s/run runs/evil && ln -s ../../m.json runs/one/secret.json && mkdir runs/.hidden && "
+                       "cp run/log.jsonl runs/.hidden/",
+                       d, d),
+                 0);
+    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve --runs %s/runs --port 0 > serve.txt 2>&1; echo $? > rc.txt) &", d, tu_bin(), d);
+    int port = 0;
+    for (int i = 0; i < 200 && !port; i++) {
+        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
+        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
+        port = p ? atoi(p + 17) : 0;
+        free(out);
+        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    cr_assert(port > 0, "serve --runs did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    Reply r = http(port, "GET", "/api/runs", NULL, 0);
+    cr_assert_eq(r.status, 200);
+    cJSON *j = cJSON_Parse(r.body);
+    int seen_one = 0, seen_nested = 0, seen_other = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(j, "runs")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "name"));
+        if (!strcmp(name, "one")) {
+            seen_one++;
+            cr_expect(cJSON_GetObjectItemCaseSensitive(run, "last_test") != NULL, "one: no test line");
+            cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "config"), "name")),
+                             "rev");
+        } else if (!strcmp(name, "group/a-seed1")) {
+            seen_nested++;
+        } else {
+            seen_other++;
+        }
+    }
+    cr_expect(seen_one == 1 && seen_nested == 1 && seen_other == 0, "runs listed: %s", r.body);
+    cJSON_Delete(j);
+    reply_free(&r);
+    /* the log: whole, and from a byte on */
+    size_t log_len;
+    char *log = tu_slurp(tu_path(d, "run/log.jsonl"), &log_len);
+    r = http(port, "GET", "/api/runs/one/log", NULL, 0);
+    cr_expect(r.status == 200 && r.body && !strcmp(r.body, log), "the log differs");
+    char want[64];
+    snprintf(want, sizeof want, "X-File-Size: %zu", log_len);
+    cr_expect(r.head && strstr(r.head, want), "%s", r.head ? r.head : "");
+    reply_free(&r);
+    r = http(port, "GET", "/api/runs/one/log?from=100", NULL, 0);
+    cr_expect(r.status == 200 && r.body && !strcmp(r.body, log + 100), "the log from byte 100 differs");
+    reply_free(&r);
+    expect_error(http(port, "GET", "/api/runs/one/log?from=x", NULL, 0), 400, "byte offset", "from=x");
+    free(log);
+    r = http(port, "GET", "/api/runs/group/a-seed1/files/curves.png", NULL, 0);
+    cr_expect(r.status == 200 && r.head && strstr(r.head, "Content-Type: image/png") && r.body && !strncmp(r.body, "\x89PNG", 4),
+              "curves.png: %d", r.status);
+    reply_free(&r);
+    /* ways out */
+    const char *out[] = {"/api/runs/../m.json/log",
+                         "/api/runs/one/files/../../m.json",
+                         "/api/runs/one/files/%2e%2e/%2e%2e/m.json",
+                         "/api/runs/%2e%2e/run/log",
+                         "/api/runs//etc/log",
+                         "/api/runs/evil/log",
+                         "/api/runs/evil/files/curves.png",
+                         "/api/runs/one/files/secret.json",
+                         "/api/runs/one/files/model.bin",
+                         "/api/runs/one/files//etc/passwd",
+                         "/api/runs/.hidden/log",
+                         "/api/runs/one",
+                         "/api/runs/nothing/log"};
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++) expect_error(http(port, "GET", out[i], NULL, 0), 404, "", out[i]);
+    expect_error(http(port, "POST", "/api/runs", "{}", 2), 405, "takes GET", "POST /api/runs");
+    expect_error(http(port, "POST", "/api/translate", "{\"text\": \"abc\"}", 15), 404, "no model", "translate without a model");
+    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve --runs %s/runs' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
+                       tu_bin(), d, d),
+                 0);
+    char *rc = tu_slurp(tu_path(d, "rc.txt"), NULL);
+    cr_expect(rc && atoi(rc) == 0, "serve exit %s", rc ? rc : "(running)");
+    free(rc);
+    cr_expect_eq(tu_sh("%s/serve --runs %s/m.json --port 0 > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "not a folder"));
+    cr_expect_eq(tu_sh("%s/serve > /dev/null 2> %s/err.txt", tu_bin(), d), 2);
+    tu_rm_rf(d);
+    free(d);
+}

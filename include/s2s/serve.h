@@ -7,6 +7,13 @@
  *                           "error"?}], "ms"}
  *   GET  /api/models     → {"models": [{"name", "path", "type", "attention", "params", "requests",
  *                           "decodes", "lines", "config"}]}
+ *   GET  /api/runs       → {"runs": [{"name", "config", "log_bytes", "last_step", "last_epoch",
+ *                           "last_valid", "last_test"}]} (folders with a log.jsonl, 3 deep)
+ *   GET  /api/runs/NAME/log?from=BYTES   the log from that byte on (X-File-Size: its size)
+ *   GET  /api/runs/NAME/files/REL        a picture, summary or text file of the run
+ *   GET  /                               the page
+ * Nothing outside the runs folder is served: names of safe characters only, resolved paths
+ * (symlinks followed) that stay inside it, and files of those kinds.
  *
  * Every refused request is a 4xx with {"error": "…"}: a body that is not a JSON object of those
  * keys and types (400), over the body limit (413), more sentences than the limit, beam or n_best
@@ -25,6 +32,7 @@
 
 typedef struct ServeOptions {
     const char *host;         /* IPv4 address to bind; NULL: 127.0.0.1 */
+    const char *runs_dir;     /* the runs folder to serve (read only), or NULL */
     int port;                 /* 0: any free port (printed) */
     int threads;              /* decoding threads (the tape's) */
     size_t max_body;          /* bytes of a request body; more: 413 */
@@ -42,8 +50,9 @@ ServeOptions serve_defaults(void);
  * 400 answer says it): the parser the server uses, for tests and the fuzzer. */
 bool serve_check_request(const char *body, size_t len, int max_sentences, char *msg, size_t n_msg);
 
-/* Loads the model file and serves it until *o->stop is set. Errors (the model, the address,
- * the port in use) return before anything is served. */
+/* Loads the model file (or none: NULL with o->runs_dir) and serves it until *o->stop is set.
+ * Errors (the model, the runs folder, the address, the port in use) return before anything
+ * is served. */
 S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err);
 
 #endif

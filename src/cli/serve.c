@@ -1,5 +1,5 @@
 /* serve — a model behind an HTTP JSON API (serve.h). Thin: arguments, signals, exit codes.
- *   serve MODEL.bin [--port 8080] [--host 127.0.0.1] [--threads N] [--max-body BYTES]
+ *   serve [MODEL.bin] [--runs DIR] [--port 8080] [--host 127.0.0.1] [--threads N] [--max-body BYTES]
  *                   [--max-sentences N] [--timeout S] [--batch-wait MS]
  *   exit 0 after SIGINT/SIGTERM (requests in flight finished) · 1 unreadable model, cannot
  *   listen · 2 usage */
@@ -13,12 +13,16 @@
 #include <stdio.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: serve MODEL.bin [--port N] [--host ADDR] [--threads N] [--max-body BYTES] [--max-sentences N]\n"
-               "             [--timeout S] [--batch-wait MS]\n"
+    fprintf(f, "usage: serve [MODEL.bin] [--runs DIR] [--port N] [--host ADDR] [--threads N] [--max-body BYTES]\n"
+               "             [--max-sentences N]"
+               " [--timeout S] [--batch-wait MS]\n"
                "Serves a model over HTTP: POST /api/translate with {\"text\": [\"...\"], \"beam\": 1, \"n_best\": 1,\n"
                "\"alpha\": 1, \"attention\": false} gives the translations (with n-best lists and the attention\n"
-               "weights on request); GET /api/models describes the model. SIGINT or SIGTERM stops it after\n"
-               "the requests in flight.\n"
+               "weights on request); GET /api/models describes the model; with --runs, GET /api/runs lists the\n"
+               "runs, GET /api/runs/NAME/log?from=BYTES gives a log (as it grows) and GET /api/runs/NAME/files/REL\n"
+               "a run's pictures and summaries. GET / is the page. SIGINT or SIGTERM stops it after the\n"
+               "requests in flight.\n"
+               "  --runs DIR          serve the runs under DIR (read only; nothing outside it)\n"
                "  --port N            the TCP port (default 8080; 0: any free port, printed)\n"
                "  --host ADDR         the IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
                "  --threads N         decoding threads (default: the cores)\n"
@@ -30,7 +34,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    enum { O_PORT = 1000, O_HOST, O_THREADS, O_BODY, O_SENT, O_TIMEOUT, O_WAIT };
+    enum { O_PORT = 1000, O_HOST, O_THREADS, O_BODY, O_SENT, O_TIMEOUT, O_WAIT, O_RUNS };
     static const struct option LONG[] = {{"help", no_argument, NULL, 'h'},
                                          {"version", no_argument, NULL, ARGS_VERSION},
                                          {"port", required_argument, NULL, O_PORT},
@@ -40,6 +44,7 @@ int main(int argc, char **argv) {
                                          {"max-sentences", required_argument, NULL, O_SENT},
                                          {"timeout", required_argument, NULL, O_TIMEOUT},
                                          {"batch-wait", required_argument, NULL, O_WAIT},
+                                         {"runs", required_argument, NULL, O_RUNS},
                                          {NULL, 0, NULL, 0}};
     ServeOptions so = serve_defaults();
     S2sError err;
@@ -51,6 +56,7 @@ int main(int argc, char **argv) {
         switch (o) {
         case O_PORT: st = args_int("--port", optarg, 0, 65535, &so.port, &err); break;
         case O_HOST: so.host = optarg; break;
+        case O_RUNS: so.runs_dir = optarg; break;
         case O_THREADS: st = args_int("--threads", optarg, 0, 1024, &so.threads, &err); break;
         case O_BODY: st = args_long("--max-body", optarg, 1024, 1L << 30, &body, &err); break;
         case O_SENT: st = args_int("--max-sentences", optarg, 1, 100000, &so.max_sentences, &err); break;
@@ -63,15 +69,15 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (argc - optind != 1) {
-        fprintf(stderr, "serve: one model file, please (see serve --help)\n");
+    if (argc - optind > 1 || (argc - optind == 0 && !so.runs_dir)) {
+        fprintf(stderr, "serve: one model file, or --runs DIR, or both (see serve --help)\n");
         return 2;
     }
     so.max_body = (size_t)body;
     so.out = stdout;
     so.stop = &g_stop;
     catch_stop_signals(); /* before any thread of ours exists */
-    if (serve_run(argv[optind], &so, &err)) {
+    if (serve_run(optind < argc ? argv[optind] : NULL, &so, &err)) {
         fprintf(stderr, "serve: %s\n", err.msg);
         return err.status == S2S_ERR_CONFIG ? 2 : 1;
     }

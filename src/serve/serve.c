@@ -1,6 +1,7 @@
 /* serve.c — the HTTP API of ./serve (serve.h) on libmicrohttpd: a thread per connection, the
  * request body gathered up to the limit and checked whole before the model sees it; one
  * decoding thread per model takes the queued requests together (batching). */
+#define _DEFAULT_SOURCE /* realpath */
 #include "s2s/serve.h"
 #include "s2s/model.h"
 #include "s2s/text.h"
@@ -8,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <microhttpd.h>
@@ -16,6 +18,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* A request's lines waiting for the model's decoding thread. */
@@ -52,6 +55,8 @@ typedef struct Served {
 typedef struct Server {
     const ServeOptions *o;
     Served model;
+    bool has_model;
+    char runs[PATH_MAX]; /* the runs folder, resolved (realpath), or "" */
 } Server;
 
 /* One request's body, gathered across the handler's calls. */
@@ -207,7 +212,9 @@ static void decode(Served *m, Job *j) {
 
 static enum MHD_Result get_models(Server *s, struct MHD_Connection *c) {
     const Served *m = &s->model;
-    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "models"), *e = cJSON_CreateObject();
+    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "models");
+    if (!s->has_model) return send_json(c, MHD_HTTP_OK, j);
+    cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", m->name);
     cJSON_AddStringToObject(e, "path", m->path);
     cJSON_AddStringToObject(e, "type", MODEL_TYPE_NAMES[m->cfg.model.type]);
@@ -387,6 +394,198 @@ static enum MHD_Result post_translate(Server *s, struct MHD_Connection *c, const
     return send_json(c, MHD_HTTP_OK, r);
 }
 
+/* ---- the runs folder: read only, nothing outside it ever served ---- */
+
+#define RUNS_MAX 512            /* runs listed */
+#define LOG_CHUNK (4u << 20)     /* bytes of a log in one answer */
+
+/* A name as a path below the runs folder: segments of letters, digits and . _ - = , + (not
+ * "." or "..", not starting with a dot), at most 3 deep. */
+static bool safe_relative(const char *name) {
+    if (!*name || strlen(name) > 512) return false;
+    int depth = 0;
+    for (const char *p = name; *p;) {
+        if (*p == '.' || *p == '/') return false; /* a hidden name, "..", an empty segment or an absolute path */
+        const char *e = p;
+        while (*e && *e != '/') {
+            char c = *e++;
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._-=,+", c)))
+                return false;
+        }
+        if (++depth > 3) return false;
+        p = *e ? e + 1 : e;
+        if (*e && !*p) return false; /* a trailing slash */
+    }
+    return true;
+}
+
+/* dir/rel resolved, if it exists and stays inside dir (resolved: symlinks followed). */
+static bool inside(const char *dir, const char *rel, char *out) {
+    char joined[2 * PATH_MAX + 2];
+    snprintf(joined, sizeof joined, "%s/%s", dir, rel);
+    if (!realpath(joined, out)) return false;
+    size_t n = strlen(dir);
+    return strncmp(out, dir, n) == 0 && out[n] == '/';
+}
+
+/* The run folder NAME (one with a log.jsonl) inside the runs folder, resolved, or false. */
+static bool run_dir(const Server *s, const char *name, char *out) {
+    char log[PATH_MAX + 16];
+    struct stat st;
+    if (!s->runs[0] || !safe_relative(name) || !inside(s->runs, name, out)) return false;
+    snprintf(log, sizeof log, "%s/log.jsonl", out);
+    return stat(out, &st) == 0 && S_ISDIR(st.st_mode) && stat(log, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The last complete lines of a log (up to 64 KB of it) from the end: its last line of each type. */
+static void log_summary(const char *path, cJSON *run) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char buf[65536 + 1];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f), from = size > 65536 ? size - 65536 : 0;
+    fseek(f, from, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cJSON_AddNumberToObject(run, "log_bytes", (double)size);
+    const char *want[] = {"step", "epoch", "valid", "test"};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        for (char *end = buf + n; end > buf;) {
+            char *line = end - 1;
+            while (line > buf && line[-1] != '\n') line--;
+            cJSON *j = cJSON_ParseWithLength(line, (size_t)(end - line));
+            end = line;
+            const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "type"));
+            if (type && !strcmp(type, want[k])) {
+                char key[16];
+                snprintf(key, sizeof key, "last_%s", want[k]);
+                cJSON_AddItemToObject(run, key, j);
+                break;
+            }
+            cJSON_Delete(j);
+        }
+    }
+}
+
+/* Every run folder below dir (depth ≤ 3): name relative to the runs folder. */
+static void list_runs(const char *root, const char *rel, int depth, cJSON *list) {
+    char path[PATH_MAX + 600];
+    snprintf(path, sizeof path, "%s%s%s", root, rel[0] ? "/" : "", rel);
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) && cJSON_GetArraySize(list) < RUNS_MAX) {
+        char name[600], sub[PATH_MAX + 1400];
+        if (snprintf(name, sizeof name, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof name || !safe_relative(name))
+            continue;
+        snprintf(sub, sizeof sub, "%s/%s", root, name);
+        struct stat st;
+        if (lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode)) continue; /* no symlinks followed while listing */
+        char log[sizeof sub + 16];
+        snprintf(log, sizeof log, "%s/log.jsonl", sub);
+        if (stat(log, &st) == 0 && S_ISREG(st.st_mode)) {
+            cJSON *run = cJSON_CreateObject();
+            cJSON_AddStringToObject(run, "name", name);
+            char conf[sizeof sub + 16];
+            snprintf(conf, sizeof conf, "%s/config.json", sub);
+            size_t len = 0;
+            char *text = NULL;
+            FILE *f = fopen(conf, "rb");
+            if (f) {
+                text = s2s_xmalloc(65536 + 1);
+                len = fread(text, 1, 65536, f);
+                fclose(f);
+            }
+            cJSON *cj = text ? cJSON_ParseWithLength(text, len) : NULL;
+            free(text);
+            cJSON_AddItemToObject(run, "config", cj ? cj : cJSON_CreateNull());
+            log_summary(log, run);
+            cJSON_AddItemToArray(list, run);
+        } else if (depth < 3) {
+            list_runs(root, name, depth + 1, list);
+        }
+    }
+    closedir(d);
+}
+
+static enum MHD_Result get_runs(Server *s, struct MHD_Connection *c) {
+    if (!s->runs[0]) return send_error(c, MHD_HTTP_NOT_FOUND, "no runs folder (serve --runs DIR)");
+    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "runs");
+    list_runs(s->runs, "", 1, list);
+    return send_json(c, MHD_HTTP_OK, j);
+}
+
+static enum MHD_Result send_file(struct MHD_Connection *c, const char *path, size_t from, size_t max, const char *type,
+                                 size_t *total) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return send_error(c, MHD_HTTP_NOT_FOUND, "cannot read that file");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    *total = size > 0 ? (size_t)size : 0;
+    if (from > *total) from = *total;
+    size_t n = *total - from < max ? *total - from : max;
+    char *buf = malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        return MHD_NO;
+    }
+    fseek(f, (long)from, SEEK_SET);
+    n = fread(buf, 1, n, f);
+    fclose(f);
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, buf, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(buf);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    char size_text[32];
+    snprintf(size_text, sizeof size_text, "%zu", *total);
+    MHD_add_response_header(r, "X-File-Size", size_text);
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static const char *file_type(const char *path) {
+    static const char *const TYPES[][2] = {{".png", "image/png"},          {".jsonl", "application/x-ndjson"},
+                                           {".json", "application/json"}, {".csv", "text/csv; charset=utf-8"},
+                                           {".md", "text/markdown; charset=utf-8"}, {".txt", "text/plain; charset=utf-8"},
+                                           {".hyp", "text/plain; charset=utf-8"},   {".ref", "text/plain; charset=utf-8"}};
+    const char *dot = strrchr(path, '.');
+    for (size_t i = 0; dot && i < sizeof TYPES / sizeof *TYPES; i++)
+        if (!strcmp(dot, TYPES[i][0])) return TYPES[i][1];
+    return NULL;
+}
+
+/* /api/runs/NAME/log[?from=BYTES] and /api/runs/NAME/files/REL: NAME a run folder below the
+ * runs folder, REL a file inside it of a known kind; anything else is 404. */
+static enum MHD_Result get_run_path(Server *s, struct MHD_Connection *c, const char *rest) {
+    char name[600], dir[PATH_MAX], file[PATH_MAX];
+    const char *files = strstr(rest, "/files/");
+    size_t n = files ? (size_t)(files - rest) : strlen(rest) >= 4 ? strlen(rest) - 4 : 0;
+    bool is_log = !files && n > 0 && !strcmp(rest + n, "/log");
+    if ((!files && !is_log) || n == 0 || n >= sizeof name) return send_error(c, MHD_HTTP_NOT_FOUND, "no such run path");
+    memcpy(name, rest, n);
+    name[n] = '\0';
+    if (!run_dir(s, name, dir)) return send_error(c, MHD_HTTP_NOT_FOUND, "no run \"%.200s\" in the runs folder", name);
+    size_t total;
+    if (is_log) {
+        const char *from = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "from");
+        char *end = NULL;
+        unsigned long long off = from ? strtoull(from, &end, 10) : 0;
+        if (from && (end == from || *end)) return send_error(c, MHD_HTTP_BAD_REQUEST, "from: a byte offset");
+        snprintf(file, sizeof file, "%s/log.jsonl", dir);
+        return send_file(c, file, (size_t)off, LOG_CHUNK, "application/x-ndjson", &total);
+    }
+    const char *rel = files + 7, *type = file_type(rel);
+    if (!type || !safe_relative(rel) || !inside(dir, rel, file))
+        return send_error(c, MHD_HTTP_NOT_FOUND, "no such file in run \"%.200s\"", name);
+    struct stat st;
+    if (stat(file, &st) != 0 || !S_ISREG(st.st_mode)) return send_error(c, MHD_HTTP_NOT_FOUND, "not a file");
+    return send_file(c, file, 0, (size_t)st.st_size, type, &total);
+}
+
 /* ---- the handler: libmicrohttpd calls it once with the headers, then with each part of the
  * body, then once more with none ---- */
 
@@ -423,6 +622,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (strcmp(method, MHD_HTTP_METHOD_POST)) return send_405(c, url, "POST");
         if (u->too_big)
             return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes (serve --max-body)", s->o->max_body);
+        if (!s->has_model) return send_error(c, MHD_HTTP_NOT_FOUND, "no model is served (serve MODEL.bin)");
         return post_translate(s, c, u);
     }
     if (!strcmp(url, "/")) {
@@ -435,11 +635,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         MHD_destroy_response(r);
         return ok;
     }
+    if (!strcmp(url, "/api/runs") || !strncmp(url, "/api/runs/", 10)) {
+        if (strcmp(method, MHD_HTTP_METHOD_GET)) return send_405(c, url, "GET");
+        return url[9] ? get_run_path(s, c, url + 10) : get_runs(s, c);
+    }
     if (!strcmp(url, "/api/models")) {
         if (strcmp(method, MHD_HTTP_METHOD_GET)) return send_405(c, url, "GET");
         return get_models(s, c);
     }
-    return send_error(c, MHD_HTTP_NOT_FOUND, "no such path: %.200s (the page: GET /; the API: POST /api/translate, GET /api/models)",
+    return send_error(c, MHD_HTTP_NOT_FOUND, "no such path: %.200s (the page: GET /; the API: POST /api/translate, GET /api/models, GET /api/runs)",
                       url);
 }
 
@@ -472,25 +676,14 @@ static void served_free(Served *m) {
     pthread_mutex_destroy(&m->lock);
 }
 
-S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err) {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
-    const char *host = o->host ? o->host : "127.0.0.1";
-    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
-        return s2s_fail(err, S2S_ERR_CONFIG, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
-    if (o->port < 0 || o->port > 65535) return s2s_fail(err, S2S_ERR_CONFIG, "--port %d: expected 0 to 65535", o->port);
-    Server *s = s2s_xcalloc(1, sizeof *s);
-    s->o = o;
-    Served *m = &s->model;
+/* The model file, its tape and its decoding thread. */
+static S2sStatus load_model(Served *m, const char *model_path, const ServeOptions *o, S2sError *err) {
     S2sStatus st = model_load_file(&m->m, &m->cfg, &m->src, &m->trg, model_path, err);
-    if (st) {
-        free(s);
-        return st;
-    }
+    if (st) return st;
     if ((st = model_tape_init(&m->tape, PRECISION_FP32, m->cfg.train.gemm, o->threads, "serve", err))) {
         model_free(&m->m);
         vocab_free(&m->src);
         vocab_free(&m->trg);
-        free(s);
         return st;
     }
     params_freeze(&m->m.params, false); /* the weights never change here */
@@ -500,18 +693,44 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
     m->batch_wait_ms = o->batch_wait_ms;
     if (pthread_create(&m->worker, NULL, decoder, m) != 0) {
         served_free(m);
-        free(s);
         return s2s_fail(err, S2S_ERR_IO, "cannot start the decoding thread");
     }
     m->started = true;
     snprintf(m->path, sizeof m->path, "%s", model_path);
     snprintf(m->name, sizeof m->name, "%s", m->cfg.name[0] ? m->cfg.name : "model");
+    return S2S_OK;
+}
+
+S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+    const char *host = o->host ? o->host : "127.0.0.1";
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--host %s: expected an IPv4 address such as 127.0.0.1", host);
+    if (o->port < 0 || o->port > 65535) return s2s_fail(err, S2S_ERR_CONFIG, "--port %d: expected 0 to 65535", o->port);
+    Server *s = s2s_xcalloc(1, sizeof *s);
+    s->o = o;
+    if (o->runs_dir) {
+        struct stat sb;
+        if (!realpath(o->runs_dir, s->runs) || stat(s->runs, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            free(s);
+            return s2s_fail(err, S2S_ERR_IO, "--runs %s: not a folder", o->runs_dir);
+        }
+    }
+    Served *m = &s->model;
+    if (model_path) {
+        S2sStatus st = load_model(m, model_path, o, err);
+        if (st) {
+            free(s);
+            return st;
+        }
+        s->has_model = true;
+    }
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_END);
     if (!d) {
-        served_free(m);
+        if (s->has_model) served_free(m);
         free(s);
         return s2s_fail(err, S2S_ERR_IO, "cannot listen on %s:%d: %s", host, o->port,
                         errno ? strerror(errno) : "the port is in use or the address is not this machine's");
@@ -522,7 +741,10 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
         if (strncmp(host, "127.", 4) != 0)
             fprintf(o->out, "serve: warning: %s is not a loopback address: anyone who can reach this machine can use the "
                             "model\n", host);
-        fprintf(o->out, "serve: listening on http://%s:%d/ (model %s, %s)\n", host, port, m->name, model_path);
+        fprintf(o->out, "serve: listening on http://%s:%d/ (", host, port);
+        if (s->has_model) fprintf(o->out, "model %s, %s%s", m->name, model_path, s->runs[0] ? "; " : "");
+        if (s->runs[0]) fprintf(o->out, "runs in %s", s->runs);
+        fprintf(o->out, ")\n");
         fflush(o->out);
     }
     while (!o->stop || !atomic_load(o->stop)) {
@@ -535,7 +757,7 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
         fprintf(o->out, "serve: stopped\n");
         fflush(o->out);
     }
-    served_free(m);
+    if (s->has_model) served_free(m);
     free(s);
     return S2S_OK;
 }
