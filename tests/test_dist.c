@@ -148,10 +148,11 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
     fclose(f);
     const char *set = "--set dropout=0.2 --set train_size=20000 --set epochs=2 --set log_every=5";
     cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json %s --out %s/full > /dev/null 2>&1", tu_bin(), d, set, d), 0);
-    /* started in the background; SIGTERM to rank 1 once the log shows steps */
+    /* started in the background; SIGTERM to rank 1 once the log shows steps (the pattern names
+     * this run's folder: tests running beside it start trainings with the same config name) */
     int rc = tu_sh("cd %s && (" MPIRUN " -np 2 %s/train --config m.json %s --out part > out.txt 2>&1; echo $? > rc.txt) & "
                    "for i in $(seq 1 600); do grep -q '\"type\":\"step\"' %s/part/log.jsonl 2>/dev/null && break; sleep 0.05; done; "
-                   "kill -TERM $(pgrep -f '^%s/train --config m.json' | sort -n | tail -1); wait",
+                   "kill -TERM $(pgrep -f '^%s/train --config m.json .*--out part$' | sort -n | tail -1); wait",
                    d, tu_bin(), set, d, tu_bin());
     cr_assert_eq(rc, 0);
     char *code = tu_slurp(tu_path(d, "rc.txt"), NULL);
