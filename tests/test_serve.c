@@ -489,3 +489,48 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
     tu_rm_rf(d);
     free(d);
 }
+
+/* The runs part of the page in headless Chromium: /?run=one draws the run's learning curve
+ * (one point per logged step) and shows the last epoch's attention pictures. */
+Test(serve, the_page_shows_a_run_in_a_browser, .timeout = 240) {
+    if (tu_sh("command -v chromium > /dev/null") != 0) {
+        cr_log_warn("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
+        return;
+    }
+    char *d = trained_model_dir();
+    cr_assert_eq(tu_sh("cd %s && mkdir runs && cp -r run runs/one", d), 0);
+    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve --runs %s/runs --port 0 > serve.txt 2>&1; echo $? > rc.txt) &", d, tu_bin(), d);
+    int port = 0;
+    for (int i = 0; i < 200 && !port; i++) {
+        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
+        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
+        port = p ? atoi(p + 17) : 0;
+        free(out);
+        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    cr_assert(port > 0);
+    cr_assert_eq(tu_sh("cd %s && timeout 120 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=8000 "
+                       "--dump-dom 'http://127.0.0.1:%d/?run=one' > dom.html 2> chromium.txt",
+                       d, port),
+                 0);
+    char *dom = tu_slurp(tu_path(d, "dom.html"), NULL), *log = tu_slurp(tu_path(d, "run/log.jsonl"), NULL);
+    cr_assert(dom && log);
+    cr_expect(strstr(dom, "data-run-done=\"1\""), "the page did not read the log");
+    int steps = 0, points = 1, epochs = 0;
+    for (const char *q = log; (q = strstr(q, "\"type\":\"step\"")); q++) steps++;
+    for (const char *q = log; (q = strstr(q, "\"type\":\"epoch\"")); q++) epochs++;
+    const char *train = strstr(dom, "class=\"train\"");
+    const char *pts = train ? strstr(dom, "points=\"") : NULL; /* the train line is the first polyline */
+    for (const char *q = pts ? pts + 8 : NULL; q && *q && *q != '"'; q++) points += *q == ' ';
+    cr_expect(pts && points == steps, "the curve has %d points, the log %d steps", points, steps);
+    char want[128];
+    snprintf(want, sizeof want, "src=\"/api/runs/one/files/attention/epoch%02d_ex1.png\"", epochs);
+    cr_expect(strstr(dom, want), "the last epoch's attention (%s) is not shown", want);
+    free(dom);
+    free(log);
+    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve --runs %s/runs' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
+                       tu_bin(), d, d),
+                 0);
+    tu_rm_rf(d);
+    free(d);
+}

@@ -428,13 +428,19 @@ static bool inside(const char *dir, const char *rel, char *out) {
     return strncmp(out, dir, n) == 0 && out[n] == '/';
 }
 
-/* The run folder NAME (one with a log.jsonl) inside the runs folder, resolved, or false. */
+static bool has_file(const char *dir, const char *name) {
+    char path[2 * PATH_MAX];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return false;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The folder NAME inside the runs folder, resolved, if it is a run (a log.jsonl) or a
+ * comparison (a summary.json); else false. */
 static bool run_dir(const Server *s, const char *name, char *out) {
-    char log[PATH_MAX + 16];
     struct stat st;
     if (!s->runs[0] || !safe_relative(name) || !inside(s->runs, name, out)) return false;
-    snprintf(log, sizeof log, "%s/log.jsonl", out);
-    return stat(out, &st) == 0 && S_ISDIR(st.st_mode) && stat(log, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(out, &st) == 0 && S_ISDIR(st.st_mode) && (has_file(out, "log.jsonl") || has_file(out, "summary.json"));
 }
 
 /* The last complete lines of a log (up to 64 KB of it) from the end: its last line of each type. */
@@ -468,8 +474,9 @@ static void log_summary(const char *path, cJSON *run) {
     }
 }
 
-/* Every run folder below dir (depth ≤ 3): name relative to the runs folder. */
-static void list_runs(const char *root, const char *rel, int depth, cJSON *list) {
+/* Every run folder below dir (depth ≤ 3) into list, every comparison into compares: names
+ * relative to the runs folder. */
+static void list_runs(const char *root, const char *rel, int depth, cJSON *list, cJSON *compares) {
     char path[PATH_MAX + 600];
     snprintf(path, sizeof path, "%s%s%s", root, rel[0] ? "/" : "", rel);
     DIR *d = opendir(path);
@@ -484,6 +491,11 @@ static void list_runs(const char *root, const char *rel, int depth, cJSON *list)
         if (lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode)) continue; /* no symlinks followed while listing */
         char log[sizeof sub + 16];
         snprintf(log, sizeof log, "%s/log.jsonl", sub);
+        if (has_file(sub, "summary.json")) { /* a comparison: its runs are inside, listed as runs */
+            cJSON *cmp = cJSON_CreateObject();
+            cJSON_AddStringToObject(cmp, "name", name);
+            cJSON_AddItemToArray(compares, cmp);
+        }
         if (stat(log, &st) == 0 && S_ISREG(st.st_mode)) {
             cJSON *run = cJSON_CreateObject();
             cJSON_AddStringToObject(run, "name", name);
@@ -503,7 +515,7 @@ static void list_runs(const char *root, const char *rel, int depth, cJSON *list)
             log_summary(log, run);
             cJSON_AddItemToArray(list, run);
         } else if (depth < 3) {
-            list_runs(root, name, depth + 1, list);
+            list_runs(root, name, depth + 1, list, compares);
         }
     }
     closedir(d);
@@ -511,8 +523,8 @@ static void list_runs(const char *root, const char *rel, int depth, cJSON *list)
 
 static enum MHD_Result get_runs(Server *s, struct MHD_Connection *c) {
     if (!s->runs[0]) return send_error(c, MHD_HTTP_NOT_FOUND, "no runs folder (serve --runs DIR)");
-    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "runs");
-    list_runs(s->runs, "", 1, list);
+    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "runs"), *cmp = cJSON_AddArrayToObject(j, "compares");
+    list_runs(s->runs, "", 1, list, cmp);
     return send_json(c, MHD_HTTP_OK, j);
 }
 
@@ -558,10 +570,43 @@ static const char *file_type(const char *path) {
     return NULL;
 }
 
+/* The files of known kinds in a run folder and its subfolders (attention/), sorted. */
+static void list_files(const char *dir, const char *rel, int depth, cJSON *list) {
+    char path[PATH_MAX + 600];
+    snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel);
+    struct dirent **names;
+    int n = scandir(path, &names, NULL, alphasort);
+    for (int i = 0; i < n; i++) {
+        char name[600], sub[PATH_MAX + 1400];
+        struct stat st;
+        bool ok = snprintf(name, sizeof name, "%s%s%s", rel, rel[0] ? "/" : "", names[i]->d_name) < (int)sizeof name &&
+                  safe_relative(name);
+        snprintf(sub, sizeof sub, "%s/%s", dir, name);
+        if (ok && lstat(sub, &st) == 0) {
+            if (S_ISREG(st.st_mode) && file_type(name) && cJSON_GetArraySize(list) < 10000)
+                cJSON_AddItemToArray(list, cJSON_CreateString(name));
+            else if (S_ISDIR(st.st_mode) && depth < 2 && !has_file(sub, "log.jsonl"))
+                list_files(dir, name, depth + 1, list);
+        }
+        free(names[i]);
+    }
+    if (n >= 0) free(names);
+}
+
 /* /api/runs/NAME/log[?from=BYTES] and /api/runs/NAME/files/REL: NAME a run folder below the
  * runs folder, REL a file inside it of a known kind; anything else is 404. */
 static enum MHD_Result get_run_path(Server *s, struct MHD_Connection *c, const char *rest) {
     char name[600], dir[PATH_MAX], file[PATH_MAX];
+    size_t len = strlen(rest);
+    if (len > 6 && !strcmp(rest + len - 6, "/files")) { /* the listing */
+        if (len - 6 >= sizeof name) return send_error(c, MHD_HTTP_NOT_FOUND, "no such run path");
+        memcpy(name, rest, len - 6);
+        name[len - 6] = '\0';
+        if (!run_dir(s, name, dir)) return send_error(c, MHD_HTTP_NOT_FOUND, "no run \"%.200s\" in the runs folder", name);
+        cJSON *j = cJSON_CreateObject();
+        list_files(dir, "", 1, cJSON_AddArrayToObject(j, "files"));
+        return send_json(c, MHD_HTTP_OK, j);
+    }
     const char *files = strstr(rest, "/files/");
     size_t n = files ? (size_t)(files - rest) : strlen(rest) >= 4 ? strlen(rest) - 4 : 0;
     bool is_log = !files && n > 0 && !strcmp(rest + n, "/log");
