@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -531,6 +532,56 @@ Test(serve, the_page_shows_a_run_in_a_browser, .timeout = 240) {
     cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve --runs %s/runs' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
                        tu_bin(), d, d),
                  0);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* SIGTERM while a request is being served: the server stops taking connections, answers the
+ * request in flight (held 1.5 s by --batch-wait) and exits 0. A client that opens a connection
+ * and sends half a request is cut off after --timeout. */
+typedef struct Late {
+    int port;
+    Reply r;
+} Late;
+
+static void *late_request(void *arg) {
+    Late *l = arg;
+    l->r = http(l->port, "POST", "/api/translate", "{\"text\": \"abc\"}", 15);
+    return NULL;
+}
+
+Test(serve, a_stop_finishes_the_requests_in_flight_and_slow_clients_time_out, .timeout = 240) {
+    char *d = trained_model_dir();
+    int port = start_server(d, "--batch-wait 1500 --timeout 1");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    /* half a request, then silence: closed by the server after about a second */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char *half = "POST /api/translate HTTP/1.1\r\nHost: x\r\n";
+    cr_assert_eq(write(fd, half, strlen(half)), (ssize_t)strlen(half));
+    struct timeval tv = {10, 0}; /* the test's own limit, far above --timeout */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[256];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ssize_t k = read(fd, buf, sizeof buf);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    cr_expect(k <= 0 && waited < 9, "a silent client was not cut off (read %zd after %.1f s)", k, waited);
+    close(fd);
+    /* a request in flight when SIGTERM comes */
+    Late l = {port, {0}};
+    pthread_t th;
+    pthread_create(&th, NULL, late_request, &l);
+    nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL);
+    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve %s/model.bin'", tu_bin(), d), 0);
+    pthread_join(th, NULL);
+    cr_expect_eq(l.r.status, 200, "the request in flight: %d %s", l.r.status, l.r.body ? l.r.body : "");
+    cr_expect(l.r.body && strstr(l.r.body, "\"translations\""));
+    reply_free(&l.r);
+    stop_server(d); /* waits for the exit: 0, "serve: stopped" */
     tu_rm_rf(d);
     free(d);
 }

@@ -57,6 +57,7 @@ typedef struct Server {
     Served model;
     bool has_model;
     char runs[PATH_MAX]; /* the runs folder, resolved (realpath), or "" */
+    atomic_int inflight; /* requests begun and not yet answered */
 } Server;
 
 /* One request's body, gathered across the handler's calls. */
@@ -643,6 +644,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         u = calloc(1, sizeof *u);
         if (!u) return MHD_NO;
         *con_cls = u;
+        atomic_fetch_add(&s->inflight, 1); /* until request_done */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->o->max_body) { /* refused before it is read */
             u->too_big = true;
@@ -693,12 +695,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 }
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)c, (void)toe;
+    (void)c, (void)toe;
+    Server *s = cls;
     Upload *u = *con_cls;
     if (u) {
         free(u->body);
         free(u);
         *con_cls = NULL;
+        atomic_fetch_sub(&s->inflight, 1);
     }
 }
 
@@ -796,7 +800,13 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    MHD_quiesce_daemon(d); /* no new connections; those open finish */
+    MHD_quiesce_daemon(d); /* no new connections */
+    /* the requests begun are answered before the connections are closed (a minute at most: a
+     * request is bounded by --max-sentences; a stalled upload ends by --timeout) */
+    for (int waited = 0; atomic_load(&s->inflight) > 0 && waited < 6000; waited++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     MHD_stop_daemon(d);
     if (o->out) {
         fprintf(o->out, "serve: stopped\n");
