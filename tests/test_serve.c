@@ -478,6 +478,41 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
     for (size_t i = 0; i < sizeof out / sizeof *out; i++) expect_error(http(port, "GET", out[i], NULL, 0), 404, "", out[i]);
     expect_error(http(port, "POST", "/api/runs", "{}", 2), 405, "takes GET", "POST /api/runs");
     expect_error(http(port, "POST", "/api/translate", "{\"text\": \"abc\"}", 15), 404, "no model", "translate without a model");
+    /* a run's model, loaded on its first request: ./translate's output */
+    cr_assert_eq(tu_sh("cd %s && echo abcd | %s/translate run/model.bin > want.txt 2>/dev/null", d, tu_bin()), 0);
+    char *want_text = tu_slurp(tu_path(d, "want.txt"), NULL);
+    want_text[strcspn(want_text, "\n")] = '\0';
+    const char *names[] = {"one", "group/a-seed1", "one"};
+    for (int i = 0; i < 3; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"model\": \"%s\", \"text\": \"abcd\"}", names[i]);
+        r = http(port, "POST", "/api/translate", body, strlen(body));
+        cr_expect_eq(r.status, 200, "%s: %s", names[i], r.body ? r.body : "");
+        j = cJSON_Parse(r.body ? r.body : "");
+        const char *got = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "translations"), 0), "text"));
+        cr_expect(got && !strcmp(got, want_text), "%s: \"%s\", ./translate \"%s\"", names[i], got ? got : "", want_text);
+        cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "model")), names[i]);
+        cJSON_Delete(j);
+        reply_free(&r);
+    }
+    free(want_text);
+    r = http(port, "GET", "/api/models", NULL, 0);
+    j = cJSON_Parse(r.body ? r.body : "");
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "models")), 2, "models loaded: %s", r.body);
+    cJSON_Delete(j);
+    reply_free(&r);
+    const struct {
+        const char *body, *want;
+        int status;
+    } bad_model[] = {{"{\"model\": \"nothing\", \"text\": \"a\"}", "no run \"nothing\"", 404},
+                     {"{\"model\": \"../run\", \"text\": \"a\"}", "a run's name", 400},
+                     {"{\"model\": \"evil\", \"text\": \"a\"}", "no run \"evil\"", 404},
+                     {"{\"model\": \"group\", \"text\": \"a\"}", "no run \"group\"", 404},
+                     {"{\"model\": 3, \"text\": \"a\"}", "a run's name", 400}};
+    for (size_t i = 0; i < sizeof bad_model / sizeof *bad_model; i++)
+        expect_error(http(port, "POST", "/api/translate", bad_model[i].body, strlen(bad_model[i].body)), bad_model[i].status,
+                     bad_model[i].want, bad_model[i].body);
     cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve --runs %s/runs' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
                        tu_bin(), d, d),
                  0);

@@ -1,14 +1,17 @@
 /* serve.h — ./serve: a model behind an HTTP JSON API (libmicrohttpd), on 127.0.0.1 unless
  * told otherwise.
  *
- *   POST /api/translate  {"text": "…" or ["…", …], "beam": 1, "n_best": 1, "alpha": 1,
- *                         "attention": false}
+ *   POST /api/translate  {"text": "…" or ["…", …], "model": RUN, "beam": 1, "n_best": 1,
+ *                         "alpha": 1, "attention": false} (model: a run's model.bin, loaded on
+ *                         first use, up to 8 models; without it, the command line's model)
  *                        → {"model", "translations": [{"text", "n_best"?, "attention"?,
  *                           "error"?}], "ms"}
  *   GET  /api/models     → {"models": [{"name", "path", "type", "attention", "params", "requests",
  *                           "decodes", "lines", "config"}]}
- *   GET  /api/runs       → {"runs": [{"name", "config", "log_bytes", "last_step", "last_epoch",
- *                           "last_valid", "last_test"}]} (folders with a log.jsonl, 3 deep)
+ *   GET  /api/runs       → {"runs": [{"name", "config", "has_model", "log_bytes", "last_step",
+ *                           "last_epoch", "last_valid", "last_test"}], "compares": [{"name"}]}
+ *                           (folders with a log.jsonl or a summary.json, 3 deep)
+ *   GET  /api/runs/NAME/files            → {"files": [...]}: what the next route serves
  *   GET  /api/runs/NAME/log?from=BYTES   the log from that byte on (X-File-Size: its size)
  *   GET  /api/runs/NAME/files/REL        a picture, summary or text file of the run
  *   GET  /                               the page

@@ -52,13 +52,23 @@ typedef struct Served {
     long requests, decodes, lines;
 } Served;
 
+#define SERVE_MAX_MODELS 8 /* the command line's and those of runs, loaded on first use */
+
 typedef struct Server {
     const ServeOptions *o;
-    Served model;
-    bool has_model;
+    Served *models[SERVE_MAX_MODELS]; /* [0] the command line's model, when there is one */
+    int n_models;
+    bool has_model;                   /* a model from the command line: the default */
+    pthread_mutex_t models_lock;      /* models[] and n_models */
     char runs[PATH_MAX]; /* the runs folder, resolved (realpath), or "" */
     atomic_int inflight; /* requests begun and not yet answered */
 } Server;
+
+static bool safe_relative(const char *name);
+static bool has_file(const char *dir, const char *name);
+static bool run_dir(const Server *s, const char *name, char *out);
+static S2sStatus load_model(Served *m, const char *model_path, const ServeOptions *o, S2sError *err);
+static void served_free(Served *m);
 
 /* One request's body, gathered across the handler's calls. */
 typedef struct Upload {
@@ -211,32 +221,37 @@ static void decode(Served *m, Job *j) {
 
 /* ---- the routes ---- */
 
-static enum MHD_Result get_models(Server *s, struct MHD_Connection *c) {
-    const Served *m = &s->model;
-    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "models");
-    if (!s->has_model) return send_json(c, MHD_HTTP_OK, j);
+static cJSON *model_json(Served *m) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", m->name);
     cJSON_AddStringToObject(e, "path", m->path);
     cJSON_AddStringToObject(e, "type", MODEL_TYPE_NAMES[m->cfg.model.type]);
     cJSON_AddStringToObject(e, "attention", model_attention_name(&m->m));
     cJSON_AddNumberToObject(e, "params", (double)m->m.params.total);
-    pthread_mutex_lock((pthread_mutex_t *)&m->lock);
+    pthread_mutex_lock(&m->lock);
     cJSON_AddNumberToObject(e, "requests", (double)m->requests); /* translate requests so far, */
     cJSON_AddNumberToObject(e, "decodes", (double)m->decodes);   /* the decodings that served them */
     cJSON_AddNumberToObject(e, "lines", (double)m->lines);
-    pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
+    pthread_mutex_unlock(&m->lock);
     char *conf = config_to_json(&m->cfg);
     cJSON *cj = cJSON_Parse(conf);
     free(conf);
     cJSON_AddItemToObject(e, "config", cj ? cj : cJSON_CreateNull());
-    cJSON_AddItemToArray(list, e);
+    return e;
+}
+
+static enum MHD_Result get_models(Server *s, struct MHD_Connection *c) {
+    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "models");
+    pthread_mutex_lock(&s->models_lock);
+    for (int i = 0; i < s->n_models; i++) cJSON_AddItemToArray(list, model_json(s->models[i]));
+    pthread_mutex_unlock(&s->models_lock);
     return send_json(c, MHD_HTTP_OK, j);
 }
 
 /* A request's settings, checked; the lines borrow the parsed JSON's strings. */
 typedef struct TranslateRequest {
     const char **lines;
+    const char *model; /* a run's name (its model.bin), or NULL: the command line's model */
     int n, beam, n_best;
     float alpha;
     bool attention;
@@ -283,6 +298,12 @@ static bool parse_translate(const cJSON *j, int max_sentences, TranslateRequest 
                 return false;
             }
             q->alpha = (float)k->valuedouble;
+        } else if (!strcmp(key, "model")) {
+            if (!cJSON_IsString(k) || !safe_relative(k->valuestring)) {
+                snprintf(msg, n_msg, "\"model\": a run's name as GET /api/runs lists it");
+                return false;
+            }
+            q->model = k->valuestring;
         } else if (!strcmp(key, "attention")) {
             if (!cJSON_IsBool(k)) {
                 snprintf(msg, n_msg, "\"attention\": true or false");
@@ -290,7 +311,7 @@ static bool parse_translate(const cJSON *j, int max_sentences, TranslateRequest 
             }
             q->attention = cJSON_IsTrue(k);
         } else {
-            snprintf(msg, n_msg, "unknown key \"%.60s\" (text, beam, n_best, alpha, attention)", key);
+            snprintf(msg, n_msg, "unknown key \"%.60s\" (text, model, beam, n_best, alpha, attention)", key);
             return false;
         }
     }
@@ -350,17 +371,71 @@ static cJSON *attention_json(const LineAttention *a) {
     return j;
 }
 
+/* The model a request names: the command line's (name NULL), or the run NAME's model.bin,
+ * loaded on the first request that names it. Else the HTTP status and why, in msg. */
+static unsigned find_model(Server *s, const char *name, Served **out, char *msg, size_t n_msg) {
+    if (!name) {
+        if (s->has_model) {
+            *out = s->models[0];
+            return MHD_HTTP_OK;
+        }
+        snprintf(msg, n_msg, "no model is served: name a run's (\"model\", with serve --runs) or start serve with MODEL.bin");
+        return MHD_HTTP_NOT_FOUND;
+    }
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    if (!run_dir(s, name, dir)) {
+        snprintf(msg, n_msg, "\"model\": no run \"%.200s\" in the runs folder", name);
+        return MHD_HTTP_NOT_FOUND;
+    }
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    pthread_mutex_lock(&s->models_lock); /* one load at a time; decoding goes on meanwhile */
+    for (int i = 0; i < s->n_models; i++)
+        if (!strcmp(s->models[i]->path, path)) {
+            *out = s->models[i];
+            pthread_mutex_unlock(&s->models_lock);
+            return MHD_HTTP_OK;
+        }
+    unsigned status = MHD_HTTP_OK;
+    if (s->n_models == SERVE_MAX_MODELS) {
+        snprintf(msg, n_msg, "%d models are loaded already, the most this server holds", SERVE_MAX_MODELS);
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+    } else if (!has_file(dir, "model.bin")) {
+        snprintf(msg, n_msg, "\"model\": run \"%.200s\" has no model.bin (yet)", name);
+        status = MHD_HTTP_NOT_FOUND;
+    } else {
+        Served *m = s2s_xcalloc(1, sizeof *m);
+        S2sError err;
+        if (load_model(m, path, s->o, &err)) {
+            snprintf(msg, n_msg, "\"model\": run \"%.200s\": %.300s", name, err.msg);
+            free(m);
+            status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        } else {
+            snprintf(m->name, sizeof m->name, "%s", name);
+            s->models[s->n_models++] = m;
+            *out = m;
+        }
+    }
+    pthread_mutex_unlock(&s->models_lock);
+    return status;
+}
+
 static enum MHD_Result post_translate(Server *s, struct MHD_Connection *c, const Upload *u) {
     cJSON *j = cJSON_ParseWithLength(u->body ? u->body : "", u->len);
     if (!j) return send_error(c, MHD_HTTP_BAD_REQUEST, "the body is not JSON (%zu bytes)", u->len);
     TranslateRequest q;
-    char msg[400];
+    char msg[1024];
     if (!parse_translate(j, s->o->max_sentences, &q, msg, sizeof msg)) {
         free(q.lines);
         cJSON_Delete(j);
         return send_error(c, MHD_HTTP_BAD_REQUEST, "%s", msg);
     }
-    Served *m = &s->model;
+    Served *m = NULL;
+    unsigned status = find_model(s, q.model, &m, msg, sizeof msg);
+    if (status != MHD_HTTP_OK) {
+        free(q.lines);
+        cJSON_Delete(j);
+        return send_error(c, status, "%s", msg);
+    }
     TranslatedLine *out = s2s_xcalloc((size_t)(q.n ? q.n : 1), sizeof *out);
     Job job = {.lines = q.lines, .n = q.n, .beam = q.beam, .n_best = q.n_best, .alpha = q.alpha, .attention = q.attention,
                .out = out};
@@ -513,6 +588,7 @@ static void list_runs(const char *root, const char *rel, int depth, cJSON *list,
             cJSON *cj = text ? cJSON_ParseWithLength(text, len) : NULL;
             free(text);
             cJSON_AddItemToObject(run, "config", cj ? cj : cJSON_CreateNull());
+            cJSON_AddBoolToObject(run, "has_model", has_file(sub, "model.bin")); /* translates as "model": name */
             log_summary(log, run);
             cJSON_AddItemToArray(list, run);
         } else if (depth < 3) {
@@ -669,7 +745,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (strcmp(method, MHD_HTTP_METHOD_POST)) return send_405(c, url, "POST");
         if (u->too_big)
             return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over %zu bytes (serve --max-body)", s->o->max_body);
-        if (!s->has_model) return send_error(c, MHD_HTTP_NOT_FOUND, "no model is served (serve MODEL.bin)");
         return post_translate(s, c, u);
     }
     if (!strcmp(url, "/")) {
@@ -750,6 +825,15 @@ static S2sStatus load_model(Served *m, const char *model_path, const ServeOption
     return S2S_OK;
 }
 
+static void free_server(Server *s) {
+    for (int i = 0; i < s->n_models; i++) {
+        served_free(s->models[i]);
+        free(s->models[i]);
+    }
+    pthread_mutex_destroy(&s->models_lock);
+    free(s);
+}
+
 S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err) {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     const char *host = o->host ? o->host : "127.0.0.1";
@@ -765,13 +849,17 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
             return s2s_fail(err, S2S_ERR_IO, "--runs %s: not a folder", o->runs_dir);
         }
     }
-    Served *m = &s->model;
+    pthread_mutex_init(&s->models_lock, NULL);
+    Served *m = NULL;
     if (model_path) {
+        m = s2s_xcalloc(1, sizeof *m);
         S2sStatus st = load_model(m, model_path, o, err);
         if (st) {
-            free(s);
+            free(m);
+            free_server(s);
             return st;
         }
+        s->models[s->n_models++] = m;
         s->has_model = true;
     }
     struct MHD_Daemon *d = MHD_start_daemon(
@@ -779,8 +867,7 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_END);
     if (!d) {
-        if (s->has_model) served_free(m);
-        free(s);
+        free_server(s);
         return s2s_fail(err, S2S_ERR_IO, "cannot listen on %s:%d: %s", host, o->port,
                         errno ? strerror(errno) : "the port is in use or the address is not this machine's");
     }
@@ -812,7 +899,6 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
         fprintf(o->out, "serve: stopped\n");
         fflush(o->out);
     }
-    if (s->has_model) served_free(m);
-    free(s);
+    free_server(s);
     return S2S_OK;
 }
