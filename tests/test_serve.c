@@ -84,10 +84,11 @@ static void expect_error(Reply r, int status, const char *want, const char *what
     reply_free(&r);
 }
 
-/* ./serve in the background in d; returns its port (0 when it did not start). */
-static int start_server(const char *d, const char *extra) {
-    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve %s/model.bin --port 0 --threads 1 %s > serve.txt 2>&1; echo $? > rc.txt) &",
-          d, tu_bin(), d, extra);
+/* ./serve in the background in d, serving d/model.bin (model) or the runs in d/runs (else),
+ * with more arguments; returns its port (0 when it did not start). */
+static int start_serving(const char *d, bool model, const char *extra) {
+    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve %s%s/%s --port 0 --threads 1 %s > serve.txt 2>&1; echo $? > rc.txt) &", d,
+          tu_bin(), model ? "" : "--runs ", d, model ? "model.bin" : "runs", extra);
     for (int i = 0; i < 200; i++) {
         char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
         const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
@@ -99,9 +100,17 @@ static int start_server(const char *d, const char *extra) {
     return 0;
 }
 
+static int start_server(const char *d, const char *extra) { return start_serving(d, true, extra); }
+
+static bool have_chromium(void) {
+    if (tu_sh("command -v chromium > /dev/null") == 0) return true;
+    cr_log_warn("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
+    return false;
+}
+
 /* SIGTERM to the server (this test's: its folder is in the command line): exit 0, "serve: stopped". */
 static void stop_server(const char *d) {
-    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve %s/model.bin' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
+    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve .*%s/' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
                        tu_bin(), d, d),
                  0);
     char *rc = tu_slurp(tu_path(d, "rc.txt"), NULL);
@@ -350,10 +359,7 @@ Test(serve, concurrent_requests_share_decodings_and_get_their_own_answers, .time
  * and one heatmap cell per attention weight the API gives; a screenshot is kept in
  * build/test-artifacts/serve-page.png. */
 Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
-    if (tu_sh("command -v chromium > /dev/null") != 0) {
-        cr_log_warn("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
-        return;
-    }
+    if (!have_chromium()) return;
     char *d = trained_model_dir();
     tu_write(tu_path(d, "in.txt"), "abcd\nbcdaa\n");
     cr_assert_eq(tu_sh("cd %s && %s/translate model.bin --input in.txt > greedy.txt 2>/dev/null", d, tu_bin()), 0);
@@ -412,15 +418,7 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
                        "cp run/log.jsonl runs/.hidden/",
                        d, d),
                  0);
-    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve --runs %s/runs --port 0 > serve.txt 2>&1; echo $? > rc.txt) &", d, tu_bin(), d);
-    int port = 0;
-    for (int i = 0; i < 200 && !port; i++) {
-        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
-        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
-        port = p ? atoi(p + 17) : 0;
-        free(out);
-        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
-    }
+    int port = start_serving(d, false, "");
     cr_assert(port > 0, "serve --runs did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
     Reply r = http(port, "GET", "/api/runs", NULL, 0);
     cr_assert_eq(r.status, 200);
@@ -513,12 +511,7 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
     for (size_t i = 0; i < sizeof bad_model / sizeof *bad_model; i++)
         expect_error(http(port, "POST", "/api/translate", bad_model[i].body, strlen(bad_model[i].body)), bad_model[i].status,
                      bad_model[i].want, bad_model[i].body);
-    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve --runs %s/runs' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
-                       tu_bin(), d, d),
-                 0);
-    char *rc = tu_slurp(tu_path(d, "rc.txt"), NULL);
-    cr_expect(rc && atoi(rc) == 0, "serve exit %s", rc ? rc : "(running)");
-    free(rc);
+    stop_server(d);
     cr_expect_eq(tu_sh("%s/serve --runs %s/m.json --port 0 > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "not a folder"));
     cr_expect_eq(tu_sh("%s/serve > /dev/null 2> %s/err.txt", tu_bin(), d), 2);
@@ -529,21 +522,10 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
 /* The runs part of the page in headless Chromium: /?run=one draws the run's learning curve
  * (one point per logged step) and shows the last epoch's attention pictures. */
 Test(serve, the_page_shows_a_run_in_a_browser, .timeout = 240) {
-    if (tu_sh("command -v chromium > /dev/null") != 0) {
-        cr_log_warn("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
-        return;
-    }
+    if (!have_chromium()) return;
     char *d = trained_model_dir();
     cr_assert_eq(tu_sh("cd %s && mkdir runs && cp -r run runs/one", d), 0);
-    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve --runs %s/runs --port 0 > serve.txt 2>&1; echo $? > rc.txt) &", d, tu_bin(), d);
-    int port = 0;
-    for (int i = 0; i < 200 && !port; i++) {
-        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
-        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
-        port = p ? atoi(p + 17) : 0;
-        free(out);
-        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
-    }
+    int port = start_serving(d, false, "");
     cr_assert(port > 0);
     cr_assert_eq(tu_sh("cd %s && timeout 120 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=8000 "
                        "--dump-dom 'http://127.0.0.1:%d/?run=one' > dom.html 2> chromium.txt",
@@ -564,9 +546,7 @@ Test(serve, the_page_shows_a_run_in_a_browser, .timeout = 240) {
     cr_expect(strstr(dom, want), "the last epoch's attention (%s) is not shown", want);
     free(dom);
     free(log);
-    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve --runs %s/runs' ; for i in $(seq 1 100); do [ -s %s/rc.txt ] && break; sleep 0.05; done",
-                       tu_bin(), d, d),
-                 0);
+    stop_server(d);
     tu_rm_rf(d);
     free(d);
 }
@@ -611,7 +591,7 @@ Test(serve, a_stop_finishes_the_requests_in_flight_and_slow_clients_time_out, .t
     pthread_t th;
     pthread_create(&th, NULL, late_request, &l);
     nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL);
-    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve %s/model.bin'", tu_bin(), d), 0);
+    cr_assert_eq(tu_sh("pkill -TERM -f '^%s/serve .*%s/'", tu_bin(), d), 0);
     pthread_join(th, NULL);
     cr_expect_eq(l.r.status, 200, "the request in flight: %d %s", l.r.status, l.r.body ? l.r.body : "");
     cr_expect(l.r.body && strstr(l.r.body, "\"translations\""));
