@@ -600,3 +600,65 @@ Test(serve, a_stop_finishes_the_requests_in_flight_and_slow_clients_time_out, .t
     tu_rm_rf(d);
     free(d);
 }
+
+/* Models with several heads: the answer carries every layer's every head ("layers"), each a
+ * distribution per output row, and "weights" is the last layer's heads' mean; for a
+ * Transformer (2 decoder layers, 2 heads) and a multi-head RNN (1 layer, 3 heads). */
+Test(serve, heads_and_layers_of_multi_head_models, .timeout = 240) {
+    const char *models[2] = {"\"model\": {\"type\": \"transformer\", \"layers\": 2, \"d_model\": 16, \"heads\": 2, \"ff\": 32, "
+                             "\"dropout\": 0.0}",
+                             "\"model\": {\"cell\": \"gru\", \"embedding\": 12, \"encoder_hidden\": 12, \"decoder_hidden\": 12, "
+                             "\"attention\": \"multihead\", \"heads\": 3, \"kq\": 12, \"dropout\": 0.0}"};
+    const int want_layers[2] = {2, 1}, want_heads[2] = {2, 3};
+    for (int k = 0; k < 2; k++) {
+        char *d = tu_tmpdir();
+        tu_write(tu_path(d, "m.json"),
+                 "{\"name\": \"h\", \"task\": {\"type\": \"reverse\", \"alphabet\": \"abcd\", \"min_len\": 3, \"max_len\": 6, "
+                 "\"train_size\": 300, \"valid_size\": 20, \"test_size\": 20}, %s, \"train\": {\"epochs\": 1, \"batch_size\": 32, "
+                 "\"threads\": 1}}",
+                 models[k]);
+        cr_assert_eq(tu_sh("cd %s && %s/train --config m.json --out run > train.txt 2>&1 && cp run/model.bin model.bin", d, tu_bin()), 0,
+                     "%s", tu_slurp(tu_path(d, "train.txt"), NULL));
+        int port = start_server(d, "");
+        cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+        const char *req = "{\"text\": [\"abcd\", \"dbca\"], \"attention\": true}";
+        Reply r = http(port, "POST", "/api/translate", req, strlen(req));
+        cr_assert_eq(r.status, 200, "%s", r.body ? r.body : "");
+        cJSON *j = cJSON_Parse(r.body);
+        const cJSON *t;
+        cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "translations")) {
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(t, "attention"), *w = cJSON_GetObjectItemCaseSensitive(a, "weights"),
+                        *layers = cJSON_GetObjectItemCaseSensitive(a, "layers");
+            cr_assert_eq(cJSON_GetArraySize(layers), want_layers[k], "model %d: %s", k, r.body);
+            int rows = cJSON_GetArraySize(w), cols = cJSON_GetArraySize(cJSON_GetArrayItem(w, 0));
+            const cJSON *last = cJSON_GetArrayItem(layers, want_layers[k] - 1), *layer;
+            cJSON_ArrayForEach(layer, layers) {
+                cr_assert_eq(cJSON_GetArraySize(layer), want_heads[k]);
+                const cJSON *head;
+                cJSON_ArrayForEach(head, layer) {
+                    cr_assert_eq(cJSON_GetArraySize(head), rows);
+                    for (int i = 0; i < rows; i++) {
+                        double sum = 0;
+                        for (int c = 0; c < cols; c++) sum += cJSON_GetArrayItem(cJSON_GetArrayItem(head, i), c)->valuedouble;
+                        cr_expect_lt(fabs(sum - 1), 1e-5, "model %d: a head's row sums to %g", k, sum);
+                    }
+                }
+            }
+            double worst = 0;
+            for (int i = 0; i < rows; i++)
+                for (int c = 0; c < cols; c++) {
+                    double mean = 0;
+                    for (int h = 0; h < want_heads[k]; h++)
+                        mean += cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetArrayItem(last, h), i), c)->valuedouble;
+                    mean /= want_heads[k];
+                    worst = fmax(worst, fabs(mean - cJSON_GetArrayItem(cJSON_GetArrayItem(w, i), c)->valuedouble));
+                }
+            cr_expect_lt(worst, 1e-5, "model %d: the weights are not the last layer's heads' mean (off by %g)", k, worst);
+        }
+        cJSON_Delete(j);
+        reply_free(&r);
+        stop_server(d);
+        tu_rm_rf(d);
+        free(d);
+    }
+}

@@ -41,7 +41,11 @@ typedef struct LineAttention {
     char **src;                 /* (n_src) the source's tokens as the model read them */
     char **out;                 /* (n_out) the output's tokens, "<eos>" last when it ended */
     int n_src, n_out;
-    float *w;                   /* (n_out × n_src) */
+    float *w;                   /* (n_out × n_src); a Transformer's: the last decoder layer's heads' mean */
+    int n_layers, n_heads;      /* 0 when the model has one head */
+    float *heads;               /* (n_layers × n_heads × n_out × n_src): each head of each layer (a
+                                   Transformer's decoder layers' cross-attention, teacher-forced on
+                                   the output; a multihead RNN decoder: one layer), or NULL */
 } LineAttention;
 
 typedef struct TranslatedLine {

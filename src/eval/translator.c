@@ -12,26 +12,48 @@
 /* Attention rows kept for heatmaps stay under this many bytes per decoded batch. */
 #define HEATMAP_BATCH_BYTES ((size_t)256 << 20)
 
-/* A Transformer's attention in every layer for one decoded sentence: the sentence and its
- * output teacher-forced (as decoding computed them), the heads averaged. */
+/* A Transformer's attention maps for one decoded sentence: the sentence and its output
+ * teacher-forced (as decoding computed them). cross[l] (H, rows, ns) per decoder layer,
+ * self[l] (H, ns, ns) per encoder layer, on the tape's arena: the caller copies what it keeps
+ * and rewinds to *mark. */
+typedef struct LineMaps {
+    Dataset d;
+    Batch b;
+    int32_t *trg;
+    ArenaMark mark;
+    Tensor *cross[TF_MAX_LAYERS], *self[TF_MAX_LAYERS];
+} LineMaps;
+
+static void line_maps(const Translator *t, const DecodedAttention *a, int rows, LineMaps *lm) {
+    memset(lm, 0, sizeof *lm);
+    lm->trg = s2s_xmalloc((size_t)(rows + 1) * sizeof *lm->trg);
+    lm->trg[0] = TOK_SOS;
+    memcpy(lm->trg + 1, a->out, (size_t)(rows - 1) * sizeof *lm->trg); /* inputs <sos> out[0 .. rows − 2] */
+    lm->trg[rows] = TOK_EOS; /* the last target: not an input */
+    dataset_init(&lm->d);
+    dataset_add(&lm->d, a->src, a->ns, lm->trg, rows + 1);
+    batch_init(&lm->b);
+    int zero = 0;
+    batch_fill(&lm->b, &lm->d, &zero, 1);
+    lm->mark = arena_mark(&t->tape->arena);
+    model_transformer_maps(t->tape, t->model, &lm->b, lm->cross, lm->self);
+}
+
+static void line_maps_free(const Translator *t, LineMaps *lm) {
+    arena_rewind(&t->tape->arena, lm->mark);
+    batch_free(&lm->b);
+    dataset_free(&lm->d);
+    free(lm->trg);
+}
+
+/* A Transformer's attention in every layer for one decoded sentence, the heads averaged. */
 static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, const char *path_cross, const char *path_self,
                              const char *title, S2sError *err) {
     int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns, H = model_heads(t->model), Ls = t->model->tf.dec_layers;
     if (rows == 0 || ns == 0) return S2S_OK;
-    int32_t *trg = s2s_xmalloc((size_t)(rows + 1) * sizeof *trg);
-    trg[0] = TOK_SOS;
-    memcpy(trg + 1, a->out, (size_t)(rows - 1) * sizeof *trg); /* inputs <sos> out[0 .. rows − 2] */
-    trg[rows] = TOK_EOS; /* the last target: not an input */
-    Dataset d;
-    dataset_init(&d);
-    dataset_add(&d, a->src, ns, trg, rows + 1);
-    Batch b;
-    batch_init(&b);
-    int zero = 0;
-    batch_fill(&b, &d, &zero, 1);
-    ArenaMark mark = arena_mark(&t->tape->arena);
-    Tensor *cross[TF_MAX_LAYERS] = {0}, *self[TF_MAX_LAYERS] = {0};
-    model_transformer_maps(t->tape, t->model, &b, cross, self);
+    LineMaps lm;
+    line_maps(t, a, rows, &lm);
+    Tensor **cross = lm.cross, **self = lm.self;
     float *cm = s2s_xcalloc((size_t)Ls * rows * ns, sizeof *cm), *sm = s2s_xcalloc((size_t)t->model->tf.enc_layers * ns * ns, sizeof *sm);
     const float *cp[TF_MAX_LAYERS], *sp[TF_MAX_LAYERS];
     for (int l = 0; l < Ls; l++) { /* (H, rows, ns) → the heads' mean, kept past the rewind below */
@@ -48,7 +70,7 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
         for (int h = 0; h < H; h++)
             for (int i = 0; i < rows; i++)
                 memcpy(heads + (((size_t)l * rows + i) * H + h) * ns, cross[l]->data + ((size_t)h * rows + i) * ns, (size_t)ns * sizeof *heads);
-    arena_rewind(&t->tape->arena, mark);
+    line_maps_free(t, &lm);
     S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls < t->model->tf.enc_layers ? Ls : t->model->tf.enc_layers,
                                   cp, sp, t->font, err);
     for (int l = 0; l < Ls && !st && H > 1; l++) { /* DIR/NNNN_layerL_heads.png */
@@ -64,9 +86,6 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
     free(heads);
     free(cm);
     free(sm);
-    batch_free(&b);
-    dataset_free(&d);
-    free(trg);
     return st;
 }
 
@@ -109,9 +128,10 @@ static int ensemble(const Translator *t, Seq2Seq **ms, Tape **ts) {
     return 1 + t->n_more;
 }
 
-/* Row i's attention and tokens as data (want_attention). */
+/* Row i's attention and tokens as data (want_attention); heads: (L, H, S) of a multihead RNN
+ * decoder, or NULL. A Transformer's layers and heads come from its teacher-forced maps. */
 static LineAttention *line_attention(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L,
-                                     const float *attn) {
+                                     const float *attn, const float *heads) {
     LineAttention *a = s2s_xcalloc(1, sizeof *a);
     int ns = b->src_len[i], rows = len + (len < L ? 1 : 0);
     a->n_src = ns;
@@ -124,6 +144,28 @@ static LineAttention *line_attention(const Translator *t, const Batch *b, int i,
         a->out[r] = strdup(r < len ? t->trg->tokens[out[r]] : "<eos>");
         memcpy(a->w + (size_t)r * ns, attn + (size_t)r * b->S, (size_t)ns * sizeof *a->w);
     }
+    int H = model_heads(t->model);
+    if (t->model->cfg.type == MODEL_TRANSFORMER && rows > 0 && ns > 0) { /* every decoder layer's heads */
+        int32_t *src = s2s_xmalloc((size_t)ns * sizeof *src);
+        for (int k = 0; k < ns; k++) src[k] = b->src[(size_t)k * b->B + i];
+        DecodedAttention da = {src, ns, out, len, len < L, attn, b->S};
+        LineMaps lm;
+        line_maps(t, &da, rows, &lm);
+        a->n_layers = t->model->tf.dec_layers;
+        a->n_heads = H;
+        a->heads = s2s_xmalloc((size_t)a->n_layers * H * rows * ns * sizeof *a->heads);
+        for (int l = 0; l < a->n_layers; l++) /* (H, rows, ns) each */
+            memcpy(a->heads + (size_t)l * H * rows * ns, lm.cross[l]->data, (size_t)H * rows * ns * sizeof *a->heads);
+        line_maps_free(t, &lm);
+        free(src);
+    } else if (heads && H > 1) { /* (L, H, S) → (1, H, rows, ns) */
+        a->n_layers = 1;
+        a->n_heads = H;
+        a->heads = s2s_xmalloc((size_t)H * rows * ns * sizeof *a->heads);
+        for (int h = 0; h < H; h++)
+            for (int r = 0; r < rows; r++)
+                memcpy(a->heads + ((size_t)h * rows + r) * ns, heads + ((size_t)r * H + h) * b->S, (size_t)ns * sizeof *a->heads);
+    }
     return a;
 }
 
@@ -134,6 +176,7 @@ void translator_free_attention(LineAttention *a) {
     free(a->src);
     free(a->out);
     free(a->w);
+    free(a->heads);
     free(a);
 }
 
@@ -147,12 +190,14 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
         bool draw = t->heatmap_dir && model_has_attention(t->model), keep = t->want_attention && model_has_attention(t->model);
         float *attn = draw || keep ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
         int H = model_heads(t->model);
-        float *heads = draw && H > 1 ? s2s_xmalloc((size_t)nb * L * H * b->S * sizeof *heads) : NULL;
+        float *heads = (draw || keep) && H > 1 ? s2s_xmalloc((size_t)nb * L * H * b->S * sizeof *heads) : NULL;
         model_greedy_heads(t->tape, t->model, b, L, o, ol, attn, heads);
         for (int i = 0; i < nb; i++) {
             int line = row_line[b->index[i]];
             out[line].text[0] = task_decode_target(&t->cfg->task, t->trg, o + (size_t)i * L, ol[i]);
-            if (keep) out[line].attention = line_attention(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S);
+            if (keep)
+                out[line].attention = line_attention(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
+                                                     heads ? heads + (size_t)i * L * H * b->S : NULL);
             if (draw)
                 draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
                              heads ? heads + (size_t)i * L * H * b->S : NULL, first_line + line + 1, &out[line]);
