@@ -684,7 +684,7 @@ static void list_files(const char *dir, const char *rel, int depth, cJSON *list)
 /* /api/runs/NAME/log[?from=BYTES] and /api/runs/NAME/files/REL: NAME a run folder below the
  * runs folder, REL a file inside it of a known kind; anything else is 404. */
 static enum MHD_Result get_run_path(Server *s, struct MHD_Connection *c, const char *rest) {
-    char name[600], dir[PATH_MAX], file[PATH_MAX];
+    char name[600], dir[PATH_MAX], file[PATH_MAX + 16];
     size_t len = strlen(rest);
     if (len > 6 && !strcmp(rest + len - 6, "/files")) { /* the listing */
         if (len - 6 >= sizeof name) return send_error(c, MHD_HTTP_NOT_FOUND, "no such run path");
