@@ -267,6 +267,25 @@ Test(serve, bad_requests_are_4xx_with_a_json_error_and_the_server_goes_on, .time
     /* the command line: a host that is no address, a model that is not there, a port in use */
     cr_expect_eq(tu_sh("%s/serve %s/model.bin --host nowhere > /dev/null 2> %s/err.txt", tu_bin(), d, d), 2);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "--host nowhere: expected an IPv4 address"));
+    /* 10,000 sentences in one request (60 kB, under the default body limit): refused by count */
+    port = start_server(d, "");
+    cr_assert(port > 0);
+    size_t len;
+    char *many = malloc(10000 * 8 + 64);
+    len = (size_t)sprintf(many, "{\"text\": [");
+    for (int i = 0; i < 10000; i++) len += (size_t)sprintf(many + len, "%s\"abc\"", i ? ", " : "");
+    len += (size_t)sprintf(many + len, "]}");
+    expect_error(http(port, "POST", "/api/translate", many, len), 400, "10000 sentences; at most 256", "10,000 sentences");
+    free(many);
+    stop_server(d);
+    /* another address than loopback: served, with a warning */
+    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve %s/model.bin --host 0.0.0.0 --port 0 > serve.txt 2>&1; echo $? > rc.txt) &", d,
+          tu_bin(), d);
+    for (int i = 0; i < 200 && !tu_file_has(tu_path(d, "serve.txt"), "listening"); i++)
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    cr_expect(tu_file_has(tu_path(d, "serve.txt"), "warning: 0.0.0.0 is not a loopback address"), "%s",
+              tu_slurp(tu_path(d, "serve.txt"), NULL));
+    stop_server(d);
     cr_expect_eq(tu_sh("%s/serve %s/missing.bin --port 0 > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "missing.bin"));
     cr_expect_eq(tu_sh("%s/serve --port 99999 %s/model.bin 2> %s/err.txt", tu_bin(), d, d), 2);
@@ -454,7 +473,18 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
     cr_expect(r.status == 200 && r.body && !strcmp(r.body, log + 100), "the log from byte 100 differs");
     reply_free(&r);
     expect_error(http(port, "GET", "/api/runs/one/log?from=x", NULL, 0), 400, "byte offset", "from=x");
+    /* a log that grows (a run training): from the old size on, exactly the new lines */
+    tu_sh("echo '{\"type\":\"step\",\"epoch\":9,\"step\":99999,\"loss\":0.5}' >> %s/runs/one/log.jsonl", d);
+    char from[64];
+    snprintf(from, sizeof from, "/api/runs/one/log?from=%zu", log_len);
+    r = http(port, "GET", from, NULL, 0);
+    cr_expect(r.status == 200 && r.body && !strcmp(r.body, "{\"type\":\"step\",\"epoch\":9,\"step\":99999,\"loss\":0.5}\n"),
+              "the new line: %s", r.body ? r.body : "");
+    reply_free(&r);
     free(log);
+    r = http(port, "GET", "/api/runs/one/attention/epoch01_ex1.png", NULL, 0);
+    cr_expect(r.status == 200 && r.body && !strncmp(r.body, "\x89PNG", 4), "attention/: %d", r.status);
+    reply_free(&r);
     r = http(port, "GET", "/api/runs/group/a-seed1/files/curves.png", NULL, 0);
     cr_expect(r.status == 200 && r.head && strstr(r.head, "Content-Type: image/png") && r.body && !strncmp(r.body, "\x89PNG", 4),
               "curves.png: %d", r.status);
@@ -498,6 +528,8 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
     r = http(port, "GET", "/api/models", NULL, 0);
     j = cJSON_Parse(r.body ? r.body : "");
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "models")), 2, "models loaded: %s", r.body);
+    const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "models"), 1), "metrics");
+    cr_expect(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(metrics, "test_exact_match")), "a run's model's metrics: %s", r.body);
     cJSON_Delete(j);
     reply_free(&r);
     const struct {

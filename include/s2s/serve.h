@@ -7,13 +7,15 @@
  *                        → {"model", "translations": [{"text", "n_best"?, "attention"?,
  *                           "error"?}], "ms"}
  *   GET  /api/models     → {"models": [{"name", "path", "type", "attention", "params", "requests",
- *                           "decodes", "lines", "config"}]}
+ *                           "decodes", "lines", "config", "metrics"}]} (metrics: the test line of
+ *                           the log beside the model file, or null)
  *   GET  /api/runs       → {"runs": [{"name", "config", "has_model", "log_bytes", "last_step",
  *                           "last_epoch", "last_valid", "last_test"}], "compares": [{"name"}]}
  *                           (folders with a log.jsonl or a summary.json, 3 deep)
  *   GET  /api/runs/NAME/files            → {"files": [...]}: what the next route serves
  *   GET  /api/runs/NAME/log?from=BYTES   the log from that byte on (X-File-Size: its size)
  *   GET  /api/runs/NAME/files/REL        a picture, summary or text file of the run
+ *   GET  /api/runs/NAME/attention/FILE   the same as files/attention/FILE
  *   GET  /                               the page
  * Nothing outside the runs folder is served: names of safe characters only, resolved paths
  * (symlinks followed) that stay inside it, and files of those kinds.

@@ -69,6 +69,7 @@ static bool has_file(const char *dir, const char *name);
 static bool run_dir(const Server *s, const char *name, char *out);
 static S2sStatus load_model(Served *m, const char *model_path, const ServeOptions *o, S2sError *err);
 static void served_free(Served *m);
+static void log_summary(const char *path, cJSON *run);
 
 /* One request's body, gathered across the handler's calls. */
 typedef struct Upload {
@@ -237,6 +238,15 @@ static cJSON *model_json(Served *m) {
     cJSON *cj = cJSON_Parse(conf);
     free(conf);
     cJSON_AddItemToObject(e, "config", cj ? cj : cJSON_CreateNull());
+    /* its metrics: the test line of the run it comes from (the log beside the model file) */
+    char log[PATH_MAX + 16];
+    const char *slash = strrchr(m->path, '/');
+    snprintf(log, sizeof log, "%.*slog.jsonl", slash ? (int)(slash - m->path + 1) : 0, m->path);
+    cJSON *tmp = cJSON_CreateObject();
+    log_summary(log, tmp);
+    cJSON *test = cJSON_DetachItemFromObjectCaseSensitive(tmp, "last_test");
+    cJSON_AddItemToObject(e, "metrics", test ? test : cJSON_CreateNull());
+    cJSON_Delete(tmp);
     return e;
 }
 
@@ -695,6 +705,10 @@ static enum MHD_Result get_run_path(Server *s, struct MHD_Connection *c, const c
         list_files(dir, "", 1, cJSON_AddArrayToObject(j, "files"));
         return send_json(c, MHD_HTTP_OK, j);
     }
+    char alias[700];
+    const char *att = strstr(rest, "/attention/"); /* NAME/attention/F: NAME/files/attention/F */
+    if (att && !strstr(rest, "/files/") && snprintf(alias, sizeof alias, "%.*s/files%s", (int)(att - rest), rest, att) < (int)sizeof alias)
+        rest = alias;
     const char *files = strstr(rest, "/files/");
     size_t n = files ? (size_t)(files - rest) : strlen(rest) >= 4 ? strlen(rest) - 4 : 0;
     bool is_log = !files && n > 0 && !strcmp(rest + n, "/log");
