@@ -73,6 +73,16 @@ static void reply_free(Reply *r) {
     free(r->body);
 }
 
+/* POST /api/translate that must succeed: its answer parsed. */
+static cJSON *translate_ok(int port, const char *req) {
+    Reply r = http(port, "POST", "/api/translate", req, strlen(req));
+    cr_assert_eq(r.status, 200, "%s: %d %s", req, r.status, r.body ? r.body : "");
+    cJSON *j = cJSON_Parse(r.body);
+    cr_assert(j != NULL, "%s", r.body);
+    reply_free(&r);
+    return j;
+}
+
 /* A 4xx whose body is {"error": "..."} containing `want`. */
 static void expect_error(Reply r, int status, const char *want, const char *what) {
     cr_expect_eq(r.status, status, "%s: status %d, body %s", what, r.status, r.body ? r.body : "");
@@ -135,10 +145,7 @@ Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeo
                  0);
     int port = start_server(d, "");
     cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
-    const char *req = "{\"text\": [\"abcd\", \"dcba\", \"aabbcc\", \"bad\"], \"attention\": true}";
-    Reply r = http(port, "POST", "/api/translate", req, strlen(req));
-    cr_assert_eq(r.status, 200, "%s", r.body ? r.body : "");
-    cJSON *j = cJSON_Parse(r.body);
+    cJSON *j = translate_ok(port, "{\"text\": [\"abcd\", \"dcba\", \"aabbcc\", \"bad\"], \"attention\": true}");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "translations");
     cr_assert_eq(cJSON_GetArraySize(list), 4);
     char *greedy = tu_slurp(tu_path(d, "greedy.txt"), NULL), *save = NULL, *line = strtok_r(greedy, "\n", &save);
@@ -168,12 +175,8 @@ Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeo
     }
     free(greedy);
     cJSON_Delete(j);
-    reply_free(&r);
     /* beam 3 with 2 hypotheses: translate's n-best lines, best first */
-    const char *breq = "{\"text\": [\"abcd\", \"dcba\", \"aabbcc\", \"bad\"], \"beam\": 3, \"n_best\": 2}";
-    r = http(port, "POST", "/api/translate", breq, strlen(breq));
-    cr_assert_eq(r.status, 200, "%s", r.body ? r.body : "");
-    j = cJSON_Parse(r.body);
+    j = translate_ok(port, "{\"text\": [\"abcd\", \"dcba\", \"aabbcc\", \"bad\"], \"beam\": 3, \"n_best\": 2}");
     list = cJSON_GetObjectItemCaseSensitive(j, "translations");
     char *nbest = tu_slurp(tu_path(d, "nbest.txt"), NULL);
     save = NULL;
@@ -194,19 +197,14 @@ Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeo
     }
     free(nbest);
     cJSON_Delete(j);
-    reply_free(&r);
     /* a line the model cannot read: an error on its entry, the others translated */
-    const char *ereq = "{\"text\": [\"abcx\", \"abc\"]}";
-    r = http(port, "POST", "/api/translate", ereq, strlen(ereq));
-    cr_expect_eq(r.status, 200);
-    j = cJSON_Parse(r.body);
+    j = translate_ok(port, "{\"text\": [\"abcx\", \"abc\"]}");
     list = cJSON_GetObjectItemCaseSensitive(j, "translations");
-    cr_expect(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "error")), "%s", r.body);
-    cr_expect(!cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 1), "error"), "%s", r.body);
+    cr_expect(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "error")));
+    cr_expect(!cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 1), "error"));
     cJSON_Delete(j);
-    reply_free(&r);
     /* the page: src/serve/page.html as it is, as HTML */
-    r = http(port, "GET", "/", NULL, 0);
+    Reply r = http(port, "GET", "/", NULL, 0);
     cr_expect_eq(r.status, 200);
     cr_expect(r.head && strstr(r.head, "Content-Type: text/html"), "%s", r.head ? r.head : "");
     size_t page_len;
@@ -400,9 +398,7 @@ Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
         cr_expect(at != NULL, "the page does not show \"%s\" (./translate's) in order", line);
         if (at) p = at + 1;
     }
-    const char *req = "{\"text\": [\"abcd\", \"bcdaa\"], \"attention\": true}";
-    Reply r = http(port, "POST", "/api/translate", req, strlen(req));
-    cJSON *j = cJSON_Parse(r.body ? r.body : "");
+    cJSON *j = translate_ok(port, "{\"text\": [\"abcd\", \"bcdaa\"], \"attention\": true}");
     int weights = 0;
     const cJSON *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "translations")) {
@@ -414,7 +410,6 @@ Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
     for (const char *q = dom; (q = strstr(q, "<td ")); q++) cells++;
     cr_expect(weights > 0 && cells == weights, "%d heatmap cells on the page, %d weights from the API", cells, weights);
     cJSON_Delete(j);
-    reply_free(&r);
     tu_sh("mkdir -p build/test-artifacts && timeout 120 chromium %s --screenshot=build/test-artifacts/serve-page.png "
           "'http://127.0.0.1:%d/?text=abcd%%0Abcdaa' > /dev/null 2>&1",
           flags, port);
@@ -653,15 +648,12 @@ Test(serve, heads_and_layers_of_multi_head_models, .timeout = 240) {
                      "%s", tu_slurp(tu_path(d, "train.txt"), NULL));
         int port = start_server(d, "");
         cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
-        const char *req = "{\"text\": [\"abcd\", \"dbca\"], \"attention\": true}";
-        Reply r = http(port, "POST", "/api/translate", req, strlen(req));
-        cr_assert_eq(r.status, 200, "%s", r.body ? r.body : "");
-        cJSON *j = cJSON_Parse(r.body);
+        cJSON *j = translate_ok(port, "{\"text\": [\"abcd\", \"dbca\"], \"attention\": true}");
         const cJSON *t;
         cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "translations")) {
             const cJSON *a = cJSON_GetObjectItemCaseSensitive(t, "attention"), *w = cJSON_GetObjectItemCaseSensitive(a, "weights"),
                         *layers = cJSON_GetObjectItemCaseSensitive(a, "layers");
-            cr_assert_eq(cJSON_GetArraySize(layers), want_layers[k], "model %d: %s", k, r.body);
+            cr_assert_eq(cJSON_GetArraySize(layers), want_layers[k], "model %d", k);
             int rows = cJSON_GetArraySize(w), cols = cJSON_GetArraySize(cJSON_GetArrayItem(w, 0));
             const cJSON *last = cJSON_GetArrayItem(layers, want_layers[k] - 1), *layer;
             cJSON_ArrayForEach(layer, layers) {
@@ -688,7 +680,6 @@ Test(serve, heads_and_layers_of_multi_head_models, .timeout = 240) {
             cr_expect_lt(worst, 1e-5, "model %d: the weights are not the last layer's heads' mean (off by %g)", k, worst);
         }
         cJSON_Delete(j);
-        reply_free(&r);
         stop_server(d);
         tu_rm_rf(d);
         free(d);
