@@ -388,7 +388,7 @@ Test(compare, vary_makes_a_grid_of_any_keys, .timeout = 240) {
 
 /* Runs of one config (seeds apart) are named by their model: an RNN by its attention, a
  * Transformer as "transformer" (its attention key means nothing); runs that differ in one
- * key, by that key's values. */
+ * key, by that key's values; keys that change no number are not variants. */
 Test(compare, runs_of_one_config_are_named_by_their_model) {
     RunResult r[2];
     memset(r, 0, sizeof r);
@@ -408,4 +408,13 @@ Test(compare, runs_of_one_config_are_named_by_their_model) {
     compare_label_runs(r, 2, header);
     cr_expect_str_eq(header, "train.label_smoothing");
     cr_expect_str_eq(r[1].variant, "0.1");
+    /* keys that change no number (the checkpoints kept, the log's rhythm) name no variant */
+    r[1].cfg.train.label_smoothing = 0.0f;
+    r[0].cfg.train.keep_last = 5;
+    r[1].cfg.train.keep_best = 2;
+    r[0].cfg.train.log_every = 7;
+    r[1].cfg.train.save_every = 9;
+    compare_label_runs(r, 2, header);
+    cr_expect_str_eq(header, "model", "runs apart only in kept checkpoints and logging: %s", header);
+    cr_expect_str_eq(r[0].variant, r[1].variant);
 }

@@ -57,10 +57,14 @@ static void read_line_of(void *ctx, const char *type, const cJSON *j) {
     }
 }
 
-/* Keys that never name a variant: every run has its own seed and name, threads change no
- * number. */
+/* Keys that never name a variant: every run has its own seed and name; threads, how often a
+ * run logs and saves last.bin, and which checkpoints it keeps change no number. */
 static bool key_names_variants(const char *path) {
-    return strcmp(path, "seed") && strcmp(path, "name") && strcmp(path, "train.threads");
+    static const char *const SAME[] = {"seed",           "name",           "train.threads",  "train.log_every",
+                                       "train.save_every", "train.keep_last", "train.keep_best"};
+    for (size_t i = 0; i < sizeof SAME / sizeof *SAME; i++)
+        if (!strcmp(path, SAME[i])) return false;
+    return true;
 }
 
 /* A key's value as a label: JSON strings without their quotes. */
