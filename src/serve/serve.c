@@ -3,6 +3,7 @@
  * decoding thread per model takes the queued requests together (batching). */
 #define _DEFAULT_SOURCE /* realpath */
 #include "s2s/serve.h"
+#include "s2s/file.h"
 #include "s2s/model.h"
 #include "s2s/text.h"
 #include "s2s/translator.h"
@@ -91,7 +92,8 @@ static double now_ms(void) {
 
 /* ---- responses ---- */
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSON *j) {
+/* j as the answer (deleted here), with an Allow header when allow is not NULL. */
+static enum MHD_Result send_json_allow(struct MHD_Connection *c, unsigned status, cJSON *j, const char *allow) {
     char *text = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!text) return MHD_NO; /* out of memory: the connection is closed */
@@ -101,9 +103,14 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSO
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSON *j) {
+    return send_json_allow(c, status, j, NULL);
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
@@ -125,19 +132,7 @@ static enum MHD_Result send_405(struct MHD_Connection *c, const char *path, cons
     char msg[300];
     snprintf(msg, sizeof msg, "%.200s takes %s", path, allow);
     cJSON_AddStringToObject(j, "error", msg);
-    char *text = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    if (!text) return MHD_NO;
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
-    MHD_destroy_response(r);
-    return ok;
+    return send_json_allow(c, MHD_HTTP_METHOD_NOT_ALLOWED, j, allow);
 }
 
 /* ---- the decoding thread ---- */
@@ -527,9 +522,7 @@ static bool inside(const char *dir, const char *rel, char *out) {
 
 static bool has_file(const char *dir, const char *name) {
     char path[2 * PATH_MAX];
-    struct stat st;
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return false;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && file_is_regular(path);
 }
 
 /* The folder NAME inside the runs folder, resolved, if it is a run (a log.jsonl) or a
@@ -586,27 +579,21 @@ static void list_runs(const char *root, const char *rel, int depth, cJSON *list,
         snprintf(sub, sizeof sub, "%s/%s", root, name);
         struct stat st;
         if (lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode)) continue; /* no symlinks followed while listing */
-        char log[sizeof sub + 16];
-        snprintf(log, sizeof log, "%s/log.jsonl", sub);
         if (has_file(sub, "summary.json")) { /* a comparison: its runs are inside, listed as runs */
             cJSON *cmp = cJSON_CreateObject();
             cJSON_AddStringToObject(cmp, "name", name);
             cJSON_AddItemToArray(compares, cmp);
         }
-        if (stat(log, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (has_file(sub, "log.jsonl")) {
             cJSON *run = cJSON_CreateObject();
             cJSON_AddStringToObject(run, "name", name);
-            char conf[sizeof sub + 16];
+            char conf[sizeof sub + 16], log[sizeof sub + 16];
             snprintf(conf, sizeof conf, "%s/config.json", sub);
+            snprintf(log, sizeof log, "%s/log.jsonl", sub);
             size_t len = 0;
             char *text = NULL;
-            FILE *f = fopen(conf, "rb");
-            if (f) {
-                text = s2s_xmalloc(65536 + 1);
-                len = fread(text, 1, 65536, f);
-                fclose(f);
-            }
-            cJSON *cj = text ? cJSON_ParseWithLength(text, len) : NULL;
+            S2sError err;
+            cJSON *cj = file_read_all(conf, 65536, &text, &len, &err) == S2S_OK ? cJSON_ParseWithLength(text, len) : NULL;
             free(text);
             cJSON_AddItemToObject(run, "config", cj ? cj : cJSON_CreateNull());
             cJSON_AddBoolToObject(run, "has_model", has_file(sub, "model.bin")); /* translates as "model": name */
