@@ -418,3 +418,104 @@ Test(compare, runs_of_one_config_are_named_by_their_model) {
     cr_expect_str_eq(header, "model", "runs apart only in kept checkpoints and logging: %s", header);
     cr_expect_str_eq(r[0].variant, r[1].variant);
 }
+
+/* Names follow the keys that mean something under each run: an RNN and a Transformer of one
+ * config name differ in their type and shared keys, not in each other's private keys; runs
+ * of configs of their own names are named by those names, and by the keys varied within a
+ * config; a name too long ends with "…" at a key's end, never inside a value. */
+Test(compare, variants_are_named_by_the_keys_that_apply) {
+    RunResult r[4];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 4; i++) {
+        config_defaults(&r[i].cfg);
+        r[i].cfg.seed = 1 + i / 2;
+    }
+    for (int i = 1; i < 4; i += 2) {
+        r[i].cfg.model.type = MODEL_TRANSFORMER;
+        r[i].cfg.model.d_model = 256; /* the RNN has none */
+        r[i].cfg.model.layers = 3;
+        r[i].cfg.model.cell = MODEL_CELL_GRU; /* the Transformer has none */
+    }
+    char header[COMPARE_NAME];
+    compare_label_runs(r, 4, header);
+    cr_expect_str_eq(header, "variant");
+    cr_expect_str_eq(r[0].variant, "type=rnn,layers=1");
+    cr_expect_str_eq(r[1].variant, "type=transformer,layers=3");
+    /* config names: the RNN's recipe against the Transformer's */
+    for (int i = 0; i < 4; i++) snprintf(r[i].cfg.name, sizeof r[i].cfg.name, "%s", i % 2 ? "tf-recipe" : "rnn-recipe");
+    compare_label_runs(r, 4, header);
+    cr_expect_str_eq(header, "config");
+    cr_expect_str_eq(r[0].variant, "rnn-recipe");
+    cr_expect_str_eq(r[3].variant, "tf-recipe");
+    r[2].cfg.train.lr = 0.5f; /* varied within the RNN's config */
+    compare_label_runs(r, 4, header);
+    cr_expect_str_eq(header, "variant");
+    cr_expect_str_eq(r[0].variant, "rnn-recipe,lr=0.001", "%s", r[0].variant);
+    cr_expect_str_eq(r[2].variant, "rnn-recipe,lr=0.5");
+    cr_expect_str_eq(r[1].variant, "tf-recipe", "lr does not vary within tf-recipe: %s", r[1].variant);
+    /* same names, many keys apart: the name stops at a key's end */
+    for (int i = 0; i < 4; i++) {
+        config_defaults(&r[i].cfg);
+        r[i].cfg.seed = i + 1;
+    }
+    ConfigTrain *t = &r[1].cfg.train;
+    t->lr = 0.123456f, t->batch_size = 77, t->epochs = 99, t->clip = 3.5f, t->warmup_steps = 1234, t->label_smoothing = 0.25f;
+    t->ema_decay = 0.5f, t->valid_every = 555, t->patience = 4444, t->eval_batch_size = 321, t->max_decode_len = 999;
+    r[1].cfg.model.dropout = 0.375f;
+    compare_label_runs(r, 2, header);
+    size_t len = strlen(r[1].variant);
+    cr_expect(len < COMPARE_NAME && len > 60, "%zu bytes: %s", len, r[1].variant);
+    cr_expect(!strcmp(r[1].variant + len - 3, "\xe2\x80\xa6"), "ends with …: %s", r[1].variant);
+    char *last = strrchr(r[1].variant, ',');
+    cr_assert(last);
+    cr_expect(strchr(last, '=') && strchr(last, '=') < r[1].variant + len - 3, "a whole key=value before the …: %s", r[1].variant);
+    cr_expect(!strstr(r[1].variant, "cell") && !strstr(r[1].variant, "d_model"), "%s", r[1].variant);
+}
+
+/* Several --config: each config a variant (by its name), --vary and --set applied to each,
+ * the folders <name>[,key=value]-seedN, each run trained from its own config; configs of one
+ * name are refused. */
+Test(compare, several_configs_are_variants, .timeout = 240) {
+    char *d = tu_tmpdir();
+    char rnn[600], tf[700];
+    write_tinycmp(rnn, sizeof rnn, d, 1);
+    snprintf(tf, sizeof tf, "%s/t.json", d);
+    tu_write(tf,
+             "{\"name\": \"t\", \"task\": {\"type\": \"reverse\", \"train_size\": 200, \"valid_size\": 30, \"test_size\": 30, "
+             "\"max_len\": 8}, \"model\": {\"type\": \"transformer\", \"d_model\": 16, \"heads\": 2, \"ff\": 32, \"layers\": 1},"
+             " \"train\": {\"batch_size\": 16, \"epochs\": 1}}");
+    cr_assert_eq(tu_sh("%s/compare --config %s --config %s --vary lr=0.01,0.002 --set threads=1 --seeds 1 --out %s/cmp > %s/out.txt "
+                       "2>&1",
+                       tu_bin(), rnn, tf, d, d),
+                 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    const char *dirs[] = {"c,lr=0.01-seed1", "c,lr=0.002-seed1", "t,lr=0.01-seed1", "t,lr=0.002-seed1"};
+    for (int i = 0; i < 4; i++) {
+        char p[800];
+        snprintf(p, sizeof p, "%s/cmp/%s/config.json", d, dirs[i]);
+        Config c;
+        config_defaults(&c);
+        S2sError err;
+        cr_assert_eq(config_load(&c, p, &err), S2S_OK, "%s", err.msg);
+        cr_expect_eq((int)c.model.type, i < 2 ? (int)MODEL_RNN : (int)MODEL_TRANSFORMER, "%s", dirs[i]);
+        cr_expect_float_eq(c.train.lr, i % 2 ? 0.002f : 0.01f, 1e-9, "%s", dirs[i]);
+        cr_expect_eq(c.train.threads, 1);
+    }
+    char *md = tu_slurp(tu_path(d, "cmp/summary.md"), NULL);
+    cr_expect(strstr(md, "| variant | runs |") && strstr(md, "| c,lr=0.01 | 1 |") && strstr(md, "| t,lr=0.002 | 1 |"), "%s", md);
+    free(md);
+    /* two configs alone: named by their names; the default folder names both */
+    cr_assert_eq(tu_sh("cd %s && %s/compare --config %s --config %s --set threads=1 --seeds 2 > out2.txt 2>&1", d, tu_bin(), rnn, tf),
+                 0, "%s", tu_slurp(tu_path(d, "out2.txt"), NULL));
+    md = tu_slurp(tu_path(d, "runs/compare-c-vs-t/summary.md"), NULL);
+    cr_expect(strstr(md, "| config | runs |") && strstr(md, "| c | 1 |") && strstr(md, "| t | 1 |"), "%s", md);
+    free(md);
+    /* one name twice */
+    cr_expect_eq(tu_sh("%s/compare --config %s --config %s --seeds 1 --out %s/cmp2 > /dev/null 2> %s/err.txt", tu_bin(), rnn, rnn, d, d),
+                 2);
+    cr_expect(file_has(d, "err.txt", "are both named \"c\""), "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect_eq(tu_sh("%s/compare --config %s --seeds 1 --out %s/cmp2 > /dev/null 2>&1", tu_bin(), rnn, d), 2,
+                 "one config and nothing varied");
+    cr_expect_eq(tu_sh("test ! -e %s/cmp2", d), 0, "nothing was made");
+    tu_rm_rf(d);
+    free(d);
+}

@@ -192,3 +192,40 @@ Test(config, shipped_configs_are_valid) {
     }
     globfree(&g);
 }
+
+static int key_index(const char *path) {
+    for (int k = 0; k < config_key_count(); k++)
+        if (!strcmp(config_key_info(k).path, path)) return k;
+    cr_assert_fail("no key %s", path);
+    return -1;
+}
+
+/* A key applies where it changes something: BPE keys under BPE, a transformer's under a
+ * transformer, kq under the attentions that project keys, heads under multihead or a
+ * transformer; the rest everywhere. */
+Test(config, keys_apply_where_they_change_something) {
+    Config c;
+    config_defaults(&c);
+    cr_expect(config_key_applies(&c, key_index("train.lr")) && config_key_applies(&c, key_index("task.alphabet")));
+    cr_expect(!config_key_applies(&c, key_index("task.bpe_merges")) && !config_key_applies(&c, key_index("model.d_model")));
+    c.task.type = TASK_TRANSLATE;
+    cr_expect(!config_key_applies(&c, key_index("task.alphabet")) && !config_key_applies(&c, key_index("task.bpe_merges")));
+    c.task.subword = SUBWORD_BPE;
+    cr_expect(config_key_applies(&c, key_index("task.bpe_merges")) && !config_key_applies(&c, key_index("task.bpe_dropout_sides")));
+    c.task.bpe_dropout = 0.1f;
+    cr_expect(config_key_applies(&c, key_index("task.bpe_dropout_sides")));
+    c.model.attention = ATTN_DOT;
+    cr_expect(!config_key_applies(&c, key_index("model.kq")) && !config_key_applies(&c, key_index("model.heads")));
+    c.model.attention = ATTN_ADDITIVE;
+    cr_expect(config_key_applies(&c, key_index("model.kq")));
+    c.model.attention = ATTN_MULTIHEAD;
+    cr_expect(config_key_applies(&c, key_index("model.heads")) && config_key_applies(&c, key_index("model.cell")));
+    c.model.type = MODEL_TRANSFORMER;
+    cr_expect(!config_key_applies(&c, key_index("model.cell")) && !config_key_applies(&c, key_index("model.attention")));
+    cr_expect(config_key_applies(&c, key_index("model.d_model")) && config_key_applies(&c, key_index("model.heads")));
+    cr_expect(!config_key_applies(&c, key_index("model.max_positions")));
+    c.model.positions = POSITIONS_LEARNED;
+    cr_expect(config_key_applies(&c, key_index("model.max_positions")));
+    c.train.optimizer = OPTIMIZER_SGD;
+    cr_expect(!config_key_applies(&c, key_index("train.adam_beta2")));
+}

@@ -38,11 +38,14 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err);
 void compare_free_run(RunResult *r);
 /* Whether dir holds a finished run (its log has the test line). */
 bool compare_run_finished(const char *dir);
-/* Names each run's variant by the config keys whose values differ between the runs (the seed,
- * threads and run name aside): the value alone when model.attention is the one such key
- * (its variants keep their names), else "key=value" pairs joined by ","; the attention when
- * no key differs. header (COMPARE_NAME bytes) gets what the names are: "attention", the one
- * key's path, or "variant". */
+/* Names each run's variant by the config keys whose values differ between runs under which
+ * they mean something (config_key_applies; the seed, threads, logging and kept checkpoints
+ * aside): the value alone when model.attention is the one such key (its variants keep their
+ * names), else "key=value" pairs joined by ","; the attention when no key differs. Runs of
+ * configs with names of their own (./compare --config A --config B) are named by those names,
+ * followed by the keys that differ within a name. A name too long ends with "…" after a whole
+ * pair. header (COMPARE_NAME bytes) gets what the names are: "attention", the one key's path,
+ * "config" or "variant". */
 void compare_label_runs(RunResult *runs, int n, char *header);
 
 typedef struct Stat {

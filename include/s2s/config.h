@@ -169,6 +169,9 @@ void config_key_value(const Config *c, int i, char *buf, size_t n);
 /* The index of the first key whose value differs between a and b, or −1 when all agree. */
 int config_first_difference(const Config *a, const Config *b);
 int config_key_count(void);
+/* Whether key i changes anything under c: a transformer has no recurrent cell, a word
+ * vocabulary no BPE merges, SGD no Adam moments. */
+bool config_key_applies(const Config *c, int i);
 ConfigKeyInfo config_key_info(int i);
 
 #endif

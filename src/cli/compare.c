@@ -1,5 +1,5 @@
-/* compare — variants × seeds: the attention (--attention) or any config keys (--vary, several
- * for a grid); trains each pair as its own run (its own process,
+/* compare — variants × seeds: the attention (--attention), any config keys (--vary, several
+ * for a grid) or whole configs (--config, several); trains each pair as its own run (its own process,
  * threads split between jobs unless the config sets them), skips finished runs and resumes
  * interrupted ones, then tabulates: mean, variance, range, paired bootstrap tests;
  * summary.{md,csv,json,png}. A signal stops the trainings too (they save and can resume).
@@ -26,14 +26,17 @@
 
 #define MAX_SEEDS 256
 #define MAX_VARY 4
+#define MAX_CONFIGS 8
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: compare --config FILE (--attention A,B,... | --vary key=A,B,...) --seeds 1,2,3 [--jobs N]\n"
-               "               [--ranks N] [--out DIR] [--set key=value]...\n"
+    fprintf(f, "usage: compare --config FILE (--attention A,B,... | --vary key=A,B,... | --config FILE2...) --seeds 1,2,3\n"
+               "               [--jobs N] [--ranks N] [--out DIR] [--set key=value]...\n"
                "       compare --runs DIR... [--out DIR]\n"
                "\n"
                "  --attention A,B  the attention variants (the same as --vary model.attention=A,B)\n"
                "  --vary key=A,B   any config key's values; several --vary make a grid (at most %d keys, %d variants)\n"
+               "  --config FILE    several (at most %d): each config is a variant, named by its \"name\" (an RNN's recipe\n"
+               "                   against a Transformer's); --vary and --set apply to each\n"
                "\n"
                "Trains every (variant, seed) pair as DIR/<variant>-seed<N> (default DIR: runs/compare-<name>),\n"
                "skipping finished runs and resuming interrupted ones, then writes DIR/summary.md (printed too),\n"
@@ -44,7 +47,7 @@ static void usage(FILE *f) {
                "  --ranks N        each training as N ranks of one MPI job (mpirun -np N ./train ...)\n"
                "--runs tabulates existing run folders instead; their variants are named by the config keys\n"
                "in which the runs differ.\n",
-            MAX_VARY, COMPARE_MAX_VARIANTS);
+            MAX_VARY, COMPARE_MAX_VARIANTS, MAX_CONFIGS);
 }
 
 typedef struct Job {
@@ -53,6 +56,9 @@ typedef struct Job {
     char sets[MAX_VARY][300]; /* the variant's --set arguments */
     int n_sets;
     long seed;
+    const char *config_path; /* the config file it trains */
+    int threads;
+    bool set_threads; /* threads given by compare (the config sets none) */
     Config want;   /* the run's config as this comparison asks for it */
     pid_t pid;     /* while running */
 } Job;
@@ -106,8 +112,7 @@ static bool folder_matches(const Job *j, char *why, size_t n) {
 
 /* Starts train for job j; returns its pid or −1. The child dies with this process: a
  * SIGKILLed compare takes its trainings with it (they get SIGTERM, save, and can resume). */
-static pid_t start(const Job *j, const char *train, const char *config_path, const char *const *sets, int n_sets,
-                   int threads, bool set_threads, bool resume, int ranks) {
+static pid_t start(const Job *j, const char *train, const char *const *sets, int n_sets, bool resume, int ranks) {
     char **args = s2s_xcalloc((size_t)(2 * n_sets + 20), sizeof *args);
     char a_thr[32], a_seed[32], a_np[16];
     int k = 0;
@@ -122,10 +127,10 @@ static pid_t start(const Job *j, const char *train, const char *config_path, con
         args[k++] = "--resume";
         args[k++] = (char *)j->dir;
     } else {
-        snprintf(a_thr, sizeof a_thr, "threads=%d", threads);
+        snprintf(a_thr, sizeof a_thr, "threads=%d", j->threads);
         snprintf(a_seed, sizeof a_seed, "%ld", j->seed);
         args[k++] = "--config";
-        args[k++] = (char *)config_path;
+        args[k++] = (char *)j->config_path;
         for (int i = 0; i < n_sets; i++) {
             args[k++] = "--set";
             args[k++] = (char *)sets[i];
@@ -134,7 +139,7 @@ static pid_t start(const Job *j, const char *train, const char *config_path, con
             args[k++] = "--set";
             args[k++] = (char *)j->sets[i];
         }
-        if (set_threads) {
+        if (j->set_threads) {
             args[k++] = "--set";
             args[k++] = a_thr;
         }
@@ -172,10 +177,10 @@ static pid_t start(const Job *j, const char *train, const char *config_path, con
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines in order, also into a file */
-    const char *config = NULL, *out = NULL;
+    const char *config[MAX_CONFIGS], *out = NULL;
     char *attention = NULL, *seeds = NULL, *vary[MAX_VARY];
     const char *sets[128];
-    int n_sets = 0, jobs = 1, n_vary = 0, ranks = 1;
+    int n_sets = 0, jobs = 1, n_vary = 0, ranks = 1, n_configs = 0;
     bool runs_mode = false;
     S2sError err;
     enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY, O_RANKS };
@@ -190,7 +195,10 @@ int main(int argc, char **argv) {
     int opt;
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         switch (opt) {
-        case O_CONFIG: config = optarg; break;
+        case O_CONFIG:
+            if (n_configs == MAX_CONFIGS) return usage_error("--config: at most 8 configs");
+            config[n_configs++] = optarg;
+            break;
         case O_ATTENTION: attention = optarg; break;
         case O_SEEDS: seeds = optarg; break;
         case O_OUT: out = optarg; break;
@@ -219,7 +227,7 @@ int main(int argc, char **argv) {
     int n_jobs = 0, rc = 0;
     FileLock out_lock = {-1};
     if (runs_mode) {
-        if (!n_runs || config || attention || seeds || n_sets || n_vary) {
+        if (!n_runs || n_configs || attention || seeds || n_sets || n_vary) {
             usage(stderr);
             return 2;
         }
@@ -237,21 +245,35 @@ int main(int argc, char **argv) {
             fprintf(stderr, "compare: %s: unexpected argument (see compare --help)\n", runs[0]);
             return 2;
         }
-        if (!config || (!attention && !n_vary) || !seeds) {
+        if (!n_configs || (!attention && !n_vary && n_configs < 2) || !seeds) {
             usage(stderr);
             return 2;
         }
-        /* validate the config and every --set once, here, with the train program's rules */
-        Config cfg;
-        config_defaults(&cfg);
-        char path[PATH_MAX];
-        config_find_file(config, path, sizeof path);
-        if (config_load(&cfg, path, &err)) return usage_error(err.msg);
-        for (int i = 0; i < n_sets; i++)
-            if (config_set(&cfg, sets[i], &err)) return usage_error(err.msg);
-        if (config_check(&cfg, &err)) return usage_error(err.msg);
-        snprintf(outdir, sizeof outdir, "%s", out ? out : "");
-        if (!out) snprintf(outdir, sizeof outdir, "runs/compare-%s", cfg.name);
+        /* validate each config and every --set once, here, with the train program's rules;
+         * several configs are told apart by their names */
+        static Config cfgs[MAX_CONFIGS];
+        static char paths[MAX_CONFIGS][PATH_MAX];
+        for (int c = 0; c < n_configs; c++) {
+            config_defaults(&cfgs[c]);
+            config_find_file(config[c], paths[c], sizeof paths[c]);
+            if (config_load(&cfgs[c], paths[c], &err)) return usage_error(err.msg);
+            for (int i = 0; i < n_sets; i++)
+                if (config_set(&cfgs[c], sets[i], &err)) return usage_error(err.msg);
+            if (config_check(&cfgs[c], &err)) return usage_error(err.msg);
+            for (int d = 0; d < c; d++)
+                if (!strcmp(cfgs[c].name, cfgs[d].name)) {
+                    fprintf(stderr, "compare: %s and %s are both named \"%s\"; the configs must have names of their own\n",
+                            paths[d], paths[c], cfgs[c].name);
+                    return 2;
+                }
+        }
+        if (out) snprintf(outdir, sizeof outdir, "%s", out);
+        else {
+            size_t len = (size_t)snprintf(outdir, sizeof outdir, "runs/compare-%s", cfgs[0].name);
+            for (int c = 1; c < n_configs && len < sizeof outdir; c++)
+                len += (size_t)snprintf(outdir + len, sizeof outdir - len, "-vs-%s", cfgs[c].name);
+            if (len >= sizeof outdir) return usage_error("the configs' names make too long a folder name; give --out");
+        }
         /* the keys varied and their values: --attention is --vary model.attention */
         char *keys[MAX_VARY + 1], *vals[MAX_VARY + 1][COMPARE_MAX_VARIANTS], *ss[MAX_SEEDS];
         int nval[MAX_VARY + 1], nk = 0;
@@ -277,11 +299,13 @@ int main(int argc, char **argv) {
          * part, as --set finds it), varied once, and neither the seed (--seeds) nor the threads */
         int key_index[MAX_VARY + 1];
         for (int k = 0; k < nk; k++) {
-            Config probe = cfg;
             for (int v = 0; v < nval[k]; v++) {
                 char set[400];
                 snprintf(set, sizeof set, "%s=%s", keys[k], vals[k][v]);
-                if (config_set(&probe, set, &err)) return usage_error(err.msg);
+                for (int c = 0; c < n_configs; c++) {
+                    Config probe = cfgs[c];
+                    if (config_set(&probe, set, &err)) return usage_error(err.msg);
+                }
                 for (int w = 0; w < v; w++)
                     if (!strcmp(vals[k][w], vals[k][v])) {
                         fprintf(stderr, "compare: %s%s: %s is given twice\n", attention && k == 0 ? "--attention" : "--vary ",
@@ -309,7 +333,7 @@ int main(int argc, char **argv) {
                     return 2;
                 }
         }
-        int nv = 1;
+        int nv = n_configs;
         for (int k = 0; k < nk; k++) {
             if (nv * nval[k] > COMPARE_MAX_VARIANTS) {
                 fprintf(stderr, "compare: the grid of --vary values makes more than %d variants\n", COMPARE_MAX_VARIANTS);
@@ -329,17 +353,24 @@ int main(int argc, char **argv) {
                 }
         }
         /* threads: the user's (config or --set), else the cores shared between the jobs */
-        bool user_threads = cfg.train.threads > 0;
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int threads = user_threads ? cfg.train.threads : (int)(cores / (jobs * ranks) > 0 ? cores / (jobs * ranks) : 1);
+        int shared_threads = (int)(cores / (jobs * ranks) > 0 ? cores / (jobs * ranks) : 1);
         job = s2s_xcalloc((size_t)nv * ns, sizeof *job);
-        bool attention_only = nk == 1 && !strcmp(config_key_info(key_index[0]).path, "model.attention");
+        bool attention_only = n_configs == 1 && nk == 1 && !strcmp(config_key_info(key_index[0]).path, "model.attention");
+        int nv_config = nv / n_configs; /* variants of each config: its --vary grid */
         for (int a = 0; a < nv; a++) {
             Job proto;
             memset(&proto, 0, sizeof proto);
-            Config c2 = cfg;
+            int ci = a / nv_config;
+            Config c2 = cfgs[ci];
+            const char *path = paths[ci];
+            proto.config_path = paths[ci];
+            proto.set_threads = c2.train.threads <= 0;
+            proto.threads = proto.set_threads ? shared_threads : c2.train.threads;
             size_t len = 0;
-            for (int k = 0, rest = a; k < nk; k++) { /* the last key varies fastest */
+            if (n_configs > 1) /* the folder: the config's name first */
+                len = (size_t)snprintf(proto.variant, sizeof proto.variant, "%.60s", c2.name);
+            for (int k = 0, rest = a % nv_config; k < nk; k++) { /* the last key varies fastest */
                 int div = 1;
                 for (int m = k + 1; m < nk; m++) div *= nval[m];
                 const char *v = vals[k][rest / div];
@@ -353,7 +384,7 @@ int main(int argc, char **argv) {
                 /* the folder: the value alone for the attention (as before --vary), else key=value pairs */
                 char part[COMPARE_NAME];
                 if (attention_only) snprintf(part, sizeof part, "%.80s", v);
-                else snprintf(part, sizeof part, "%s%.30s=%.50s", k ? "," : "", dot ? dot + 1 : kp, v);
+                else snprintf(part, sizeof part, "%s%.30s=%.50s", k || n_configs > 1 ? "," : "", dot ? dot + 1 : kp, v);
                 size_t pl = strlen(part);
                 if (len + pl >= sizeof proto.variant) pl = sizeof proto.variant - 1 - len;
                 memcpy(proto.variant + len, part, pl);
@@ -373,7 +404,7 @@ int main(int argc, char **argv) {
                 j->seed = seed_v[s];
                 j->want = c2;
                 j->want.seed = seed_v[s];
-                j->want.train.threads = threads;
+                j->want.train.threads = proto.threads;
             }
         }
         if (file_mkdirs(outdir, &err) || file_lock(&out_lock, outdir, &err)) {
@@ -421,7 +452,7 @@ int main(int argc, char **argv) {
                     failed++;
                     continue;
                 }
-                j->pid = start(j, train, path, sets, n_sets, threads, !user_threads, resume, ranks);
+                j->pid = start(j, train, sets, n_sets, resume, ranks);
                 if (j->pid < 0) {
                     fprintf(stderr, "compare: fork: %s\n", strerror(errno));
                     failed++;
@@ -430,10 +461,10 @@ int main(int argc, char **argv) {
                 running++;
                 if (ranks > 1)
                     printf("compare: %s seed %ld: %s (%d ranks, %d threads each) → %s\n", j->variant, j->seed,
-                           resume ? "resumed" : "started", ranks, threads, j->dir);
+                           resume ? "resumed" : "started", ranks, j->threads, j->dir);
                 else
                     printf("compare: %s seed %ld: %s (%d threads) → %s\n", j->variant, j->seed,
-                           resume ? "resumed" : "started", threads, j->dir);
+                           resume ? "resumed" : "started", j->threads, j->dir);
             }
             if (g_stop && forwarded != g_stop) { /* the trainings stop too: they save and can resume */
                 forwarded = g_stop;

@@ -79,32 +79,64 @@ static void label_value(const Config *c, int k, char *buf, size_t n) {
     buf[len] = '\0';
 }
 
-static void append(char *dst, size_t cap, size_t *len, const char *s) {
-    size_t k = strlen(s);
-    if (*len + k >= cap) k = cap - 1 - *len;
-    memcpy(dst + *len, s, k);
+/* Whether key k tells runs apart: two runs under which it means something (a transformer's
+ * d_model means nothing to an RNN) hold different values; with a name, only that config
+ * name's runs count. */
+static bool key_differs(const RunResult *runs, int n, int k, const char *name) {
+    for (int i = 0; i < n; i++) {
+        if (!config_key_applies(&runs[i].cfg, k) || (name && strcmp(runs[i].cfg.name, name))) continue;
+        char a[300], b[300];
+        config_key_value(&runs[i].cfg, k, a, sizeof a);
+        for (int j = i + 1; j < n; j++) {
+            if (!config_key_applies(&runs[j].cfg, k) || (name && strcmp(runs[j].cfg.name, name))) continue;
+            config_key_value(&runs[j].cfg, k, b, sizeof b);
+            if (strcmp(a, b)) return true;
+        }
+    }
+    return false;
+}
+
+/* Appends part to a name of cap bytes; a part that does not fit ends the name with "…". */
+static bool append_part(char *dst, size_t cap, size_t *len, const char *part) {
+    static const char MORE[] = "\xe2\x80\xa6"; /* … */
+    size_t k = strlen(part);
+    if (*len + k + sizeof MORE > cap) {
+        if (*len + sizeof MORE <= cap) memcpy(dst + *len, MORE, sizeof MORE), *len += sizeof MORE - 1;
+        return false;
+    }
+    memcpy(dst + *len, part, k + 1);
     *len += k;
-    dst[*len] = '\0';
+    return true;
 }
 
 void compare_label_runs(RunResult *runs, int n, char *header) {
     int nk = config_key_count(), *diff = s2s_xmalloc((size_t)nk * sizeof *diff), nd = 0;
-    for (int k = 0; k < nk; k++) {
-        if (!key_names_variants(config_key_info(k).path)) continue;
-        char a[300], b[300];
-        bool differs = false;
-        for (int i = 1; i < n && !differs; i++) {
-            config_key_value(&runs[0].cfg, k, a, sizeof a);
-            config_key_value(&runs[i].cfg, k, b, sizeof b);
-            differs = strcmp(a, b) != 0;
+    for (int k = 0; k < nk; k++)
+        if (key_names_variants(config_key_info(k).path) && key_differs(runs, n, k, NULL)) diff[nd++] = k;
+    /* runs of whole configs set side by side (an RNN's recipe against a Transformer's) are
+     * named by their configs' names, and by the keys that vary within one config */
+    bool by_name = false;
+    for (int i = 1; i < n && nd; i++) by_name |= strcmp(runs[i].cfg.name, runs[0].cfg.name) != 0;
+    if (by_name) {
+        int m = 0;
+        for (int d = 0; d < nd; d++) {
+            bool within = false;
+            for (int i = 0; i < n && !within; i++) within = key_differs(runs, n, diff[d], runs[i].cfg.name);
+            if (within) diff[m++] = diff[d];
         }
-        if (differs) diff[nd++] = k;
+        nd = m;
     }
     /* runs of one config (seeds apart) are named by their model: a Transformer has no
      * attention variant to be named by */
-    bool one_tf = nd == 0 && runs[0].cfg.model.type == MODEL_TRANSFORMER;
-    bool attention_only = !one_tf && (nd == 0 || (nd == 1 && !strcmp(config_key_info(diff[0]).path, "model.attention")));
-    snprintf(header, COMPARE_NAME, "%s", one_tf ? "model" : attention_only ? "attention" : nd == 1 ? config_key_info(diff[0]).path : "variant");
+    bool one_tf = !by_name && nd == 0 && runs[0].cfg.model.type == MODEL_TRANSFORMER;
+    bool attention_only =
+        !by_name && !one_tf && (nd == 0 || (nd == 1 && !strcmp(config_key_info(diff[0]).path, "model.attention")));
+    snprintf(header, COMPARE_NAME, "%s",
+             by_name          ? (nd ? "variant" : "config")
+             : one_tf         ? "model"
+             : attention_only ? "attention"
+             : nd == 1        ? config_key_info(diff[0]).path
+                              : "variant");
     for (int i = 0; i < n; i++) {
         RunResult *r = &runs[i];
         if (one_tf || attention_only) {
@@ -113,16 +145,20 @@ void compare_label_runs(RunResult *runs, int n, char *header) {
         }
         size_t len = 0;
         r->variant[0] = '\0';
+        bool first = true;
+        if (by_name) {
+            append_part(r->variant, sizeof r->variant, &len, r->cfg.name);
+            first = false;
+        }
         for (int d = 0; d < nd; d++) {
+            if (!config_key_applies(&r->cfg, diff[d]) || (by_name && !key_differs(runs, n, diff[d], r->cfg.name))) continue;
             const char *path = config_key_info(diff[d]).path, *dot = strrchr(path, '.');
-            char v[128];
+            char v[128], part[200];
             label_value(&r->cfg, diff[d], v, sizeof v);
-            if (nd > 1) {
-                if (d) append(r->variant, sizeof r->variant, &len, ",");
-                append(r->variant, sizeof r->variant, &len, dot ? dot + 1 : path);
-                append(r->variant, sizeof r->variant, &len, "=");
-            }
-            append(r->variant, sizeof r->variant, &len, v); /* cut at the end of the buffer */
+            if (nd > 1 || by_name) snprintf(part, sizeof part, "%s%s=%s", first ? "" : ",", dot ? dot + 1 : path, v);
+            else snprintf(part, sizeof part, "%s", v);
+            first = false;
+            if (!append_part(r->variant, sizeof r->variant, &len, part)) break;
         }
     }
     free(diff);
