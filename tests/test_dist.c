@@ -4,6 +4,8 @@
 #include "test_util.h"
 #include "s2s/checkpoint.h"
 #include "s2s/dist.h"
+#include "s2s/model.h"
+#include "s2s/optim.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -100,12 +102,21 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
     fputs(SMALL_MPI, f);
     fclose(f);
     cr_assert_eq(tu_sh("%s/train --config %s/m.json --out %s/one > /dev/null", tu_bin(), d, d), 0);
-    for (int k = 0; k < 2; k++)
-        cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json --out %s/two%d > %s/out%d.txt 2>&1", tu_bin(), d, d, k, d, k), 0,
-                     "%s", tu_slurp(tu_path(d, k ? "out1.txt" : "out0.txt"), NULL));
+    /* twice the same, the gradients summed in 1 KB buckets while backward runs; then in one
+     * sum after backward: the same weights and moments */
+    const char *sets[3] = {"sum_bucket_kb=1", "sum_bucket_kb=1", "overlap_sum=false"};
+    for (int k = 0; k < 3; k++) {
+        char out[32];
+        snprintf(out, sizeof out, "out%d.txt", k);
+        cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json --set %s --out %s/two%d > %s/%s 2>&1", tu_bin(), d, sets[k], d,
+                           k, d, out),
+                     0, "%s", tu_slurp(tu_path(d, out), NULL));
+    }
     char why[256] = "";
     cr_expect(tu_same_file(tu_path(d, "two0/model.bin"), tu_path(d, "two1/model.bin")), "two -np 2 runs: model.bin differs");
     cr_expect(tu_same_checkpoint(tu_path(d, "two0/last.bin"), tu_path(d, "two1/last.bin"), why, sizeof why), "last.bin: %s", why);
+    cr_expect_eq(weight_gap(tu_path(d, "two0/last.bin"), tu_path(d, "two2/last.bin")), 0.0, "with and without overlap");
+    cr_expect_eq(weight_gap(tu_path(d, "two0/model.bin"), tu_path(d, "two2/model.bin")), 0.0, "with and without overlap");
     double gap = weight_gap(tu_path(d, "one/last.bin"), tu_path(d, "two0/last.bin"));
     cr_expect_lt(gap, 1e-4, "one process and two ranks: weights differ by %g", gap);
     cr_expect_gt(gap, 0, "the sums' order differs: some weight should show it");
@@ -208,4 +219,104 @@ Test(dist, compare_runs_each_training_as_ranks, .timeout = 240) {
               "compare --ranks 2 and mpirun -np 2 gave other models");
     tu_rm_rf(d);
     free(d);
+}
+
+/* The overlapped sum's readiness: when a bucket is called final, its part of the gradient
+ * block must hold its final values already (nothing written there later in backward), for
+ * every architecture's ops (tied, viewed and gathered weights, the chunked loss, the
+ * recomputing GRU); every bucket goes, and the first before backward is half done. */
+typedef struct Snap {
+    GradSum *g;
+    const float *grad;
+    float *copy;    /* each bucket's values when it was called final */
+    int first_move; /* the node after which the first bucket went */
+    int went;
+} Snap;
+
+static void snap_after(void *ctx, int node) {
+    Snap *s = ctx;
+    int n = optim_grad_ready_after(s->g, node);
+    for (int q = s->g->next - n; q < s->g->next; q++) {
+        size_t from, to;
+        dist_sum_bucket(s->g->sum, s->g->order[q], &from, &to);
+        memcpy(s->copy + from, s->grad + from, (to - from) * sizeof *s->copy);
+        if (!s->went++) s->first_move = node;
+    }
+}
+
+Test(dist, gradients_are_final_when_their_bucket_leaves) {
+    const char *cases[][6] = {
+        {"model.cell=gru", "model.bidirectional=true", "model.attention=scaled_dot", "model.layers=2", "", ""},
+        {"model.cell=lstm", "model.attention=multihead", "model.heads=2", "model.combine=luong", "model.tie_embeddings=decoder", ""},
+        {"model.embedding_type=onehot", "model.attention=additive", "model.cell=gru", "train.recompute=true", "", ""},
+        {"model.type=transformer", "model.tie_embeddings=all", "model.norm=post", "train.loss_chunk=4", "", ""},
+        {"model.type=transformer", "model.norm=pre", "model.positions=learned", "model.activation=gelu", "model.layers=2", ""},
+    };
+    Dist one = {0, 1, false};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Config cfg;
+        config_defaults(&cfg);
+        const char *sizes[] = {"model.embedding=12", "model.encoder_hidden=12", "model.decoder_hidden=12", "model.kq=12",
+                               "model.d_model=16",   "model.ff=24",             "model.heads=2",           "model.dropout=0.1"};
+        for (int k = 0; k < 8; k++) tu_config_set(&cfg, sizes[k]);
+        for (int k = 0; k < 6 && cases[c][k][0]; k++) tu_config_set(&cfg, cases[c][k]);
+        int V = 13;
+        Seq2Seq m;
+        S2sError err;
+        cr_assert_eq(model_init(&m, &cfg.model, V, V, &err), S2S_OK, "case %zu: %s", c, err.msg);
+        m.loss_chunk = cfg.train.loss_chunk;
+        Rng rng;
+        rng_init(&rng, 3, 0);
+        model_init_weights(&m, &rng);
+        Dataset d;
+        dataset_init(&d);
+        int idx[4];
+        for (int b = 0; b < 4; b++) {
+            int32_t src[9], trg[9];
+            int ns = 4 + b, nt = 8 - b;
+            for (int i = 0; i < ns; i++) src[i] = 4 + (int32_t)rng_below(&rng, (uint32_t)(V - 4));
+            trg[0] = TOK_SOS;
+            for (int i = 1; i < nt - 1; i++) trg[i] = 4 + (int32_t)rng_below(&rng, (uint32_t)(V - 4));
+            trg[nt - 1] = TOK_EOS;
+            dataset_add(&d, src, ns, trg, nt);
+            idx[b] = b;
+        }
+        Batch bt;
+        batch_init(&bt);
+        batch_fill(&bt, &d, idx, 4);
+        Tape t;
+        tape_init(&t, 1 << 20);
+        t.training = t.grad_enabled = true;
+        t.free_values = true; /* as the trainer's step */
+        t.recompute = cfg.train.recompute;
+        params_freeze(&m.params, false);
+        ModelOutput o = model_forward(&t, &m, &bt, &rng);
+        GradSum g;
+        optim_grad_sum_init(&g, &one, &m.params, 64); /* small buckets: many of them */
+        int nb = dist_sum_buckets(g.sum);
+        cr_expect_gt(nb, 6, "case %zu: %d buckets", c, nb);
+        optim_grad_ready_init(&g, &t);
+        Snap s = {&g, m.params.grad, calloc(m.params.total, sizeof(float)), -1, 0};
+        t.after_node = snap_after;
+        t.after_node_ctx = &s;
+        int nodes = t.n_nodes;
+        params_zero_grad(&m.params);
+        tape_backward(&t, o.loss);
+        params_thaw(&m.params);
+        cr_expect_eq(s.went, nb, "case %zu: %d of %d buckets went", c, s.went, nb);
+        cr_expect_gt(s.first_move, nodes / 2, "case %zu: the first bucket went after node %d of %d", c, s.first_move, nodes);
+        size_t bad = 0, nonzero = 0;
+        for (size_t i = 0; i < m.params.total; i++) {
+            bad += memcmp(&s.copy[i], &m.params.grad[i], sizeof(float)) != 0;
+            nonzero += m.params.grad[i] != 0;
+        }
+        cr_expect_eq(bad, 0, "case %zu: %zu gradient elements changed after their bucket went", c, bad);
+        cr_expect_gt(nonzero, m.params.total / 4, "case %zu", c);
+        free(s.copy);
+        optim_grad_sum_free(&g);
+        tape_free(&t);
+        batch_free(&bt);
+        dataset_free(&d);
+        model_free(&m);
+    }
 }

@@ -111,6 +111,8 @@ typedef struct ConfigTrain {
     float label_smoothing;  /* the training loss's ε (0: plain cross-entropy) */
     float ema_decay;        /* the weights' moving average, validated and saved as model.bin (0: none) */
     bool recompute;         /* recompute in backward what a small product gives, instead of keeping it */
+    bool overlap_sum;       /* under mpirun: sum gradients over the ranks while backward runs */
+    int sum_bucket_kb;      /* ... in buckets of about this size */
     int epochs;
     long max_steps;         /* the run ends after this many optimizer steps (0: no limit) */
     int save_every;         /* steps between resumable checkpoints within an epoch (0: per epoch only) */

@@ -28,6 +28,24 @@ void dist_abort(const Dist *d, int code);
  * dist_scratch_floats(d, n) floats. */
 size_t dist_scratch_floats(const Dist *d, size_t n);
 void dist_sum_floats(const Dist *d, float *x, size_t n, float *scratch);
+/* The same sum in buckets that start while the values are still being made (a gradient
+ * block during backward). The bucket bounds are fixed when made (cuts: ascending offsets, the
+ * same on every rank); every rank must start the buckets in the same order (dist_sum_go), as
+ * their collectives pair up by order. Every element is summed in rank order as
+ * dist_sum_floats sums it: the same bits however the buckets go. Transfers move on in
+ * dist_sum_go and dist_sum_poll (call it often) and dist_sum_finish, which starts the
+ * buckets not started yet (from the last down) and waits for all. */
+typedef struct DistSum DistSum;
+DistSum *dist_sum_new(const Dist *d, size_t n, const size_t *cuts, int n_cuts); /* every rank at once */
+void dist_sum_free(DistSum *s);
+int dist_sum_buckets(const DistSum *s);
+void dist_sum_bucket(const DistSum *s, int i, size_t *from, size_t *to);
+/* A new sum of x (n floats, each times scale before the sum). */
+void dist_sum_start(DistSum *s, float *x, float scale);
+void dist_sum_go(DistSum *s, int bucket);
+void dist_sum_poll(DistSum *s);
+/* x holds the sum on return. */
+void dist_sum_finish(DistSum *s);
 /* A few doubles summed in rank order (token counts, losses), the same on every rank. */
 void dist_sum_doubles(const Dist *d, double *x, int n);
 /* The largest of each rank's x (a stop request on any rank stops all). */

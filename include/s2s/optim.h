@@ -6,6 +6,7 @@
 
 #include "s2s/config.h"
 #include "s2s/params.h"
+#include "s2s/tape.h"
 
 typedef struct Adam {
     float lr, beta1, beta2, eps, weight_decay;
@@ -35,11 +36,42 @@ double grad_clip_global_norm(ParamStore *ps, double max_norm);
 
 /* A data-parallel step (dist.h): every rank's gradient (of the mean over its n_tokens target
  * tokens) weighted by its share of the global batch's tokens and summed in rank order, so
- * that every rank holds the gradient of the mean over all tokens; the objective and NLL
- * likewise, *n_tokens becoming the global count. A non-finite objective on any rank is every
- * rank's (NaN). scratch: dist_scratch_floats(d, ps->total) floats. Returns the objective. */
+ * that every rank holds the gradient of the mean over all tokens. First the objective and
+ * NLL (before backward): *n_tokens becomes the global count, *share this rank's part of it; a
+ * non-finite objective on any rank is every rank's (NaN: no rank runs backward). Returns the
+ * objective. */
 struct Dist;
-double optim_sum_over_ranks(const struct Dist *d, ParamStore *ps, float *scratch, double objective, int *n_tokens, double *nll);
+double optim_objective_over_ranks(const struct Dist *d, double objective, int *n_tokens, double *nll, float *share);
+
+/* Then the gradients, summed in buckets of the gradient block (about bucket_floats each, cut
+ * at parameters' starts; 0: OPTIM_SUM_BUCKET_FLOATS) that leave while backward still runs
+ * (overlap): a bucket goes once every node that reads its parameters has run backward (the
+ * output layer's first, the embeddings' last). The same bits with or without overlap, and as
+ * one sum of the whole block (dist.h). */
+#define OPTIM_SUM_BUCKET_FLOATS ((size_t)1 << 20) /* 4 MB: the first leave early, latency is noise */
+typedef struct GradSum {
+    const struct Dist *d;
+    ParamStore *ps;
+    struct DistSum *sum;
+    int *first;   /* per parameter: the first node reading it (INT_MAX: none) */
+    int *ready;   /* per bucket: the earliest first reader of its parameters */
+    int *order;   /* the buckets by ready, latest first: the order they go */
+    int next;     /* order[0 .. next) have gone */
+    bool overlap; /* this step's buckets go during backward */
+} GradSum;
+/* On every rank at once (it makes communicators). */
+void optim_grad_sum_init(GradSum *g, const struct Dist *d, ParamStore *ps, size_t bucket_floats);
+void optim_grad_sum_free(GradSum *g);
+/* After the forward pass and params_zero_grad, before tape_backward (which, with overlap,
+ * starts buckets through t->after_node); end after it: the gradients are then the sum. A
+ * rank with nothing to run backward on calls both as well. */
+void optim_grad_sum_begin(GradSum *g, Tape *t, float share, bool overlap);
+void optim_grad_sum_end(GradSum *g, Tape *t);
+/* The readiness alone (begin calls it; tests): from the recorded tape, the buckets' order;
+ * then, after each node's backward (last node first), how many more buckets of that order
+ * are final (order[next − n .. next)). */
+void optim_grad_ready_init(GradSum *g, const Tape *t);
+int optim_grad_ready_after(GradSum *g, int node);
 
 /* The learning-rate factor of update `step` (1 for the first) at `progress` in [0, 1] (the
  * share of the run's steps done before it): "constant" 1; "linear" 1 − progress; "cosine"

@@ -82,6 +82,10 @@ typedef struct Tape {
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
     struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */
+    /* borrowed: when set, called after each node's turn in backward, last node first (a
+     * data-parallel step starts summing the gradients that are final) */
+    void (*after_node)(void *ctx, int node);
+    void *after_node_ctx;
     /* gradient buffers of tensors whose producer has run its backward: tensor_grad reuses them,
      * so backward holds only the live gradients, not every one (kept across resets) */
     struct GradBuf { float *p; size_t n; } *free_grads;

@@ -283,8 +283,9 @@ int main(int argc, char **argv) {
         if (dist.rank == 0) fprintf(stderr, "speed: under mpirun only the training steps are timed (decoding is one process's)\n");
         decode = false;
     }
-    float *scratch = s2s_xmalloc((dist_scratch_floats(&dist, m.params.total) + 1) * sizeof *scratch);
-    double sum_s = 0; /* time in the gradient sum */
+    GradSum gsum;
+    if (dist.size > 1) optim_grad_sum_init(&gsum, &dist, &m.params, (size_t)cfg.train.sum_bucket_kb * 256);
+    double sum_s = 0; /* time in the gradient sum after backward (all of it without overlap) */
     if (train) {
         Adam adam = adam_from_config(&cfg.train);
         Rng shuf;
@@ -294,7 +295,7 @@ int main(int argc, char **argv) {
         if (warmup >= plan.n_batches) { /* nothing would be timed */
             fprintf(stderr, "speed: --warmup %d leaves no batch to time: the data make %d batches\n", warmup, plan.n_batches);
             batchplan_free(&plan);
-            free(scratch);
+            if (dist.size > 1) optim_grad_sum_free(&gsum);
             dist_finalize(&dist);
             tape_free(&t);
             model_free(&m);
@@ -328,15 +329,22 @@ int main(int argc, char **argv) {
             params_freeze(&m.params, false); /* as the trainer's step */
             ModelOutput o = model_forward(&t, &m, &b, &drop);
             double objective = o.loss->data[0]; /* before backward frees the values */
-            params_zero_grad(&m.params);
-            tape_backward(&t, o.loss);
-            params_thaw(&m.params);
             int n_tok = o.n_tokens;
+            float share = 1.0f;
             if (dist.size > 1) {
                 double nll = o.nll, s0 = now_s();
-                optim_sum_over_ranks(&dist, &m.params, scratch, objective, &n_tok, &nll);
+                optim_objective_over_ranks(&dist, objective, &n_tok, &nll, &share);
                 if (k >= warmup) sum_s += now_s() - s0;
             }
+            params_zero_grad(&m.params);
+            if (dist.size > 1) optim_grad_sum_begin(&gsum, &t, share, cfg.train.overlap_sum);
+            tape_backward(&t, o.loss);
+            if (dist.size > 1) {
+                double s0 = now_s();
+                optim_grad_sum_end(&gsum, &t);
+                if (k >= warmup) sum_s += now_s() - s0;
+            }
+            params_thaw(&m.params);
             grad_clip_global_norm(&m.params, cfg.train.clip);
             adam_step(&adam, &m.params);
             if (k >= warmup) {
@@ -377,7 +385,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
     }
-    free(scratch);
+    if (dist.size > 1) optim_grad_sum_free(&gsum);
     dist_finalize(&dist);
     tape_free(&t);
     model_free(&m);

@@ -264,7 +264,10 @@ void tape_propagate(Tape *t) {
     for (int i = t->n_nodes - 1; i >= 0; i--) {
         const TapeNode *n = &t->nodes[i];
         /* no gradient reached this node's outputs: nothing to propagate */
-        if (!tensor_grad_if(n->out) && !(n->out2 && tensor_grad_if(n->out2))) continue;
+        if (!tensor_grad_if(n->out) && !(n->out2 && tensor_grad_if(n->out2))) {
+            if (t->after_node) t->after_node(t->after_node_ctx, i);
+            continue;
+        }
         OP_BACKWARD[n->op](t, n);
         /* every writer of these outputs has now run backward: their gradients are dead */
         release_grad(t, n->out, i);
@@ -275,6 +278,7 @@ void tape_propagate(Tape *t) {
             for (int k = 0; k < 5; k++)
                 if (n->in[k]) release_input(t, n->in[k], i);
         }
+        if (t->after_node) t->after_node(t->after_node_ctx, i);
     }
 }
 

@@ -58,10 +58,12 @@ static void read_line_of(void *ctx, const char *type, const cJSON *j) {
 }
 
 /* Keys that never name a variant: every run has its own seed and name; threads, how often a
- * run logs and saves last.bin, and which checkpoints it keeps change no number. */
+ * run logs and saves last.bin, which checkpoints it keeps and when its ranks sum gradients
+ * change no number. */
 static bool key_names_variants(const char *path) {
     static const char *const SAME[] = {"seed",           "name",           "train.threads",  "train.log_every",
-                                       "train.save_every", "train.keep_last", "train.keep_best"};
+                                       "train.save_every", "train.keep_last", "train.keep_best", "train.overlap_sum",
+                                       "train.sum_bucket_kb"};
     for (size_t i = 0; i < sizeof SAME / sizeof *SAME; i++)
         if (!strcmp(path, SAME[i])) return false;
     return true;

@@ -155,6 +155,11 @@ static const Key KEYS[] = {
     {"train.recompute", K_BOOL, OFF(train.recompute), 0, 0, NULL,
      "recompute in backward what a small product gives instead of keeping it (a GRU's W_hn h: one B x H x H "
      "product per step): less memory, a little more time", W_ALWAYS},
+    {"train.overlap_sum", K_BOOL, OFF(train.overlap_sum), 0, 0, NULL,
+     "under mpirun: sum each part of the gradients over the ranks as soon as backward has finished it, while "
+     "backward goes on (the same numbers either way; false: one sum after backward)", W_ALWAYS},
+    {"train.sum_bucket_kb", K_INT, OFF(train.sum_bucket_kb), 1, 1 << 22, NULL,
+     "under mpirun: the gradient block is summed in parts of about this many KB (cut at parameters' starts)", W_ALWAYS},
     {"train.batch_tokens", K_INT, OFF(train.batch_tokens), 0, 1e9, NULL,
      "padded token positions per batch, at most (0: batch_size alone)", W_ALWAYS},
     {"train.epochs", K_INT, OFF(train.epochs), 1, 1e6, NULL, "epochs", W_ALWAYS},
@@ -249,6 +254,8 @@ void config_defaults(Config *c) {
     r->lr_decay = 1.0f;
     r->lr_schedule = LR_CONSTANT;
     r->eval_batch_size = 256;
+    r->overlap_sum = true;
+    r->sum_bucket_kb = 4096;
 }
 
 static const Key *key_by_path(const char *path) {

@@ -4,7 +4,9 @@
 #include "s2s/common.h"
 #include "s2s/par.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 Adam adam_default(void) { return (Adam){.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f}; }
@@ -115,14 +117,133 @@ double optim_lr_factor(LrSchedule schedule, double progress, long step, int warm
     return 1.0;
 }
 
-double optim_sum_over_ranks(const Dist *d, ParamStore *ps, float *scratch, double objective, int *n_tokens, double *nll) {
+double optim_objective_over_ranks(const Dist *d, double objective, int *n_tokens, double *nll, float *share) {
     double x[4] = {isfinite(objective) ? objective * *n_tokens : 0, *nll * *n_tokens, *n_tokens, isfinite(objective) ? 0 : 1};
     dist_sum_doubles(d, x, 4);
+    *share = x[2] > 0 ? (float)(*n_tokens / x[2]) : 0.0f;
     if (x[3] > 0) return NAN;
-    float share = x[2] > 0 ? (float)(*n_tokens / x[2]) : 0.0f;
-    for (size_t i = 0; i < ps->total; i++) ps->grad[i] *= share;
-    dist_sum_floats(d, ps->grad, ps->total, scratch);
     *n_tokens = (int)x[2];
     *nll = x[2] > 0 ? x[1] / x[2] : 0;
     return x[2] > 0 ? x[0] / x[2] : 0;
+}
+
+void optim_grad_sum_init(GradSum *g, const Dist *d, ParamStore *ps, size_t bucket_floats) {
+    memset(g, 0, sizeof *g);
+    g->d = d;
+    g->ps = ps;
+    if (!bucket_floats) bucket_floats = OPTIM_SUM_BUCKET_FLOATS;
+    size_t *cuts = s2s_xmalloc(((size_t)ps->count + 1) * sizeof *cuts);
+    int n_cuts = 0;
+    size_t end = ps->total; /* from the end: cut at parameters' starts */
+    for (int p = ps->count - 1; p > 0; p--)
+        if (end - ps->items[p].offset >= bucket_floats) {
+            end = ps->items[p].offset;
+            cuts[n_cuts++] = end;
+        }
+    for (int i = 0; i < n_cuts / 2; i++) { /* ascending */
+        size_t c = cuts[i];
+        cuts[i] = cuts[n_cuts - 1 - i];
+        cuts[n_cuts - 1 - i] = c;
+    }
+    g->sum = dist_sum_new(d, ps->total, cuts, n_cuts);
+    free(cuts);
+    int nb = dist_sum_buckets(g->sum);
+    g->first = s2s_xmalloc((size_t)(ps->count + 1) * sizeof *g->first);
+    g->ready = s2s_xmalloc((size_t)(nb + 1) * sizeof *g->ready);
+    g->order = s2s_xmalloc((size_t)(nb + 1) * sizeof *g->order);
+}
+
+void optim_grad_sum_free(GradSum *g) {
+    dist_sum_free(g->sum);
+    free(g->first);
+    free(g->ready);
+    free(g->order);
+    memset(g, 0, sizeof *g);
+}
+
+/* The parameter whose block range holds gradient element off (items ascend by offset). */
+static int param_at(const ParamStore *ps, size_t off) {
+    int lo = 0, hi = ps->count - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (ps->items[mid].offset <= off) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+void optim_grad_ready_init(GradSum *g, const Tape *t) {
+    const ParamStore *ps = g->ps;
+    for (int p = 0; p < ps->count; p++) g->first[p] = INT_MAX;
+    for (int i = 0; i < t->n_nodes; i++)
+        for (int k = 0; k < 5; k++) {
+            const Tensor *x = t->nodes[i].in[k];
+            if (!x) continue;
+            const Tensor *root = x->base ? x->base : x;
+            if (!root->grad || root->grad < ps->grad || root->grad >= ps->grad + ps->total) continue;
+            int p = param_at(ps, (size_t)(root->grad - ps->grad) + (x->base ? x->offset : 0));
+            if (i < g->first[p]) g->first[p] = i;
+        }
+    /* a bucket is final once backward has run every node from its parameters' earliest
+     * reader on; they go in that order (a tied embedding, last in the block but read first,
+     * goes last), ties from the end of the block down */
+    int nb = dist_sum_buckets(g->sum);
+    for (int b = 0; b < nb; b++) {
+        size_t from, to;
+        dist_sum_bucket(g->sum, b, &from, &to);
+        g->ready[b] = INT_MAX;
+        for (int p = param_at(ps, from); p < ps->count && ps->items[p].offset < to; p++)
+            if (g->first[p] < g->ready[b]) g->ready[b] = g->first[p];
+    }
+    for (int q = 0; q < nb; q++) { /* insertion sort: a few dozen buckets */
+        int b = nb - 1 - q, at = q;
+        while (at > 0 && g->ready[g->order[at - 1]] < g->ready[b]) {
+            g->order[at] = g->order[at - 1];
+            at--;
+        }
+        g->order[at] = b;
+    }
+    g->next = 0;
+}
+
+int optim_grad_ready_after(GradSum *g, int node) {
+    int from = g->next, nb = dist_sum_buckets(g->sum);
+    while (g->next < nb && g->ready[g->order[g->next]] >= node) g->next++;
+    return g->next - from;
+}
+
+static void grad_sum_after_node(void *ctx, int node) {
+    GradSum *g = ctx;
+    int from = g->next, n = optim_grad_ready_after(g, node);
+    for (int q = from; q < from + n; q++) dist_sum_go(g->sum, g->order[q]);
+    if (!n) dist_sum_poll(g->sum);
+}
+
+void optim_grad_sum_begin(GradSum *g, Tape *t, float share, bool overlap) {
+    dist_sum_start(g->sum, g->ps->grad, share);
+    g->overlap = false;
+    if (!overlap || g->d->size == 1) return;
+    /* the ranks' tapes have the same structure, so the same order, but the collectives pair
+     * up by order: the ranks check that they agree (a rank with nothing to run backward on
+     * does not), else every bucket goes after backward */
+    uint32_t h = 2166136261u;
+    int mine = -1;
+    if (t->n_nodes > 0) {
+        optim_grad_ready_init(g, t);
+        for (int q = 0; q < dist_sum_buckets(g->sum); q++) h = (h ^ (uint32_t)g->order[q]) * 16777619u;
+        mine = (int)(h & 0x7fffffff);
+    }
+    int hi = dist_max_int(g->d, mine), lo = -dist_max_int(g->d, -mine);
+    if (mine < 0 || hi != lo) return;
+    g->overlap = true;
+    t->after_node = grad_sum_after_node;
+    t->after_node_ctx = g;
+}
+
+void optim_grad_sum_end(GradSum *g, Tape *t) {
+    t->after_node = NULL;
+    t->after_node_ctx = NULL;
+    if (g->overlap) /* the rest in the agreed order */
+        for (int nb = dist_sum_buckets(g->sum); g->next < nb; g->next++) dist_sum_go(g->sum, g->order[g->next]);
+    dist_sum_finish(g->sum);
 }

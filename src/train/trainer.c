@@ -60,7 +60,7 @@ typedef struct Run {
     int extended_from; /* > 0: resumed with --epochs; the epochs its config said before */
     const Dist *dist;  /* NULL: one process */
     bool root;         /* rank 0 (or one process): the only writer of the run folder */
-    float *dist_scratch; /* dist_sum_floats's, for the gradient block */
+    GradSum grad_sum;    /* the gradient block's sum over the ranks (more than one) */
     int stop_signal;     /* the signal that stopped the run (on some rank), or 0 */
     cJSON *test_before; /* the extended run's earlier test line, kept in its "extend" line */
 } Run;
@@ -514,7 +514,7 @@ static S2sStatus join_ranks(Run *r, S2sError *err) {
     if (ps->v) dist_bcast(d, ps->v, ps->total * sizeof *ps->v, 0);
     if (ps->ema) dist_bcast(d, ps->ema, ps->total * sizeof *ps->ema, 0);
     dist_bcast(d, &r->st, sizeof r->st, 0);
-    r->dist_scratch = s2s_xmalloc((dist_scratch_floats(d, ps->total) + 1) * sizeof *r->dist_scratch);
+    optim_grad_sum_init(&r->grad_sum, d, ps, (size_t)r->cfg->train.sum_bucket_kb * 256);
     return S2S_OK;
 }
 
@@ -669,7 +669,7 @@ out:
 }
 
 static void teardown(Run *r) {
-    free(r->dist_scratch);
+    if (r->grad_sum.sum) optim_grad_sum_free(&r->grad_sum);
     cJSON_Delete(r->test_before);
     if (r->log) fclose(r->log);
     font_close(r->font);
@@ -700,20 +700,24 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     *n_tokens = 0;
     *nll = 0;
     *what = "loss";
+    bool ranks = r->dist && r->dist->size > 1;
+    Tensor *objective = NULL;
     if (b->B > 0) { /* a rank's share of a batch may be empty */
         ModelOutput o = model_forward(t, &r->model, b, &drop);
+        objective = o.loss;
         loss = o.loss->data[0];
         *n_tokens = o.n_tokens;
         *nll = o.nll;
-        if (isfinite(loss)) {
-            params_zero_grad(&r->model.params);
-            tape_backward(t, o.loss);
-        }
-    } else {
+    }
+    float share = 1.0f;
+    if (ranks) loss = optim_objective_over_ranks(r->dist, loss, n_tokens, nll, &share); /* NaN on one rank: on all */
+    if (isfinite(loss)) {
         params_zero_grad(&r->model.params);
+        if (ranks) optim_grad_sum_begin(&r->grad_sum, t, share, r->cfg->train.overlap_sum);
+        if (objective) tape_backward(t, objective);
+        if (ranks) optim_grad_sum_end(&r->grad_sum, t);
     }
     params_thaw(&r->model.params);
-    if (r->dist && r->dist->size > 1) loss = optim_sum_over_ranks(r->dist, &r->model.params, r->dist_scratch, loss, n_tokens, nll);
     if (!isfinite(loss)) return loss;
     double norm = r->cfg->train.clip > 0 ? grad_clip_global_norm(&r->model.params, r->cfg->train.clip)
                                          : grad_global_norm(&r->model.params);
