@@ -11,16 +11,19 @@ of every machine, 2 (P-1) messages, one after the other (no pipelining). t_add i
 additions, measured (dist_bench's add_ms: all of G read, G/P written, about the same for any
 P), not overlapped with the transfers. bw is the line rate; alpha a
 per-message latency (an assumption: kernel TCP on a LAN; the bench's loopback figure is
-printed beside it). Efficiency E = t_c / (t_c + t_sum); with the sum overlapped with the
-backward pass (not implemented: the bound of what it could give) E = t_c / (t_c + max(0,
-t_sum - f t_c)), f the backward's share of the step. R is taken as constant: small shares of
-a batch run slower than the bench's, so the figures for many machines are optimistic.
+printed beside it). Efficiency E = t_c / (t_c + t_sum). With the sum overlapped with the
+backward pass (train.overlap_sum: buckets of about 4 MB leave as backward finishes them) at
+best E = t_c / (t_c + max(t_sum / n_b, t_sum - f t_c)): f is the backward's share of the step,
+and the last of the n_b buckets (the embeddings', final only when backward ends) is never
+hidden. R is taken as constant: small shares of a batch run slower than the bench's, so the
+figures for many machines are optimistic.
 """
 import json
 import sys
 
 ALPHA = 30e-6          # s per message (assumed)
 BACKWARD_SHARE = 0.6   # of a step (assumed, for the overlap bound)
+BUCKET_BYTES = 4 << 20  # train.sum_bucket_kb's default
 NETWORKS = [(10, "10 Gb/s"), (25, "25 Gb/s"), (100, "100 Gb/s")]
 MACHINES = [2, 4, 8, 16, 32, 64]
 
@@ -58,7 +61,8 @@ def main():
                 ts = t_sum(p, g, bw, t_add)
                 tc = batch / p / rate
                 e = tc / (tc + ts)
-                eo = tc / (tc + max(0.0, ts - BACKWARD_SHARE * tc))
+                buckets = max(1.0, g / BUCKET_BYTES)
+                eo = tc / (tc + max(ts / buckets, ts - BACKWARD_SHARE * tc))
                 need = 9 * p * rate * ts  # t_c >= 9 t_sum
                 cells.append(f"{100 * e:.0f} % ({100 * eo:.0f} %)")
                 cells.append(f"{need:,.0f} tok ({need / batch:.1f}x)")

@@ -15,17 +15,31 @@ typedef struct NormJob {
     float eps;
 } NormJob;
 
+/* Sums of a row in NL independent double lanes, added up in a fixed order at the end: the
+ * compiler vectorises them (one running sum is a serial chain of dependent adds). */
+#define NL 8
+
+static double lanes_total(const double *lane, double tail) {
+    for (int l = 0; l < NL; l++) tail += lane[l];
+    return tail;
+}
+
 /* Mean and variance in double, two passes: the same bits whatever the row split. */
 static void norm_rows(void *ctx, size_t begin, size_t end) {
     const NormJob *j = ctx;
-    int D = j->cols;
+    int D = j->cols, body = D / NL * NL;
     for (size_t r = begin; r < end; r++) {
         const float *xr = j->x + r * (size_t)D;
-        double s = 0;
-        for (int k = 0; k < D; k++) s += xr[k];
-        double mu = s / D, v = 0;
-        for (int k = 0; k < D; k++) v += ((double)xr[k] - mu) * ((double)xr[k] - mu);
-        double rs = 1.0 / sqrt(v / D + (double)j->eps);
+        double lane[NL] = {0}, s = 0;
+        for (int k = 0; k < body; k += NL)
+            for (int l = 0; l < NL; l++) lane[l] += xr[k + l];
+        for (int k = body; k < D; k++) s += xr[k];
+        double mu = lanes_total(lane, s) / D, v = 0;
+        for (int l = 0; l < NL; l++) lane[l] = 0;
+        for (int k = 0; k < body; k += NL)
+            for (int l = 0; l < NL; l++) lane[l] += ((double)xr[k + l] - mu) * ((double)xr[k + l] - mu);
+        for (int k = body; k < D; k++) v += ((double)xr[k] - mu) * ((double)xr[k] - mu);
+        double rs = 1.0 / sqrt(lanes_total(lane, v) / D + (double)j->eps);
         j->mean[r] = mu;
         j->rstd[r] = rs;
         float *yr = j->y + r * (size_t)D;
@@ -60,20 +74,26 @@ Tensor *op_layer_norm(Tape *t, Tensor *x, Tensor *gamma, Tensor *beta, float eps
  * (rows of dy ⊙ x̂ kept, then summed by column as the bias gradients are: split-independent). */
 static void norm_back_rows(void *ctx, size_t begin, size_t end) {
     const NormJob *j = ctx;
-    int D = j->cols;
+    int D = j->cols, body = D / NL * NL;
     for (size_t r = begin; r < end; r++) {
         const float *xr = j->x + r * (size_t)D, *gr = j->dy + r * (size_t)D;
         double m = j->mean[r], rs = j->rstd[r];
         if (j->xhat_dy)
             for (int k = 0; k < D; k++) j->xhat_dy[r * (size_t)D + k] = gr[k] * (float)(((double)xr[k] - m) * rs);
         if (!j->dx) continue;
-        double sg = 0, sgh = 0;
-        for (int k = 0; k < D; k++) {
+        double sg = 0, sgh = 0, lg[NL] = {0}, lgh[NL] = {0};
+        for (int k = 0; k < body; k += NL)
+            for (int l = 0; l < NL; l++) {
+                double g = j->gamma ? gr[k + l] * j->gamma[k + l] : gr[k + l];
+                lg[l] += g;
+                lgh[l] += g * (((double)xr[k + l] - m) * rs);
+            }
+        for (int k = body; k < D; k++) {
             double g = j->gamma ? gr[k] * j->gamma[k] : gr[k];
             sg += g;
             sgh += g * (((double)xr[k] - m) * rs);
         }
-        double mg = sg / D, mgh = sgh / D;
+        double mg = lanes_total(lg, sg) / D, mgh = lanes_total(lgh, sgh) / D;
         float *dr = j->dx + r * (size_t)D;
         for (int k = 0; k < D; k++) {
             double g = j->gamma ? gr[k] * j->gamma[k] : gr[k];
