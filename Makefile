@@ -231,4 +231,7 @@ clean:
 	rm -rf build $(CLIS)
 
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(PIC_OBJ:.o=.d)
+# every object's header dependencies, the side programs' too (a stale dist_check.o once kept
+# an older Tape's size)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(BUILD)/tests/mpi/dist_check.d \
+         $(BUILD)/bench/dist_bench.d $(BUILD)/bench/serve_load.d

@@ -157,3 +157,53 @@ Test(par, dropout_same_bits_on_any_thread_count) {
     }
     tensor_free(x);
 }
+
+/* The elementwise maps and the softmax rows split over the threads when large: the same
+ * output and gradients on 1, 2 or 3 threads (each element, and each row, computed alone). */
+Test(par, elementwise_and_softmax_same_bits_on_any_thread_count) {
+    int restore = omp_get_max_threads();
+    enum { R = 24000, C = 30 };
+    size_t n = (size_t)R * C;
+    Tensor *a = tensor_new(2, (int[]){R, C}, true), *b = tensor_new(2, (int[]){R, C}, true), *w = tensor_new(2, (int[]){R, C}, false);
+    Rng rng;
+    rng_init(&rng, 5, 0);
+    for (size_t i = 0; i < n; i++) {
+        a->data[i] = (float)rng_normal(&rng);
+        b->data[i] = (float)rng_normal(&rng);
+        w->data[i] = (float)rng_normal(&rng);
+    }
+    uint8_t *mask = malloc((size_t)R / 8 * C);
+    for (size_t i = 0; i < (size_t)R / 8 * C; i++) mask[i] = (i % 7) != 3;
+    float *out[3], *ga[3], *gb[3];
+    for (int th = 1; th <= 3; th++) {
+        gemm_set_threads(th);
+        Tape t;
+        tape_init(&t, 1 << 20);
+        memset(a->grad, 0, n * sizeof(float));
+        memset(b->grad, 0, n * sizeof(float));
+        Tensor *h = op_relu(&t, op_scale(&t, op_add(&t, a, b), 1.7f));
+        Tensor *p = op_softmax(&t, op_add(&t, h, a), mask, R / 8);
+        out[th - 1] = malloc(n * sizeof(float));
+        memcpy(out[th - 1], p->data, n * sizeof(float));
+        tape_backward(&t, op_sum(&t, op_mul(&t, p, w)));
+        ga[th - 1] = malloc(n * sizeof(float));
+        gb[th - 1] = malloc(n * sizeof(float));
+        memcpy(ga[th - 1], a->grad, n * sizeof(float));
+        memcpy(gb[th - 1], b->grad, n * sizeof(float));
+        tape_free(&t);
+    }
+    gemm_set_threads(restore);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += gb[0][i] != 0.0f;
+    cr_expect_gt(nonzero, n / 4, "the gradient reaches through relu and softmax");
+    for (int k = 1; k < 3; k++) {
+        cr_expect_eq(memcmp(out[0], out[k], n * sizeof(float)), 0, "softmax output, %d threads", k + 1);
+        cr_expect_eq(memcmp(ga[0], ga[k], n * sizeof(float)), 0, "gradient of a, %d threads", k + 1);
+        cr_expect_eq(memcmp(gb[0], gb[k], n * sizeof(float)), 0, "gradient of b, %d threads", k + 1);
+    }
+    for (int k = 0; k < 3; k++) free(out[k]), free(ga[k]), free(gb[k]);
+    free(mask);
+    tensor_free(a);
+    tensor_free(b);
+    tensor_free(w);
+}
