@@ -26,7 +26,7 @@ Test(dist, one_rank_without_mpirun) {
     int argc = 1;
     char *args[] = {"x", NULL}, **argv = args;
     cr_assert_eq(dist_init(&d, &argc, &argv, &err), S2S_OK);
-    cr_expect(d.rank == 0 && d.size == 1 && !d.mpi);
+    cr_expect(d.rank == 0 && d.size == 1 && d.machines == 1 && !d.mpi);
     float x[3] = {1.5f, -2, 3};
     cr_expect_eq(dist_scratch_floats(&d, 3), 0);
     dist_sum_floats(&d, x, 3, NULL);
@@ -104,7 +104,7 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
     cr_assert_eq(tu_sh("%s/train --config %s/m.json --out %s/one > /dev/null", tu_bin(), d, d), 0);
     /* twice the same, the gradients summed in 1 KB buckets while backward runs; then in one
      * sum after backward: the same weights and moments */
-    const char *sets[3] = {"sum_bucket_kb=1", "sum_bucket_kb=1", "overlap_sum=false"};
+    const char *sets[3] = {"sum_bucket_kb=1 --set overlap_sum=on", "sum_bucket_kb=1 --set overlap_sum=on", "overlap_sum=off"};
     for (int k = 0; k < 3; k++) {
         char out[32];
         snprintf(out, sizeof out, "out%d.txt", k);
@@ -121,7 +121,12 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
     cr_expect_lt(gap, 1e-4, "one process and two ranks: weights differ by %g", gap);
     cr_expect_gt(gap, 0, "the sums' order differs: some weight should show it");
     char *out = tu_slurp(tu_path(d, "out0.txt"), NULL);
-    cr_expect(out && strstr(out, "train: 2 ranks") && strstr(out, "test (best checkpoint)"), "%s", out ? out : "");
+    cr_expect(out && strstr(out, "train: 2 ranks on 1 machine") && strstr(out, "summed while backward runs") &&
+                  strstr(out, "test (best checkpoint)"),
+              "%s", out ? out : "");
+    free(out);
+    out = tu_slurp(tu_path(d, "out2.txt"), NULL);
+    cr_expect(out && strstr(out, "summed after backward"), "%s", out ? out : "");
     free(out);
     char *la = tu_log_without_timing(tu_path(d, "one/log.jsonl")), *lb = tu_log_without_timing(tu_path(d, "two0/log.jsonl"));
     int epochs = 0;
@@ -252,7 +257,7 @@ Test(dist, gradients_are_final_when_their_bucket_leaves) {
         {"model.type=transformer", "model.tie_embeddings=all", "model.norm=post", "train.loss_chunk=4", "", ""},
         {"model.type=transformer", "model.norm=pre", "model.positions=learned", "model.activation=gelu", "model.layers=2", ""},
     };
-    Dist one = {0, 1, false};
+    Dist one = {0, 1, 1, false};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         Config cfg;
         config_defaults(&cfg);

@@ -36,6 +36,7 @@ typedef enum Precision { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } Precis
 typedef enum GemmLib { GEMM_LIB_ONEDNN, GEMM_LIB_OPENBLAS } GemmLib;
 typedef enum Metric { METRIC_EXACT_MATCH, METRIC_TOKEN_ACCURACY, METRIC_TF_TOKEN_ACCURACY, METRIC_VALID_LOSS, METRIC_BLEU } Metric;
 typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE, LR_INVERSE_SQRT } LrSchedule;
+typedef enum OverlapSum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } OverlapSum;
 
 /* The names of the choices, as configs, model files and messages spell them. */
 extern const char *const TASK_TYPE_NAMES[];
@@ -55,6 +56,7 @@ extern const char *const PRECISION_NAMES[];
 extern const char *const GEMM_LIB_NAMES[];
 extern const char *const METRIC_NAMES[];
 extern const char *const LR_SCHEDULE_NAMES[];
+extern const char *const OVERLAP_SUM_NAMES[];
 
 typedef struct ConfigTask {
     TaskType type;
@@ -111,7 +113,7 @@ typedef struct ConfigTrain {
     float label_smoothing;  /* the training loss's ε (0: plain cross-entropy) */
     float ema_decay;        /* the weights' moving average, validated and saved as model.bin (0: none) */
     bool recompute;         /* recompute in backward what a small product gives, instead of keeping it */
-    bool overlap_sum;       /* under mpirun: sum gradients over the ranks while backward runs */
+    OverlapSum overlap_sum; /* under mpirun: sum gradients over the ranks while backward runs */
     int sum_bucket_kb;      /* ... in buckets of about this size */
     int epochs;
     long max_steps;         /* the run ends after this many optimizer steps (0: no limit) */

@@ -12,6 +12,7 @@
 
 typedef struct Dist {
     int rank, size;   /* 0 and 1 without MPI */
+    int machines;     /* the hosts the ranks run on (ranks that share memory count as one) */
     bool mpi;         /* MPI_Init was called (and dist_finalize must be) */
 } Dist;
 

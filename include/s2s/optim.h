@@ -59,6 +59,8 @@ typedef struct GradSum {
     int next;     /* order[0 .. next) have gone */
     bool overlap; /* this step's buckets go during backward */
 } GradSum;
+/* Whether this job overlaps: on, off, or (auto) when its ranks span several machines. */
+bool optim_overlap_sum(const struct Dist *d, OverlapSum o);
 /* On every rank at once (it makes communicators). */
 void optim_grad_sum_init(GradSum *g, const struct Dist *d, ParamStore *ps, size_t bucket_floats);
 void optim_grad_sum_free(GradSum *g);

@@ -337,7 +337,7 @@ int main(int argc, char **argv) {
                 if (k >= warmup) sum_s += now_s() - s0;
             }
             params_zero_grad(&m.params);
-            if (dist.size > 1) optim_grad_sum_begin(&gsum, &t, share, cfg.train.overlap_sum);
+            if (dist.size > 1) optim_grad_sum_begin(&gsum, &t, share, optim_overlap_sum(&dist, cfg.train.overlap_sum));
             tape_backward(&t, o.loss);
             if (dist.size > 1) {
                 double s0 = now_s();
@@ -361,11 +361,12 @@ int main(int argc, char **argv) {
         double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false, t.openblas);
         double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true, false) : 0;
         if (dist.rank == 0)
-        printf("{\"event\":\"train\",\"ranks\":%d,\"params\":%zu,\"sum_ms_per_batch\":%.2f,\"threads\":%d,\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
+        printf("{\"event\":\"train\",\"ranks\":%d,\"machines\":%d,\"overlap_sum\":%s,\"params\":%zu,\"sum_ms_per_batch\":%.2f,\"threads\":%d,\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
                "\"peak_rss_mb\":%.1f,\"openblas_core\":\"%s\"}\n",
-               dist.size, m.params.total, 1e3 * sum_s / (done > 0 ? done : 1), cfg.train.threads, prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
+               dist.size, dist.machines, dist.size > 1 && optim_overlap_sum(&dist, cfg.train.overlap_sum) ? "true" : "false",
+               m.params.total, 1e3 * sum_s / (done > 0 ? done : 1), cfg.train.threads, prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
                step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, rss, gemm_openblas_core());
         fflush(stdout);
         batch_free(&b);

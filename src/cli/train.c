@@ -3,6 +3,7 @@
  *   · 128 + signal interrupted (resumable) */
 #include "s2s/args.h"
 #include "s2s/dist.h"
+#include "s2s/optim.h"
 #include "s2s/train.h"
 #include "stop_signals.h"
 
@@ -142,7 +143,10 @@ int main(int argc, char **argv) {
     if (!root) opt.out = opt.progress = NULL;
     if (root && !resume) printf("train: %s → %s\n", cfg.path, out_dir);
     else if (root) printf("train: resuming %s\n", out_dir);
-    if (root && dist.size > 1) printf("train: %d ranks, each a share of every batch\n", dist.size);
+    if (root && dist.size > 1)
+        printf("train: %d ranks on %d machine%s, each a share of every batch; gradients summed %s\n", dist.size, dist.machines,
+               dist.machines > 1 ? "s" : "",
+               optim_overlap_sum(&dist, cfg.train.overlap_sum) ? "while backward runs" : "after backward");
     fflush(stdout);
     TrainSummary sum;
     S2sStatus st = train_run(&cfg, &opt, &sum, &err);

@@ -23,13 +23,21 @@ static bool launched_by_mpirun(void) {
 }
 
 S2sStatus dist_init(Dist *d, int *argc, char ***argv, S2sError *err) {
-    *d = (Dist){0, 1, false};
+    *d = (Dist){0, 1, 1, false};
 #ifdef S2S_MPI
     if (!launched_by_mpirun()) return S2S_OK;
     if (MPI_Init(argc, argv) != MPI_SUCCESS) return s2s_fail(err, S2S_ERR_IO, "MPI_Init failed: the MPI job cannot start");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL); /* a lost rank ends the job, never a hang */
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+    /* the machines: ranks that share memory form one group; count the groups' first ranks */
+    MPI_Comm local;
+    int local_rank, first;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_rank);
+    MPI_Comm_free(&local);
+    first = local_rank == 0;
+    MPI_Allreduce(&first, &d->machines, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     d->mpi = true;
 #else
     (void)argc, (void)argv, (void)err, (void)launched_by_mpirun;

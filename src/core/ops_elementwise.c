@@ -1,8 +1,45 @@
 /* ops_elementwise.c — add, bias, mul, scale, tanh, sigmoid, relu, exp, log, sum, mean. */
 #include "s2s/fastmath.h"
 #include "ops_internal.h"
+#include "s2s/par.h"
 
 #include <math.h>
+
+/* The loops of the common maps split over the threads when large (par.h): each element is
+ * computed alone, so the bits do not depend on the split. */
+typedef enum EwKind { EW_ADD, EW_ACC, EW_SCALE, EW_ACC_SCALED, EW_RELU, EW_RELU_BACK } EwKind;
+
+typedef struct EwJob {
+    EwKind kind;
+    float *y;
+    const float *a, *b;
+    float s;
+} EwJob;
+
+static void ew_range(void *ctx, size_t i0, size_t i1) {
+    const EwJob *j = ctx;
+    float *y = j->y;
+    const float *a = j->a, *b = j->b;
+    switch (j->kind) {
+    case EW_ADD: for (size_t i = i0; i < i1; i++) y[i] = a[i] + b[i]; break;
+    case EW_ACC: for (size_t i = i0; i < i1; i++) y[i] += a[i]; break;
+    case EW_SCALE: for (size_t i = i0; i < i1; i++) y[i] = j->s * a[i]; break;
+    case EW_ACC_SCALED: for (size_t i = i0; i < i1; i++) y[i] += j->s * a[i]; break;
+    case EW_RELU: for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0.0f ? a[i] : 0.0f; break;
+    case EW_RELU_BACK: /* a: the output, b: its gradient */
+        for (size_t i = i0; i < i1; i++)
+            if (a[i] > 0.0f) y[i] += b[i];
+        break;
+    }
+}
+
+/* Work per element for par_for: a few memory streams each (large tensors go on the threads). */
+#define EW_WORK 4
+
+static void ew(EwKind kind, float *y, const float *a, const float *b, float s, size_t n) {
+    EwJob j = {kind, y, a, b, s};
+    par_for(n, EW_WORK, ew_range, &j);
+}
 
 static Tensor *record1(Tape *t, OpKind op, Tensor *y, Tensor *x) {
     if (tape_wants(t, x, NULL, NULL)) tape_record(t, op, y)->in[0] = x;
@@ -21,7 +58,7 @@ static Tensor *record2(Tape *t, OpKind op, Tensor *y, Tensor *a, Tensor *b) {
 Tensor *op_add(Tape *t, Tensor *a, Tensor *b) {
     S2S_ASSERT(a->size == b->size);
     Tensor *y = tape_like(t, a);
-    for (size_t i = 0; i < y->size; i++) y->data[i] = a->data[i] + b->data[i];
+    ew(EW_ADD, y->data, a->data, b->data, 0.0f, y->size);
     return record2(t, OP_ADD, y, a, b);
 }
 
@@ -30,8 +67,7 @@ void op_add_backward(Tape *t, const TapeNode *n) {
     for (int k = 0; k < 2; k++) {
         Tensor *x = n->in[k];
         if (!x->requires_grad) continue;
-        float *dx = tensor_grad(t, x);
-        for (size_t i = 0; i < x->size; i++) dx[i] += dy[i];
+        ew(EW_ACC, tensor_grad(t, x), dy, NULL, 0.0f, x->size);
     }
 }
 
@@ -81,7 +117,7 @@ void op_mul_backward(Tape *t, const TapeNode *n) {
 
 Tensor *op_scale(Tape *t, Tensor *x, float s) {
     Tensor *y = tape_like(t, x);
-    for (size_t i = 0; i < y->size; i++) y->data[i] = s * x->data[i];
+    ew(EW_SCALE, y->data, x->data, NULL, s, y->size);
     if (tape_wants(t, x, NULL, NULL)) {
         TapeNode *n = tape_record(t, OP_SCALE, y);
         n->in[0] = x;
@@ -93,8 +129,7 @@ Tensor *op_scale(Tape *t, Tensor *x, float s) {
 void op_scale_backward(Tape *t, const TapeNode *n) {
     Tensor *x = n->in[0];
     const float *dy = n->out->grad;
-    float *dx = tensor_grad(t, x);
-    for (size_t i = 0; i < x->size; i++) dx[i] += n->f * dy[i];
+    ew(EW_ACC_SCALED, tensor_grad(t, x), dy, NULL, n->f, x->size);
 }
 
 /* Unary maps whose derivative is a function of the output y (tanh, sigmoid, relu, exp) or
@@ -126,15 +161,12 @@ void op_sigmoid_backward(Tape *t, const TapeNode *n) {
 
 Tensor *op_relu(Tape *t, Tensor *x) {
     Tensor *y = tape_like(t, x);
-    for (size_t i = 0; i < y->size; i++) y->data[i] = x->data[i] > 0.0f ? x->data[i] : 0.0f;
+    ew(EW_RELU, y->data, x->data, NULL, 0.0f, y->size);
     return record1(t, OP_RELU, y, x);
 }
 
 void op_relu_backward(Tape *t, const TapeNode *n) {
-    const float *y = n->out->data, *dy = n->out->grad;
-    float *dx = tensor_grad(t, n->in[0]);
-    for (size_t i = 0; i < n->out->size; i++)
-        if (y[i] > 0.0f) dx[i] += dy[i];
+    ew(EW_RELU_BACK, tensor_grad(t, n->in[0]), n->out->data, n->out->grad, 0.0f, n->out->size);
 }
 
 /* GELU, exact (PyTorch's default): x Φ(x) = x (1 + erf(x / √2)) / 2. Backward reads x. */

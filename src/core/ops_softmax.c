@@ -7,6 +7,38 @@
 #include <math.h>
 #include <string.h>
 
+typedef struct SoftmaxJob {
+    const float *x, *dy;
+    float *y, *dx;
+    const uint8_t *mask;
+    int cols, per; /* per: rows that share a mask row */
+} SoftmaxJob;
+
+static void softmax_rows(void *ctx, size_t begin, size_t end) {
+    const SoftmaxJob *j = ctx;
+    int cols = j->cols;
+    for (size_t r = begin; r < end; r++) {
+        const float *xr = j->x + r * cols;
+        float *yr = j->y + r * cols;
+        const uint8_t *m = j->mask ? j->mask + (r / (size_t)j->per) * cols : NULL;
+        float mx = -INFINITY;
+        for (int c = 0; c < cols; c++)
+            if ((!m || m[c]) && xr[c] > mx) mx = xr[c];
+        if (mx == -INFINITY) { /* every entry masked */
+            memset(yr, 0, (size_t)cols * sizeof *yr);
+            continue;
+        }
+        float s = 0.0f;
+        for (int c = 0; c < cols; c++) {
+            yr[c] = (!m || m[c]) ? s2s_expf(xr[c] - mx) : 0.0f;
+            s += yr[c];
+        }
+        float inv = 1.0f / s;
+        for (int c = 0; c < cols; c++) yr[c] *= inv;
+    }
+}
+
+/* Rows on the threads (each row alone: the same bits whatever the split). */
 Tensor *op_softmax(Tape *t, Tensor *x, const uint8_t *mask, int mask_rows) {
     int cols = tensor_cols(x), rows = tensor_rows(x);
     int per = 1;
@@ -15,41 +47,29 @@ Tensor *op_softmax(Tape *t, Tensor *x, const uint8_t *mask, int mask_rows) {
         per = rows / mask_rows;
     }
     Tensor *y = tape_like(t, x);
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x->data + (size_t)r * cols;
-        float *yr = y->data + (size_t)r * cols;
-        const uint8_t *m = mask ? mask + (size_t)(r / per) * cols : NULL;
-        float mx = -INFINITY;
-        for (int j = 0; j < cols; j++)
-            if ((!m || m[j]) && xr[j] > mx) mx = xr[j];
-        if (mx == -INFINITY) { /* every entry masked */
-            memset(yr, 0, (size_t)cols * sizeof *yr);
-            continue;
-        }
-        float s = 0.0f;
-        for (int j = 0; j < cols; j++) {
-            yr[j] = (!m || m[j]) ? s2s_expf(xr[j] - mx) : 0.0f;
-            s += yr[j];
-        }
-        float inv = 1.0f / s;
-        for (int j = 0; j < cols; j++) yr[j] *= inv;
-    }
+    SoftmaxJob j = {.x = x->data, .y = y->data, .mask = mask, .cols = cols, .per = per};
+    par_for((size_t)rows, (size_t)cols * 8, softmax_rows, &j);
     if (tape_wants(t, x, NULL, NULL)) tape_record(t, OP_SOFTMAX, y)->in[0] = x;
     return y;
+}
+
+static void softmax_back_rows(void *ctx, size_t begin, size_t end) {
+    const SoftmaxJob *j = ctx;
+    int cols = j->cols;
+    for (size_t r = begin; r < end; r++) {
+        const float *yr = j->y + r * cols, *gr = j->dy + r * cols;
+        float dot = 0.0f;
+        for (int c = 0; c < cols; c++) dot += gr[c] * yr[c];
+        float *dr = j->dx + r * cols;
+        for (int c = 0; c < cols; c++) dr[c] += yr[c] * (gr[c] - dot);
+    }
 }
 
 /* dx = y ⊙ (dy − Σ dy ⊙ y); masked entries have y = 0 and so get no gradient. */
 void op_softmax_backward(Tape *t, const TapeNode *n) {
     const Tensor *y = n->out;
-    int cols = tensor_cols(y), rows = tensor_rows(y);
-    float *dx = tensor_grad(t, n->in[0]);
-    for (int r = 0; r < rows; r++) {
-        const float *yr = y->data + (size_t)r * cols, *gr = y->grad + (size_t)r * cols;
-        float dot = 0.0f;
-        for (int j = 0; j < cols; j++) dot += gr[j] * yr[j];
-        float *dr = dx + (size_t)r * cols;
-        for (int j = 0; j < cols; j++) dr[j] += yr[j] * (gr[j] - dot);
-    }
+    SoftmaxJob j = {.y = y->data, .dy = y->grad, .dx = tensor_grad(t, n->in[0]), .cols = tensor_cols(y)};
+    par_for((size_t)tensor_rows(y), (size_t)j.cols * 4, softmax_back_rows, &j);
 }
 
 /* saved: targets (N) copy; saved2: per-row log-sum-exp (N), so backward recomputes the

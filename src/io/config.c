@@ -60,6 +60,7 @@ const char *const PRECISION_NAMES[] = {"fp32", "bf16", "int8", NULL};
 const char *const GEMM_LIB_NAMES[] = {"onednn", "openblas", NULL};
 const char *const METRIC_NAMES[] = {"exact_match", "token_accuracy", "tf_token_accuracy", "valid_loss", "bleu", NULL};
 const char *const LR_SCHEDULE_NAMES[] = {"constant", "linear", "cosine", "inverse_sqrt", NULL};
+const char *const OVERLAP_SUM_NAMES[] = {"auto", "on", "off", NULL};
 
 /* An enum field is written and read as an int. */
 _Static_assert(sizeof(TaskType) == sizeof(int) && sizeof(AttnKind) == sizeof(int) && sizeof(Metric) == sizeof(int),
@@ -155,9 +156,10 @@ static const Key KEYS[] = {
     {"train.recompute", K_BOOL, OFF(train.recompute), 0, 0, NULL,
      "recompute in backward what a small product gives instead of keeping it (a GRU's W_hn h: one B x H x H "
      "product per step): less memory, a little more time", W_ALWAYS},
-    {"train.overlap_sum", K_BOOL, OFF(train.overlap_sum), 0, 0, NULL,
+    {"train.overlap_sum", K_ENUM, OFF(train.overlap_sum), 0, 0, OVERLAP_SUM_NAMES,
      "under mpirun: sum each part of the gradients over the ranks as soon as backward has finished it, while "
-     "backward goes on (the same numbers either way; false: one sum after backward)", W_ALWAYS},
+     "backward goes on (on), or all after backward (off); auto: on when the ranks run on several machines (on one, "
+     "moving the data takes the cores backward needs). The same numbers either way", W_ALWAYS},
     {"train.sum_bucket_kb", K_INT, OFF(train.sum_bucket_kb), 1, 1 << 22, NULL,
      "under mpirun: the gradient block is summed in parts of about this many KB (cut at parameters' starts)", W_ALWAYS},
     {"train.batch_tokens", K_INT, OFF(train.batch_tokens), 0, 1e9, NULL,
@@ -254,7 +256,7 @@ void config_defaults(Config *c) {
     r->lr_decay = 1.0f;
     r->lr_schedule = LR_CONSTANT;
     r->eval_batch_size = 256;
-    r->overlap_sum = true;
+    r->overlap_sum = OVERLAP_AUTO;
     r->sum_bucket_kb = 4096;
 }
 

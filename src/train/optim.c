@@ -127,6 +127,8 @@ double optim_objective_over_ranks(const Dist *d, double objective, int *n_tokens
     return x[2] > 0 ? x[0] / x[2] : 0;
 }
 
+bool optim_overlap_sum(const Dist *d, OverlapSum o) { return o == OVERLAP_ON || (o == OVERLAP_AUTO && d->machines > 1); }
+
 void optim_grad_sum_init(GradSum *g, const Dist *d, ParamStore *ps, size_t bucket_floats) {
     memset(g, 0, sizeof *g);
     g->d = d;

@@ -713,7 +713,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     if (ranks) loss = optim_objective_over_ranks(r->dist, loss, n_tokens, nll, &share); /* NaN on one rank: on all */
     if (isfinite(loss)) {
         params_zero_grad(&r->model.params);
-        if (ranks) optim_grad_sum_begin(&r->grad_sum, t, share, r->cfg->train.overlap_sum);
+        if (ranks) optim_grad_sum_begin(&r->grad_sum, t, share, optim_overlap_sum(r->dist, r->cfg->train.overlap_sum));
         if (objective) tape_backward(t, objective);
         if (ranks) optim_grad_sum_end(&r->grad_sum, t);
     }
