@@ -181,6 +181,15 @@ static const char *TINYCMP =
 
 static bool file_has(const char *dir, const char *name, const char *text) { return tu_file_has(tu_path(dir, name), text); }
 
+/* The config a comparison's run folder dir/cmp/<run> holds. */
+static void load_run_config(Config *c, const char *dir, const char *run) {
+    char p[800];
+    snprintf(p, sizeof p, "%s/cmp/%s/config.json", dir, run);
+    config_defaults(c);
+    S2sError err;
+    cr_assert_eq(config_load(c, p, &err), S2S_OK, "%s", err.msg);
+}
+
 /* dir/c.json: the tiny comparison config with this many epochs, its path in cfg. */
 static void write_tinycmp(char *cfg, size_t n, const char *dir, int epochs) {
     snprintf(cfg, n, "%s/c.json", dir);
@@ -360,12 +369,8 @@ Test(compare, vary_makes_a_grid_of_any_keys, .timeout = 240) {
                  0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     const char *dirs[] = {"heads=1,cell=gru-seed1", "heads=1,cell=lstm-seed1", "heads=4,cell=gru-seed1", "heads=4,cell=lstm-seed1"};
     for (int i = 0; i < 4; i++) {
-        char p[700];
-        snprintf(p, sizeof p, "%s/cmp/%s/config.json", d, dirs[i]);
         Config c;
-        config_defaults(&c);
-        S2sError err;
-        cr_assert_eq(config_load(&c, p, &err), S2S_OK, "%s", err.msg);
+        load_run_config(&c, d, dirs[i]);
         cr_expect_eq(c.model.heads, i < 2 ? 1 : 4, "%s", dirs[i]);
         cr_expect_eq((int)c.model.cell, i % 2 ? (int)MODEL_CELL_LSTM : (int)MODEL_CELL_GRU, "%s", dirs[i]);
         cr_expect_eq((int)c.model.attention, (int)ATTN_MULTIHEAD);
@@ -490,12 +495,8 @@ Test(compare, several_configs_are_variants, .timeout = 240) {
                  0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     const char *dirs[] = {"c,lr=0.01-seed1", "c,lr=0.002-seed1", "t,lr=0.01-seed1", "t,lr=0.002-seed1"};
     for (int i = 0; i < 4; i++) {
-        char p[800];
-        snprintf(p, sizeof p, "%s/cmp/%s/config.json", d, dirs[i]);
         Config c;
-        config_defaults(&c);
-        S2sError err;
-        cr_assert_eq(config_load(&c, p, &err), S2S_OK, "%s", err.msg);
+        load_run_config(&c, d, dirs[i]);
         cr_expect_eq((int)c.model.type, i < 2 ? (int)MODEL_RNN : (int)MODEL_TRANSFORMER, "%s", dirs[i]);
         cr_expect_float_eq(c.train.lr, i % 2 ? 0.002f : 0.01f, 1e-9, "%s", dirs[i]);
         cr_expect_eq(c.train.threads, 1);

@@ -44,11 +44,10 @@ struct Dist;
 double optim_objective_over_ranks(const struct Dist *d, double objective, int *n_tokens, double *nll, float *share);
 
 /* Then the gradients, summed in buckets of the gradient block (about bucket_floats each, cut
- * at parameters' starts; 0: OPTIM_SUM_BUCKET_FLOATS) that leave while backward still runs
+ * at parameters' starts: train.sum_bucket_kb) that leave while backward still runs
  * (overlap): a bucket goes once every node that reads its parameters has run backward (the
  * output layer's first, the embeddings' last). The same bits with or without overlap, and as
  * one sum of the whole block (dist.h). */
-#define OPTIM_SUM_BUCKET_FLOATS ((size_t)1 << 20) /* 4 MB: the first leave early, latency is noise */
 typedef struct GradSum {
     const struct Dist *d;
     ParamStore *ps;

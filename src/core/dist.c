@@ -235,6 +235,7 @@ void dist_sum_finish(DistSum *s) {
     for (int q = 0; q < s->n_started; q++)
         while (s->b[s->started[q]].phase != B_DONE) dist_sum_poll(s);
 }
+
 void dist_sum_doubles(const Dist *d, double *x, int n) {
     if (d->size == 1 || n == 0) return;
 #ifdef S2S_MPI

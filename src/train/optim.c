@@ -133,7 +133,7 @@ void optim_grad_sum_init(GradSum *g, const Dist *d, ParamStore *ps, size_t bucke
     memset(g, 0, sizeof *g);
     g->d = d;
     g->ps = ps;
-    if (!bucket_floats) bucket_floats = OPTIM_SUM_BUCKET_FLOATS;
+    S2S_ASSERT(bucket_floats > 0);
     size_t *cuts = s2s_xmalloc(((size_t)ps->count + 1) * sizeof *cuts);
     int n_cuts = 0;
     size_t end = ps->total; /* from the end: cut at parameters' starts */
