@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Sentences of 3-7 words; the target says each source word with its own word, in order, and
  * starts with a capital and ends with a full stop, as raw text does. */
@@ -224,6 +225,15 @@ Test(subword, bpe_dropout_run_resumes_bit_for_bit, .timeout = 240) {
     cr_expect(!same_weights(tu_path(d, "one/last.bin"), tu_path(d, "plain/last.bin")), "dropout trained on other pieces");
     /* the model file translates with the plain segmentation: the same text as the pieces it reads */
     cr_expect_eq(tu_sh("echo 'Ein Hund läuft.' | %s/translate %s/one/model.bin > /dev/null 2>&1", tu_bin(), d), 0);
+    /* the memory check sizes a step by the epoch's own pieces, and names them */
+    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set batch_size=1000000 --set encoder_hidden=4000 --set decoder_hidden=4000 "
+                       "--out %s/big > /dev/null 2> %s/err.txt",
+                       tu_bin(), d, d, d),
+                 2);
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "in epoch 1's BPE-dropout pieces") &&
+                  tu_file_has(tu_path(d, "err.txt"), "task.bpe_dropout or the sequences smaller"),
+              "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect(access(tu_path(d, "big"), F_OK) != 0, "refused before the folder is made");
     /* dropout is for the models learned here */
     cr_expect_eq(tu_sh("%s/train --config %s/c.json --set subword=none --out %s/bad > /dev/null 2> %s/err.txt", tu_bin(), d, d, d), 2);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "task.bpe_dropout: BPE-dropout needs task.subword bpe"), "%s",

@@ -296,19 +296,15 @@ static S2sStatus check_memory(Run *r, S2sError *err) {
     bool bf16 = tc->precision == PRECISION_BF16;
     double param_bytes = params * (4.0 * ((is_adam(c) ? 4 : 2) + (tc->ema_decay > 0 ? 1 : 0)) + (bf16 ? 2.0 : 0.0));
     int S = 1, T = 2, Se = 1, Te = 2;
-    Dataset finest; /* with BPE-dropout, the longest a pair can come out: no merge at all */
-    const Dataset *d = &r->data.train;
-    if (c->task.bpe_dropout > 0) {
-        Rng unused;
-        rng_init(&unused, 0, RNG_STREAM_SUBWORD);
-        task_sample_train(&r->data, 1.0f, 1.0f, &unused, &finest);
-        d = &finest;
-    }
+    /* with BPE-dropout, the pieces of the epoch about to run (its pairs come out longer than
+     * the plain segmentation, and differently each epoch: run_epoch checks each one again);
+     * the no-merge worst case would refuse a Transformer whose real steps fit easily */
+    bool sampled = c->task.bpe_dropout > 0 && r->st.epoch < tc->epochs;
+    const Dataset *d = sampled ? epoch_data(r, r->st.epoch) : &r->data.train;
     for (int i = 0; i < d->n; i++) {
         if (d->src_len[i] > S) S = d->src_len[i];
         if (d->trg_len[i] > T) T = d->trg_len[i];
     }
-    if (d != &r->data.train) dataset_free(&finest);
     const Dataset *ev[2] = {&r->data.valid, &r->data.test};
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < ev[k]->n; i++) {
@@ -334,13 +330,15 @@ static S2sStatus check_memory(Run *r, S2sError *err) {
     double data = (double)task_data_bytes(&r->data), base = 256e6; /* code, libraries, buffers */
     double need = param_bytes + steps[w].bytes + data + base;
     if (need <= (double)limit) return S2S_OK;
+    char epoch_note[64];
+    snprintf(epoch_note, sizeof epoch_note, " in epoch %d's BPE-dropout pieces", r->st.epoch + 1);
     return s2s_fail(err, S2S_ERR_CONFIG,
                     "%s: this run needs about %.1f GB and this machine allows %.1f GB: %.1f million weights take %.1f GB with "
-                    "their gradients%s, %s %.1f GB (%d sentences, sources of %d and targets of %d tokens), the data "
-                    "%.1f GB; make the model, the batches (batch_size, eval_batch_size) or the sequences smaller",
+                    "their gradients%s, %s %.1f GB (%d sentences, sources of %d and targets of %d tokens%s), the data "
+                    "%.1f GB; make the model, the batches (batch_size, eval_batch_size)%s or the sequences smaller",
                     c->path[0] ? c->path : "config", gb(need), gb((double)limit), params / 1e6, gb(param_bytes),
                     is_adam(c) ? " and Adam moments" : "", steps[w].what, gb(steps[w].bytes), steps[w].B, steps[w].S,
-                    steps[w].T, gb(data));
+                    steps[w].T, sampled && w == 0 ? epoch_note : "", gb(data), sampled && w == 0 ? ", task.bpe_dropout" : "");
 }
 
 /* Equal vocabularies (a resumed run's data against its checkpoint), or a message naming
@@ -755,11 +753,13 @@ static bool stop_any(Run *r) {
 static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *err) {
     const ConfigTrain *tc = &r->cfg->train;
     *complete = false;
+    /* each epoch's BPE-dropout pieces are new: the step they need is checked before it runs */
+    S2sStatus st = r->cfg->task.bpe_dropout > 0 ? check_memory(r, err) : S2S_OK;
+    if (st) return st;
     BatchPlan plan;
     epoch_plan(r, r->st.epoch, &plan);
     Batch b;
     batch_init(&b);
-    S2sStatus st = S2S_OK;
     double tick = now_s(), last_draw = 0, window_tokens = 0, window_t = tick;
     r->epoch_t0 = tick;
     r->epoch_tokens = 0;
