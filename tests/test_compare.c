@@ -271,6 +271,12 @@ Test(compare, runs_keep_the_users_threads_and_only_finished_runs_count, .timeout
                        tu_bin(), cfg, d, d), 1);
     cr_expect(file_has(d, "err.txt", "holds a run of another config (train.epochs is 2 there, 3 here)"), "%s",
               tu_slurp(tu_path(d, "err.txt"), NULL));
+    /* keys that change no number (logging, kept files, how ranks sum) leave the runs the same */
+    cr_expect_eq(tu_sh("%s/compare --config %s --attention dot --seeds 1 --set log_every=7 --set keep_last=2 --set "
+                       "overlap_sum=on --set threads=1 --out %s/cmp > %s/out.txt 2>&1",
+                       tu_bin(), cfg, d, d),
+                 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(file_has(d, "out.txt", "dot seed 1: finished earlier"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     /* D20: a log that is a folder is an error, not an abort */
     cr_assert_eq(tu_sh("mkdir -p %s/bad && cp %s/cmp/dot-seed1/config.json %s/bad/ && mkdir %s/bad/log.jsonl", d, d, d, d), 0);
     cr_expect_eq(tu_sh("%s/compare --runs %s/bad --out %s/o > /dev/null 2> %s/err.txt", tu_bin(), d, d, d), 1);

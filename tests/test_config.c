@@ -229,3 +229,29 @@ Test(config, keys_apply_where_they_change_something) {
     c.train.optimizer = OPTIMIZER_SGD;
     cr_expect(!config_key_applies(&c, key_index("train.adam_beta2")));
 }
+
+/* Keys that change no number (how a run is carried out, logged and kept) are few and named;
+ * copying a key's value makes that key agree and nothing else. */
+Test(config, keys_that_change_no_number_and_key_copy) {
+    const char *same[] = {"train.threads", "train.log_every", "train.save_every", "train.keep_last", "train.keep_best",
+                          "train.overlap_sum", "train.sum_bucket_kb"};
+    int n_same = 0;
+    for (int i = 0; i < config_key_count(); i++) n_same += !config_key_changes_numbers(i);
+    cr_expect_eq(n_same, (int)(sizeof same / sizeof *same));
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) cr_expect(!config_key_changes_numbers(key_index(same[i])), "%s", same[i]);
+    cr_expect(config_key_changes_numbers(key_index("train.lr")) && config_key_changes_numbers(key_index("seed")));
+    Config a, b;
+    config_defaults(&a);
+    config_defaults(&b);
+    b.train.log_every = 7;
+    snprintf(b.task.data_dir, sizeof b.task.data_dir, "elsewhere");
+    int k = config_first_difference(&a, &b);
+    cr_assert_geq(k, 0);
+    config_key_copy(&a, &b, k);
+    int k2 = config_first_difference(&a, &b);
+    cr_assert_geq(k2, 0);
+    cr_expect_neq(k2, k);
+    config_key_copy(&a, &b, k2);
+    cr_expect_eq(config_first_difference(&a, &b), -1);
+    cr_expect_str_eq(a.task.data_dir, "elsewhere");
+}

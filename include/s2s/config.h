@@ -172,10 +172,16 @@ typedef struct ConfigKeyInfo {
 void config_key_value(const Config *c, int i, char *buf, size_t n);
 /* The index of the first key whose value differs between a and b, or −1 when all agree. */
 int config_first_difference(const Config *a, const Config *b);
+/* Key i's value from src into dst. */
+void config_key_copy(Config *dst, const Config *src, int i);
 int config_key_count(void);
 /* Whether key i changes anything under c: a transformer has no recurrent cell, a word
  * vocabulary no BPE merges, SGD no Adam moments. */
 bool config_key_applies(const Config *c, int i);
 ConfigKeyInfo config_key_info(int i);
+/* Whether key i can change a number a run computes: false for how a run is carried out
+ * (threads, how its ranks sum gradients), logged and kept (log_every, save_every, keep_last,
+ * keep_best), which give the same weights and scores bit for bit. */
+bool config_key_changes_numbers(int i);
 
 #endif

@@ -85,9 +85,9 @@ static bool describe_exit(int st, char *buf, size_t n) {
     return code == 0;
 }
 
-/* A job's folder holds either nothing, or a run of exactly the config asked for (threads
- * aside: they do not change what is computed, and a rerun with another --jobs may split
- * the cores otherwise). */
+/* A job's folder holds either nothing, or a run of exactly the config asked for, up to the
+ * keys that change no number (threads: a rerun with another --jobs may split the cores
+ * otherwise; logging, kept files, how ranks sum). */
 static bool folder_matches(const Job *j, char *why, size_t n) {
     char p[PATH_MAX + 16];
     rundir_path(p, sizeof p, j->dir, RUN_CONFIG);
@@ -99,8 +99,11 @@ static bool folder_matches(const Job *j, char *why, size_t n) {
         snprintf(why, n, "%s", err.msg);
         return false;
     }
-    have.train.threads = j->want.train.threads;
     int k = config_first_difference(&have, &j->want);
+    while (k >= 0 && !config_key_changes_numbers(k)) { /* take the wanted value; look further */
+        config_key_copy(&have, &j->want, k);
+        k = config_first_difference(&have, &j->want);
+    }
     if (k < 0) return true;
     char a[300], b[300];
     config_key_value(&have, k, a, sizeof a);

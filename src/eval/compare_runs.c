@@ -57,16 +57,11 @@ static void read_line_of(void *ctx, const char *type, const cJSON *j) {
     }
 }
 
-/* Keys that never name a variant: every run has its own seed and name; threads, how often a
- * run logs and saves last.bin, which checkpoints it keeps and when its ranks sum gradients
- * change no number. */
-static bool key_names_variants(const char *path) {
-    static const char *const SAME[] = {"seed",           "name",           "train.threads",  "train.log_every",
-                                       "train.save_every", "train.keep_last", "train.keep_best", "train.overlap_sum",
-                                       "train.sum_bucket_kb"};
-    for (size_t i = 0; i < sizeof SAME / sizeof *SAME; i++)
-        if (!strcmp(path, SAME[i])) return false;
-    return true;
+/* Keys that never name a variant: every run has its own seed and name, and the keys that
+ * change no number (threads, logging, kept files, how ranks sum). */
+static bool key_names_variants(int k) {
+    const char *path = config_key_info(k).path;
+    return config_key_changes_numbers(k) && strcmp(path, "seed") && strcmp(path, "name");
 }
 
 /* A key's value as a label: JSON strings without their quotes. */
@@ -114,7 +109,7 @@ static bool append_part(char *dst, size_t cap, size_t *len, const char *part) {
 void compare_label_runs(RunResult *runs, int n, char *header) {
     int nk = config_key_count(), *diff = s2s_xmalloc((size_t)nk * sizeof *diff), nd = 0;
     for (int k = 0; k < nk; k++)
-        if (key_names_variants(config_key_info(k).path) && key_differs(runs, n, k, NULL)) diff[nd++] = k;
+        if (key_names_variants(k) && key_differs(runs, n, k, NULL)) diff[nd++] = k;
     /* runs of whole configs set side by side (an RNN's recipe against a Transformer's) are
      * named by their configs' names, and by the keys that vary within one config */
     bool by_name = false;

@@ -617,6 +617,20 @@ int config_first_difference(const Config *a, const Config *b) {
     return -1;
 }
 
+void config_key_copy(Config *dst, const Config *src, int i) {
+    S2S_ASSERT(i >= 0 && i < N_KEYS);
+    memcpy((unsigned char *)dst + KEYS[i].off, (const unsigned char *)src + KEYS[i].off, KEYS[i].size);
+}
+
+bool config_key_changes_numbers(int i) {
+    S2S_ASSERT(i >= 0 && i < N_KEYS);
+    static const char *const SAME[] = {"train.threads",   "train.log_every",   "train.save_every", "train.keep_last",
+                                       "train.keep_best", "train.overlap_sum", "train.sum_bucket_kb"};
+    for (size_t k = 0; k < sizeof SAME / sizeof *SAME; k++)
+        if (!strcmp(KEYS[i].path, SAME[k])) return false;
+    return true;
+}
+
 ConfigKeyInfo config_key_info(int i) {
     static const char *const TYPE[] = {"string", "integer", "integer", "number", "boolean", "string", "string"};
     S2S_ASSERT(i >= 0 && i < N_KEYS);
