@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern int omp_get_max_threads(void);
+
 #define SH(...) ((int[]){__VA_ARGS__})
 
 static uint32_t bits(float f) {
@@ -154,7 +156,83 @@ Test(gemm, bf16_matmul_all_transposes) {
     check_matmul(MM_TRANS_A, 0, 9, 10, 33);
     check_matmul(MM_TRANS_B, 0, 9, 10, 33);
     check_matmul(MM_TRANS_A | MM_TRANS_B, 0, 9, 10, 33);
-    check_matmul(MM_TRANS_B, 3, 8, 12, 40);
+    check_matmul(MM_TRANS_B, 3, 40, 48, 160); /* batched, past the small products' loops */
+}
+
+/* C = op(A) op(B) forward and dA, dB backward for a batch of small products (one attention
+ * head's) on a tape of the given precision and thread count; the caller frees. */
+static void small_products(int flags, bool bf16, int threads, float **c_out, float **da, float **db, Tensor **ao,
+                           Tensor **bo) {
+    int nb = 128, M = 19, N = 17, K = 32; /* N off the vector width: padded columns */
+    make_operands(flags, nb, M, N, K, 11, true, ao, bo);
+    Tape t;
+    tape_init(&t, 1 << 20);
+    t.bf16 = bf16;
+    t.grad_enabled = true;
+    int restore = omp_get_max_threads();
+    gemm_set_threads(threads);
+    Tensor *c = op_matmul(&t, *ao, *bo, flags);
+    Tensor *dc = tensor_new(c->ndim, c->shape, false);
+    Rng rng;
+    rng_init(&rng, 12, 0);
+    tu_fill(dc, &rng, -1, 1);
+    tape_backward_seed(&t, c, dc->data);
+    gemm_set_threads(restore);
+    *c_out = malloc(c->size * sizeof(float));
+    memcpy(*c_out, c->data, c->size * sizeof(float));
+    *da = malloc((*ao)->size * sizeof(float));
+    memcpy(*da, (*ao)->grad, (*ao)->size * sizeof(float));
+    *db = malloc((*bo)->size * sizeof(float));
+    memcpy(*db, (*bo)->grad, (*bo)->size * sizeof(float));
+    tensor_free(dc);
+    tape_free(&t);
+}
+
+/* Batched small products (attention heads in training) run as plain loops split over the
+ * threads: every transpose equals the double-precision product to float32 accuracy, the
+ * gradients are the same bits on 1 and 2 threads, and a bf16 tape computes them in float32
+ * (the same bits as a float32 tape). */
+Test(gemm, small_batched_products_exact_on_any_thread_count) {
+    int all[4] = {0, MM_TRANS_A, MM_TRANS_B, MM_TRANS_A | MM_TRANS_B};
+    for (int f = 0; f < 4; f++) {
+        float *c1, *da1, *db1, *c2, *da2, *db2, *c3, *da3, *db3;
+        Tensor *a, *b, *a2, *b2, *a3, *b3;
+        small_products(all[f], false, 1, &c1, &da1, &db1, &a, &b);
+        small_products(all[f], false, 2, &c2, &da2, &db2, &a2, &b2);
+        small_products(all[f], true, 2, &c3, &da3, &db3, &a3, &b3);
+        int M = 19, N = 17, K = 32;
+        double worst = 0;
+        for (int bi = 0; bi < 128; bi++)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++)
+                    worst = fmax(worst, fabs(c1[((size_t)bi * M + i) * N + j] - ref_product(a, b, all[f], bi, i, j, K, false)));
+        cr_expect_lt(worst, 1e-6 * K, "flags %d: forward off by %g", all[f], worst);
+        cr_expect(!memcmp(c1, c2, sizeof(float) * 128 * M * N) && !memcmp(c1, c3, sizeof(float) * 128 * M * N), "flags %d: forward bits", all[f]);
+        cr_expect(!memcmp(da1, da2, a->size * sizeof(float)) && !memcmp(db1, db2, b->size * sizeof(float)), "flags %d: 1 and 2 threads", all[f]);
+        cr_expect(!memcmp(da1, da3, a->size * sizeof(float)) && !memcmp(db1, db3, b->size * sizeof(float)), "flags %d: bf16 tape", all[f]);
+        /* dA = dC op(B)^T: one entry against double precision */
+        Rng rng;
+        rng_init(&rng, 12, 0);
+        Tensor *dc = tensor_new(3, SH(128, M, N), false);
+        tu_fill(dc, &rng, -1, 1);
+        bool ta = all[f] & MM_TRANS_A, tb = all[f] & MM_TRANS_B;
+        double gw = 0;
+        for (int bi = 0; bi < 128; bi += 37)
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++) {
+                    double s = 0;
+                    for (int j = 0; j < N; j++)
+                        s += (double)dc->data[((size_t)bi * M + i) * N + j] *
+                             b->data[(size_t)bi * N * K + (tb ? (size_t)j * K + k : (size_t)k * N + j)];
+                    gw = fmax(gw, fabs(da1[(size_t)bi * M * K + (ta ? (size_t)k * M + i : (size_t)i * K + k)] - s));
+                }
+        cr_expect_lt(gw, 1e-6 * N, "flags %d: dA off by %g", all[f], gw);
+        tensor_free(dc);
+        float *bufs[9] = {c1, da1, db1, c2, da2, db2, c3, da3, db3};
+        for (int i = 0; i < 9; i++) free(bufs[i]);
+        Tensor *ts[6] = {a, b, a2, b2, a3, b3};
+        for (int i = 0; i < 6; i++) tensor_free(ts[i]);
+    }
 }
 
 /* A time-major operand is strided (leading dimension B·H): the conversion must follow it. */

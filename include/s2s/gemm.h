@@ -66,6 +66,7 @@ typedef enum GemmPath {
     GEMM_PATH_BF16_MATMUL,  /* bf16 matmul primitive (AMX CPUs) */
     GEMM_PATH_BF16_PACKED,  /* bf16 matmul primitive, weight packed */
     GEMM_PATH_INT8,         /* int8 matmul primitive, weight packed */
+    GEMM_PATH_SMALL,        /* batched small products (attention heads), plain loops */
     GEMM_PATH_COUNT
 } GemmPath;
 extern const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT];

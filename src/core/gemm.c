@@ -541,13 +541,13 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
 }
 
 const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT] = {
-    "row", "sgemm", "openblas", "matmul", "matmul_packed", "bf16_gemm", "bf16_matmul", "bf16_packed", "int8"};
+    "row", "sgemm", "openblas", "matmul", "matmul_packed", "bf16_gemm", "bf16_matmul", "bf16_packed", "int8", "small"};
 
-static void stats_add(GemmStats *st, const GemmShapeStat *x, double seconds) {
+static void stats_add(GemmStats *st, const GemmShapeStat *x, long calls, double seconds) {
     for (int i = 0; i < st->n; i++) {
         GemmShapeStat *s = &st->items[i];
         if (s->path == x->path && s->ta == x->ta && s->tb == x->tb && s->M == x->M && s->N == x->N && s->K == x->K) {
-            s->calls++;
+            s->calls += calls;
             s->seconds += seconds;
             return;
         }
@@ -557,7 +557,7 @@ static void stats_add(GemmStats *st, const GemmShapeStat *x, double seconds) {
         st->items = s2s_xrealloc(st->items, (size_t)st->cap * sizeof *st->items);
     }
     st->items[st->n] = *x;
-    st->items[st->n].calls = 1;
+    st->items[st->n].calls = calls;
     st->items[st->n].seconds = seconds;
     st->n++;
 }
@@ -586,7 +586,7 @@ void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, c
     GemmPath path = gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     GemmShapeStat x = {.path = path, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
-    stats_add(t->gemm_stats, &x, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 }
 
 double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
@@ -618,6 +618,117 @@ double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
     free(B);
     free(C);
     return 2.0 * M * N * K / best / 1e9;
+}
+
+/* ---- batched small products: one head's attention in a training step (15×15×32) ---- */
+
+/* op(B) row-major in SMALL_MAX_B floats, rows padded to whole vectors; rows of C of at most
+ * SMALL_MAX_N; and at most SMALL_MAX_MNK multiply-adds, past which a GEMM call's overhead
+ * no longer dominates. */
+#define SMALL_MAX_B 8192
+#define SMALL_MAX_N 256
+#define SMALL_MAX_MNK (64 * 64 * 64)
+#define SMALL_VEC 16
+
+static int small_pad(int n) { return (n + SMALL_VEC - 1) / SMALL_VEC * SMALL_VEC; }
+
+static bool small_fits(int M, int N, int K) {
+    return N <= SMALL_MAX_N && (size_t)K * (size_t)small_pad(N) <= SMALL_MAX_B && (size_t)M * N * K <= SMALL_MAX_MNK;
+}
+
+typedef struct SmallJob {
+    bool ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    const float *A, *B;
+    size_t sa, sb, sc; /* batch strides */
+    float beta;
+    float *C;
+} SmallJob;
+
+typedef float SmallVec __attribute__((vector_size(SMALL_VEC * sizeof(float)))); /* gcc and clang */
+enum { SMALL_RB = 6, SMALL_VB = 4 }; /* a block of C: 6 rows × 4 vectors, kept in registers */
+
+/* C = op(A) op(B) + beta C for one batch entry: op(B) copied into bp (K, Np) with zero
+ * padding, then C block by block in registers, each element summed over k in order from
+ * zero: the same bits on any thread, for any split of the batch. */
+static void small_one(const SmallJob *j, const float *A, const float *B, float *C) {
+    float bp[SMALL_MAX_B] __attribute__((aligned(64)));
+    int M = j->M, N = j->N, K = j->K, Np = small_pad(N);
+    for (int k = 0; k < K; k++) {
+        float *row = bp + (size_t)k * Np;
+        if (j->tb)
+            for (int n = 0; n < N; n++) row[n] = B[(size_t)n * j->ldb + k];
+        else
+            memcpy(row, B + (size_t)k * j->ldb, (size_t)N * sizeof *row);
+        for (int n = N; n < Np; n++) row[n] = 0.0f;
+    }
+    size_t ai = j->ta ? 1 : (size_t)j->lda, ak = j->ta ? (size_t)j->lda : 1; /* op(A)(i, k) = A[i ai + k ak] */
+    for (int i0 = 0; i0 < M; i0 += SMALL_RB) {
+        int mr = M - i0 < SMALL_RB ? M - i0 : SMALL_RB;
+        for (int n0 = 0; n0 < Np; n0 += SMALL_VB * SMALL_VEC) {
+            int nv = (Np - n0) / SMALL_VEC < SMALL_VB ? (Np - n0) / SMALL_VEC : SMALL_VB;
+            SmallVec acc[SMALL_RB][SMALL_VB];
+            memset(acc, 0, sizeof acc);
+            for (int k = 0; k < K; k++) {
+                SmallVec b[SMALL_VB] = {{0}};
+                for (int v = 0; v < SMALL_VB; v++)
+                    if (v < nv) memcpy(&b[v], bp + (size_t)k * Np + n0 + v * SMALL_VEC, sizeof b[v]);
+                for (int r = 0; r < SMALL_RB; r++) {
+                    if (r >= mr) break;
+                    SmallVec x = (SmallVec){0} + A[(i0 + r) * ai + k * ak];
+                    for (int v = 0; v < SMALL_VB; v++)
+                        if (v < nv) acc[r][v] += x * b[v];
+                }
+            }
+            for (int r = 0; r < mr; r++) {
+                float *c = C + (size_t)(i0 + r) * j->ldc + n0;
+                float out[SMALL_VB * SMALL_VEC];
+                memcpy(out, acc[r], sizeof out);
+                int w = N - n0 < SMALL_VB * SMALL_VEC ? N - n0 : SMALL_VB * SMALL_VEC;
+                if (j->beta == 0.0f) /* C may hold NaN garbage */
+                    memcpy(c, out, (size_t)w * sizeof *c);
+                else
+                    for (int n = 0; n < w; n++) c[n] = j->beta * c[n] + out[n];
+            }
+        }
+    }
+}
+
+/* Asks for the rows of a matrix (rows × cols floats, leading dimension ld) to be cached. */
+static void small_prefetch(const float *x, int rows, int cols, int ld) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c += 16) __builtin_prefetch(x + (size_t)r * ld + c);
+}
+
+static void small_range(void *ctx, size_t b0, size_t b1) {
+    const SmallJob *j = ctx;
+    enum { AHEAD = 2 }; /* time-major operands put an entry's rows far apart (B·heads·d): no
+                         * hardware prefetcher follows them, so the loads are asked for early */
+    for (size_t b = b0; b < b1; b++) {
+        if (b + AHEAD < b1) {
+            size_t n = b + AHEAD;
+            small_prefetch(j->A + n * j->sa, j->ta ? j->K : j->M, j->ta ? j->M : j->K, j->lda);
+            small_prefetch(j->B + n * j->sb, j->tb ? j->N : j->K, j->tb ? j->K : j->N, j->ldb);
+            small_prefetch(j->C + n * j->sc, j->M, j->N, j->ldc);
+        }
+        small_one(j, j->A + b * j->sa, j->B + b * j->sb, j->C + b * j->sc);
+    }
+}
+
+bool gemm_small_batched(Tape *t, bool ta, bool tb, int M, int N, int K, int batch, const float *A, int lda, size_t sa,
+                        const float *B, int ldb, size_t sb, float beta, float *C, int ldc, size_t sc) {
+    if (batch < 2 || M < 2 || N < 1 || K < 1 || !small_fits(M, N, K)) return false;
+    t->flops += 2.0 * M * N * K * batch;
+    SmallJob j = {ta, tb, M, N, K, lda, ldb, ldc, A, B, sa, sb, sc, beta, C};
+    struct timespec t0, t1;
+    if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
+    par_for((size_t)batch, (size_t)M * N * K, small_range, &j);
+    if (t->gemm_stats) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        GemmShapeStat x = {.path = GEMM_PATH_SMALL, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
+        stats_add(t->gemm_stats, &x, batch, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    }
+    return true;
 }
 
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {

@@ -13,6 +13,12 @@
  * nothing shared, so batched products may run it on several threads (gemm.c). */
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
               float *C);
+/* C_b = op(A_b) op(B_b) + beta C_b for b < batch (operands at batch strides sa, sb, sc), when
+ * the products are small (one attention head's scores or context in training): plain loops,
+ * the batch split over the threads, float32 on any tape, the same bits on any thread count;
+ * counts FLOPs. Returns false, doing nothing, for shapes a GEMM call serves better. */
+bool gemm_small_batched(Tape *t, bool ta, bool tb, int M, int N, int K, int batch, const float *A, int lda, size_t sa,
+                        const float *B, int ldb, size_t sb, float beta, float *C, int ldc, size_t sc);
 /* oneDNN float32 GEMM (gemm.c). */
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc);

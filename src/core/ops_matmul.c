@@ -54,6 +54,9 @@ static void gemm_batched(Tape *t, bool ta, bool tb, int M, int N, int K, const f
         par_for((size_t)vc.batch, (size_t)N * K, rows_range, &j);
         return;
     }
+    if (gemm_small_batched(t, ta, tb, M, N, K, vc.batch, A, va.ld, va.bstride, B, vb.ld, vb.bstride, beta, C, vc.ld,
+                           vc.bstride))
+        return;
     for (int b = 0; b < vc.batch; b++)
         s2s_gemm(t, ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
                  beta, C + b * vc.bstride, vc.ld);
