@@ -646,50 +646,72 @@ typedef struct SmallJob {
 } SmallJob;
 
 typedef float SmallVec __attribute__((vector_size(SMALL_VEC * sizeof(float)))); /* gcc and clang */
-enum { SMALL_RB = 6, SMALL_VB = 4 }; /* a block of C: 6 rows × 4 vectors, kept in registers */
+enum { SMALL_RB = 6, SMALL_VB = 4 }; /* a block of C: up to 6 rows × 4 vectors, in registers */
+
+static inline SmallVec small_splat(float a) { return (SmallVec){a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a}; }
+
+/* acc[r][v] = sum over k of op(A)(r, k) bp[k][v] for rows r < RB and vectors v < NV, k in
+ * order from zero. Inlined with constant RB and NV, so the loops unroll and acc stays in
+ * registers. */
+static inline __attribute__((always_inline)) void small_block(const float *bp, int Np, int K, const float *A, size_t ai,
+                                                              size_t ak, int RB, int NV, SmallVec acc[SMALL_RB][SMALL_VB]) {
+    for (int r = 0; r < RB; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = small_splat(0.0f);
+    for (int k = 0; k < K; k++) {
+        const float *b = bp + (size_t)k * Np;
+        SmallVec bv[SMALL_VB];
+        for (int v = 0; v < NV; v++) memcpy(&bv[v], b + v * SMALL_VEC, sizeof bv[v]);
+        for (int r = 0; r < RB; r++) {
+            SmallVec x = small_splat(A[r * ai + k * ak]);
+            for (int v = 0; v < NV; v++) acc[r][v] += x * bv[v];
+        }
+    }
+}
 
 /* C = op(A) op(B) + beta C for one batch entry: op(B) copied into bp (K, Np) with zero
- * padding, then C block by block in registers, each element summed over k in order from
- * zero: the same bits on any thread, for any split of the batch. */
+ * padding, then C in blocks kept in registers: the same bits on any thread, for any split
+ * of the batch. */
 static void small_one(const SmallJob *j, const float *A, const float *B, float *C) {
     float bp[SMALL_MAX_B] __attribute__((aligned(64)));
     int M = j->M, N = j->N, K = j->K, Np = small_pad(N);
-    for (int k = 0; k < K; k++) {
-        float *row = bp + (size_t)k * Np;
-        if (j->tb)
-            for (int n = 0; n < N; n++) row[n] = B[(size_t)n * j->ldb + k];
-        else
-            memcpy(row, B + (size_t)k * j->ldb, (size_t)N * sizeof *row);
-        for (int n = N; n < Np; n++) row[n] = 0.0f;
+    if (j->tb) {
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++) bp[(size_t)k * Np + n] = B[(size_t)n * j->ldb + k];
+    } else {
+        for (int k = 0; k < K; k++) memcpy(bp + (size_t)k * Np, B + (size_t)k * j->ldb, (size_t)N * sizeof *bp);
     }
+    for (int k = 0; k < K; k++)
+        for (int n = N; n < Np; n++) bp[(size_t)k * Np + n] = 0.0f;
     size_t ai = j->ta ? 1 : (size_t)j->lda, ak = j->ta ? (size_t)j->lda : 1; /* op(A)(i, k) = A[i ai + k ak] */
-    for (int i0 = 0; i0 < M; i0 += SMALL_RB) {
-        int mr = M - i0 < SMALL_RB ? M - i0 : SMALL_RB;
-        for (int n0 = 0; n0 < Np; n0 += SMALL_VB * SMALL_VEC) {
-            int nv = (Np - n0) / SMALL_VEC < SMALL_VB ? (Np - n0) / SMALL_VEC : SMALL_VB;
+    for (int n0 = 0; n0 < Np; n0 += SMALL_VB * SMALL_VEC) {
+        int nv = (Np - n0) / SMALL_VEC < SMALL_VB ? (Np - n0) / SMALL_VEC : SMALL_VB;
+        int w = N - n0 < SMALL_VB * SMALL_VEC ? N - n0 : SMALL_VB * SMALL_VEC;
+        for (int i0 = 0; i0 < M;) {
+            int rb = M - i0 >= SMALL_RB ? SMALL_RB : 1;
             SmallVec acc[SMALL_RB][SMALL_VB];
-            memset(acc, 0, sizeof acc);
-            for (int k = 0; k < K; k++) {
-                SmallVec b[SMALL_VB] = {{0}};
-                for (int v = 0; v < SMALL_VB; v++)
-                    if (v < nv) memcpy(&b[v], bp + (size_t)k * Np + n0 + v * SMALL_VEC, sizeof b[v]);
-                for (int r = 0; r < SMALL_RB; r++) {
-                    if (r >= mr) break;
-                    SmallVec x = (SmallVec){0} + A[(i0 + r) * ai + k * ak];
-                    for (int v = 0; v < SMALL_VB; v++)
-                        if (v < nv) acc[r][v] += x * b[v];
-                }
+            const float *a = A + i0 * ai;
+#define SMALL_CASE(NV)                                                              \
+    case NV:                                                                          \
+        if (rb == SMALL_RB) small_block(bp + n0, Np, K, a, ai, ak, SMALL_RB, NV, acc); \
+        else small_block(bp + n0, Np, K, a, ai, ak, 1, NV, acc);                       \
+        break;
+            switch (nv) {
+                SMALL_CASE(1)
+                SMALL_CASE(2)
+                SMALL_CASE(3)
+                SMALL_CASE(4)
             }
-            for (int r = 0; r < mr; r++) {
+#undef SMALL_CASE
+            for (int r = 0; r < rb; r++) {
                 float *c = C + (size_t)(i0 + r) * j->ldc + n0;
                 float out[SMALL_VB * SMALL_VEC];
-                memcpy(out, acc[r], sizeof out);
-                int w = N - n0 < SMALL_VB * SMALL_VEC ? N - n0 : SMALL_VB * SMALL_VEC;
+                memcpy(out, acc[r], (size_t)nv * sizeof acc[r][0]);
                 if (j->beta == 0.0f) /* C may hold NaN garbage */
                     memcpy(c, out, (size_t)w * sizeof *c);
                 else
                     for (int n = 0; n < w; n++) c[n] = j->beta * c[n] + out[n];
             }
+            i0 += rb;
         }
     }
 }
