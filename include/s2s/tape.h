@@ -113,6 +113,9 @@ Tensor *tape_reshape3(Tape *t, Tensor *x, int d0, int d1, int d2);
  * returns NULL instead of creating it. */
 float *tensor_grad(Tape *t, Tensor *x);
 float *tensor_grad_if(Tensor *x);
+/* For a backward that writes every element of x's gradient: when x (not a view) has none
+ * yet, a buffer left unzeroed and *fresh set (write, do not add); else tensor_grad's. */
+float *tensor_grad_to_write(Tape *t, Tensor *x, bool *fresh);
 
 /* For ops' backward scratch: a dead buffer of at least n floats (*got of them), zeroed, or
  * NULL when the free list has none; tape_give_dead hands it back (or any dead buffer). */

@@ -574,7 +574,7 @@ void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, c
     t->flops += 2.0 * M * N * K;
     if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
         for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
         return;
     }
     if (!t->gemm_stats) {

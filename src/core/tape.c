@@ -146,6 +146,16 @@ float *tensor_grad(Tape *t, Tensor *x) {
     return x->grad = root->grad + (x->base ? x->offset : 0);
 }
 
+float *tensor_grad_to_write(Tape *t, Tensor *x, bool *fresh) {
+    *fresh = false;
+    if (tensor_grad_if(x) || x->base) return tensor_grad(t, x);
+    x->grad = take_free_grad(t, x->size, NULL);
+    if (!x->grad) x->grad = arena_alloc(&t->arena, x->size * sizeof(float));
+    x->grad_recyclable = true;
+    *fresh = true;
+    return x->grad;
+}
+
 bool tape_wants(const Tape *t, const Tensor *a, const Tensor *b, const Tensor *c) {
     if (!t->grad_enabled) return false;
     return (a && a->requires_grad) || (b && b->requires_grad) || (c && c->requires_grad);
