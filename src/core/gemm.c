@@ -4,6 +4,9 @@
 #include "s2s/par.h"
 
 #include <cblas.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
@@ -648,6 +651,15 @@ typedef struct SmallJob {
 typedef float SmallVec __attribute__((vector_size(SMALL_VEC * sizeof(float)))); /* gcc and clang */
 enum { SMALL_RB = 6, SMALL_VB = 4 }; /* a block of C: up to 6 rows × 4 vectors, in registers */
 
+/* a b + c, rounded once where the CPU has vector FMA (the same bits on every run of a build) */
+static inline SmallVec small_fma(SmallVec a, SmallVec b, SmallVec c) {
+#if defined(__AVX512F__)
+    return (SmallVec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+    return a * b + c;
+#endif
+}
+
 static inline SmallVec small_splat(float a) { return (SmallVec){a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a}; }
 
 /* acc[r][v] = sum over k of op(A)(r, k) bp[k][v] for rows r < RB and vectors v < NV, k in
@@ -663,7 +675,7 @@ static inline __attribute__((always_inline)) void small_block(const float *bp, i
         for (int v = 0; v < NV; v++) memcpy(&bv[v], b + v * SMALL_VEC, sizeof bv[v]);
         for (int r = 0; r < RB; r++) {
             SmallVec x = small_splat(A[r * ai + k * ak]);
-            for (int v = 0; v < NV; v++) acc[r][v] += x * bv[v];
+            for (int v = 0; v < NV; v++) acc[r][v] = small_fma(x, bv[v], acc[r][v]);
         }
     }
 }
