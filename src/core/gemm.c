@@ -651,16 +651,15 @@ typedef struct SmallJob {
 typedef float SmallVec __attribute__((vector_size(SMALL_VEC * sizeof(float)))); /* gcc and clang */
 enum { SMALL_RB = 6, SMALL_VB = 4 }; /* a block of C: up to 6 rows × 4 vectors, in registers */
 
-/* a b + c, rounded once where the CPU has vector FMA (the same bits on every run of a build) */
-static inline SmallVec small_fma(SmallVec a, SmallVec b, SmallVec c) {
+/* a b + c, rounded once where the CPU has vector FMA (the same bits on every run of a
+ * build). Macros, not functions: a 64-byte vector passed by value changes the ABI on
+ * machines without AVX-512 (the portable build). */
 #if defined(__AVX512F__)
-    return (SmallVec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#define SMALL_FMA(a, b, c) ((SmallVec)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #else
-    return a * b + c;
+#define SMALL_FMA(a, b, c) ((a) * (b) + (c))
 #endif
-}
-
-static inline SmallVec small_splat(float a) { return (SmallVec){a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a}; }
+#define SMALL_SPLAT(s) ((SmallVec){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s})
 
 /* acc[r][v] = sum over k of op(A)(r, k) bp[k][v] for rows r < RB and vectors v < NV, k in
  * order from zero. Inlined with constant RB and NV, so the loops unroll and acc stays in
@@ -668,14 +667,15 @@ static inline SmallVec small_splat(float a) { return (SmallVec){a, a, a, a, a, a
 static inline __attribute__((always_inline)) void small_block(const float *bp, int Np, int K, const float *A, size_t ai,
                                                               size_t ak, int RB, int NV, SmallVec acc[SMALL_RB][SMALL_VB]) {
     for (int r = 0; r < RB; r++)
-        for (int v = 0; v < NV; v++) acc[r][v] = small_splat(0.0f);
+        for (int v = 0; v < NV; v++) acc[r][v] = SMALL_SPLAT(0.0f);
     for (int k = 0; k < K; k++) {
         const float *b = bp + (size_t)k * Np;
         SmallVec bv[SMALL_VB];
         for (int v = 0; v < NV; v++) memcpy(&bv[v], b + v * SMALL_VEC, sizeof bv[v]);
         for (int r = 0; r < RB; r++) {
-            SmallVec x = small_splat(A[r * ai + k * ak]);
-            for (int v = 0; v < NV; v++) acc[r][v] = small_fma(x, bv[v], acc[r][v]);
+            float a = A[r * ai + k * ak];
+            SmallVec x = SMALL_SPLAT(a);
+            for (int v = 0; v < NV; v++) acc[r][v] = SMALL_FMA(x, bv[v], acc[r][v]);
         }
     }
 }
