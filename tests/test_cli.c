@@ -912,6 +912,27 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     cr_expect(e && strstr(e, "\"openblas_core\":\"Prescott\"}"), "%s", e);
     free(e);
 #endif
+    /* --gemm-profile: every product counted under its back end, the heads' small products too */
+    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --set model.type=transformer --set d_model=32 --set heads=4 "
+                       "--set ff=64 --set layers=1 --warmup 1 --iters 2 --no-decode --gemm-profile > %s/out",
+                       tu_bin(), d),
+                 0);
+    e = tu_slurp(p, NULL);
+    cr_assert(e);
+    double share = 0;
+    int paths = 0;
+    bool small = false;
+    for (const char *q = strstr(e, "\"event\":\"gemm_path\""); q; q = strstr(q + 1, "\"event\":\"gemm_path\"")) {
+        const char *sh = strstr(q, "\"share\":");
+        long calls = 0;
+        cr_assert(sh && sscanf(strstr(q, "\"calls\":") + 8, "%ld", &calls) == 1);
+        share += strtod(sh + 8, NULL);
+        paths++;
+        small |= !strncmp(strstr(q, "\"path\":\"") + 8, "small\"", 6) && calls > 0;
+    }
+    cr_expect(paths >= 2 && small, "%s", e);
+    cr_expect(fabs(share - 1.0) < 0.01, "the paths' shares add up to %g", share);
+    free(e);
     cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/speed 2> /dev/null", tu_bin()), 2, "a bare ./speed shows its usage, starts no benchmark");
     tu_rm_rf(d);

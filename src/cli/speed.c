@@ -140,6 +140,21 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double step_s, bool bf16)
                    GEMM_PATH_NAMES[s->path], s->ta, s->tb, s->M, s->N, s->K, s->calls, 1e3 * s->seconds,
                    f / s->seconds / 1e9, prim);
     }
+    /* every product by back end: many small shapes can hide below the slowest 15 */
+    for (int p = 0; p < GEMM_PATH_COUNT; p++) {
+        long calls = 0;
+        double sec = 0, f = 0;
+        for (int i = 0; i < st->n; i++) {
+            const GemmShapeStat *s = &st->items[i];
+            if ((int)s->path != p) continue;
+            calls += s->calls;
+            sec += s->seconds;
+            f += 2.0 * s->M * s->N * s->K * s->calls;
+        }
+        if (calls)
+            printf("{\"event\":\"gemm_path\",\"path\":\"%s\",\"calls\":%ld,\"ms\":%.1f,\"share\":%.3f,\"gflops\":%.1f}\n",
+                   GEMM_PATH_NAMES[p], calls, 1e3 * sec, sec / total, f / sec / 1e9);
+    }
     printf("{\"event\":\"gemm_profile\",\"precision\":\"%s\",\"shapes\":%d,\"step_s\":%.3f,\"gemm_s\":%.3f,"
            "\"gemm_share\":%.3f,\"gemm_gflops\":%.1f,\"shapes_compared\":%.3f,\"primitive_gflops_same_shapes\":%.1f,"
            "\"step_gemm_vs_primitive\":%.3f}\n",
@@ -155,8 +170,9 @@ static void usage(FILE *f) {
                "\n"
                "Measures training and decoding throughput of a config (default multi30k) on this machine and prints\n"
                "one JSON line per measurement: --warmup batches first, then --iters timed ones (default 5 and 60).\n"
-               "--gemm-profile times every product of the timed training steps and prints the slowest shapes and\n"
-               "the step's GEMM rate beside oneDNN matmul primitives' on the same shapes (slows the step a little).\n"
+               "--gemm-profile times every product of the timed training steps and prints the slowest shapes, the\n"
+               "products by back end, and the step's GEMM rate beside oneDNN matmul primitives' on the same shapes\n"
+               "(slows the step a little).\n"
                "Under mpirun (mpirun -np 2 ./speed --no-decode --set threads=1) the training steps run as ranks of a\n"
                "data-parallel run, and the line adds the gradient sum's time per batch.\n");
 }
