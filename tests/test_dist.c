@@ -40,8 +40,7 @@ Test(dist, one_rank_without_mpirun) {
 
 Test(dist, sums_in_rank_order_under_mpirun, .timeout = 120) {
     if (!dist_available() || tu_sh("command -v mpirun > /dev/null") != 0) {
-        cr_log_warn("no MPI in this build or no mpirun: the 2- and 3-rank sums are not run");
-        return;
+        TU_SKIP("no MPI in this build or no mpirun: the 2- and 3-rank sums are not run");
     }
     for (int np = 2; np <= 3; np++) {
         int rc = tu_sh(MPIRUN " -np %d %s/../tests/dist_check > /tmp/s2s_dist_%d.txt 2>&1",
@@ -59,9 +58,7 @@ Test(dist, sums_in_rank_order_under_mpirun, .timeout = 120) {
 
 
 static bool have_mpi(void) {
-    if (dist_available() && tu_sh("command -v mpirun > /dev/null") == 0) return true;
-    cr_log_warn("no MPI in this build or no mpirun: data-parallel training not tested");
-    return false;
+    return dist_available() && tu_sh("command -v mpirun > /dev/null") == 0;
 }
 
 /* A checkpoint's weights against another's: the largest absolute difference. */
@@ -96,7 +93,7 @@ static const char *SMALL_MPI =
  * alone writes. A batch smaller than the ranks and ranks with different configs are refused
  * on every rank, exit 2. */
 Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
-    if (!have_mpi()) return;
+    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
     char *d = tu_tmpdir();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
@@ -157,7 +154,7 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
  * gives that model as well, with rank 1 started where the run folder is not (machines without a
  * shared folder: rank 0 sends last.bin). */
 Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
-    if (!have_mpi()) return;
+    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
     char *d = tu_tmpdir();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
@@ -193,7 +190,7 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
  * with an error (Open MPI's own message: ssh's, or that no remote agent is installed) before
  * any rank starts; no run folder is made. */
 Test(dist, a_missing_host_fails_before_training, .timeout = 120) {
-    if (!have_mpi()) return;
+    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
     char *d = tu_tmpdir();
     tu_write(tu_path(d, "hosts"), "localhost slots=1\nno-such-host.invalid slots=1\n");
     FILE *f = fopen(tu_path(d, "m.json"), "w");
@@ -209,7 +206,7 @@ Test(dist, a_missing_host_fails_before_training, .timeout = 120) {
 /* ./compare --ranks 2 trains each run as two ranks: the model of `mpirun -np 2 ./train` with
  * the same config and seed, bit for bit. */
 Test(dist, compare_runs_each_training_as_ranks, .timeout = 240) {
-    if (!have_mpi()) return;
+    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
     char *d = tu_tmpdir();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
