@@ -38,6 +38,32 @@ static void write_corpus(const char *dir, const char *prefix, int n, unsigned se
     fclose(ft);
 }
 
+/* A temporary folder with train, val and test corpora of n_train and n_eval pairs (gzip files
+ * when gz). */
+static char *corpus_dir(int n_train, int n_eval, bool gz) {
+    char *d = tu_tmpdir();
+    write_corpus(d, "train", n_train, 1);
+    write_corpus(d, "val", n_eval, 2);
+    write_corpus(d, "test", n_eval, 3);
+    if (gz) cr_assert_eq(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d), 0);
+    return d;
+}
+
+/* d/c.json: a small GRU with dot attention on d's corpora, Adam 0.005 in batches of 32;
+ * task_keys and train_keys add keys to those objects (JSON text starting with a comma, or ""). */
+static void write_config(const char *d, unsigned seed, const char *task_keys, int embedding, int hidden, int epochs,
+                         const char *train_keys) {
+    FILE *f = fopen(tu_path(d, "c.json"), "w");
+    cr_assert(f);
+    fprintf(f, "{\"name\": \"sw\", \"seed\": %u, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\"%s}, "
+               "\"model\": {\"cell\": \"gru\", \"embedding\": %d, \"encoder_hidden\": %d, \"decoder_hidden\": %d, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": %d, \"batch_size\": 32, \"lr\": 0.005, "
+               "\"log_every\": 1000%s}}",
+            seed, d, task_keys, embedding, hidden, hidden, epochs, train_keys);
+    fclose(f);
+}
+
 static void drop_subword(ParamStore *ps, CkptSave *s, void *ctx) {
     (void)ps;
     (void)ctx;
@@ -46,19 +72,8 @@ static void drop_subword(ParamStore *ps, CkptSave *s, void *ctx) {
 }
 
 Test(subword, raw_text_run_end_to_end, .timeout = 240) {
-    char *d = tu_tmpdir();
-    write_corpus(d, "train", 1500, 1);
-    write_corpus(d, "val", 60, 2);
-    write_corpus(d, "test", 60, 3);
-    cr_assert_eq(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d), 0);
-    FILE *f = fopen(tu_path(d, "c.json"), "w");
-    fprintf(f, "{\"name\": \"sw\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
-               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 60}, "
-               "\"model\": {\"cell\": \"gru\", \"embedding\": 32, \"encoder_hidden\": 64, \"decoder_hidden\": 64, "
-               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 25, \"batch_size\": 32, \"lr\": 0.005, "
-               "\"metric\": \"bleu\", \"log_every\": 1000}}",
-            d);
-    fclose(f);
+    char *d = corpus_dir(1500, 60, true);
+    write_config(d, 1, ", \"subword\": \"bpe\", \"bpe_merges\": 60", 32, 64, 25, ", \"metric\": \"bleu\"");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "sacreBLEU"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
@@ -132,18 +147,8 @@ static void drop_target_subword(ParamStore *ps, CkptSave *s, void *ctx) {
  * model file carries both models, raw text in and out; a file that lost the target's model is
  * refused, naming it. */
 Test(subword, a_model_for_each_language, .timeout = 240) {
-    char *d = tu_tmpdir();
-    write_corpus(d, "train", 1500, 1);
-    write_corpus(d, "val", 60, 2);
-    write_corpus(d, "test", 60, 3);
-    FILE *f = fopen(tu_path(d, "c.json"), "w");
-    fprintf(f, "{\"name\": \"sw\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
-               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 40, \"bpe_joint\": false}, "
-               "\"model\": {\"cell\": \"gru\", \"embedding\": 32, \"encoder_hidden\": 64, \"decoder_hidden\": 64, "
-               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 25, \"batch_size\": 32, \"lr\": 0.005, "
-               "\"metric\": \"bleu\", \"log_every\": 1000}}",
-            d);
-    fclose(f);
+    char *d = corpus_dir(1500, 60, false);
+    write_config(d, 1, ", \"subword\": \"bpe\", \"bpe_merges\": 40, \"bpe_joint\": false", 32, 64, 25, ", \"metric\": \"bleu\"");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
     /* each side: 4 specials, 256 bytes, its own characters, 40 merges */
@@ -199,18 +204,8 @@ static bool same_weights(const char *a, const char *b) {
  * run paused mid-epoch and resumed ends with the same weights as one run; the model differs
  * from the run without dropout; validation and the model file keep the plain segmentation. */
 Test(subword, bpe_dropout_run_resumes_bit_for_bit, .timeout = 240) {
-    char *d = tu_tmpdir();
-    write_corpus(d, "train", 400, 1);
-    write_corpus(d, "val", 30, 2);
-    write_corpus(d, "test", 30, 3);
-    FILE *f = fopen(tu_path(d, "c.json"), "w");
-    fprintf(f, "{\"name\": \"sw\", \"seed\": 3, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
-               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 60, \"bpe_dropout\": 0.2}, "
-               "\"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 24, \"decoder_hidden\": 24, "
-               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.005, "
-               "\"metric\": \"bleu\", \"log_every\": 1000, \"threads\": 1}}",
-            d);
-    fclose(f);
+    char *d = corpus_dir(400, 30, false);
+    write_config(d, 3, ", \"subword\": \"bpe\", \"bpe_merges\": 60, \"bpe_dropout\": 0.2", 16, 24, 3, ", \"metric\": \"bleu\", \"threads\": 1");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/one > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
     /* 13 batches an epoch: paused inside the second epoch, then inside the third */
@@ -247,22 +242,14 @@ Test(subword, bpe_dropout_run_resumes_bit_for_bit, .timeout = 240) {
  * text in and out. Skipped without Debian's sentencepiece (make deps installs it). */
 Test(subword, sentencepiece_model_run_end_to_end, .timeout = 240) {
     if (tu_sh("command -v spm_train > /dev/null") != 0) cr_skip_test("Debian's sentencepiece is not installed");
-    char *d = tu_tmpdir();
-    write_corpus(d, "train", 1500, 1);
-    write_corpus(d, "val", 60, 2);
-    write_corpus(d, "test", 60, 3);
+    char *d = corpus_dir(1500, 60, false);
     cr_assert_eq(tu_sh("cd %s && cat train.de train.en > both.txt && spm_train --input=both.txt --model_prefix=m --vocab_size=60 "
                        "> /dev/null 2>&1",
                        d),
                  0);
-    FILE *f = fopen(tu_path(d, "c.json"), "w");
-    fprintf(f, "{\"name\": \"sp\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
-               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"sentencepiece\", \"spm_model\": \"%s/m.model\"}, "
-               "\"model\": {\"cell\": \"gru\", \"embedding\": 32, \"encoder_hidden\": 64, \"decoder_hidden\": 64, "
-               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 25, \"batch_size\": 32, \"lr\": 0.005, "
-               "\"metric\": \"bleu\", \"log_every\": 1000}}",
-            d, d);
-    fclose(f);
+    char spm_keys[700];
+    snprintf(spm_keys, sizeof spm_keys, ", \"subword\": \"sentencepiece\", \"spm_model\": \"%s/m.model\"", d);
+    write_config(d, 1, spm_keys, 32, 64, 25, ", \"metric\": \"bleu\"");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "vocabulary 63 source / 63 target"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
@@ -283,10 +270,7 @@ Test(subword, sentencepiece_model_run_end_to_end, .timeout = 240) {
 /* BPE-dropout on one side: the other side's pieces stay those of the plain segmentation,
  * while the dropped side's differ somewhere (each of 400 pairs sampled at p = 0.3). */
 Test(subword, bpe_dropout_on_one_side) {
-    char *d = tu_tmpdir();
-    write_corpus(d, "train", 400, 1);
-    write_corpus(d, "val", 10, 2);
-    write_corpus(d, "test", 10, 3);
+    char *d = corpus_dir(400, 10, false);
     Config c;
     config_defaults(&c);
     char set[600];
@@ -331,19 +315,8 @@ Test(subword, bpe_dropout_on_one_side) {
  * gave it; a target word outside the vocabulary is refused on its line; models of another
  * vocabulary cannot join. */
 Test(subword, ensembles_n_best_and_forced_scores, .timeout = 240) {
-    char *d = tu_tmpdir();
-    write_corpus(d, "train", 800, 1);
-    write_corpus(d, "val", 40, 2);
-    write_corpus(d, "test", 40, 3);
-    cr_assert_eq(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d), 0);
-    FILE *f = fopen(tu_path(d, "c.json"), "w");
-    fprintf(f, "{\"name\": \"w\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
-               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\"}, "
-               "\"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 32, \"decoder_hidden\": 32, "
-               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.005, "
-               "\"metric\": \"valid_loss\", \"log_every\": 1000}}",
-            d);
-    fclose(f);
+    char *d = corpus_dir(800, 40, true);
+    write_config(d, 1, "", 16, 32, 3, ", \"metric\": \"valid_loss\"");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/a > /dev/null 2>&1 && %s/train --config %s/c.json --seed 2 "
                        "--set model.type=transformer --set d_model=16 --set heads=2 --set ff=32 --set layers=1 --out %s/b > /dev/null 2>&1",
                        tu_bin(), d, d, tu_bin(), d, d),
