@@ -148,8 +148,15 @@ else
 fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+# a virtual machine may mask the name ("AMD EPYC"): family and model tell the generations apart
+# (AMD family 25: Zen 3/4, 26: Zen 5), and the widest matrix instructions say what oneDNN can use
+cpu_family=$(grep -m1 '^cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+cpu_model=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+cpu_isa=none
+for f in avx2 avx512f avx512_bf16 amx_bf16; do case $cpu_flags in *" $f "*) cpu_isa=$f ;; esac; done
 # one line: ours, torch's, ratios (awk keeps this free of Python)
-line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" '
+line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" '
     function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }
     function has(s, t) { return index(s, t) > 0 }
     /"event":"train"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"openblas\"") ? "openblas" : "fp32"; tok[p] = num($0, "tok_per_s"); rss[p] = num($0, "peak_rss_mb")
@@ -174,7 +181,7 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
                          bdec[p "_" md] = num($0, "sent_per_s") }
     /"event": "decode_bench_b1000"/ { tg1000 = num($0, "sent_per_s") }
     END {
-        printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cores\":%s,\"openblas_coretype\":\"%s\"", commit, cpu, cores, coretype
+        printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cpu_family\":%s,\"cpu_model\":%s,\"cpu_isa\":\"%s\",\"cores\":%s,\"openblas_coretype\":\"%s\"", commit, cpu, family, cmodel, isa, cores, coretype
         if (probe != "") printf ",\"openblas_auto_core\":\"%s\",\"openblas_env_coretype\":\"%s\",\"openblas_sgemm_gflops_by_core\":\"%s\"", autocore, envcore, probe
         printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], tok["bf16"], rss["fp32"], gf["fp32"], sg, bg
         if (lctok != "") printf ",\"train_low_memory_tok_per_s\":%s,\"peak_rss_low_memory_mb\":%s", lctok, lcrss
