@@ -148,8 +148,10 @@ test-golden: $(TEST_BIN)
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  $(TEST_BIN) --filter 'golden*/*' $(TEST_ARGS)
 
-# Throughput against the PyTorch baseline (when python3-torch is installed); bench/results.jsonl.
+# Throughput against the PyTorch baseline (python3-torch and OpenBLAS's OpenMP build installed
+# first, as make test installs its packages); bench/results.jsonl.
 bench: all $(BUILD)/bench/dist_bench
+	@bash scripts/deps.sh --with-bench
 	bash scripts/bench.sh
 
 # ./serve under load: 1 and 64 kept-alive connections against the reversal and Multi30k

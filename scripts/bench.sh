@@ -127,8 +127,8 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.p
     # PyTorch's README measured it with OpenBLAS's OpenMP build: with the pthread build its
     # own OpenMP threads and OpenBLAS's fight (799 against 1,244 tok/s here in one session).
     omp=/usr/lib/x86_64-linux-gnu/openblas-openmp
-    if [ -f "$omp/libblas.so.3" ]; then export LD_LIBRARY_PATH="$omp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    else echo "bench: PyTorch runs on the system BLAS; for its best figures: apt-get install libopenblas0-openmp"; fi
+    if [ -f "$omp/libblas.so.3" ]; then export LD_LIBRARY_PATH="$omp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; torch_blas=openblas-openmp
+    else torch_blas=system; echo "bench: PyTorch runs on the system BLAS, not at its best: its ratios are marked \"torch_blas\":\"system\" (apt-get install libopenblas0-openmp)"; fi
     for extra in "" "--bf16"; do
         /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket $extra \
             --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
@@ -156,7 +156,7 @@ cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
 cpu_isa=none
 for f in avx2 avx512f avx512_bf16 amx_bf16; do case $cpu_flags in *" $f "*) cpu_isa=$f ;; esac; done
 # one line: ours, torch's, ratios (awk keeps this free of Python)
-line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" '
+line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" '
     function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }
     function has(s, t) { return index(s, t) > 0 }
     /"event":"train"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"openblas\"") ? "openblas" : "fp32"; tok[p] = num($0, "tok_per_s"); rss[p] = num($0, "peak_rss_mb")
@@ -196,6 +196,7 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
         if (dec["int8_full"] != "") printf ",\"random_greedy_full_int8_sent_per_s\":%s", dec["int8_full"] # its weights are not the others (no training first): only the fixed-length run compares
         if (tdec["fp32_greedy"] != "") printf ",\"trained_greedy_sent_per_s\":%s,\"trained_greedy_bf16_sent_per_s\":%s,\"trained_beam5_sent_per_s\":%s,\"trained_beam5_bf16_sent_per_s\":%s", tdec["fp32_greedy"], tdec["bf16_greedy"], tdec["fp32_beam5"], tdec["bf16_beam5"]
         if (tdec["int8_greedy"] != "") printf ",\"trained_greedy_int8_sent_per_s\":%s,\"trained_beam5_int8_sent_per_s\":%s", tdec["int8_greedy"], tdec["int8_beam5"]
+        if (torch_blas != "") printf ",\"torch_blas\":\"%s\"", torch_blas
         if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]
         if (ttok["fp32"] != "" && lcrss != "") printf ",\"rss_low_memory_ratio\":%.2f", lcrss / trss["fp32"]
         if (ttok["bf16"] != "") printf ",\"torch_train_bf16_tok_per_s\":%s,\"train_bf16_ratio\":%.2f", ttok["bf16"], tok["bf16"] / ttok["bf16"]
