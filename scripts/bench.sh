@@ -31,12 +31,18 @@ blas_probe() { # $1: a core type, or "" for OpenBLAS's own pick; prints "core gf
     else line=$(env -u OPENBLAS_CORETYPE ./speed --warmup 1 --iters 2 --no-decode --set gemm=openblas); fi
     sed -n 's/.*"sgemm_gflops_output_shape":\([0-9.]*\).*"openblas_core":"\([^"]*\)".*/\2 \1/p' <<<"$line"
 }
+# a virtual machine may mask the name ("AMD EPYC"): family and model tell the generations apart
+# (AMD family 25: Zen 3/4, 26: Zen 5), and the widest matrix instructions say what oneDNN can use
+cpu_family=$(grep -m1 '^cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+cpu_model=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+cpu_isa=none
+for f in avx2 avx512f avx512_bf16 amx_bf16; do case $cpu_flags in *" $f "*) cpu_isa=$f ;; esac; done
 env_core=${OPENBLAS_CORETYPE:-} auto_core="" probe=""
 if [ -n "${BENCH_OPENBLAS_CORETYPE:-}" ]; then
     export OPENBLAS_CORETYPE=$BENCH_OPENBLAS_CORETYPE
 else
-    flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-    has() { for f in "$@"; do [[ $flags == *" $f "* ]] || return 1; done; }
+    has() { for f in "$@"; do [[ $cpu_flags == *" $f "* ]] || return 1; done; }
     read -r auto_core best_rate < <(blas_probe "") || { echo "bench: the OpenBLAS probe (./speed --set gemm=openblas) failed" >&2; exit 1; }
     best=""
     seen=" $auto_core " probe="$auto_core:$best_rate"
@@ -148,13 +154,6 @@ else
 fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-# a virtual machine may mask the name ("AMD EPYC"): family and model tell the generations apart
-# (AMD family 25: Zen 3/4, 26: Zen 5), and the widest matrix instructions say what oneDNN can use
-cpu_family=$(grep -m1 '^cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
-cpu_model=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
-cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-cpu_isa=none
-for f in avx2 avx512f avx512_bf16 amx_bf16; do case $cpu_flags in *" $f "*) cpu_isa=$f ;; esac; done
 # one line: ours, torch's, ratios (awk keeps this free of Python)
 line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" '
     function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }

@@ -38,10 +38,14 @@ Test(dist, one_rank_without_mpirun) {
     dist_finalize(&d);
 }
 
+/* Skips the running test where there is no MPI to run ranks with. */
+static void require_mpi(void) {
+    if (!dist_available() || tu_sh("command -v mpirun > /dev/null") != 0)
+        TU_SKIP("no MPI in this build or no mpirun: the test's ranks are not run");
+}
+
 Test(dist, sums_in_rank_order_under_mpirun, .timeout = 120) {
-    if (!dist_available() || tu_sh("command -v mpirun > /dev/null") != 0) {
-        TU_SKIP("no MPI in this build or no mpirun: the 2- and 3-rank sums are not run");
-    }
+    require_mpi();
     for (int np = 2; np <= 3; np++) {
         int rc = tu_sh(MPIRUN " -np %d %s/../tests/dist_check > /tmp/s2s_dist_%d.txt 2>&1",
                        np, tu_bin(), (int)getpid());
@@ -57,9 +61,6 @@ Test(dist, sums_in_rank_order_under_mpirun, .timeout = 120) {
 }
 
 
-static bool have_mpi(void) {
-    return dist_available() && tu_sh("command -v mpirun > /dev/null") == 0;
-}
 
 /* A checkpoint's weights against another's: the largest absolute difference. */
 static double weight_gap(const char *a, const char *b) {
@@ -93,7 +94,7 @@ static const char *SMALL_MPI =
  * alone writes. A batch smaller than the ranks and ranks with different configs are refused
  * on every rank, exit 2. */
 Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
-    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
+    require_mpi();
     char *d = tu_tmpdir();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
@@ -154,7 +155,7 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
  * gives that model as well, with rank 1 started where the run folder is not (machines without a
  * shared folder: rank 0 sends last.bin). */
 Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
-    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
+    require_mpi();
     char *d = tu_tmpdir();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
@@ -190,7 +191,7 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
  * with an error (Open MPI's own message: ssh's, or that no remote agent is installed) before
  * any rank starts; no run folder is made. */
 Test(dist, a_missing_host_fails_before_training, .timeout = 120) {
-    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
+    require_mpi();
     char *d = tu_tmpdir();
     tu_write(tu_path(d, "hosts"), "localhost slots=1\nno-such-host.invalid slots=1\n");
     FILE *f = fopen(tu_path(d, "m.json"), "w");
@@ -206,7 +207,7 @@ Test(dist, a_missing_host_fails_before_training, .timeout = 120) {
 /* ./compare --ranks 2 trains each run as two ranks: the model of `mpirun -np 2 ./train` with
  * the same config and seed, bit for bit. */
 Test(dist, compare_runs_each_training_as_ranks, .timeout = 240) {
-    if (!have_mpi()) TU_SKIP("no MPI in this build or no mpirun: data-parallel training not tested");
+    require_mpi();
     char *d = tu_tmpdir();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);

@@ -112,8 +112,10 @@ static int start_serving(const char *d, bool model, const char *extra) {
 
 static int start_server(const char *d, const char *extra) { return start_serving(d, true, extra); }
 
-static bool have_chromium(void) {
-    return tu_sh("command -v chromium > /dev/null") == 0;
+/* Skips the running test where there is no browser to load the page in. */
+static void require_chromium(void) {
+    if (tu_sh("command -v chromium > /dev/null") != 0)
+        TU_SKIP("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
 }
 
 /* SIGTERM to the server (this test's: its folder is in the command line): exit 0, "serve: stopped". */
@@ -374,7 +376,7 @@ Test(serve, concurrent_requests_share_decodings_and_get_their_own_answers, .time
  * and one heatmap cell per attention weight the API gives; a screenshot is kept in
  * build/test-artifacts/serve-page.png. */
 Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
-    if (!have_chromium()) TU_SKIP("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
+    require_chromium();
     char *d = trained_model_dir();
     tu_write(tu_path(d, "in.txt"), "abcd\nbcdaa\n");
     cr_assert_eq(tu_sh("cd %s && %s/translate model.bin --input in.txt > greedy.txt 2>/dev/null", d, tu_bin()), 0);
@@ -547,7 +549,7 @@ Test(serve, runs_are_served_read_only_and_nothing_outside_them, .timeout = 240) 
 /* The runs part of the page in headless Chromium: /?run=one draws the run's learning curve
  * (one point per logged step) and shows the last epoch's attention pictures. */
 Test(serve, the_page_shows_a_run_in_a_browser, .timeout = 240) {
-    if (!have_chromium()) TU_SKIP("no chromium (Debian: apt-get install chromium): the page is not tested in a browser");
+    require_chromium();
     char *d = trained_model_dir();
     cr_assert_eq(tu_sh("cd %s && mkdir runs && cp -r run runs/one", d), 0);
     int port = start_serving(d, false, "");
