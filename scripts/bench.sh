@@ -135,19 +135,26 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.p
     omp=/usr/lib/x86_64-linux-gnu/openblas-openmp
     if [ -f "$omp/libblas.so.3" ]; then export LD_LIBRARY_PATH="$omp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; torch_blas=openblas-openmp
     else torch_blas=system; echo "bench: PyTorch runs on the system BLAS, not at its best: its ratios are marked \"torch_blas\":\"system\" (apt-get install libopenblas0-openmp)"; fi
+    # PyTorch hands a large tensor back to the OS when it is freed (glibc unmaps chunks over
+    # 32 MB) and faults it in again at the next step; on a paravirtualised guest that halved its
+    # output layer's product (176 against 360 GFLOP/s with the output preallocated). Its CPU
+    # tuning guide recommends a caching allocator: tcmalloc kept it at 346.
+    tcm=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 torch_env=()
+    if [ -f "$tcm" ]; then torch_env=("LD_PRELOAD=$tcm${LD_PRELOAD:+:$LD_PRELOAD}"); torch_malloc=tcmalloc
+    else torch_malloc=glibc; echo "bench: PyTorch runs on glibc's allocator, not at its best: its ratios are marked \"torch_malloc\":\"glibc\" (apt-get install libtcmalloc-minimal4)"; fi
     for extra in "" "--bf16"; do
-        /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket $extra \
+        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket $extra \
             --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
             | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /" | tee -a "$out" || true
     done
     for extra in "" "--bf16"; do
-        /usr/bin/python3 "$BASE/torch_seq2seq.py" --arch transformer --bench --outsel --bucket $extra \
+        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --arch transformer --bench --outsel --bucket $extra \
             --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
             | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /; s/\"event\": \"bench\"/\"event\": \"bench_transformer\"/" | tee -a "$out" || true
     done
-    /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench 2>/dev/null \
+    env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench 2>/dev/null \
         | grep '"event": "decode_bench"' | tee -a "$out" || true
-    /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench --bs 1000 2>/dev/null \
+    env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench --bs 1000 2>/dev/null \
         | grep '"event": "decode_bench"' | sed 's/"event": "decode_bench"/"event": "decode_bench_b1000"/' | tee -a "$out" || true
 else
     echo "bench: python3-torch not installed: no PyTorch baseline in this run (apt-get install python3-torch)"
@@ -155,7 +162,7 @@ fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 # one line: ours, torch's, ratios (awk keeps this free of Python)
-line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" '
+line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" -v torch_malloc="${torch_malloc:-}" '
     function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }
     function has(s, t) { return index(s, t) > 0 }
     /"event":"train"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"openblas\"") ? "openblas" : "fp32"; tok[p] = num($0, "tok_per_s"); rss[p] = num($0, "peak_rss_mb")
@@ -196,6 +203,7 @@ line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}
         if (tdec["fp32_greedy"] != "") printf ",\"trained_greedy_sent_per_s\":%s,\"trained_greedy_bf16_sent_per_s\":%s,\"trained_beam5_sent_per_s\":%s,\"trained_beam5_bf16_sent_per_s\":%s", tdec["fp32_greedy"], tdec["bf16_greedy"], tdec["fp32_beam5"], tdec["bf16_beam5"]
         if (tdec["int8_greedy"] != "") printf ",\"trained_greedy_int8_sent_per_s\":%s,\"trained_beam5_int8_sent_per_s\":%s", tdec["int8_greedy"], tdec["int8_beam5"]
         if (torch_blas != "") printf ",\"torch_blas\":\"%s\"", torch_blas
+        if (torch_malloc != "") printf ",\"torch_malloc\":\"%s\"", torch_malloc
         if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]
         if (ttok["fp32"] != "" && lcrss != "") printf ",\"rss_low_memory_ratio\":%.2f", lcrss / trss["fp32"]
         if (ttok["bf16"] != "") printf ",\"torch_train_bf16_tok_per_s\":%s,\"train_bf16_ratio\":%.2f", ttok["bf16"], tok["bf16"] / ttok["bf16"]

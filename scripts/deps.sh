@@ -8,7 +8,7 @@ for a in "$@"; do
     case $a in
     --with-clang) PKGS+=(clang libclang-rt-14-dev) ;;
     --with-browser) PKGS+=(chromium) ;; # ./serve's page tested in headless Chromium
-    --with-bench) PKGS+=(python3-torch libopenblas0-openmp) ;; # make bench: the PyTorch baseline, on OpenBLAS's OpenMP build
+    --with-bench) PKGS+=(python3-torch libopenblas0-openmp libtcmalloc-minimal4) ;; # make bench: the PyTorch baseline, on OpenBLAS's OpenMP build, with tcmalloc
     esac
 done
 
