@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # tune-alpha.sh — choose beam search's length normalisation on validation data, never on test:
 # translates SRC with each alpha and prints the BLEU ./translate --ref reports, then the best.
-#   scripts/tune-alpha.sh --src val.de --ref val.en [--beam K] [--alphas "0 0.5 1 1.5 2"] [--threads N] MODEL [MODEL...]
+#   scripts/tune-alpha.sh --src val.de --ref val.en [--beam K] [--alphas "0 0.5 1 1.5 2"] [--threads N] [--tokenized] MODEL [MODEL...]
 # Several models decode as one ensemble. SRC and REF may be gzip files. A subword model's BLEU
-# is sacreBLEU's on the raw text; a word model's, multi-bleu's on its words.
+# is sacreBLEU's on the raw text; a word model's, multi-bleu's on its words (--tokenized: SRC and
+# REF are already lowercased and tokenised, as data/multi30k/tok's files; without it they are
+# raw text and are tokenised first, as ./translate does).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 src="" ref="" beam=5 alphas="0 0.5 1 1.5 2"
@@ -15,13 +17,14 @@ while [ $# -gt 0 ]; do
     --beam) beam="$2"; shift 2 ;;
     --alphas) alphas="$2"; shift 2 ;;
     --threads) extra+=(--threads "$2"); shift 2 ;;
-    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tokenized) extra+=(--tokenized); shift ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "tune-alpha: $1: unknown option" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
     esac
 done
 if [ -z "$src" ] || [ -z "$ref" ] || [ ${#models[@]} -eq 0 ]; then
-    echo "usage: tune-alpha.sh --src FILE --ref FILE [--beam K] [--alphas \"A B ...\"] [--threads N] MODEL [MODEL...]" >&2
+    echo "usage: tune-alpha.sh --src FILE --ref FILE [--beam K] [--alphas \"A B ...\"] [--threads N] [--tokenized] MODEL [MODEL...]" >&2
     exit 2
 fi
 tmp="$(mktemp -d)"

@@ -399,6 +399,15 @@ Test(subword, ensembles_n_best_and_forced_scores, .timeout = 240) {
     cr_expect(tu_file_has(tu_path(d, "tune.txt"), "alpha 0 ") && tu_file_has(tu_path(d, "tune.txt"), "alpha 1 ") &&
                   tu_file_has(tu_path(d, "tune.txt"), "best on"),
               "%s", tu_slurp(tu_path(d, "tune.txt"), NULL));
+    /* --tokenized reaches ./translate (word models on already tokenised files): scored against its
+     * own --tokenized output, alpha 1 must give 100 (tokenising the raw source first decodes other
+     * words) */
+    cr_expect_eq(tu_sh("%s/translate %s/a/model.bin --tokenized --input %s/vs.txt --beam 2 --alpha 1 > %s/hyp1.txt 2> /dev/null "
+                       "&& scripts/tune-alpha.sh --tokenized --src %s/vs.txt --ref %s/hyp1.txt --beam 2 --alphas 1 %s/a/model.bin "
+                       "> %s/tune2.txt 2>&1",
+                       tu_bin(), d, d, d, d, d, d, d),
+                 0, "%s", tu_slurp(tu_path(d, "tune2.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "tune2.txt"), "alpha 1     BLEU 100.00"), "%s", tu_slurp(tu_path(d, "tune2.txt"), NULL));
     /* three-way tying needs one vocabulary: two of the same size but other words are refused */
     cr_expect_eq(tu_sh("%s/train --config %s/c.json --set task.max_vocab=10 --set model.type=transformer --set d_model=16 "
                        "--set heads=2 --set ff=32 --set layers=1 --set tie_embeddings=all --out %s/tied > /dev/null 2> %s/err.txt",
