@@ -137,8 +137,8 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.p
     else torch_blas=system; echo "bench: PyTorch runs on the system BLAS, not at its best: its ratios are marked \"torch_blas\":\"system\" (apt-get install libopenblas0-openmp)"; fi
     # PyTorch hands a large tensor back to the OS when it is freed (glibc unmaps chunks over
     # 32 MB) and faults it in again at the next step; on a paravirtualised guest that halved its
-    # output layer's product (176 against 360 GFLOP/s with the output preallocated). Its CPU
-    # tuning guide recommends a caching allocator: tcmalloc kept it at 346.
+    # output layer's product (176 against 360 GFLOP/s with the output preallocated). A caching
+    # allocator is the usual advice for frameworks on CPUs: tcmalloc kept it at 346.
     tcm=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 torch_env=()
     if [ -f "$tcm" ]; then torch_env=("LD_PRELOAD=$tcm${LD_PRELOAD:+:$LD_PRELOAD}"); torch_malloc=tcmalloc
     else torch_malloc=glibc; echo "bench: PyTorch runs on glibc's allocator, not at its best: its ratios are marked \"torch_malloc\":\"glibc\" (apt-get install libtcmalloc-minimal4)"; fi
