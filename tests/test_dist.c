@@ -60,8 +60,6 @@ Test(dist, sums_in_rank_order_under_mpirun, .timeout = 120) {
     }
 }
 
-
-
 /* A checkpoint's weights against another's: the largest absolute difference. */
 static double weight_gap(const char *a, const char *b) {
     Checkpoint x, y;
