@@ -38,26 +38,29 @@ Test(dist, one_rank_without_mpirun) {
     dist_finalize(&d);
 }
 
-/* Skips the running test where there is no MPI to run ranks with. */
-static void require_mpi(void) {
+/* Skips the running test where there is no MPI to run ranks with; else a folder of the test's
+ * own, made its TMPDIR: Open MPI 4's mpiruns share $TMPDIR/ompi.<host>.<uid> and the one that
+ * ends removes it, failing one starting beside it (tests run in parallel; compare.c says more). */
+static char *require_mpi(void) {
     if (!dist_available() || tu_sh("command -v mpirun > /dev/null") != 0)
         TU_SKIP("no MPI in this build or no mpirun: the test's ranks are not run");
+    char *d = tu_tmpdir();
+    setenv("TMPDIR", d, 1);
+    return d;
 }
 
 Test(dist, sums_in_rank_order_under_mpirun, .timeout = 120) {
-    require_mpi();
+    char *d = require_mpi();
     for (int np = 2; np <= 3; np++) {
-        int rc = tu_sh(MPIRUN " -np %d %s/../tests/dist_check > /tmp/s2s_dist_%d.txt 2>&1",
-                       np, tu_bin(), (int)getpid());
-        char path[64];
-        snprintf(path, sizeof path, "/tmp/s2s_dist_%d.txt", (int)getpid());
-        char *out = tu_slurp(path, NULL);
+        int rc = tu_sh(MPIRUN " -np %d %s/../tests/dist_check > %s/out.txt 2>&1", np, tu_bin(), d);
+        char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
         char want[64];
         snprintf(want, sizeof want, "dist_check: %d ranks: sums in rank order", np);
         cr_expect(rc == 0 && out && strstr(out, want), "mpirun -np %d: exit %d\n%s", np, rc, out ? out : "");
         free(out);
-        unlink(path);
     }
+    tu_rm_rf(d);
+    free(d);
 }
 
 /* A checkpoint's weights against another's: the largest absolute difference. */
@@ -92,8 +95,7 @@ static const char *SMALL_MPI =
  * alone writes. A batch smaller than the ranks and ranks with different configs are refused
  * on every rank, exit 2. */
 Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
-    require_mpi();
-    char *d = tu_tmpdir();
+    char *d = require_mpi();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
     fclose(f);
@@ -153,8 +155,7 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
  * gives that model as well, with rank 1 started where the run folder is not (machines without a
  * shared folder: rank 0 sends last.bin). */
 Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
-    require_mpi();
-    char *d = tu_tmpdir();
+    char *d = require_mpi();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
     fclose(f);
@@ -189,8 +190,7 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
  * with an error (Open MPI's own message: ssh's, or that no remote agent is installed) before
  * any rank starts; no run folder is made. */
 Test(dist, a_missing_host_fails_before_training, .timeout = 120) {
-    require_mpi();
-    char *d = tu_tmpdir();
+    char *d = require_mpi();
     tu_write(tu_path(d, "hosts"), "localhost slots=1\nno-such-host.invalid slots=1\n");
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
@@ -203,21 +203,23 @@ Test(dist, a_missing_host_fails_before_training, .timeout = 120) {
 }
 
 /* ./compare --ranks 2 trains each run as two ranks: the model of `mpirun -np 2 ./train` with
- * the same config and seed, bit for bit. */
+ * the same config and seed, bit for bit. Two such jobs at once, each mpirun with a TMPDIR of
+ * its own that compare removes afterwards. */
 Test(dist, compare_runs_each_training_as_ranks, .timeout = 240) {
-    require_mpi();
-    char *d = tu_tmpdir();
+    char *d = require_mpi();
     FILE *f = fopen(tu_path(d, "m.json"), "w");
     fputs(SMALL_MPI, f);
     fclose(f);
     cr_assert_eq(tu_sh("cd %s && " MPIRUN " -np 2 %s/train --config m.json --seed 5 --out direct > /dev/null 2>&1", d, tu_bin()), 0);
     cr_assert_eq(tu_sh("cd %s && " MPI_ENV " "
-                       "%s/compare --config m.json --vary model.attention=dot --seeds 5 --ranks 2 --out cmp > out.txt 2>&1",
+                       "%s/compare --config m.json --vary model.attention=dot --seeds 5,6 --jobs 2 --ranks 2 --out cmp > out.txt 2>&1",
                        d, tu_bin()),
                  0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "(2 ranks, 1 threads each)"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(tu_same_file(tu_path(d, "direct/model.bin"), tu_path(d, "cmp/dot-seed5/model.bin")),
               "compare --ranks 2 and mpirun -np 2 gave other models");
+    cr_expect(tu_file_has(tu_path(d, "cmp/summary.md"), "| dot | 2 |"), "%s", tu_slurp(tu_path(d, "cmp/summary.md"), NULL));
+    cr_expect_eq(tu_sh("ls -d %s/s2s-mpi.* > /dev/null 2>&1", d), 2, "compare left an mpirun folder in TMPDIR");
     tu_rm_rf(d);
     free(d);
 }

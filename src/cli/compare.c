@@ -4,7 +4,8 @@
  * interrupted ones, then tabulates: mean, variance, range, paired bootstrap tests;
  * summary.{md,csv,json,png}. A signal stops the trainings too (they save and can resume).
  *   exit 0 · 1 a run failed, or IO · 2 usage · 128 + signal interrupted (resumable) */
-#define _DEFAULT_SOURCE /* realpath */
+#define _DEFAULT_SOURCE /* realpath, mkdtemp */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "s2s/args.h"
 #include "s2s/compare.h"
 #include "s2s/config.h"
@@ -14,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -61,6 +63,7 @@ typedef struct Job {
     bool set_threads; /* threads given by compare (the config sets none) */
     Config want;   /* the run's config as this comparison asks for it */
     pid_t pid;     /* while running */
+    char mpi_tmp[PATH_MAX]; /* under --ranks: the job's own TMPDIR (mpi_tmp_make), "" otherwise */
 } Job;
 
 static volatile sig_atomic_t g_stop;
@@ -111,6 +114,35 @@ static bool folder_matches(const Job *j, char *why, size_t n) {
     snprintf(why, n, "holds a run of another config (%s is %s there, %s here); remove it or give another --out",
              config_key_info(k).path, a, b);
     return false;
+}
+
+/* Open MPI 4 keeps each mpirun's files under one folder per user ($TMPDIR/ompi.<host>.<uid>)
+ * and removes it when it empties: an mpirun ending while another starts can take the folder
+ * from under the other, which then fails in orte_init ("orte_session_dir failed", Open MPI
+ * issues 7049 and 8510). Each job's mpirun gets a TMPDIR of its own (Open MPI 5 takes its
+ * session folder from TMPDIR too); the trainings write nothing there. */
+static bool mpi_tmp_make(Job *j) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    snprintf(j->mpi_tmp, sizeof j->mpi_tmp, "%.*s/s2s-mpi.XXXXXX", (int)(sizeof j->mpi_tmp - 32), base);
+    if (mkdtemp(j->mpi_tmp)) return true;
+    fprintf(stderr, "compare: %s seed %ld: cannot make a folder for mpirun in %s: %s\n", j->variant, j->seed, base,
+            strerror(errno));
+    j->mpi_tmp[0] = '\0';
+    return false;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* What mpirun left there (nothing, unless it was killed), then the folder. */
+static void mpi_tmp_remove(Job *j) {
+    if (!j->mpi_tmp[0]) return;
+    nftw(j->mpi_tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    j->mpi_tmp[0] = '\0';
 }
 
 /* Starts train for job j; returns its pid or −1. The child dies with this process: a
@@ -169,6 +201,7 @@ static pid_t start(const Job *j, const char *train, const char *const *sets, int
             dup2(fd, 2);
             close(fd);
         }
+        if (j->mpi_tmp[0]) setenv("TMPDIR", j->mpi_tmp, 1);
         if (ranks > 1) execvp(args[0], args);
         else execv(train, args);
         fprintf(stderr, "compare: cannot run %s: %s\n", args[0], strerror(errno));
@@ -455,9 +488,14 @@ int main(int argc, char **argv) {
                     failed++;
                     continue;
                 }
+                if (ranks > 1 && !mpi_tmp_make(j)) {
+                    failed++;
+                    continue;
+                }
                 j->pid = start(j, train, sets, n_sets, resume, ranks);
                 if (j->pid < 0) {
                     fprintf(stderr, "compare: fork: %s\n", strerror(errno));
+                    mpi_tmp_remove(j);
                     failed++;
                     continue;
                 }
@@ -485,6 +523,7 @@ int main(int argc, char **argv) {
                 if (job[i].pid == pid) {
                     char what[128];
                     job[i].pid = 0;
+                    mpi_tmp_remove(&job[i]);
                     running--;
                     if (!describe_exit(st, what, sizeof what) && !(g_stop && strstr(what, "interrupted"))) failed++;
                     printf("compare: %s seed %ld: %s (log %s/train.out)\n", job[i].variant, job[i].seed, what, job[i].dir);
