@@ -292,7 +292,9 @@ Test(dist, gradients_are_final_when_their_bucket_leaves) {
         t.training = t.grad_enabled = true;
         t.free_values = true; /* as the trainer's step */
         t.recompute = cfg.train.recompute;
+        t.loss_grads_early = true; /* the chunked loss's gradients are written in forward */
         params_freeze(&m.params, false);
+        params_zero_grad(&m.params);
         ModelOutput o = model_forward(&t, &m, &bt, &rng);
         GradSum g;
         optim_grad_sum_init(&g, &one, &m.params, 64); /* small buckets: many of them */
@@ -303,7 +305,6 @@ Test(dist, gradients_are_final_when_their_bucket_leaves) {
         t.after_node = snap_after;
         t.after_node_ctx = &s;
         int nodes = t.n_nodes;
-        params_zero_grad(&m.params);
         tape_backward(&t, o.loss);
         params_thaw(&m.params);
         cr_expect_eq(s.went, nb, "case %zu: %d of %d buckets went", c, s.went, nb);

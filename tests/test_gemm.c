@@ -647,7 +647,8 @@ Test(gemm, stats_record_shapes_and_paths) {
 
 /* op_linear_xent in chunks equals op_linear then op_cross_entropy: the loss and every
  * gradient, in float32 (37 rows: a short last chunk) and in bf16 (40 rows: every chunk at
- * least 8 rows, so every chunk's products round their operands as the whole one does). */
+ * least 8 rows, so every chunk's products round their operands as the whole one does). With
+ * the gradients written in forward (loss_grads_early), the chunked op's own bits. */
 Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
     int D = 24, V = 50;
     for (int prec = 0; prec < 2; prec++) {
@@ -662,13 +663,15 @@ Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
         tu_fill(b, &rng, -1, 1);
         int32_t tg[40];
         for (int r = 0; r < N; r++) tg[r] = r % 7 == 3 ? 0 : 1 + (r * 13) % (V - 1); /* some ignored (0) */
-        float *ref[4] = {NULL};
-        float loss[2];
-        int chunks[] = {0, 8};
-        for (int k = 0; k < 2; k++) {
+        float *ref[4] = {NULL}, *chunked[3] = {NULL};
+        float loss[3];
+        double flops[3];
+        int chunks[] = {0, 8, 8};
+        for (int k = 0; k < 3; k++) {
             Tape t;
             tape_init(&t, 1 << 20);
             t.bf16 = prec == 1;
+            t.loss_grads_early = k == 2;
             memset(x->grad, 0, x->size * sizeof(float));
             memset(w->grad, 0, w->size * sizeof(float));
             memset(b->grad, 0, b->size * sizeof(float));
@@ -677,6 +680,7 @@ Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
                                   : op_cross_entropy_consume(&t, op_linear(&t, x, w, b), tg, 0, eps, NULL);
             loss[k] = l->data[0];
             tape_backward(&t, l);
+            flops[k] = t.flops;
             float *got[3] = {x->grad, w->grad, b->grad};
             size_t n[3] = {x->size, w->size, b->size};
             for (int q = 0; q < 3; q++) {
@@ -685,6 +689,13 @@ Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
                     memcpy(ref[q], got[q], n[q] * sizeof(float));
                     continue;
                 }
+                if (k == 2) {
+                    cr_expect(memcmp(got[q], chunked[q], n[q] * sizeof(float)) == 0,
+                              "%s: gradient %d written in forward differs from backward's", prec ? "bf16" : "fp32", q);
+                    continue;
+                }
+                chunked[q] = malloc(n[q] * sizeof(float));
+                memcpy(chunked[q], got[q], n[q] * sizeof(float));
                 double worst = 0;
                 for (size_t e = 0; e < n[q]; e++) worst = fmax(worst, fabs(got[q][e] - ref[q][e]));
                 cr_expect_lt(worst, tol, "%s: gradient %d off by %g", prec ? "bf16" : "fp32", q, worst);
@@ -692,7 +703,12 @@ Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
             tape_free(&t);
         }
         cr_expect_lt(fabs((double)loss[0] - loss[1]), tol, "%s: loss %g vs %g", prec ? "bf16" : "fp32", loss[0], loss[1]);
-        for (int q = 0; q < 3; q++) free(ref[q]);
+        cr_expect_eq(loss[1], loss[2]);
+        cr_expect_eq(flops[1] - flops[2], 2.0 * N * D * V, "the logits computed again: %g vs %g flops", flops[1], flops[2]);
+        for (int q = 0; q < 3; q++) {
+            free(ref[q]);
+            free(chunked[q]);
+        }
         tensor_free(x);
         tensor_free(w);
         tensor_free(b);

@@ -168,27 +168,32 @@ static bool run_case(const char *dir, const char *file) {
     cr_expect_eq(n_grads, m.params.count, "%s: every parameter's gradient is compared", file);
 
     /* The trainer's step frees dead values and gradients during backward (free_values), with
-     * dropout on and with the chunked loss too: the same gradients, bit for bit. */
+     * dropout on and with the chunked loss too, whose gradients it writes in forward
+     * (loss_grads_early): the same gradients, bit for bit. */
     size_t P = m.params.total;
-    float *gr[2] = {malloc(P * sizeof(float)), malloc(P * sizeof(float))};
+    float *gr[3] = {malloc(P * sizeof(float)), malloc(P * sizeof(float)), malloc(P * sizeof(float))};
     m.cfg.dropout = 0.3f;
     for (int chunk = 0; chunk <= 3; chunk += 3) {
-        for (int fv = 0; fv < 2; fv++) {
+        for (int v = 0; v < 3; v++) {
             Tape t3;
             tape_init(&t3, 1 << 16);
             t3.training = t3.grad_enabled = true;
-            t3.free_values = fv;
+            t3.free_values = v > 0;
+            t3.loss_grads_early = v == 2;
             m.loss_chunk = chunk;
             Rng drop;
             rng_init(&drop, 7, RNG_STREAM_DROPOUT);
-            ModelOutput o3 = model_forward(&t3, &m, &batch, &drop);
             params_zero_grad(&m.params);
+            ModelOutput o3 = model_forward(&t3, &m, &batch, &drop);
             tape_backward(&t3, o3.loss);
-            memcpy(gr[fv], m.params.grad, P * sizeof(float));
+            memcpy(gr[v], m.params.grad, P * sizeof(float));
             tape_free(&t3);
         }
         cr_expect(memcmp(gr[0], gr[1], P * sizeof(float)) == 0, "%s: freeing dead values (loss chunk %d) changed a gradient", file, chunk);
+        cr_expect(memcmp(gr[0], gr[2], P * sizeof(float)) == 0, "%s: the loss's gradients in forward (loss chunk %d) changed a gradient",
+                  file, chunk);
     }
+    free(gr[2]);
     free(gr[0]);
     free(gr[1]);
     tape_free(&t);

@@ -59,7 +59,9 @@ Tensor *op_cross_entropy_consume(Tape *t, Tensor *logits, const int32_t *targets
                                  double *nll);
 /* op_cross_entropy(op_linear(x, w, b), …) computed `chunk` rows at a time: x (N, D), w (V, D),
  * b (V) or NULL. Only one chunk's logits exist at once; backward computes them again (one
- * more product of the layer's size) instead of keeping (N, V). */
+ * more product of the layer's size) instead of keeping (N, V). With t->loss_grads_early the
+ * gradients of x, w and b are written while each chunk's logits exist, in forward (the same
+ * bits, without the product again); backward then only checks that its seed was 1. */
 Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk,
                        float smoothing, double *nll);
 

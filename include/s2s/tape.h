@@ -79,6 +79,10 @@ typedef struct Tape {
     bool bf16_matmul;  /* bf16 products through matmul primitives: set where the CPU has AMX (gemm.h) */
     bool free_values;  /* backward recycles dead forward values as it does dead gradients (above) */
     bool recompute;    /* ops recompute in backward what costs a small product, instead of keeping it */
+    /* the step's loss is the objective, seeded with 1 (tape_backward), and the parameters'
+     * gradients are zeroed before forward: the chunked loss (op_linear_xent) then writes its
+     * inputs' gradients as it goes, rather than computing its logits again in backward */
+    bool loss_grads_early;
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
     struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */

@@ -340,9 +340,11 @@ int main(int argc, char **argv) {
             t.training = t.grad_enabled = true;
             t.free_values = true; /* as the trainer's step */
             t.recompute = cfg.train.recompute;
+            t.loss_grads_early = true;
             Rng drop;
             rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
             params_freeze(&m.params, false); /* as the trainer's step */
+            params_zero_grad(&m.params);
             ModelOutput o = model_forward(&t, &m, &b, &drop);
             double objective = o.loss->data[0]; /* before backward frees the values */
             int n_tok = o.n_tokens;
@@ -352,7 +354,6 @@ int main(int argc, char **argv) {
                 optim_objective_over_ranks(&dist, objective, &n_tok, &nll, &share);
                 if (k >= warmup) sum_s += now_s() - s0;
             }
-            params_zero_grad(&m.params);
             if (dist.size > 1) optim_grad_sum_begin(&gsum, &t, share, optim_overlap_sum(&dist, cfg.train.overlap_sum));
             tape_backward(&t, o.loss);
             if (dist.size > 1) {

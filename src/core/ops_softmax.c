@@ -225,12 +225,38 @@ static void xent_logits(Tape *t, const Tensor *x, const Tensor *w, const Tensor 
                  b ? 1.0f : 0.0f, y, V);
 }
 
+/* One chunk's share of the gradients: d logits (n, V) written over the logits y, then
+ * dx (n, D) += d W, dW += d^T x, db += column sums of d. */
+static void xent_chunk_grads(Tape *t, const Tensor *x, const Tensor *w, const uint16_t *wbf, const int32_t *tg,
+                             const float *lse, float g, float eps, int ignore, int r0, int n, float *y, float *dx,
+                             float *dw, float *db) {
+    int D = tensor_cols(x), V = w->shape[0];
+    CeGradJob job = ce_job(y, y, tg + r0, lse + r0, g, eps, V, ignore);
+    par_for((size_t)n, (size_t)V, ce_grad_rows_over, &job);
+    if (dx) /* dx (n, D) += dlogits (n, V) W (V, D) */
+        s2s_gemm_pre(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f, dx + (size_t)r0 * D, D);
+    if (dw) /* dW (V, D) += dlogits^T x */
+        s2s_gemm_pre(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
+    if (db) ops_bias_grad(db, y, n, V);
+}
+
 Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *targets, int ignore_index, int chunk,
                        float smoothing, double *nll_out) {
     int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
     S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && chunk > 0);
     S2S_ASSERT(smoothing >= 0.0f && smoothing < 1.0f);
-    for (int r = 0; r < N; r++) S2S_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V));
+    int counted = 0;
+    for (int r = 0; r < N; r++) {
+        S2S_ASSERT(targets[r] == ignore_index || (targets[r] >= 0 && targets[r] < V));
+        counted += targets[r] != ignore_index;
+    }
+    bool wants = tape_wants(t, x, w, b), early = wants && t->loss_grads_early && counted > 0;
+    float *dx = NULL, *dw = NULL, *db = NULL;
+    if (early) { /* before the mark: dx outlives the step's forward */
+        dx = x->requires_grad ? tensor_grad(t, x) : NULL;
+        dw = w->requires_grad ? tensor_grad(t, w) : NULL;
+        db = b && b->requires_grad ? tensor_grad(t, b) : NULL;
+    }
     float *lse = arena_alloc(&t->arena, (size_t)(N ? N : 1) * sizeof *lse);
     ArenaMark m = arena_mark(&t->arena);
     const uint16_t *wbf = gemm_bf16_weight(t, w); /* once for all chunks */
@@ -239,18 +265,21 @@ Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *
     float *mean = smoothing > 0.0f ? arena_alloc(&t->arena, (size_t)rows * sizeof *mean) : NULL;
     double total = 0.0, nll = 0.0;
     int count = 0;
+    float g = early ? 1.0f / (float)counted : 0.0f; /* backward's seed / count, the seed being 1 */
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         xent_logits(t, x, w, b, wbf, r0, n, y);
         LseJob job = {y, targets + r0, lse + r0, mean, V, ignore_index};
         par_for((size_t)n, (size_t)V, lse_rows, &job);
         xent_sum(y, n, V, targets + r0, ignore_index, lse + r0, mean, smoothing, &total, &nll, &count);
+        if (early) xent_chunk_grads(t, x, w, wbf, targets, lse, g, smoothing, ignore_index, r0, n, y, dx, dw, db);
     }
+    S2S_ASSERT(count == counted);
     arena_rewind(&t->arena, m);
     if (nll_out) *nll_out = count ? nll / count : 0.0;
     Tensor *out = tape_tensor1(t, 1);
     out->data[0] = count ? (float)(total / count) : 0.0f;
-    if (tape_wants(t, x, w, b)) {
+    if (wants) {
         TapeNode *node = tape_record(t, OP_LINEAR_XENT, out);
         node->in[0] = x;
         node->in[1] = w;
@@ -263,6 +292,7 @@ Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *
         node->i[0] = ignore_index;
         node->i[1] = count;
         node->i[2] = chunk;
+        node->i[3] = early;
     }
     return out;
 }
@@ -271,8 +301,12 @@ void op_linear_xent_backward(Tape *t, const TapeNode *node) {
     Tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
     const int32_t *tg = node->saved;
     const float *lse = node->saved2;
-    int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0], count = node->i[1], chunk = node->i[2];
+    int N = tensor_rows(x), V = w->shape[0], count = node->i[1], chunk = node->i[2];
     if (!count) return;
+    if (node->i[3]) { /* written in forward (loss_grads_early), for a seed of 1 */
+        S2S_ASSERT(node->out->grad[0] == 1.0f);
+        return;
+    }
     float g = node->out->grad[0] / (float)count;
     float *dx = x->requires_grad ? tensor_grad(t, x) : NULL, *dw = w->requires_grad ? tensor_grad(t, w) : NULL;
     float *db = b && b->requires_grad ? tensor_grad(t, b) : NULL;
@@ -282,14 +316,7 @@ void op_linear_xent_backward(Tape *t, const TapeNode *node) {
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         xent_logits(t, x, w, b, wbf, r0, n, y); /* the forward's logits again, bit for bit */
-        CeGradJob job = ce_job(y, y, tg + r0, lse + r0, g, node->f, V, node->i[0]);
-        par_for((size_t)n, (size_t)V, ce_grad_rows_over, &job); /* d logits over the logits */
-        if (dx) /* dx (n, D) += dlogits (n, V) W (V, D) */
-            s2s_gemm_pre(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f,
-                         dx + (size_t)r0 * D, D);
-        if (dw) /* dW (V, D) += dlogits^T x */
-            s2s_gemm_pre(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
-        if (db) ops_bias_grad(db, y, n, V);
+        xent_chunk_grads(t, x, w, wbf, tg, lse, g, node->f, node->i[0], r0, n, y, dx, dw, db);
     }
     arena_rewind(&t->arena, m);
 }

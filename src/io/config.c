@@ -145,8 +145,8 @@ static const Key KEYS[] = {
      "lr x wd before the step (decoupled)", W_ALWAYS},
     {"train.batch_size", K_INT, OFF(train.batch_size), 1, 1e6, NULL, "sentences per batch (at most)", W_ALWAYS},
     {"train.loss_chunk", K_INT, OFF(train.loss_chunk), 0, 1e6, NULL,
-     "output layer and loss this many target rows at a time in training, logits computed again in backward: "
-     "less memory (no whole logits), one more output-layer product (0: all rows at once)", W_ALWAYS},
+     "output layer and loss this many target rows at a time in training, each chunk's gradients written while its "
+     "logits exist: less memory (no whole logits), the same products (0: all rows at once)", W_ALWAYS},
     {"train.label_smoothing", K_FLOAT, OFF(train.label_smoothing), 0, 0.999, NULL,
      "training loss: (1 - e) cross-entropy + e mean over classes of -log p (PyTorch's label_smoothing); "
      "validation and test report the plain cross-entropy", W_ALWAYS},

@@ -689,6 +689,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     t->grad_enabled = true;
     t->free_values = true; /* the loss is read before backward; nothing else after */
     t->recompute = r->cfg->train.recompute;
+    t->loss_grads_early = true; /* the loss is the objective (seed 1); gradients zeroed first */
     Rng drop;
     uint64_t stream = mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step);
     if (r->dist && r->dist->size > 1) stream = mix(stream, (uint64_t)r->dist->rank); /* each rank its own masks */
@@ -700,6 +701,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     *what = "loss";
     bool ranks = r->dist && r->dist->size > 1;
     Tensor *objective = NULL;
+    params_zero_grad(&r->model.params);
     if (b->B > 0) { /* a rank's share of a batch may be empty */
         ModelOutput o = model_forward(t, &r->model, b, &drop);
         objective = o.loss;
@@ -710,7 +712,6 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     float share = 1.0f;
     if (ranks) loss = optim_objective_over_ranks(r->dist, loss, n_tokens, nll, &share); /* NaN on one rank: on all */
     if (isfinite(loss)) {
-        params_zero_grad(&r->model.params);
         if (ranks) optim_grad_sum_begin(&r->grad_sum, t, share, optim_overlap_sum(r->dist, r->cfg->train.overlap_sum));
         if (objective) tape_backward(t, objective);
         if (ranks) optim_grad_sum_end(&r->grad_sum, t);
