@@ -450,3 +450,61 @@ Test(beam, transformer_greedy_batch_equals_one_sentence_at_a_time) {
         model_free(&m);
     }
 }
+
+/* Greedy's pick on a float32 tape (op_linear_argmax: a screen, then exact logits) against
+ * the step's whole logits and model_argmax_rows, step by step, for the RNN kinds and both
+ * Transformers, weights frozen (the packed screen) and not, each screen: the same outputs. */
+Test(beam, greedy_pick_equals_argmax_of_the_logits) {
+    const char *kinds[] = {"scaled_dot", "dot", "lstm-luong", "transformer-post", "transformer-pre"};
+    for (int ki = 0; ki < 5; ki++)
+        for (int screen = TAPE_SCREEN_AUTO; screen <= TAPE_SCREEN_BF16; screen++)
+            for (int frozen = 0; frozen < 2; frozen++) {
+                if (screen == TAPE_SCREEN_BF16 && gemm_bf16_check("test", &(S2sError){0}) != S2S_OK) continue;
+                Seq2Seq m;
+                if (!strcmp(kinds[ki], "lstm-luong")) make_rnn(&m, "additive", 0.5f, LSTM_LUONG);
+                else make_model(&m, kinds[ki], 0.5f);
+                m.out.b->data[TOK_EOS] -= 1.5f; /* sentences of several lengths */
+                if (frozen) params_freeze(&m.params, false);
+                Dataset d;
+                Batch b;
+                make_batch(&d, &b);
+                Tape t;
+                tape_init(&t, 1 << 20);
+                t.screen = (TapeScreen)screen;
+                int32_t out[NB * MAXLEN];
+                int out_len[NB];
+                model_greedy(&t, &m, &b, MAXLEN, out, out_len, NULL);
+                tape_reset(&t);
+                t.grad_enabled = t.training = false;
+                DecodeState ds;
+                model_decode_start(&t, &m, &b, 1, MAXLEN, &ds);
+                int32_t tok[NB], best[NB];
+                bool done[NB] = {0};
+                for (int i = 0; i < NB; i++) tok[i] = TOK_SOS;
+                int picks = 0;
+                for (int step = 0; step < MAXLEN; step++) {
+                    Tensor *lg = model_decode_step(&t, &m, &ds, tok, NULL);
+                    model_argmax_rows(lg, NB, best);
+                    for (int i = 0; i < NB; i++) {
+                        if (done[i]) continue;
+                        picks++;
+                        if (best[i] == TOK_EOS) {
+                            cr_expect_eq(out_len[i], step, "%s screen %d frozen %d: sentence %d ends at %d, not %d",
+                                         kinds[ki], screen, frozen, i, out_len[i], step);
+                            done[i] = true;
+                            continue;
+                        }
+                        cr_expect(step < out_len[i] && out[i * MAXLEN + step] == best[i],
+                                  "%s screen %d frozen %d: sentence %d step %d: greedy %d, the logits' argmax %d", kinds[ki],
+                                  screen, frozen, i, step, step < out_len[i] ? out[i * MAXLEN + step] : -1, best[i]);
+                        tok[i] = best[i];
+                    }
+                    model_decode_settle(&t, &m, &ds, step);
+                }
+                cr_expect_gt(picks, NB * 3, "%s: too few picks compared (%d)", kinds[ki], picks);
+                tape_free(&t);
+                batch_free(&b);
+                dataset_free(&d);
+                model_free(&m);
+            }
+}

@@ -714,3 +714,133 @@ Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
         tensor_free(b);
     }
 }
+
+/* The pick op_linear_argmax promises, written out: gemm_row's dot plus the bias for every
+ * allowed column, one scan keeping a later column only when strictly higher. */
+static int32_t scan_pick(const float *x, const Tensor *w, const Tensor *b, const uint8_t *allowed) {
+    int V = w->shape[0], D = w->shape[1];
+    int32_t best = -1;
+    float mx = 0;
+    for (int v = 0; v < V; v++) {
+        if (allowed && !allowed[v]) continue;
+        float z;
+        gemm_row(false, true, 1, D, 1.0f, x, D, w->data + (size_t)v * D, D, 0.0f, &z);
+        if (b) z += b->data[v];
+        if (best < 0 || z > mx) {
+            mx = z;
+            best = v;
+        }
+    }
+    return best;
+}
+
+/* Greedy's pick through the screen (bf16 where this CPU runs it, and float32), frozen and
+ * not, against the written-out scan, on rows made hard: columns tied exactly (copies of one
+ * weight row, at the top), columns a rounding apart (a copy plus 1e-6, beyond a bf16
+ * screen's reach), a cluster of columns within bf16's rounding of each other, the top
+ * column not allowed, Inf and NaN in x, a weight overflowing,
+ * no bias, and vocabulary sizes around the 16-wide blocks. */
+Test(gemm, linear_argmax_matches_exact_scan) {
+    bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
+    int sizes[][2] = {{5, 3}, {19, 64}, {33, 200}, {300, 96}, {1200, 48}};
+    for (int si = 0; si < 5; si++) {
+        int V = sizes[si][0], D = sizes[si][1], N = 48;
+        Rng rng;
+        rng_init(&rng, 500 + (uint64_t)si, 0);
+        Tensor *w = tensor_new(2, SH(V, D), false), *b = tensor_new(1, SH(V), false), *x = tensor_new(2, SH(N, D), false);
+        tu_fill(w, &rng, -0.2f, 0.2f);
+        tu_fill(b, &rng, -0.5f, 0.5f);
+        tu_fill(x, &rng, -1, 1);
+        int top = V > 4 ? 4 : 1, twin = V - 1, near = V > 6 ? V / 2 : 2;
+        /* column `twin` copies `top`; `near` is `top` a rounding apart */
+        memcpy(w->data + (size_t)twin * D, w->data + (size_t)top * D, (size_t)D * sizeof(float));
+        memcpy(w->data + (size_t)near * D, w->data + (size_t)top * D, (size_t)D * sizeof(float));
+        w->data[(size_t)near * D] *= 1.000001f;
+        b->data[twin] = b->data[near] = b->data[top] = 3.0f;
+        /* a cluster around `top` closer than bf16's rounding: the screen's order is not the
+         * exact one, and only its bounds keep the winner among the candidates */
+        for (int v = 5; v < V && v < 45; v += 2) {
+            if (v == twin || v == near) continue;
+            for (int k = 0; k < D; k++)
+                w->data[(size_t)v * D + k] = w->data[(size_t)top * D + k] * (1.0f + 0x1p-8f * rng_uniform_range(&rng, -1, 1));
+            b->data[v] = 3.0f;
+        }
+        uint8_t *allowed = malloc((size_t)V);
+        for (int v = 0; v < V; v++) allowed[v] = v != 0 && v != 2 % V;
+        for (int r = 0; r < N; r++) {
+            float *row = x->data + (size_t)r * D;
+            switch (r % 8) {
+            case 1: row[r % D] = NAN; break;
+            case 2: row[0] = INFINITY; break;
+            case 3: for (int k = 0; k < D; k++) row[k] = 0.0f; break; /* every logit its bias */
+            case 4: for (int k = 0; k < D; k++) row[k] *= 1e-30f; break;
+            default: break;
+            }
+        }
+        for (int screen = TAPE_SCREEN_F32; screen <= (bf16_ok ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32); screen++)
+            for (int frozen = 0; frozen < 2; frozen++)
+                for (int variant = 0; variant < 3; variant++) { /* bias and mask, no bias, no mask */
+                    const Tensor *bb = variant == 1 ? NULL : b;
+                    const uint8_t *al = variant == 2 ? NULL : allowed;
+                    Tape t;
+                    tape_init(&t, 1 << 20);
+                    t.screen = (TapeScreen)screen;
+                    w->frozen = frozen ? 7 : 0;
+                    int32_t got[48];
+                    op_linear_argmax(&t, x, w, bb, al, got);
+                    for (int r = 0; r < N; r++) {
+                        int32_t want = scan_pick(x->data + (size_t)r * D, w, bb, al);
+                        cr_expect_eq(got[r], want, "V=%d D=%d screen %d frozen %d variant %d row %d: picked %d, the scan %d",
+                                     V, D, screen, frozen, variant, r, got[r], want);
+                    }
+                    tape_free(&t);
+                }
+        /* a weight row too large for its bounds: Inf logits, decided by the exact scan */
+        for (int k = 0; k < D; k++) w->data[(size_t)(V / 3) * D + k] = 3e38f;
+        for (int screen = TAPE_SCREEN_F32; screen <= (bf16_ok ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32); screen++) {
+            Tape t;
+            tape_init(&t, 1 << 20);
+            t.screen = (TapeScreen)screen;
+            w->frozen = 8;
+            int32_t got[48];
+            op_linear_argmax(&t, x, w, b, NULL, got);
+            for (int r = 0; r < N; r++)
+                cr_expect_eq(got[r], scan_pick(x->data + (size_t)r * D, w, b, NULL), "V=%d overflow, screen %d row %d", V,
+                             screen, r);
+            tape_free(&t);
+        }
+        free(allowed);
+        tensor_free(w);
+        tensor_free(b);
+        tensor_free(x);
+    }
+}
+
+/* Two columns whose order bf16 rounding turns round: exact logits 1 + 0.49 h and 1 + 0.41 h
+ * (h = 2^-7, bf16's spacing at 1), rounded ones 1 and 1 + 0.9 h. Only the screen's error
+ * bound keeps the true winner among the columns computed exactly. */
+Test(gemm, linear_argmax_survives_a_rounding_that_reorders) {
+    int V = 20, D = 16;
+    float h = 0x1p-7f;
+    Tensor *w = tensor_new(2, SH(V, D), false), *x = tensor_new(2, SH(2, D), false);
+    w->data[3 * D] = 1.0f + 0.49f * h; /* bf16: 1 */
+    w->data[9 * D] = 1.0f + 0.51f * h; /* bf16: 1 + h */
+    w->data[9 * D + 1] = -0.1f * h;    /* about exact in bf16 */
+    x->data[0] = x->data[1] = 1.0f;
+    x->data[D] = x->data[D + 1] = -1.0f; /* the second row: the other way round, column 3 loses */
+    w->frozen = 3;
+    for (int screen = TAPE_SCREEN_AUTO; screen <= TAPE_SCREEN_BF16; screen++) {
+        if (screen == TAPE_SCREEN_BF16 && gemm_bf16_check("test", &(S2sError){0}) != S2S_OK) break;
+        Tape t;
+        tape_init(&t, 1 << 20);
+        t.screen = (TapeScreen)screen;
+        int32_t got[2];
+        op_linear_argmax(&t, x, w, NULL, NULL, got);
+        cr_expect_eq(got[0], 3, "screen %d: picked %d, exact logits pick 3", screen, got[0]);
+        cr_expect_eq(got[1], 0, "screen %d: picked %d, exact logits pick 0 (all of 0 … 19 but 3 and 9 are 0)", screen,
+                     got[1]);
+        tape_free(&t);
+    }
+    tensor_free(w);
+    tensor_free(x);
+}

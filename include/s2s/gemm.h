@@ -50,6 +50,8 @@ const char *gemm_openblas_core(void);
 
 /* Whether oneDNN runs AMX kernels on this CPU (then bf16 tapes set Tape.bf16_matmul). */
 bool gemm_cpu_has_amx(void);
+/* Whether this CPU multiplies bfloat16 natively (avx512_bf16 or AMX), not by emulation. */
+bool gemm_cpu_has_bf16(void);
 
 /* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */

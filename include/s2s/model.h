@@ -108,10 +108,9 @@ void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out
 void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn,
                         float *heads_attn);
 /* best[r] = the highest-scoring output token of logits row r (rows × V): never <pad> or
- * <sos>, the first of equals; rows split over the threads. */
+ * <sos>, the first of equals, as one scan from <unk> keeping a later token only when it
+ * scores higher (so a NaN never overtakes); rows split over the threads. */
 void model_argmax_rows(const Tensor *logits, int rows, int32_t *best);
-
-
 
 /* Step-by-step decoding (greedy, beam): the encoder once, then one decoder step at a time
  * for N = B·K rows (K hypotheses per sentence, rows b·K … b·K + K − 1), both model types.
@@ -135,6 +134,12 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_step
 Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights);
 /* The same with the attention's weights in w (multihead: per head as well, when w->want_heads). */
 Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
+/* One greedy step: feeds tokens (N), writes the highest-scoring next token of each row to
+ * best (N; may be tokens itself), by model_argmax_rows's rule. On a float32 tape the pick is
+ * op_linear_argmax's: the exact float32 argmax without computing every logit exactly (a
+ * bfloat16 screen where the CPU has it); on bf16 and int8 tapes it is made on their logits. */
+void model_decode_step_pick(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w,
+                            int32_t *best);
 /* Row i of the state becomes the old row parent[i]. */
 void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent);
 /* Call at the end of each step, once its outputs are used: keeps the state in two buffers

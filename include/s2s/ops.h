@@ -30,6 +30,19 @@ Tensor *op_matmul(Tape *t, Tensor *a, Tensor *b, int flags);
 /* x (..., in) W^T + b: W (out, in), b (out) or NULL → (..., out). */
 Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
 
+/* For each row of x (N, D): the allowed column v (allowed[v] != 0; NULL: all; at least one)
+ * with the largest logit of x W^T + b (W (V, D), b (V) or NULL), each logit taken as
+ * gemm_row's float32 dot product (fixed partial sums) plus b_v, so the pick is the same
+ * whatever the batch, thread count or back end; as one scan over the allowed columns that
+ * moves on only to a strictly higher logit (the first of equals; a NaN never overtakes:
+ * model_argmax_rows's rule). Greedy decoding's pick, made without computing every logit
+ * exactly: a screen computes them all approximately (Tape.screen: bfloat16 products where
+ * the CPU has them, else float32) with a bound on each one's error (about 2^-7 of
+ * |x| |w_v| + |b_v| in bf16), and only the columns whose upper bound reaches the row's best
+ * lower bound get their exact dot product. Not differentiable (no node); writes best (N). */
+void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
+                      int32_t *best);
+
 Tensor *op_add(Tape *t, Tensor *a, Tensor *b);          /* same shapes */
 Tensor *op_add_bias(Tape *t, Tensor *x, Tensor *b);     /* x (..., D) + b (D) */
 Tensor *op_mul(Tape *t, Tensor *a, Tensor *b);          /* elementwise, same shapes */

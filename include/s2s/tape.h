@@ -66,6 +66,10 @@ typedef struct TapeNode {
 
 typedef struct GemmPlans GemmPlans;
 
+/* How op_linear_argmax screens a float32 tape's logits before computing the few it needs
+ * exactly: bfloat16 products where the CPU multiplies them natively (auto), or always one way. */
+typedef enum TapeScreen { TAPE_SCREEN_AUTO, TAPE_SCREEN_F32, TAPE_SCREEN_BF16 } TapeScreen;
+
 typedef struct Tape {
     Arena arena;
     TapeNode *nodes;  /* kept across resets: no malloc in a steady-state step */
@@ -79,6 +83,7 @@ typedef struct Tape {
     bool bf16_matmul;  /* bf16 products through matmul primitives: set where the CPU has AMX (gemm.h) */
     bool free_values;  /* backward recycles dead forward values as it does dead gradients (above) */
     bool recompute;    /* ops recompute in backward what costs a small product, instead of keeping it */
+    TapeScreen screen; /* op_linear_argmax's approximate products (zero: auto) */
     /* the step's loss is the objective, seeded with 1 (tape_backward), and the parameters'
      * gradients are zeroed before forward: the chunked loss (op_linear_xent) then writes its
      * inputs' gradients as it goes, rather than computing its logits again in backward */

@@ -83,8 +83,7 @@ static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int bs, int 
             model_decode_start(t, m, &b, 1, full, &ds);
             for (int i = 0; i < b.B; i++) tok[i] = TOK_SOS;
             for (int step = 0; step < full; step++) {
-                Tensor *lg = model_decode_step(t, m, &ds, tok, NULL);
-                model_argmax_rows(lg, b.B, tok); /* as greedy decoding picks */
+                model_decode_step_pick(t, m, &ds, tok, NULL, tok); /* as greedy decoding picks */
                 model_decode_settle(t, m, &ds, step);
             }
             *out_tokens += (long)b.B * full;

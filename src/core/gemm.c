@@ -32,7 +32,12 @@ void gemm_set_threads(int n) {
     omp_set_num_threads(n);
 }
 
-bool gemm_cpu_has_amx(void) { return dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core_amx; }
+/* The ISA values are bit sets, not an order: avx2_vnni (0x407) is above avx512_core_amx (0x3e7). */
+static bool cpu_isa_has(dnnl_cpu_isa_t want) { return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)want) == (unsigned)want; }
+
+bool gemm_cpu_has_amx(void) { return cpu_isa_has(dnnl_cpu_isa_avx512_core_amx); }
+
+bool gemm_cpu_has_bf16(void) { return cpu_isa_has(dnnl_cpu_isa_avx512_core_bf16); }
 
 const char *gemm_openblas_core(void) {
     const char *core = openblas_get_corename();
@@ -127,6 +132,7 @@ typedef struct Pack {
     dnnl_memory_desc_t md;
     void *buf;
     float *scale;    /* int8: per column of op(B), max |column| / 127 */
+    float *norm;     /* a screen's: per column of op(B), its 2-norm rounded up (gemm_frozen_screen) */
     int32_t *colsum; /* int8: per column, the sum of its quantised values */
 } Pack;
 
@@ -176,6 +182,7 @@ void gemm_plans_free(GemmPlans *p) {
         free(p->packs[i].buf);
         free(p->packs[i].scale);
         free(p->packs[i].colsum);
+        free(p->packs[i].norm);
     }
     dnnl_stream_destroy(p->stream);
     dnnl_engine_destroy(p->engine);
@@ -250,7 +257,7 @@ static Plan *plan_get(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
 
 /* The weight B (op(B) is K × N, stored with ldb) in the plan's packed layout: made by one
  * reorder (float32 to the plan's type) the first time, then kept while the weight stays frozen. */
-static const Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
+static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
     bool tb = pl->key.tb;
     for (int i = 0; i < p->n_packs; i++) {
         Pack *q = &p->packs[i];
@@ -267,6 +274,7 @@ static const Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ld
     free(q->buf);
     free(q->scale);
     free(q->colsum);
+    free(q->norm);
     size_t bytes = dnnl_memory_desc_get_size(&pl->w_md);
     *q = (Pack){.src = B, .stamp = stamp, .tb = tb, .md = pl->w_md, .buf = s2s_xmalloc(bytes)};
     dnnl_memory_desc_t src_md;
@@ -333,7 +341,7 @@ static void plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, c
 
 /* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
  * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0. */
-static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
+static Pack *matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
                        float *C) {
     GemmPlans *p = plans_get(t);
     int restore = serial_begin(k->M, k->N, k->K);
@@ -342,9 +350,14 @@ static void matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void 
     memcpy(&k->alpha, &alpha, sizeof alpha);
     memcpy(&k->beta, &beta, sizeof beta);
     Plan *pl = plan_get(p, k, alpha, beta);
-    if (Bstamp) B = pack_get(p, pl, B, k->ldb, Bstamp)->buf;
+    Pack *pk = NULL;
+    if (Bstamp) {
+        pk = pack_get(p, pl, B, k->ldb, Bstamp);
+        B = pk->buf;
+    }
     plan_execute(t, p, pl, A, B, C);
     serial_end(restore);
+    return pk;
 }
 
 /* ---- int8: frozen weights quantised per column, activations per row, at run time ---- */
@@ -590,6 +603,53 @@ void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, c
     clock_gettime(CLOCK_MONOTONIC, &t1);
     GemmShapeStat x = {.path = path, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
     stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+}
+
+void gemm_row_norms(const float *X, int rows, int cols, int ld, float *norm) {
+    for (int r = 0; r < rows; r++) {
+        const float *x = X + (size_t)r * ld;
+        double part[8] = {0}, sum = 0.0; /* double: the float result is then within an ulp */
+        int k = 0;
+        for (; k + 8 <= cols; k += 8)
+            for (int q = 0; q < 8; q++) part[q] += (double)x[k + q] * x[k + q];
+        for (; k < cols; k++) sum += (double)x[k] * x[k];
+        for (int q = 0; q < 8; q++) sum += part[q];
+        /* rounded up, with room for the double sum's own error: an upper bound, or Inf / NaN */
+        norm[r] = nextafterf((float)(sqrt(sum) * (1.0 + 0x1p-40)), INFINITY);
+    }
+}
+
+const float *gemm_frozen_screen(Tape *t, bool bf16, int M, int N, int K, const float *A, int lda, const Tensor *W,
+                                float *C) {
+    S2S_ASSERT(W->frozen && W->ndim == 2 && W->shape[0] == N && W->shape[1] == K && M > 0 && N > 0 && K > 0);
+    struct timespec t0, t1;
+    if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
+    Pack *pk = NULL;
+    for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) { /* the packed layout serves plans this tall */
+        int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
+        PlanKey k;
+        memset(&k, 0, sizeof k);
+        k.M = m, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1, k.bf16 = bf16;
+        ArenaMark mk = arena_mark(&t->arena);
+        const void *a = A + (size_t)r0 * lda;
+        if (bf16) {
+            a = to_bf16(t, A + (size_t)r0 * lda, m, K, lda);
+            k.lda = K;
+        }
+        pk = matmul_run(t, &k, 1.0f, 0.0f, a, W->data, W->frozen, C + (size_t)r0 * N);
+        arena_rewind(&t->arena, mk);
+    }
+    if (!pk->norm) { /* once per packed copy: it lives as long as the weight stays frozen */
+        pk->norm = s2s_xmalloc((size_t)N * sizeof *pk->norm);
+        gemm_row_norms(W->data, N, K, K, pk->norm);
+    }
+    t->flops += 2.0 * M * N * K;
+    if (t->gemm_stats) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        GemmShapeStat x = {.path = bf16 ? GEMM_PATH_BF16_PACKED : GEMM_PATH_PACKED, .tb = true, .M = M, .N = N, .K = K};
+        stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    }
+    return pk->norm;
 }
 
 double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {

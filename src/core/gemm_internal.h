@@ -44,6 +44,17 @@ static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, floa
     s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, NULL, beta, C, ldc);
 }
 
+/* norm[r] = the 2-norm of row r of X (rows × cols, leading dimension ld), summed in double
+ * and rounded up: an upper bound (Inf or NaN where the row holds one). */
+void gemm_row_norms(const float *X, int rows, int cols, int ld, float *norm);
+/* C (M × N, leading dimension N) = A W^T for a weight W (N × K) frozen by params_freeze,
+ * through the packed-weight matmul primitives: both operands rounded to bfloat16 (float32
+ * accumulation) when bf16, float32 otherwise, on any tape. The approximate logits of
+ * op_linear_argmax's screen. Returns the 2-norms of W's rows (gemm_row_norms), made once and
+ * kept with the packed copy while W stays frozen. */
+const float *gemm_frozen_screen(Tape *t, bool bf16, int M, int N, int K, const float *A, int lda, const Tensor *W,
+                                float *C);
+
 /* The tape's matmul primitives and packed weights (gemm.c); tape_free calls it. */
 void gemm_plans_free(GemmPlans *p);
 

@@ -3,6 +3,8 @@
 #include "ops_internal.h"
 #include "s2s/par.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 /* One operand seen as Bt matrices of rows × cols, each at base + b * bstride with leading
@@ -185,4 +187,155 @@ static void bias_cols(void *ctx, size_t c0, size_t c1) {
 void ops_bias_grad(float *db, const float *dy, int rows, int cols) {
     BiasJob j = {db, dy, rows, cols};
     par_for((size_t)cols, (size_t)rows, bias_cols, &j);
+}
+
+/* ---- argmax of a linear layer (greedy decoding): a screen, then exact logits where needed ---- */
+
+typedef struct ArgmaxJob {
+    const float *x, *w, *b, *approx, *wn;
+    const uint8_t *allowed;
+    int V, D;
+    float c; /* the approximate logits' error bound per unit of |x|·|w_v| + |b_v| */
+    int32_t *best;
+} ArgmaxJob;
+
+/* The logit every pick is made on: gemm_row's dot (fixed partial sums), then the bias. */
+static float exact_logit(const ArgmaxJob *j, const float *x, int v) {
+    float z;
+    gemm_row(false, true, 1, j->D, 1.0f, x, j->D, j->w + (size_t)v * j->D, j->D, 0.0f, &z);
+    return j->b ? z + j->b[v] : z;
+}
+
+/* Every allowed logit exactly, in one scan from the first allowed column that moves on only
+ * to a strictly higher logit (so a NaN never overtakes, and a row of NaN keeps the first).
+ * For rows the screen cannot bound (an Inf or NaN in x, w or the logits). */
+static int32_t argmax_exact_row(const ArgmaxJob *j, const float *x) {
+    int32_t best = -1;
+    float mx = 0.0f;
+    for (int v = 0; v < j->V; v++) {
+        if (j->allowed && !j->allowed[v]) continue;
+        float z = exact_logit(j, x, v);
+        if (best < 0 || z > mx) {
+            mx = z;
+            best = v;
+        }
+    }
+    return best;
+}
+
+enum { LANES = 16 };
+
+/* One row: v_c = approx + b_c is within beta_c of the exact logit, so a column whose
+ * v_c + beta_c falls below some column's v_m - beta_m cannot win; the rest (one, nearly
+ * always) are settled by their exact logits. */
+static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, const float *a, float xn) {
+    const float *b = j->b, *wn = j->wn;
+    const uint8_t *al = j->allowed;
+    int V = j->V;
+    float c = j->c;
+    /* pass 1: the best lower bound, and whether every bound is finite */
+    float lane[LANES];
+    int bad[LANES];
+    for (int q = 0; q < LANES; q++) lane[q] = -INFINITY, bad[q] = 0;
+    int v = 0;
+    for (; v + LANES <= V; v += LANES)
+        for (int q = 0; q < LANES; q++) {
+            float val = a[v + q] + (b ? b[v + q] : 0.0f), bb = b ? fabsf(b[v + q]) : 0.0f;
+            float beta = c * (xn * wn[v + q] + bb) + 0x1p-22f * fabsf(val) + 0x1p-100f * (1.0f + wn[v + q]);
+            float lo = val - beta;
+            int on = !al || al[v + q];
+            bad[q] |= on & (!(beta <= FLT_MAX) | !(fabsf(val) <= FLT_MAX));
+            lane[q] = on && lo > lane[q] ? lo : lane[q];
+        }
+    float top = -INFINITY;
+    int any_bad = 0;
+    for (; v < V; v++) {
+        float val = a[v] + (b ? b[v] : 0.0f), bb = b ? fabsf(b[v]) : 0.0f;
+        float beta = c * (xn * wn[v] + bb) + 0x1p-22f * fabsf(val) + 0x1p-100f * (1.0f + wn[v]);
+        int on = !al || al[v];
+        any_bad |= on & (!(beta <= FLT_MAX) | !(fabsf(val) <= FLT_MAX));
+        if (on && val - beta > top) top = val - beta;
+    }
+    for (int q = 0; q < LANES; q++) {
+        top = lane[q] > top ? lane[q] : top;
+        any_bad |= bad[q];
+    }
+    if (any_bad || !(top > -INFINITY)) return argmax_exact_row(j, x);
+    /* pass 2: the columns that can still win, exactly, in column order */
+    int32_t best = -1;
+    int32_t only = -1; /* the first candidate, its exact logit not yet needed */
+    float mx = -INFINITY;
+    for (v = 0; v < V; v += LANES) {
+        int n = V - v < LANES ? V - v : LANES, hit[LANES], some = 0;
+        for (int q = 0; q < n; q++) {
+            float val = a[v + q] + (b ? b[v + q] : 0.0f), bb = b ? fabsf(b[v + q]) : 0.0f;
+            float beta = c * (xn * wn[v + q] + bb) + 0x1p-22f * fabsf(val) + 0x1p-100f * (1.0f + wn[v + q]);
+            hit[q] = (!al || al[v + q]) && val + beta >= top;
+            some |= hit[q];
+        }
+        if (!some) continue;
+        for (int q = 0; q < n; q++) {
+            if (!hit[q]) continue;
+            if (best < 0 && only < 0) {
+                only = v + q;
+                continue;
+            }
+            if (only >= 0) { /* a second candidate: the first one's exact logit after all */
+                mx = exact_logit(j, x, only);
+                best = only;
+                only = -1;
+            }
+            float z = exact_logit(j, x, v + q);
+            if (z > mx) {
+                mx = z;
+                best = v + q;
+            }
+        }
+    }
+    if (only >= 0) return only;
+    /* a NaN among the exact logits (an overflow inside a dot): the slow rule decides */
+    return best >= 0 && mx == mx ? best : argmax_exact_row(j, x);
+}
+
+static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
+    const ArgmaxJob *j = ctx;
+    for (size_t r = r0; r < r1; r++) {
+        const float *x = j->x + r * j->D;
+        float xn;
+        gemm_row_norms(x, 1, j->D, j->D, &xn);
+        j->best[r] = xn <= FLT_MAX ? argmax_screened_row(j, x, j->approx + r * j->V, xn) : argmax_exact_row(j, x);
+    }
+}
+
+void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
+                      int32_t *best) {
+    int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
+    S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && V > 0 && D > 0);
+    if (N == 0) return;
+    if (allowed) {
+        int n = 0;
+        for (int v = 0; v < V; v++) n += allowed[v] != 0;
+        S2S_ASSERT(n > 0);
+    }
+    bool bf16 = t->screen == TAPE_SCREEN_BF16 || (t->screen == TAPE_SCREEN_AUTO && gemm_cpu_has_bf16());
+    ArenaMark m = arena_mark(&t->arena);
+    float *approx = arena_alloc(&t->arena, (size_t)N * V * sizeof *approx);
+    const float *wn;
+    if (w->frozen) {
+        wn = gemm_frozen_screen(t, bf16, N, V, D, x->data, D, w, approx);
+    } else { /* decoding with weights not frozen: float32, and the norms made here */
+        bf16 = false;
+        float *norm = arena_alloc(&t->arena, (size_t)V * sizeof *norm);
+        gemm_row_norms(w->data, V, D, D, norm);
+        s2s_gemm(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
+        wn = norm;
+    }
+    /* |approx + b - exact| <= (2u + u^2 + 2 gamma) (|x| |w_v| + |b_v|): u = 2^-8 for each
+     * operand rounded to bfloat16, gamma = (D + 1) 2^-24 for the float32 sums of the screen
+     * and of the exact dot (any order), both with room to spare */
+    double u = bf16 ? 0x1p-8 : 0.0;
+    double c = (2.0 * u + u * u + 2.5 * (D + 2) * 0x1p-24) * (1.0 + 0x1p-10);
+    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, wn, allowed, V, D, (float)c, best};
+    par_for((size_t)N, (size_t)V * 4, argmax_rows_range, &j);
+    arena_rewind(&t->arena, m);
 }

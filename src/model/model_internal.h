@@ -12,7 +12,8 @@ void tfm_init_weights(Seq2Seq *m, Rng *rng);
 double tfm_step_bytes(const ConfigModel *cfg, int trg_vocab, ModelStepKind kind, int B, int S, int T);
 ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions);
 void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds);
-Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
+/* a decoding step's input to the output layer (N, d_model) */
+Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
 
 /* The last real target rows of a batch and their targets, as both models pick them. */
 int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens);

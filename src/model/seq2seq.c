@@ -259,11 +259,10 @@ static Encoded encode(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
     return e;
 }
 
-/* logits (T, B, V) from context (T, B, D) and decoder states (T, B, Hd) */
-static Tensor *output_layer(Tape *t, Seq2Seq *m, Tensor *ctx, Tensor *dec) {
+/* the output layer's input (T, B, D + Hd) from context (T, B, D) and decoder states (T, B, Hd) */
+static Tensor *output_features(Tape *t, Seq2Seq *m, Tensor *ctx, Tensor *dec) {
     Tensor *both = op_concat(t, ctx, dec);
-    if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
-    return linear_forward(t, &m->out, both);
+    return is_luong(m) ? op_tanh(t, linear_forward(t, &m->w_c, both)) : both;
 }
 
 static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions) {
@@ -282,7 +281,7 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
     memset(&o, 0, sizeof o);
     Tensor *ctx = attn_forward(t, &m->attn, d.out, e.enc, b->src_mask, &o.attention, NULL);
     if (all_positions) {
-        o.logits = tape_reshape2(t, output_layer(t, m, ctx, d.out), T1 * B, V);
+        o.logits = tape_reshape2(t, linear_forward(t, &m->out, output_features(t, m, ctx, d.out)), T1 * B, V);
         o.targets = b->trg + B;
         o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, m), &o.nll);
         return o;
@@ -416,8 +415,9 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
     return logits;
 }
 
-Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
-    if (m->cfg.type == MODEL_TRANSFORMER) return tfm_decode_step(t, m, ds, tokens, w);
+/* A step's input to the output layer (N, D). */
+static Tensor *decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
+    if (m->cfg.type == MODEL_TRANSFORMER) return tfm_decode_features(t, m, ds, tokens, w);
     int N = ds->N, L = m->cfg.layers;
     Tensor *x = tape_reshape3(t, embedding_forward(t, &m->dec_emb, tokens, N), 1, N, tensor_cols(m->dec_emb.w));
     RnnOutput d = rnn_forward(t, &m->dec_rnn, x, NULL, ds->h, ds->c);
@@ -426,8 +426,27 @@ Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int3
         ds->c[l] = d.c_last[l][0];
     }
     Tensor *ctx = attn_forward_heads(t, &m->attn, d.out, ds->enc, ds->mask, w, &ds->cache);
-    Tensor *logits = output_layer(t, m, ctx, d.out); /* (1, N, V) */
-    return tape_reshape2(t, logits, N, m->trg_vocab);
+    Tensor *f = output_features(t, m, ctx, d.out); /* (1, N, D) */
+    return tape_reshape2(t, f, N, tensor_cols(f));
+}
+
+Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
+    return linear_forward(t, &m->out, decode_features(t, m, ds, tokens, w)); /* (N, V) */
+}
+
+void model_decode_step_pick(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w,
+                            int32_t *best) {
+    AttnWeights none = {0};
+    Tensor *x = decode_features(t, m, ds, tokens, w ? w : &none);
+    if (t->bf16 || t->int8) { /* their own logits are the ones to pick from */
+        model_argmax_rows(linear_forward(t, &m->out, x), ds->N, best);
+        return;
+    }
+    int V = m->trg_vocab;
+    uint8_t *allowed = arena_alloc(&t->arena, (size_t)V);
+    memset(allowed, 1, (size_t)V);
+    allowed[TOK_PAD] = allowed[TOK_SOS] = 0; /* not outputs (model_argmax_rows) */
+    op_linear_argmax(t, x, m->out.w, m->out.b, allowed, best);
 }
 
 void model_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent) {
@@ -542,10 +561,9 @@ void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_
     if (heads_attn) memset(heads_attn, 0, (size_t)B * max_len * H * S * sizeof *heads_attn);
     for (int step = 0; step < max_len && ds.N > 0; step++) {
         AttnWeights aw = {.want_heads = heads_attn != NULL};
-        Tensor *logits = model_decode_step_heads(t, m, &ds, tok, &aw);
+        model_decode_step_pick(t, m, &ds, tok, &aw, bests);
         const Tensor *w = aw.mean;
         int alive = 0;
-        model_argmax_rows(logits, ds.N, bests);
         for (int r = 0; r < ds.N; r++) {
             int i = sent[r];
             if (done[i]) continue; /* finished, not yet dropped */

@@ -139,7 +139,7 @@ void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps,
     transformer_cache_init(t, &m->tf, &ds->tf, N, max_steps > 0 ? max_steps : 1);
 }
 
-Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
+Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
     int N = ds->N;
     Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, tokens, 1, N, ds->tf.len);
     Tensor *cross[TF_MAX_LAYERS] = {0};
@@ -149,7 +149,7 @@ Tensor *tfm_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tok
         w->mean = m->tf.heads == 1 ? last : attn_heads_mean(t, last, m->tf.heads);
         w->heads = w->want_heads && m->tf.heads > 1 ? last : NULL;
     }
-    return linear_forward(t, &m->out, tape_reshape2(t, out, N, m->cfg.d_model));
+    return tape_reshape2(t, out, N, m->cfg.d_model);
 }
 
 void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self) {
