@@ -192,10 +192,13 @@ void ops_bias_grad(float *db, const float *dy, int rows, int cols) {
 /* ---- argmax of a linear layer (greedy decoding): a screen, then exact logits where needed ---- */
 
 typedef struct ArgmaxJob {
-    const float *x, *w, *b, *approx, *wn;
+    const float *x, *w, *b;
+    float *approx; /* (N, V): the screen's logits, then their upper bounds */
+    /* per column: the bound is xn slope[v] + base[v] + 2^-22 |value| (see op_linear_argmax);
+     * gate[v] 0 where allowed, -Inf where not; bias[v] b[v] or 0 */
+    const float *slope, *base, *gate, *bias;
     const uint8_t *allowed;
     int V, D;
-    float c; /* the approximate logits' error bound per unit of |x|·|w_v| + |b_v| */
     int32_t *best;
 } ArgmaxJob;
 
@@ -225,57 +228,51 @@ static int32_t argmax_exact_row(const ArgmaxJob *j, const float *x) {
 
 enum { LANES = 16 };
 
-/* One row: v_c = approx + b_c is within beta_c of the exact logit, so a column whose
- * v_c + beta_c falls below some column's v_m - beta_m cannot win; the rest (one, nearly
- * always) are settled by their exact logits. */
-static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, const float *a, float xn) {
-    const float *b = j->b, *wn = j->wn;
-    const uint8_t *al = j->allowed;
+/* One row: value v = approx + b_v lies within beta_v of the exact logit, so a column whose
+ * v + beta_v falls below another's v - beta_v cannot win; the columns left (one, nearly
+ * always) are settled by their exact logits. Two vectorised passes: the best lower bound
+ * (the upper bounds stored over the approximate logits), then the columns reaching it. */
+static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a, float xn) {
+    const float *restrict slope = j->slope, *restrict base = j->base, *restrict gate = j->gate,
+                          *restrict bias = j->bias;
     int V = j->V;
-    float c = j->c;
-    /* pass 1: the best lower bound, and whether every bound is finite */
     float lane[LANES];
     int bad[LANES];
     for (int q = 0; q < LANES; q++) lane[q] = -INFINITY, bad[q] = 0;
     int v = 0;
     for (; v + LANES <= V; v += LANES)
         for (int q = 0; q < LANES; q++) {
-            float val = a[v + q] + (b ? b[v + q] : 0.0f), bb = b ? fabsf(b[v + q]) : 0.0f;
-            float beta = c * (xn * wn[v + q] + bb) + 0x1p-22f * fabsf(val) + 0x1p-100f * (1.0f + wn[v + q]);
-            float lo = val - beta;
-            int on = !al || al[v + q];
-            bad[q] |= on & (!(beta <= FLT_MAX) | !(fabsf(val) <= FLT_MAX));
-            lane[q] = on && lo > lane[q] ? lo : lane[q];
+            float val = a[v + q] + bias[v + q];
+            float beta = xn * slope[v + q] + base[v + q] + 0x1p-22f * fabsf(val);
+            float lo = (val - beta) + gate[v + q];
+            bad[q] |= !(beta <= FLT_MAX); /* an Inf or NaN anywhere in this column's bound */
+            lane[q] = lo > lane[q] ? lo : lane[q];
+            a[v + q] = (val + beta) + gate[v + q];
         }
     float top = -INFINITY;
     int any_bad = 0;
     for (; v < V; v++) {
-        float val = a[v] + (b ? b[v] : 0.0f), bb = b ? fabsf(b[v]) : 0.0f;
-        float beta = c * (xn * wn[v] + bb) + 0x1p-22f * fabsf(val) + 0x1p-100f * (1.0f + wn[v]);
-        int on = !al || al[v];
-        any_bad |= on & (!(beta <= FLT_MAX) | !(fabsf(val) <= FLT_MAX));
-        if (on && val - beta > top) top = val - beta;
+        float val = a[v] + bias[v];
+        float beta = xn * slope[v] + base[v] + 0x1p-22f * fabsf(val);
+        float lo = (val - beta) + gate[v];
+        any_bad |= !(beta <= FLT_MAX);
+        top = lo > top ? lo : top;
+        a[v] = (val + beta) + gate[v];
     }
     for (int q = 0; q < LANES; q++) {
         top = lane[q] > top ? lane[q] : top;
         any_bad |= bad[q];
     }
     if (any_bad || !(top > -INFINITY)) return argmax_exact_row(j, x);
-    /* pass 2: the columns that can still win, exactly, in column order */
     int32_t best = -1;
     int32_t only = -1; /* the first candidate, its exact logit not yet needed */
     float mx = -INFINITY;
     for (v = 0; v < V; v += LANES) {
-        int n = V - v < LANES ? V - v : LANES, hit[LANES], some = 0;
-        for (int q = 0; q < n; q++) {
-            float val = a[v + q] + (b ? b[v + q] : 0.0f), bb = b ? fabsf(b[v + q]) : 0.0f;
-            float beta = c * (xn * wn[v + q] + bb) + 0x1p-22f * fabsf(val) + 0x1p-100f * (1.0f + wn[v + q]);
-            hit[q] = (!al || al[v + q]) && val + beta >= top;
-            some |= hit[q];
-        }
+        int n = V - v < LANES ? V - v : LANES, some = 0;
+        for (int q = 0; q < n; q++) some |= a[v + q] >= top;
         if (!some) continue;
         for (int q = 0; q < n; q++) {
-            if (!hit[q]) continue;
+            if (!(a[v + q] >= top)) continue;
             if (best < 0 && only < 0) {
                 only = v + q;
                 continue;
@@ -330,12 +327,23 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
         s2s_gemm(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
         wn = norm;
     }
-    /* |approx + b - exact| <= (2u + u^2 + 2 gamma) (|x| |w_v| + |b_v|): u = 2^-8 for each
-     * operand rounded to bfloat16, gamma = (D + 1) 2^-24 for the float32 sums of the screen
-     * and of the exact dot (any order), both with room to spare */
+    /* |approx + b - exact| <= c (|x| |w_v| + |b_v|) with c = 2u + u^2 + 2 gamma: u = 2^-8
+     * for each operand rounded to bfloat16, gamma = (D + 1) 2^-24 for the float32 sums of
+     * the screen and of the exact dot (any order), both with room to spare; 2^-100 (1 + |w_v|)
+     * for values flushed to zero (bf16 kernels treat subnormals as zero), and 2^-22 |value|
+     * (added per row) for the rounding of the bounds themselves */
     double u = bf16 ? 0x1p-8 : 0.0;
     double c = (2.0 * u + u * u + 2.5 * (D + 2) * 0x1p-24) * (1.0 + 0x1p-10);
-    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, wn, allowed, V, D, (float)c, best};
+    float *cols = arena_alloc(&t->arena, (size_t)4 * V * sizeof *cols);
+    float *slope = cols, *base = cols + V, *gate = cols + 2 * (size_t)V, *bias = cols + 3 * (size_t)V;
+    for (int v = 0; v < V; v++) {
+        float bv = b ? b->data[v] : 0.0f;
+        slope[v] = (float)(c * wn[v] * (1.0 + 0x1p-20)); /* rounded up, in effect */
+        base[v] = (float)((c * fabs((double)bv) + 0x1p-100 * (1.0 + wn[v])) * (1.0 + 0x1p-20));
+        gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
+        bias[v] = bv;
+    }
+    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, slope, base, gate, bias, allowed, V, D, best};
     par_for((size_t)N, (size_t)V * 4, argmax_rows_range, &j);
     arena_rewind(&t->arena, m);
 }
