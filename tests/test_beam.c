@@ -457,7 +457,7 @@ Test(beam, transformer_greedy_batch_equals_one_sentence_at_a_time) {
 Test(beam, greedy_pick_equals_argmax_of_the_logits) {
     const char *kinds[] = {"scaled_dot", "dot", "lstm-luong", "transformer-post", "transformer-pre"};
     for (int ki = 0; ki < 5; ki++)
-        for (int screen = TAPE_SCREEN_AUTO; screen <= TAPE_SCREEN_BF16; screen++)
+        for (int screen = TAPE_SCREEN_AUTO; screen <= TAPE_SCREEN_INT8; screen++)
             for (int frozen = 0; frozen < 2; frozen++) {
                 if (screen == TAPE_SCREEN_BF16 && gemm_bf16_check("test", &(S2sError){0}) != S2S_OK) continue;
                 Seq2Seq m;

@@ -734,8 +734,8 @@ static int32_t scan_pick(const float *x, const Tensor *w, const Tensor *b, const
     return best;
 }
 
-/* Greedy's pick through the screen (bf16 where this CPU runs it, and float32), frozen and
- * not, against the written-out scan, on rows made hard: columns tied exactly (copies of one
+/* Greedy's pick through each screen (float32, bf16 where this CPU runs it, int8), frozen
+ * and not, against the written-out scan, on rows made hard: columns tied exactly (copies of one
  * weight row, at the top), columns a rounding apart (a copy plus 1e-6, beyond a bf16
  * screen's reach), a cluster of columns within bf16's rounding of each other, the top
  * column not allowed, Inf and NaN in x, a weight overflowing,
@@ -777,11 +777,12 @@ Test(gemm, linear_argmax_matches_exact_scan) {
             default: break;
             }
         }
-        for (int screen = TAPE_SCREEN_F32; screen <= (bf16_ok ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32); screen++)
+        for (int screen = TAPE_SCREEN_F32; screen <= TAPE_SCREEN_INT8; screen++)
             for (int frozen = 0; frozen < 2; frozen++)
                 for (int variant = 0; variant < 3; variant++) { /* bias and mask, no bias, no mask */
                     const Tensor *bb = variant == 1 ? NULL : b;
                     const uint8_t *al = variant == 2 ? NULL : allowed;
+                    if (screen == TAPE_SCREEN_BF16 && !bf16_ok) continue;
                     Tape t;
                     tape_init(&t, 1 << 20);
                     t.screen = (TapeScreen)screen;
@@ -797,7 +798,8 @@ Test(gemm, linear_argmax_matches_exact_scan) {
                 }
         /* a weight row too large for its bounds: Inf logits, decided by the exact scan */
         for (int k = 0; k < D; k++) w->data[(size_t)(V / 3) * D + k] = 3e38f;
-        for (int screen = TAPE_SCREEN_F32; screen <= (bf16_ok ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32); screen++) {
+        for (int screen = TAPE_SCREEN_F32; screen <= TAPE_SCREEN_INT8; screen++) {
+            if (screen == TAPE_SCREEN_BF16 && !bf16_ok) continue;
             Tape t;
             tape_init(&t, 1 << 20);
             t.screen = (TapeScreen)screen;
@@ -829,8 +831,8 @@ Test(gemm, linear_argmax_survives_a_rounding_that_reorders) {
     x->data[0] = x->data[1] = 1.0f;
     x->data[D] = x->data[D + 1] = -1.0f; /* the second row: the other way round, column 3 loses */
     w->frozen = 3;
-    for (int screen = TAPE_SCREEN_AUTO; screen <= TAPE_SCREEN_BF16; screen++) {
-        if (screen == TAPE_SCREEN_BF16 && gemm_bf16_check("test", &(S2sError){0}) != S2S_OK) break;
+    for (int screen = TAPE_SCREEN_AUTO; screen <= TAPE_SCREEN_INT8; screen++) {
+        if (screen == TAPE_SCREEN_BF16 && gemm_bf16_check("test", &(S2sError){0}) != S2S_OK) continue;
         Tape t;
         tape_init(&t, 1 << 20);
         t.screen = (TapeScreen)screen;

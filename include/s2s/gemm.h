@@ -52,6 +52,8 @@ const char *gemm_openblas_core(void);
 bool gemm_cpu_has_amx(void);
 /* Whether this CPU multiplies bfloat16 natively (avx512_bf16 or AMX), not by emulation. */
 bool gemm_cpu_has_bf16(void);
+/* Whether it has int8 dot-product instructions (AVX-512 or AVX VNNI). */
+bool gemm_cpu_has_vnni(void);
 
 /* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */

@@ -135,9 +135,10 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
 /* The same with the attention's weights in w (multihead: per head as well, when w->want_heads). */
 Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
 /* One greedy step: feeds tokens (N), writes the highest-scoring next token of each row to
- * best (N; may be tokens itself), by model_argmax_rows's rule. On a float32 tape the pick is
- * op_linear_argmax's: the exact float32 argmax without computing every logit exactly (a
- * bfloat16 screen where the CPU has it); on bf16 and int8 tapes it is made on their logits. */
+ * best (N; may be tokens itself), by model_argmax_rows's rule. The pick is op_linear_argmax's:
+ * the argmax of the output layer's logits in float32, without computing every one exactly
+ * (an int8 or bf16 screen), on float32 and bf16 tapes (where the layer's input was computed
+ * in bf16); an int8 tape picks from its own int8 logits. */
 void model_decode_step_pick(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w,
                             int32_t *best);
 /* Row i of the state becomes the old row parent[i]. */

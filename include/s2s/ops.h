@@ -36,10 +36,14 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
  * whatever the batch, thread count or back end; as one scan over the allowed columns that
  * moves on only to a strictly higher logit (the first of equals; a NaN never overtakes:
  * model_argmax_rows's rule). Greedy decoding's pick, made without computing every logit
- * exactly: a screen computes them all approximately (Tape.screen: bfloat16 products where
- * the CPU has them, else float32) with a bound on each one's error (about 2^-7 of
- * |x| |w_v| + |b_v| in bf16), and only the columns whose upper bound reaches the row's best
- * lower bound get their exact dot product. Not differentiable (no node); writes best (N). */
+ * exactly: a screen computes them all approximately (Tape.screen: int8 products where the
+ * CPU has VNNI, else bfloat16 where it multiplies them natively, else float32) with a
+ * rigorous bound on each one's error (bf16: about 2^-7 |x| |w_v|; int8: half a quantisation
+ * step per element, through the 1-norms), and only the columns whose upper bound reaches
+ * the row's best lower bound get their exact dot product: 0.5-1.3 per row with trained
+ * Multi30k models, about 40 with random weights (flat logits). On a bf16 tape x came from
+ * bf16 products; the pick is still the float32 argmax for that x. Not differentiable (no
+ * node); writes best (N). */
 void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
                       int32_t *best);
 

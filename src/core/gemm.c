@@ -133,6 +133,7 @@ typedef struct Pack {
     void *buf;
     float *scale;    /* int8: per column of op(B), max |column| / 127 */
     float *norm;     /* a screen's: per column of op(B), its 2-norm rounded up (gemm_frozen_screen) */
+    float *l1;       /* an int8 screen's: per column of op(B), its 1-norm rounded up */
     int32_t *colsum; /* int8: per column, the sum of its quantised values */
 } Pack;
 
@@ -183,6 +184,7 @@ void gemm_plans_free(GemmPlans *p) {
         free(p->packs[i].scale);
         free(p->packs[i].colsum);
         free(p->packs[i].norm);
+        free(p->packs[i].l1);
     }
     dnnl_stream_destroy(p->stream);
     dnnl_engine_destroy(p->engine);
@@ -275,6 +277,7 @@ static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uin
     free(q->scale);
     free(q->colsum);
     free(q->norm);
+    free(q->l1);
     size_t bytes = dnnl_memory_desc_get_size(&pl->w_md);
     *q = (Pack){.src = B, .stamp = stamp, .tb = tb, .md = pl->w_md, .buf = s2s_xmalloc(bytes)};
     dnnl_memory_desc_t src_md;
@@ -425,8 +428,8 @@ static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
 /* C = alpha A op(B) + beta C with B a frozen weight: A quantised per row (u8 with an offset
  * of 128, the VNNI instructions' operand), B per column (s8, packed once per freeze), the
  * product summed exactly in int32 by oneDNN, then scaled back here. */
-static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
-                     uint64_t Bstamp, float *C, int ldc) {
+static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
+                      uint64_t Bstamp, float *C, int ldc) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
     GemmPlans *p = plans_get(t);
     int M = k->M, N = k->N, K = k->K, restore = serial_begin(M, N, K);
@@ -435,7 +438,7 @@ static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *
     k->lda = K; /* the quantised copy */
     k->ldc = N; /* the int32 sums */
     Plan *pl = plan_get(p, k, 1.0f, 0.0f);
-    const Pack *pk = pack_get(p, pl, B, ldb, Bstamp);
+    Pack *pk = pack_get(p, pl, B, ldb, Bstamp);
     ArenaMark m = arena_mark(&t->arena);
     Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .pk = pk, .alpha = alpha, .beta = beta, .C = C};
     j.qa = arena_alloc(&t->arena, (size_t)M * K);
@@ -449,6 +452,7 @@ static void int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *
     par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
     serial_end(restore);
+    return pk;
 }
 
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
@@ -619,37 +623,67 @@ void gemm_row_norms(const float *X, int rows, int cols, int ld, float *norm) {
     }
 }
 
-const float *gemm_frozen_screen(Tape *t, bool bf16, int M, int N, int K, const float *A, int lda, const Tensor *W,
-                                float *C) {
+void gemm_row_l1(const float *X, int rows, int cols, int ld, float *l1) {
+    for (int r = 0; r < rows; r++) {
+        const float *x = X + (size_t)r * ld;
+        double part[8] = {0}, sum = 0.0;
+        int k = 0;
+        for (; k + 8 <= cols; k += 8)
+            for (int q = 0; q < 8; q++) part[q] += fabs((double)x[k + q]);
+        for (; k < cols; k++) sum += fabs((double)x[k]);
+        for (int q = 0; q < 8; q++) sum += part[q];
+        l1[r] = nextafterf((float)(sum * (1.0 + 0x1p-40)), INFINITY);
+    }
+}
+
+bool gemm_cpu_has_vnni(void) {
+    return cpu_isa_has(dnnl_cpu_isa_avx512_core_vnni) || cpu_isa_has(dnnl_cpu_isa_avx2_vnni);
+}
+
+GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K, const float *A, int lda,
+                                  const Tensor *W, float *C) {
     S2S_ASSERT(W->frozen && W->ndim == 2 && W->shape[0] == N && W->shape[1] == K && M > 0 && N > 0 && K > 0);
+    S2S_ASSERT(kind == TAPE_SCREEN_F32 || kind == TAPE_SCREEN_BF16 || kind == TAPE_SCREEN_INT8);
     struct timespec t0, t1;
     if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     Pack *pk = NULL;
-    for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) { /* the packed layout serves plans this tall */
-        int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
+    if (kind == TAPE_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
         PlanKey k;
         memset(&k, 0, sizeof k);
-        k.M = m, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1, k.bf16 = bf16;
-        ArenaMark mk = arena_mark(&t->arena);
-        const void *a = A + (size_t)r0 * lda;
-        if (bf16) {
-            a = to_bf16(t, A + (size_t)r0 * lda, m, K, lda);
-            k.lda = K;
+        k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1;
+        pk = int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, C, N);
+    } else {
+        for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) { /* the packed layout serves plans this tall */
+            int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
+            PlanKey k;
+            memset(&k, 0, sizeof k);
+            k.M = m, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1, k.bf16 = kind == TAPE_SCREEN_BF16;
+            ArenaMark mk = arena_mark(&t->arena);
+            const void *a = A + (size_t)r0 * lda;
+            if (k.bf16) {
+                a = to_bf16(t, A + (size_t)r0 * lda, m, K, lda);
+                k.lda = K;
+            }
+            pk = matmul_run(t, &k, 1.0f, 0.0f, a, W->data, W->frozen, C + (size_t)r0 * N);
+            arena_rewind(&t->arena, mk);
         }
-        pk = matmul_run(t, &k, 1.0f, 0.0f, a, W->data, W->frozen, C + (size_t)r0 * N);
-        arena_rewind(&t->arena, mk);
     }
     if (!pk->norm) { /* once per packed copy: it lives as long as the weight stays frozen */
         pk->norm = s2s_xmalloc((size_t)N * sizeof *pk->norm);
         gemm_row_norms(W->data, N, K, K, pk->norm);
     }
+    if (kind == TAPE_SCREEN_INT8 && !pk->l1) {
+        pk->l1 = s2s_xmalloc((size_t)N * sizeof *pk->l1);
+        gemm_row_l1(W->data, N, K, K, pk->l1);
+    }
     t->flops += 2.0 * M * N * K;
     if (t->gemm_stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        GemmShapeStat x = {.path = bf16 ? GEMM_PATH_BF16_PACKED : GEMM_PATH_PACKED, .tb = true, .M = M, .N = N, .K = K};
+        GemmPath path = kind == TAPE_SCREEN_INT8 ? GEMM_PATH_INT8 : kind == TAPE_SCREEN_BF16 ? GEMM_PATH_BF16_PACKED : GEMM_PATH_PACKED;
+        GemmShapeStat x = {.path = path, .tb = true, .M = M, .N = N, .K = K};
         stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
-    return pk->norm;
+    return (GemmScreenCols){pk->norm, kind == TAPE_SCREEN_INT8 ? pk->l1 : NULL, kind == TAPE_SCREEN_INT8 ? pk->scale : NULL};
 }
 
 double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {

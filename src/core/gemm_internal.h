@@ -47,13 +47,20 @@ static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, floa
 /* norm[r] = the 2-norm of row r of X (rows × cols, leading dimension ld), summed in double
  * and rounded up: an upper bound (Inf or NaN where the row holds one). */
 void gemm_row_norms(const float *X, int rows, int cols, int ld, float *norm);
-/* C (M × N, leading dimension N) = A W^T for a weight W (N × K) frozen by params_freeze,
- * through the packed-weight matmul primitives: both operands rounded to bfloat16 (float32
- * accumulation) when bf16, float32 otherwise, on any tape. The approximate logits of
- * op_linear_argmax's screen. Returns the 2-norms of W's rows (gemm_row_norms), made once and
- * kept with the packed copy while W stays frozen. */
-const float *gemm_frozen_screen(Tape *t, bool bf16, int M, int N, int K, const float *A, int lda, const Tensor *W,
-                                float *C);
+/* l1[r] = the 1-norm of row r of X, summed in double and rounded up. */
+void gemm_row_l1(const float *X, int rows, int cols, int ld, float *l1);
+/* What a screen's error bound needs of each row of W, kept with its packed copy while W
+ * stays frozen: 2-norms (every screen), and for int8 the 1-norms and the quantisation
+ * scales (max |w_v| / 127) its products used; NULL where not made. */
+typedef struct GemmScreenCols {
+    const float *norm, *l1, *scale;
+} GemmScreenCols;
+/* C (M × N, leading dimension N) = A W^T for a weight W (N × K) frozen by params_freeze, as
+ * an int8 tape multiplies (TAPE_SCREEN_INT8: A quantised per row, W per row, exact int32
+ * sums, scaled back), with both operands rounded to bfloat16 (float32 accumulation), or in
+ * float32, on any tape: op_linear_argmax's approximate logits, W packed once per freeze. */
+GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K, const float *A, int lda,
+                                  const Tensor *W, float *C);
 
 /* The tape's matmul primitives and packed weights (gemm.c); tape_free calls it. */
 void gemm_plans_free(GemmPlans *p);

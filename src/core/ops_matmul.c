@@ -194,9 +194,11 @@ void ops_bias_grad(float *db, const float *dy, int rows, int cols) {
 typedef struct ArgmaxJob {
     const float *x, *w, *b;
     float *approx; /* (N, V): the screen's logits, then their upper bounds */
-    /* per column: the bound is xn slope[v] + base[v] + 2^-22 |value| (see op_linear_argmax);
-     * gate[v] 0 where allowed, -Inf where not; bias[v] b[v] or 0 */
-    const float *slope, *base, *gate, *bias;
+    /* per column: the bound is xn slope[v] + sx p[v] + (l1x + D sx / 2) q[v] + base[v]
+     * + 2^-22 (|approx| + |value|) (see op_linear_argmax); gate[v] 0 where allowed, -Inf
+     * where not; bias[v] b[v] or 0 */
+    const float *slope, *p, *q, *base, *gate, *bias;
+    bool int8;
     const uint8_t *allowed;
     int V, D;
     int32_t *best;
@@ -232,9 +234,9 @@ enum { LANES = 16 };
  * v + beta_v falls below another's v - beta_v cannot win; the columns left (one, nearly
  * always) are settled by their exact logits. Two vectorised passes: the best lower bound
  * (the upper bounds stored over the approximate logits), then the columns reaching it. */
-static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a, float xn) {
-    const float *restrict slope = j->slope, *restrict base = j->base, *restrict gate = j->gate,
-                          *restrict bias = j->bias;
+static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a, float xn, float sx, float l1x) {
+    const float *restrict slope = j->slope, *restrict p = j->p, *restrict q8 = j->q, *restrict base = j->base,
+                          *restrict gate = j->gate, *restrict bias = j->bias;
     int V = j->V;
     float lane[LANES];
     int bad[LANES];
@@ -243,7 +245,8 @@ static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a,
     for (; v + LANES <= V; v += LANES)
         for (int q = 0; q < LANES; q++) {
             float val = a[v + q] + bias[v + q];
-            float beta = xn * slope[v + q] + base[v + q] + 0x1p-22f * fabsf(val);
+            float beta = xn * slope[v + q] + sx * p[v + q] + l1x * q8[v + q] + base[v + q] +
+                         0x1p-22f * (fabsf(a[v + q]) + fabsf(val));
             float lo = (val - beta) + gate[v + q];
             bad[q] |= !(beta <= FLT_MAX); /* an Inf or NaN anywhere in this column's bound */
             lane[q] = lo > lane[q] ? lo : lane[q];
@@ -253,7 +256,7 @@ static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a,
     int any_bad = 0;
     for (; v < V; v++) {
         float val = a[v] + bias[v];
-        float beta = xn * slope[v] + base[v] + 0x1p-22f * fabsf(val);
+        float beta = xn * slope[v] + sx * p[v] + l1x * q8[v] + base[v] + 0x1p-22f * (fabsf(a[v]) + fabsf(val));
         float lo = (val - beta) + gate[v];
         any_bad |= !(beta <= FLT_MAX);
         top = lo > top ? lo : top;
@@ -298,9 +301,16 @@ static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
     const ArgmaxJob *j = ctx;
     for (size_t r = r0; r < r1; r++) {
         const float *x = j->x + r * j->D;
-        float xn;
+        float xn, sx = 0.0f, l1x = 0.0f;
         gemm_row_norms(x, 1, j->D, j->D, &xn);
-        j->best[r] = xn <= FLT_MAX ? argmax_screened_row(j, x, j->approx + r * j->V, xn) : argmax_exact_row(j, x);
+        if (j->int8) { /* the row's scale as int8 quantisation takes it (gemm.c) */
+            float mx = 0.0f;
+            for (int k = 0; k < j->D; k++) mx = fabsf(x[k]) > mx ? fabsf(x[k]) : mx;
+            sx = mx > 0.0f ? mx / 127.0f : 1.0f;
+            gemm_row_l1(x, 1, j->D, j->D, &l1x);
+            l1x = (float)(((double)l1x + 0.5001 * j->D * (double)sx) * (1.0 + 0x1p-20));
+        }
+        j->best[r] = xn <= FLT_MAX ? argmax_screened_row(j, x, j->approx + r * j->V, xn, sx, l1x) : argmax_exact_row(j, x);
     }
 }
 
@@ -314,36 +324,46 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
         for (int v = 0; v < V; v++) n += allowed[v] != 0;
         S2S_ASSERT(n > 0);
     }
-    bool bf16 = t->screen == TAPE_SCREEN_BF16 || (t->screen == TAPE_SCREEN_AUTO && gemm_cpu_has_bf16());
+    TapeScreen kind = t->screen;
+    if (kind == TAPE_SCREEN_AUTO)
+        kind = gemm_cpu_has_vnni() ? TAPE_SCREEN_INT8 : gemm_cpu_has_bf16() ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32;
+    if (kind == TAPE_SCREEN_INT8 && D > 65536) kind = TAPE_SCREEN_BF16; /* int32 sums would overflow */
+    if (!w->frozen) kind = TAPE_SCREEN_F32; /* weights not frozen: nothing is packed, and the norms are made here */
     ArenaMark m = arena_mark(&t->arena);
     float *approx = arena_alloc(&t->arena, (size_t)N * V * sizeof *approx);
-    const float *wn;
+    GemmScreenCols wc = {0};
     if (w->frozen) {
-        wn = gemm_frozen_screen(t, bf16, N, V, D, x->data, D, w, approx);
-    } else { /* decoding with weights not frozen: float32, and the norms made here */
-        bf16 = false;
+        wc = gemm_frozen_screen(t, kind, N, V, D, x->data, D, w, approx);
+    } else {
         float *norm = arena_alloc(&t->arena, (size_t)V * sizeof *norm);
         gemm_row_norms(w->data, V, D, D, norm);
         s2s_gemm(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
-        wn = norm;
+        wc.norm = norm;
     }
-    /* |approx + b - exact| <= c (|x| |w_v| + |b_v|) with c = 2u + u^2 + 2 gamma: u = 2^-8
-     * for each operand rounded to bfloat16, gamma = (D + 1) 2^-24 for the float32 sums of
-     * the screen and of the exact dot (any order), both with room to spare; 2^-100 (1 + |w_v|)
-     * for values flushed to zero (bf16 kernels treat subnormals as zero), and 2^-22 |value|
-     * (added per row) for the rounding of the bounds themselves */
-    double u = bf16 ? 0x1p-8 : 0.0;
+    /* |approx + b - exact| <= c (|x| |w_v| + |b_v|) + (int8) e: c = 2u + u^2 + 2 gamma, with
+     * u = 2^-8 for each operand rounded to bfloat16 (0 otherwise) and gamma = (D + 1) 2^-24
+     * for the float32 sums of the screen and of the exact dot (any order); for int8, each
+     * value within 0.5001 of its scale of the quantised one (rounding of x / s included):
+     * e = sx |w_v|_1 / 2 + s_v (|x|_1 + D sx / 2) / 2. All with room to spare; 2^-100 (1 + |w_v|)
+     * for values flushed to zero (bf16 kernels treat subnormals as zero), and 2^-22 (|approx|
+     * + |value|), added per row, for the rounding of scaling back and of the bounds themselves */
+    double u = kind == TAPE_SCREEN_BF16 || (!w->frozen && t->bf16) ? 0x1p-8 : 0.0; /* a bf16 tape's own product */
     double c = (2.0 * u + u * u + 2.5 * (D + 2) * 0x1p-24) * (1.0 + 0x1p-10);
-    float *cols = arena_alloc(&t->arena, (size_t)4 * V * sizeof *cols);
-    float *slope = cols, *base = cols + V, *gate = cols + 2 * (size_t)V, *bias = cols + 3 * (size_t)V;
+    float *cols = arena_alloc(&t->arena, (size_t)6 * V * sizeof *cols);
+    float *slope = cols, *p = cols + V, *q = cols + 2 * (size_t)V, *base = cols + 3 * (size_t)V,
+          *gate = cols + 4 * (size_t)V, *bias = cols + 5 * (size_t)V;
+    const float *wn = wc.norm;
     for (int v = 0; v < V; v++) {
         float bv = b ? b->data[v] : 0.0f;
         slope[v] = (float)(c * wn[v] * (1.0 + 0x1p-20)); /* rounded up, in effect */
+        p[v] = wc.l1 ? (float)(0.5001 * wc.l1[v] * (1.0 + 0x1p-20)) : 0.0f;
+        q[v] = wc.scale ? (float)(0.5001 * wc.scale[v] * (1.0 + 0x1p-20)) : 0.0f;
         base[v] = (float)((c * fabs((double)bv) + 0x1p-100 * (1.0 + wn[v])) * (1.0 + 0x1p-20));
         gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
         bias[v] = bv;
     }
-    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, slope, base, gate, bias, allowed, V, D, best};
+    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, slope, p, q, base, gate, bias,
+                   kind == TAPE_SCREEN_INT8, allowed, V, D, best};
     par_for((size_t)N, (size_t)V * 4, argmax_rows_range, &j);
     arena_rewind(&t->arena, m);
 }

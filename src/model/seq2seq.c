@@ -438,7 +438,7 @@ void model_decode_step_pick(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t 
                             int32_t *best) {
     AttnWeights none = {0};
     Tensor *x = decode_features(t, m, ds, tokens, w ? w : &none);
-    if (t->bf16 || t->int8) { /* their own logits are the ones to pick from */
+    if (t->int8) { /* its own logits are the ones to pick from */
         model_argmax_rows(linear_forward(t, &m->out, x), ds->N, best);
         return;
     }
