@@ -33,7 +33,9 @@ void gemm_set_threads(int n) {
 }
 
 /* The ISA values are bit sets, not an order: avx2_vnni (0x407) is above avx512_core_amx (0x3e7). */
-static bool cpu_isa_has(dnnl_cpu_isa_t want) { return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)want) == (unsigned)want; }
+static bool cpu_isa_has(dnnl_cpu_isa_t want) {
+    return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)want) == (unsigned)want;
+}
 
 bool gemm_cpu_has_amx(void) { return cpu_isa_has(dnnl_cpu_isa_avx512_core_amx); }
 
@@ -679,11 +681,14 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
     t->flops += 2.0 * M * N * K;
     if (t->gemm_stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        GemmPath path = kind == TAPE_SCREEN_INT8 ? GEMM_PATH_INT8 : kind == TAPE_SCREEN_BF16 ? GEMM_PATH_BF16_PACKED : GEMM_PATH_PACKED;
+        GemmPath path = kind == TAPE_SCREEN_INT8   ? GEMM_PATH_INT8
+                        : kind == TAPE_SCREEN_BF16 ? GEMM_PATH_BF16_PACKED
+                                                   : GEMM_PATH_PACKED;
         GemmShapeStat x = {.path = path, .tb = true, .M = M, .N = N, .K = K};
         stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
-    return (GemmScreenCols){pk->norm, kind == TAPE_SCREEN_INT8 ? pk->l1 : NULL, kind == TAPE_SCREEN_INT8 ? pk->scale : NULL};
+    bool q = kind == TAPE_SCREEN_INT8;
+    return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL};
 }
 
 double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {

@@ -198,6 +198,7 @@ typedef struct ArgmaxJob {
      * + 2^-22 (|approx| + |value|) (see op_linear_argmax); gate[v] 0 where allowed, -Inf
      * where not; bias[v] b[v] or 0 */
     const float *slope, *p, *q, *base, *gate, *bias;
+    float wmax, bmax; /* the largest |w_v| and |b_v|: exact dots cannot overflow below 2^126 */
     bool int8;
     const uint8_t *allowed;
     int V, D;
@@ -292,9 +293,7 @@ static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a,
             }
         }
     }
-    if (only >= 0) return only;
-    /* a NaN among the exact logits (an overflow inside a dot): the slow rule decides */
-    return best >= 0 && mx == mx ? best : argmax_exact_row(j, x);
+    return only >= 0 ? only : best; /* no exact logit is NaN: |partial sums| <= |x| |w_v| < 2^126 */
 }
 
 static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
@@ -310,7 +309,8 @@ static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
             gemm_row_l1(x, 1, j->D, j->D, &l1x);
             l1x = (float)(((double)l1x + 0.5001 * j->D * (double)sx) * (1.0 + 0x1p-20));
         }
-        j->best[r] = xn <= FLT_MAX ? argmax_screened_row(j, x, j->approx + r * j->V, xn, sx, l1x) : argmax_exact_row(j, x);
+        bool tame = xn * j->wmax <= 0x1p126f && j->bmax <= 0x1p126f; /* false for Inf and NaN too */
+        j->best[r] = tame ? argmax_screened_row(j, x, j->approx + r * j->V, xn, sx, l1x) : argmax_exact_row(j, x);
     }
 }
 
@@ -353,8 +353,11 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     float *slope = cols, *p = cols + V, *q = cols + 2 * (size_t)V, *base = cols + 3 * (size_t)V,
           *gate = cols + 4 * (size_t)V, *bias = cols + 5 * (size_t)V;
     const float *wn = wc.norm;
+    float wmax = 0.0f, bmax = 0.0f;
     for (int v = 0; v < V; v++) {
         float bv = b ? b->data[v] : 0.0f;
+        wmax = wn[v] > wmax || wn[v] != wn[v] ? wn[v] : wmax; /* NaN sticks */
+        bmax = fabsf(bv) > bmax || bv != bv ? fabsf(bv) : bmax;
         slope[v] = (float)(c * wn[v] * (1.0 + 0x1p-20)); /* rounded up, in effect */
         p[v] = wc.l1 ? (float)(0.5001 * wc.l1[v] * (1.0 + 0x1p-20)) : 0.0f;
         q[v] = wc.scale ? (float)(0.5001 * wc.scale[v] * (1.0 + 0x1p-20)) : 0.0f;
@@ -362,7 +365,7 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
         gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
         bias[v] = bv;
     }
-    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, slope, p, q, base, gate, bias,
+    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, slope, p, q, base, gate, bias, wmax, bmax,
                    kind == TAPE_SCREEN_INT8, allowed, V, D, best};
     par_for((size_t)N, (size_t)V * 4, argmax_rows_range, &j);
     arena_rewind(&t->arena, m);
