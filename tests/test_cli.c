@@ -933,6 +933,14 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     cr_expect(paths >= 2 && small, "%s", e);
     cr_expect(fabs(share - 1.0) < 0.01, "the paths' shares add up to %g", share);
     free(e);
+    /* and of the fixed-length greedy decoding, after the training steps' */
+    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --warmup 1 --iters 1 --gemm-profile > %s/out", tu_bin(), d),
+                 0);
+    e = tu_slurp(p, NULL);
+    cr_assert(e);
+    const char *tr = strstr(e, "\"phase\":\"train\""), *gr = strstr(e, "\"phase\":\"greedy_full\"");
+    cr_expect(tr && gr && tr < gr && strstr(gr, "\"gemm_s\":") && strtod(strstr(gr, "\"gemm_s\":") + 9, NULL) > 0, "%s", e);
+    free(e);
     cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/speed 2> /dev/null", tu_bin()), 2, "a bare ./speed shows its usage, starts no benchmark");
     tu_rm_rf(d);

@@ -115,7 +115,9 @@ static int by_time(const void *a, const void *b) {
 /* The timed steps' products by shape, slowest first, each beside the same shape on a oneDNN
  * matmul primitive; then all of them: the step's GEMM rate against the primitives' on the
  * same shapes (the shapes that make 98 % of the GEMM time, at most 80 of them). */
-static void print_gemm_profile(Tape *t, GemmStats *st, double step_s, bool bf16) {
+/* The products timed into st over `seconds` of the phase ("train": the timed steps;
+ * "greedy_full": the fixed-length greedy decoding). */
+static void print_gemm_profile(Tape *t, GemmStats *st, double seconds, const char *prec, const char *phase) {
     qsort(st->items, (size_t)st->n, sizeof *st->items, by_time);
     double total = 0, flops = 0;
     for (int i = 0; i < st->n; i++) {
@@ -127,7 +129,8 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double step_s, bool bf16)
         const GemmShapeStat *s = &st->items[i];
         double f = 2.0 * s->M * s->N * s->K * s->calls;
         bool b16 = s->path == GEMM_PATH_BF16_GEMM || s->path == GEMM_PATH_BF16_MATMUL || s->path == GEMM_PATH_BF16_PACKED;
-        double prim = s->path == GEMM_PATH_ROW ? 0 : gemm_primitive_rate(t, s, b16); /* in the type it ran in */
+        /* in the type it ran in; none for int8 (quantising is part of its path) */
+        double prim = s->path == GEMM_PATH_ROW || s->path == GEMM_PATH_INT8 ? 0 : gemm_primitive_rate(t, s, b16);
         if (prim > 0) {
             covered += s->seconds;
             cov_flops += f;
@@ -154,11 +157,11 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double step_s, bool bf16)
             printf("{\"event\":\"gemm_path\",\"path\":\"%s\",\"calls\":%ld,\"ms\":%.1f,\"share\":%.3f,\"gflops\":%.1f}\n",
                    GEMM_PATH_NAMES[p], calls, 1e3 * sec, sec / total, f / sec / 1e9);
     }
-    printf("{\"event\":\"gemm_profile\",\"precision\":\"%s\",\"shapes\":%d,\"step_s\":%.3f,\"gemm_s\":%.3f,"
-           "\"gemm_share\":%.3f,\"gemm_gflops\":%.1f,\"shapes_compared\":%.3f,\"primitive_gflops_same_shapes\":%.1f,"
-           "\"step_gemm_vs_primitive\":%.3f}\n",
-           bf16 ? "bf16" : "fp32", st->n, step_s, total, total / step_s, flops / total / 1e9, covered / total,
-           cov_flops / prim_s / 1e9, (cov_flops / covered) / (cov_flops / prim_s));
+    printf("{\"event\":\"gemm_profile\",\"phase\":\"%s\",\"precision\":\"%s\",\"shapes\":%d,\"step_s\":%.3f,"
+           "\"gemm_s\":%.3f,\"gemm_share\":%.3f,\"gemm_gflops\":%.1f,\"shapes_compared\":%.3f,"
+           "\"primitive_gflops_same_shapes\":%.1f,\"step_gemm_vs_primitive\":%.3f}\n",
+           phase, prec, st->n, seconds, total, total / seconds, flops / total / 1e9, covered / total,
+           prim_s > 0 ? cov_flops / prim_s / 1e9 : 0.0, prim_s > 0 ? (cov_flops / covered) / (cov_flops / prim_s) : 0.0);
     fflush(stdout);
     gemm_stats_free(st);
 }
@@ -171,7 +174,7 @@ static void usage(FILE *f) {
                "one JSON line per measurement: --warmup batches first, then --iters timed ones (default 5 and 60).\n"
                "--gemm-profile times every product of the timed training steps and prints the slowest shapes, the\n"
                "products by back end, and the step's GEMM rate beside oneDNN matmul primitives' on the same shapes\n"
-               "(slows the step a little).\n"
+               "(slows the step a little); then the same for the fixed-length greedy decoding (\"phase\").\n"
                "Under mpirun (mpirun -np 2 ./speed --no-decode --set threads=1) the training steps run as ranks of a\n"
                "data-parallel run, and the line adds the gradient sum's time per batch.\n");
 }
@@ -372,7 +375,7 @@ int main(int argc, char **argv) {
         double dt = now_s() - t0, step_gflops = (t.flops - flops) / dt / 1e9;
         double rss = peak_rss_mb(); /* the steps': the reference GEMMs below allocate their own */
         t.gemm_stats = NULL;
-        if (profile) print_gemm_profile(&t, &stats, dt, t.bf16);
+        if (profile) print_gemm_profile(&t, &stats, dt, t.bf16 ? "bf16" : "fp32", "train");
         int rows = (int)(positions / (done > 0 ? done : 1));
         double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false, t.openblas);
         double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true, false) : 0;
@@ -394,11 +397,15 @@ int main(int argc, char **argv) {
         struct { const char *name; int beam, full; } runs[] = {{"greedy", 1, 0}, {"greedy_full", 1, 50}, {"beam", 5, 0}};
         for (int r = 0; r < 3; r++) {
             long out_tokens;
+            GemmStats dstats = {0};
+            if (profile && runs[r].full) t.gemm_stats = &dstats;
             double rate = decode_rate(&t, &m, &d.test, decode_batch, runs[r].beam, runs[r].full, &out_tokens);
+            t.gemm_stats = NULL;
             printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
                    "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f}\n",
                    prec, lib, runs[r].name, runs[r].beam, model_path ? "trained" : "random", decode_batch, d.test.n, rate, out_tokens,
                    peak_rss_mb());
+            if (profile && runs[r].full) print_gemm_profile(&t, &dstats, d.test.n / rate, prec, "greedy_full");
             fflush(stdout);
         }
     }
