@@ -112,11 +112,11 @@ static int by_time(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-/* The timed steps' products by shape, slowest first, each beside the same shape on a oneDNN
- * matmul primitive; then all of them: the step's GEMM rate against the primitives' on the
- * same shapes (the shapes that make 98 % of the GEMM time, at most 80 of them). */
-/* The products timed into st over `seconds` of the phase ("train": the timed steps;
- * "greedy_full": the fixed-length greedy decoding). */
+/* The products timed into st over `seconds` of a phase ("train": the timed steps;
+ * "greedy_full": the fixed-length greedy decoding) by shape, slowest first, each beside the
+ * same shape on a oneDNN matmul primitive (none for int8); then all of them: the phase's GEMM
+ * rate against the primitives' on the same shapes (the shapes that make 98 % of the GEMM
+ * time, at most 80 of them). */
 static void print_gemm_profile(Tape *t, GemmStats *st, double seconds, const char *prec, const char *phase) {
     qsort(st->items, (size_t)st->n, sizeof *st->items, by_time);
     double total = 0, flops = 0;

@@ -612,17 +612,8 @@ void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, c
 }
 
 void gemm_row_norms(const float *X, int rows, int cols, int ld, float *norm) {
-    for (int r = 0; r < rows; r++) {
-        const float *x = X + (size_t)r * ld;
-        double part[8] = {0}, sum = 0.0; /* double: the float result is then within an ulp */
-        int k = 0;
-        for (; k + 8 <= cols; k += 8)
-            for (int q = 0; q < 8; q++) part[q] += (double)x[k + q] * x[k + q];
-        for (; k < cols; k++) sum += (double)x[k] * x[k];
-        for (int q = 0; q < 8; q++) sum += part[q];
-        /* rounded up, with room for the double sum's own error: an upper bound, or Inf / NaN */
-        norm[r] = nextafterf((float)(sqrt(sum) * (1.0 + 0x1p-40)), INFINITY);
-    }
+    for (int r = 0; r < rows; r++) /* rounded up, with room for the double sum's own error */
+        norm[r] = nextafterf((float)(sqrt(par_sum_sq(X + (size_t)r * ld, (size_t)cols)) * (1.0 + 0x1p-40)), INFINITY);
 }
 
 void gemm_row_l1(const float *X, int rows, int cols, int ld, float *l1) {

@@ -192,7 +192,7 @@ void ops_bias_grad(float *db, const float *dy, int rows, int cols) {
 /* ---- argmax of a linear layer (greedy decoding): a screen, then exact logits where needed ---- */
 
 typedef struct ArgmaxJob {
-    const float *x, *w, *b;
+    const float *x, *w;
     float *approx; /* (N, V): the screen's logits, then their upper bounds */
     /* per column: the bound is xn slope[v] + sx p[v] + (l1x + D sx / 2) q[v] + base[v]
      * + 2^-22 (|approx| + |value|) (see op_linear_argmax); gate[v] 0 where allowed, -Inf
@@ -205,11 +205,12 @@ typedef struct ArgmaxJob {
     int32_t *best;
 } ArgmaxJob;
 
-/* The logit every pick is made on: gemm_row's dot (fixed partial sums), then the bias. */
+/* The logit every pick is made on: gemm_row's dot (fixed partial sums), then the bias (0
+ * without one: the same order, only a zero's sign may differ). */
 static float exact_logit(const ArgmaxJob *j, const float *x, int v) {
     float z;
     gemm_row(false, true, 1, j->D, 1.0f, x, j->D, j->w + (size_t)v * j->D, j->D, 0.0f, &z);
-    return j->b ? z + j->b[v] : z;
+    return z + j->bias[v];
 }
 
 /* Every allowed logit exactly, in one scan from the first allowed column that moves on only
@@ -365,7 +366,7 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
         gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
         bias[v] = bv;
     }
-    ArgmaxJob j = {x->data, w->data, b ? b->data : NULL, approx, slope, p, q, base, gate, bias, wmax, bmax,
+    ArgmaxJob j = {x->data, w->data, approx, slope, p, q, base, gate, bias, wmax, bmax,
                    kind == TAPE_SCREEN_INT8, allowed, V, D, best};
     par_for((size_t)N, (size_t)V * 4, argmax_rows_range, &j);
     arena_rewind(&t->arena, m);
