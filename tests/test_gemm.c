@@ -786,6 +786,7 @@ Test(gemm, linear_argmax_matches_exact_scan) {
                     Tape t;
                     tape_init(&t, 1 << 20);
                     t.screen = (TapeScreen)screen;
+                    t.screen_check = true;
                     w->frozen = frozen ? 7 : 0;
                     int32_t got[48];
                     op_linear_argmax(&t, x, w, bb, al, got);

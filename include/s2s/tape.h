@@ -85,6 +85,7 @@ typedef struct Tape {
     bool free_values;  /* backward recycles dead forward values as it does dead gradients (above) */
     bool recompute;    /* ops recompute in backward what costs a small product, instead of keeping it */
     TapeScreen screen; /* op_linear_argmax's approximate products (zero: auto) */
+    bool screen_check; /* tests: op_linear_argmax asserts its shortcut kept every column it must */
     /* the step's loss is the objective, seeded with 1 (tape_backward), and the parameters'
      * gradients are zeroed before forward: the chunked loss (op_linear_xent) then writes its
      * inputs' gradients as it goes, rather than computing its logits again in backward */

@@ -431,7 +431,7 @@ static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
  * of 128, the VNNI instructions' operand), B per column (s8, packed once per freeze), the
  * product summed exactly in int32 by oneDNN, then scaled back here. */
 static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
-                      uint64_t Bstamp, float *C, int ldc) {
+                      uint64_t Bstamp, float *C, int ldc, GemmInt8Sums *raw) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
     GemmPlans *p = plans_get(t);
     int M = k->M, N = k->N, K = k->K, restore = serial_begin(M, N, K);
@@ -444,14 +444,14 @@ static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float 
     ArenaMark m = arena_mark(&t->arena);
     Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .pk = pk, .alpha = alpha, .beta = beta, .C = C};
     j.qa = arena_alloc(&t->arena, (size_t)M * K);
-    j.sa = arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
-    int32_t *acc = arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
+    j.sa = raw ? raw->row_scale : arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
+    int32_t *acc = raw ? raw->sums : arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
     j.acc = acc;
     /* work per element: two passes and a conversion (quantising), four operations (back):
      * a decoding step's rows then split over the threads, which wait for the GEMM anyway */
     par_for((size_t)M, (size_t)K * 4, int8_quant_rows, &j);
     plan_execute(t, p, pl, j.qa, pk->buf, acc);
-    par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
+    if (!raw) par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
     serial_end(restore);
     return pk;
@@ -511,7 +511,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
     if (t->int8 && Bw && Bw->frozen && !ta && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
         S2S_ASSERT(B == Bw->data);
-        int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc);
+        int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, NULL);
         return GEMM_PATH_INT8;
     }
     bool frozen = frozen_weight(Bw, B, ta, M);
@@ -634,9 +634,10 @@ bool gemm_cpu_has_vnni(void) {
 }
 
 GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K, const float *A, int lda,
-                                  const Tensor *W, float *C) {
+                                  const Tensor *W, float *C, GemmInt8Sums *raw) {
     S2S_ASSERT(W->frozen && W->ndim == 2 && W->shape[0] == N && W->shape[1] == K && M > 0 && N > 0 && K > 0);
     S2S_ASSERT(kind == TAPE_SCREEN_F32 || kind == TAPE_SCREEN_BF16 || kind == TAPE_SCREEN_INT8);
+    S2S_ASSERT(kind == TAPE_SCREEN_INT8 ? raw && raw->sums && raw->row_scale : C != NULL);
     struct timespec t0, t1;
     if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     Pack *pk = NULL;
@@ -644,7 +645,7 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
         PlanKey k;
         memset(&k, 0, sizeof k);
         k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1;
-        pk = int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, C, N);
+        pk = int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, NULL, N, raw);
     } else {
         for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) { /* the packed layout serves plans this tall */
             int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
@@ -679,7 +680,7 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
         stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
     bool q = kind == TAPE_SCREEN_INT8;
-    return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL};
+    return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL, q ? pk->colsum : NULL};
 }
 
 double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {

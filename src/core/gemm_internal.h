@@ -54,13 +54,22 @@ void gemm_row_l1(const float *X, int rows, int cols, int ld, float *l1);
  * scales (max |w_v| / 127) its products used; NULL where not made. */
 typedef struct GemmScreenCols {
     const float *norm, *l1, *scale;
+    const int32_t *colsum; /* int8: per row of W, the sum of its quantised values */
 } GemmScreenCols;
-/* C (M × N, leading dimension N) = A W^T for a weight W (N × K) frozen by params_freeze, as
- * an int8 tape multiplies (TAPE_SCREEN_INT8: A quantised per row, W per row, exact int32
- * sums, scaled back), with both operands rounded to bfloat16 (float32 accumulation), or in
- * float32, on any tape: op_linear_argmax's approximate logits, W packed once per freeze. */
+/* An int8 screen's result before scaling back: sums[m N + n] = sum_k (qa[m, k] + 128) qw[n, k]
+ * exactly, and the row scales of A (NaN for a row holding an Inf or NaN). The logit is then
+ * row_scale[m] * scale[n] * (float)(sums - 128 colsum[n]), as an int8 tape scales back. */
+typedef struct GemmInt8Sums {
+    int32_t *sums;    /* (M, N) */
+    float *row_scale; /* (M) */
+} GemmInt8Sums;
+/* A W^T (M × N) for a weight W (N × K) frozen by params_freeze, as an int8 tape multiplies
+ * (TAPE_SCREEN_INT8: A quantised per row, W per row, exact int32 sums, left in *raw for the
+ * caller to scale back), or with both operands rounded to bfloat16 (float32 accumulation), or
+ * in float32, into C (leading dimension N), on any tape: op_linear_argmax's approximate
+ * logits, W packed once per freeze. */
 GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K, const float *A, int lda,
-                                  const Tensor *W, float *C);
+                                  const Tensor *W, float *C, GemmInt8Sums *raw);
 
 /* The tape's matmul primitives and packed weights (gemm.c); tape_free calls it. */
 void gemm_plans_free(GemmPlans *p);

@@ -193,13 +193,17 @@ void ops_bias_grad(float *db, const float *dy, int rows, int cols) {
 
 typedef struct ArgmaxJob {
     const float *x, *w;
-    float *approx; /* (N, V): the screen's logits, then their upper bounds */
+    const float *approx; /* (N, V): the float32 and bf16 screens' logits (without the bias) */
+    GemmInt8Sums q8;     /* the int8 screen's exact sums and row scales, scaled back here */
+    const float *wscale; /* int8: per column, its weight row's scale */
+    const int32_t *colsum;
     /* per column: the bound is xn slope[v] + sx p[v] + (l1x + D sx / 2) q[v] + base[v]
      * + 2^-22 (|approx| + |value|) (see op_linear_argmax); gate[v] 0 where allowed, -Inf
      * where not; bias[v] b[v] or 0 */
     const float *slope, *p, *q, *base, *gate, *bias;
-    float wmax, bmax; /* the largest |w_v| and |b_v|: exact dots cannot overflow below 2^126 */
-    bool int8;
+    float wmax, bmax;   /* the largest |w_v| and |b_v|: exact dots cannot overflow below 2^126 */
+    float smax, pmax, qmax, basemax; /* the largest slope, p, q and base: no bound exceeds their sum's */
+    bool int8, check;
     const uint8_t *allowed;
     int V, D;
     int32_t *best;
@@ -232,54 +236,109 @@ static int32_t argmax_exact_row(const ArgmaxJob *j, const float *x) {
 
 enum { LANES = 16 };
 
-/* One row: value v = approx + b_v lies within beta_v of the exact logit, so a column whose
- * v + beta_v falls below another's v - beta_v cannot win; the columns left (one, nearly
- * always) are settled by their exact logits. Two vectorised passes: the best lower bound
- * (the upper bounds stored over the approximate logits), then the columns reaching it. */
-static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a, float xn, float sx, float l1x) {
-    const float *restrict slope = j->slope, *restrict p = j->p, *restrict q8 = j->q, *restrict base = j->base,
-                          *restrict gate = j->gate, *restrict bias = j->bias;
+/* Column v's bound: the exact logit lies within it of approx + b_v. */
+static inline float bound(const ArgmaxJob *j, int v, float approx, float val, float xn, float sx, float l1x) {
+    return xn * j->slope[v] + sx * j->p[v] + l1x * j->q[v] + j->base[v] + 0x1p-22f * (fabsf(approx) + fabsf(val));
+}
+
+/* A row's screen logits without the bias: the float32 or bf16 screen's, or the int8 sums
+ * scaled back as an int8 tape does. */
+typedef struct ScreenRow {
+    const float *restrict a;
+    const int32_t *restrict sums, *restrict colsum;
+    const float *restrict wscale;
+    float sr;
+} ScreenRow;
+
+static inline __attribute__((always_inline)) float screen_at(const ScreenRow *s, bool int8, int v) {
+    return int8 ? s->sr * s->wscale[v] * (float)(s->sums[v] - 128 * s->colsum[v]) : s->a[v];
+}
+
+/* The pass over every column: the allowed column u with the highest screen value, the largest
+ * |value|, and whether any value is an Inf or NaN. */
+static inline __attribute__((always_inline)) int32_t screen_pass(const ArgmaxJob *j, const ScreenRow *s, bool int8,
+                                                                 float *mabs_out, int *bad_out) {
+    const float *restrict gate = j->gate, *restrict bias = j->bias;
     int V = j->V;
-    float lane[LANES];
+    float lmax[LANES], labs[LANES];
+    int32_t lidx[LANES];
     int bad[LANES];
-    for (int q = 0; q < LANES; q++) lane[q] = -INFINITY, bad[q] = 0;
+    for (int q = 0; q < LANES; q++) lmax[q] = -INFINITY, labs[q] = 0.0f, lidx[q] = -1, bad[q] = 0;
+#define SCREEN_PASS1(I, Q)                                                \
+    do {                                                                  \
+        float val_ = screen_at(s, int8, (I)) + bias[I];                   \
+        float g_ = val_ + gate[I];                                        \
+        int q_ = (Q);                                                     \
+        bad[q_] |= !(fabsf(val_) <= FLT_MAX);                             \
+        labs[q_] = fabsf(val_) > labs[q_] ? fabsf(val_) : labs[q_];       \
+        lidx[q_] = g_ > lmax[q_] ? (I) : lidx[q_];                        \
+        lmax[q_] = g_ > lmax[q_] ? g_ : lmax[q_];                         \
+    } while (0)
     int v = 0;
     for (; v + LANES <= V; v += LANES)
-        for (int q = 0; q < LANES; q++) {
-            float val = a[v + q] + bias[v + q];
-            float beta = xn * slope[v + q] + sx * p[v + q] + l1x * q8[v + q] + base[v + q] +
-                         0x1p-22f * (fabsf(a[v + q]) + fabsf(val));
-            float lo = (val - beta) + gate[v + q];
-            bad[q] |= !(beta <= FLT_MAX); /* an Inf or NaN anywhere in this column's bound */
-            lane[q] = lo > lane[q] ? lo : lane[q];
-            a[v + q] = (val + beta) + gate[v + q];
-        }
-    float top = -INFINITY;
+        for (int q = 0; q < LANES; q++) SCREEN_PASS1(v + q, q);
+    for (; v < V; v++) SCREEN_PASS1(v, 0);
+#undef SCREEN_PASS1
+    float top_val = -INFINITY, mabs = 0.0f;
+    int32_t u = -1;
     int any_bad = 0;
-    for (; v < V; v++) {
-        float val = a[v] + bias[v];
-        float beta = xn * slope[v] + sx * p[v] + l1x * q8[v] + base[v] + 0x1p-22f * (fabsf(a[v]) + fabsf(val));
-        float lo = (val - beta) + gate[v];
-        any_bad |= !(beta <= FLT_MAX);
-        top = lo > top ? lo : top;
-        a[v] = (val + beta) + gate[v];
-    }
     for (int q = 0; q < LANES; q++) {
-        top = lane[q] > top ? lane[q] : top;
         any_bad |= bad[q];
+        mabs = labs[q] > mabs ? labs[q] : mabs;
+        if (lidx[q] >= 0 && (u < 0 || lmax[q] > top_val)) top_val = lmax[q], u = lidx[q];
     }
-    if (any_bad || !(top > -INFINITY)) return argmax_exact_row(j, x);
+    *mabs_out = mabs;
+    *bad_out = any_bad;
+    return u;
+}
+
+/* Whether any of the n columns from v has a value (with its gate) at or above cut. */
+static inline __attribute__((always_inline)) int screen_any_above(const ArgmaxJob *j, const ScreenRow *s, bool int8,
+                                                                  int v, int n, float cut) {
+    const float *restrict gate = j->gate, *restrict bias = j->bias;
+    int some = 0;
+    for (int q = 0; q < n; q++) some |= screen_at(s, int8, v + q) + bias[v + q] + gate[v + q] >= cut;
+    return some;
+}
+
+/* One row. The allowed column u with the highest screen value gives a lower bound on the
+ * best exact logit, top = value_u - beta_u; a column whose value + beta_v is below it cannot
+ * win. Rather than a bound for every column, one pass finds u, the largest |value| and any
+ * Inf or NaN; a second keeps only the columns within R = max slope xn + max p sx + max q
+ * l1x + max base + 2^-21 max |value| + 2^-22 max |b| of top (no beta_v exceeds R, as
+ * |approx_v| = |value_v - b_v|), whose own bound then decides; the columns left (one,
+ * nearly always) are settled by their exact logits. */
+static inline __attribute__((always_inline)) int32_t argmax_screened_row_k(const ArgmaxJob *j, const ScreenRow *s,
+                                                                           bool int8, const float *x, float xn,
+                                                                           float sx, float l1x) {
+    const float *restrict gate = j->gate, *restrict bias = j->bias;
+    float mabs;
+    int bad;
+    int32_t u = screen_pass(j, s, int8, &mabs, &bad);
+    if (bad || u < 0) return argmax_exact_row(j, x);
+    float au = screen_at(s, int8, u), vu = au + bias[u];
+    float top = vu - bound(j, u, au, vu, xn, sx, l1x);
+    double reach = ((double)xn * j->smax + (double)sx * j->pmax + (double)l1x * j->qmax + j->basemax) +
+                   0x1p-21 * (double)mabs + 0x1p-22 * (double)j->bmax;
+    double cut_d = (double)top - reach * (1.0 + 0x1p-10); /* room for the float sums of each beta_v */
+    float cut = (float)cut_d;
+    if ((double)cut > cut_d) cut = nextafterf(cut, -INFINITY);
+    if (!(top > -INFINITY) || !(cut > -INFINITY)) return argmax_exact_row(j, x);
+    for (int c = 0; j->check && c < j->V; c++) { /* every column the bounds keep passes the cut */
+        float ac = screen_at(s, int8, c), vc = ac + bias[c];
+        S2S_ASSERT(!((vc + bound(j, c, ac, vc, xn, sx, l1x)) + gate[c] >= top) || vc + gate[c] >= cut);
+    }
     int32_t best = -1;
     int32_t only = -1; /* the first candidate, its exact logit not yet needed */
     float mx = -INFINITY;
-    for (v = 0; v < V; v += LANES) {
-        int n = V - v < LANES ? V - v : LANES, some = 0;
-        for (int q = 0; q < n; q++) some |= a[v + q] >= top;
-        if (!some) continue;
-        for (int q = 0; q < n; q++) {
-            if (!(a[v + q] >= top)) continue;
+    for (int v = 0; v < j->V; v += LANES) {
+        int n = j->V - v < LANES ? j->V - v : LANES;
+        if (!screen_any_above(j, s, int8, v, n, cut)) continue;
+        for (int c = v; c < v + n; c++) {
+            float ac = screen_at(s, int8, c), vc = ac + bias[c];
+            if (!((vc + bound(j, c, ac, vc, xn, sx, l1x)) + gate[c] >= top)) continue;
             if (best < 0 && only < 0) {
-                only = v + q;
+                only = c;
                 continue;
             }
             if (only >= 0) { /* a second candidate: the first one's exact logit after all */
@@ -287,14 +346,24 @@ static int32_t argmax_screened_row(const ArgmaxJob *j, const float *x, float *a,
                 best = only;
                 only = -1;
             }
-            float z = exact_logit(j, x, v + q);
+            float z = exact_logit(j, x, c);
             if (z > mx) {
                 mx = z;
-                best = v + q;
+                best = c;
             }
         }
     }
     return only >= 0 ? only : best; /* no exact logit is NaN: |partial sums| <= |x| |w_v| < 2^126 */
+}
+
+static int32_t argmax_screened_row(const ArgmaxJob *j, size_t r, const float *x, float xn, float sx, float l1x) {
+    if (j->int8) {
+        ScreenRow s = {.sums = j->q8.sums + r * j->V, .colsum = j->colsum, .wscale = j->wscale,
+                       .sr = j->q8.row_scale[r]};
+        return argmax_screened_row_k(j, &s, true, x, xn, sx, l1x);
+    }
+    ScreenRow s = {.a = j->approx + r * j->V};
+    return argmax_screened_row_k(j, &s, false, x, xn, sx, l1x);
 }
 
 static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
@@ -311,7 +380,7 @@ static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
             l1x = (float)(((double)l1x + 0.5001 * j->D * (double)sx) * (1.0 + 0x1p-20));
         }
         bool tame = xn * j->wmax <= 0x1p126f && j->bmax <= 0x1p126f; /* false for Inf and NaN too */
-        j->best[r] = tame ? argmax_screened_row(j, x, j->approx + r * j->V, xn, sx, l1x) : argmax_exact_row(j, x);
+        j->best[r] = tame ? argmax_screened_row(j, r, x, xn, sx, l1x) : argmax_exact_row(j, x);
     }
 }
 
@@ -331,10 +400,17 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     if (kind == TAPE_SCREEN_INT8 && D > 65536) kind = TAPE_SCREEN_BF16; /* int32 sums would overflow */
     if (!w->frozen) kind = TAPE_SCREEN_F32; /* weights not frozen: nothing is packed, and the norms are made here */
     ArenaMark m = arena_mark(&t->arena);
-    float *approx = arena_alloc(&t->arena, (size_t)N * V * sizeof *approx);
+    float *approx = NULL;
+    GemmInt8Sums q8 = {0};
+    if (kind == TAPE_SCREEN_INT8) {
+        q8.sums = arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums);
+        q8.row_scale = arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale);
+    } else {
+        approx = arena_alloc(&t->arena, (size_t)N * V * sizeof *approx);
+    }
     GemmScreenCols wc = {0};
     if (w->frozen) {
-        wc = gemm_frozen_screen(t, kind, N, V, D, x->data, D, w, approx);
+        wc = gemm_frozen_screen(t, kind, N, V, D, x->data, D, w, approx, &q8);
     } else {
         float *norm = arena_alloc(&t->arena, (size_t)V * sizeof *norm);
         gemm_row_norms(w->data, V, D, D, norm);
@@ -354,7 +430,7 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     float *slope = cols, *p = cols + V, *q = cols + 2 * (size_t)V, *base = cols + 3 * (size_t)V,
           *gate = cols + 4 * (size_t)V, *bias = cols + 5 * (size_t)V;
     const float *wn = wc.norm;
-    float wmax = 0.0f, bmax = 0.0f;
+    float wmax = 0.0f, bmax = 0.0f, smax = 0.0f, pmax = 0.0f, qmax = 0.0f, basemax = 0.0f;
     for (int v = 0; v < V; v++) {
         float bv = b ? b->data[v] : 0.0f;
         wmax = wn[v] > wmax || wn[v] != wn[v] ? wn[v] : wmax; /* NaN sticks */
@@ -365,9 +441,14 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
         base[v] = (float)((c * fabs((double)bv) + 0x1p-100 * (1.0 + wn[v])) * (1.0 + 0x1p-20));
         gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
         bias[v] = bv;
+        smax = fmaxf(smax, slope[v]), pmax = fmaxf(pmax, p[v]), qmax = fmaxf(qmax, q[v]);
+        basemax = fmaxf(basemax, base[v]);
     }
-    ArgmaxJob j = {x->data, w->data, approx, slope, p, q, base, gate, bias, wmax, bmax,
-                   kind == TAPE_SCREEN_INT8, allowed, V, D, best};
+    ArgmaxJob j = {.x = x->data, .w = w->data, .approx = approx, .q8 = q8, .wscale = wc.scale, .colsum = wc.colsum,
+                   .slope = slope, .p = p, .q = q, .base = base, .gate = gate, .bias = bias, .wmax = wmax,
+                   .bmax = bmax, .smax = smax, .pmax = pmax, .qmax = qmax, .basemax = basemax,
+                   .int8 = kind == TAPE_SCREEN_INT8, .check = t->screen_check, .allowed = allowed, .V = V, .D = D,
+                   .best = best};
     par_for((size_t)N, (size_t)V * 4, argmax_rows_range, &j);
     arena_rewind(&t->arena, m);
 }

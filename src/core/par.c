@@ -43,22 +43,30 @@ typedef struct SumSq {
     double part[SUM_BLOCKS];
 } SumSq;
 
+/* One block's sum: 8 partial sums, then added in a fixed tree. */
+static double sum_sq_block(const float *x, size_t i, size_t end) {
+    double acc[8] = {0};
+    for (; i + 8 <= end; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += (double)x[i + k] * x[i + k];
+    for (; i < end; i++) acc[0] += (double)x[i] * x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 static void sum_sq_blocks(void *ctx, size_t b0, size_t b1) {
     SumSq *s = ctx;
     for (size_t b = b0; b < b1; b++) {
         size_t i = b * s->block, end = i + s->block < s->n ? i + s->block : s->n;
-        double acc[8] = {0};
-        for (; i + 8 <= end; i += 8)
-            for (int k = 0; k < 8; k++) acc[k] += (double)s->x[i + k] * s->x[i + k];
-        for (; i < end; i++) acc[0] += (double)s->x[i] * s->x[i];
-        s->part[b] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        s->part[b] = sum_sq_block(s->x, i, end);
     }
 }
 
+enum { SUM_MIN_BLOCK = 4096 };
+
 double par_sum_sq(const float *x, size_t n) {
+    if (n <= SUM_MIN_BLOCK) return 0.0 + sum_sq_block(x, 0, n); /* one block: the same sum, no 8 KB of parts */
     SumSq s = {.x = x, .n = n};
     s.block = n / SUM_BLOCKS + 1;
-    if (s.block < 4096) s.block = 4096;
+    if (s.block < SUM_MIN_BLOCK) s.block = SUM_MIN_BLOCK;
     size_t blocks = (n + s.block - 1) / s.block;
     S2S_ASSERT(blocks <= SUM_BLOCKS);
     par_for(blocks, s.block, sum_sq_blocks, &s);
