@@ -508,3 +508,51 @@ Test(beam, greedy_pick_equals_argmax_of_the_logits) {
                 model_free(&m);
             }
 }
+
+
+/* An int8 tape's greedy pick (op_linear_int8_argmax: its own logits, never written) against
+ * the same step's int8 logits and model_argmax_rows, on two decoding states fed the same
+ * tokens, for the RNN kinds and both Transformers: the same pick at every step. */
+Test(beam, int8_pick_equals_argmax_of_its_logits) {
+    const char *kinds[] = {"scaled_dot", "dot", "lstm-luong", "transformer-post", "transformer-pre"};
+    for (int ki = 0; ki < 5; ki++) {
+        Seq2Seq m;
+        if (!strcmp(kinds[ki], "lstm-luong")) make_rnn(&m, "additive", 1.5f, LSTM_LUONG);
+        else make_model(&m, kinds[ki], 0.5f);
+        for (size_t k = 0; k < m.out.w->size; k++) m.out.w->data[k] *= 8.0f; /* picks that vary by row and step */
+        params_freeze(&m.params, false);
+        Dataset d;
+        Batch b;
+        make_batch(&d, &b);
+        Tape t1, t2;
+        tape_init(&t1, 1 << 20);
+        tape_init(&t2, 1 << 20);
+        t1.int8 = t2.int8 = true;
+        t1.grad_enabled = t1.training = t2.grad_enabled = t2.training = false;
+        DecodeState d1, d2;
+        model_decode_start(&t1, &m, &b, 1, MAXLEN, &d1);
+        model_decode_start(&t2, &m, &b, 1, MAXLEN, &d2);
+        int32_t tok[NB], got[NB], want[NB];
+        for (int i = 0; i < NB; i++) tok[i] = TOK_SOS;
+        int differ = 0, seen[VT] = {0}, kinds_seen = 0;
+        for (int step = 0; step < MAXLEN; step++) {
+            model_decode_step_pick(&t1, &m, &d1, tok, NULL, got);
+            Tensor *lg = model_decode_step(&t2, &m, &d2, tok, NULL);
+            model_argmax_rows(lg, NB, want);
+            for (int i = 0; i < NB; i++) {
+                differ += got[i] != want[i];
+                kinds_seen += !seen[want[i]]++;
+                tok[i] = want[i];
+            }
+            model_decode_settle(&t1, &m, &d1, step);
+            model_decode_settle(&t2, &m, &d2, step);
+        }
+        cr_expect_eq(differ, 0, "%s: %d of %d picks differ from the int8 logits' argmax", kinds[ki], differ, NB * MAXLEN);
+        cr_expect_geq(kinds_seen, 3, "%s: only %d different tokens picked: too little compared", kinds[ki], kinds_seen);
+        tape_free(&t1);
+        tape_free(&t2);
+        batch_free(&b);
+        dataset_free(&d);
+        model_free(&m);
+    }
+}

@@ -819,6 +819,90 @@ Test(gemm, linear_argmax_matches_exact_scan) {
     }
 }
 
+/* An int8 tape's own pick (op_linear_int8_argmax) against op_linear's int8 logits scanned
+ * with the same rule (the first allowed column, then only a strictly higher logit): tied
+ * columns (copied weight rows and biases), the first allowed column tied with later ones (no
+ * mask), a column not allowed tied with the allowed ones after it,
+ * a NaN and an Inf in x (every logit NaN: the first allowed column), rows of zeros, no bias,
+ * no mask, vocabulary sizes around the 16-wide blocks; and no pick where op_linear would not
+ * multiply in int8 (under 8 rows, the weight not frozen, a float32 tape, training). */
+Test(gemm, linear_int8_argmax_equals_the_int8_logits_scan) {
+    int sizes[][2] = {{8, 16}, {17, 40}, {33, 64}, {300, 96}};
+    for (int si = 0; si < 4; si++) {
+        int V = sizes[si][0], D = sizes[si][1], N = 40;
+        Rng rng;
+        rng_init(&rng, 90 + si, 0);
+        Tensor *w = tensor_new(2, SH(V, D), false), *b = tensor_new(1, SH(V), false), *x = tensor_new(2, SH(N, D), false);
+        tu_fill(w, &rng, -0.5f, 0.5f);
+        tu_fill(b, &rng, -0.2f, 0.2f);
+        tu_fill(x, &rng, -1, 1);
+        int top = V - 2; /* a column copied to the front and the back: exact ties */
+        for (int k = 0; k < D; k++) w->data[(size_t)top * D + k] = 0.9f * (k % 2 ? 1.0f : -1.0f);
+        memcpy(w->data + (size_t)3 * D, w->data + (size_t)top * D, (size_t)D * sizeof(float));
+        memcpy(w->data + (size_t)(V - 1) * D, w->data + (size_t)top * D, (size_t)D * sizeof(float));
+        b->data[3] = b->data[top] = b->data[V - 1] = 0.1f;
+        for (int c = 0; c < 3; c += 2) { /* 0: the first allowed column without the mask; 2: masked, before 3 */
+            memcpy(w->data + (size_t)c * D, w->data + (size_t)top * D, (size_t)D * sizeof(float));
+            b->data[c] = 0.1f;
+        }
+        uint8_t *allowed = malloc((size_t)V);
+        memset(allowed, 1, (size_t)V);
+        allowed[0] = allowed[2] = 0;
+        for (int r = 0; r < N; r++) {
+            float *row = x->data + (size_t)r * D;
+            switch (r % 6) {
+            case 1: for (int k = 0; k < D; k++) row[k] = 0.9f * (k % 2 ? 1.0f : -1.0f); break; /* the copies win */
+            case 2: row[r % D] = NAN; break;
+            case 3: row[0] = INFINITY; break;
+            case 4: for (int k = 0; k < D; k++) row[k] = 0.0f; break;
+            default: break;
+            }
+        }
+        w->frozen = 11;
+        for (int variant = 0; variant < 3; variant++) { /* bias and mask, no bias, no mask */
+            const Tensor *bb = variant == 1 ? NULL : b;
+            const uint8_t *al = variant == 2 ? NULL : allowed;
+            Tape t;
+            tape_init(&t, 1 << 20);
+            t.int8 = true;
+            t.grad_enabled = false;
+            int32_t got[40];
+            cr_assert(op_linear_int8_argmax(&t, x, w, bb, al, got), "V=%d: no int8 pick", V);
+            Tensor *y = op_linear(&t, x, w, (Tensor *)bb);
+            int ties = 0;
+            for (int r = 0; r < N; r++) {
+                const float *z = y->data + (size_t)r * V;
+                int32_t want = -1;
+                for (int v = 0; v < V; v++) {
+                    if (al && !al[v]) continue;
+                    if (want < 0 || z[v] > z[want]) want = v;
+                }
+                ties += want == (al ? 3 : 0) && r % 6 == 1;
+                cr_expect_eq(got[r], want, "V=%d variant %d row %d: picked %d, the int8 logits' scan %d", V, variant, r,
+                             got[r], want);
+            }
+            cr_expect_gt(ties, 0, "V=%d variant %d: no row tied its first allowed column with later ones", V, variant);
+            int32_t none[40];
+            Tensor x5 = *x;
+            x5.shape[0] = 5, x5.size = (size_t)5 * D;
+            cr_expect(!op_linear_int8_argmax(&t, &x5, w, bb, al, none), "5 rows: op_linear multiplies them in float32");
+            w->frozen = 0;
+            cr_expect(!op_linear_int8_argmax(&t, x, w, bb, al, none), "a weight not frozen: float32");
+            w->frozen = 11;
+            t.grad_enabled = true;
+            cr_expect(!op_linear_int8_argmax(&t, x, w, bb, al, none), "training: op_linear does not offer the weight");
+            t.grad_enabled = false;
+            t.int8 = false;
+            cr_expect(!op_linear_int8_argmax(&t, x, w, bb, al, none), "a float32 tape");
+            tape_free(&t);
+        }
+        free(allowed);
+        tensor_free(w);
+        tensor_free(b);
+        tensor_free(x);
+    }
+}
+
 /* Two columns whose order bf16 rounding turns round: exact logits 1 + 0.49 h and 1 + 0.41 h
  * (h = 2^-7, bf16's spacing at 1), rounded ones 1 and 1 + 0.9 h. Only the screen's error
  * bound keeps the true winner among the columns computed exactly. */

@@ -46,6 +46,12 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
  * node); writes best (N). */
 void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
                       int32_t *best);
+/* On an int8 tape, outside training, with W frozen: the same pick (the same rule) from the
+ * logits op_linear gives there (int8 products, scaled back, plus b), without writing them;
+ * returns false, doing nothing, where op_linear would not multiply in int8 (fewer than 8
+ * rows or columns, W not frozen, another tape). */
+bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
+                           int32_t *best);
 
 Tensor *op_add(Tape *t, Tensor *a, Tensor *b);          /* same shapes */
 Tensor *op_add_bias(Tape *t, Tensor *x, Tensor *b);     /* x (..., D) + b (D) */

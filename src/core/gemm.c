@@ -502,6 +502,10 @@ static bool frozen_weight(const Tensor *Bw, const float *B, bool ta, int M) {
     return true;
 }
 
+bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N) {
+    return t->int8 && Bw && Bw->frozen && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE;
+}
+
 /* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name. */
 static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                               const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw,
@@ -509,7 +513,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     PlanKey k;
     memset(&k, 0, sizeof k);
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
-    if (t->int8 && Bw && Bw->frozen && !ta && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
+    if (!ta && gemm_int8_applies(t, Bw, M, N)) {
         S2S_ASSERT(B == Bw->data);
         int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, NULL);
         return GEMM_PATH_INT8;

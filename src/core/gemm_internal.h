@@ -56,6 +56,9 @@ typedef struct GemmScreenCols {
     const float *norm, *l1, *scale;
     const int32_t *colsum; /* int8: per row of W, the sum of its quantised values */
 } GemmScreenCols;
+/* Whether an int8 tape multiplies A (M rows) by op(B) = Bw^T (N columns) in int8: a frozen
+ * weight offered for packing (Bw, not transposed A) and both sides at least GEMM_BF16_MIN_SIDE. */
+bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N);
 /* An int8 screen's result before scaling back: sums[m N + n] = sum_k (qa[m, k] + 128) qw[n, k]
  * exactly, and the row scales of A (NaN for a row holding an Inf or NaN). The logit is then
  * row_scale[m] * scale[n] * (float)(sums - 128 colsum[n]), as an int8 tape scales back. */

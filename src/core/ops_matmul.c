@@ -384,6 +384,67 @@ static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
     }
 }
 
+/* The int8 tape's own pick: its logits (the int8 sums scaled back, plus the bias, as op_linear
+ * computes them there) in the scan of op_linear_argmax's rule: the first allowed column,
+ * then only a strictly higher logit; as lanes of maxima (a NaN never wins) and the first
+ * allowed column holding the maximum, unless the first allowed one already does (or is NaN). */
+static void own_rows_range(void *ctx, size_t r0, size_t r1) {
+    const ArgmaxJob *j = ctx;
+    const float *restrict gate = j->gate, *restrict bias = j->bias;
+    int V = j->V, f = 0;
+    while (gate[f] != 0.0f) f++;
+    for (size_t r = r0; r < r1; r++) {
+        ScreenRow s = {.sums = j->q8.sums + r * V, .colsum = j->colsum, .wscale = j->wscale, .sr = j->q8.row_scale[r]};
+        float first = screen_at(&s, true, f) + bias[f], lane[LANES];
+        for (int q = 0; q < LANES; q++) lane[q] = -INFINITY;
+        int v = f + 1;
+        for (; v + LANES <= V; v += LANES)
+            for (int q = 0; q < LANES; q++) {
+                float g = (screen_at(&s, true, v + q) + bias[v + q]) + gate[v + q];
+                lane[q] = g > lane[q] ? g : lane[q];
+            }
+        float mx = first;
+        for (; v < V; v++) {
+            float g = (screen_at(&s, true, v) + bias[v]) + gate[v];
+            mx = g > mx ? g : mx;
+        }
+        for (int q = 0; q < LANES; q++) mx = lane[q] > mx ? lane[q] : mx;
+        int32_t best = f;
+        if (!(first >= mx))
+            for (v = f + 1; v < V; v++)
+                if (gate[v] == 0.0f && screen_at(&s, true, v) + bias[v] == mx) {
+                    best = v;
+                    break;
+                }
+        j->best[r] = best;
+    }
+}
+
+bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
+                           int32_t *best) {
+    int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
+    S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && V > 0 && D > 0);
+    if (N == 0) return true;
+    /* as op_linear offers the weight (only outside training) and gemm.c then decides */
+    if (!gemm_int8_applies(t, t->grad_enabled ? NULL : w, N, V) || D > 65536) return false;
+    int n_allowed = 0;
+    for (int v = 0; v < V; v++) n_allowed += !allowed || allowed[v];
+    S2S_ASSERT(n_allowed > 0);
+    ArenaMark m = arena_mark(&t->arena);
+    GemmInt8Sums q8 = {arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums),
+                       arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale)};
+    GemmScreenCols wc = gemm_frozen_screen(t, TAPE_SCREEN_INT8, N, V, D, x->data, D, w, NULL, &q8);
+    float *gate = arena_alloc(&t->arena, (size_t)2 * V * sizeof *gate), *bias = gate + V;
+    for (int v = 0; v < V; v++) {
+        gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
+        bias[v] = b ? b->data[v] : 0.0f; /* op_linear: x + 1 b, or x alone (a zero's sign aside) */
+    }
+    ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .colsum = wc.colsum, .gate = gate, .bias = bias, .V = V, .best = best};
+    par_for((size_t)N, (size_t)V * 4, own_rows_range, &j);
+    arena_rewind(&t->arena, m);
+    return true;
+}
+
 void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
                       int32_t *best) {
     int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];

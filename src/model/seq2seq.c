@@ -438,14 +438,15 @@ void model_decode_step_pick(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t 
                             int32_t *best) {
     AttnWeights none = {0};
     Tensor *x = decode_features(t, m, ds, tokens, w ? w : &none);
-    if (t->int8) { /* its own logits are the ones to pick from */
-        model_argmax_rows(linear_forward(t, &m->out, x), ds->N, best);
-        return;
-    }
     int V = m->trg_vocab;
     uint8_t *allowed = arena_alloc(&t->arena, (size_t)V);
     memset(allowed, 1, (size_t)V);
     allowed[TOK_PAD] = allowed[TOK_SOS] = 0; /* not outputs (model_argmax_rows) */
+    if (t->int8) { /* its own logits are the ones to pick from */
+        if (!op_linear_int8_argmax(t, x, m->out.w, m->out.b, allowed, best))
+            model_argmax_rows(linear_forward(t, &m->out, x), ds->N, best);
+        return;
+    }
     op_linear_argmax(t, x, m->out.w, m->out.b, allowed, best);
 }
 
