@@ -420,6 +420,20 @@ static void own_rows_range(void *ctx, size_t r0, size_t r1) {
     }
 }
 
+/* Per column, from the arena: gate (0 where allowed, -Inf where not; at least one allowed)
+ * then bias (b, or 0 without one), V floats each. */
+static float *argmax_gate_bias(Tape *t, int V, const Tensor *b, const uint8_t *allowed) {
+    float *gate = arena_alloc(&t->arena, (size_t)2 * V * sizeof *gate), *bias = gate + V;
+    int n_allowed = 0;
+    for (int v = 0; v < V; v++) {
+        n_allowed += !allowed || allowed[v];
+        gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
+        bias[v] = b ? b->data[v] : 0.0f;
+    }
+    S2S_ASSERT(n_allowed > 0);
+    return gate;
+}
+
 bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
                            int32_t *best) {
     int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
@@ -427,18 +441,11 @@ bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tens
     if (N == 0) return true;
     /* as op_linear offers the weight (only outside training) and gemm.c then decides */
     if (!gemm_int8_applies(t, t->grad_enabled ? NULL : w, N, V) || D > 65536) return false;
-    int n_allowed = 0;
-    for (int v = 0; v < V; v++) n_allowed += !allowed || allowed[v];
-    S2S_ASSERT(n_allowed > 0);
     ArenaMark m = arena_mark(&t->arena);
+    float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V; /* op_linear: x + 1 b, or x alone */
     GemmInt8Sums q8 = {arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums),
                        arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale)};
     GemmScreenCols wc = gemm_frozen_screen(t, TAPE_SCREEN_INT8, N, V, D, x->data, D, w, NULL, &q8);
-    float *gate = arena_alloc(&t->arena, (size_t)2 * V * sizeof *gate), *bias = gate + V;
-    for (int v = 0; v < V; v++) {
-        gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
-        bias[v] = b ? b->data[v] : 0.0f; /* op_linear: x + 1 b, or x alone (a zero's sign aside) */
-    }
     ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .colsum = wc.colsum, .gate = gate, .bias = bias, .V = V, .best = best};
     par_for((size_t)N, (size_t)V * 4, own_rows_range, &j);
     arena_rewind(&t->arena, m);
@@ -450,11 +457,6 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
     S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && V > 0 && D > 0);
     if (N == 0) return;
-    if (allowed) {
-        int n = 0;
-        for (int v = 0; v < V; v++) n += allowed[v] != 0;
-        S2S_ASSERT(n > 0);
-    }
     TapeScreen kind = t->screen;
     if (kind == TAPE_SCREEN_AUTO)
         kind = gemm_cpu_has_vnni() ? TAPE_SCREEN_INT8 : gemm_cpu_has_bf16() ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32;
@@ -487,21 +489,19 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
      * + |value|), added per row, for the rounding of scaling back and of the bounds themselves */
     double u = kind == TAPE_SCREEN_BF16 || (!w->frozen && t->bf16) ? 0x1p-8 : 0.0; /* a bf16 tape's own product */
     double c = (2.0 * u + u * u + 2.5 * (D + 2) * 0x1p-24) * (1.0 + 0x1p-10);
-    float *cols = arena_alloc(&t->arena, (size_t)6 * V * sizeof *cols);
-    float *slope = cols, *p = cols + V, *q = cols + 2 * (size_t)V, *base = cols + 3 * (size_t)V,
-          *gate = cols + 4 * (size_t)V, *bias = cols + 5 * (size_t)V;
+    float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V;
+    float *cols = arena_alloc(&t->arena, (size_t)4 * V * sizeof *cols);
+    float *slope = cols, *p = cols + V, *q = cols + 2 * (size_t)V, *base = cols + 3 * (size_t)V;
     const float *wn = wc.norm;
     float wmax = 0.0f, bmax = 0.0f, smax = 0.0f, pmax = 0.0f, qmax = 0.0f, basemax = 0.0f;
     for (int v = 0; v < V; v++) {
-        float bv = b ? b->data[v] : 0.0f;
+        float bv = bias[v];
         wmax = wn[v] > wmax || wn[v] != wn[v] ? wn[v] : wmax; /* NaN sticks */
         bmax = fabsf(bv) > bmax || bv != bv ? fabsf(bv) : bmax;
         slope[v] = (float)(c * wn[v] * (1.0 + 0x1p-20)); /* rounded up, in effect */
         p[v] = wc.l1 ? (float)(0.5001 * wc.l1[v] * (1.0 + 0x1p-20)) : 0.0f;
         q[v] = wc.scale ? (float)(0.5001 * wc.scale[v] * (1.0 + 0x1p-20)) : 0.0f;
         base[v] = (float)((c * fabs((double)bv) + 0x1p-100 * (1.0 + wn[v])) * (1.0 + 0x1p-20));
-        gate[v] = !allowed || allowed[v] ? 0.0f : -INFINITY;
-        bias[v] = bv;
         smax = fmaxf(smax, slope[v]), pmax = fmaxf(pmax, p[v]), qmax = fmaxf(qmax, q[v]);
         basemax = fmaxf(basemax, base[v]);
     }
