@@ -27,7 +27,7 @@ static void make_store(ParamStore *ps, float base) {
     }
 }
 
-static char *save_tmp(bool moments, size_t *len) {
+static char *save_tmp(bool moments, bool keep, size_t *len) {
     ParamStore ps;
     make_store(&ps, 1.0f);
     static char path[64];
@@ -43,12 +43,13 @@ static char *save_tmp(bool moments, size_t *len) {
     char *buf = malloc(*len);
     cr_assert_eq(fread(buf, 1, *len, f), *len);
     fclose(f);
+    if (!keep) unlink(path); /* only round_trip reads the file itself */
     return buf;
 }
 
 Test(checkpoint, round_trip) {
     size_t len;
-    char *img = save_tmp(true, &len);
+    char *img = save_tmp(true, true, &len);
     free(img);
     char path[64];
     snprintf(path, sizeof path, "/tmp/s2s_ckpt_%d.bin", (int)getpid());
@@ -90,7 +91,7 @@ static S2sStatus load_mem(const void *buf, size_t n, S2sError *err) {
 
 Test(checkpoint, every_truncation_is_an_error) {
     size_t len;
-    char *img = save_tmp(true, &len);
+    char *img = save_tmp(true, false, &len);
     S2sError err;
     cr_assert_eq(load_mem(img, len, &err), S2S_OK);
     for (size_t n = 0; n < len; n++) {
@@ -102,7 +103,7 @@ Test(checkpoint, every_truncation_is_an_error) {
 
 Test(checkpoint, every_single_bit_flip_is_caught) {
     size_t len;
-    char *img = save_tmp(false, &len);
+    char *img = save_tmp(false, false, &len);
     S2sError err;
     for (size_t i = 0; i < len; i++) {
         for (int bit = 0; bit < 8; bit += 3) {
@@ -124,7 +125,7 @@ Test(checkpoint, foreign_and_newer_files) {
     cr_expect_eq(load_mem(text, strlen(text), &err), S2S_ERR_CORRUPT);
     cr_expect_eq(load_mem("", 0, &err), S2S_ERR_CORRUPT);
     size_t len;
-    char *img = save_tmp(false, &len);
+    char *img = save_tmp(false, false, &len);
     img[8] = 2; /* format version 2 */
     cr_expect_eq(load_mem(img, len, &err), S2S_ERR_VERSION);
     cr_expect(strstr(err.msg, "version 2"), "%s", err.msg);
@@ -139,7 +140,7 @@ Test(checkpoint, foreign_and_newer_files) {
  * read (the message is the layout's, not the checksum's, which needs the whole file). */
 Test(checkpoint, files_are_checked_before_they_are_read) {
     size_t len;
-    char *img = save_tmp(true, &len);
+    char *img = save_tmp(true, false, &len);
     char path[64];
     snprintf(path, sizeof path, "/tmp/s2s_ckpt_cut_%d.bin", (int)getpid());
     S2sError err;
