@@ -739,11 +739,11 @@ static int32_t scan_pick(const float *x, const Tensor *w, const Tensor *b, const
  * weight row, at the top), columns a rounding apart (a copy plus 1e-6, beyond a bf16
  * screen's reach), a cluster of columns within bf16's rounding of each other, the top
  * column not allowed, Inf and NaN in x, a weight overflowing,
- * no bias, and vocabulary sizes around the 16-wide blocks. */
+ * no bias, and vocabulary sizes around the 16-wide lanes and 64-wide blocks. */
 Test(gemm, linear_argmax_matches_exact_scan) {
     bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
-    int sizes[][2] = {{5, 3}, {19, 64}, {33, 200}, {300, 96}, {1200, 48}};
-    for (int si = 0; si < 5; si++) {
+    int sizes[][2] = {{5, 3}, {19, 64}, {33, 200}, {64, 32}, {129, 40}, {300, 96}, {1200, 48}};
+    for (int si = 0; si < 7; si++) {
         int V = sizes[si][0], D = sizes[si][1], N = 48;
         Rng rng;
         rng_init(&rng, 500 + (uint64_t)si, 0);
@@ -817,6 +817,56 @@ Test(gemm, linear_argmax_matches_exact_scan) {
         tensor_free(b);
         tensor_free(x);
     }
+}
+
+/* op_linear_argmax keeps its bound's per-column factors per frozen weight and bias: on one
+ * tape, the same weights picked twice, then weights scaled 4096-fold and frozen again (a new
+ * stamp), then another bias at the same stamp, each against the written-out scan. Factors
+ * kept from before the change would bound the scaled screen's errors 4096 times too tightly
+ * (the int8 screen's then pick another column in a row of this set). */
+Test(gemm, linear_argmax_factors_follow_the_freeze) {
+    bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
+    int V = 300, D = 96, N = 64;
+    Rng rng;
+    rng_init(&rng, 77, 0);
+    Tensor *w = tensor_new(2, SH(V, D), false), *b = tensor_new(1, SH(V), false), *b2 = tensor_new(1, SH(V), false);
+    Tensor *x = tensor_new(2, SH(N, D), false);
+    tu_fill(w, &rng, -0.2f, 0.2f);
+    tu_fill(b, &rng, -0.5f, 0.5f);
+    tu_fill(b2, &rng, -0.5f, 0.5f);
+    tu_fill(x, &rng, -1, 1);
+    for (int v = 5; v < V; v += 3) /* a cluster within bf16's rounding of column 4 */
+        for (int k = 0; k < D; k++)
+            w->data[(size_t)v * D + k] = w->data[4 * (size_t)D + k] * (1.0f + 0x1p-8f * rng_uniform_range(&rng, -1, 1));
+    for (int screen = TAPE_SCREEN_F32; screen <= TAPE_SCREEN_INT8; screen++) {
+        if (screen == TAPE_SCREEN_BF16 && !bf16_ok) continue;
+        Tape t;
+        tape_init(&t, 1 << 20);
+        t.screen = (TapeScreen)screen;
+        t.screen_check = true;
+        uint64_t stamp = 100 * (uint64_t)screen;
+        for (int round = 0; round < 4; round++) {
+            if (round == 2) { /* new weights, frozen again */
+                for (size_t k = 0; k < w->size; k++) w->data[k] *= 4096.0f;
+                for (int v = 0; v < V; v++) b->data[v] *= 4096.0f;
+                stamp++;
+            }
+            const Tensor *bb = round == 3 ? b2 : b;
+            w->frozen = b->frozen = b2->frozen = stamp;
+            int32_t got[64];
+            op_linear_argmax(&t, x, w, bb, NULL, got);
+            int wrong = 0;
+            for (int r = 0; r < N; r++) wrong += got[r] != scan_pick(x->data + (size_t)r * D, w, bb, NULL);
+            cr_expect_eq(wrong, 0, "screen %d round %d: %d of %d rows picked another column than the scan", screen, round,
+                         wrong, N);
+        }
+        cr_expect(t.argmax_cache != NULL, "screen %d: frozen weights keep their factors", screen);
+        tape_free(&t);
+    }
+    tensor_free(w);
+    tensor_free(b);
+    tensor_free(b2);
+    tensor_free(x);
 }
 
 /* An int8 tape's own pick (op_linear_int8_argmax) against op_linear's int8 logits scanned

@@ -92,6 +92,7 @@ typedef struct Tape {
     bool loss_grads_early;
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
     struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
+    struct ArgmaxCache *argmax_cache; /* op_linear_argmax's per-column bound factors per frozen weight */
     struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */
     /* borrowed: when set, called after each node's turn in backward, last node first (a
      * data-parallel step starts summing the gradients that are final) */

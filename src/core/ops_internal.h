@@ -28,6 +28,7 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n);
 void op_linear_xent_backward(Tape *t, const TapeNode *n);
 /* db (cols) += column sums of dy (rows, cols), columns split over the threads (ops_matmul.c). */
 void ops_bias_grad(float *db, const float *dy, int rows, int cols);
+void ops_argmax_cache_free(struct ArgmaxCache *c);
 void op_gather_rows_backward(Tape *t, const TapeNode *n);
 void op_concat_backward(Tape *t, const TapeNode *n);
 void op_slice_backward(Tape *t, const TapeNode *n);

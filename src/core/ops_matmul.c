@@ -5,6 +5,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One operand seen as Bt matrices of rows × cols, each at base + b * bstride with leading
@@ -198,11 +199,12 @@ typedef struct ArgmaxJob {
     const float *wscale; /* int8: per column, its weight row's scale */
     const int32_t *colsum;
     /* per column: the bound is xn slope[v] + sx p[v] + (l1x + D sx / 2) q[v] + base[v]
-     * + 2^-22 (|approx| + |value|) (see op_linear_argmax); gate[v] 0 where allowed, -Inf
+     * + 2^-22 (|approx| + |value|) (see argmax_cols_fill); gate[v] 0 where allowed, -Inf
      * where not; bias[v] b[v] or 0 */
     const float *slope, *p, *q, *base, *gate, *bias;
     float wmax, bmax;   /* the largest |w_v| and |b_v|: exact dots cannot overflow below 2^126 */
     float smax, pmax, qmax, basemax; /* the largest slope, p, q and base: no bound exceeds their sum's */
+    float *blk; /* per row, each block's highest value (with its gate): the pass's output */
     bool int8, check;
     const uint8_t *allowed;
     int V, D;
@@ -234,7 +236,7 @@ static int32_t argmax_exact_row(const ArgmaxJob *j, const float *x) {
     return best;
 }
 
-enum { LANES = 16 };
+enum { LANES = 16, BLOCK = 4 * LANES }; /* BLOCK: columns under one maximum kept for the second pass */
 
 /* Column v's bound: the exact logit lies within it of approx + b_v. */
 static inline float bound(const ArgmaxJob *j, int v, float approx, float val, float xn, float sx, float l1x) {
@@ -255,12 +257,13 @@ static inline __attribute__((always_inline)) float screen_at(const ScreenRow *s,
 }
 
 /* The pass over every column: the allowed column u with the highest screen value, the largest
- * |value|, and whether any value is an Inf or NaN. */
+ * |value|, whether any value is an Inf or NaN, and each block's highest value (with its gate)
+ * into blk, for the second pass to skip the blocks below its cut unread. */
 static inline __attribute__((always_inline)) int32_t screen_pass(const ArgmaxJob *j, const ScreenRow *s, bool int8,
-                                                                 float *mabs_out, int *bad_out) {
+                                                                 float *restrict blk, float *mabs_out, int *bad_out) {
     const float *restrict gate = j->gate, *restrict bias = j->bias;
     int V = j->V;
-    float lmax[LANES], labs[LANES];
+    float lmax[LANES], labs[LANES], bm[LANES];
     int32_t lidx[LANES];
     int bad[LANES];
     for (int q = 0; q < LANES; q++) lmax[q] = -INFINITY, labs[q] = 0.0f, lidx[q] = -1, bad[q] = 0;
@@ -273,11 +276,20 @@ static inline __attribute__((always_inline)) int32_t screen_pass(const ArgmaxJob
         labs[q_] = fabsf(val_) > labs[q_] ? fabsf(val_) : labs[q_];       \
         lidx[q_] = g_ > lmax[q_] ? (I) : lidx[q_];                        \
         lmax[q_] = g_ > lmax[q_] ? g_ : lmax[q_];                         \
+        bm[q_] = g_ > bm[q_] ? g_ : bm[q_];                               \
     } while (0)
-    int v = 0;
-    for (; v + LANES <= V; v += LANES)
-        for (int q = 0; q < LANES; q++) SCREEN_PASS1(v + q, q);
-    for (; v < V; v++) SCREEN_PASS1(v, 0);
+    for (int v = 0; v < V; v += BLOCK) {
+        for (int q = 0; q < LANES; q++) bm[q] = -INFINITY;
+        if (v + BLOCK <= V) {
+            for (int k = 0; k < BLOCK; k += LANES)
+                for (int q = 0; q < LANES; q++) SCREEN_PASS1(v + k + q, q);
+        } else {
+            for (int c = v; c < V; c++) SCREEN_PASS1(c, 0);
+        }
+        float m = -INFINITY;
+        for (int q = 0; q < LANES; q++) m = bm[q] > m ? bm[q] : m;
+        blk[v / BLOCK] = m;
+    }
 #undef SCREEN_PASS1
     float top_val = -INFINITY, mabs = 0.0f;
     int32_t u = -1;
@@ -292,15 +304,6 @@ static inline __attribute__((always_inline)) int32_t screen_pass(const ArgmaxJob
     return u;
 }
 
-/* Whether any of the n columns from v has a value (with its gate) at or above cut. */
-static inline __attribute__((always_inline)) int screen_any_above(const ArgmaxJob *j, const ScreenRow *s, bool int8,
-                                                                  int v, int n, float cut) {
-    const float *restrict gate = j->gate, *restrict bias = j->bias;
-    int some = 0;
-    for (int q = 0; q < n; q++) some |= screen_at(s, int8, v + q) + bias[v + q] + gate[v + q] >= cut;
-    return some;
-}
-
 /* One row. The allowed column u with the highest screen value gives a lower bound on the
  * best exact logit, top = value_u - beta_u; a column whose value + beta_v is below it cannot
  * win. Rather than a bound for every column, one pass finds u, the largest |value| and any
@@ -310,11 +313,11 @@ static inline __attribute__((always_inline)) int screen_any_above(const ArgmaxJo
  * nearly always) are settled by their exact logits. */
 static inline __attribute__((always_inline)) int32_t argmax_screened_row_k(const ArgmaxJob *j, const ScreenRow *s,
                                                                            bool int8, const float *x, float xn,
-                                                                           float sx, float l1x) {
+                                                                           float sx, float l1x, float *blk) {
     const float *restrict gate = j->gate, *restrict bias = j->bias;
     float mabs;
     int bad;
-    int32_t u = screen_pass(j, s, int8, &mabs, &bad);
+    int32_t u = screen_pass(j, s, int8, blk, &mabs, &bad);
     if (bad || u < 0) return argmax_exact_row(j, x);
     float au = screen_at(s, int8, u), vu = au + bias[u];
     float top = vu - bound(j, u, au, vu, xn, sx, l1x);
@@ -331,11 +334,12 @@ static inline __attribute__((always_inline)) int32_t argmax_screened_row_k(const
     int32_t best = -1;
     int32_t only = -1; /* the first candidate, its exact logit not yet needed */
     float mx = -INFINITY;
-    for (int v = 0; v < j->V; v += LANES) {
-        int n = j->V - v < LANES ? j->V - v : LANES;
-        if (!screen_any_above(j, s, int8, v, n, cut)) continue;
-        for (int c = v; c < v + n; c++) {
+    for (int v = 0; v < j->V; v += BLOCK) {
+        if (!(blk[v / BLOCK] >= cut)) continue; /* no value in it reaches the cut */
+        int end = j->V - v < BLOCK ? j->V : v + BLOCK;
+        for (int c = v; c < end; c++) {
             float ac = screen_at(s, int8, c), vc = ac + bias[c];
+            if (!(vc + gate[c] >= cut)) continue; /* nor can its bound reach top (the check above) */
             if (!((vc + bound(j, c, ac, vc, xn, sx, l1x)) + gate[c] >= top)) continue;
             if (best < 0 && only < 0) {
                 only = c;
@@ -357,13 +361,14 @@ static inline __attribute__((always_inline)) int32_t argmax_screened_row_k(const
 }
 
 static int32_t argmax_screened_row(const ArgmaxJob *j, size_t r, const float *x, float xn, float sx, float l1x) {
+    float *blk = j->blk + r * (size_t)((j->V + BLOCK - 1) / BLOCK);
     if (j->int8) {
         ScreenRow s = {.sums = j->q8.sums + r * j->V, .colsum = j->colsum, .wscale = j->wscale,
                        .sr = j->q8.row_scale[r]};
-        return argmax_screened_row_k(j, &s, true, x, xn, sx, l1x);
+        return argmax_screened_row_k(j, &s, true, x, xn, sx, l1x, blk);
     }
     ScreenRow s = {.a = j->approx + r * j->V};
-    return argmax_screened_row_k(j, &s, false, x, xn, sx, l1x);
+    return argmax_screened_row_k(j, &s, false, x, xn, sx, l1x, blk);
 }
 
 static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
@@ -418,6 +423,89 @@ static void own_rows_range(void *ctx, size_t r0, size_t r1) {
                 }
         j->best[r] = best;
     }
+}
+
+/* The bound's per-column factors (slope, p, q, base: see argmax_cols_fill) and their maxima.
+ * They depend only on the weight, its screen and the bias, so they are kept per frozen weight
+ * and bias (a few slots, the oldest replaced): made at every decoding step they were a
+ * serial pass of double arithmetic over every column. */
+typedef struct ArgmaxCols {
+    const float *w, *b; /* the key: data, freeze stamps, screen kind and shape */
+    uint64_t w_stamp, b_stamp;
+    int kind, V, D;
+    float *slope, *p, *q, *base; /* one block of 4 V */
+    float wmax, bmax, smax, pmax, qmax, basemax;
+} ArgmaxCols;
+
+enum { ARGMAX_CACHE_SLOTS = 4 };
+struct ArgmaxCache {
+    ArgmaxCols slot[ARGMAX_CACHE_SLOTS];
+    int next;
+};
+
+void ops_argmax_cache_free(struct ArgmaxCache *c) {
+    if (!c) return;
+    for (int i = 0; i < ARGMAX_CACHE_SLOTS; i++) free(c->slot[i].slope);
+    free(c);
+}
+
+/* |approx + b - exact| <= c (|x| |w_v| + |b_v|) + (int8) e: c = 2u + u^2 + 2 gamma, with
+ * u = 2^-8 for each operand rounded to bfloat16 (0 otherwise) and gamma = (D + 1) 2^-24
+ * for the float32 sums of the screen and of the exact dot (any order); for int8, each
+ * value within 0.5001 of its scale of the quantised one (rounding of x / s included):
+ * e = sx |w_v|_1 / 2 + s_v (|x|_1 + D sx / 2) / 2. All with room to spare; 2^-100 (1 + |w_v|)
+ * for values flushed to zero (bf16 kernels treat subnormals as zero), and 2^-22 (|approx|
+ * + |value|), added per row, for the rounding of scaling back and of the bounds themselves */
+static void argmax_cols_fill(ArgmaxCols *ac, double u, const float *bias, GemmScreenCols wc) {
+    int V = ac->V, D = ac->D;
+    double c = (2.0 * u + u * u + 2.5 * (D + 2) * 0x1p-24) * (1.0 + 0x1p-10);
+    const float *wn = wc.norm;
+    float wmax = 0.0f, bmax = 0.0f, smax = 0.0f, pmax = 0.0f, qmax = 0.0f, basemax = 0.0f;
+    for (int v = 0; v < V; v++) {
+        float bv = bias[v];
+        wmax = wn[v] > wmax || wn[v] != wn[v] ? wn[v] : wmax; /* NaN sticks */
+        bmax = fabsf(bv) > bmax || bv != bv ? fabsf(bv) : bmax;
+        ac->slope[v] = (float)(c * wn[v] * (1.0 + 0x1p-20)); /* rounded up, in effect */
+        ac->p[v] = wc.l1 ? (float)(0.5001 * wc.l1[v] * (1.0 + 0x1p-20)) : 0.0f;
+        ac->q[v] = wc.scale ? (float)(0.5001 * wc.scale[v] * (1.0 + 0x1p-20)) : 0.0f;
+        ac->base[v] = (float)((c * fabs((double)bv) + 0x1p-100 * (1.0 + wn[v])) * (1.0 + 0x1p-20));
+        smax = fmaxf(smax, ac->slope[v]), pmax = fmaxf(pmax, ac->p[v]), qmax = fmaxf(qmax, ac->q[v]);
+        basemax = fmaxf(basemax, ac->base[v]);
+    }
+    ac->wmax = wmax, ac->bmax = bmax, ac->smax = smax, ac->pmax = pmax, ac->qmax = qmax, ac->basemax = basemax;
+}
+
+/* The factors for this call: a slot's when the weight and the bias (if any) are frozen, else
+ * made in the arena. */
+static const ArgmaxCols *argmax_cols(Tape *t, TapeScreen kind, const Tensor *w, const Tensor *b, const float *bias,
+                                     GemmScreenCols wc, int V, int D) {
+    double u = kind == TAPE_SCREEN_BF16 || (!w->frozen && t->bf16) ? 0x1p-8 : 0.0; /* a bf16 tape's own product */
+    ArgmaxCols key = {.w = w->data, .b = b ? b->data : NULL, .w_stamp = w->frozen, .b_stamp = b ? b->frozen : 0,
+                      .kind = (int)kind, .V = V, .D = D};
+    if (!w->frozen || (b && !b->frozen)) {
+        ArgmaxCols *ac = arena_alloc(&t->arena, sizeof *ac);
+        *ac = key;
+        ac->slope = arena_alloc(&t->arena, (size_t)4 * V * sizeof *ac->slope);
+        ac->p = ac->slope + V, ac->q = ac->slope + 2 * (size_t)V, ac->base = ac->slope + 3 * (size_t)V;
+        argmax_cols_fill(ac, u, bias, wc);
+        return ac;
+    }
+    if (!t->argmax_cache) t->argmax_cache = s2s_xcalloc(1, sizeof *t->argmax_cache);
+    struct ArgmaxCache *cache = t->argmax_cache;
+    for (int i = 0; i < ARGMAX_CACHE_SLOTS; i++) {
+        ArgmaxCols *ac = &cache->slot[i];
+        if (ac->slope && ac->w == key.w && ac->b == key.b && ac->w_stamp == key.w_stamp && ac->b_stamp == key.b_stamp &&
+            ac->kind == key.kind && ac->V == V && ac->D == D)
+            return ac;
+    }
+    ArgmaxCols *ac = &cache->slot[cache->next];
+    cache->next = (cache->next + 1) % ARGMAX_CACHE_SLOTS;
+    free(ac->slope);
+    *ac = key;
+    ac->slope = s2s_xmalloc((size_t)4 * V * sizeof *ac->slope);
+    ac->p = ac->slope + V, ac->q = ac->slope + 2 * (size_t)V, ac->base = ac->slope + 3 * (size_t)V;
+    argmax_cols_fill(ac, u, bias, wc);
+    return ac;
 }
 
 /* Per column, from the arena: gate (0 where allowed, -Inf where not; at least one allowed)
@@ -480,36 +568,14 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
         s2s_gemm(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
         wc.norm = norm;
     }
-    /* |approx + b - exact| <= c (|x| |w_v| + |b_v|) + (int8) e: c = 2u + u^2 + 2 gamma, with
-     * u = 2^-8 for each operand rounded to bfloat16 (0 otherwise) and gamma = (D + 1) 2^-24
-     * for the float32 sums of the screen and of the exact dot (any order); for int8, each
-     * value within 0.5001 of its scale of the quantised one (rounding of x / s included):
-     * e = sx |w_v|_1 / 2 + s_v (|x|_1 + D sx / 2) / 2. All with room to spare; 2^-100 (1 + |w_v|)
-     * for values flushed to zero (bf16 kernels treat subnormals as zero), and 2^-22 (|approx|
-     * + |value|), added per row, for the rounding of scaling back and of the bounds themselves */
-    double u = kind == TAPE_SCREEN_BF16 || (!w->frozen && t->bf16) ? 0x1p-8 : 0.0; /* a bf16 tape's own product */
-    double c = (2.0 * u + u * u + 2.5 * (D + 2) * 0x1p-24) * (1.0 + 0x1p-10);
     float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V;
-    float *cols = arena_alloc(&t->arena, (size_t)4 * V * sizeof *cols);
-    float *slope = cols, *p = cols + V, *q = cols + 2 * (size_t)V, *base = cols + 3 * (size_t)V;
-    const float *wn = wc.norm;
-    float wmax = 0.0f, bmax = 0.0f, smax = 0.0f, pmax = 0.0f, qmax = 0.0f, basemax = 0.0f;
-    for (int v = 0; v < V; v++) {
-        float bv = bias[v];
-        wmax = wn[v] > wmax || wn[v] != wn[v] ? wn[v] : wmax; /* NaN sticks */
-        bmax = fabsf(bv) > bmax || bv != bv ? fabsf(bv) : bmax;
-        slope[v] = (float)(c * wn[v] * (1.0 + 0x1p-20)); /* rounded up, in effect */
-        p[v] = wc.l1 ? (float)(0.5001 * wc.l1[v] * (1.0 + 0x1p-20)) : 0.0f;
-        q[v] = wc.scale ? (float)(0.5001 * wc.scale[v] * (1.0 + 0x1p-20)) : 0.0f;
-        base[v] = (float)((c * fabs((double)bv) + 0x1p-100 * (1.0 + wn[v])) * (1.0 + 0x1p-20));
-        smax = fmaxf(smax, slope[v]), pmax = fmaxf(pmax, p[v]), qmax = fmaxf(qmax, q[v]);
-        basemax = fmaxf(basemax, base[v]);
-    }
+    const ArgmaxCols *ac = argmax_cols(t, kind, w, b, bias, wc, V, D);
+    float *blk = arena_alloc(&t->arena, (size_t)N * ((V + BLOCK - 1) / BLOCK) * sizeof *blk);
     ArgmaxJob j = {.x = x->data, .w = w->data, .approx = approx, .q8 = q8, .wscale = wc.scale, .colsum = wc.colsum,
-                   .slope = slope, .p = p, .q = q, .base = base, .gate = gate, .bias = bias, .wmax = wmax,
-                   .bmax = bmax, .smax = smax, .pmax = pmax, .qmax = qmax, .basemax = basemax,
-                   .int8 = kind == TAPE_SCREEN_INT8, .check = t->screen_check, .allowed = allowed, .V = V, .D = D,
-                   .best = best};
+                   .slope = ac->slope, .p = ac->p, .q = ac->q, .base = ac->base, .gate = gate, .bias = bias,
+                   .wmax = ac->wmax, .bmax = ac->bmax, .smax = ac->smax, .pmax = ac->pmax, .qmax = ac->qmax,
+                   .basemax = ac->basemax, .blk = blk, .int8 = kind == TAPE_SCREEN_INT8, .check = t->screen_check,
+                   .allowed = allowed, .V = V, .D = D, .best = best};
     par_for((size_t)N, (size_t)V * 4, argmax_rows_range, &j);
     arena_rewind(&t->arena, m);
 }

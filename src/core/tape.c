@@ -46,6 +46,7 @@ void tape_init(Tape *t, size_t arena_bytes) {
 
 void tape_free(Tape *t) {
     gemm_plans_free(t->gemm_plans);
+    ops_argmax_cache_free(t->argmax_cache);
     arena_free(&t->arena);
     free(t->nodes);
     free(t->free_grads);
