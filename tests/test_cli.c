@@ -888,7 +888,8 @@ Test(cli, translate_refs_outputs_and_endless_input, .timeout = 120) {
     free(d);
 }
 
-/* D29: a warm-up that leaves no timed batch is refused, never a timing of nothing. */
+/* D29: a warm-up that leaves no timed batch is refused, never a timing of nothing; and the
+ * options that choose what ./speed measures. */
 Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     char *d = tu_tmpdir();
     cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --warmup 10 --no-decode > %s/out 2> %s/err", tu_bin(), d, d), 2);
@@ -941,6 +942,28 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     const char *tr = strstr(e, "\"phase\":\"train\""), *gr = strstr(e, "\"phase\":\"greedy_full\"");
     cr_expect(tr && gr && tr < gr && strstr(gr, "\"gemm_s\":") && strtod(strstr(gr, "\"gemm_s\":") + 9, NULL) > 0, "%s", e);
     free(e);
+    /* --decode-modes and --repeat: only the runs named, each as often as asked, in order */
+    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --no-train --decode-modes beam,greedy_full --repeat 2 "
+                       "> %s/out",
+                       tu_bin(), d),
+                 0);
+    e = tu_slurp(p, NULL);
+    cr_assert(e);
+    const char *want[] = {"\"mode\":\"greedy_full\"", "\"rep\":0}", "\"mode\":\"greedy_full\"", "\"rep\":1}",
+                          "\"mode\":\"beam\"",        "\"rep\":0}", "\"mode\":\"beam\"",        "\"rep\":1}"};
+    const char *at = e;
+    for (int i = 0; i < 8 && at; i++)
+        if ((at = strstr(at, want[i]))) at++;
+    int lines = 0;
+    for (const char *q = strstr(e, "\"event\":\"decode\""); q; q = strstr(q + 1, "\"event\":\"decode\"")) lines++;
+    cr_expect(at && lines == 4 && !strstr(e, "\"mode\":\"greedy\""), "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("%s/speed --config reverse --no-train --decode-modes greedy,beams 2> %s/err", tu_bin(), d), 2);
+    snprintf(p, sizeof p, "%s/err", d);
+    e = tu_slurp(p, NULL);
+    cr_expect(e && strstr(e, "--decode-modes: 'beams' is not one of greedy, greedy_full, beam"), "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("%s/speed --config reverse --no-train --repeat 0 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/speed 2> /dev/null", tu_bin()), 2, "a bare ./speed shows its usage, starts no benchmark");
     tu_rm_rf(d);

@@ -7,8 +7,9 @@
  * of a decoder that never stops, comparable across implementations — and "greedy" stops at
  * <eos> as users' decoding does. train.precision=bf16 runs the GEMMs in bfloat16.
 * --decode-batch N decodes N sentences at a time (128, as PyTorch's --decode-bench --bs).
+* --decode-modes and --repeat pick the decoding runs and repeat each (A/B timing of two builds).
 *   speed [--config multi30k] [--model FILE] [--warmup 5] [--iters 60] [--no-train] [--no-decode]
-*         [--decode-batch 128] [--set key=value]... */
+*         [--decode-batch 128] [--decode-modes greedy,greedy_full,beam] [--repeat 1] [--set key=value]... */
 #include "s2s/eval.h"
 #include "s2s/gemm.h"
 #include "s2s/optim.h"
@@ -166,22 +167,50 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double seconds, const cha
     gemm_stats_free(st);
 }
 
+/* The decoding runs, in the order they are measured. */
+typedef struct DecodeRun {
+    const char *name;
+    int beam, full;
+} DecodeRun;
+static const DecodeRun DECODE_RUNS[] = {{"greedy", 1, 0}, {"greedy_full", 1, 50}, {"beam", 5, 0}};
+enum { DECODE_RUN_COUNT = sizeof DECODE_RUNS / sizeof *DECODE_RUNS };
+
+/* "greedy,beam" into a mask of DECODE_RUNS. */
+static S2sStatus parse_modes(const char *list, unsigned *mask, S2sError *err) {
+    *mask = 0;
+    for (const char *p = list;;) {
+        size_t n = strcspn(p, ",");
+        int r = 0;
+        while (r < DECODE_RUN_COUNT && !(strlen(DECODE_RUNS[r].name) == n && !strncmp(p, DECODE_RUNS[r].name, n))) r++;
+        if (r == DECODE_RUN_COUNT)
+            return s2s_fail(err, S2S_ERR_CONFIG, "--decode-modes: '%.*s' is not one of greedy, greedy_full, beam",
+                            (int)(n < 64 ? n : 64), p);
+        *mask |= 1u << r;
+        if (!p[n]) return S2S_OK;
+        p += n + 1;
+    }
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: speed [--config NAME] [--model FILE] [--warmup N] [--iters N] [--no-train] [--no-decode]\n"
-               "             [--decode-batch N] [--gemm-profile] [--set key=value]...\n"
+               "             [--decode-batch N] [--decode-modes LIST] [--repeat N] [--gemm-profile] [--set key=value]...\n"
                "\n"
                "Measures training and decoding throughput of a config (default multi30k) on this machine and prints\n"
                "one JSON line per measurement: --warmup batches first, then --iters timed ones (default 5 and 60).\n"
                "--gemm-profile times every product of the timed training steps and prints the slowest shapes, the\n"
                "products by back end, and the step's GEMM rate beside oneDNN matmul primitives' on the same shapes\n"
                "(slows the step a little); then the same for the fixed-length greedy decoding (\"phase\").\n"
+               "--decode-modes takes some of greedy, greedy_full (50 steps for every sentence) and beam (5), comma-\n"
+               "separated (default all three); --repeat N measures each N times, a line each (\"rep\": 0 .. N-1), to\n"
+               "time two builds by alternating them on a machine whose speed drifts.\n"
                "Under mpirun (mpirun -np 2 ./speed --no-decode --set threads=1) the training steps run as ranks of a\n"
                "data-parallel run, and the line adds the gradient sum's time per batch.\n");
 }
 
 int main(int argc, char **argv) {
     const char *config = "multi30k", *model_path = NULL;
-    int warmup = 5, iters = 60, decode_batch = 128;
+    int warmup = 5, iters = 60, decode_batch = 128, repeat = 1;
+    unsigned modes = (1u << DECODE_RUN_COUNT) - 1;
     bool decode = true, train = true, profile = false;
     GemmStats stats = {0};
     Config cfg;
@@ -189,13 +218,26 @@ int main(int argc, char **argv) {
     const char *sets[64];
     int n_sets = 0;
     S2sError err;
-    enum { O_CONFIG = 256, O_MODEL, O_WARMUP, O_ITERS, O_DECODE_BATCH, O_NO_DECODE, O_NO_TRAIN, O_SET, O_PROFILE };
+    enum {
+        O_CONFIG = 256,
+        O_MODEL,
+        O_WARMUP,
+        O_ITERS,
+        O_DECODE_BATCH,
+        O_NO_DECODE,
+        O_NO_TRAIN,
+        O_SET,
+        O_PROFILE,
+        O_MODES,
+        O_REPEAT
+    };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},         {"config", required_argument, NULL, O_CONFIG},
         {"model", required_argument, NULL, O_MODEL}, {"warmup", required_argument, NULL, O_WARMUP},
         {"iters", required_argument, NULL, O_ITERS}, {"decode-batch", required_argument, NULL, O_DECODE_BATCH},
         {"no-decode", no_argument, NULL, O_NO_DECODE}, {"no-train", no_argument, NULL, O_NO_TRAIN},
         {"set", required_argument, NULL, O_SET},  {"gemm-profile", no_argument, NULL, O_PROFILE},
+        {"decode-modes", required_argument, NULL, O_MODES}, {"repeat", required_argument, NULL, O_REPEAT},
         {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
@@ -210,6 +252,8 @@ int main(int argc, char **argv) {
         case O_NO_DECODE: decode = false; break;
         case O_NO_TRAIN: train = false; break;
         case O_PROFILE: profile = true; break;
+        case O_MODES: bad = parse_modes(optarg, &modes, &err); break;
+        case O_REPEAT: bad = args_int("--repeat", optarg, 1, 1000, &repeat, &err); break;
         case O_SET:
             if (n_sets == 64) bad = s2s_fail(&err, S2S_ERR_CONFIG, "too many --set options");
             else sets[n_sets++] = optarg;
@@ -394,20 +438,22 @@ int main(int argc, char **argv) {
     if (decode) {
         params_freeze(&m.params, bf16);
         decode_rate(&t, &m, &d.test, decode_batch, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
-        struct { const char *name; int beam, full; } runs[] = {{"greedy", 1, 0}, {"greedy_full", 1, 50}, {"beam", 5, 0}};
-        for (int r = 0; r < 3; r++) {
-            long out_tokens;
-            GemmStats dstats = {0};
-            if (profile && runs[r].full) t.gemm_stats = &dstats;
-            double rate = decode_rate(&t, &m, &d.test, decode_batch, runs[r].beam, runs[r].full, &out_tokens);
-            t.gemm_stats = NULL;
-            printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
-                   "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f}\n",
-                   prec, lib, runs[r].name, runs[r].beam, model_path ? "trained" : "random", decode_batch, d.test.n, rate, out_tokens,
-                   peak_rss_mb());
-            if (profile && runs[r].full) print_gemm_profile(&t, &dstats, d.test.n / rate, prec, "greedy_full");
-            fflush(stdout);
-        }
+        for (int r = 0; r < DECODE_RUN_COUNT; r++)
+            for (int k = 0; k < repeat && (modes >> r & 1); k++) {
+                const DecodeRun *run = &DECODE_RUNS[r];
+                bool prof = profile && run->full && k == 0;
+                long out_tokens;
+                GemmStats dstats = {0};
+                if (prof) t.gemm_stats = &dstats;
+                double rate = decode_rate(&t, &m, &d.test, decode_batch, run->beam, run->full, &out_tokens);
+                t.gemm_stats = NULL;
+                printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
+                       "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f,\"rep\":%d}\n",
+                       prec, lib, run->name, run->beam, model_path ? "trained" : "random", decode_batch, d.test.n, rate,
+                       out_tokens, peak_rss_mb(), k);
+                if (prof) print_gemm_profile(&t, &dstats, d.test.n / rate, prec, "greedy_full");
+                fflush(stdout);
+            }
     }
     if (dist.size > 1) optim_grad_sum_free(&gsum);
     dist_finalize(&dist);
