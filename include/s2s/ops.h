@@ -41,7 +41,8 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
  * rigorous bound on each one's error (bf16: about 2^-7 |x| |w_v|; int8: half a quantisation
  * step per element, through the 1-norms), and only the columns whose upper bound reaches
  * the lower bound of the column with the best screen value get their exact dot product
- * (the screen's values scaled back inside that pass, never stored): 0.5-1.3 per row with trained
+ * (the screen's values scaled back inside that pass, never stored; the bounds' per-column
+ * factors kept on the tape per frozen W and b, Tape.argmax_cache): 0.5-1.3 per row with trained
  * Multi30k models, about 40 with random weights (flat logits). On a bf16 tape x came from
  * bf16 products; the pick is still the float32 argmax for that x. Not differentiable (no
  * node); writes best (N). */
