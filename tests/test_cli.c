@@ -964,6 +964,18 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     cr_expect(e && strstr(e, "--decode-modes: 'beams' is not one of greedy, greedy_full, beam"), "%s", e);
     free(e);
     cr_expect_eq(tu_sh("%s/speed --config reverse --no-train --repeat 0 2> /dev/null", tu_bin()), 2);
+    /* scripts/ab-speed.sh: two builds (here one, twice) alternated, a median per measurement */
+    cr_expect_eq(tu_sh("scripts/ab-speed.sh --rounds 2 %s/speed %s/speed --config reverse --set train_size=100 --no-train "
+                       "--decode-modes greedy_full --repeat 2 > %s/out 2> %s/err",
+                       tu_bin(), tu_bin(), d, d),
+                 0);
+    snprintf(p, sizeof p, "%s/out", d);
+    e = tu_slurp(p, NULL);
+    cr_expect(e && strstr(e, "decode/fp32/greedy_full") && strstr(e, " A  n 4  median ") && strstr(e, " B  n 4  median ") &&
+                  strstr(e, "B/A "),
+              "%s", e);
+    free(e);
+    cr_expect_eq(tu_sh("scripts/ab-speed.sh %s/speed 2> /dev/null", tu_bin()), 2, "one build is no comparison");
     cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
     cr_expect_eq(tu_sh("%s/speed 2> /dev/null", tu_bin()), 2, "a bare ./speed shows its usage, starts no benchmark");
     tu_rm_rf(d);
