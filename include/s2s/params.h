@@ -5,7 +5,9 @@
  * them. Parameters are declared first (params_add, by PyTorch-style name and shape), then
  * params_alloc lays the blocks out; the Tensor pointers handed out stay valid from
  * declaration to params_free. Zeroing, clipping and Adam are then single loops over the
- * blocks, and a checkpoint is a table plus one write. */
+ * blocks, and a checkpoint is a table plus one write. The blocks are anonymous mappings
+ * (page-aligned zeros that cost nothing until written: a decoder never touches its
+ * gradients). */
 #ifndef S2S_PARAMS_H
 #define S2S_PARAMS_H
 

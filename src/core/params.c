@@ -1,5 +1,5 @@
 /* params.c — one block each for parameters, gradients and optimizer state. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _DEFAULT_SOURCE /* clock_gettime, MAP_ANONYMOUS */
 #include "s2s/params.h"
 #include "s2s/par.h"
 #include "s2s/common.h"
@@ -8,22 +8,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define PARAM_ALIGN 16 /* floats: every tensor starts on a 64-byte boundary */
 
 void params_init(ParamStore *ps) { memset(ps, 0, sizeof *ps); }
 
+static void block_free(float *p, size_t total);
+
 void params_free(ParamStore *ps) {
     for (int i = 0; i < ps->count; i++) free(ps->items[i].t);
     for (int i = 0; i < ps->n_views; i++) free(ps->views[i].t);
     free(ps->items);
     free(ps->views);
-    free(ps->data);
-    free(ps->grad);
-    free(ps->m);
-    free(ps->v);
-    free(ps->ema);
+    block_free(ps->data, ps->total);
+    block_free(ps->grad, ps->total);
+    block_free(ps->m, ps->total);
+    block_free(ps->v, ps->total);
+    block_free(ps->ema, ps->total);
     free(ps->bf16);
     memset(ps, 0, sizeof *ps);
 }
@@ -69,13 +72,20 @@ Tensor *params_view(ParamStore *ps, Tensor *parent, size_t offset, int ndim, con
     return t;
 }
 
-/* 64-byte aligned and zeroed, or NULL; total is a multiple of PARAM_ALIGN floats. */
+static size_t block_bytes(size_t total) { return (total ? total : PARAM_ALIGN) * sizeof(float); }
+
+/* Page-aligned and zeroed, or NULL; total is a multiple of PARAM_ALIGN floats. Mapped, not
+ * allocated and cleared: the pages are the system's zeros until first written, so a block
+ * nothing writes (the gradients of a model loaded to decode) costs no memory and no time,
+ * and the weights are written once (by their initialisation or the file), not twice. */
 static float *block_alloc(size_t total) {
     if (total > SIZE_MAX / sizeof(float) - PARAM_ALIGN) return NULL;
-    size_t bytes = (total ? total : PARAM_ALIGN) * sizeof(float);
-    float *p = aligned_alloc(64, bytes);
-    if (p) memset(p, 0, bytes);
-    return p;
+    void *p = mmap(NULL, block_bytes(total), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void block_free(float *p, size_t total) {
+    if (p) munmap(p, block_bytes(total));
 }
 
 static S2sStatus no_memory(const ParamStore *ps, const char *what, S2sError *err) {
@@ -88,7 +98,7 @@ S2sStatus params_alloc(ParamStore *ps, S2sError *err) {
     ps->data = block_alloc(ps->total);
     ps->grad = ps->data ? block_alloc(ps->total) : NULL;
     if (!ps->grad) {
-        free(ps->data);
+        block_free(ps->data, ps->total);
         ps->data = NULL;
         return no_memory(ps, "weights and gradients", err);
     }
@@ -123,7 +133,7 @@ S2sStatus params_alloc_moments(ParamStore *ps, S2sError *err) {
     ps->m = block_alloc(ps->total);
     ps->v = ps->m ? block_alloc(ps->total) : NULL;
     if (!ps->v) {
-        free(ps->m);
+        block_free(ps->m, ps->total);
         ps->m = NULL;
         return no_memory(ps, "optimizer moments", err);
     }
@@ -156,6 +166,16 @@ void params_init_uniform(ParamStore *ps, Rng *rng, float a) {
     }
 }
 
+typedef struct Bf16Copy {
+    const float *x;
+    uint16_t *y;
+} Bf16Copy;
+
+static void bf16_copy_range(void *ctx, size_t b, size_t e) {
+    const Bf16Copy *c = ctx;
+    bf16_from_f32(c->x + b, c->y + b, e - b);
+}
+
 void params_freeze(ParamStore *ps, bool bf16) {
     S2S_ASSERT(ps->allocated);
     /* Stamps name a weight's contents to caches keyed by its address: a clock keeps them
@@ -166,7 +186,8 @@ void params_freeze(ParamStore *ps, bool bf16) {
     ps->stamp = now > ps->stamp ? now : ps->stamp + 1;
     if (bf16) {
         if (!ps->bf16) ps->bf16 = s2s_xmalloc(ps->total * sizeof *ps->bf16);
-        bf16_from_f32(ps->data, ps->bf16, ps->total);
+        Bf16Copy c = {ps->data, ps->bf16}; /* element by element: the same bits on any split */
+        par_for(ps->total, 1, bf16_copy_range, &c);
     }
     for (int i = 0; i < ps->count; i++) {
         Tensor *t = ps->items[i].t;
