@@ -230,6 +230,10 @@ Test(params, one_block_aligned_and_named) {
     cr_expect_eq((uintptr_t)a->data % 64, 0);
     cr_expect_eq((uintptr_t)b->data % 64, 0);
     cr_expect(b->data > a->data && b->data < ps.data + ps.total);
+    cr_assert_eq(params_alloc_moments(&ps, NULL), S2S_OK);
+    int nonzero = 0; /* every block starts as zeros */
+    for (size_t i = 0; i < ps.total; i++) nonzero += ps.data[i] != 0.0f || ps.grad[i] != 0.0f || ps.m[i] != 0.0f || ps.v[i] != 0.0f;
+    cr_expect_eq(nonzero, 0);
     cr_expect_eq(params_find(&ps, "enc.b")->t, b);
     cr_expect_null(params_find(&ps, "nope"));
     b->grad[3] = 2.0f;
