@@ -11,6 +11,7 @@
 #define S2S_PAR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define PAR_MIN_WORK ((size_t)1 << 20)
 
@@ -24,5 +25,8 @@ double par_sum_sq(const float *x, size_t n);
 
 /* memset(x, 0, n floats) split over the threads. */
 void par_zero(float *x, size_t n);
+
+/* bf16_from_f32(x, y, n) split over the threads (element by element: the same bits). */
+void par_bf16_from_f32(const float *x, uint16_t *y, size_t n);
 
 #endif

@@ -861,12 +861,8 @@ bool gemm_small_batched(Tape *t, bool ta, bool tb, int M, int N, int K, int batc
 }
 
 uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
-    enum { CHUNK = 16384 }; /* rows of a flat copy, so that it splits over the threads */
     uint16_t *y = arena_alloc(&t->arena, n * sizeof *y);
-    size_t whole = n / CHUNK;
-    Bf16Job j = {x, y, CHUNK, CHUNK};
-    par_for(whole, CHUNK, bf16_rows, &j);
-    bf16_from_f32(x + whole * CHUNK, y + whole * CHUNK, n - whole * CHUNK);
+    par_bf16_from_f32(x, y, n);
     return y;
 }
 

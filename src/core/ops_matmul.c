@@ -455,9 +455,11 @@ void ops_argmax_cache_free(struct ArgmaxCache *c) {
  * value within 0.5001 of its scale of the quantised one (rounding of x / s included):
  * e = sx |w_v|_1 / 2 + s_v (|x|_1 + D sx / 2) / 2. All with room to spare; 2^-100 (1 + |w_v|)
  * for values flushed to zero (bf16 kernels treat subnormals as zero), and 2^-22 (|approx|
- * + |value|), added per row, for the rounding of scaling back and of the bounds themselves */
-static void argmax_cols_fill(ArgmaxCols *ac, double u, const float *bias, GemmScreenCols wc) {
+ * + |value|), added per row, for the rounding of scaling back and of the bounds themselves.
+ * The four columns are laid out in block (4 V floats). */
+static void argmax_cols_fill(ArgmaxCols *ac, float *block, double u, const float *bias, GemmScreenCols wc) {
     int V = ac->V, D = ac->D;
+    ac->slope = block, ac->p = block + V, ac->q = block + 2 * (size_t)V, ac->base = block + 3 * (size_t)V;
     double c = (2.0 * u + u * u + 2.5 * (D + 2) * 0x1p-24) * (1.0 + 0x1p-10);
     const float *wn = wc.norm;
     float wmax = 0.0f, bmax = 0.0f, smax = 0.0f, pmax = 0.0f, qmax = 0.0f, basemax = 0.0f;
@@ -485,9 +487,7 @@ static const ArgmaxCols *argmax_cols(Tape *t, TapeScreen kind, const Tensor *w, 
     if (!w->frozen || (b && !b->frozen)) {
         ArgmaxCols *ac = arena_alloc(&t->arena, sizeof *ac);
         *ac = key;
-        ac->slope = arena_alloc(&t->arena, (size_t)4 * V * sizeof *ac->slope);
-        ac->p = ac->slope + V, ac->q = ac->slope + 2 * (size_t)V, ac->base = ac->slope + 3 * (size_t)V;
-        argmax_cols_fill(ac, u, bias, wc);
+        argmax_cols_fill(ac, arena_alloc(&t->arena, (size_t)4 * V * sizeof(float)), u, bias, wc);
         return ac;
     }
     if (!t->argmax_cache) t->argmax_cache = s2s_xcalloc(1, sizeof *t->argmax_cache);
@@ -502,9 +502,7 @@ static const ArgmaxCols *argmax_cols(Tape *t, TapeScreen kind, const Tensor *w, 
     cache->next = (cache->next + 1) % ARGMAX_CACHE_SLOTS;
     free(ac->slope);
     *ac = key;
-    ac->slope = s2s_xmalloc((size_t)4 * V * sizeof *ac->slope);
-    ac->p = ac->slope + V, ac->q = ac->slope + 2 * (size_t)V, ac->base = ac->slope + 3 * (size_t)V;
-    argmax_cols_fill(ac, u, bias, wc);
+    argmax_cols_fill(ac, s2s_xmalloc((size_t)4 * V * sizeof(float)), u, bias, wc);
     return ac;
 }
 

@@ -1,6 +1,7 @@
 /* par.c — ranges over libgomp's threads (see par.h). */
 #include "s2s/par.h"
 #include "s2s/common.h"
+#include "s2s/bf16.h"
 
 #include <string.h>
 
@@ -78,3 +79,18 @@ double par_sum_sq(const float *x, size_t n) {
 static void zero_range(void *ctx, size_t b, size_t e) { memset((float *)ctx + b, 0, (e - b) * sizeof(float)); }
 
 void par_zero(float *x, size_t n) { par_for(n, 1, zero_range, x); }
+
+typedef struct Bf16Copy {
+    const float *x;
+    uint16_t *y;
+} Bf16Copy;
+
+static void bf16_range(void *ctx, size_t b, size_t e) {
+    const Bf16Copy *c = ctx;
+    bf16_from_f32(c->x + b, c->y + b, e - b);
+}
+
+void par_bf16_from_f32(const float *x, uint16_t *y, size_t n) {
+    Bf16Copy c = {x, y};
+    par_for(n, 1, bf16_range, &c);
+}

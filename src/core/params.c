@@ -166,16 +166,6 @@ void params_init_uniform(ParamStore *ps, Rng *rng, float a) {
     }
 }
 
-typedef struct Bf16Copy {
-    const float *x;
-    uint16_t *y;
-} Bf16Copy;
-
-static void bf16_copy_range(void *ctx, size_t b, size_t e) {
-    const Bf16Copy *c = ctx;
-    bf16_from_f32(c->x + b, c->y + b, e - b);
-}
-
 void params_freeze(ParamStore *ps, bool bf16) {
     S2S_ASSERT(ps->allocated);
     /* Stamps name a weight's contents to caches keyed by its address: a clock keeps them
@@ -186,8 +176,7 @@ void params_freeze(ParamStore *ps, bool bf16) {
     ps->stamp = now > ps->stamp ? now : ps->stamp + 1;
     if (bf16) {
         if (!ps->bf16) ps->bf16 = s2s_xmalloc(ps->total * sizeof *ps->bf16);
-        Bf16Copy c = {ps->data, ps->bf16}; /* element by element: the same bits on any split */
-        par_for(ps->total, 1, bf16_copy_range, &c);
+        par_bf16_from_f32(ps->data, ps->bf16, ps->total);
     }
     for (int i = 0; i < ps->count; i++) {
         Tensor *t = ps->items[i].t;
