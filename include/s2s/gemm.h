@@ -25,9 +25,9 @@
  *
  * An int8 tape (Tape.int8, decoding only: `./translate --int8`) multiplies by frozen weights
  * in int8: each weight quantised once per freeze per output channel (scale = max |w| / 127,
- * round to nearest even, ±127), the activations per row at every call (the same rule, stored
- * with an offset of 128 as the VNNI instructions want: the offset times the channel's sum is
- * taken back out), the products summed exactly in int32 by oneDNN, then scaled back to
+ * round to nearest even, ±127; 63 for 127 without AVX-512 VNNI: gemm_int8_weight_max), the
+ * activations per row at every call (±127, stored with an offset of 128 as the VNNI
+ * instructions want: the offset times the channel's sum is taken back out), the products summed exactly in int32 by oneDNN, then scaled back to
  * float32. Products at least 8 wide on both sides only; the rest (attention against the
  * encoder states, thin products) stays float32. Conversions and the primitives' scratch
  * memory borrow the tape's arena for the length of one call. */
@@ -54,6 +54,9 @@ bool gemm_cpu_has_amx(void);
 bool gemm_cpu_has_bf16(void);
 /* Whether it has int8 dot-product instructions (AVX-512 or AVX VNNI). */
 bool gemm_cpu_has_vnni(void);
+/* The largest |value| of an int8 weight: 127 where oneDNN runs AVX-512 VNNI kernels, 63 on
+ * other CPUs, whose kernels add pairs of u8 × s8 products in saturating int16. */
+int gemm_int8_weight_max(void);
 
 /* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */

@@ -41,6 +41,11 @@ bool gemm_cpu_has_amx(void) { return cpu_isa_has(dnnl_cpu_isa_avx512_core_amx); 
 
 bool gemm_cpu_has_bf16(void) { return cpu_isa_has(dnnl_cpu_isa_avx512_core_bf16); }
 
+/* Without AVX-512 VNNI oneDNN's u8 × s8 kernels add pairs of products in int16 with
+ * saturation (vpmaddubsw): 2 · 255 · 127 overflows it, 2 · 255 · 63 does not. AVX2 VNNI is
+ * counted as without: whether oneDNN's GEMM uses it there is not something we can see. */
+int gemm_int8_weight_max(void) { return cpu_isa_has(dnnl_cpu_isa_avx512_core_vnni) ? 127 : 63; }
+
 const char *gemm_openblas_core(void) {
     const char *core = openblas_get_corename();
     return core ? core : "unknown";
@@ -133,7 +138,7 @@ typedef struct Pack {
     bool tb;          /* packed from op(W) = W^T (another matrix than W, even when square) */
     dnnl_memory_desc_t md;
     void *buf;
-    float *scale;    /* int8: per column of op(B), max |column| / 127 */
+    float *scale;    /* int8: per column of op(B), max |column| / gemm_int8_weight_max() */
     float *norm;     /* a screen's: per column of op(B), its 2-norm rounded up (gemm_frozen_screen) */
     float *l1;       /* an int8 screen's: per column of op(B), its 1-norm rounded up */
     int32_t *colsum; /* int8: per column, the sum of its quantised values */
@@ -290,16 +295,17 @@ static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uin
         quant = s2s_xmalloc((size_t)K * N);
         q->scale = s2s_xmalloc((size_t)N * sizeof *q->scale);
         q->colsum = s2s_xmalloc((size_t)N * sizeof *q->colsum);
+        int top = gemm_int8_weight_max();
         for (int n = 0; n < N; n++) {
             size_t step = tb ? 1 : (size_t)ldb, at = tb ? (size_t)n * ldb : (size_t)n; /* op(B)[k, n] = B[at + k step] */
             size_t qstep = tb ? 1 : (size_t)N, qat = tb ? (size_t)n * K : (size_t)n;
             float mx = 0.0f;
             for (int kk = 0; kk < K; kk++) mx = fmaxf(mx, fabsf(B[at + kk * step]));
-            float s = mx > 0.0f ? mx / 127.0f : 1.0f, inv = 1.0f / s;
+            float s = mx > 0.0f ? mx / (float)top : 1.0f, inv = 1.0f / s;
             int32_t sum = 0;
             for (int kk = 0; kk < K; kk++) {
                 int v = (int)nearbyintf(B[at + kk * step] * inv);
-                v = v > 127 ? 127 : v < -127 ? -127 : v;
+                v = v > top ? top : v < -top ? -top : v;
                 quant[qat + kk * qstep] = (int8_t)v;
                 sum += v;
             }
