@@ -17,7 +17,7 @@ BASE=../shared/bench
 [ -d data/multi30k/tok ] || bash scripts/get-multi30k.sh
 mkdir -p bench
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.err"' EXIT
 # PyTorch's float32 baseline (and our gemm=openblas line) run on OpenBLAS, whose kernel set
 # comes from OPENBLAS_CORETYPE when the environment sets it (this project's AMD machines set
 # Haswell: AVX2 on an AVX-512 CPU), else from its own detection, which can also fall short
@@ -66,7 +66,19 @@ fi
 # Decoding with random weights: greedy_full (50 steps for every sentence) is the work
 # PyTorch's --decode-bench does with its untrained model, which never says <eos>.
 ./speed --warmup "$WARMUP" --iters "$ITERS" | tee -a "$out"
-./speed --warmup "$WARMUP" --iters "$ITERS" --set precision=bf16 | tee -a "$out"
+# bf16 needs a CPU on which oneDNN multiplies it (AVX-512 at least): elsewhere ./speed refuses
+# it at once (exit 2, saying so) and the bench leaves out every bf16 line, ours and PyTorch's
+precs="fp32 bf16" torch_precs=("" "--bf16")
+set +e
+./speed --warmup "$WARMUP" --iters "$ITERS" --set precision=bf16 2> "$out.err" | tee -a "$out"
+rc=${PIPESTATUS[0]}
+set -e
+cat "$out.err" >&2
+if [ "$rc" -ne 0 ]; then
+    grep -q "cannot run bfloat16" "$out.err" || exit "$rc"
+    precs="fp32" torch_precs=("")
+    echo "bench: this CPU runs no bfloat16 GEMM: no bf16 line in this run"
+fi
 # int8 decodes only: its random weights are not trained first, so only its fixed-length
 # greedy (the same work whatever the weights) goes beside the others
 ./speed --no-train --set precision=int8 | tee -a "$out"
@@ -82,8 +94,8 @@ fi
 # (overlap_sum=off; auto, the default, is off on one machine: overlap_sum=on is timed once more)
 if command -v mpirun > /dev/null && ldd ./speed | grep -q libmpi; then
     [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    for prec in fp32 bf16; do
-        mpirun -np 2 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set threads=1 --set precision=$prec 2>/dev/null \
+    for prec in $precs; do
+        mpirun -np 2 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set threads=1 --set precision="$prec" 2>/dev/null \
             | grep '"event":"train"' | sed 's/"event":"train"/"event":"train_mpi2"/' | tee -a "$out" || true
     done
     mpirun -np 2 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set threads=1 --set overlap_sum=on 2>/dev/null \
@@ -112,21 +124,21 @@ fi
 # the Transformer (model.type) of PyTorch's baseline: nn.Transformer 3+3 layers, d 256, 8 heads,
 # ff 512, dropout 0.1, post-norm, sinusoidal positions, on the same word-level batches
 TF="--set model.type=transformer --set d_model=256 --set heads=8 --set ff=512 --set layers=3 --set dropout=0.1 --set norm=post"
-for prec in fp32 bf16; do
+for prec in $precs; do
     # shellcheck disable=SC2086
-    ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode $TF --set precision=$prec \
+    ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode $TF --set precision="$prec" \
         | sed 's/"event":"train"/"event":"train_transformer"/' | tee -a "$out"
 done
 # all of test_2016_flickr as one batch: products of 1,000 rows run nearer the GEMMs' peak
 # (PyTorch likewise below, with --bs 1000)
-for prec in fp32 bf16; do
-    ./speed --no-train --decode-batch 1000 --set precision=$prec | sed 's/"event":"decode"/"event":"decode_b1000"/' | tee -a "$out"
+for prec in $precs; do
+    ./speed --no-train --decode-batch 1000 --set precision="$prec" | sed 's/"event":"decode"/"event":"decode_b1000"/' | tee -a "$out"
 done
 if [ -f "$MODEL" ]; then
     # the precision is set both times: the model's config holds the one it was trained in
-    ./speed --model "$MODEL" --no-train --set precision=fp32 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
-    ./speed --model "$MODEL" --no-train --set precision=bf16 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
-    ./speed --model "$MODEL" --no-train --set precision=int8 | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
+    for prec in $precs int8; do
+        ./speed --model "$MODEL" --no-train --set precision="$prec" | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
+    done
 fi
 if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.py" ]; then
     export MULTI30K_DIR=${MULTI30K_DIR:-$(pwd)/data/multi30k}
@@ -142,13 +154,13 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.p
     tcm=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 torch_env=()
     if [ -f "$tcm" ]; then torch_env=("LD_PRELOAD=$tcm${LD_PRELOAD:+:$LD_PRELOAD}"); torch_malloc=tcmalloc
     else torch_malloc=glibc; echo "bench: PyTorch runs on glibc's allocator, not at its best: its ratios are marked \"torch_malloc\":\"glibc\" (apt-get install libtcmalloc-minimal4)"; fi
-    for extra in "" "--bf16"; do
-        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket $extra \
+    for extra in "${torch_precs[@]}"; do
+        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket ${extra:+"$extra"} \
             --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
             | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /" | tee -a "$out" || true
     done
-    for extra in "" "--bf16"; do
-        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --arch transformer --bench --outsel --bucket $extra \
+    for extra in "${torch_precs[@]}"; do
+        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --arch transformer --bench --outsel --bucket ${extra:+"$extra"} \
             --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
             | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /; s/\"event\": \"bench\"/\"event\": \"bench_transformer\"/" | tee -a "$out" || true
     done
@@ -162,60 +174,7 @@ fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 # one line: ours, torch's, ratios (awk keeps this free of Python)
-line=$(awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" -v torch_malloc="${torch_malloc:-}" '
-    function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }
-    function has(s, t) { return index(s, t) > 0 }
-    /"event":"train"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"openblas\"") ? "openblas" : "fp32"; tok[p] = num($0, "tok_per_s"); rss[p] = num($0, "peak_rss_mb")
-                        gf[p] = num($0, "gemm_gflops"); if (p != "openblas") sg = num($0, "sgemm_gflops_output_shape")
-                        else osg = num($0, "sgemm_gflops_output_shape")
-                        if (p == "bf16") bg = num($0, "bf16_gemm_gflops_output_shape") }
-    /"event":"train_low_memory"/ { lctok = num($0, "tok_per_s"); lcrss = num($0, "peak_rss_mb") }
-    /"event":"train_mpi2"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; mtok[p] = num($0, "tok_per_s"); msum[p] = num($0, "sum_ms_per_batch"); mms[p] = num($0, "ms_per_batch") }
-    /"event":"train_mpi2_overlap"/ { ovtok = num($0, "tok_per_s"); ovsum = num($0, "sum_ms_per_batch"); ovms = num($0, "ms_per_batch") }
-    /"event":"train"/ && !has($0, "\"ranks\":2") && !has($0, "\"bf16\"") && !has($0, "\"openblas\"") { params = num($0, "params"); btok = num($0, "trg_tokens") / num($0, "batches") }
-    /"event":"train_10x"/ { tok10 = num($0, "tok_per_s"); params10 = num($0, "params") }
-    /"event":"dist_sum"/ { k = (has($0, "\"tcp\"") ? "tcp" : "shm") (has($0, "\"10x\"") ? "_10x" : num($0, "floats") == 1 ? "_lat" : ""); dsum[k] = num($0, "ms"); dadd[k] = num($0, "add_ms") }
-    /"event":"train_transformer"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; tftok[p] = num($0, "tok_per_s"); tfrss[p] = num($0, "peak_rss_mb") }
-    /"event": "bench_transformer"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttftok[p] = num($0, "tok_per_s") }
-    /"event":"decode"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
-                         dec[p "_" md] = num($0, "sent_per_s") }
-    /"event":"decode_trained"/ { p = has($0, "\"bf16\"") ? "bf16" : has($0, "\"int8\"") ? "int8" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
-                         tdec[p "_" md] = num($0, "sent_per_s") }
-    /"event": "bench"/ { p = has($0, "--bf16") ? "bf16" : "fp32"; ttok[p] = num($0, "tok_per_s"); trss[p] = num($0, "peak_rss_mb") }
-    /"event": "decode_bench"/ { tg = num($0, "sent_per_s") }
-    /"event":"decode_b1000"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
-                         bdec[p "_" md] = num($0, "sent_per_s") }
-    /"event": "decode_bench_b1000"/ { tg1000 = num($0, "sent_per_s") }
-    END {
-        printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cpu_family\":%s,\"cpu_model\":%s,\"cpu_isa\":\"%s\",\"cores\":%s,\"openblas_coretype\":\"%s\"", commit, cpu, family, cmodel, isa, cores, coretype
-        if (probe != "") printf ",\"openblas_auto_core\":\"%s\",\"openblas_env_coretype\":\"%s\",\"openblas_sgemm_gflops_by_core\":\"%s\"", autocore, envcore, probe
-        printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], tok["bf16"], rss["fp32"], gf["fp32"], sg, bg
-        if (lctok != "") printf ",\"train_low_memory_tok_per_s\":%s,\"peak_rss_low_memory_mb\":%s", lctok, lcrss
-        if (mtok["fp32"] != "") printf ",\"train_mpi2_tok_per_s\":%s,\"train_mpi2_vs_one_process\":%.2f,\"mpi2_sum_share\":%.3f", mtok["fp32"], mtok["fp32"] / tok["fp32"], msum["fp32"] / mms["fp32"]
-        if (ovtok != "") printf ",\"train_mpi2_overlap_tok_per_s\":%s,\"mpi2_overlap_sum_share\":%.3f", ovtok, ovsum / ovms
-        if (mtok["bf16"] != "") printf ",\"train_mpi2_bf16_tok_per_s\":%s,\"train_mpi2_bf16_vs_one_process\":%.2f,\"mpi2_bf16_sum_share\":%.3f", mtok["bf16"], mtok["bf16"] / tok["bf16"], msum["bf16"] / mms["bf16"]
-        if (params != "") printf ",\"params\":%s,\"batch_trg_tokens\":%.1f", params, btok
-        if (dsum["shm"] != "") printf ",\"sum_shm_ms\":%s,\"sum_tcp_ms\":%s,\"sum_add_ms\":%s,\"sum_shm_latency_ms\":%s,\"sum_tcp_latency_ms\":%s", dsum["shm"], dsum["tcp"], dadd["shm"], dsum["shm_lat"], dsum["tcp_lat"]
-        if (tok10 != "") printf ",\"params_10x\":%s,\"train_10x_tok_per_s\":%s,\"sum_shm_10x_ms\":%s,\"sum_tcp_10x_ms\":%s,\"sum_add_10x_ms\":%s", params10, tok10, dsum["shm_10x"], dsum["tcp_10x"], dadd["shm_10x"]
-        printf ",\"train_openblas_tok_per_s\":%s,\"step_gemm_openblas_gflops\":%s,\"sgemm_openblas_gflops\":%s", tok["openblas"], gf["openblas"], osg
-        printf ",\"random_greedy_full_sent_per_s\":%s,\"random_greedy_full_bf16_sent_per_s\":%s,\"random_beam5_sent_per_s\":%s,\"random_beam5_bf16_sent_per_s\":%s", dec["fp32_full"], dec["bf16_full"], dec["fp32_beam5"], dec["bf16_beam5"]
-        if (dec["int8_full"] != "") printf ",\"random_greedy_full_int8_sent_per_s\":%s", dec["int8_full"] # its weights are not the others (no training first): only the fixed-length run compares
-        if (tdec["fp32_greedy"] != "") printf ",\"trained_greedy_sent_per_s\":%s,\"trained_greedy_bf16_sent_per_s\":%s,\"trained_beam5_sent_per_s\":%s,\"trained_beam5_bf16_sent_per_s\":%s", tdec["fp32_greedy"], tdec["bf16_greedy"], tdec["fp32_beam5"], tdec["bf16_beam5"]
-        if (tdec["int8_greedy"] != "") printf ",\"trained_greedy_int8_sent_per_s\":%s,\"trained_beam5_int8_sent_per_s\":%s", tdec["int8_greedy"], tdec["int8_beam5"]
-        if (torch_blas != "") printf ",\"torch_blas\":\"%s\"", torch_blas
-        if (torch_malloc != "") printf ",\"torch_malloc\":\"%s\"", torch_malloc
-        if (ttok["fp32"] != "") printf ",\"torch_train_tok_per_s\":%s,\"torch_peak_rss_mb\":%s,\"train_ratio\":%.2f,\"rss_ratio\":%.2f", ttok["fp32"], trss["fp32"], tok["fp32"] / ttok["fp32"], rss["fp32"] / trss["fp32"]
-        if (ttok["fp32"] != "" && lcrss != "") printf ",\"rss_low_memory_ratio\":%.2f", lcrss / trss["fp32"]
-        if (ttok["bf16"] != "") printf ",\"torch_train_bf16_tok_per_s\":%s,\"train_bf16_ratio\":%.2f", ttok["bf16"], tok["bf16"] / ttok["bf16"]
-        if (tftok["fp32"] != "") printf ",\"transformer_train_tok_per_s\":%s,\"transformer_train_bf16_tok_per_s\":%s,\"transformer_peak_rss_mb\":%s", tftok["fp32"], tftok["bf16"], tfrss["fp32"]
-        if (ttftok["fp32"] != "") printf ",\"torch_transformer_train_tok_per_s\":%s,\"transformer_train_ratio\":%.2f", ttftok["fp32"], tftok["fp32"] / ttftok["fp32"]
-        if (ttftok["bf16"] != "") printf ",\"torch_transformer_train_bf16_tok_per_s\":%s,\"transformer_train_bf16_ratio\":%.2f", ttftok["bf16"], tftok["bf16"] / ttftok["bf16"]
-        if (tg != "") printf ",\"torch_random_greedy_sent_per_s\":%s,\"greedy_full_ratio\":%.2f,\"greedy_full_bf16_ratio\":%.2f,\"beam5_vs_torch_greedy\":%.2f,\"beam5_bf16_vs_torch_greedy\":%.2f", tg, dec["fp32_full"] / tg, dec["bf16_full"] / tg, dec["fp32_beam5"] / tg, dec["bf16_beam5"] / tg
-        if (tg != "" && dec["int8_full"] != "") printf ",\"greedy_full_int8_ratio\":%.2f", dec["int8_full"] / tg
-        if (bdec["fp32_full"] != "") printf ",\"random_greedy_full_b1000_sent_per_s\":%s,\"random_greedy_full_b1000_bf16_sent_per_s\":%s,\"random_beam5_b1000_sent_per_s\":%s,\"random_beam5_b1000_bf16_sent_per_s\":%s", bdec["fp32_full"], bdec["bf16_full"], bdec["fp32_beam5"], bdec["bf16_beam5"]
-        if (tg1000 != "") printf ",\"torch_random_greedy_b1000_sent_per_s\":%s,\"greedy_full_b1000_ratio\":%.2f,\"greedy_full_b1000_bf16_ratio\":%.2f", tg1000, bdec["fp32_full"] / tg1000, bdec["bf16_full"] / tg1000
-        printf "}\n"
-    }' "$out")
+line=$(awk -f scripts/bench-summary.awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" -v torch_malloc="${torch_malloc:-}" "$out")
 echo "$line" >> bench/results.jsonl
 echo "bench: $line"
 # data-parallel training over machines, predicted from this run's figures (README: MPI)

@@ -1017,3 +1017,56 @@ Test(cli, loss_chunk_run_learns, .timeout = 240) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* make bench's summary line (scripts/bench-summary.awk) is JSON with the ratios of the lines
+ * it was given; on a CPU without bf16 (no bf16 line, ours or PyTorch's) its bf16 figures and
+ * ratios are null, not missing values that leave the line unreadable. */
+Test(cli, bench_summary_is_json_with_or_without_bf16) {
+    char *d = tu_tmpdir();
+    const char *fp32 =
+        "{\"event\":\"train\",\"ranks\":1,\"params\":1000,\"precision\":\"fp32\",\"gemm\":\"onednn\",\"batches\":4,"
+        "\"trg_tokens\":400,\"tok_per_s\":3000.0,\"gemm_gflops\":100.0,\"sgemm_gflops_output_shape\":150.0,"
+        "\"bf16_gemm_gflops_output_shape\":0.0,\"peak_rss_mb\":600.0}\n"
+        "{\"event\":\"train\",\"ranks\":1,\"params\":1000,\"precision\":\"fp32\",\"gemm\":\"openblas\",\"batches\":4,"
+        "\"trg_tokens\":400,\"tok_per_s\":2000.0,\"gemm_gflops\":80.0,\"sgemm_gflops_output_shape\":120.0,\"peak_rss_mb\":"
+        "600.0}\n"
+        "{\"event\":\"decode\",\"precision\":\"fp32\",\"mode\":\"greedy_full\",\"beam\":1,\"sent_per_s\":250.0}\n"
+        "{\"event\":\"decode\",\"precision\":\"fp32\",\"mode\":\"beam\",\"beam\":5,\"sent_per_s\":50.0}\n"
+        "{\"event\":\"decode\",\"precision\":\"int8\",\"mode\":\"greedy_full\",\"beam\":1,\"sent_per_s\":300.0}\n"
+        "{\"torch\": \"fp32\", \"event\": \"bench\", \"tok_per_s\": 2000.0, \"peak_rss_mb\": 1000.0}\n"
+        "{\"event\": \"decode_bench\", \"sent_per_s\": 100.0}\n";
+    const char *bf16 =
+        "{\"event\":\"train\",\"ranks\":1,\"params\":1000,\"precision\":\"bf16\",\"gemm\":\"onednn\",\"batches\":4,"
+        "\"trg_tokens\":400,\"tok_per_s\":6000.0,\"gemm_gflops\":300.0,\"sgemm_gflops_output_shape\":150.0,"
+        "\"bf16_gemm_gflops_output_shape\":500.0,\"peak_rss_mb\":600.0}\n"
+        "{\"event\":\"decode\",\"precision\":\"bf16\",\"mode\":\"greedy_full\",\"beam\":1,\"sent_per_s\":400.0}\n"
+        "{\"event\":\"decode\",\"precision\":\"bf16\",\"mode\":\"beam\",\"beam\":5,\"sent_per_s\":80.0}\n"
+        "{\"torch\": \"--bf16\", \"event\": \"bench\", \"tok_per_s\": 3000.0, \"peak_rss_mb\": 1000.0}\n";
+    for (int with = 0; with < 2; with++) {
+        tu_write(tu_path(d, "lines"), "%s%s", fp32, with ? bf16 : "");
+        cr_assert_eq(tu_sh("awk -f scripts/bench-summary.awk -v commit=abc -v cpu='AMD EPYC' -v family=25 -v cmodel=1 "
+                           "-v isa=avx2 -v cores=2 %s > %s",
+                           tu_path(d, "lines"), tu_path(d, "line.json")),
+                     0);
+        cJSON *j = tu_json_load(tu_path(d, "line.json"));
+        cr_assert(j, "not JSON: %s", tu_slurp(tu_path(d, "line.json"), NULL));
+        cr_expect_float_eq(tu_get(j, "train_ratio")->valuedouble, 1.5, 1e-9);
+        cr_expect_float_eq(tu_get(j, "greedy_full_ratio")->valuedouble, 2.5, 1e-9);
+        cr_expect_float_eq(tu_get(j, "greedy_full_int8_ratio")->valuedouble, 3.0, 1e-9);
+        const char *keys[] = {"train_bf16_tok_per_s", "bf16_gemm_gflops", "random_greedy_full_bf16_sent_per_s",
+                              "greedy_full_bf16_ratio", "beam5_bf16_vs_torch_greedy"};
+        for (int k = 0; k < 5; k++) {
+            const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
+            cr_expect(x && (with ? cJSON_IsNumber(x) : cJSON_IsNull(x)), "%s, bf16 lines %d", keys[k], with);
+        }
+        if (with) {
+            cr_expect_float_eq(tu_get(j, "greedy_full_bf16_ratio")->valuedouble, 4.0, 1e-9);
+            cr_expect_float_eq(tu_get(j, "train_bf16_ratio")->valuedouble, 2.0, 1e-9);
+        } else {
+            cr_expect_null(cJSON_GetObjectItemCaseSensitive(j, "train_bf16_ratio"), "no PyTorch bf16 line, no ratio");
+        }
+        cJSON_Delete(j);
+    }
+    tu_rm_rf(d);
+    free(d);
+}
