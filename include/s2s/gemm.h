@@ -52,8 +52,9 @@ const char *gemm_openblas_core(void);
 bool gemm_cpu_has_amx(void);
 /* Whether this CPU multiplies bfloat16 natively (avx512_bf16 or AMX), not by emulation. */
 bool gemm_cpu_has_bf16(void);
-/* Whether it has int8 dot-product instructions (AVX-512 or AVX VNNI). */
-bool gemm_cpu_has_vnni(void);
+/* Whether oneDNN runs int8 products with vector kernels here (AVX2 or wider: VNNI, or pairs
+ * of products added in 16 bits without it). */
+bool gemm_cpu_has_int8(void);
 /* The largest |value| of an int8 weight: 127 where oneDNN runs AVX-512 VNNI kernels, 63 on
  * other CPUs, whose kernels add pairs of u8 × s8 products in saturating int16. */
 int gemm_int8_weight_max(void);

@@ -67,8 +67,8 @@ typedef struct TapeNode {
 typedef struct GemmPlans GemmPlans;
 
 /* How op_linear_argmax screens a float32 tape's logits before computing the few it needs
- * exactly: auto takes int8 products where the CPU has VNNI, else bfloat16 where it multiplies
- * them natively, else float32; the others force one way. */
+ * exactly: auto takes int8 products where oneDNN has vector int8 kernels (AVX2 or wider),
+ * else bfloat16 where the CPU multiplies it natively, else float32; the others force one way. */
 typedef enum TapeScreen { TAPE_SCREEN_AUTO, TAPE_SCREEN_F32, TAPE_SCREEN_BF16, TAPE_SCREEN_INT8 } TapeScreen;
 
 typedef struct Tape {

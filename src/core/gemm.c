@@ -639,9 +639,7 @@ void gemm_row_l1(const float *X, int rows, int cols, int ld, float *l1) {
     }
 }
 
-bool gemm_cpu_has_vnni(void) {
-    return cpu_isa_has(dnnl_cpu_isa_avx512_core_vnni) || cpu_isa_has(dnnl_cpu_isa_avx2_vnni);
-}
+bool gemm_cpu_has_int8(void) { return cpu_isa_has(dnnl_cpu_isa_avx2); }
 
 GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K, const float *A, int lda,
                                   const Tensor *W, float *C, GemmInt8Sums *raw) {
