@@ -748,14 +748,17 @@ typedef struct SmallJob {
 } SmallJob;
 
 typedef float SmallVec __attribute__((vector_size(SMALL_VEC * sizeof(float)))); /* gcc and clang */
-enum { SMALL_RB = 6, SMALL_VB = 4 }; /* a block of C: up to 6 rows × 4 vectors, in registers */
-
 /* a b + c, rounded once where the CPU has vector FMA (the same bits on every run of a
  * build). Macros, not functions: a 64-byte vector passed by value changes the ABI on
- * machines without AVX-512 (the portable build). */
+ * machines without AVX-512 (the portable build). A block of C is up to SMALL_RB rows ×
+ * SMALL_VB vectors kept in registers: 24 of AVX-512's 32; without it a vector is two (AVX)
+ * or four registers, and one vector a row (12 of AVX2's 16) keeps the block from spilling. */
+#define SMALL_RB 6
 #if defined(__AVX512F__)
+#define SMALL_VB 4
 #define SMALL_FMA(a, b, c) ((SmallVec)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #else
+#define SMALL_VB 1
 #define SMALL_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 #define SMALL_SPLAT(s) ((SmallVec){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s})
@@ -798,19 +801,25 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
         int nv = (Np - n0) / SMALL_VEC < SMALL_VB ? (Np - n0) / SMALL_VEC : SMALL_VB;
         int w = N - n0 < SMALL_VB * SMALL_VEC ? N - n0 : SMALL_VB * SMALL_VEC;
         for (int i0 = 0; i0 < M;) {
-            int rb = M - i0 >= SMALL_RB ? SMALL_RB : 1;
+            int left = M - i0, rb = left >= SMALL_RB ? SMALL_RB : left >= 3 ? 3 : left; /* 15 rows: 6, 6, 3 */
             SmallVec acc[SMALL_RB][SMALL_VB];
             const float *a = A + i0 * ai;
-#define SMALL_CASE(NV)                                                              \
-    case NV:                                                                          \
-        if (rb == SMALL_RB) small_block(bp + n0, Np, K, a, ai, ak, SMALL_RB, NV, acc); \
-        else small_block(bp + n0, Np, K, a, ai, ak, 1, NV, acc);                       \
+#define SMALL_CASE(NV)                                                                \
+    case NV:                                                                            \
+        switch (rb) {                                                                   \
+        case SMALL_RB: small_block(bp + n0, Np, K, a, ai, ak, SMALL_RB, NV, acc); break; \
+        case 3: small_block(bp + n0, Np, K, a, ai, ak, 3, NV, acc); break;               \
+        case 2: small_block(bp + n0, Np, K, a, ai, ak, 2, NV, acc); break;               \
+        default: small_block(bp + n0, Np, K, a, ai, ak, 1, NV, acc); break;              \
+        }                                                                               \
         break;
             switch (nv) {
                 SMALL_CASE(1)
+#if SMALL_VB == 4
                 SMALL_CASE(2)
                 SMALL_CASE(3)
                 SMALL_CASE(4)
+#endif
             }
 #undef SMALL_CASE
             for (int r = 0; r < rb; r++) {
