@@ -27,10 +27,11 @@
  * in int8: each weight quantised once per freeze per output channel (scale = max |w| / 127,
  * round to nearest even, ±127; 63 for 127 without AVX-512 VNNI: gemm_int8_weight_max), the
  * activations per row at every call (±127, stored with an offset of 128 as the VNNI
- * instructions want: the offset times the channel's sum is taken back out), the products summed exactly in int32 by oneDNN, then scaled back to
- * float32. Products at least 8 wide on both sides only; the rest (attention against the
- * encoder states, thin products) stays float32. Conversions and the primitives' scratch
- * memory borrow the tape's arena for the length of one call. */
+ * instructions want: the offset times the channel's sum is taken back out), the products
+ * summed exactly in int32 by oneDNN, then scaled back to float32. Products at least 8 wide
+ * on both sides only; the rest (attention against the encoder states, thin products) stays
+ * float32. Conversions and the primitives' scratch memory borrow the tape's arena for the
+ * length of one call. */
 #ifndef S2S_GEMM_H
 #define S2S_GEMM_H
 
