@@ -935,16 +935,31 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     cr_expect(fabs(share - 1.0) < 0.01, "the paths' shares add up to %g", share);
     free(e);
     /* and of the fixed-length greedy decoding, after the training steps' */
-    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --warmup 1 --iters 1 --gemm-profile > %s/out", tu_bin(), d),
+    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --set test_size=100 --warmup 1 --iters 1 --gemm-profile "
+                       "> %s/out",
+                       tu_bin(), d),
                  0);
     e = tu_slurp(p, NULL);
     cr_assert(e);
     const char *tr = strstr(e, "\"phase\":\"train\""), *gr = strstr(e, "\"phase\":\"greedy_full\"");
     cr_expect(tr && gr && tr < gr && strstr(gr, "\"gemm_s\":") && strtod(strstr(gr, "\"gemm_s\":") + 9, NULL) > 0, "%s", e);
     free(e);
+    cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
+    cr_expect_eq(tu_sh("%s/speed 2> /dev/null", tu_bin()), 2, "a bare ./speed shows its usage, starts no benchmark");
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* --decode-modes and --repeat, and scripts/ab-speed.sh, which alternates two builds' runs
+ * (a test of its own: under ASan on a slow machine the speed test above took its minute). */
+Test(cli, speed_decode_modes_repeat_and_ab_script, .timeout = 60) {
+    char *d = tu_tmpdir();
+    char p[512];
+    snprintf(p, sizeof p, "%s/out", d);
+    char *e;
     /* --decode-modes and --repeat: only the runs named, each as often as asked, in order */
-    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --no-train --decode-modes beam,greedy_full --repeat 2 "
-                       "> %s/out",
+    cr_expect_eq(tu_sh("%s/speed --config reverse --set train_size=100 --set test_size=100 --no-train "
+                       "--decode-modes beam,greedy_full --repeat 2 > %s/out",
                        tu_bin(), d),
                  0);
     e = tu_slurp(p, NULL);
@@ -965,8 +980,8 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     free(e);
     cr_expect_eq(tu_sh("%s/speed --config reverse --no-train --repeat 0 2> /dev/null", tu_bin()), 2);
     /* scripts/ab-speed.sh: two builds (here one, twice) alternated, a median per measurement */
-    cr_expect_eq(tu_sh("scripts/ab-speed.sh --rounds 2 %s/speed %s/speed --config reverse --set train_size=100 --no-train "
-                       "--decode-modes greedy_full --repeat 2 > %s/out 2> %s/err",
+    cr_expect_eq(tu_sh("scripts/ab-speed.sh --rounds 2 %s/speed %s/speed --config reverse --set train_size=100 --set test_size=100 "
+                       "--no-train --decode-modes greedy_full --repeat 2 > %s/out 2> %s/err",
                        tu_bin(), tu_bin(), d, d),
                  0);
     snprintf(p, sizeof p, "%s/out", d);
@@ -976,8 +991,6 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
               "%s", e);
     free(e);
     cr_expect_eq(tu_sh("scripts/ab-speed.sh %s/speed 2> /dev/null", tu_bin()), 2, "one build is no comparison");
-    cr_expect_eq(tu_sh("%s/speed --warmup 2x 2> /dev/null", tu_bin()), 2);
-    cr_expect_eq(tu_sh("%s/speed 2> /dev/null", tu_bin()), 2, "a bare ./speed shows its usage, starts no benchmark");
     tu_rm_rf(d);
     free(d);
 }
