@@ -32,7 +32,9 @@ MPI_CFLAGS = $(if $(MPI_ON),-DS2S_MPI $(shell pkg-config --cflags ompi-c))
 MPI_LIBS = $(if $(MPI_ON),$(shell pkg-config --libs ompi-c))
 # -ffp-contract=off: gcc and clang then round the same way (clang would fuse a*b+c).
 # -fno-math-errno: nothing reads errno after sqrtf, and with it Adam's loop vectorises.
-CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude -Itests $(PKG_CFLAGS) $(MPI_CFLAGS)
+# -fno-trapping-math: nothing unmasks or reads FP exceptions; without it gcc keeps every loop
+# with a select on a float comparison scalar (exp, sigmoid, tanh: the GRU step, softmax, loss).
+CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno -fno-trapping-math $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude -Itests $(PKG_CFLAGS) $(MPI_CFLAGS)
 LDFLAGS = $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
