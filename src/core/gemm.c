@@ -4,7 +4,7 @@
 #include "s2s/par.h"
 
 #include <cblas.h>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__FMA__)
 #include <immintrin.h>
 #endif
 #include <math.h>
@@ -730,7 +730,15 @@ double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
 #define SMALL_MAX_B 8192
 #define SMALL_MAX_N 256
 #define SMALL_MAX_MNK (64 * 64 * 64)
+/* floats a vector: the CPU's own width (a wider generic vector compiled, without AVX-512,
+ * into spills and shuffles: the Transformer's attention products ran at 7 GFLOP/s) */
+#if defined(__AVX512F__)
 #define SMALL_VEC 16
+#elif defined(__AVX__)
+#define SMALL_VEC 8
+#else
+#define SMALL_VEC 4
+#endif
 
 static int small_pad(int n) { return (n + SMALL_VEC - 1) / SMALL_VEC * SMALL_VEC; }
 
@@ -749,19 +757,25 @@ typedef struct SmallJob {
 
 typedef float SmallVec __attribute__((vector_size(SMALL_VEC * sizeof(float)))); /* gcc and clang */
 /* a b + c, rounded once where the CPU has vector FMA (the same bits on every run of a
- * build). Macros, not functions: a 64-byte vector passed by value changes the ABI on
- * machines without AVX-512 (the portable build). A block of C is up to SMALL_RB rows ×
- * SMALL_VB vectors kept in registers: 24 of AVX-512's 32; without it a vector is two (AVX)
- * or four registers, and one vector a row (12 of AVX2's 16) keeps the block from spilling. */
+ * build). Macros, not functions: a vector passed by value changes the ABI between builds. A
+ * block of C is up to SMALL_RB rows × SMALL_VB vectors kept in registers: 24 of AVX-512's
+ * 32 registers, 12 of AVX2's (or SSE's) 16, with the row of B and a broadcast beside them. */
 #define SMALL_RB 6
 #if defined(__AVX512F__)
 #define SMALL_VB 4
 #define SMALL_FMA(a, b, c) ((SmallVec)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#elif defined(__AVX__)
+#define SMALL_VB 2
+#if defined(__FMA__)
+#define SMALL_FMA(a, b, c) ((SmallVec)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #else
-#define SMALL_VB 1
 #define SMALL_FMA(a, b, c) ((a) * (b) + (c))
 #endif
-#define SMALL_SPLAT(s) ((SmallVec){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s})
+#else
+#define SMALL_VB 2
+#define SMALL_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+#define SMALL_SPLAT(s) ((SmallVec){0} + (s))
 
 /* acc[r][v] = sum over k of op(A)(r, k) bp[k][v] for rows r < RB and vectors v < NV, k in
  * order from zero. Inlined with constant RB and NV, so the loops unroll and acc stays in
@@ -815,8 +829,8 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
         break;
             switch (nv) {
                 SMALL_CASE(1)
-#if SMALL_VB == 4
                 SMALL_CASE(2)
+#if SMALL_VB == 4
                 SMALL_CASE(3)
                 SMALL_CASE(4)
 #endif
