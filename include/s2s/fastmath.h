@@ -1,8 +1,9 @@
 /* fastmath.h — exp, sigmoid and tanh for the elementwise loops, branch-free so that the
  * compiler vectorises them (libm's tanhf went through expm1f one value at a time and was a
- * quarter of a training step; gcc also needs -fno-trapping-math, set in the Makefile, and
- * tests/test_build.c checks that the hot loops are vectorised). Accuracy: exp within 2 ulp (Cephes' polynomial on
- * [-ln2/2, ln2/2]); tanh within ~1e-7 absolute. Shared by core and model (beam search). */
+ * quarter of a training step). gcc vectorises them only with -fno-trapping-math (the
+ * Makefile sets it; tests/test_build.c checks the hot loops). Accuracy: exp within 2 ulp
+ * (Cephes' polynomial on [-ln2/2, ln2/2]); tanh within ~1e-7 absolute. Shared by core and
+ * model (beam search). */
 #ifndef S2S_FASTMATH_H
 #define S2S_FASTMATH_H
 

@@ -775,7 +775,7 @@ typedef float SmallVec __attribute__((vector_size(SMALL_VEC * sizeof(float)))); 
 #define SMALL_VB 2
 #define SMALL_FMA(a, b, c) ((a) * (b) + (c))
 #endif
-#define SMALL_SPLAT(s) ((SmallVec){0} + (s))
+#define SMALL_SPLAT(s) ((s) - (SmallVec){0}) /* x - 0 is x for every x, -0 included */
 
 /* acc[r][v] = sum over k of op(A)(r, k) bp[k][v] for rows r < RB and vectors v < NV, k in
  * order from zero. Inlined with constant RB and NV, so the loops unroll and acc stays in
