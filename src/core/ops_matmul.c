@@ -543,11 +543,9 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
     S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && V > 0 && D > 0);
     if (N == 0) return;
-    TapeScreen kind = t->screen;
-    if (kind == TAPE_SCREEN_AUTO)
-        kind = gemm_cpu_has_int8() ? TAPE_SCREEN_INT8 : gemm_cpu_has_bf16() ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32;
-    if (kind == TAPE_SCREEN_INT8 && D > 65536) /* int32 sums would overflow */
-        kind = gemm_cpu_has_bf16() ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32;
+    TapeScreen kind = t->screen, fallback = gemm_cpu_has_bf16() ? TAPE_SCREEN_BF16 : TAPE_SCREEN_F32;
+    if (kind == TAPE_SCREEN_AUTO) kind = gemm_cpu_has_int8() ? TAPE_SCREEN_INT8 : fallback;
+    if (kind == TAPE_SCREEN_INT8 && D > 65536) kind = fallback; /* int32 sums would overflow */
     if (!w->frozen) kind = TAPE_SCREEN_F32; /* weights not frozen: nothing is packed, and the norms are made here */
     ArenaMark m = arena_mark(&t->arena);
     float *approx = NULL;
