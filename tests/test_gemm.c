@@ -834,6 +834,143 @@ Test(gemm, int8_exact_on_kernels_without_vnni) {
     argmax_scan_check();
 }
 
+/* gemm_q8 (AVX2 builds) against int64 sums: shapes around its 4-row kernels, 16-column
+ * blocks and 8-byte steps, one split over the threads (130 × 200 × 512), a C wider than N
+ * (the gap untouched); then the extremes its int16 pair sums must hold, every product
+ * 126 · ±63, over K = 65,536 (the largest K it takes). */
+Test(gemm, q8_products_exact) {
+    if (!gemm_q8_available()) cr_skip_test("a build without AVX2 has no gemm_q8");
+    int shapes[][3] = {{1, 1, 1}, {3, 17, 5}, {4, 16, 8}, {7, 33, 13}, {9, 31, 1537}, {130, 200, 512}, {2, 17, 65536}};
+    Rng rng;
+    rng_init(&rng, 31, 0);
+    for (int si = 0; si < 7; si++) {
+        int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], lda = gemm_q8_lda(K), ldc = N + 3;
+        bool extreme = K == 65536;
+        uint8_t *a = calloc((size_t)M * lda, 1);
+        int8_t *w = malloc((size_t)N * K), *packed = malloc(gemm_q8_packed_bytes(N, K));
+        int32_t *c = malloc((size_t)M * ldc * sizeof *c);
+        for (int m = 0; m < M; m++)
+            for (int k = 0; k < K; k++)
+                a[(size_t)m * lda + k] = extreme ? GEMM_Q8_A_MAX : (uint8_t)rng_below(&rng, GEMM_Q8_A_MAX + 1);
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++)
+                w[(size_t)n * K + k] = extreme ? (int8_t)(n % 2 ? GEMM_Q8_W_MAX : -GEMM_Q8_W_MAX)
+                                               : (int8_t)((int)rng_below(&rng, 2 * GEMM_Q8_W_MAX + 1) - GEMM_Q8_W_MAX);
+        for (size_t i = 0; i < (size_t)M * ldc; i++) c[i] = -7;
+        gemm_q8_pack(w, N, K, packed);
+        gemm_q8(a, M, K, packed, N, c, ldc);
+        long wrong = 0, gap = 0;
+        for (int m = 0; m < M; m++) {
+            for (int n = 0; n < N; n++) {
+                int64_t want = 0;
+                for (int k = 0; k < K; k++) want += (int64_t)a[(size_t)m * lda + k] * w[(size_t)n * K + k];
+                wrong += c[(size_t)m * ldc + n] != want;
+            }
+            for (int n = N; n < ldc; n++) gap += c[(size_t)m * ldc + n] != -7;
+        }
+        cr_expect_eq(wrong, 0, "%d × %d × %d: %ld of %d sums wrong", M, N, K, wrong, M * N);
+        cr_expect_eq(gap, 0, "%d × %d × %d: %ld values written past N", M, N, K, gap);
+        if (extreme) cr_expect_eq(c[1], (int32_t)K * GEMM_Q8_A_MAX * GEMM_Q8_W_MAX, "the largest sum");
+        free(a);
+        free(w);
+        free(packed);
+        free(c);
+    }
+}
+
+static long path_calls(const GemmStats *st, GemmPath path) {
+    long n = 0;
+    for (int i = 0; i < st->n; i++) n += st->items[i].path == path ? st->items[i].calls : 0;
+    return n;
+}
+
+/* The int8 screen runs coarse (gemm_q8) on kernels without VNNI until a call leaves too many
+ * exact logits, then fine (oneDNN's 8-bit A) for the next calls; the picks are the scan's
+ * either way. Crowded logits (every weight row within 0.1 % of one row) switch it after one
+ * call; one column far ahead (its bias +10) keeps it coarse. oneDNN limited to AVX2 here, as
+ * above, so the rule is tested on any x86 CPU. */
+Test(gemm, int8_screen_goes_fine_where_coarse_leaves_too_much) {
+    if (!gemm_q8_available()) cr_skip_test("a build without AVX2 has no gemm_q8");
+    cr_assert_eq(dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2), dnnl_success, "oneDNN refused to be limited to AVX2");
+    int V = 600, D = 64, N = 32;
+    Rng rng;
+    rng_init(&rng, 41, 0);
+    Tensor *w = tensor_new(2, SH(V, D), false), *b = tensor_new(1, SH(V), false), *x = tensor_new(2, SH(N, D), false);
+    tu_fill(x, &rng, -1, 1);
+    for (int crowded = 1; crowded >= 0; crowded--) {
+        tu_fill(w, &rng, -0.2f, 0.2f);
+        tu_fill(b, &rng, -0.01f, 0.01f);
+        if (crowded)
+            for (int v = 1; v < V; v++)
+                for (int k = 0; k < D; k++) w->data[(size_t)v * D + k] = w->data[k] * (1.0f + 1e-3f * rng_uniform_range(&rng, -1, 1));
+        else
+            b->data[V / 2] = 10.0f;
+        w->frozen = b->frozen = 5 + (uint64_t)crowded;
+        Tape t;
+        tape_init(&t, 1 << 20);
+        t.screen = TAPE_SCREEN_INT8;
+        GemmStats st = {0};
+        t.gemm_stats = &st;
+        for (int call = 0; call < 2; call++) {
+            int32_t got[32];
+            op_linear_argmax(&t, x, w, b, NULL, got);
+            int wrong = 0;
+            for (int r = 0; r < N; r++) wrong += got[r] != scan_pick(x->data + (size_t)r * D, w, b, NULL);
+            cr_expect_eq(wrong, 0, "crowded %d call %d: %d rows picked another column than the scan", crowded, call, wrong);
+            bool coarse = call == 0 || !crowded;
+            cr_expect_eq(path_calls(&st, GEMM_PATH_Q8), call + 1 - (coarse ? 0 : 1),
+                         "crowded %d call %d: %ld coarse screens", crowded, call, path_calls(&st, GEMM_PATH_Q8));
+            cr_expect_eq(path_calls(&st, GEMM_PATH_INT8), coarse ? 0 : 1, "crowded %d call %d: %ld fine screens",
+                         crowded, call, path_calls(&st, GEMM_PATH_INT8));
+        }
+        if (crowded)
+            cr_expect_gt(st.argmax_exact, (long)N * (V / 256 + 1), "crowded rows left only %ld exact logits", st.argmax_exact);
+        else
+            cr_expect_eq(st.argmax_exact, 0, "a column 10 ahead needs no exact logit: %ld", st.argmax_exact);
+        gemm_stats_free(&st);
+        tape_free(&t);
+    }
+    tensor_free(w);
+    tensor_free(b);
+    tensor_free(x);
+}
+
+/* The coarse screen's bound where its error is worst: every x_k but the first 0.49 of a
+ * 7-bit step (1/63 of max |x|), all rounded down to 0, against column 0 of equal weights,
+ * whose exact logit is then 0.49 · 63 steps above its screen value; column 1 (one weight,
+ * on x_0, which quantises exactly) lies between the two. Only a bound covering that error
+ * keeps column 0, the exact winner; one made for 8-bit x (half as wide) drops it. */
+Test(gemm, int8_coarse_screen_bound_holds_at_its_worst) {
+    if (!gemm_q8_available()) cr_skip_test("a build without AVX2 has no gemm_q8");
+    cr_assert_eq(dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2), dnnl_success, "oneDNN refused to be limited to AVX2");
+    int V = 20, D = 64, N = 8;
+    float c = 0.5f;
+    Tensor *w = tensor_new(2, SH(V, D), false), *x = tensor_new(2, SH(N, D), false);
+    for (int k = 0; k < D; k++) w->data[k] = c;
+    w->data[D] = c + 0.4f * (float)(D - 1) * c / 63.0f; /* the screen's values: c and this; exact: c (1 + 0.49) */
+    for (int r = 0; r < N; r++)
+        for (int k = 0; k < D; k++) x->data[(size_t)r * D + k] = k == 0 ? 1.0f : 0.49f / 63.0f;
+    w->frozen = 9;
+    for (int screen = TAPE_SCREEN_F32; screen <= TAPE_SCREEN_INT8; screen++) {
+        if (screen == TAPE_SCREEN_BF16) continue; /* not on this AVX2-limited process */
+        Tape t;
+        tape_init(&t, 1 << 20);
+        t.screen = (TapeScreen)screen;
+        GemmStats st = {0};
+        t.gemm_stats = &st;
+        int32_t got[8];
+        op_linear_argmax(&t, x, w, NULL, NULL, got);
+        for (int r = 0; r < N; r++)
+            cr_expect_eq(got[r], 0, "screen %d row %d: picked %d; the exact logits pick 0 (the scan: %d)", screen, r, got[r],
+                         scan_pick(x->data + (size_t)r * D, w, NULL, NULL));
+        if (screen == TAPE_SCREEN_INT8) cr_expect_eq(path_calls(&st, GEMM_PATH_Q8), 1, "the coarse screen did not run");
+        gemm_stats_free(&st);
+        tape_free(&t);
+    }
+    tensor_free(w);
+    tensor_free(x);
+}
+
 /* op_linear_argmax keeps its bound's per-column factors per frozen weight and bias: on one
  * tape, the same weights picked twice, then weights scaled 4096-fold and frozen again (a new
  * stamp), then another bias at the same stamp, each against the written-out scan. Factors

@@ -76,6 +76,7 @@ typedef enum GemmPath {
     GEMM_PATH_BF16_PACKED,  /* bf16 matmul primitive, weight packed */
     GEMM_PATH_INT8,         /* int8 matmul primitive, weight packed */
     GEMM_PATH_SMALL,        /* batched small products (attention heads), plain loops */
+    GEMM_PATH_Q8,           /* int8 on gemm_q8 (a greedy screen on AVX2 without VNNI) */
     GEMM_PATH_COUNT
 } GemmPath;
 extern const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT];
@@ -92,6 +93,7 @@ typedef struct GemmShapeStat {
 typedef struct GemmStats {
     GemmShapeStat *items;
     int n, cap;
+    long argmax_rows, argmax_exact; /* greedy picks made, and the exact logits they computed */
 } GemmStats;
 void gemm_stats_free(GemmStats *st);
 /* GFLOP/s of the same product (operands as stored, no packing) on a oneDNN matmul primitive

@@ -160,9 +160,11 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double seconds, const cha
     }
     printf("{\"event\":\"gemm_profile\",\"phase\":\"%s\",\"precision\":\"%s\",\"shapes\":%d,\"step_s\":%.3f,"
            "\"gemm_s\":%.3f,\"gemm_share\":%.3f,\"gemm_gflops\":%.1f,\"shapes_compared\":%.3f,"
-           "\"primitive_gflops_same_shapes\":%.1f,\"step_gemm_vs_primitive\":%.3f}\n",
+           "\"primitive_gflops_same_shapes\":%.1f,\"step_gemm_vs_primitive\":%.3f,\"argmax_rows\":%ld,"
+           "\"exact_logits_per_row\":%.2f}\n",
            phase, prec, st->n, seconds, total, total / seconds, flops / total / 1e9, covered / total,
-           prim_s > 0 ? cov_flops / prim_s / 1e9 : 0.0, prim_s > 0 ? (cov_flops / covered) / (cov_flops / prim_s) : 0.0);
+           prim_s > 0 ? cov_flops / prim_s / 1e9 : 0.0, prim_s > 0 ? (cov_flops / covered) / (cov_flops / prim_s) : 0.0,
+           st->argmax_rows, st->argmax_rows ? (double)st->argmax_exact / st->argmax_rows : 0.0);
     fflush(stdout);
     gemm_stats_free(st);
 }

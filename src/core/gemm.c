@@ -136,6 +136,7 @@ typedef struct Pack {
     const float *src; /* the weight's float32 data */
     uint64_t stamp;   /* its Tensor.frozen when packed */
     bool tb;          /* packed from op(W) = W^T (another matrix than W, even when square) */
+    bool q8;          /* in gemm_q8's layout (md unused), else in md's */
     dnnl_memory_desc_t md;
     void *buf;
     float *scale;    /* int8: per column of op(B), max |column| / gemm_int8_weight_max() */
@@ -266,12 +267,9 @@ static Plan *plan_get(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
 
 /* The weight B (op(B) is K × N, stored with ldb) in the plan's packed layout: made by one
  * reorder (float32 to the plan's type) the first time, then kept while the weight stays frozen. */
-static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
-    bool tb = pl->key.tb;
-    for (int i = 0; i < p->n_packs; i++) {
-        Pack *q = &p->packs[i];
-        if (q->src == B && q->stamp == stamp && q->tb == tb && dnnl_memory_desc_equal(&q->md, &pl->w_md)) return q;
-    }
+/* A slot for a new packed copy of B: a stale copy's (B changed since), a free one, or the
+ * oldest; emptied. */
+static Pack *pack_slot(GemmPlans *p, const float *B, uint64_t stamp) {
     Pack *q = NULL;
     for (int i = 0; i < p->n_packs && !q; i++) /* a stale copy of this weight (it changed since) */
         if (p->packs[i].src == B && p->packs[i].stamp != stamp) q = &p->packs[i];
@@ -285,6 +283,41 @@ static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uin
     free(q->colsum);
     free(q->norm);
     free(q->l1);
+    memset(q, 0, sizeof *q);
+    return q;
+}
+
+/* op(B) (K × N, B stored with ldb) quantised per column into quant, in op(B)'s own strides
+ * (N × K when tb, else K × N): scale = max |column| / top, values rounded to nearest even
+ * and clamped to ±top, and each column's sum of them. */
+static void int8_quantise_columns(const float *B, int ldb, bool tb, int K, int N, int top, int8_t *quant, float *scale,
+                                  int32_t *colsum) {
+    for (int n = 0; n < N; n++) {
+        size_t step = tb ? 1 : (size_t)ldb, at = tb ? (size_t)n * ldb : (size_t)n; /* op(B)[k, n] = B[at + k step] */
+        size_t qstep = tb ? 1 : (size_t)N, qat = tb ? (size_t)n * K : (size_t)n;
+        float mx = 0.0f;
+        for (int kk = 0; kk < K; kk++) mx = fmaxf(mx, fabsf(B[at + kk * step]));
+        float s = mx > 0.0f ? mx / (float)top : 1.0f, inv = 1.0f / s;
+        int32_t sum = 0;
+        for (int kk = 0; kk < K; kk++) {
+            int v = (int)nearbyintf(B[at + kk * step] * inv);
+            v = v > top ? top : v < -top ? -top : v;
+            quant[qat + kk * qstep] = (int8_t)v;
+            sum += v;
+        }
+        scale[n] = s;
+        colsum[n] = sum;
+    }
+}
+
+static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
+    bool tb = pl->key.tb;
+    for (int i = 0; i < p->n_packs; i++) {
+        Pack *q = &p->packs[i];
+        if (q->src == B && q->stamp == stamp && q->tb == tb && !q->q8 && dnnl_memory_desc_equal(&q->md, &pl->w_md))
+            return q;
+    }
+    Pack *q = pack_slot(p, B, stamp);
     size_t bytes = dnnl_memory_desc_get_size(&pl->w_md);
     *q = (Pack){.src = B, .stamp = stamp, .tb = tb, .md = pl->w_md, .buf = s2s_xmalloc(bytes)};
     dnnl_memory_desc_t src_md;
@@ -295,23 +328,7 @@ static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uin
         quant = s2s_xmalloc((size_t)K * N);
         q->scale = s2s_xmalloc((size_t)N * sizeof *q->scale);
         q->colsum = s2s_xmalloc((size_t)N * sizeof *q->colsum);
-        int top = gemm_int8_weight_max();
-        for (int n = 0; n < N; n++) {
-            size_t step = tb ? 1 : (size_t)ldb, at = tb ? (size_t)n * ldb : (size_t)n; /* op(B)[k, n] = B[at + k step] */
-            size_t qstep = tb ? 1 : (size_t)N, qat = tb ? (size_t)n * K : (size_t)n;
-            float mx = 0.0f;
-            for (int kk = 0; kk < K; kk++) mx = fmaxf(mx, fabsf(B[at + kk * step]));
-            float s = mx > 0.0f ? mx / (float)top : 1.0f, inv = 1.0f / s;
-            int32_t sum = 0;
-            for (int kk = 0; kk < K; kk++) {
-                int v = (int)nearbyintf(B[at + kk * step] * inv);
-                v = v > top ? top : v < -top ? -top : v;
-                quant[qat + kk * qstep] = (int8_t)v;
-                sum += v;
-            }
-            q->scale[n] = s;
-            q->colsum[n] = sum;
-        }
+        int8_quantise_columns(B, ldb, tb, K, N, gemm_int8_weight_max(), quant, q->scale, q->colsum);
         md_2d(&src_md, K, N, tb, tb ? K : N, dnnl_s8);
         src = quant;
     } else {
@@ -376,7 +393,8 @@ static Pack *matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void
 typedef struct Int8Job {
     const float *A;
     int lda, K, N, ldc;
-    uint8_t *qa; /* (M, K): round(a / scale) + 128 */
+    int amax, off, ldq; /* activations to ±amax, stored + off in rows ldq apart (zero past K) */
+    uint8_t *qa;        /* (M, ldq): round(a / scale) + off */
     float *sa;   /* (M) row scales */
     const int32_t *acc;
     const Pack *pk;
@@ -386,10 +404,12 @@ typedef struct Int8Job {
 
 static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
     Int8Job *j = ctx;
-    int K = j->K; /* a local: the stores below could otherwise alias it, and not vectorise */
+    int K = j->K, off = j->off; /* locals: the stores below could otherwise alias them, and not vectorise */
+    float amax = (float)j->amax;
     for (size_t r = r0; r < r1; r++) {
         const float *restrict a = j->A + r * j->lda;
-        uint8_t *restrict q = j->qa + r * K;
+        uint8_t *restrict q = j->qa + r * j->ldq;
+        memset(q + K, 0, (size_t)(j->ldq - K));
         uint32_t top = 0; /* max |a| as bits (monotonic for non-negative floats): vectorises */
         for (int k = 0; k < K; k++) {
             uint32_t u;
@@ -398,19 +418,19 @@ static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
             top = u > top ? u : top;
         }
         if (top >= 0x7f800000u) { /* an Inf or NaN: the row's outputs are NaN, as float32's would be */
-            memset(q, 128, (size_t)K);
+            memset(q, off, (size_t)K);
             j->sa[r] = NAN;
             continue;
         }
         float mx;
         memcpy(&mx, &top, sizeof mx);
-        float s = mx > 0.0f ? mx / 127.0f : 1.0f, inv = 1.0f / s;
+        float s = mx > 0.0f ? mx / amax : 1.0f, inv = 1.0f / s;
         for (int k = 0; k < K; k++) {
-            float v = a[k] * inv; /* |v| <= 127 but for rounding at the edge */
-            v = v > 127.0f ? 127.0f : v;
-            v = v < -127.0f ? -127.0f : v;
+            float v = a[k] * inv; /* |v| <= amax but for rounding at the edge */
+            v = v > amax ? amax : v;
+            v = v < -amax ? -amax : v;
             v = (v + 12582912.0f) - 12582912.0f; /* to nearest even (1.5 * 2^23), as nearbyintf, but vectorised */
-            q[k] = (uint8_t)((int32_t)v + 128);
+            q[k] = (uint8_t)((int32_t)v + off);
         }
         j->sa[r] = s;
     }
@@ -448,7 +468,8 @@ static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float 
     Plan *pl = plan_get(p, k, 1.0f, 0.0f);
     Pack *pk = pack_get(p, pl, B, ldb, Bstamp);
     ArenaMark m = arena_mark(&t->arena);
-    Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .pk = pk, .alpha = alpha, .beta = beta, .C = C};
+    Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .amax = 127, .off = 128, .ldq = K, .pk = pk,
+                 .alpha = alpha, .beta = beta, .C = C};
     j.qa = arena_alloc(&t->arena, (size_t)M * K);
     j.sa = raw ? raw->row_scale : arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
     int32_t *acc = raw ? raw->sums : arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
@@ -460,6 +481,39 @@ static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float 
     if (!raw) par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
     serial_end(restore);
+    return pk;
+}
+
+/* Whether an int8 screen runs on gemm_q8 here: a build with AVX2, on a CPU where oneDNN's
+ * kernels have no VNNI (the weights then take the same ±63 either way). */
+static bool q8_screen_applies(void) { return gemm_q8_available() && gemm_int8_weight_max() == 63; }
+
+/* The int8 screen's sums on gemm_q8: W quantised as an int8 tape's (±63 per row, packed once
+ * per freeze), A per row to ±63 stored with an offset of 63. */
+static Pack *q8_screen(Tape *t, int M, int N, int K, const float *A, int lda, const Tensor *W, GemmInt8Sums *raw) {
+    GemmPlans *p = plans_get(t);
+    Pack *pk = NULL;
+    for (int i = 0; i < p->n_packs && !pk; i++)
+        if (p->packs[i].q8 && p->packs[i].src == W->data && p->packs[i].stamp == W->frozen) pk = &p->packs[i];
+    if (!pk) {
+        pk = pack_slot(p, W->data, W->frozen);
+        *pk = (Pack){.src = W->data, .stamp = W->frozen, .tb = true, .q8 = true,
+                     .buf = s2s_xmalloc(gemm_q8_packed_bytes(N, K)),
+                     .scale = s2s_xmalloc((size_t)N * sizeof *pk->scale),
+                     .colsum = s2s_xmalloc((size_t)N * sizeof *pk->colsum)};
+        int8_t *quant = s2s_xmalloc((size_t)N * K);
+        int8_quantise_columns(W->data, K, true, K, N, GEMM_Q8_W_MAX, quant, pk->scale, pk->colsum);
+        gemm_q8_pack(quant, N, K, pk->buf);
+        free(quant);
+    }
+    ArenaMark m = arena_mark(&t->arena);
+    int ldq = gemm_q8_lda(K);
+    Int8Job j = {.A = A, .lda = lda, .K = K, .amax = GEMM_Q8_A_MAX / 2, .off = GEMM_Q8_A_MAX / 2, .ldq = ldq,
+                 .sa = raw->row_scale};
+    j.qa = arena_alloc(&t->arena, (size_t)M * ldq);
+    par_for((size_t)M, (size_t)K * 4, int8_quant_rows, &j);
+    gemm_q8(j.qa, M, K, pk->buf, N, raw->sums, N);
+    arena_rewind(&t->arena, m);
     return pk;
 }
 
@@ -573,7 +627,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
 }
 
 const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT] = {
-    "row", "sgemm", "openblas", "matmul", "matmul_packed", "bf16_gemm", "bf16_matmul", "bf16_packed", "int8", "small"};
+    "row", "sgemm", "openblas", "matmul", "matmul_packed", "bf16_gemm", "bf16_matmul", "bf16_packed", "int8", "small", "q8"};
 
 static void stats_add(GemmStats *st, const GemmShapeStat *x, long calls, double seconds) {
     for (int i = 0; i < st->n; i++) {
@@ -649,7 +703,10 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
     struct timespec t0, t1;
     if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     Pack *pk = NULL;
-    if (kind == TAPE_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
+    bool q8 = kind == TAPE_SCREEN_INT8 && raw->coarse_ok && q8_screen_applies();
+    if (q8) {
+        pk = q8_screen(t, M, N, K, A, lda, W, raw);
+    } else if (kind == TAPE_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
         PlanKey k;
         memset(&k, 0, sizeof k);
         k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1;
@@ -681,14 +738,17 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
     t->flops += 2.0 * M * N * K;
     if (t->gemm_stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        GemmPath path = kind == TAPE_SCREEN_INT8   ? GEMM_PATH_INT8
+        GemmPath path = q8                         ? GEMM_PATH_Q8
+                        : kind == TAPE_SCREEN_INT8 ? GEMM_PATH_INT8
                         : kind == TAPE_SCREEN_BF16 ? GEMM_PATH_BF16_PACKED
                                                    : GEMM_PATH_PACKED;
         GemmShapeStat x = {.path = path, .tb = true, .M = M, .N = N, .K = K};
         stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
     bool q = kind == TAPE_SCREEN_INT8;
-    return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL, q ? pk->colsum : NULL};
+    return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL, q ? pk->colsum : NULL,
+                            .zero = q8 ? GEMM_Q8_A_MAX / 2 : 128, .act_max = q8 ? GEMM_Q8_A_MAX / 2 : 127,
+                            .coarse = q8};
 }
 
 double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {

@@ -55,16 +55,21 @@ void gemm_row_l1(const float *X, int rows, int cols, int ld, float *l1);
 typedef struct GemmScreenCols {
     const float *norm, *l1, *scale;
     const int32_t *colsum; /* int8: per row of W, the sum of its quantised values */
+    int zero, act_max;     /* int8: A's offset and largest |value| (128 and 127; 63 and 63 on gemm_q8) */
+    bool coarse;           /* the int8 sums came from gemm_q8 */
 } GemmScreenCols;
 /* Whether an int8 tape multiplies A (M rows) by op(B) = Bw^T (N columns) in int8: a frozen
  * weight offered for packing (Bw, not transposed A) and both sides at least GEMM_BF16_MIN_SIDE. */
 bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N);
-/* An int8 screen's result before scaling back: sums[m N + n] = sum_k (qa[m, k] + 128) qw[n, k]
+/* An int8 screen's result before scaling back: sums[m N + n] = sum_k (qa[m, k] + zero) qw[n, k]
  * exactly, and the row scales of A (NaN for a row holding an Inf or NaN). The logit is then
- * row_scale[m] * scale[n] * (float)(sums - 128 colsum[n]), as an int8 tape scales back. */
+ * row_scale[m] * scale[n] * (float)(sums - zero colsum[n]), as an int8 tape scales back
+ * (zero = 128). coarse_ok: the caller only bounds these sums' error (op_linear_argmax), so
+ * gemm_q8 may make them where it applies, with its coarser A (GemmScreenCols says which). */
 typedef struct GemmInt8Sums {
     int32_t *sums;    /* (M, N) */
     float *row_scale; /* (M) */
+    bool coarse_ok;
 } GemmInt8Sums;
 /* A W^T (M × N) for a weight W (N × K) frozen by params_freeze, as an int8 tape multiplies
  * (TAPE_SCREEN_INT8: A quantised per row, W per row, exact int32 sums, left in *raw for the
@@ -73,6 +78,19 @@ typedef struct GemmInt8Sums {
  * logits, W packed once per freeze. */
 GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K, const float *A, int lda,
                                   const Tensor *W, float *C, GemmInt8Sums *raw);
+
+/* Exact int8 products for AVX2 CPUs without VNNI (gemm_q8.c): A (M × K, u8 at most
+ * GEMM_Q8_A_MAX, rows gemm_q8_lda(K) bytes apart, zero past K) times W^T for W (N × K, s8 of
+ * at most ±GEMM_Q8_W_MAX, row-major) packed by gemm_q8_pack into gemm_q8_packed_bytes; C
+ * (M × N, leading dimension ldc) = the int32 sums. Two pair sums of vpmaddubsw are added in
+ * int16 before widening, which those limits keep exact. Available where the build has AVX2. */
+#define GEMM_Q8_A_MAX 126
+#define GEMM_Q8_W_MAX 63
+bool gemm_q8_available(void);
+int gemm_q8_lda(int K);
+size_t gemm_q8_packed_bytes(int N, int K);
+void gemm_q8_pack(const int8_t *qw, int N, int K, int8_t *out);
+void gemm_q8(const uint8_t *A, int M, int K, const int8_t *packed, int N, int32_t *C, int ldc);
 
 /* The tape's matmul primitives and packed weights (gemm.c); tape_free calls it. */
 void gemm_plans_free(GemmPlans *p);
