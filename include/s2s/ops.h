@@ -37,13 +37,16 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
  * moves on only to a strictly higher logit (the first of equals; a NaN never overtakes:
  * model_argmax_rows's rule). Greedy decoding's pick, made without computing every logit
  * exactly: a screen computes them all approximately (Tape.screen: int8 products where the
- * CPU has VNNI, else bfloat16 where it multiplies them natively, else float32) with a
- * rigorous bound on each one's error (bf16: about 2^-7 |x| |w_v|; int8: half a quantisation
+ * CPU has AVX2 or wider, else bfloat16 where it multiplies them natively, else float32) with
+ * a rigorous bound on each one's error (bf16: about 2^-7 |x| |w_v|; int8: half a quantisation
  * step per element, through the 1-norms), and only the columns whose upper bound reaches
  * the lower bound of the column with the best screen value get their exact dot product
  * (the screen's values scaled back inside that pass, never stored; the bounds' per-column
- * factors kept on the tape per frozen W and b, Tape.argmax_cache): 0.5-1.3 per row with trained
- * Multi30k models, about 40 with random weights (flat logits). On a bf16 tape x came from
+ * factors kept on the tape per frozen W and b, Tape.argmax_cache): 0.5-4 per row with trained
+ * Multi30k models, more with random weights (flat logits: about 115 on the homework model).
+ * Without VNNI the int8 screen runs coarse first (gemm_q8: x in 7 bits, about twice the
+ * bound, a faster kernel) and goes back to 8-bit x for the next 64 calls on a weight whose
+ * coarse call left more than V/256 + 1 exact logits a row. On a bf16 tape x came from
  * bf16 products; the pick is still the float32 argmax for that x. Not differentiable (no
  * node); writes best (N). */
 void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
