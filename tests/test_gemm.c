@@ -460,7 +460,7 @@ Test(gemm, frozen_weights_packed_and_repacked_when_they_change) {
 }
 
 /* The int8 quantisation the int8 tape promises (gemm.h), written out: x / scale rounded to
- * nearest even, clamped to ±127, scale = max |x| / 127 of the row (A) or weight row (W). */
+ * nearest even, clamped to ±top, scale = max |x| / top of the row (A) or weight row (W). */
 static void quantise_rows(const float *x, int rows, int cols, float top, float *q, float *scale) {
     for (int r = 0; r < rows; r++) {
         float mx = 0;
@@ -488,7 +488,7 @@ static void int8_products_check(void) {
     x->data[5] = 7.5f; /* one large value: its row's scale differs from the others */
     float *qx = malloc(x->size * sizeof *qx), *sx = malloc(M * sizeof *sx), *qw = malloc(w->size * sizeof *qw),
           *sw = malloc(N * sizeof *sw);
-    quantise_rows(x->data, M, K, 127.0f, qx, sx);
+    quantise_rows(x->data, M, K, (float)gemm_int8_act_max(), qx, sx);
     quantise_rows(w->data, N, K, (float)gemm_int8_weight_max(), qw, sw);
     Tape t;
     tape_init(&t, 1 << 20);
@@ -510,7 +510,8 @@ static void int8_products_check(void) {
         }
     cr_expect_lt(worst, 1e-6, "int8 product off the written-out quantisation by %g (relative)", worst);
     cr_expect_gt(moved, 1e-4, "the product equals float32's: no int8 happened");
-    cr_expect_lt(moved, 0.1, "int8 product far from float32's: %g", moved);
+    /* the row holding 7.5 moves most: its quantisation step is 7.5 / act_max */
+    cr_expect_lt(moved, 0.1 * 127 / gemm_int8_act_max(), "int8 product far from float32's: %g", moved);
     /* five rows (under 8), or a weight not frozen: float32, exactly the float32 tape's bits */
     Tape t32;
     tape_init(&t32, 1 << 20);
@@ -825,11 +826,13 @@ static void argmax_scan_check(void) {
 Test(gemm, linear_argmax_matches_exact_scan) { argmax_scan_check(); }
 
 /* Without AVX-512 VNNI, oneDNN's int8 kernels add pairs of u8 × s8 products in saturating
- * int16: the weights then take 7 bits, and the products and int8 picks above stay exact.
- * Limited to AVX2 kernels here (this test's process has made none yet), on any x86 CPU. */
+ * int16: the weights then take 7 bits, and the products and int8 picks above stay exact (on
+ * gemm_q8 in builds with AVX2, the activations in 7 bits too). Limited to AVX2 kernels here
+ * (this test's process has made none yet), on any x86 CPU. */
 Test(gemm, int8_exact_on_kernels_without_vnni) {
     cr_assert_eq(dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2), dnnl_success, "oneDNN refused to be limited to AVX2");
     cr_assert_eq(gemm_int8_weight_max(), 63);
+    cr_assert_eq(gemm_int8_act_max(), gemm_q8_available() ? 63 : 127);
     int8_products_check();
     argmax_scan_check();
 }

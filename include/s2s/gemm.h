@@ -28,7 +28,10 @@
  * round to nearest even, ±127; 63 for 127 without AVX-512 VNNI: gemm_int8_weight_max), the
  * activations per row at every call (±127, stored with an offset of 128 as the VNNI
  * instructions want: the offset times the channel's sum is taken back out), the products
- * summed exactly in int32 by oneDNN, then scaled back to float32. Products at least 8 wide
+ * summed exactly in int32 by oneDNN, then scaled back to float32. Without VNNI, in builds
+ * with AVX2, products against W^T (every linear layer's) run on our own kernel instead
+ * (gemm_q8.c: the activations to ±63, stored + 63, so that two of vpmaddubsw's pair sums
+ * add in int16 exactly: gemm_int8_act_max). Products at least 8 wide
  * on both sides only; the rest (attention against the encoder states, thin products) stays
  * float32. Conversions and the primitives' scratch memory borrow the tape's arena for the
  * length of one call. */
@@ -59,6 +62,9 @@ bool gemm_cpu_has_int8(void);
 /* The largest |value| of an int8 weight: 127 where oneDNN runs AVX-512 VNNI kernels, 63 on
  * other CPUs, whose kernels add pairs of u8 × s8 products in saturating int16. */
 int gemm_int8_weight_max(void);
+/* The largest |value| of an int8 tape's activations: 127, or 63 where its products run on
+ * our own kernel (builds with AVX2 on CPUs without VNNI: see above). */
+int gemm_int8_act_max(void);
 
 /* Whether this machine runs oneDNN's bfloat16 GEMM (a tiny product, checked once per call);
  * an S2S_ERR_CONFIG error naming `what` when it does not. */

@@ -397,7 +397,7 @@ typedef struct Int8Job {
     uint8_t *qa;        /* (M, ldq): round(a / scale) + off */
     float *sa;   /* (M) row scales */
     const int32_t *acc;
-    const Pack *pk;
+    const Pack *pk; /* its scales and column sums */
     float alpha, beta;
     float *C;
 } Int8Job;
@@ -436,84 +436,89 @@ static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
     }
 }
 
-/* C = alpha sa[i] sb[j] (acc - 128 colsum[j]) + beta C: acc holds sum_k (qa + 128) qb. */
+/* C = alpha sa[i] sb[j] (acc - off colsum[j]) + beta C: acc holds sum_k (qa + off) qb. */
 static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
     Int8Job *j = ctx;
     const float *restrict sb = j->pk->scale;
     const int32_t *restrict cs = j->pk->colsum;
-    int N = j->N;
+    int N = j->N, off = j->off;
     for (size_t r = r0; r < r1; r++) {
         const int32_t *restrict acc = j->acc + r * N;
         float *restrict c = j->C + r * j->ldc;
         float sr = j->alpha * j->sa[r], beta = j->beta;
         if (beta == 0.0f) /* C may hold garbage */
-            for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]);
+            for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - off * cs[n]);
         else
-            for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - 128 * cs[n]) + beta * c[n];
+            for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - off * cs[n]) + beta * c[n];
     }
 }
 
-/* C = alpha A op(B) + beta C with B a frozen weight: A quantised per row (u8 with an offset
- * of 128, the VNNI instructions' operand), B per column (s8, packed once per freeze), the
- * product summed exactly in int32 by oneDNN, then scaled back here. */
+/* Whether int8 products against op(B) = W^T run on gemm_q8 here: a build with AVX2, on a
+ * CPU where oneDNN's kernels have no VNNI (its weights take the same ±63 either way). */
+static bool q8_applies(void) { return gemm_q8_available() && gemm_int8_weight_max() == GEMM_Q8_W_MAX; }
+
+int gemm_int8_act_max(void) { return q8_applies() ? GEMM_Q8_A_MAX / 2 : 127; }
+
+/* W (N × K, rows ldb apart) quantised as oneDNN's int8 weights are here (±63 per row) and
+ * packed for gemm_q8, once per freeze. */
+static Pack *q8_pack_get(GemmPlans *p, const float *W, int ldb, uint64_t stamp, int N, int K) {
+    for (int i = 0; i < p->n_packs; i++)
+        if (p->packs[i].q8 && p->packs[i].src == W && p->packs[i].stamp == stamp) return &p->packs[i];
+    Pack *pk = pack_slot(p, W, stamp);
+    *pk = (Pack){.src = W, .stamp = stamp, .tb = true, .q8 = true, .buf = s2s_xmalloc(gemm_q8_packed_bytes(N, K)),
+                 .scale = s2s_xmalloc((size_t)N * sizeof *pk->scale),
+                 .colsum = s2s_xmalloc((size_t)N * sizeof *pk->colsum)};
+    int8_t *quant = s2s_xmalloc((size_t)N * K);
+    int8_quantise_columns(W, ldb, true, K, N, GEMM_Q8_W_MAX, quant, pk->scale, pk->colsum);
+    gemm_q8_pack(quant, N, K, pk->buf);
+    free(quant);
+    return pk;
+}
+
+/* C = alpha A op(B) + beta C with B a frozen weight: A quantised per row, B per column (s8,
+ * packed once per freeze), the product summed exactly in int32, then scaled back here. On
+ * gemm_q8 where it applies to op(B) = W^T and the caller does not ask for 8-bit A (fine): A
+ * to ±63, stored + 63; else on oneDNN: A to ±127, stored + 128 (the VNNI instructions'
+ * operand). The offset times the column's sum is taken back out in scaling back. */
 static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
-                      uint64_t Bstamp, float *C, int ldc, GemmInt8Sums *raw) {
+                      uint64_t Bstamp, float *C, int ldc, GemmInt8Sums *raw, bool fine) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
     GemmPlans *p = plans_get(t);
-    int M = k->M, N = k->N, K = k->K, restore = serial_begin(M, N, K);
-    k->threads = omp_get_max_threads();
-    k->int8 = k->packed = 1;
-    k->lda = K; /* the quantised copy */
-    k->ldc = N; /* the int32 sums */
-    Plan *pl = plan_get(p, k, 1.0f, 0.0f);
-    Pack *pk = pack_get(p, pl, B, ldb, Bstamp);
+    int M = k->M, N = k->N, K = k->K, restore = 0;
+    bool q8 = !fine && k->tb && q8_applies();
+    Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .alpha = alpha, .beta = beta, .C = C};
+    Plan *pl = NULL;
+    Pack *pk;
+    if (q8) { /* threads: gemm_q8 splits its columns itself */
+        pk = q8_pack_get(p, B, ldb, Bstamp, N, K);
+        j.amax = j.off = GEMM_Q8_A_MAX / 2;
+        j.ldq = gemm_q8_lda(K);
+    } else {
+        restore = serial_begin(M, N, K);
+        k->threads = omp_get_max_threads();
+        k->int8 = k->packed = 1;
+        k->lda = K; /* the quantised copy */
+        k->ldc = N; /* the int32 sums */
+        pl = plan_get(p, k, 1.0f, 0.0f);
+        pk = pack_get(p, pl, B, ldb, Bstamp);
+        j.amax = 127, j.off = 128, j.ldq = K;
+    }
+    j.pk = pk;
     ArenaMark m = arena_mark(&t->arena);
-    Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .amax = 127, .off = 128, .ldq = K, .pk = pk,
-                 .alpha = alpha, .beta = beta, .C = C};
-    j.qa = arena_alloc(&t->arena, (size_t)M * K);
+    j.qa = arena_alloc(&t->arena, (size_t)M * j.ldq);
     j.sa = raw ? raw->row_scale : arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
     int32_t *acc = raw ? raw->sums : arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
     j.acc = acc;
     /* work per element: two passes and a conversion (quantising), four operations (back):
      * a decoding step's rows then split over the threads, which wait for the GEMM anyway */
     par_for((size_t)M, (size_t)K * 4, int8_quant_rows, &j);
-    plan_execute(t, p, pl, j.qa, pk->buf, acc);
+    if (q8)
+        gemm_q8(j.qa, M, K, pk->buf, N, acc, N);
+    else
+        plan_execute(t, p, pl, j.qa, pk->buf, acc);
     if (!raw) par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
     serial_end(restore);
-    return pk;
-}
-
-/* Whether an int8 screen runs on gemm_q8 here: a build with AVX2, on a CPU where oneDNN's
- * kernels have no VNNI (the weights then take the same ±63 either way). */
-static bool q8_screen_applies(void) { return gemm_q8_available() && gemm_int8_weight_max() == 63; }
-
-/* The int8 screen's sums on gemm_q8: W quantised as an int8 tape's (±63 per row, packed once
- * per freeze), A per row to ±63 stored with an offset of 63. */
-static Pack *q8_screen(Tape *t, int M, int N, int K, const float *A, int lda, const Tensor *W, GemmInt8Sums *raw) {
-    GemmPlans *p = plans_get(t);
-    Pack *pk = NULL;
-    for (int i = 0; i < p->n_packs && !pk; i++)
-        if (p->packs[i].q8 && p->packs[i].src == W->data && p->packs[i].stamp == W->frozen) pk = &p->packs[i];
-    if (!pk) {
-        pk = pack_slot(p, W->data, W->frozen);
-        *pk = (Pack){.src = W->data, .stamp = W->frozen, .tb = true, .q8 = true,
-                     .buf = s2s_xmalloc(gemm_q8_packed_bytes(N, K)),
-                     .scale = s2s_xmalloc((size_t)N * sizeof *pk->scale),
-                     .colsum = s2s_xmalloc((size_t)N * sizeof *pk->colsum)};
-        int8_t *quant = s2s_xmalloc((size_t)N * K);
-        int8_quantise_columns(W->data, K, true, K, N, GEMM_Q8_W_MAX, quant, pk->scale, pk->colsum);
-        gemm_q8_pack(quant, N, K, pk->buf);
-        free(quant);
-    }
-    ArenaMark m = arena_mark(&t->arena);
-    int ldq = gemm_q8_lda(K);
-    Int8Job j = {.A = A, .lda = lda, .K = K, .amax = GEMM_Q8_A_MAX / 2, .off = GEMM_Q8_A_MAX / 2, .ldq = ldq,
-                 .sa = raw->row_scale};
-    j.qa = arena_alloc(&t->arena, (size_t)M * ldq);
-    par_for((size_t)M, (size_t)K * 4, int8_quant_rows, &j);
-    gemm_q8(j.qa, M, K, pk->buf, N, raw->sums, N);
-    arena_rewind(&t->arena, m);
     return pk;
 }
 
@@ -575,8 +580,8 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
     if (!ta && gemm_int8_applies(t, Bw, M, N)) {
         S2S_ASSERT(B == Bw->data);
-        int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, NULL);
-        return GEMM_PATH_INT8;
+        const Pack *pk = int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, NULL, false);
+        return pk->q8 ? GEMM_PATH_Q8 : GEMM_PATH_INT8;
     }
     bool frozen = frozen_weight(Bw, B, ta, M);
     if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
@@ -703,14 +708,11 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
     struct timespec t0, t1;
     if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     Pack *pk = NULL;
-    bool q8 = kind == TAPE_SCREEN_INT8 && raw->coarse_ok && q8_screen_applies();
-    if (q8) {
-        pk = q8_screen(t, M, N, K, A, lda, W, raw);
-    } else if (kind == TAPE_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
+    if (kind == TAPE_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
         PlanKey k;
         memset(&k, 0, sizeof k);
         k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1;
-        pk = int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, NULL, N, raw);
+        pk = int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, NULL, N, raw, raw->fine);
     } else {
         for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) { /* the packed layout serves plans this tall */
             int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
@@ -736,6 +738,7 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
         gemm_row_l1(W->data, N, K, K, pk->l1);
     }
     t->flops += 2.0 * M * N * K;
+    bool q8 = pk->q8; /* gemm_q8's sums: A in 7 bits */
     if (t->gemm_stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         GemmPath path = q8                         ? GEMM_PATH_Q8

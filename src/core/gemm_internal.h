@@ -56,7 +56,7 @@ typedef struct GemmScreenCols {
     const float *norm, *l1, *scale;
     const int32_t *colsum; /* int8: per row of W, the sum of its quantised values */
     int zero, act_max;     /* int8: A's offset and largest |value| (128 and 127; 63 and 63 on gemm_q8) */
-    bool coarse;           /* the int8 sums came from gemm_q8 */
+    bool coarse;           /* int8: the sums came from gemm_q8 (A in 7 bits) */
 } GemmScreenCols;
 /* Whether an int8 tape multiplies A (M rows) by op(B) = Bw^T (N columns) in int8: a frozen
  * weight offered for packing (Bw, not transposed A) and both sides at least GEMM_BF16_MIN_SIDE. */
@@ -64,12 +64,12 @@ bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N);
 /* An int8 screen's result before scaling back: sums[m N + n] = sum_k (qa[m, k] + zero) qw[n, k]
  * exactly, and the row scales of A (NaN for a row holding an Inf or NaN). The logit is then
  * row_scale[m] * scale[n] * (float)(sums - zero colsum[n]), as an int8 tape scales back
- * (zero = 128). coarse_ok: the caller only bounds these sums' error (op_linear_argmax), so
- * gemm_q8 may make them where it applies, with its coarser A (GemmScreenCols says which). */
+ * (zero = 128, or 63 where gemm_q8 made them: GemmScreenCols says which). fine: A in 8 bits
+ * on oneDNN even where gemm_q8 would apply (op_linear_argmax's fallback from its coarse screen). */
 typedef struct GemmInt8Sums {
     int32_t *sums;    /* (M, N) */
     float *row_scale; /* (M) */
-    bool coarse_ok;
+    bool fine;
 } GemmInt8Sums;
 /* A W^T (M × N) for a weight W (N × K) frozen by params_freeze, as an int8 tape multiplies
  * (TAPE_SCREEN_INT8: A quantised per row, W per row, exact int32 sums, left in *raw for the

@@ -572,7 +572,7 @@ bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tens
     ArenaMark m = arena_mark(&t->arena);
     float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V; /* op_linear: x + 1 b, or x alone */
     GemmInt8Sums q8 = {arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums),
-                       arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale), .coarse_ok = false};
+                       arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale), .fine = false};
     GemmScreenCols wc = gemm_frozen_screen(t, TAPE_SCREEN_INT8, N, V, D, x->data, D, w, NULL, &q8);
     ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .colsum = wc.colsum, .zero = wc.zero, .gate = gate, .bias = bias, .V = V, .best = best};
     par_for((size_t)N, (size_t)V * 4, own_rows_range, &j);
@@ -597,7 +597,7 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
         q8.sums = arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums);
         q8.row_scale = arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale);
         cs = coarse_state(t, w);
-        q8.coarse_ok = cs->fine_left == 0;
+        q8.fine = cs->fine_left > 0;
         if (cs->fine_left > 0) cs->fine_left--;
     } else {
         approx = arena_alloc(&t->arena, (size_t)N * V * sizeof *approx);
