@@ -905,7 +905,8 @@ Test(gemm, int8_screen_goes_fine_where_coarse_leaves_too_much) {
         tu_fill(b, &rng, -0.01f, 0.01f);
         if (crowded)
             for (int v = 1; v < V; v++)
-                for (int k = 0; k < D; k++) w->data[(size_t)v * D + k] = w->data[k] * (1.0f + 1e-3f * rng_uniform_range(&rng, -1, 1));
+                for (int k = 0; k < D; k++)
+                    w->data[(size_t)v * D + k] = w->data[k] * (1.0f + 1e-3f * rng_uniform_range(&rng, -1, 1));
         else
             b->data[V / 2] = 10.0f;
         w->frozen = b->frozen = 5 + (uint64_t)crowded;
@@ -919,7 +920,8 @@ Test(gemm, int8_screen_goes_fine_where_coarse_leaves_too_much) {
             op_linear_argmax(&t, x, w, b, NULL, got);
             int wrong = 0;
             for (int r = 0; r < N; r++) wrong += got[r] != scan_pick(x->data + (size_t)r * D, w, b, NULL);
-            cr_expect_eq(wrong, 0, "crowded %d call %d: %d rows picked another column than the scan", crowded, call, wrong);
+            cr_expect_eq(wrong, 0, "crowded %d call %d: %d rows picked another column than the scan", crowded, call,
+                         wrong);
             bool coarse = call == 0 || !crowded;
             cr_expect_eq(path_calls(&st, GEMM_PATH_Q8), call + 1 - (coarse ? 0 : 1),
                          "crowded %d call %d: %ld coarse screens", crowded, call, path_calls(&st, GEMM_PATH_Q8));
@@ -927,7 +929,8 @@ Test(gemm, int8_screen_goes_fine_where_coarse_leaves_too_much) {
                          crowded, call, path_calls(&st, GEMM_PATH_INT8));
         }
         if (crowded)
-            cr_expect_gt(st.argmax_exact, (long)N * (V / 256 + 1), "crowded rows left only %ld exact logits", st.argmax_exact);
+            cr_expect_gt(st.argmax_exact, (long)N * (V / 256 + 1), "crowded rows left only %ld exact logits",
+                         st.argmax_exact);
         else
             cr_expect_eq(st.argmax_exact, 0, "a column 10 ahead needs no exact logit: %ld", st.argmax_exact);
         gemm_stats_free(&st);
@@ -964,8 +967,8 @@ Test(gemm, int8_coarse_screen_bound_holds_at_its_worst) {
         int32_t got[8];
         op_linear_argmax(&t, x, w, NULL, NULL, got);
         for (int r = 0; r < N; r++)
-            cr_expect_eq(got[r], 0, "screen %d row %d: picked %d; the exact logits pick 0 (the scan: %d)", screen, r, got[r],
-                         scan_pick(x->data + (size_t)r * D, w, NULL, NULL));
+            cr_expect_eq(got[r], 0, "screen %d row %d: picked %d; the exact logits pick 0 (the scan: %d)", screen, r,
+                         got[r], scan_pick(x->data + (size_t)r * D, w, NULL, NULL));
         if (screen == TAPE_SCREEN_INT8) cr_expect_eq(path_calls(&st, GEMM_PATH_Q8), 1, "the coarse screen did not run");
         gemm_stats_free(&st);
         tape_free(&t);

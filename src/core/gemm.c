@@ -632,7 +632,8 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
 }
 
 const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT] = {
-    "row", "sgemm", "openblas", "matmul", "matmul_packed", "bf16_gemm", "bf16_matmul", "bf16_packed", "int8", "small", "q8"};
+    "row",         "sgemm",       "openblas", "matmul", "matmul_packed", "bf16_gemm",
+    "bf16_matmul", "bf16_packed", "int8",     "small",  "q8"};
 
 static void stats_add(GemmStats *st, const GemmShapeStat *x, long calls, double seconds) {
     for (int i = 0; i < st->n; i++) {

@@ -66,8 +66,10 @@ static inline __attribute__((always_inline)) void q8_block(const uint8_t *A, int
     const __m256i ones = _mm256_set1_epi16(1);
     for (int g = 0; g < steps; g++) {
         const int8_t *b = B + (size_t)g * 128;
-        __m256i b00 = _mm256_loadu_si256((const __m256i *)b), b01 = _mm256_loadu_si256((const __m256i *)(b + 32));
-        __m256i b10 = _mm256_loadu_si256((const __m256i *)(b + 64)), b11 = _mm256_loadu_si256((const __m256i *)(b + 96));
+        __m256i b00 = _mm256_loadu_si256((const __m256i *)b);
+        __m256i b01 = _mm256_loadu_si256((const __m256i *)(b + 32));
+        __m256i b10 = _mm256_loadu_si256((const __m256i *)(b + 64));
+        __m256i b11 = _mm256_loadu_si256((const __m256i *)(b + 96));
         _Pragma("GCC unroll 4") for (int r = 0; r < MR; r++) {
             int32_t x0, x1;
             memcpy(&x0, A + (size_t)r * lda + 8 * g, 4);

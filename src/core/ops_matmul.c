@@ -211,7 +211,7 @@ typedef struct ArgmaxJob {
     const uint8_t *allowed;
     int V, D;
     int32_t *best;
-    int32_t *exact; /* per row, the exact logits computed (when the tape counts them) */
+    int32_t *exact; /* per row, the exact logits computed (for the coarse screen's rule and ./speed) */
 } ArgmaxJob;
 
 /* The logit every pick is made on: gemm_row's dot (fixed partial sums), then the bias (0
@@ -440,7 +440,7 @@ static void own_rows_range(void *ctx, size_t r0, size_t r1) {
  * and bias (a few slots, the oldest replaced): made at every decoding step they were a
  * serial pass of double arithmetic over every column. */
 typedef struct ArgmaxCols {
-    const float *w, *b; /* the key: data, freeze stamps, screen kind and shape */
+    const float *w, *b; /* the key: data, freeze stamps, screen kind (2 kind + coarse) and shape */
     uint64_t w_stamp, b_stamp;
     int kind, V, D;
     float *slope, *p, *q, *base; /* one block of 4 V */
@@ -574,7 +574,8 @@ bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tens
     GemmInt8Sums q8 = {arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums),
                        arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale), .fine = false};
     GemmScreenCols wc = gemm_frozen_screen(t, TAPE_SCREEN_INT8, N, V, D, x->data, D, w, NULL, &q8);
-    ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .colsum = wc.colsum, .zero = wc.zero, .gate = gate, .bias = bias, .V = V, .best = best};
+    ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .colsum = wc.colsum, .zero = wc.zero, .gate = gate, .bias = bias,
+                   .V = V, .best = best};
     par_for((size_t)N, (size_t)V * 4, own_rows_range, &j);
     arena_rewind(&t->arena, m);
     return true;
