@@ -131,7 +131,8 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double seconds, const cha
         double f = 2.0 * s->M * s->N * s->K * s->calls;
         bool b16 = s->path == GEMM_PATH_BF16_GEMM || s->path == GEMM_PATH_BF16_MATMUL || s->path == GEMM_PATH_BF16_PACKED;
         /* in the type it ran in; none for int8 (quantising is part of its path) */
-        double prim = s->path == GEMM_PATH_ROW || s->path == GEMM_PATH_INT8 ? 0 : gemm_primitive_rate(t, s, b16);
+        bool int8 = s->path == GEMM_PATH_INT8 || s->path == GEMM_PATH_Q8;
+        double prim = s->path == GEMM_PATH_ROW || int8 ? 0 : gemm_primitive_rate(t, s, b16);
         if (prim > 0) {
             covered += s->seconds;
             cov_flops += f;
