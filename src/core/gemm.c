@@ -265,8 +265,6 @@ static Plan *plan_get(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
     return pl;
 }
 
-/* The weight B (op(B) is K × N, stored with ldb) in the plan's packed layout: made by one
- * reorder (float32 to the plan's type) the first time, then kept while the weight stays frozen. */
 /* A slot for a new packed copy of B: a stale copy's (B changed since), a free one, or the
  * oldest; emptied. */
 static Pack *pack_slot(GemmPlans *p, const float *B, uint64_t stamp) {
@@ -310,6 +308,8 @@ static void int8_quantise_columns(const float *B, int ldb, bool tb, int K, int N
     }
 }
 
+/* The weight B (op(B) is K × N, stored with ldb) in the plan's packed layout: made by one
+ * reorder (float32 to the plan's type) the first time, then kept while the weight stays frozen. */
 static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp) {
     bool tb = pl->key.tb;
     for (int i = 0; i < p->n_packs; i++) {
@@ -457,7 +457,11 @@ static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
  * CPU where oneDNN's kernels have no VNNI (its weights take the same ±63 either way). */
 static bool q8_applies(void) { return gemm_q8_available() && gemm_int8_weight_max() == GEMM_Q8_W_MAX; }
 
-int gemm_int8_act_max(void) { return q8_applies() ? GEMM_Q8_A_MAX / 2 : 127; }
+/* The activations' quantisation on each int8 path: ±act_max, stored + act_off (u8). */
+static int int8_act_max(bool q8) { return q8 ? GEMM_Q8_A_MAX / 2 : 127; }
+static int int8_act_off(bool q8) { return q8 ? GEMM_Q8_A_MAX / 2 : 128; }
+
+int gemm_int8_act_max(void) { return int8_act_max(q8_applies()); }
 
 /* W (N × K, rows ldb apart) quantised as oneDNN's int8 weights are here (±63 per row) and
  * packed for gemm_q8, once per freeze. */
@@ -491,7 +495,6 @@ static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float 
     Pack *pk;
     if (q8) { /* threads: gemm_q8 splits its columns itself */
         pk = q8_pack_get(p, B, ldb, Bstamp, N, K);
-        j.amax = j.off = GEMM_Q8_A_MAX / 2;
         j.ldq = gemm_q8_lda(K);
     } else {
         restore = serial_begin(M, N, K);
@@ -501,8 +504,9 @@ static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float 
         k->ldc = N; /* the int32 sums */
         pl = plan_get(p, k, 1.0f, 0.0f);
         pk = pack_get(p, pl, B, ldb, Bstamp);
-        j.amax = 127, j.off = 128, j.ldq = K;
+        j.ldq = K;
     }
+    j.amax = int8_act_max(q8), j.off = int8_act_off(q8);
     j.pk = pk;
     ArenaMark m = arena_mark(&t->arena);
     j.qa = arena_alloc(&t->arena, (size_t)M * j.ldq);
@@ -751,8 +755,7 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
     }
     bool q = kind == TAPE_SCREEN_INT8;
     return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL, q ? pk->colsum : NULL,
-                            .zero = q8 ? GEMM_Q8_A_MAX / 2 : 128, .act_max = q8 ? GEMM_Q8_A_MAX / 2 : 127,
-                            .coarse = q8};
+                            .zero = int8_act_off(q8), .act_max = int8_act_max(q8), .coarse = q8};
 }
 
 double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
