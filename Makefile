@@ -111,7 +111,7 @@ $(BUILD)/bin/%: $(BUILD)/src/cli/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 
-$(TEST_BIN): $(TEST_OBJ) $(LIB) $(BUILD)/tests/dist_check
+$(TEST_BIN): $(TEST_OBJ) $(LIB) $(BUILD)/tests/dist_check $(BUILD)/bench/peak
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(TEST_OBJ) $(LIB) $(PKG_LIBS) -lcriterion -o $@
 
@@ -119,6 +119,11 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB) $(BUILD)/tests/dist_check
 $(BUILD)/bench/dist_bench: $(BUILD)/bench/dist_bench.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
+
+# the CPU's multiply-add peak per number format (make bench, README: Speed)
+$(BUILD)/bench/peak: $(BUILD)/bench/peak.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -lpthread -o $@
 
 # a load client for ./serve (make bench-serve, README: serve)
 $(BUILD)/bench/serve_load: $(BUILD)/bench/serve_load.o
@@ -152,7 +157,7 @@ test-golden: $(TEST_BIN)
 
 # Throughput against the PyTorch baseline (python3-torch and OpenBLAS's OpenMP build installed
 # first, as make test installs its packages); bench/results.jsonl.
-bench: all $(BUILD)/bench/dist_bench
+bench: all $(BUILD)/bench/dist_bench $(BUILD)/bench/peak
 	@bash scripts/deps.sh --with-bench
 	bash scripts/bench.sh
 
@@ -238,4 +243,4 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # every object's header dependencies, the side programs' too (a stale dist_check.o once kept
 # an older Tape's size)
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(BUILD)/tests/mpi/dist_check.d \
-         $(BUILD)/bench/dist_bench.d $(BUILD)/bench/serve_load.d
+         $(BUILD)/bench/dist_bench.d $(BUILD)/bench/serve_load.d $(BUILD)/bench/peak.d

@@ -11,6 +11,7 @@ function ratio(a, b) { return a == "" || b == "" || b == 0 ? "null" : sprintf("%
                     gf[p] = num($0, "gemm_gflops"); if (p != "openblas") sg = num($0, "sgemm_gflops_output_shape")
                     else osg = num($0, "sgemm_gflops_output_shape")
                     if (p == "bf16") bg = num($0, "bf16_gemm_gflops_output_shape") }
+/"event":"peak"/ { pk32 = num($0, "f32_gflops"); pk16 = num($0, "bf16_gflops"); pk8 = num($0, "int8_gops") }
 /"event":"train_low_memory"/ { lctok = num($0, "tok_per_s"); lcrss = num($0, "peak_rss_mb") }
 /"event":"train_mpi2"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; mtok[p] = num($0, "tok_per_s"); msum[p] = num($0, "sum_ms_per_batch"); mms[p] = num($0, "ms_per_batch") }
 /"event":"train_mpi2_overlap"/ { ovtok = num($0, "tok_per_s"); ovsum = num($0, "sum_ms_per_batch"); ovms = num($0, "ms_per_batch") }
@@ -32,6 +33,10 @@ END {
     printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cpu_family\":%s,\"cpu_model\":%s,\"cpu_isa\":\"%s\",\"cores\":%s,\"openblas_coretype\":\"%s\"", commit, cpu, family, cmodel, isa, cores, coretype
     if (probe != "") printf ",\"openblas_auto_core\":\"%s\",\"openblas_env_coretype\":\"%s\",\"openblas_sgemm_gflops_by_core\":\"%s\"", autocore, envcore, probe
     printf ",\"train_tok_per_s\":%s,\"train_bf16_tok_per_s\":%s,\"peak_rss_mb\":%s,\"step_gemm_gflops\":%s,\"sgemm_gflops\":%s,\"bf16_gemm_gflops\":%s", tok["fp32"], v(tok["bf16"]), rss["fp32"], gf["fp32"], sg, v(bg)
+    if (gf["bf16"] != "") printf ",\"step_gemm_bf16_gflops\":%s", gf["bf16"]
+    # the step's products over its whole time against the CPU's peak (bench/peak.c): 1 / share
+    # is the most any change could gain that makes the same products
+    if (pk32 != "") printf ",\"peak_f32_gflops\":%s,\"peak_bf16_gflops\":%s,\"peak_int8_gops\":%s,\"step_gemm_of_peak\":%s,\"sgemm_of_peak\":%s,\"step_gemm_bf16_of_peak\":%s,\"bf16_gemm_of_peak\":%s", pk32, v(pk16), v(pk8), ratio(gf["fp32"], pk32), ratio(sg, pk32), ratio(gf["bf16"], pk16), ratio(bg, pk16)
     if (lctok != "") printf ",\"train_low_memory_tok_per_s\":%s,\"peak_rss_low_memory_mb\":%s", lctok, lcrss
     if (mtok["fp32"] != "") printf ",\"train_mpi2_tok_per_s\":%s,\"train_mpi2_vs_one_process\":%.2f,\"mpi2_sum_share\":%.3f", mtok["fp32"], mtok["fp32"] / tok["fp32"], msum["fp32"] / mms["fp32"]
     if (ovtok != "") printf ",\"train_mpi2_overlap_tok_per_s\":%s,\"mpi2_overlap_sum_share\":%.3f", ovtok, ovsum / ovms

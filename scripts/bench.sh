@@ -63,6 +63,9 @@ else
     if [ -n "$best" ]; then export OPENBLAS_CORETYPE=$best; else unset OPENBLAS_CORETYPE; fi
     echo "bench: OpenBLAS sgemm GFLOP/s by kernel set: $probe (own pick: $auto_core; environment: ${env_core:-unset}); running with ${OPENBLAS_CORETYPE:-its own pick}"
 fi
+# the most this CPU's vector units give per number format (bench/peak.c), before anything
+# warms it: the step's GEMM rates below are also recorded as shares of it
+build/bench/peak | tee -a "$out"
 # Decoding with random weights: greedy_full (50 steps for every sentence) is the work
 # PyTorch's --decode-bench does with its untrained model, which never says <eos>.
 ./speed --warmup "$WARMUP" --iters "$ITERS" | tee -a "$out"

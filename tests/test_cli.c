@@ -1031,9 +1031,42 @@ Test(cli, loss_chunk_run_learns, .timeout = 240) {
     free(d);
 }
 
+/* bench/peak (make bench's ceiling per number format) prints one JSON line with a positive
+ * rate for each format the CPU has instructions for and null for the others, each beside the
+ * instructions it timed; a bad thread count or duration is a usage error. */
+Test(cli, bench_peak_prints_a_rate_per_format) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("%s/../bench/peak 1 0.01 > %s", tu_bin(), tu_path(d, "peak.json")), 0);
+    cJSON *j = tu_json_load(tu_path(d, "peak.json"));
+    cr_assert(j, "not JSON: %s", tu_slurp(tu_path(d, "peak.json"), NULL));
+    cr_expect_float_eq(tu_get(j, "threads")->valuedouble, 1.0, 1e-9);
+    __builtin_cpu_init();
+    const char *keys[] = {"f32_gflops", "bf16_gflops", "int8_gops"};
+    bool has[] = {__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+                  __builtin_cpu_supports("avx512bf16"), __builtin_cpu_supports("avx2")};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
+        char isa[32];
+        snprintf(isa, sizeof isa, "%s_isa", keys[k]);
+        const cJSON *i = cJSON_GetObjectItemCaseSensitive(j, isa);
+        if (has[k]) {
+            cr_expect(cJSON_IsNumber(x) && x->valuedouble > 0, "%s", keys[k]);
+            cr_expect(cJSON_IsString(i) && i->valuestring[0], "%s", isa);
+        } else {
+            cr_expect(cJSON_IsNull(x) && cJSON_IsNull(i), "%s: this CPU has no instructions for it", keys[k]);
+        }
+    }
+    cJSON_Delete(j);
+    cr_expect_eq(tu_sh("%s/../bench/peak 0 > /dev/null 2>&1", tu_bin()), 2);
+    cr_expect_eq(tu_sh("%s/../bench/peak 1 -1 > /dev/null 2>&1", tu_bin()), 2);
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* make bench's summary line (scripts/bench-summary.awk) is JSON with the ratios of the lines
- * it was given; on a CPU without bf16 (no bf16 line, ours or PyTorch's) its bf16 figures and
- * ratios are null, not missing values that leave the line unreadable. */
+ * it was given; on a CPU without bf16 (no bf16 line, ours or PyTorch's, and no bf16 peak) its
+ * bf16 figures and ratios are null, not missing values that leave the line unreadable. The
+ * step's GEMM rates are also given as shares of bench/peak's figures. */
 Test(cli, bench_summary_is_json_with_or_without_bf16) {
     char *d = tu_tmpdir();
     const char *fp32 =
@@ -1055,8 +1088,13 @@ Test(cli, bench_summary_is_json_with_or_without_bf16) {
         "{\"event\":\"decode\",\"precision\":\"bf16\",\"mode\":\"greedy_full\",\"beam\":1,\"sent_per_s\":400.0}\n"
         "{\"event\":\"decode\",\"precision\":\"bf16\",\"mode\":\"beam\",\"beam\":5,\"sent_per_s\":80.0}\n"
         "{\"torch\": \"--bf16\", \"event\": \"bench\", \"tok_per_s\": 3000.0, \"peak_rss_mb\": 1000.0}\n";
+    const char *peak[2] = {
+        "{\"event\":\"peak\",\"threads\":2,\"f32_gflops\":200.0,\"f32_gflops_isa\":\"avx2+fma\",\"bf16_gflops\":null,"
+        "\"bf16_gflops_isa\":null,\"int8_gops\":400.0,\"int8_gops_isa\":\"avx2\",\"check\":0}\n",
+        "{\"event\":\"peak\",\"threads\":2,\"f32_gflops\":200.0,\"f32_gflops_isa\":\"avx512f\",\"bf16_gflops\":500.0,"
+        "\"bf16_gflops_isa\":\"avx512_bf16\",\"int8_gops\":800.0,\"int8_gops_isa\":\"avx512_vnni\",\"check\":0}\n"};
     for (int with = 0; with < 2; with++) {
-        tu_write(tu_path(d, "lines"), "%s%s", fp32, with ? bf16 : "");
+        tu_write(tu_path(d, "lines"), "%s%s%s", peak[with], fp32, with ? bf16 : "");
         cr_assert_eq(tu_sh("awk -f scripts/bench-summary.awk -v commit=abc -v cpu='AMD EPYC' -v family=25 -v cmodel=1 "
                            "-v isa=avx2 -v cores=2 %s > %s",
                            tu_path(d, "lines"), tu_path(d, "line.json")),
@@ -1066,15 +1104,21 @@ Test(cli, bench_summary_is_json_with_or_without_bf16) {
         cr_expect_float_eq(tu_get(j, "train_ratio")->valuedouble, 1.5, 1e-9);
         cr_expect_float_eq(tu_get(j, "greedy_full_ratio")->valuedouble, 2.5, 1e-9);
         cr_expect_float_eq(tu_get(j, "greedy_full_int8_ratio")->valuedouble, 3.0, 1e-9);
+        cr_expect_float_eq(tu_get(j, "step_gemm_of_peak")->valuedouble, 0.5, 1e-9);
+        cr_expect_float_eq(tu_get(j, "sgemm_of_peak")->valuedouble, 0.75, 1e-9);
+        cr_expect_float_eq(tu_get(j, "peak_int8_gops")->valuedouble, with ? 800.0 : 400.0, 1e-9);
         const char *keys[] = {"train_bf16_tok_per_s", "bf16_gemm_gflops", "random_greedy_full_bf16_sent_per_s",
-                              "greedy_full_bf16_ratio", "beam5_bf16_vs_torch_greedy"};
-        for (int k = 0; k < 5; k++) {
+                              "greedy_full_bf16_ratio", "beam5_bf16_vs_torch_greedy", "peak_bf16_gflops",
+                              "step_gemm_bf16_of_peak", "bf16_gemm_of_peak"};
+        for (int k = 0; k < 8; k++) {
             const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
             cr_expect(x && (with ? cJSON_IsNumber(x) : cJSON_IsNull(x)), "%s, bf16 lines %d", keys[k], with);
         }
         if (with) {
             cr_expect_float_eq(tu_get(j, "greedy_full_bf16_ratio")->valuedouble, 4.0, 1e-9);
             cr_expect_float_eq(tu_get(j, "train_bf16_ratio")->valuedouble, 2.0, 1e-9);
+            cr_expect_float_eq(tu_get(j, "step_gemm_bf16_of_peak")->valuedouble, 0.6, 1e-9);
+            cr_expect_float_eq(tu_get(j, "bf16_gemm_of_peak")->valuedouble, 1.0, 1e-9);
         } else {
             cr_expect_null(cJSON_GetObjectItemCaseSensitive(j, "train_bf16_ratio"), "no PyTorch bf16 line, no ratio");
         }
