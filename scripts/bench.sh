@@ -63,15 +63,60 @@ else
     if [ -n "$best" ]; then export OPENBLAS_CORETYPE=$best; else unset OPENBLAS_CORETYPE; fi
     echo "bench: OpenBLAS sgemm GFLOP/s by kernel set: $probe (own pick: $auto_core; environment: ${env_core:-unset}); running with ${OPENBLAS_CORETYPE:-its own pick}"
 fi
+# PyTorch's baseline runs right after the line of ours it is compared with, not all at the
+# end: these machines' speed drifts by a tenth within minutes, and a ratio of two runs taken
+# minutes apart carries that drift (two benches here 25 minutes apart: 1.67x and 1.46x)
+torch_ok=false torch_env=()
+if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.py" ]; then
+    torch_ok=true
+    torch_env=("MULTI30K_DIR=${MULTI30K_DIR:-$(pwd)/data/multi30k}")
+    # PyTorch's README measured it with OpenBLAS's OpenMP build: with the pthread build its
+    # own OpenMP threads and OpenBLAS's fight (799 against 1,244 tok/s here in one session).
+    # Set for its runs only: ours keep the OpenBLAS they were linked with.
+    omp=/usr/lib/x86_64-linux-gnu/openblas-openmp
+    if [ -f "$omp/libblas.so.3" ]; then torch_env+=("LD_LIBRARY_PATH=$omp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"); torch_blas=openblas-openmp
+    else torch_blas=system; echo "bench: PyTorch runs on the system BLAS, not at its best: its ratios are marked \"torch_blas\":\"system\" (apt-get install libopenblas0-openmp)"; fi
+    # PyTorch hands a large tensor back to the OS when it is freed (glibc unmaps chunks over
+    # 32 MB) and faults it in again at the next step; on a paravirtualised guest that halved its
+    # output layer's product (176 against 360 GFLOP/s with the output preallocated). A caching
+    # allocator is the usual advice for frameworks on CPUs: tcmalloc kept it at 346.
+    tcm=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+    if [ -f "$tcm" ]; then torch_env+=("LD_PRELOAD=$tcm${LD_PRELOAD:+:$LD_PRELOAD}"); torch_malloc=tcmalloc
+    else torch_malloc=glibc; echo "bench: PyTorch runs on glibc's allocator, not at its best: its ratios are marked \"torch_malloc\":\"glibc\" (apt-get install libtcmalloc-minimal4)"; fi
+else
+    echo "bench: python3-torch not installed: no PyTorch baseline in this run (apt-get install python3-torch)"
+fi
+# torch_train EVENT [ARGS...]: the baseline's training line, renamed to EVENT; its precision
+# ("fp32" or "--bf16") put first, as the summary reads it
+torch_train() {
+    $torch_ok || return 0
+    local ev=$1 prec=fp32
+    shift
+    for a in "$@"; do [ "$a" = --bf16 ] && prec=--bf16; done
+    env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --bench --outsel --bucket "$@" \
+        --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
+        | sed "s/^{/{\"torch\": \"$prec\", /; s/\"event\": \"bench\"/\"event\": \"$ev\"/" | tee -a "$out" || true
+}
+# torch_decode EVENT [ARGS...]: its greedy decoding (untrained, 50 steps), renamed to EVENT
+torch_decode() {
+    $torch_ok || return 0
+    local ev=$1
+    shift
+    env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench "$@" \
+        2>/dev/null | grep '"event": "decode_bench"' | sed "s/\"event\": \"decode_bench\"/\"event\": \"$ev\"/" \
+        | tee -a "$out" || true
+}
 # the most this CPU's vector units give per number format (bench/peak.c), before anything
 # warms it: the step's GEMM rates below are also recorded as shares of it
 build/bench/peak | tee -a "$out"
 # Decoding with random weights: greedy_full (50 steps for every sentence) is the work
 # PyTorch's --decode-bench does with its untrained model, which never says <eos>.
 ./speed --warmup "$WARMUP" --iters "$ITERS" | tee -a "$out"
+torch_train bench --impl fused --attn scaled_dot
+torch_decode decode_bench
 # bf16 needs a CPU on which oneDNN multiplies it (AVX-512 at least): elsewhere ./speed refuses
 # it at once (exit 2, saying so) and the bench leaves out every bf16 line, ours and PyTorch's
-precs="fp32 bf16" torch_precs=("" "--bf16")
+precs="fp32 bf16"
 set +e
 ./speed --warmup "$WARMUP" --iters "$ITERS" --set precision=bf16 2> "$out.err" | tee -a "$out"
 rc=${PIPESTATUS[0]}
@@ -79,8 +124,10 @@ set -e
 cat "$out.err" >&2
 if [ "$rc" -ne 0 ]; then
     grep -q "cannot run bfloat16" "$out.err" || exit "$rc"
-    precs="fp32" torch_precs=("")
+    precs="fp32"
     echo "bench: this CPU runs no bfloat16 GEMM: no bf16 line in this run"
+else
+    torch_train bench --impl fused --attn scaled_dot --bf16
 fi
 # int8 decodes only: its random weights are not trained first, so only its fixed-length
 # greedy (the same work whatever the weights) goes beside the others
@@ -131,48 +178,20 @@ for prec in $precs; do
     # shellcheck disable=SC2086
     ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode $TF --set precision="$prec" \
         | sed 's/"event":"train"/"event":"train_transformer"/' | tee -a "$out"
+    if [ "$prec" = bf16 ]; then torch_train bench_transformer --arch transformer --bf16
+    else torch_train bench_transformer --arch transformer; fi
 done
 # all of test_2016_flickr as one batch: products of 1,000 rows run nearer the GEMMs' peak
 # (PyTorch likewise below, with --bs 1000)
 for prec in $precs; do
     ./speed --no-train --decode-batch 1000 --set precision="$prec" | sed 's/"event":"decode"/"event":"decode_b1000"/' | tee -a "$out"
 done
+torch_decode decode_bench_b1000 --bs 1000
 if [ -f "$MODEL" ]; then
     # the precision is set both times: the model's config holds the one it was trained in
     for prec in $precs int8; do
         ./speed --model "$MODEL" --no-train --set precision="$prec" | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
     done
-fi
-if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$BASE/torch_seq2seq.py" ]; then
-    export MULTI30K_DIR=${MULTI30K_DIR:-$(pwd)/data/multi30k}
-    # PyTorch's README measured it with OpenBLAS's OpenMP build: with the pthread build its
-    # own OpenMP threads and OpenBLAS's fight (799 against 1,244 tok/s here in one session).
-    omp=/usr/lib/x86_64-linux-gnu/openblas-openmp
-    if [ -f "$omp/libblas.so.3" ]; then export LD_LIBRARY_PATH="$omp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; torch_blas=openblas-openmp
-    else torch_blas=system; echo "bench: PyTorch runs on the system BLAS, not at its best: its ratios are marked \"torch_blas\":\"system\" (apt-get install libopenblas0-openmp)"; fi
-    # PyTorch hands a large tensor back to the OS when it is freed (glibc unmaps chunks over
-    # 32 MB) and faults it in again at the next step; on a paravirtualised guest that halved its
-    # output layer's product (176 against 360 GFLOP/s with the output preallocated). A caching
-    # allocator is the usual advice for frameworks on CPUs: tcmalloc kept it at 346.
-    tcm=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 torch_env=()
-    if [ -f "$tcm" ]; then torch_env=("LD_PRELOAD=$tcm${LD_PRELOAD:+:$LD_PRELOAD}"); torch_malloc=tcmalloc
-    else torch_malloc=glibc; echo "bench: PyTorch runs on glibc's allocator, not at its best: its ratios are marked \"torch_malloc\":\"glibc\" (apt-get install libtcmalloc-minimal4)"; fi
-    for extra in "${torch_precs[@]}"; do
-        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --bench --outsel --bucket ${extra:+"$extra"} \
-            --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
-            | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /" | tee -a "$out" || true
-    done
-    for extra in "${torch_precs[@]}"; do
-        env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --arch transformer --bench --outsel --bucket ${extra:+"$extra"} \
-            --warmup "$WARMUP" --iters "$ITERS" 2>/dev/null | grep '"event": "bench"' \
-            | sed "s/^{/{\"torch\": \"${extra:-fp32}\", /; s/\"event\": \"bench\"/\"event\": \"bench_transformer\"/" | tee -a "$out" || true
-    done
-    env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench 2>/dev/null \
-        | grep '"event": "decode_bench"' | tee -a "$out" || true
-    env "${torch_env[@]}" /usr/bin/python3 "$BASE/torch_seq2seq.py" --impl fused --attn scaled_dot --decode-bench --bs 1000 2>/dev/null \
-        | grep '"event": "decode_bench"' | sed 's/"event": "decode_bench"/"event": "decode_bench_b1000"/' | tee -a "$out" || true
-else
-    echo "bench: python3-torch not installed: no PyTorch baseline in this run (apt-get install python3-torch)"
 fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
