@@ -310,6 +310,79 @@ Test(beam, greedy_batch_equals_one_sentence_at_a_time) {
     }
 }
 
+/* Beam search drops the sentences it is done with from the batch too (their K rows, in every
+ * model of an ensemble): each sentence's n-best list equals searching it alone. Models: a
+ * bidirectional GRU, an LSTM with the Luong combination (cell states), a Transformer (cached
+ * keys and values), and the GRU and a pre-norm Transformer as an ensemble; each with the
+ * first <eos> bias of a sweep whose best outputs have four or more lengths, so sentences
+ * finish at different steps. */
+enum { BK = 3, BN = 2 };
+
+static void beam_models(Seq2Seq *ms, int kind, float eos_bias) {
+    if (kind == 0 || kind == 3) make_rnn(&ms[0], "scaled_dot", 0.6f, GRU_DEFAULT);
+    if (kind == 1) make_rnn(&ms[0], "general", 1.5f, LSTM_LUONG);
+    if (kind == 2) make_transformer(&ms[0], false, 3, 0.0f);
+    if (kind == 3) make_transformer(&ms[1], true, 4, 0.0f);
+    for (int k = 0; k < (kind == 3 ? 2 : 1); k++) ms[k].out.b->data[TOK_EOS] += eos_bias;
+}
+
+Test(beam, beam_batch_equals_one_sentence_at_a_time) {
+    const char *name[] = {"GRU", "LSTM", "transformer", "ensemble"};
+    for (int kind = 0; kind < 4; kind++) {
+        int nm = kind == 3 ? 2 : 1, lengths = 0;
+        Seq2Seq ms[2];
+        Seq2Seq *mp[2] = {&ms[0], &ms[1]};
+        Tape tapes[2];
+        Tape *tp[2] = {&tapes[0], &tapes[1]};
+        for (int k = 0; k < nm; k++) tape_init(&tapes[k], 1 << 16);
+        Dataset d;
+        Batch b;
+        make_batch(&d, &b);
+        BeamHyp h[NB * BN];
+        for (int tries = 0; tries < 80 && lengths < 4; tries++) {
+            if (tries) {
+                beam_hyps_free(h, NB * BN);
+                for (int k = 0; k < nm; k++) model_free(&ms[k]);
+            }
+            beam_models(ms, kind, 0.05f * (float)tries - 2.0f);
+            for (int k = 0; k < nm; k++) tape_reset(&tapes[k]);
+            model_beam_ensemble(tp, mp, nm, &b, BK, MAXLEN, 1.0f, BN, h);
+            int seen[MAXLEN + 1] = {0};
+            for (int i = 0; i < NB; i++) seen[h[i * BN].len] = 1;
+            lengths = 0;
+            for (int l = 0; l < MAXLEN; l++) lengths += seen[l];
+        }
+        cr_assert_geq(lengths, 4, "%s: no <eos> bias tried gives best outputs of four lengths", name[kind]);
+        for (int i = 0; i < NB; i++) {
+            Batch one;
+            batch_init(&one);
+            int e = b.index[i];
+            batch_fill(&one, &d, &e, 1);
+            BeamHyp h1[BN];
+            for (int k = 0; k < nm; k++) tape_reset(&tapes[k]);
+            model_beam_ensemble(tp, mp, nm, &one, BK, MAXLEN, 1.0f, BN, h1);
+            for (int j = 0; j < BN; j++) {
+                const BeamHyp *x = &h1[j], *y = &h[i * BN + j];
+                cr_assert_eq(x->len, y->len, "%s: sentence %d, %d-th best: alone %d tokens, in the batch %d", name[kind], i, j,
+                             x->len, y->len);
+                cr_expect(x->len == 0 || memcmp(x->ids, y->ids, (size_t)x->len * sizeof *x->ids) == 0,
+                          "%s: sentence %d, %d-th best differs", name[kind], i, j);
+                cr_expect(fabsf(x->score - y->score) < 1e-4f, "%s: sentence %d, %d-th best: score %g alone, %g in the batch",
+                          name[kind], i, j, x->score, y->score);
+            }
+            beam_hyps_free(h1, BN);
+            batch_free(&one);
+        }
+        beam_hyps_free(h, NB * BN);
+        for (int k = 0; k < nm; k++) {
+            model_free(&ms[k]);
+            tape_free(&tapes[k]);
+        }
+        batch_free(&b);
+        dataset_free(&d);
+    }
+}
+
 /* Beam search and the per-sentence attention rows of decoding split over threads when they
  * are large (par_for): two threads give the same hypotheses, scores and greedy attention as
  * one. Sizes chosen above PAR_MIN_WORK: 64 sentences × 5 beams × 4,000 target words, and

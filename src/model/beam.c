@@ -46,8 +46,8 @@ void beam_hyps_free(BeamHyp *h, int n) {
     for (int i = 0; i < n; i++) free(h[i].ids);
 }
 
-/* One step of the search for sentences [b0, b1): each writes only its own rows, candidates
- * and finished list, so sentences run on several threads (par_for). */
+/* One step of the search for the sentences in slots [b0, b1): each writes only its own rows,
+ * candidates and finished list, so sentences run on several threads (par_for). */
 typedef struct BeamStep {
     const float *logits;          /* or, for an ensemble, log-probabilities already */
     bool log_probs;
@@ -56,8 +56,9 @@ typedef struct BeamStep {
     float *score;
     const int32_t *hist;
     int32_t *nhist, *tok, *parent;
-    Cand *cand; /* K × C per sentence */
-    Sentence *sent;
+    Cand *cand;        /* K × C per slot */
+    Sentence *sent;    /* by sentence */
+    const int32_t *of; /* slot → sentence: the slots are the sentences still decoded */
 } BeamStep;
 
 static void beam_sentences(void *ctx, size_t b0, size_t b1) {
@@ -65,12 +66,12 @@ static void beam_sentences(void *ctx, size_t b0, size_t b1) {
     int V = j->V, K = j->K, C = j->C, step = j->step, stride = j->max_len + 1;
     float *score = j->score;
     for (size_t bi = b0; bi < b1; bi++) {
-        Sentence *s = &j->sent[bi];
+        Sentence *s = &j->sent[j->of[bi]];
         Cand *cand = j->cand + bi * (size_t)K * C;
         int nc = 0;
         for (int k = 0; k < K; k++) {
             int row = (int)bi * K + k;
-            j->parent[row] = row; /* dead and finished sentences keep their rows */
+            j->parent[row] = row; /* dead hypotheses and finished sentences keep their rows */
             if (s->done || score[row] == -INFINITY) continue;
             const float *x = j->logits + (size_t)row * V;
             float lse = j->log_probs ? 0.0f : s2s_logsumexp(x, V);
@@ -167,24 +168,32 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
         score[i] = i % K == 0 ? 0.0f : -INFINITY; /* one live hypothesis to start */
         tok[i] = TOK_SOS;
     }
-    int step = 0, n_done = 0;
+    int32_t *of = s2s_xmalloc((size_t)B * sizeof *of), *rows = s2s_xmalloc((size_t)N * sizeof *rows);
+    for (int i = 0; i < B; i++) of[i] = i;
+    int step = 0, n_done = 0, ns = B; /* slots: the sentences still in the batch, K rows each */
     for (; step < max_len && n_done < B; step++) {
+        int n = ns * K;
         Tensor *logits[MODEL_MAX_ENSEMBLE];
         for (int k = 0; k < n_models; k++) logits[k] = model_decode_step(tapes[k], ms[k], &dss[k], tok, NULL);
         if (mean) {
             MeanJob mj = {logits, mean, n_models, V};
-            par_for((size_t)N, (size_t)V * n_models, mean_rows, &mj);
+            par_for((size_t)n, (size_t)V * n_models, mean_rows, &mj);
         }
         BeamStep job = {mean ? mean : logits[0]->data, mean != NULL, V, K, C, step, max_len, alpha, score, hist, nhist, tok,
-                        parent, cand, sent};
-        par_for((size_t)B, (size_t)K * V, beam_sentences, &job);
+                        parent, cand, sent, of};
+        par_for((size_t)ns, (size_t)K * V, beam_sentences, &job);
         n_done = 0;
         for (int bi = 0; bi < B; bi++) n_done += sent[bi].done;
-        for (int bi = 0; bi < B; bi++) /* the unchanged rows of done sentences */
-            if (sent[bi].done)
-                for (int k = 0; k < K; k++)
-                    memcpy(nhist + (size_t)(bi * K + k) * (max_len + 1), hist + (size_t)(bi * K + k) * (max_len + 1),
-                           (size_t)(step + 1) * sizeof *hist);
+        int alive = 0;
+        for (int si = 0; si < ns; si++) {
+            if (!sent[of[si]].done) {
+                alive++;
+                continue;
+            }
+            for (int k = 0; k < K; k++) /* the unchanged rows of a done sentence */
+                memcpy(nhist + (size_t)(si * K + k) * (max_len + 1), hist + (size_t)(si * K + k) * (max_len + 1),
+                       (size_t)(step + 1) * sizeof *hist);
+        }
         int32_t *sw = hist;
         hist = nhist;
         nhist = sw;
@@ -192,14 +201,34 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
             model_decode_reorder(tapes[k], ms[k], &dss[k], parent);
             model_decode_settle(tapes[k], ms[k], &dss[k], step);
         }
+        /* drop the done sentences once an eighth of the slots are (greedy decoding's rule:
+         * the copy costs less than the output layer would spend on their rows) */
+        if (alive == 0 || alive > ns - (ns + 7) / 8) continue;
+        int a = 0;
+        for (int si = 0; si < ns; si++) {
+            if (sent[of[si]].done) continue;
+            for (int k = 0; k < K; k++) {
+                int from = si * K + k, to = a * K + k;
+                rows[to] = from;
+                score[to] = score[from];
+                tok[to] = tok[from];
+                memmove(hist + (size_t)to * (max_len + 1), hist + (size_t)from * (max_len + 1), (size_t)(step + 1) * sizeof *hist);
+            }
+            of[a++] = of[si];
+        }
+        for (int k = 0; k < n_models; k++) model_decode_keep_rows(ms[k], &dss[k], rows, alive * K);
+        ns = alive;
     }
     /* at max_len the unfinished hypotheses compete with the finished, after normalisation */
-    for (int bi = 0; bi < B; bi++) {
-        Sentence *s = &sent[bi];
+    for (int si = 0; si < ns; si++) {
+        Sentence *s = &sent[of[si]];
         if (!s->done)
             for (int k = 0; k < K; k++)
-                if (score[bi * K + k] != -INFINITY)
-                    finish(s, hist + (size_t)(bi * K + k) * (max_len + 1), step, score[bi * K + k], false, alpha);
+                if (score[si * K + k] != -INFINITY)
+                    finish(s, hist + (size_t)(si * K + k) * (max_len + 1), step, score[si * K + k], false, alpha);
+    }
+    for (int bi = 0; bi < B; bi++) {
+        Sentence *s = &sent[bi];
         qsort(s->fin, (size_t)s->n_fin, sizeof *s->fin, cmp_hyp);
         for (int j = 0; j < n_best; j++) {
             BeamHyp *o = &out[(size_t)bi * n_best + j];
@@ -214,6 +243,8 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
         free(s->fin);
     }
     free(sent);
+    free(of);
+    free(rows);
     free(cand);
     free(parent);
     free(tok);
