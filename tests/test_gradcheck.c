@@ -90,6 +90,19 @@ static void accum_fwd(Tape *t, Gc *g) {
     OUT(g, op_add(t, op_mul(t, x, x), op_tanh(t, x)));
 }
 
+/* The ops whose backward writes a fresh gradient instead of adding to a zeroed one (an input
+ * that is not a leaf: leaves come with zeroed gradients, so the cases above add to them) */
+static Tensor *inner(Tape *t, Tensor *x) { return op_tanh(t, x); }
+static void add_fresh_fwd(Tape *t, Gc *g) { OUT(g, op_add(t, inner(t, g->leaf[0]), inner(t, g->leaf[1]))); }
+static void scale_fresh_fwd(Tape *t, Gc *g) { OUT(g, op_scale(t, inner(t, g->leaf[0]), 0.6f)); }
+static void relu_fresh_fwd(Tape *t, Gc *g) { OUT(g, op_relu(t, inner(t, g->leaf[0]))); } /* tanh keeps the sign */
+static void mm_fresh_fwd(Tape *t, Gc *g) { OUT(g, op_matmul(t, inner(t, g->leaf[0]), inner(t, g->leaf[1]), g->flags)); }
+static void dropout_fresh_fwd(Tape *t, Gc *g) {
+    Rng r;
+    rng_init(&r, 5, RNG_STREAM_DROPOUT);
+    OUT(g, op_dropout(t, inner(t, g->leaf[0]), 0.4f, &r));
+}
+
 /* ---- softmax: plain, a (B,S) mask over (B,T,S), a causal full mask ---- */
 static void sm_setup(Gc *g) { gc_leaf(g, 2, SH(3, 5), -2, 2); }
 static void sm_fwd(Tape *t, Gc *g) { OUT(g, op_softmax(t, g->leaf[0], NULL, 0)); }
@@ -99,6 +112,7 @@ static void sm_mask_setup(Gc *g) {
     memcpy(g->mask, m, sizeof m);
 }
 static void sm_mask_fwd(Tape *t, Gc *g) { OUT(g, op_softmax(t, g->leaf[0], g->mask, 2)); }
+static void sm_fresh_fwd(Tape *t, Gc *g) { OUT(g, op_softmax(t, inner(t, g->leaf[0]), g->mask, 2)); }
 static void sm_causal_setup(Gc *g) {
     gc_leaf(g, 2, SH(4, 4), -2, 2);
     for (int i = 0; i < 4; i++)
@@ -292,6 +306,9 @@ static void ln_setup(Gc *g) {
 static void ln_fwd(Tape *t, Gc *g) { OUT(g, op_layer_norm(t, g->leaf[0], g->leaf[1], g->leaf[2], 1e-5f)); }
 static void ln_bare_setup(Gc *g) { gc_leaf(g, 2, SH(4, 5), -1, 1); }
 static void ln_bare_fwd(Tape *t, Gc *g) { OUT(g, op_layer_norm(t, g->leaf[0], NULL, NULL, 0.1f)); }
+static void ln_fresh_fwd(Tape *t, Gc *g) {
+    OUT(g, op_layer_norm(t, inner(t, g->leaf[0]), g->leaf[1], g->leaf[2], 1e-5f));
+}
 
 static const GradCase CASES[] = {
     {"matmul_nn", mm2_nn, mm_fwd},
@@ -317,9 +334,16 @@ static const GradCase CASES[] = {
     {"sum", one_setup, sum_fwd},
     {"mean", one_setup, mean_fwd},
     {"accumulate", one_setup, accum_fwd},
+    {"add_fresh", two_setup, add_fresh_fwd},
+    {"scale_fresh", one_setup, scale_fresh_fwd},
+    {"relu_fresh", relu_setup, relu_fresh_fwd},
+    {"matmul_nt_fresh", mm2_nt, mm_fresh_fwd},
+    {"bmm_time_major_trans_a_fresh", bmm_tm_trans_a, mm_fresh_fwd},
+    {"dropout_fresh", one_setup, dropout_fresh_fwd},
     {"softmax", sm_setup, sm_fwd},
     {"softmax_mask", sm_mask_setup, sm_mask_fwd},
     {"softmax_causal", sm_causal_setup, sm_causal_fwd},
+    {"softmax_mask_fresh", sm_mask_setup, sm_fresh_fwd},
     {"cross_entropy", ce_setup, ce_fwd},
     {"cross_entropy_consume", ce_setup, ce_consume_fwd},
     {"linear_xent", xent_setup, xent_fwd},
@@ -344,6 +368,7 @@ static const GradCase CASES[] = {
     {"layer_norm", ln_setup, ln_fwd},
     {"gelu", one_setup, gelu_fwd},
     {"layer_norm_bare", ln_bare_setup, ln_bare_fwd},
+    {"layer_norm_fresh", ln_setup, ln_fresh_fwd},
     {"layer_embedding", emb_layer_setup, emb_layer_fwd},
     {"layer_linear", lin_setup, lin_layer_fwd},
     {"layer_gru_bidir_2layers", gru_bi2_setup, rnn_fwd},

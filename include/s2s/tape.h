@@ -129,9 +129,10 @@ float *tensor_grad_if(Tensor *x);
  * yet, a buffer left unzeroed and *fresh set (write, do not add); else tensor_grad's. */
 float *tensor_grad_to_write(Tape *t, Tensor *x, bool *fresh);
 
-/* For ops' backward scratch: a dead buffer of at least n floats (*got of them), zeroed, or
- * NULL when the free list has none; tape_give_dead hands it back (or any dead buffer). */
-float *tape_take_dead(Tape *t, size_t n, size_t *got);
+/* For ops' backward scratch: a dead buffer of at least n floats (*got of them), zeroed when
+ * asked (else as it was), or NULL when the free list has none; tape_give_dead hands it back
+ * (or any dead buffer). */
+float *tape_take_dead(Tape *t, size_t n, bool zero, size_t *got);
 void tape_give_dead(Tape *t, float *p, size_t n);
 
 /* For ops: whether the output of inputs a, b, ... needs a node. */

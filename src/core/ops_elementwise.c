@@ -4,10 +4,12 @@
 #include "s2s/par.h"
 
 #include <math.h>
+#include <string.h>
 
 /* The loops of the common maps split over the threads when large (par.h): each element is
  * computed alone, so the bits do not depend on the split. */
-typedef enum EwKind { EW_ADD, EW_ACC, EW_SCALE, EW_ACC_SCALED, EW_RELU, EW_RELU_BACK } EwKind;
+/* The backward kinds come in pairs: add to a gradient, or write a fresh one (tensor_grad_to_write). */
+typedef enum EwKind { EW_ADD, EW_COPY, EW_ACC, EW_SCALE, EW_ACC_SCALED, EW_RELU, EW_RELU_BACK_SET, EW_RELU_BACK } EwKind;
 
 typedef struct EwJob {
     EwKind kind;
@@ -22,11 +24,15 @@ static void ew_range(void *ctx, size_t i0, size_t i1) {
     const float *a = j->a, *b = j->b;
     switch (j->kind) {
     case EW_ADD: for (size_t i = i0; i < i1; i++) y[i] = a[i] + b[i]; break;
+    case EW_COPY: memcpy(y + i0, a + i0, (i1 - i0) * sizeof *y); break;
     case EW_ACC: for (size_t i = i0; i < i1; i++) y[i] += a[i]; break;
     case EW_SCALE: for (size_t i = i0; i < i1; i++) y[i] = j->s * a[i]; break;
     case EW_ACC_SCALED: for (size_t i = i0; i < i1; i++) y[i] += j->s * a[i]; break;
     case EW_RELU: for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0.0f ? a[i] : 0.0f; break;
-    case EW_RELU_BACK: /* a: the output, b: its gradient */
+    case EW_RELU_BACK_SET: /* a: the output, b: its gradient */
+        for (size_t i = i0; i < i1; i++) y[i] = a[i] > 0.0f ? b[i] : 0.0f;
+        break;
+    case EW_RELU_BACK:
         for (size_t i = i0; i < i1; i++)
             if (a[i] > 0.0f) y[i] += b[i];
         break;
@@ -67,7 +73,9 @@ void op_add_backward(Tape *t, const TapeNode *n) {
     for (int k = 0; k < 2; k++) {
         Tensor *x = n->in[k];
         if (!x->requires_grad) continue;
-        ew(EW_ACC, tensor_grad(t, x), dy, NULL, 0.0f, x->size);
+        bool fresh;
+        float *dx = tensor_grad_to_write(t, x, &fresh);
+        ew(fresh ? EW_COPY : EW_ACC, dx, dy, NULL, 0.0f, x->size);
     }
 }
 
@@ -128,8 +136,9 @@ Tensor *op_scale(Tape *t, Tensor *x, float s) {
 
 void op_scale_backward(Tape *t, const TapeNode *n) {
     Tensor *x = n->in[0];
-    const float *dy = n->out->grad;
-    ew(EW_ACC_SCALED, tensor_grad(t, x), dy, NULL, n->f, x->size);
+    bool fresh;
+    float *dx = tensor_grad_to_write(t, x, &fresh);
+    ew(fresh ? EW_SCALE : EW_ACC_SCALED, dx, n->out->grad, NULL, n->f, x->size);
 }
 
 /* Unary maps whose derivative is a function of the output y (tanh, sigmoid, relu, exp) or
@@ -166,7 +175,9 @@ Tensor *op_relu(Tape *t, Tensor *x) {
 }
 
 void op_relu_backward(Tape *t, const TapeNode *n) {
-    ew(EW_RELU_BACK, tensor_grad(t, n->in[0]), n->out->data, n->out->grad, 0.0f, n->out->size);
+    bool fresh;
+    float *dx = tensor_grad_to_write(t, n->in[0], &fresh);
+    ew(fresh ? EW_RELU_BACK_SET : EW_RELU_BACK, dx, n->out->data, n->out->grad, 0.0f, n->out->size);
 }
 
 /* GELU, exact (PyTorch's default): x Φ(x) = x (1 + erf(x / √2)) / 2. Backward reads x. */

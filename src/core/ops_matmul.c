@@ -96,19 +96,20 @@ void op_matmul_backward(Tape *t, const TapeNode *n) {
     MatView vc = mat_view(c, flags & MM_OUT_TM);
     int M = vc.rows, N = vc.cols, K = ta ? va.rows : va.cols;
     const float *dc = c->grad;
+    bool fresh; /* a fresh gradient is written (beta 0), not zeroed and added to */
     if (a->requires_grad) {
-        float *da = tensor_grad(t, a);
+        float *da = tensor_grad_to_write(t, a, &fresh);
         if (!ta) /* dA (M,K) += dC op(B)^T */
-            gemm_batched(t, false, !tb, M, K, N, dc, vc, b->data, vb, 1.0f, da, va);
+            gemm_batched(t, false, !tb, M, K, N, dc, vc, b->data, vb, fresh ? 0.0f : 1.0f, da, va);
         else /* dA (K,M) += op(B) dC^T */
-            gemm_batched(t, tb, true, K, M, N, b->data, vb, dc, vc, 1.0f, da, va);
+            gemm_batched(t, tb, true, K, M, N, b->data, vb, dc, vc, fresh ? 0.0f : 1.0f, da, va);
     }
     if (b->requires_grad) {
-        float *db = tensor_grad(t, b);
+        float *db = tensor_grad_to_write(t, b, &fresh);
         if (!tb) /* dB (K,N) += op(A)^T dC */
-            gemm_batched(t, !ta, false, K, N, M, a->data, va, dc, vc, 1.0f, db, vb);
+            gemm_batched(t, !ta, false, K, N, M, a->data, va, dc, vc, fresh ? 0.0f : 1.0f, db, vb);
         else /* dB (N,K) += dC^T op(A) */
-            gemm_batched(t, true, ta, N, K, M, dc, vc, a->data, va, 1.0f, db, vb);
+            gemm_batched(t, true, ta, N, K, M, dc, vc, a->data, va, fresh ? 0.0f : 1.0f, db, vb);
     }
 }
 

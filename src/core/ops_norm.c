@@ -13,6 +13,7 @@ typedef struct NormJob {
     double *mean, *rstd;
     int cols;
     float eps;
+    bool dx_set; /* backward: dx is a fresh buffer, written rather than added to */
 } NormJob;
 
 /* Sums of a row in NL independent double lanes, added up in a fixed order at the end: the
@@ -97,7 +98,8 @@ static void norm_back_rows(void *ctx, size_t begin, size_t end) {
         float *dr = j->dx + r * (size_t)D;
         for (int k = 0; k < D; k++) {
             double g = j->gamma ? gr[k] * j->gamma[k] : gr[k];
-            dr[k] += (float)(rs * (g - mg - ((double)xr[k] - m) * rs * mgh));
+            float d = (float)(rs * (g - mg - ((double)xr[k] - m) * rs * mgh));
+            dr[k] = j->dx_set ? d : dr[k] + d;
         }
     }
 }
@@ -107,12 +109,14 @@ void op_layer_norm_backward(Tape *t, const TapeNode *n) {
     int D = tensor_cols(x), N = tensor_rows(x);
     double *stats = n->saved;
     float *dgamma = gamma && gamma->requires_grad ? tensor_grad(t, gamma) : NULL;
+    bool fresh = false;
     NormJob j = {.x = x->data, .gamma = gamma ? gamma->data : NULL, .dy = n->out->grad, .mean = stats,
-                 .rstd = stats + N, .dx = x->requires_grad ? tensor_grad(t, x) : NULL, .cols = D};
+                 .rstd = stats + N, .dx = x->requires_grad ? tensor_grad_to_write(t, x, &fresh) : NULL, .cols = D};
+    j.dx_set = fresh;
     size_t got = 0;
     float *tmp = NULL;
     if (dgamma) {
-        tmp = tape_take_dead(t, (size_t)N * D, &got);
+        tmp = tape_take_dead(t, (size_t)N * D, false, &got); /* every element written */
         if (!tmp) tmp = arena_alloc(&t->arena, (size_t)N * D * sizeof *tmp);
         j.xhat_dy = tmp;
     }

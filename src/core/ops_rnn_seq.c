@@ -330,7 +330,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
      * the n columns (dn r against dn): those alone are kept, (S, B, H), from a dead buffer
      * where the tape has one; each step's whole rows go through a (B, G) step buffer. */
     size_t dead_n = 0;
-    float *dead = q->lstm ? NULL : tape_take_dead(t, (size_t)S * BH, &dead_n);
+    float *dead = q->lstm ? NULL : tape_take_dead(t, (size_t)S * BH, true, &dead_n);
     float *dGn = q->lstm ? NULL : dead ? dead : arena_calloc(&t->arena, (size_t)S * BH * sizeof(float));
     float *dX = !own ? arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)) : gx; /* d xg */
     float *dG = q->lstm ? dX : arena_alloc(&t->arena, BG * sizeof(float));

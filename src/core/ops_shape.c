@@ -181,6 +181,8 @@ Tensor *op_dropout(Tape *t, Tensor *x, float p, Rng *rng) {
 }
 
 void op_dropout_backward(Tape *t, const TapeNode *n) {
-    DropJob j = {n->saved, n->out->grad, tensor_grad(t, n->in[0]), true};
+    bool fresh;
+    float *dx = tensor_grad_to_write(t, n->in[0], &fresh);
+    DropJob j = {n->saved, n->out->grad, dx, !fresh};
     par_for(n->out->size, 8, drop_range, &j);
 }

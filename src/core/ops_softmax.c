@@ -12,6 +12,7 @@ typedef struct SoftmaxJob {
     float *y, *dx;
     const uint8_t *mask;
     int cols, per; /* per: rows that share a mask row */
+    bool set;      /* backward: dx is a fresh buffer, written rather than added to */
 } SoftmaxJob;
 
 static void softmax_rows(void *ctx, size_t begin, size_t end) {
@@ -61,14 +62,19 @@ static void softmax_back_rows(void *ctx, size_t begin, size_t end) {
         float dot = 0.0f;
         for (int c = 0; c < cols; c++) dot += gr[c] * yr[c];
         float *dr = j->dx + r * cols;
-        for (int c = 0; c < cols; c++) dr[c] += yr[c] * (gr[c] - dot);
+        if (j->set)
+            for (int c = 0; c < cols; c++) dr[c] = yr[c] * (gr[c] - dot);
+        else
+            for (int c = 0; c < cols; c++) dr[c] += yr[c] * (gr[c] - dot);
     }
 }
 
 /* dx = y ⊙ (dy − Σ dy ⊙ y); masked entries have y = 0 and so get no gradient. */
 void op_softmax_backward(Tape *t, const TapeNode *n) {
     const Tensor *y = n->out;
-    SoftmaxJob j = {.y = y->data, .dy = y->grad, .dx = tensor_grad(t, n->in[0]), .cols = tensor_cols(y)};
+    bool fresh;
+    SoftmaxJob j = {.y = y->data, .dy = y->grad, .dx = tensor_grad_to_write(t, n->in[0], &fresh), .cols = tensor_cols(y)};
+    j.set = fresh;
     par_for((size_t)tensor_rows(y), (size_t)j.cols * 4, softmax_back_rows, &j);
 }
 

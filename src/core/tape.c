@@ -219,9 +219,9 @@ void tape_give_dead(Tape *t, float *p, size_t n) {
     t->free_grads[t->n_free_grads++] = (struct GradBuf){p, n};
 }
 
-float *tape_take_dead(Tape *t, size_t n, size_t *got) {
+float *tape_take_dead(Tape *t, size_t n, bool zero, size_t *got) {
     float *p = take_free_grad(t, n, got);
-    if (p) par_zero(p, n);
+    if (p && zero) par_zero(p, n);
     return p;
 }
 
