@@ -3,6 +3,7 @@
 #include "test_util.h"
 #include "s2s/gemm.h"
 #include "s2s/model.h"
+#include "../src/model/model_internal.h" /* beam_top_tokens */
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -308,6 +309,55 @@ Test(beam, greedy_batch_equals_one_sentence_at_a_time) {
         dataset_free(&d);
         model_free(&m);
     }
+}
+
+/* A row's best C tokens against sorting them all: vocabularies around the 16-token blocks the
+ * selection skips, ties (scores on a coarse grid), −inf, lists of 1 to 12. */
+static int cmp_ref(const void *a, const void *b) {
+    const BeamCand *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? 1 : -1;
+    return x->token - y->token;
+}
+
+Test(beam, top_tokens_equal_sorting_them_all) {
+    enum { MAXV = 4000 };
+    static float x[MAXV];
+    static BeamCand all[MAXV];
+    const int vs[] = {3, 5, 16, 17, 31, 33, 100, 4000};
+    const int cs[] = {1, 2, 5, 10, 12};
+    Rng r;
+    rng_init(&r, 41, RNG_STREAM_DATA);
+    int cases = 0;
+    for (int vi = 0; vi < 8; vi++)
+        for (int ci = 0; ci < 5; ci++)
+            for (int rep = 0; rep < 6; rep++) {
+                int V = vs[vi], C = cs[ci];
+                bool grid = rep % 2; /* few distinct values: many ties */
+                for (int v = 0; v < V; v++) {
+                    float u = rng_uniform_range(&r, -8.0f, 8.0f);
+                    x[v] = grid ? floorf(u) : u;
+                    if (rep == 4 && rng_below(&r, 3) == 0) x[v] = -INFINITY;
+                }
+                if (rep == 5) /* the best tokens at the end: every block has to be looked at */
+                    for (int v = 0; v < V; v++) x[v] = (float)v * 0.01f;
+                float base = rng_uniform_range(&r, -3.0f, 0.0f), lse = rng_uniform_range(&r, 0.0f, 9.0f);
+                BeamCand top[16];
+                int nt = beam_top_tokens(x, V, base, lse, C, 2, top);
+                int n = 0;
+                for (int v = 0; v < V; v++)
+                    if (v != TOK_PAD && v != TOK_SOS) all[n++] = (BeamCand){base + (x[v] - lse), 2, v};
+                qsort(all, (size_t)n, sizeof *all, cmp_ref);
+                int want = n < C ? n : C;
+                cr_assert_eq(nt, want, "V=%d C=%d case %d: %d tokens, want %d", V, C, rep, nt, want);
+                for (int k = 0; k < nt; k++) {
+                    cr_assert_eq(top[k].token, all[k].token, "V=%d C=%d case %d: place %d holds token %d (%g), want %d (%g)", V,
+                                 C, rep, k, top[k].token, top[k].score, all[k].token, all[k].score);
+                    cr_assert(top[k].score == all[k].score || (isinf(top[k].score) && isinf(all[k].score)));
+                    cr_assert_eq(top[k].slot, 2);
+                }
+                cases++;
+            }
+    cr_expect_eq(cases, 8 * 5 * 6);
 }
 
 /* Beam search drops the sentences it is done with from the batch too (their K rows, in every

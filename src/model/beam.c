@@ -1,6 +1,6 @@
 /* beam.c — beam search over a batch of sentences (one model or an ensemble), and forced
  * decoding (the log-probability of given targets). */
-#include "s2s/model.h"
+#include "model_internal.h"
 #include "s2s/fastmath.h"
 #include "s2s/par.h"
 
@@ -8,10 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Cand {
-    float score;
-    int slot, token;
-} Cand;
+typedef BeamCand Cand;
 
 static int cmp_cand(const void *a, const void *b) {
     const Cand *x = a, *y = b;
@@ -40,6 +37,34 @@ static void finish(Sentence *s, const int32_t *ids, int len, float score, bool e
     h->len = len;
     h->score = score;
     h->norm = score / powf((float)(len + (ended ? 1 : 0) > 0 ? len + (ended ? 1 : 0) : 1), alpha);
+}
+
+int beam_top_tokens(const float *x, int V, float base, float lse, int C, int slot, BeamCand *top) {
+    /* insertion into a small sorted list. Once it is full, a token whose score is not above
+     * the last one's cannot enter (a tie goes to the smaller token, scanned earlier): blocks
+     * of 16 with none above it are skipped after one vectorised test */
+    int nt = 0;
+    for (int v0 = 0; v0 < V; v0 += 16) {
+        int v1 = v0 + 16 < V ? v0 + 16 : V;
+        if (nt == C && v1 - v0 == 16) {
+            float last = top[C - 1].score;
+            int maybe = 0;
+            for (int q = 0; q < 16; q++) maybe |= !(base + (x[v0 + q] - lse) <= last); /* NaN: looked at */
+            if (!maybe) continue;
+        }
+        for (int v = v0; v < v1; v++) {
+            if (v == TOK_PAD || v == TOK_SOS) continue;
+            Cand c = {base + (x[v] - lse), slot, v};
+            if (nt == C && cmp_cand(&c, &top[nt - 1]) >= 0) continue;
+            int p = nt < C ? nt++ : C - 1;
+            while (p > 0 && cmp_cand(&c, &top[p - 1]) < 0) {
+                top[p] = top[p - 1];
+                p--;
+            }
+            top[p] = c;
+        }
+    }
+    return nt;
 }
 
 void beam_hyps_free(BeamHyp *h, int n) {
@@ -75,21 +100,8 @@ static void beam_sentences(void *ctx, size_t b0, size_t b1) {
             if (s->done || score[row] == -INFINITY) continue;
             const float *x = j->logits + (size_t)row * V;
             float lse = j->log_probs ? 0.0f : s2s_logsumexp(x, V);
-            /* this slot's best C tokens (insertion into a small sorted list) */
             Cand top[64];
-            int nt = 0;
-            for (int v = 0; v < V; v++) {
-                if (v == TOK_PAD || v == TOK_SOS) continue;
-                float lp = x[v] - lse;
-                Cand c = {score[row] + lp, k, v};
-                if (nt == C && cmp_cand(&c, &top[nt - 1]) >= 0) continue;
-                int p = nt < C ? nt++ : C - 1;
-                while (p > 0 && cmp_cand(&c, &top[p - 1]) < 0) {
-                    top[p] = top[p - 1];
-                    p--;
-                }
-                top[p] = c;
-            }
+            int nt = beam_top_tokens(x, V, score[row], lse, C, k, top);
             memcpy(cand + nc, top, (size_t)nt * sizeof *top);
             nc += nt;
         }

@@ -36,4 +36,13 @@ S2sStatus model_vocab_from(Vocab *v, char *const *tokens, int n, const char *pat
 S2sStatus model_attach_subword(Vocab *w, Subword kind, const char *bytes, size_t len, const char *path, const char *which,
                                S2sError *err);
 
+/* Beam search's candidates: a row's C best next tokens (never <pad> or <sos>), each scored
+ * base + x[v] − lse, best first, ties to the smaller token; returns how many (C at most, V − 2
+ * when fewer). Exposed for its test. */
+typedef struct BeamCand {
+    float score;
+    int slot, token;
+} BeamCand;
+int beam_top_tokens(const float *x, int V, float base, float lse, int C, int slot, BeamCand *top);
+
 #endif
