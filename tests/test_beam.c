@@ -433,6 +433,61 @@ Test(beam, beam_batch_equals_one_sentence_at_a_time) {
     }
 }
 
+/* A beam's K rows of a sentence attend as K queries of that sentence (one copy of its states):
+ * every step's logits and attention weights equal decoding a batch where each sentence is
+ * repeated K times, one row each, for every attention variant, with a GRU and with an LSTM
+ * (Luong), the rows fed different tokens. */
+Test(beam, beam_rows_equal_repeated_sentences) {
+    enum { K = 3, STEPS = 4 };
+    for (int a = 0; a < 2 * ATTN_KIND_COUNT; a++) {
+        bool lstm = a >= ATTN_KIND_COUNT;
+        const char *name = ATTN_KIND_NAMES[a % ATTN_KIND_COUNT];
+        Seq2Seq m;
+        make_rnn(&m, name, 0.6f, lstm ? LSTM_LUONG : GRU_DEFAULT);
+        Dataset d;
+        Batch b, rep;
+        make_batch(&d, &b);
+        int idx[NB * K];
+        for (int i = 0; i < NB * K; i++) idx[i] = b.index[i / K];
+        batch_init(&rep);
+        batch_fill(&rep, &d, idx, NB * K);
+        Tape t1, t2;
+        tape_init(&t1, 1 << 16);
+        tape_init(&t2, 1 << 16);
+        t1.grad_enabled = t2.grad_enabled = false;
+        t1.training = t2.training = false;
+        DecodeState beam, one;
+        model_decode_start(&t1, &m, &b, K, STEPS, &beam);
+        model_decode_start(&t2, &m, &rep, 1, STEPS, &one);
+        Rng r;
+        rng_init(&r, 3, RNG_STREAM_DATA);
+        int32_t tok[NB * K];
+        double worst = 0, worst_w = 0;
+        for (int s = 0; s < STEPS; s++) {
+            for (int i = 0; i < NB * K; i++) tok[i] = s == 0 ? TOK_SOS : TOK_SPECIALS + (int32_t)rng_below(&r, VT - TOK_SPECIALS);
+            Tensor *w1 = NULL, *w2 = NULL;
+            Tensor *l1 = model_decode_step(&t1, &m, &beam, tok, &w1), *l2 = model_decode_step(&t2, &m, &one, tok, &w2);
+            cr_assert_eq(l1->size, l2->size);
+            for (size_t k = 0; k < l1->size; k++) worst = fmax(worst, fabs(l1->data[k] - l2->data[k]));
+            cr_assert_eq(w1 == NULL, w2 == NULL, "%s: weights from one side only", name);
+            if (w1) {
+                cr_assert_eq(w1->size, w2->size, "%s: weights of %zu and %zu values", name, w1->size, w2->size);
+                for (size_t k = 0; k < w1->size; k++) worst_w = fmax(worst_w, fabs(w1->data[k] - w2->data[k]));
+            }
+            model_decode_settle(&t1, &m, &beam, s);
+            model_decode_settle(&t2, &m, &one, s);
+        }
+        cr_expect_lt(worst, 1e-5, "%s%s: logits differ by %g", name, lstm ? " (LSTM)" : "", worst);
+        cr_expect_lt(worst_w, 1e-6, "%s%s: attention weights differ by %g", name, lstm ? " (LSTM)" : "", worst_w);
+        tape_free(&t1);
+        tape_free(&t2);
+        batch_free(&rep);
+        batch_free(&b);
+        dataset_free(&d);
+        model_free(&m);
+    }
+}
+
 /* Beam search and the per-sentence attention rows of decoding split over threads when they
  * are large (par_for): two threads give the same hypotheses, scores and greedy attention as
  * one. Sizes chosen above PAR_MIN_WORK: 64 sentences × 5 beams × 4,000 target words, and

@@ -116,8 +116,8 @@ void model_argmax_rows(const Tensor *logits, int rows, int32_t *best);
  * for N = B·K rows (K hypotheses per sentence, rows b·K … b·K + K − 1), both model types.
  * Inference only. */
 typedef struct DecodeState {
-    Tensor *enc;                  /* (S, N, D) */
-    const uint8_t *mask;          /* (N, S) */
+    Tensor *enc;                  /* (S, N / group, D) */
+    const uint8_t *mask;          /* (N / group, S) */
     Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
     Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
     AttnCache cache;              /* the attention's projections of enc, made on the first step */
@@ -125,6 +125,8 @@ typedef struct DecodeState {
     Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
     ArenaMark mark;               /* after the first step: later steps' temporaries go */
     int N, S;
+    int group; /* rows per sentence that share its encoder states, mask and cache: an RNN's beam
+                * (K hypotheses, rows b·K + k, attending as K queries of sentence b), else 1 */
 } DecodeState;
 
 /* max_steps: the most decoder steps that will follow (a transformer keeps every position's

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool model_has_attention(const Seq2Seq *m) { return m->cfg.type == MODEL_TRANSFORMER || m->attn.v->has_weights; }
@@ -350,11 +351,12 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_step
     Encoded e = encode(t, m, b, NULL);
     ds->N = N;
     ds->S = S;
+    ds->group = K; /* the K hypotheses of a sentence read one copy of its states */
+    ds->enc = e.enc;
+    uint8_t *mask = arena_alloc(&t->arena, (size_t)B * S); /* ours: model_decode_keep_rows edits it */
+    memcpy(mask, b->src_mask, (size_t)B * S);
+    ds->mask = mask;
     if (K == 1) {
-        ds->enc = e.enc;
-        uint8_t *mask = arena_alloc(&t->arena, (size_t)N * S); /* ours: model_decode_keep_rows edits it */
-        memcpy(mask, b->src_mask, (size_t)N * S);
-        ds->mask = mask;
         for (int l = 0; l < L; l++) {
             ds->h[l] = e.h0[l];
             ds->c[l] = m->cfg.bidirectional ? NULL : e.c0[l];
@@ -362,11 +364,9 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_step
         alloc_keep(t, m, ds);
         return;
     }
-    /* each sentence's encoder states, mask and initial state repeated for its K hypotheses */
+    /* each sentence's initial state repeated for its K hypotheses */
     int32_t *rep = arena_alloc(&t->arena, (size_t)N * sizeof *rep);
     for (int i = 0; i < N; i++) rep[i] = i / K;
-    ds->enc = model_repeat_states(t, e.enc, K);
-    ds->mask = model_repeat_mask(t, b->src_mask, B, S, K);
     for (int l = 0; l < L; l++) {
         ds->h[l] = op_gather_rows(t, e.h0[l], rep, N);
         ds->c[l] = !m->cfg.bidirectional && e.c0[l] ? op_gather_rows(t, e.c0[l], rep, N) : NULL;
@@ -415,6 +415,27 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
     return logits;
 }
 
+/* Beam search's attention (rows b·G + k, G = ds->group): the G hypotheses of sentence b are
+ * G queries of one sentence, as a training step's T decoder positions are, so the products
+ * read each sentence's states once (small GEMMs of G rows, not G one-row products over G
+ * copies). The queries go in as (G, B, H), the context comes back to the rows' order. */
+static Tensor *grouped_attention(Tape *t, Seq2Seq *m, DecodeState *ds, Tensor *dec, AttnWeights *w) {
+    int N = ds->N, G = ds->group, B = N / G, H = tensor_cols(dec);
+    int32_t *to = arena_alloc(&t->arena, (size_t)N * sizeof *to), *back = arena_alloc(&t->arena, (size_t)N * sizeof *back);
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < G; k++) {
+            to[k * B + b] = b * G + k;
+            back[b * G + k] = k * B + b;
+        }
+    Tensor *q = tape_reshape3(t, op_gather_rows(t, tape_reshape2(t, dec, N, H), to, N), G, B, H);
+    Tensor *ctx = attn_forward_heads(t, &m->attn, q, ds->enc, ds->mask, w, &ds->cache); /* (G, B, D) */
+    int D = tensor_cols(ctx);
+    /* the weights (B, G, S) are already in the rows' order: (N, 1, S) */
+    if (w->mean) w->mean = tape_reshape3(t, w->mean, N, 1, ds->S);
+    w->heads = NULL; /* (B·heads, G, S): not the (N·heads, 1, S) a caller would expect */
+    return tape_reshape3(t, op_gather_rows(t, tape_reshape2(t, ctx, N, D), back, N), 1, N, D);
+}
+
 /* A step's input to the output layer (N, D). */
 static Tensor *decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
     if (m->cfg.type == MODEL_TRANSFORMER) return tfm_decode_features(t, m, ds, tokens, w);
@@ -425,7 +446,8 @@ static Tensor *decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32
         ds->h[l] = d.h_last[l][0];
         ds->c[l] = d.c_last[l][0];
     }
-    Tensor *ctx = attn_forward_heads(t, &m->attn, d.out, ds->enc, ds->mask, w, &ds->cache);
+    Tensor *ctx = ds->group == 1 ? attn_forward_heads(t, &m->attn, d.out, ds->enc, ds->mask, w, &ds->cache)
+                                 : grouped_attention(t, m, ds, d.out, w);
     Tensor *f = output_features(t, m, ctx, d.out); /* (1, N, D) */
     return tape_reshape2(t, f, N, tensor_cols(f));
 }
@@ -469,14 +491,22 @@ static void keep_rows_2d(Tensor *x, const int32_t *rows, int n) {
 }
 
 void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n) {
-    int N = ds->N, S = ds->S;
-    S2S_ASSERT(n > 0 && n <= N);
+    int N = ds->N, S = ds->S, G = ds->group;
+    S2S_ASSERT(n > 0 && n <= N && n % G == 0);
     for (int i = 1; i < n; i++) S2S_ASSERT(rows[i] > rows[i - 1]);
-    tensor_keep_rows_tm(ds->enc, rows, n);
-    if (ds->cache.keys) tensor_keep_rows_tm(ds->cache.keys, rows, n);
-    if (ds->cache.values) tensor_keep_rows_tm(ds->cache.values, rows, n);
+    /* the sentences kept, whole groups of rows: the encoder's side is kept by sentence */
+    int ns = n / G;
+    int32_t *sent = s2s_xmalloc((size_t)ns * sizeof *sent);
+    for (int i = 0; i < ns; i++) {
+        sent[i] = rows[i * G] / G;
+        for (int k = 0; k < G; k++) S2S_ASSERT(rows[i * G + k] == sent[i] * G + k);
+    }
+    tensor_keep_rows_tm(ds->enc, sent, ns);
+    if (ds->cache.keys) tensor_keep_rows_tm(ds->cache.keys, sent, ns);
+    if (ds->cache.values) tensor_keep_rows_tm(ds->cache.values, sent, ns);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_start) */
-    for (int i = 0; i < n; i++) memmove(mask + (size_t)i * S, mask + (size_t)rows[i] * S, (size_t)S);
+    for (int i = 0; i < ns; i++) memmove(mask + (size_t)i * S, mask + (size_t)sent[i] * S, (size_t)S);
+    free(sent);
     if (m->cfg.type == MODEL_TRANSFORMER) {
         transformer_cache_keep_rows(&ds->tf, rows, n);
         ds->N = n;

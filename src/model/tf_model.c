@@ -134,6 +134,7 @@ void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps,
     Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0}, NULL);
     ds->N = N;
     ds->S = S;
+    ds->group = 1; /* its cross-attention's cache is per row */
     ds->enc = K == 1 ? memory : model_repeat_states(t, memory, K);
     ds->mask = model_repeat_mask(t, b->src_mask, B, S, K); /* ours: model_decode_keep_rows edits it */
     transformer_cache_init(t, &m->tf, &ds->tf, N, max_steps > 0 ? max_steps : 1);
