@@ -436,14 +436,15 @@ Test(beam, beam_batch_equals_one_sentence_at_a_time) {
 /* A beam's K rows of a sentence attend as K queries of that sentence (one copy of its states):
  * every step's logits and attention weights equal decoding a batch where each sentence is
  * repeated K times, one row each, for every attention variant, with a GRU and with an LSTM
- * (Luong), the rows fed different tokens. */
+ * (Luong), and both Transformers (two heads), the rows fed different tokens. */
 Test(beam, beam_rows_equal_repeated_sentences) {
     enum { K = 3, STEPS = 4 };
-    for (int a = 0; a < 2 * ATTN_KIND_COUNT; a++) {
-        bool lstm = a >= ATTN_KIND_COUNT;
-        const char *name = ATTN_KIND_NAMES[a % ATTN_KIND_COUNT];
+    for (int a = 0; a < 2 * ATTN_KIND_COUNT + 2; a++) {
+        bool lstm = a >= ATTN_KIND_COUNT, tf = a >= 2 * ATTN_KIND_COUNT;
+        const char *name = tf ? (a % 2 ? "transformer-pre" : "transformer-post") : ATTN_KIND_NAMES[a % ATTN_KIND_COUNT];
         Seq2Seq m;
-        make_rnn(&m, name, 0.6f, lstm ? LSTM_LUONG : GRU_DEFAULT);
+        if (tf) make_transformer(&m, a % 2, 17, 0.0f);
+        else make_rnn(&m, name, 0.6f, lstm ? LSTM_LUONG : GRU_DEFAULT);
         Dataset d;
         Batch b, rep;
         make_batch(&d, &b);
@@ -477,8 +478,9 @@ Test(beam, beam_rows_equal_repeated_sentences) {
             model_decode_settle(&t1, &m, &beam, s);
             model_decode_settle(&t2, &m, &one, s);
         }
-        cr_expect_lt(worst, 1e-5, "%s%s: logits differ by %g", name, lstm ? " (LSTM)" : "", worst);
-        cr_expect_lt(worst_w, 1e-6, "%s%s: attention weights differ by %g", name, lstm ? " (LSTM)" : "", worst_w);
+        const char *cell = tf ? "" : lstm ? " (LSTM)" : " (GRU)";
+        cr_expect_lt(worst, 1e-5, "%s%s: logits differ by %g", name, cell, worst);
+        cr_expect_lt(worst_w, 1e-6, "%s%s: attention weights differ by %g", name, cell, worst_w);
         tape_free(&t1);
         tape_free(&t2);
         batch_free(&rep);

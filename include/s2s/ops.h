@@ -96,6 +96,9 @@ Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *
 /* Rows of src (R, D) picked by ids (n), each in [0, R) → (n, D); backward scatter-adds.
  * Embedding lookup, and picking each sequence's last state. */
 Tensor *op_gather_rows(Tape *t, Tensor *src, const int32_t *ids, int n);
+/* x's A·G rows as an A × G grid (row a·G + g) → (G·A, D), row g·A + a: the grid transposed.
+ * op_transpose_rows(t, y, G, A) undoes it. */
+Tensor *op_transpose_rows(Tape *t, Tensor *x, int A, int G);
 
 Tensor *op_concat(Tape *t, Tensor *a, Tensor *b);       /* (..., Da) ++ (..., Db) */
 /* Rows ids[0..n) of (R, Da) ++ (R, Db): (n, Da + Db), without the whole concatenation. */

@@ -72,21 +72,25 @@ Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *me
  * (self-attention), and of the memory (cross-attention, made on the first step). */
 typedef struct TfCache {
     Tensor *self_k[TF_MAX_LAYERS], *self_v[TF_MAX_LAYERS];   /* (cap, N, d), rows 0 .. len − 1 filled */
-    Tensor *cross_k[TF_MAX_LAYERS], *cross_v[TF_MAX_LAYERS]; /* (S, N, d), or NULL before the first step */
+    Tensor *cross_k[TF_MAX_LAYERS], *cross_v[TF_MAX_LAYERS]; /* (S, N / group, d), or NULL before the first step */
     int len, cap, N;
+    int group; /* rows per sentence (b·group + g), sharing its memory: a beam's hypotheses */
 } TfCache;
 
-/* Room for cap positions of N rows, on the tape (allocate it before the steps' temporaries). */
-void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, int cap);
+/* Room for cap positions of N rows, group of them per sentence (the memory has N / group
+ * sentences), on the tape (allocate it before the steps' temporaries). */
+void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, int group, int cap);
 /* One position more: y (1, N, d), the embedded inputs at position c->len → (1, N, d) after
- * dec_norm; equal to row c->len of transformer_decode over the whole prefix. cross: NULL, or
- * dec_layers slots for each layer's weights (N·heads, 1, S). */
+ * dec_norm; equal to row c->len of transformer_decode over the whole prefix. memory: (S, N /
+ * group, d). cross: NULL, or dec_layers slots for each layer's weights (N / group · heads,
+ * group, S). */
 Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
                                 TfCache *c, Tensor **cross);
 /* Row i becomes the old row parent[i] (beam search), in every cached position. */
 void transformer_cache_reorder(TfCache *c, const int32_t *parent);
-/* Keeps rows[0..n) (increasing), in order: the cache of n rows (finished sentences dropped). */
-void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n);
+/* Keeps rows[0..n) (increasing, whole sentences), in order: the cache of n rows (finished
+ * sentences dropped); sents[0..n / group): their sentences, for the memory's projections. */
+void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const int32_t *sents);
 /* nn.Transformer's initialisation: Xavier-uniform matrices, zero biases, layer norms 1 and 0. */
 void transformer_init_weights(const Transformer *tf, Rng *rng);
 

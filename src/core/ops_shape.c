@@ -22,6 +22,14 @@ Tensor *op_gather_rows(Tape *t, Tensor *src, const int32_t *ids, int n) {
     return y;
 }
 
+Tensor *op_transpose_rows(Tape *t, Tensor *x, int A, int G) {
+    S2S_ASSERT(A > 0 && G > 0 && tensor_rows(x) == A * G);
+    int32_t *ids = arena_alloc(&t->arena, (size_t)A * G * sizeof *ids);
+    for (int a = 0; a < A; a++)
+        for (int g = 0; g < G; g++) ids[g * A + a] = a * G + g;
+    return op_gather_rows(t, x, ids, A * G);
+}
+
 /* Sparse: only the picked rows of the source gradient are touched. */
 void op_gather_rows_backward(Tape *t, const TapeNode *node) {
     Tensor *src = node->in[0];

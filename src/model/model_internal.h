@@ -25,9 +25,6 @@ void model_tie(Seq2Seq *m);
 float model_smoothing(const Tape *t, const Seq2Seq *m);
 /* The output layer and loss over x (n_tokens, D), the rows o->rows of the batch's targets. */
 void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o);
-/* (S, B, D) states repeated K times per sentence: (S, B·K, D); mask likewise. */
-Tensor *model_repeat_states(Tape *t, Tensor *x, int K);
-uint8_t *model_repeat_mask(Tape *t, const uint8_t *mask, int B, int S, int K);
 
 /* load.c's checks, shared with the import: a vocabulary from a file's tokens (one word each,
  * unique, the four specials first), and a subword model from bytes attached to the

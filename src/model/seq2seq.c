@@ -374,21 +374,6 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_step
     alloc_keep(t, m, ds);
 }
 
-Tensor *model_repeat_states(Tape *t, Tensor *x, int K) {
-    int S = x->shape[0], B = x->shape[1], D = x->shape[2], N = B * K;
-    Tensor *y = tape_tensor3(t, S, N, D);
-    for (int s = 0; s < S; s++)
-        for (int i = 0; i < N; i++)
-            memcpy(y->data + ((size_t)s * N + i) * D, x->data + ((size_t)s * B + i / K) * D, (size_t)D * sizeof(float));
-    return y;
-}
-
-uint8_t *model_repeat_mask(Tape *t, const uint8_t *mask, int B, int S, int K) {
-    uint8_t *m = arena_alloc(&t->arena, (size_t)B * K * S);
-    for (int i = 0; i < B * K; i++) memcpy(m + (size_t)i * S, mask + (size_t)(i / K) * S, (size_t)S);
-    return m;
-}
-
 void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step) {
     if (step == 0) { /* the first step's allocations (the cached keys) stay */
         ds->mark = arena_mark(&t->arena);
@@ -421,19 +406,13 @@ Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *t
  * copies). The queries go in as (G, B, H), the context comes back to the rows' order. */
 static Tensor *grouped_attention(Tape *t, Seq2Seq *m, DecodeState *ds, Tensor *dec, AttnWeights *w) {
     int N = ds->N, G = ds->group, B = N / G, H = tensor_cols(dec);
-    int32_t *to = arena_alloc(&t->arena, (size_t)N * sizeof *to), *back = arena_alloc(&t->arena, (size_t)N * sizeof *back);
-    for (int b = 0; b < B; b++)
-        for (int k = 0; k < G; k++) {
-            to[k * B + b] = b * G + k;
-            back[b * G + k] = k * B + b;
-        }
-    Tensor *q = tape_reshape3(t, op_gather_rows(t, tape_reshape2(t, dec, N, H), to, N), G, B, H);
+    Tensor *q = tape_reshape3(t, op_transpose_rows(t, tape_reshape2(t, dec, N, H), B, G), G, B, H);
     Tensor *ctx = attn_forward_heads(t, &m->attn, q, ds->enc, ds->mask, w, &ds->cache); /* (G, B, D) */
     int D = tensor_cols(ctx);
     /* the weights (B, G, S) are already in the rows' order: (N, 1, S) */
     if (w->mean) w->mean = tape_reshape3(t, w->mean, N, 1, ds->S);
     w->heads = NULL; /* (B·heads, G, S): not the (N·heads, 1, S) a caller would expect */
-    return tape_reshape3(t, op_gather_rows(t, tape_reshape2(t, ctx, N, D), back, N), 1, N, D);
+    return tape_reshape3(t, op_transpose_rows(t, tape_reshape2(t, ctx, N, D), G, B), 1, N, D);
 }
 
 /* A step's input to the output layer (N, D). */
@@ -506,9 +485,9 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
     if (ds->cache.values) tensor_keep_rows_tm(ds->cache.values, sent, ns);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_start) */
     for (int i = 0; i < ns; i++) memmove(mask + (size_t)i * S, mask + (size_t)sent[i] * S, (size_t)S);
+    if (m->cfg.type == MODEL_TRANSFORMER) transformer_cache_keep_rows(&ds->tf, rows, n, sent);
     free(sent);
     if (m->cfg.type == MODEL_TRANSFORMER) {
-        transformer_cache_keep_rows(&ds->tf, rows, n);
         ds->N = n;
         return;
     }

@@ -134,10 +134,12 @@ void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps,
     Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0}, NULL);
     ds->N = N;
     ds->S = S;
-    ds->group = 1; /* its cross-attention's cache is per row */
-    ds->enc = K == 1 ? memory : model_repeat_states(t, memory, K);
-    ds->mask = model_repeat_mask(t, b->src_mask, B, S, K); /* ours: model_decode_keep_rows edits it */
-    transformer_cache_init(t, &m->tf, &ds->tf, N, max_steps > 0 ? max_steps : 1);
+    ds->group = K; /* a beam's K hypotheses share one copy of their sentence's memory */
+    ds->enc = memory;
+    uint8_t *mask = arena_alloc(&t->arena, (size_t)B * S); /* ours: model_decode_keep_rows edits it */
+    memcpy(mask, b->src_mask, (size_t)B * S);
+    ds->mask = mask;
+    transformer_cache_init(t, &m->tf, &ds->tf, N, K, max_steps > 0 ? max_steps : 1);
 }
 
 Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
@@ -145,10 +147,12 @@ Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t 
     Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, tokens, 1, N, ds->tf.len);
     Tensor *cross[TF_MAX_LAYERS] = {0};
     Tensor *out = transformer_decode_step(t, &m->tf, y, ds->enc, ds->mask, &ds->tf, cross);
-    Tensor *last = cross[m->tf.dec_layers - 1]; /* (N·H, 1, S) */
+    Tensor *last = cross[m->tf.dec_layers - 1]; /* (B·H, G, S): rows b·G + g of B sentences */
     if (w) {
-        w->mean = m->tf.heads == 1 ? last : attn_heads_mean(t, last, m->tf.heads);
-        w->heads = w->want_heads && m->tf.heads > 1 ? last : NULL;
+        int G = ds->group;
+        w->mean = m->tf.heads == 1 ? last : attn_heads_mean(t, last, m->tf.heads); /* (B, G, S): (N, 1, S) */
+        if (G > 1) w->mean = tape_reshape3(t, w->mean, N, 1, ds->S);
+        w->heads = w->want_heads && m->tf.heads > 1 && G == 1 ? last : NULL; /* per row only when G is 1 */
     }
     return tape_reshape2(t, out, N, m->cfg.d_model);
 }

@@ -163,10 +163,11 @@ Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *me
 
 /* ---- step-by-step decoding ---- */
 
-void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, int cap) {
-    S2S_ASSERT(N > 0 && cap > 0);
+void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, int group, int cap) {
+    S2S_ASSERT(N > 0 && cap > 0 && group > 0 && N % group == 0);
     memset(c, 0, sizeof *c);
     c->N = N;
+    c->group = group;
     c->cap = cap;
     for (int l = 0; l < tf->dec_layers; l++) {
         c->self_k[l] = tape_tensor3(t, cap, N, tf->d);
@@ -181,16 +182,21 @@ static void cache_put(Tensor *cache, int pos, const Tensor *x) {
     memcpy(cache->data + (size_t)pos * n, x->data, n * sizeof(float));
 }
 
-/* Attention of one position's queries q_in (1, N, d) over keys and values (L, N, d). */
+/* Attention of one position's queries q_in (1, N, d) over keys and values (L, N / G, d): the
+ * G rows of a sentence (b·G + g) as G queries over its one copy (small products of G rows,
+ * as in training, not G one-row products over G copies). */
 static Tensor *attend_cached(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *k, Tensor *v,
-                             const uint8_t *mask, Tensor **w) {
-    int N = q_in->shape[1], L = k->shape[0], d = tf->d, H = tf->heads, Dh = d / H;
-    Tensor *q = linear_forward(t, &a->q, q_in);
-    Tensor *qh = tape_reshape3(t, q, 1, N * H, Dh), *kh = tape_reshape3(t, k, L, N * H, Dh), *vh = tape_reshape3(t, v, L, N * H, Dh);
+                             const uint8_t *mask, int G, Tensor **w) {
+    int N = q_in->shape[1], B = N / G, L = k->shape[0], d = tf->d, H = tf->heads, Dh = d / H;
+    S2S_ASSERT(k->shape[1] == B);
+    Tensor *q = tape_reshape2(t, linear_forward(t, &a->q, q_in), N, d);
+    if (G > 1) q = op_transpose_rows(t, q, B, G); /* row g·B + b */
+    Tensor *qh = tape_reshape3(t, q, G, B * H, Dh), *kh = tape_reshape3(t, k, L, B * H, Dh), *vh = tape_reshape3(t, v, L, B * H, Dh);
     Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
-    Tensor *p = op_softmax(t, scores, mask, N);
+    Tensor *p = op_softmax(t, scores, mask, B); /* (B·H, G, L) */
     if (w) *w = p;
-    Tensor *ctx = op_matmul(t, p, vh, MM_B_TM | MM_OUT_TM);
+    Tensor *ctx = tape_reshape2(t, op_matmul(t, p, vh, MM_B_TM | MM_OUT_TM), N, d); /* (G, B·H, Dh) */
+    if (G > 1) ctx = op_transpose_rows(t, ctx, G, B);
     return linear_forward(t, &a->out, tape_reshape3(t, ctx, 1, N, d));
 }
 
@@ -205,14 +211,15 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
         cache_put(c->self_k[l], pos, linear_forward(t, &e->self_attn.k, h));
         cache_put(c->self_v[l], pos, linear_forward(t, &e->self_attn.v, h));
         Tensor *k = tape_view(t, c->self_k[l], 0, 3, (int[]){pos + 1, N, d}), *v = tape_view(t, c->self_v[l], 0, 3, (int[]){pos + 1, N, d});
-        Tensor *sa = attend_cached(t, tf, &e->self_attn, h, k, v, NULL, NULL);
+        Tensor *sa = attend_cached(t, tf, &e->self_attn, h, k, v, NULL, 1, NULL);
         y = tf->norm_first ? op_add(t, y, sa) : norm(t, tf, &e->norm1, op_add(t, y, sa));
         h = tf->norm_first ? norm(t, tf, &e->norm2, y) : y;
         if (!c->cross_k[l]) { /* the memory does not change: its projections once */
             c->cross_k[l] = linear_forward(t, &e->cross_attn.k, memory);
             c->cross_v[l] = linear_forward(t, &e->cross_attn.v, memory);
         }
-        Tensor *ca = attend_cached(t, tf, &e->cross_attn, h, c->cross_k[l], c->cross_v[l], src_mask, cross ? &cross[l] : NULL);
+        Tensor *ca = attend_cached(t, tf, &e->cross_attn, h, c->cross_k[l], c->cross_v[l], src_mask, c->group,
+                                   cross ? &cross[l] : NULL);
         y = tf->norm_first ? op_add(t, y, ca) : norm(t, tf, &e->norm2, op_add(t, y, ca));
         h = tf->norm_first ? norm(t, tf, &e->norm3, y) : y;
         Tensor *ff = feed_forward(t, tf, &e->linear1, &e->linear2, h, none);
@@ -222,11 +229,13 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
     return norm(t, tf, &tf->dec_norm, y);
 }
 
-void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n) {
+void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const int32_t *sents) {
+    S2S_ASSERT(n % c->group == 0);
     for (int l = 0; l < TF_MAX_LAYERS; l++) {
-        Tensor *x[4] = {c->self_k[l], c->self_v[l], c->cross_k[l], c->cross_v[l]};
-        for (int k = 0; k < 4; k++)
-            if (x[k]) tensor_keep_rows_tm(x[k], rows, n);
+        if (c->self_k[l]) tensor_keep_rows_tm(c->self_k[l], rows, n);
+        if (c->self_v[l]) tensor_keep_rows_tm(c->self_v[l], rows, n);
+        if (c->cross_k[l]) tensor_keep_rows_tm(c->cross_k[l], sents, n / c->group);
+        if (c->cross_v[l]) tensor_keep_rows_tm(c->cross_v[l], sents, n / c->group);
     }
     c->N = n;
 }
