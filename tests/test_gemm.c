@@ -649,6 +649,61 @@ Test(gemm, stats_record_shapes_and_paths) {
     tape_free(&t);
 }
 
+/* op_linear's bias goes into the product's epilogue where the path has one (oneDNN's matmul
+ * primitive: packed frozen weights, thin products; int8: int8_products_check) and into C
+ * first elsewhere (sgemm, one row, OpenBLAS, bf16 GEMM): on every path the product with the
+ * bias is the product without it plus the bias, the path checked in the stats. */
+Test(gemm, linear_bias_on_every_path) {
+    bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
+    struct {
+        int M;
+        bool frozen, bf16, bf16_matmul, openblas;
+        GemmPath path;
+    } cases[] = {
+        {40, true, false, false, false, GEMM_PATH_PACKED},      {40, false, false, false, false, GEMM_PATH_MATMUL},
+        {1100, false, false, false, false, GEMM_PATH_SGEMM},    {1, false, false, false, false, GEMM_PATH_ROW},
+        {40, false, false, false, true, GEMM_PATH_OPENBLAS},    {40, true, true, false, false, GEMM_PATH_BF16_PACKED},
+        {40, false, true, false, false, GEMM_PATH_BF16_GEMM},   {40, false, true, true, false, GEMM_PATH_BF16_MATMUL},
+    };
+    int K = 48, N = 24, tried = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (cases[c].bf16 && !bf16_ok) continue;
+        int M = cases[c].M;
+        Rng rng;
+        rng_init(&rng, 5 + c, 0);
+        Tensor *x = tensor_new(2, SH(M, K), false), *w = tensor_new(2, SH(N, K), false), *b = tensor_new(1, SH(N), false);
+        tu_fill(x, &rng, -1, 1);
+        tu_fill(w, &rng, -1, 1);
+        tu_fill(b, &rng, 2, 3); /* far from zero: a bias left out shows */
+        w->frozen = cases[c].frozen ? 3 : 0;
+        Tape t;
+        tape_init(&t, 1 << 20);
+        t.grad_enabled = false; /* frozen weights are offered outside training */
+        t.bf16 = cases[c].bf16;
+        t.bf16_matmul = cases[c].bf16_matmul;
+        t.openblas = cases[c].openblas;
+        GemmStats st = {0};
+        t.gemm_stats = &st;
+        Tensor *y = op_linear(&t, x, w, b), *y0 = op_linear(&t, x, w, NULL);
+        cr_assert_eq(st.n, 1, "case %zu: %d shapes", c, st.n);
+        cr_expect_eq(st.items[0].path, cases[c].path, "case %zu: path %s, want %s", c, GEMM_PATH_NAMES[st.items[0].path],
+                     GEMM_PATH_NAMES[cases[c].path]);
+        double worst = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++)
+                worst = fmax(worst, fabs((double)y->data[(size_t)i * N + j] - ((double)y0->data[(size_t)i * N + j] + b->data[j])));
+        cr_expect_lt(worst, 1e-5, "case %zu (%s): with the bias off the product plus the bias by %g", c,
+                     GEMM_PATH_NAMES[cases[c].path], worst);
+        tried++;
+        gemm_stats_free(&st);
+        tape_free(&t);
+        tensor_free(x);
+        tensor_free(w);
+        tensor_free(b);
+    }
+    cr_expect_geq(tried, 5);
+}
+
 /* op_linear_xent in chunks equals op_linear then op_cross_entropy: the loss and every
  * gradient, in float32 (37 rows: a short last chunk) and in bf16 (40 rows: every chunk at
  * least 8 rows, so every chunk's products round their operands as the whole one does). With

@@ -121,13 +121,14 @@ typedef struct PlanKey { /* zeroed before filling: hashed and compared as bytes 
     int M, N, K, lda, ldb, ldc, threads;
     uint32_t alpha, beta; /* bit patterns */
     uint8_t bf16, ta, tb, packed, int8; /* int8: u8 A, s8 packed B, int32 C, no alpha/beta */
+    uint8_t bias;                       /* + a float32 bias row (1, N) */
 } PlanKey;
 
 typedef struct Plan {
     struct Plan *next;
     PlanKey key;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c, scratch; /* handles set per call */
+    dnnl_memory_t a, b, c, scratch, bias; /* handles set per call (bias: NULL without) */
     dnnl_memory_desc_t w_md;        /* the weights' layout (blocked when packed) */
     size_t scratch_bytes;
 } Plan;
@@ -223,8 +224,10 @@ static Plan *plan_make(GemmPlans *p, const PlanKey *k, float alpha, float beta) 
         md_2d(&b_md, k->K, k->N, k->tb, k->ldb, dt);
     }
     md_2d(&c_md, k->M, k->N, false, k->ldc, k->int8 ? dnnl_s32 : dnnl_f32);
+    dnnl_memory_desc_t bias_md;
+    if (k->bias) md_2d(&bias_md, 1, k->N, false, k->N, dnnl_f32);
     dnnl_matmul_desc_t desc;
-    DNNL_OK(dnnl_matmul_desc_init(&desc, &a_md, &b_md, NULL, &c_md));
+    DNNL_OK(dnnl_matmul_desc_init(&desc, &a_md, &b_md, k->bias ? &bias_md : NULL, &c_md));
     dnnl_primitive_attr_t attr;
     DNNL_OK(dnnl_primitive_attr_create(&attr));
     DNNL_OK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user)); /* from the arena */
@@ -249,6 +252,7 @@ static Plan *plan_make(GemmPlans *p, const PlanKey *k, float alpha, float beta) 
     DNNL_OK(dnnl_memory_create(&pl->b, &pl->w_md, p->engine, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&pl->c, &c_md, p->engine, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&pl->scratch, s_md, p->engine, DNNL_MEMORY_NONE));
+    if (k->bias) DNNL_OK(dnnl_memory_create(&pl->bias, &bias_md, p->engine, DNNL_MEMORY_NONE));
     dnnl_primitive_desc_destroy(pd);
     return pl;
 }
@@ -352,29 +356,35 @@ static Pack *pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uin
     return q;
 }
 
-/* Executes a plan on these operands, its scratchpad borrowed from the arena. */
-static void plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C) {
+/* Executes a plan on these operands (bias: the plan's, or NULL), its scratchpad borrowed
+ * from the arena. */
+static void plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias) {
+    S2S_ASSERT(!pl->key.bias == !bias);
     ArenaMark m = arena_mark(&t->arena);
     void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
     DNNL_OK(dnnl_memory_set_data_handle(pl->a, (void *)A));
     DNNL_OK(dnnl_memory_set_data_handle(pl->b, (void *)B));
     DNNL_OK(dnnl_memory_set_data_handle(pl->c, C));
     DNNL_OK(dnnl_memory_set_data_handle(pl->scratch, scratch));
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, pl->a}, {DNNL_ARG_WEIGHTS, pl->b}, {DNNL_ARG_DST, pl->c},
-                               {DNNL_ARG_SCRATCHPAD, pl->scratch}};
-    DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, 4, args));
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, pl->a}, {DNNL_ARG_WEIGHTS, pl->b}, {DNNL_ARG_DST, pl->c},
+                               {DNNL_ARG_SCRATCHPAD, pl->scratch}, {DNNL_ARG_BIAS, pl->bias}};
+    if (bias) DNNL_OK(dnnl_memory_set_data_handle(pl->bias, (void *)bias));
+    DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, bias ? 5 : 4, args));
     DNNL_OK(dnnl_stream_wait(p->stream));
     arena_rewind(&t->arena, m);
 }
 
 /* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
- * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0. */
+ * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0; bias:
+ * a row added to every row of the product (alpha 1), or NULL. */
 static Pack *matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
-                       float *C) {
+                       float *C, const float *bias) {
+    S2S_ASSERT(!bias || alpha == 1.0f);
     GemmPlans *p = plans_get(t);
     int restore = serial_begin(k->M, k->N, k->K);
     k->threads = omp_get_max_threads(); /* some kernels are made for a thread count */
     k->packed = Bstamp != 0;
+    k->bias = bias != NULL;
     memcpy(&k->alpha, &alpha, sizeof alpha);
     memcpy(&k->beta, &beta, sizeof beta);
     Plan *pl = plan_get(p, k, alpha, beta);
@@ -383,7 +393,7 @@ static Pack *matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void
         pk = pack_get(p, pl, B, k->ldb, Bstamp);
         B = pk->buf;
     }
-    plan_execute(t, p, pl, A, B, C);
+    plan_execute(t, p, pl, A, B, C, bias);
     serial_end(restore);
     return pk;
 }
@@ -399,6 +409,7 @@ typedef struct Int8Job {
     const int32_t *acc;
     const Pack *pk; /* its scales and column sums */
     float alpha, beta;
+    const float *bias; /* (N) added to every row, or NULL */
     float *C;
 } Int8Job;
 
@@ -436,17 +447,21 @@ static void int8_quant_rows(void *ctx, size_t r0, size_t r1) {
     }
 }
 
-/* C = alpha sa[i] sb[j] (acc - off colsum[j]) + beta C: acc holds sum_k (qa + off) qb. */
+/* C = alpha sa[i] sb[j] (acc - off colsum[j]) + beta C (or + bias[j], beta 0): acc holds
+ * sum_k (qa + off) qb. */
 static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
     Int8Job *j = ctx;
     const float *restrict sb = j->pk->scale;
     const int32_t *restrict cs = j->pk->colsum;
+    const float *restrict bias = j->bias;
     int N = j->N, off = j->off;
     for (size_t r = r0; r < r1; r++) {
         const int32_t *restrict acc = j->acc + r * N;
         float *restrict c = j->C + r * j->ldc;
         float sr = j->alpha * j->sa[r], beta = j->beta;
-        if (beta == 0.0f) /* C may hold garbage */
+        if (bias)
+            for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - off * cs[n]) + bias[n];
+        else if (beta == 0.0f) /* C may hold garbage */
             for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - off * cs[n]);
         else
             for (int n = 0; n < N; n++) c[n] = sr * sb[n] * (float)(acc[n] - off * cs[n]) + beta * c[n];
@@ -485,12 +500,13 @@ static Pack *q8_pack_get(GemmPlans *p, const float *W, int ldb, uint64_t stamp, 
  * to ±63, stored + 63; else on oneDNN: A to ±127, stored + 128 (the VNNI instructions'
  * operand). The offset times the column's sum is taken back out in scaling back. */
 static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
-                      uint64_t Bstamp, float *C, int ldc, GemmInt8Sums *raw, bool fine) {
+                      uint64_t Bstamp, float *C, int ldc, const float *bias, GemmInt8Sums *raw, bool fine) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
+    S2S_ASSERT(!bias || beta == 0.0f);
     GemmPlans *p = plans_get(t);
     int M = k->M, N = k->N, K = k->K, restore = 0;
     bool q8 = !fine && k->tb && q8_applies();
-    Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .alpha = alpha, .beta = beta, .C = C};
+    Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .alpha = alpha, .beta = beta, .bias = bias, .C = C};
     Plan *pl = NULL;
     Pack *pk;
     if (q8) { /* threads: gemm_q8 splits its columns itself */
@@ -519,7 +535,7 @@ static Pack *int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float 
     if (q8)
         gemm_q8(j.qa, M, K, pk->buf, N, acc, N);
     else
-        plan_execute(t, p, pl, j.qa, pk->buf, acc);
+        plan_execute(t, p, pl, j.qa, pk->buf, acc, NULL);
     if (!raw) par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
     arena_rewind(&t->arena, m);
     serial_end(restore);
@@ -576,15 +592,36 @@ bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N) {
 }
 
 /* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name. */
+typedef struct BiasFill {
+    float *C;
+    const float *bias;
+    int N, ldc;
+} BiasFill;
+
+static void bias_fill_rows(void *ctx, size_t r0, size_t r1) {
+    const BiasFill *j = ctx;
+    for (size_t r = r0; r < r1; r++) memcpy(j->C + r * j->ldc, j->bias, (size_t)j->N * sizeof *j->C);
+}
+
+/* For a path without a bias in its epilogue: every row of C starts as the bias, and the
+ * product adds to it (the beta to use then). */
+static float bias_first(const float *bias, float *C, int M, int N, int ldc, float beta) {
+    if (!bias) return beta;
+    BiasFill j = {C, bias, N, ldc};
+    par_for((size_t)M, (size_t)N, bias_fill_rows, &j);
+    return 1.0f;
+}
+
 static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                               const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw,
-                              float beta, float *C, int ldc) {
+                              float beta, float *C, int ldc, const float *bias) {
+    S2S_ASSERT(!bias || (alpha == 1.0f && beta == 0.0f));
     PlanKey k;
     memset(&k, 0, sizeof k);
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
     if (!ta && gemm_int8_applies(t, Bw, M, N)) {
         S2S_ASSERT(B == Bw->data);
-        const Pack *pk = int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, NULL, false);
+        const Pack *pk = int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, bias, NULL, false);
         return pk->q8 ? GEMM_PATH_Q8 : GEMM_PATH_INT8;
     }
     bool frozen = frozen_weight(Bw, B, ta, M);
@@ -597,16 +634,17 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         }
         k.bf16 = 1;
         if (frozen) { /* packed from the float32 weight, rounded by the reorder */
-            matmul_run(t, &k, alpha, beta, Abf, B, Bw->frozen, C);
+            matmul_run(t, &k, alpha, beta, Abf, B, Bw->frozen, C, bias);
         } else {
             if (!Bbf) {
                 Bbf = to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
                 k.ldb = ldb = tb ? K : N;
             }
             if (t->bf16_matmul) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
-                matmul_run(t, &k, alpha, beta, Abf, Bbf, 0, C);
+                matmul_run(t, &k, alpha, beta, Abf, Bbf, 0, C, bias);
                 path = GEMM_PATH_BF16_MATMUL;
             } else { /* gemm_bf16_check ran before any tape turned bf16 on */
+                beta = bias_first(bias, C, M, N, ldc, beta);
                 GEMM_ONEDNN(M, N, K, dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf,
                                                           ldb, beta, C, ldc));
                 path = GEMM_PATH_BF16_GEMM;
@@ -617,10 +655,11 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     }
     if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
                    * or waking BLAS threads for it, would cost more than the product */
-        gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
+        gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, bias_first(bias, C, M, N, ldc, beta), C);
         return GEMM_PATH_ROW;
     }
     if (t->openblas) {
+        beta = bias_first(bias, C, M, N, ldc, beta);
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
                     lda, B, ldb, beta, C, ldc);
         return GEMM_PATH_OPENBLAS;
@@ -628,10 +667,10 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     /* dnnl_sgemm repacks a transposed B on every call: thin products against one go faster
      * through the matmul primitive, and faster still with a frozen weight packed once */
     if (frozen || (tb && !ta && M <= PACK_MAX_ROWS)) {
-        matmul_run(t, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C);
+        matmul_run(t, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C, bias);
         return frozen ? GEMM_PATH_PACKED : GEMM_PATH_MATMUL;
     }
-    gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, bias_first(bias, C, M, N, ldc, beta), C, ldc);
     return GEMM_PATH_SGEMM;
 }
 
@@ -663,26 +702,38 @@ void gemm_stats_free(GemmStats *st) {
     memset(st, 0, sizeof *st);
 }
 
-void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
-                  float *C, int ldc) {
+static void gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
+                     float *C, int ldc, const float *bias) {
     if (M == 0 || N == 0) return;
     t->flops += 2.0 * M * N * K;
     if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
         for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
+            for (int j = 0; j < N; j++)
+                C[(size_t)i * ldc + j] = bias ? bias[j] : beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
         return;
     }
     if (!t->gemm_stats) {
-        gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc);
+        gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
         return;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    GemmPath path = gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc);
+    GemmPath path = gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     GemmShapeStat x = {.path = path, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
     stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+}
+
+void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
+                  float *C, int ldc) {
+    gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, NULL);
+}
+
+void s2s_gemm_bias(Tape *t, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wbf,
+                   const Tensor *Bw, const float *bias, float *C, int ldc) {
+    gemm_pre(t, false, true, M, N, K, 1.0f, A, lda, NULL, W, K, Wbf, Bw, 0.0f, C, ldc, bias);
 }
 
 void gemm_row_norms(const float *X, int rows, int cols, int ld, float *norm) {
@@ -717,7 +768,7 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
         PlanKey k;
         memset(&k, 0, sizeof k);
         k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1;
-        pk = int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, NULL, N, raw, raw->fine);
+        pk = int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, NULL, N, NULL, raw, raw->fine);
     } else {
         for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) { /* the packed layout serves plans this tall */
             int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
@@ -730,7 +781,7 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
                 a = to_bf16(t, A + (size_t)r0 * lda, m, K, lda);
                 k.lda = K;
             }
-            pk = matmul_run(t, &k, 1.0f, 0.0f, a, W->data, W->frozen, C + (size_t)r0 * N);
+            pk = matmul_run(t, &k, 1.0f, 0.0f, a, W->data, W->frozen, C + (size_t)r0 * N, NULL);
             arena_rewind(&t->arena, mk);
         }
     }
@@ -778,7 +829,7 @@ double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
     for (int r = 0; r < 4; r++) { /* the first makes the kernel */
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        matmul_run(t, &k, 1.0f, 0.0f, A, B, 0, C);
+        matmul_run(t, &k, 1.0f, 0.0f, A, B, 0, C, NULL);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         if (r > 0 && (best == 0 || sec < best)) best = sec;

@@ -38,6 +38,12 @@ void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, c
                   const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
                   float *C, int ldc);
 
+/* A linear layer's product: C (M × N) = A W^T + bias (N, added to every row; or NULL), W
+ * (N × K, rows K apart) as in s2s_gemm_pre. The bias goes into the product's epilogue where
+ * the path has one (int8's scaling back, oneDNN's matmul primitive), else C starts as it. */
+void s2s_gemm_bias(Tape *t, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wbf,
+                   const Tensor *Bw, const float *bias, float *C, int ldc);
+
 static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float beta,
                             float *C, int ldc) {
