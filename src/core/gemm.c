@@ -170,6 +170,7 @@ static void plan_destroy(Plan *pl) {
     dnnl_memory_destroy(pl->b);
     dnnl_memory_destroy(pl->c);
     dnnl_memory_destroy(pl->scratch);
+    if (pl->bias) dnnl_memory_destroy(pl->bias);
     dnnl_primitive_destroy(pl->prim);
     free(pl);
 }
