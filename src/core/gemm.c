@@ -592,7 +592,6 @@ bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N) {
     return t->int8 && Bw && Bw->frozen && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE;
 }
 
-/* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name. */
 typedef struct BiasFill {
     float *C;
     const float *bias;
@@ -613,6 +612,8 @@ static float bias_first(const float *bias, float *C, int M, int N, int ldc, floa
     return 1.0f;
 }
 
+/* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name.
+ * bias (alpha 1, beta 0): in the epilogue of the int8 and matmul paths, else C first. */
 static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                               const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw,
                               float beta, float *C, int ldc, const float *bias) {
