@@ -327,7 +327,6 @@ Test(beam, top_tokens_equal_sorting_them_all) {
     const int cs[] = {1, 2, 5, 10, 12};
     Rng r;
     rng_init(&r, 41, RNG_STREAM_DATA);
-    int cases = 0;
     for (int vi = 0; vi < 8; vi++)
         for (int ci = 0; ci < 5; ci++)
             for (int rep = 0; rep < 6; rep++) {
@@ -355,9 +354,7 @@ Test(beam, top_tokens_equal_sorting_them_all) {
                     cr_assert(top[k].score == all[k].score || (isinf(top[k].score) && isinf(all[k].score)));
                     cr_assert_eq(top[k].slot, 2);
                 }
-                cases++;
             }
-    cr_expect_eq(cases, 8 * 5 * 6);
 }
 
 /* Beam search drops the sentences it is done with from the batch too (their K rows, in every

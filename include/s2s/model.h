@@ -125,8 +125,8 @@ typedef struct DecodeState {
     Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
     ArenaMark mark;               /* after the first step: later steps' temporaries go */
     int N, S;
-    int group; /* rows per sentence that share its encoder states, mask and cache: an RNN's beam
-                * (K hypotheses, rows b·K + k, attending as K queries of sentence b), else 1 */
+    int group; /* rows per sentence that share its encoder states, mask and cache: a beam's K
+                * hypotheses (rows b·K + k, attending as K queries of sentence b), else 1 */
 } DecodeState;
 
 /* max_steps: the most decoder steps that will follow (a transformer keeps every position's

@@ -194,18 +194,10 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
         BeamStep job = {mean ? mean : logits[0]->data, mean != NULL, V, K, C, step, max_len, alpha, score, hist, nhist, tok,
                         parent, cand, sent, of};
         par_for((size_t)ns, (size_t)K * V, beam_sentences, &job);
-        n_done = 0;
-        for (int bi = 0; bi < B; bi++) n_done += sent[bi].done;
+        /* a done sentence's rows are read no more (nor its history): only the others count */
         int alive = 0;
-        for (int si = 0; si < ns; si++) {
-            if (!sent[of[si]].done) {
-                alive++;
-                continue;
-            }
-            for (int k = 0; k < K; k++) /* the unchanged rows of a done sentence */
-                memcpy(nhist + (size_t)(si * K + k) * (max_len + 1), hist + (size_t)(si * K + k) * (max_len + 1),
-                       (size_t)(step + 1) * sizeof *hist);
-        }
+        for (int si = 0; si < ns; si++) alive += !sent[of[si]].done;
+        n_done = B - alive; /* the dropped sentences were done */
         int32_t *sw = hist;
         hist = nhist;
         nhist = sw;

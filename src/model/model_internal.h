@@ -15,6 +15,9 @@ void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps,
 /* a decoding step's input to the output layer (N, d_model) */
 Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
 
+/* The batch's source mask (B, S), copied to the tape: a decoding state's own, which
+ * model_decode_keep_rows edits. */
+uint8_t *model_decode_mask(Tape *t, const Batch *b);
 /* The last real target rows of a batch and their targets, as both models pick them. */
 int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens);
 /* model.tie_embeddings: the tied embeddings become the output layer's weight (declared once,

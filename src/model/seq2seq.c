@@ -353,9 +353,7 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_step
     ds->S = S;
     ds->group = K; /* the K hypotheses of a sentence read one copy of its states */
     ds->enc = e.enc;
-    uint8_t *mask = arena_alloc(&t->arena, (size_t)B * S); /* ours: model_decode_keep_rows edits it */
-    memcpy(mask, b->src_mask, (size_t)B * S);
-    ds->mask = mask;
+    ds->mask = model_decode_mask(t, b);
     if (K == 1) {
         for (int l = 0; l < L; l++) {
             ds->h[l] = e.h0[l];
@@ -372,6 +370,12 @@ void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_step
         ds->c[l] = !m->cfg.bidirectional && e.c0[l] ? op_gather_rows(t, e.c0[l], rep, N) : NULL;
     }
     alloc_keep(t, m, ds);
+}
+
+uint8_t *model_decode_mask(Tape *t, const Batch *b) {
+    uint8_t *mask = arena_alloc(&t->arena, (size_t)b->B * b->S);
+    memcpy(mask, b->src_mask, (size_t)b->B * b->S);
+    return mask;
 }
 
 void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step) {
@@ -485,12 +489,11 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
     if (ds->cache.values) tensor_keep_rows_tm(ds->cache.values, sent, ns);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_start) */
     for (int i = 0; i < ns; i++) memmove(mask + (size_t)i * S, mask + (size_t)sent[i] * S, (size_t)S);
-    if (m->cfg.type == MODEL_TRANSFORMER) transformer_cache_keep_rows(&ds->tf, rows, n, sent);
+    bool tf = m->cfg.type == MODEL_TRANSFORMER;
+    if (tf) transformer_cache_keep_rows(&ds->tf, rows, n, sent);
     free(sent);
-    if (m->cfg.type == MODEL_TRANSFORMER) {
-        ds->N = n;
-        return;
-    }
+    ds->N = n;
+    if (tf) return;
     for (int l = 0; l < m->cfg.layers; l++) {
         keep_rows_2d(ds->h[l], rows, n);
         if (ds->c[l]) keep_rows_2d(ds->c[l], rows, n);
@@ -503,7 +506,6 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
                 }
             }
     }
-    ds->N = n;
 }
 
 typedef struct ArgmaxJob {

@@ -136,9 +136,7 @@ void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps,
     ds->S = S;
     ds->group = K; /* a beam's K hypotheses share one copy of their sentence's memory */
     ds->enc = memory;
-    uint8_t *mask = arena_alloc(&t->arena, (size_t)B * S); /* ours: model_decode_keep_rows edits it */
-    memcpy(mask, b->src_mask, (size_t)B * S);
-    ds->mask = mask;
+    ds->mask = model_decode_mask(t, b);
     transformer_cache_init(t, &m->tf, &ds->tf, N, K, max_steps > 0 ? max_steps : 1);
 }
 
