@@ -262,6 +262,103 @@ Test(gemm, bf16_time_major_operands_match_float32_closely) {
 }
 
 /* A GRU direction forward and backward in bf16 stays within bf16 accuracy of float32. */
+/* On a bf16 tape a sequence's row passes also write the state (forward) and the d
+ * pre-activations (backward) in bf16 for the next recurrent product; one step alone (S = 1)
+ * leaves the rounding to the product. So the sequence must give the bits of its steps run one
+ * at a time, each from the state the last left: outputs, final states, d xg, d h0 and d c0
+ * (dW and db sum in another order), for a GRU and an LSTM, both directions, with rows ending
+ * at different steps (padding) and, reversed, a nonzero initial state (the states kept). */
+Test(gemm, bf16_sequence_equals_its_steps) {
+    tu_require_bf16();
+    enum { S = 5, B = 8, H = 16 };
+    int lens[B] = {5, 3, 5, 1, 4, 5, 2, 5};
+    uint8_t active[S * B];
+    for (int s = 0; s < S; s++)
+        for (int b = 0; b < B; b++) active[s * B + b] = s < lens[b];
+    int32_t last[B];
+    for (int b = 0; b < B; b++) last[b] = B + b; /* rows of (2 B, H): a step's final state */
+    for (int kind = 0; kind < 2; kind++)
+        for (int reverse = 0; reverse < 2; reverse++) {
+            bool lstm = kind == 1;
+            int G = (lstm ? 4 : 3) * H;
+            Rng rng;
+            rng_init(&rng, 13 + (uint64_t)(2 * kind + reverse), 0);
+            Tensor *xg = tensor_new(2, SH(S * B, G), true), *h0 = tensor_new(2, SH(B, H), true);
+            Tensor *c0 = lstm ? tensor_new(2, SH(B, H), true) : NULL;
+            Tensor *w = tensor_new(2, SH(G, H), true), *bh = tensor_new(1, SH(G), true);
+            tu_fill(xg, &rng, -1, 1);
+            tu_fill(h0, &rng, -1, 1);
+            if (c0) tu_fill(c0, &rng, -1, 1);
+            tu_fill(w, &rng, -0.5f, 0.5f);
+            tu_fill(bh, &rng, -0.5f, 0.5f);
+            float *seed = malloc((size_t)(S + 1) * B * H * sizeof *seed);
+            for (int i = 0; i < (S + 1) * B * H; i++) seed[i] = rng_uniform_range(&rng, -1, 1);
+            /* the whole sequence */
+            Tape t;
+            tape_init(&t, 1 << 20);
+            t.bf16 = true;
+            t.grad_enabled = true;
+            Tensor *cells = NULL;
+            Tensor *y = op_rnn_seq(&t, lstm ? CELL_LSTM : CELL_GRU, xg, h0, c0, w, bh, active, reverse, &cells);
+            float *yw = malloc(y->size * sizeof *yw), *cw = lstm ? malloc(cells->size * sizeof *cw) : NULL;
+            memcpy(yw, y->data, y->size * sizeof *yw);
+            if (lstm) memcpy(cw, cells->data, cells->size * sizeof *cw);
+            tape_backward_seed(&t, y, seed);
+            /* one step at a time, in the order the sequence takes them */
+            Tape u;
+            tape_init(&u, 1 << 20);
+            u.bf16 = true;
+            u.grad_enabled = true;
+            Tensor *xs[S], *ys[S], *cs[S], *h = tensor_new(2, SH(B, H), true), *c = lstm ? tensor_new(2, SH(B, H), true) : NULL;
+            memcpy(h->data, h0->data, h0->size * sizeof(float));
+            if (c) memcpy(c->data, c0->data, c0->size * sizeof(float));
+            Tensor *hk = h, *ck = c, *loss = NULL;
+            for (int k = 0; k < S; k++) {
+                int st = reverse ? S - 1 - k : k;
+                xs[st] = tensor_new(2, SH(B, G), true);
+                memcpy(xs[st]->data, xg->data + (size_t)st * B * G, (size_t)B * G * sizeof(float));
+                ys[st] = op_rnn_seq(&u, lstm ? CELL_LSTM : CELL_GRU, xs[st], hk, ck, w, bh, active + st * B, false, &cs[st]);
+                Tensor *coef = tape_tensor3(&u, 2, B, H); /* this step's output's seed; the final state's at the end */
+                memcpy(coef->data, seed + (size_t)st * B * H, (size_t)B * H * sizeof(float));
+                for (int i = 0; i < B * H; i++) coef->data[B * H + i] = k == S - 1 ? seed[(size_t)S * B * H + i] : 0.0f;
+                Tensor *part = op_sum(&u, op_mul(&u, ys[st], coef));
+                loss = loss ? op_add(&u, loss, part) : part;
+                hk = op_gather_rows(&u, tape_reshape2(&u, ys[st], 2 * B, H), last, B);
+                if (lstm) ck = op_gather_rows(&u, tape_reshape2(&u, cs[st], 2 * B, H), last, B);
+            }
+            long off = 0;
+            for (int s = 0; s < S; s++) {
+                off += memcmp(yw + (size_t)s * B * H, ys[s]->data, (size_t)B * H * sizeof(float)) != 0;
+                if (lstm) off += memcmp(cw + (size_t)s * B * H, cs[s]->data, (size_t)B * H * sizeof(float)) != 0;
+            }
+            off += memcmp(yw + (size_t)S * B * H, hk->data, (size_t)B * H * sizeof(float)) != 0;
+            if (lstm) off += memcmp(cw + (size_t)S * B * H, ck->data, (size_t)B * H * sizeof(float)) != 0;
+            cr_expect_eq(off, 0, "kind %d reverse %d: %ld forward values differ from the steps'", kind, reverse, off);
+            tape_backward(&u, loss);
+            long dx = 0;
+            for (int s = 0; s < S; s++)
+                dx += memcmp(xg->grad + (size_t)s * B * G, xs[s]->grad, (size_t)B * G * sizeof(float)) != 0;
+            cr_expect_eq(dx, 0, "kind %d reverse %d: d xg differs from the steps' at %ld steps", kind, reverse, dx);
+            cr_expect_eq(memcmp(h0->grad, h->grad, h0->size * sizeof(float)), 0, "kind %d reverse %d: d h0 differs", kind,
+                         reverse);
+            if (lstm)
+                cr_expect_eq(memcmp(c0->grad, c->grad, c0->size * sizeof(float)), 0, "reverse %d: d c0 differs", reverse);
+            tape_free(&t);
+            tape_free(&u);
+            for (int s = 0; s < S; s++) tensor_free(xs[s]);
+            tensor_free(h);
+            if (c) tensor_free(c);
+            free(seed);
+            free(yw);
+            free(cw);
+            tensor_free(xg);
+            tensor_free(h0);
+            if (c0) tensor_free(c0);
+            tensor_free(w);
+            tensor_free(bh);
+        }
+}
+
 Test(gemm, bf16_recurrence_close_to_float32) {
     tu_require_bf16();
     int S = 5, B = 8, H = 8, G = 3 * H; /* every product at least 8 wide: all take the bf16 path */

@@ -627,7 +627,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         return pk->q8 ? GEMM_PATH_Q8 : GEMM_PATH_INT8;
     }
     bool frozen = frozen_weight(Bw, B, ta, M);
-    if (t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE) {
+    if (gemm_bf16_takes(t, M, N)) {
         GemmPath path = GEMM_PATH_BF16_PACKED;
         ArenaMark m = arena_mark(&t->arena);
         if (!Abf) {

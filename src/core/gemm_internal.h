@@ -30,6 +30,13 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
  * rounding their operands would cost more than the bf16 multiply saves. */
 #define GEMM_BF16_MIN_SIDE 8
 
+/* Whether a product of M × N (any K) on this tape reads its operands in bf16: then an op
+ * may hand over a bf16 copy it made as it wrote the operand (s2s_gemm_pre's Abf), not a
+ * second pass over it. (On an int8 tape, products against frozen weights go int8 before.) */
+static inline bool gemm_bf16_takes(const Tape *t, int M, int N) {
+    return t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE;
+}
+
 /* Row-major C = alpha op(A) op(B) + beta C in the tape's precision; counts its FLOPs.
  * Abf/Bbf: bf16 copies of A/B (gemm_bf16_copy) or NULL; used only when the tape is bf16.
  * Bw: the weight whose data B is, or NULL: while it is frozen (Tensor.frozen), thin products

@@ -8,6 +8,7 @@
  * direction starts there (PyTorch's packed sequences). The output holds S + 1 rows of
  * (B, H): the S step outputs, then the final state; an LSTM's second output likewise holds
  * the cell states. */
+#include "s2s/bf16.h"
 #include "s2s/fastmath.h"
 #include "s2s/par.h"
 #include "ops_internal.h"
@@ -101,6 +102,9 @@ typedef struct StepJob {
     const uint8_t *act;
     const float *x, *b; /* x: this step's input projections (B, G) */
     float *g, *h, *c, *aux, *hnew, *cnew, *ys, *cs;
+    uint16_t *hbf; /* (B, H) the state in bf16 for the next step's product, or NULL */
+    float *keep;   /* (B, G) where the gates are kept for backward, when not in g: the input
+                    * projections x, each row read before its gates go over it; or NULL */
 } StepJob;
 
 /* Work per gate value in par_for's units: an exponential and a handful of products each,
@@ -120,9 +124,10 @@ static void step_rows(void *ctx, size_t r0, size_t r1) {
     int H = j->H, G = j->G;
     for (size_t r = r0; r < r1; r++) {
         size_t o = r * (size_t)H;
-        if (j->act && !j->act[r]) { /* padding: state kept, output 0 */
+        if (j->act && !j->act[r]) { /* padding: state kept (its bf16 copy too), output 0 */
             memset(j->ys + o, 0, (size_t)H * sizeof(float));
             if (j->lstm) memset(j->cs + o, 0, (size_t)H * sizeof(float));
+            if (j->keep) memcpy(j->keep + r * (size_t)G, j->g + r * (size_t)G, (size_t)G * sizeof(float));
             continue;
         }
         const float *x = j->x + r * (size_t)G;
@@ -136,6 +141,8 @@ static void step_rows(void *ctx, size_t r0, size_t r1) {
         }
         memcpy(j->h + o, j->hnew + o, (size_t)H * sizeof(float));
         memcpy(j->ys + o, j->hnew + o, (size_t)H * sizeof(float));
+        if (j->hbf) bf16_from_f32(j->hnew + o, j->hbf + o, (size_t)H);
+        if (j->keep) memcpy(j->keep + r * (size_t)G, g, (size_t)G * sizeof(float));
     }
 }
 
@@ -173,6 +180,11 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     if (lstm) memcpy(c, c0->data, BH * sizeof(float));
     float *hnew = arena_alloc(&t->arena, BH * sizeof(float)), *cnew = lstm ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     const uint16_t *wbf = gemm_bf16_weight(t, w_hh); /* once, not per step */
+    /* a bf16 product rounds h every step: the row pass writes h in bf16 too, as it writes h,
+     * on every thread, instead of one more pass over it on one (a step's state is below
+     * par_for's threshold) */
+    uint16_t *hbf = S > 1 && !t->int8 && gemm_bf16_takes(t, B, G) ? arena_alloc(&t->arena, BH * sizeof *hbf) : NULL;
+    if (hbf) bf16_from_f32(h, hbf, BH);
     /* one step's gates (then into xg when consuming) and its aux values, where not kept */
     float *gstep = consume || !record ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
     float *astep = q->aux ? NULL : arena_alloc(&t->arena, BH * sizeof(float));
@@ -183,13 +195,14 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
         if (q->hprev) memcpy(q->hprev + (size_t)s * BH, h, BH * sizeof(float));
         if (q->cprev) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
-        s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, NULL, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
+        s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, hbf, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
         const uint8_t *act = active ? active + (size_t)s * B : NULL;
         StepJob j = {.H = H, .G = G, .lstm = lstm, .act = act, .x = xg->data + (size_t)s * BG, .b = b_hh->data,
                      .g = gt, .h = h, .c = c, .aux = aux, .hnew = hnew, .cnew = cnew, .ys = y->data + (size_t)s * BH,
-                     .cs = lstm ? cy->data + (size_t)s * BH : NULL};
+                     .cs = lstm ? cy->data + (size_t)s * BH : NULL, .hbf = hbf,
+                     /* over this step's xg, each row once read: in the row pass, on every thread */
+                     .keep = consume && record ? q->gates + (size_t)s * BG : NULL};
         rows_pass(t, B, G, step_rows, &j);
-        if (consume && record) memcpy(q->gates + (size_t)s * BG, gt, BG * sizeof(float)); /* over this step's xg, now read */
     }
     if (record) {
         TapeNode *n = tape_record(t, OP_RNN_SEQ, y);
@@ -255,6 +268,7 @@ typedef struct BackJob {
     const float *gt, *aux, *hp, *cp, *cn, *dy, *dcy; /* this step's saved values and output gradients */
     float *dh, *dc, *dtot, *dhd, *dgs, *dxs;
     float *dgn; /* GRU: (B, H) the n columns of d recurrent pre-activations, kept for dW_hh */
+    uint16_t *dgbf; /* (B, G) this step's d recurrent pre-activations in bf16 for dG W_hh, or NULL */
 } BackJob;
 
 static void back_rows(void *ctx, size_t r0, size_t r1) {
@@ -269,6 +283,7 @@ static void back_rows(void *ctx, size_t r0, size_t r1) {
                 memset((j->lstm ? j->dgs : j->dxs) + r * (size_t)G, 0, (size_t)G * sizeof(float));
             if (!j->lstm) /* the GRU's step buffer is reused: its row must read 0 */
                 memset(j->dgs + r * (size_t)G, 0, (size_t)G * sizeof(float));
+            if (j->dgbf) bf16_from_f32(j->dgs + r * (size_t)G, j->dgbf + r * (size_t)G, (size_t)G);
             continue;
         }
         if (j->over) {
@@ -287,6 +302,7 @@ static void back_rows(void *ctx, size_t r0, size_t r1) {
             gru_step_backward(H, gt, j->aux + o, j->hp + o, j->dtot + o, dg, j->dxs + r * (size_t)G, j->dhd + o);
             memcpy(j->dgn + o, dg + 2 * H, (size_t)H * sizeof(float));
         }
+        if (j->dgbf) bf16_from_f32(j->dgs + r * (size_t)G, j->dgbf + r * (size_t)G, (size_t)G);
     }
 }
 
@@ -336,6 +352,9 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     float *dG = q->lstm ? dX : arena_alloc(&t->arena, BG * sizeof(float));
     const uint16_t *wbf = gemm_bf16_weight(t, w);
     float *stage = over ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
+    /* the row pass writes d pre-activations in bf16 too, for dG W_hh (as forward writes h;
+     * one step alone leaves it to the product, as forward does) */
+    uint16_t *dgbf = S > 1 && !t->int8 && gemm_bf16_takes(t, B, H) ? arena_alloc(&t->arena, BG * sizeof *dgbf) : NULL;
     float *hn = !q->lstm && !q->aux ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
@@ -358,12 +377,12 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
                      .cn = q->lstm ? q->cs + (size_t)s * BH : NULL, .dy = dy ? dy + (size_t)s * BH : NULL,
                      .dcy = dcy ? dcy + (size_t)s * BH : NULL, .dh = dh, .dc = dc, .dtot = dtot, .dhd = dhd,
                      .dgs = q->lstm ? dG + (size_t)s * BG : dG, .dxs = dX + (size_t)s * BG,
-                     .dgn = dGn ? dGn + (size_t)s * BH : NULL};
+                     .dgn = dGn ? dGn + (size_t)s * BH : NULL, .dgbf = dgbf};
         rows_pass(t, B, G, back_rows, &j);
         float *dgs = j.dgs;
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
         memcpy(dh, dhd, BH * sizeof(float));
-        s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, NULL, w->data, H, wbf, w, 1.0f, dh, H);
+        s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, dgbf, w->data, H, wbf, w, 1.0f, dh, H);
     }
     if (gh0)
         for (size_t i = 0; i < BH; i++) gh0[i] += dh[i];
