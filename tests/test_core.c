@@ -220,6 +220,55 @@ Test(ops, cross_entropy_ignores_and_averages) {
     tape_free(&t);
 }
 
+/* op_concat_rows large enough to split over the threads: rows picked in increasing order
+ * (the output layer's targets), and every row picked three times (all rows, three times over:
+ * summed on one thread, in order; split over two, the sums of a row would meet out of order),
+ * forward against a ++ b row by row and backward against each row's gradients summed in order. */
+Test(ops, concat_rows_large_equals_row_by_row) {
+    enum { R = 1000, DA = 500, DB = 700 };
+    Rng rng;
+    rng_init(&rng, 5, 0);
+    Tensor *a = tensor_new(2, (int[]){R, DA}, true), *b = tensor_new(2, (int[]){R, DB}, true);
+    tu_fill(a, &rng, -1, 1);
+    tu_fill(b, &rng, -1, 1);
+    static int32_t ids[3 * R];
+    for (int twice = 0; twice < 2; twice++) { /* twice: rows picked more than once */
+        int n = 0;
+        for (int copy = 0; copy < (twice ? 3 : 1); copy++)
+            for (int r = 0; r < R; r++)
+                if (twice || r % 7) ids[n++] = r; /* all but every seventh row, or all three times */
+        Tape t;
+        tape_init(&t, 1 << 22);
+        t.grad_enabled = true;
+        memset(a->grad, 0, a->size * sizeof(float));
+        memset(b->grad, 0, b->size * sizeof(float));
+        Tensor *y = op_concat_rows(&t, a, b, ids, n);
+        long off = 0;
+        for (int i = 0; i < n; i++) {
+            off += memcmp(y->data + (size_t)i * (DA + DB), a->data + (size_t)ids[i] * DA, DA * sizeof(float)) != 0;
+            off += memcmp(y->data + (size_t)i * (DA + DB) + DA, b->data + (size_t)ids[i] * DB, DB * sizeof(float)) != 0;
+        }
+        cr_expect_eq(off, 0, "twice %d: %ld rows of the output differ from a ++ b", twice, off);
+        float *seed = malloc(y->size * sizeof *seed), *want = calloc((size_t)R * (DA + DB), sizeof *want);
+        for (size_t i = 0; i < y->size; i++) seed[i] = rng_uniform_range(&rng, -1, 1);
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < DA + DB; k++) want[(size_t)ids[i] * (DA + DB) + k] += seed[(size_t)i * (DA + DB) + k];
+        tape_backward_seed(&t, y, seed);
+        long wrong = 0;
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < DA + DB; k++) {
+                float got = k < DA ? a->grad[(size_t)r * DA + k] : b->grad[(size_t)r * DB + k - DA];
+                wrong += got != want[(size_t)r * (DA + DB) + k];
+            }
+        cr_expect_eq(wrong, 0, "twice %d: %ld gradient values differ from the sums in order", twice, wrong);
+        free(seed);
+        free(want);
+        tape_free(&t);
+    }
+    tensor_free(a);
+    tensor_free(b);
+}
+
 Test(params, one_block_aligned_and_named) {
     ParamStore ps;
     params_init(&ps);

@@ -44,7 +44,43 @@ void op_gather_rows_backward(Tape *t, const TapeNode *node) {
     }
 }
 
-/* Rows ids[0..n) of a ++ b (all rows, keeping a's leading dimensions, when ids is NULL). */
+/* Row i of y (or of dy, backward) is row ids[i] (or i) of a ++ b. */
+typedef struct ConcatJob {
+    const int32_t *ids;
+    int da, db;
+    const float *a, *b; /* forward: the inputs; backward: NULL */
+    float *y;           /* forward: the output */
+    const float *dy;    /* backward: the output's gradient, added into ga and gb (either NULL) */
+    float *ga, *gb;
+} ConcatJob;
+
+static void concat_rows_range(void *ctx, size_t i0, size_t i1) {
+    const ConcatJob *j = ctx;
+    int da = j->da, db = j->db;
+    for (size_t i = i0; i < i1; i++) {
+        size_t r = j->ids ? (size_t)j->ids[i] : i;
+        float *yr = j->y + i * (size_t)(da + db);
+        memcpy(yr, j->a + r * da, (size_t)da * sizeof(float));
+        memcpy(yr + da, j->b + r * db, (size_t)db * sizeof(float));
+    }
+}
+
+static void concat_grad_range(void *ctx, size_t i0, size_t i1) {
+    const ConcatJob *j = ctx;
+    int da = j->da, db = j->db;
+    for (size_t i = i0; i < i1; i++) {
+        size_t r = j->ids ? (size_t)j->ids[i] : i;
+        const float *g = j->dy + i * (size_t)(da + db);
+        if (j->ga)
+            for (int k = 0; k < da; k++) j->ga[r * da + k] += g[k];
+        if (j->gb)
+            for (int k = 0; k < db; k++) j->gb[r * db + k] += g[da + k];
+    }
+}
+
+/* Rows ids[0..n) of a ++ b (all rows, keeping a's leading dimensions, when ids is NULL).
+ * The rows split over the threads: a training step's output layer takes its input so (the
+ * context and decoder state at every target, about 12 MB a batch). */
 static Tensor *concat(Tape *t, Tensor *a, Tensor *b, const int32_t *ids, int n) {
     int da = tensor_cols(a), db = tensor_cols(b), rows = tensor_rows(a);
     S2S_ASSERT(rows == tensor_rows(b));
@@ -58,13 +94,9 @@ static Tensor *concat(Tape *t, Tensor *a, Tensor *b, const int32_t *ids, int n) 
         y = tape_tensor(t, a->ndim, shape);
         n = rows;
     }
-    for (int i = 0; i < n; i++) {
-        int r = ids ? ids[i] : i;
-        S2S_ASSERT(r >= 0 && r < rows);
-        float *yr = y->data + (size_t)i * (da + db);
-        memcpy(yr, a->data + (size_t)r * da, (size_t)da * sizeof(float));
-        memcpy(yr + da, b->data + (size_t)r * db, (size_t)db * sizeof(float));
-    }
+    for (int i = 0; ids && i < n; i++) S2S_ASSERT(ids[i] >= 0 && ids[i] < rows);
+    ConcatJob j = {.ids = ids, .da = da, .db = db, .a = a->data, .b = b->data, .y = y->data};
+    par_for((size_t)n, (size_t)(da + db), concat_rows_range, &j);
     if (tape_wants(t, a, b, NULL)) {
         TapeNode *node = tape_record(t, OP_CONCAT, y);
         node->in[0] = a;
@@ -90,14 +122,13 @@ void op_concat_backward(Tape *t, const TapeNode *n) {
     const float *dy = n->out->grad;
     float *ga = a->requires_grad ? tensor_grad(t, a) : NULL;
     float *gb = b->requires_grad ? tensor_grad(t, b) : NULL;
-    for (int i = 0; i < rows; i++) { /* picked rows: a row picked twice gets both gradients */
-        size_t r = ids ? (size_t)ids[i] : (size_t)i;
-        const float *g = dy + (size_t)i * (da + db);
-        if (ga)
-            for (int j = 0; j < da; j++) ga[r * da + j] += g[j];
-        if (gb)
-            for (int j = 0; j < db; j++) gb[r * db + j] += g[da + j];
-    }
+    ConcatJob j = {.ids = ids, .da = da, .db = db, .dy = dy, .ga = ga, .gb = gb};
+    /* over the threads where no row is picked twice (increasing picks, or all rows); a row
+     * picked twice gets both gradients, in order, on one thread */
+    bool distinct = true;
+    for (int i = 1; ids && distinct && i < rows; i++) distinct = ids[i] > ids[i - 1];
+    if (distinct) par_for((size_t)rows, (size_t)(da + db) * 2, concat_grad_range, &j);
+    else concat_grad_range(&j, 0, (size_t)rows);
 }
 
 Tensor *op_slice(Tape *t, Tensor *x, int start, int len) {
