@@ -392,7 +392,7 @@ int main(int argc, char **argv) {
             t.loss_grads_early = true;
             Rng drop;
             rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
-            params_freeze(&m.params, false); /* as the trainer's step */
+            params_freeze(&m.params, t.bf16); /* as the trainer's step */
             params_zero_grad(&m.params);
             ModelOutput o = model_forward(&t, &m, &b, &drop);
             double objective = o.loss->data[0]; /* before backward frees the values */

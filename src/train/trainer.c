@@ -694,7 +694,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     uint64_t stream = mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step);
     if (r->dist && r->dist->size > 1) stream = mix(stream, (uint64_t)r->dist->rank); /* each rank its own masks */
     rng_init(&drop, stream, RNG_STREAM_DROPOUT);
-    params_freeze(&r->model.params, false); /* fixed until the update: GEMMs may pack them */
+    params_freeze(&r->model.params, t->bf16); /* fixed until the update: GEMMs may pack them */
     double loss = 0;
     *n_tokens = 0;
     *nll = 0;
