@@ -32,7 +32,7 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
 
 /* Whether a product of M × N (any K) on this tape reads its operands in bf16: then an op
  * may hand over a bf16 copy it made as it wrote the operand (s2s_gemm_pre's Abf), not a
- * second pass over it. (On an int8 tape, products against frozen weights go int8 before.) */
+ * second pass over it. */
 static inline bool gemm_bf16_takes(const Tape *t, int M, int N) {
     return t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE;
 }

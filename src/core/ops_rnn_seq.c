@@ -104,7 +104,8 @@ typedef struct StepJob {
     float *g, *h, *c, *aux, *hnew, *cnew, *ys, *cs;
     uint16_t *hbf; /* (B, H) the state in bf16 for the next step's product, or NULL */
     float *keep;   /* (B, G) where the gates are kept for backward, when not in g: the input
-                    * projections x, each row read before its gates go over it; or NULL */
+                    * projections x, each row read before its gates go over it (padded rows'
+                    * gates are never read: not copied); or NULL */
 } StepJob;
 
 /* Work per gate value in par_for's units: an exponential and a handful of products each,
@@ -127,7 +128,6 @@ static void step_rows(void *ctx, size_t r0, size_t r1) {
         if (j->act && !j->act[r]) { /* padding: state kept (its bf16 copy too), output 0 */
             memset(j->ys + o, 0, (size_t)H * sizeof(float));
             if (j->lstm) memset(j->cs + o, 0, (size_t)H * sizeof(float));
-            if (j->keep) memcpy(j->keep + r * (size_t)G, j->g + r * (size_t)G, (size_t)G * sizeof(float));
             continue;
         }
         const float *x = j->x + r * (size_t)G;
@@ -183,7 +183,7 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     /* a bf16 product rounds h every step: the row pass writes h in bf16 too, as it writes h,
      * on every thread, instead of one more pass over it on one (a step's state is below
      * par_for's threshold) */
-    uint16_t *hbf = S > 1 && !t->int8 && gemm_bf16_takes(t, B, G) ? arena_alloc(&t->arena, BH * sizeof *hbf) : NULL;
+    uint16_t *hbf = S > 1 && gemm_bf16_takes(t, B, G) ? arena_alloc(&t->arena, BH * sizeof *hbf) : NULL;
     if (hbf) bf16_from_f32(h, hbf, BH);
     /* one step's gates (then into xg when consuming) and its aux values, where not kept */
     float *gstep = consume || !record ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
@@ -354,7 +354,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     float *stage = over ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
     /* the row pass writes d pre-activations in bf16 too, for dG W_hh (as forward writes h;
      * one step alone leaves it to the product, as forward does) */
-    uint16_t *dgbf = S > 1 && !t->int8 && gemm_bf16_takes(t, B, H) ? arena_alloc(&t->arena, BG * sizeof *dgbf) : NULL;
+    uint16_t *dgbf = S > 1 && gemm_bf16_takes(t, B, H) ? arena_alloc(&t->arena, BG * sizeof *dgbf) : NULL;
     float *hn = !q->lstm && !q->aux ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
