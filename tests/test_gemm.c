@@ -492,6 +492,55 @@ Test(gemm, float32_both_libraries_all_transposes) {
     cr_expect_gt(differ, 0, "oneDNN and OpenBLAS gave bit-identical products: Tape.openblas is not obeyed");
 }
 
+/* The dot every exact logit and one-row product is defined by, written out: 16 partial sums
+ * over k in order, the tail in order, then the 16 added in order, all in float. */
+static float dot_written_out(int K, const float *a, const float *b) {
+    float part[16] = {0}, sum = 0.0f;
+    int k = 0;
+    for (; k + 16 <= K; k += 16)
+        for (int q = 0; q < 16; q++) part[q] = part[q] + a[k + q] * b[k + q];
+    for (; k < K; k++) sum = sum + a[k] * b[k];
+    for (int q = 0; q < 16; q++) sum = sum + part[q];
+    return sum;
+}
+
+/* gemm_dots (four dots at a time) against the written-out dot, bit for bit: K around the
+ * 16-wide partial sums (tails, none, fewer than 16), n around the groups of four, rows out
+ * of order and repeated, values of mixed magnitude so that another order would round
+ * differently, rows from about 1 down to 1e-30; then gemm_row's contiguous one-row products (through gemm_dots) against its
+ * strided ones (a transposed A: its own loop) on the same values. */
+Test(gemm, dots_sum_in_the_written_order) {
+    int Ks[] = {1, 15, 16, 17, 48, 300, 1537};
+    Rng rng;
+    rng_init(&rng, 77, 0);
+    for (int ki = 0; ki < 7; ki++) {
+        int K = Ks[ki], R = 11;
+        float *a = malloc((size_t)K * sizeof *a), *w = malloc((size_t)R * K * sizeof *w);
+        float *at = malloc((size_t)K * 3 * sizeof *at); /* a as column 1 of a K x 3 matrix */
+        for (int k = 0; k < K; k++) a[k] = at[(size_t)k * 3 + 1] = rng_uniform_range(&rng, -1, 1) * (k % 5 ? 1.0f : 3e3f);
+        for (int i = 0; i < R * K; i++) /* row r about 10^-3r: a dot's size is no excuse for a stray addend */
+            w[i] = rng_uniform_range(&rng, -1, 1) * (i % 7 ? 1.0f : 1e-3f) * powf(10.0f, -3.0f * (float)(i / K));
+        for (int n = 1; n <= 9; n++) {
+            const float *rows[9];
+            float got[9];
+            for (int i = 0; i < n; i++) rows[i] = w + (size_t)((7 * i + 3) % R) * K; /* out of order; R < 9 repeats */
+            gemm_dots(K, a, rows, n, got);
+            for (int i = 0; i < n; i++) {
+                float want = dot_written_out(K, a, rows[i]);
+                cr_expect(memcmp(&got[i], &want, sizeof want) == 0, "K=%d n=%d dot %d: %.9g, written out %.9g", K, n, i,
+                          got[i], want);
+            }
+        }
+        float c1[11], c2[11];
+        gemm_row(false, true, R, K, 1.0f, a, K, w, K, 0.0f, c1);
+        gemm_row(true, true, R, K, 1.0f, at + 1, 3, w, K, 0.0f, c2);
+        cr_expect(memcmp(c1, c2, sizeof c1) == 0, "K=%d: gemm_row's contiguous and strided one-row products differ", K);
+        free(a);
+        free(w);
+        free(at);
+    }
+}
+
 /* C = A op(W) (A: M x K, W: K x K square) through the GEMM entry with W offered as a frozen
  * weight, against double products (of bf16-rounded operands on a bf16 tape); the worst error
  * scaled by K. */

@@ -548,10 +548,62 @@ void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const f
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
+/* One dot in gemm_dots's order. */
+static inline float dot1(int K, const float *restrict a, const float *restrict b) {
+    float part[16] = {0}, sum = 0.0f;
+    int k = 0;
+    for (; k + 16 <= K; k += 16)
+        for (int q = 0; q < 16; q++) part[q] += a[k + q] * b[k + q];
+    for (; k < K; k++) sum += a[k] * b[k];
+    for (int q = 0; q < 16; q++) sum += part[q];
+    return sum;
+}
+
+/* Four dots, each summed as dot1 sums it: four independent chains of adds where one dot
+ * waits on its own, and a loaded once for the four. */
+static inline void dot4(int K, const float *restrict a, const float *restrict b0, const float *restrict b1,
+                        const float *restrict b2, const float *restrict b3, float *out) {
+    float p0[16] = {0}, p1[16] = {0}, p2[16] = {0}, p3[16] = {0};
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    int k = 0;
+    for (; k + 16 <= K; k += 16)
+        for (int q = 0; q < 16; q++) {
+            float x = a[k + q];
+            p0[q] += x * b0[k + q];
+            p1[q] += x * b1[k + q];
+            p2[q] += x * b2[k + q];
+            p3[q] += x * b3[k + q];
+        }
+    for (; k < K; k++) {
+        float x = a[k];
+        s0 += x * b0[k], s1 += x * b1[k], s2 += x * b2[k], s3 += x * b3[k];
+    }
+    for (int q = 0; q < 16; q++) s0 += p0[q], s1 += p1[q], s2 += p2[q], s3 += p3[q];
+    out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+}
+
+void gemm_dots(int K, const float *a, const float *const *b, int n, float *out) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) dot4(K, a, b[i], b[i + 1], b[i + 2], b[i + 3], out + i);
+    for (; i < n; i++) out[i] = dot1(K, a, b[i]);
+}
+
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
               float *C) {
     size_t inc = ta ? (size_t)lda : 1; /* a transposed one-row A is a column of its stored matrix */
-    if (tb) { /* C[j] = a · B[j, :]: 16 partial sums so the loop vectorises */
+    if (tb && inc == 1) { /* C[j] = a · B[j, :], four rows of B at a time */
+        for (int j = 0; j < N; j += 4) {
+            int n = N - j < 4 ? N - j : 4;
+            const float *rows[4];
+            float dots[4];
+            for (int i = 0; i < n; i++) rows[i] = B + (size_t)(j + i) * ldb;
+            gemm_dots(K, A, rows, n, dots);
+            for (int i = 0; i < n; i++)
+                C[j + i] = alpha * dots[i] + (beta == 0.0f ? 0.0f : beta * C[j + i]); /* beta 0: C may hold NaN */
+        }
+        return;
+    }
+    if (tb) { /* the same sums with A strided: 16 partial sums so the loop vectorises */
         for (int j = 0; j < N; j++) {
             const float *b = B + (size_t)j * ldb;
             float part[16] = {0}, sum = 0.0f;

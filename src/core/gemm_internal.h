@@ -13,6 +13,9 @@
  * nothing shared, so batched products may run it on several threads (gemm.c). */
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
               float *C);
+/* out[i] = a · b[i], K values each, summed as gemm_row sums a dot (16 partial sums in k
+ * order, the tail, then the 16 in order): the same bits as gemm_row's, four at a time. */
+void gemm_dots(int K, const float *a, const float *const *b, int n, float *out);
 /* C_b = op(A_b) op(B_b) + beta C_b for b < batch (operands at batch strides sa, sb, sc), when
  * the products are small (one attention head's scores or context in training): plain loops,
  * the batch split over the threads, float32 on any tape, the same bits on any thread count;

@@ -181,8 +181,7 @@ typedef struct ArgmaxJob {
     const float *approx; /* (N, V): the float32 and bf16 screens' logits (without the bias) */
     GemmInt8Sums q8;     /* the int8 screen's exact sums and row scales, scaled back here */
     const float *wscale; /* int8: per column, its weight row's scale */
-    const int32_t *colsum;
-    int zero;      /* int8: the activations' offset in the sums (GemmScreenCols.zero) */
+    const int32_t *zc; /* int8: per column, the activations' offset (GemmScreenCols.zero) times its sum */
     float act_max; /* int8: their largest |value| (x's scale is max |x| / act_max) */
     /* per column: the bound is xn slope[v] + sx p[v] + (l1x + D sx / 2) q[v] + base[v]
      * + 2^-22 (|approx| + |value|) (see argmax_cols_fill); gate[v] 0 where allowed, -Inf
@@ -205,6 +204,30 @@ static float exact_logit(const ArgmaxJob *j, const float *x, int v, int32_t *cou
     (*count)++;
     gemm_row(false, true, 1, j->D, 1.0f, x, j->D, j->w + (size_t)v * j->D, j->D, 0.0f, &z);
     return z + j->bias[v];
+}
+
+/* Candidates waiting for their exact logits, and the best so far. */
+enum { EXACT_BATCH = 16 };
+typedef struct ExactBatch {
+    int32_t col[EXACT_BATCH];
+    int n;
+    int32_t best;
+    float mx;
+} ExactBatch;
+
+/* The waiting candidates' exact logits (exact_logit's, computed four at a time), taken in
+ * column order: only a strictly higher one replaces the best. */
+static void exact_batch_flush(const ArgmaxJob *j, const float *x, ExactBatch *eb, int32_t *count) {
+    const float *rows[EXACT_BATCH];
+    float z[EXACT_BATCH];
+    for (int i = 0; i < eb->n; i++) rows[i] = j->w + (size_t)eb->col[i] * j->D;
+    gemm_dots(j->D, x, rows, eb->n, z);
+    for (int i = 0; i < eb->n; i++) {
+        float zi = (1.0f * z[i] + 0.0f) + j->bias[eb->col[i]]; /* as gemm_row writes it, then the bias */
+        if (eb->best < 0 || zi > eb->mx) eb->mx = zi, eb->best = eb->col[i];
+    }
+    *count += eb->n;
+    eb->n = 0;
 }
 
 /* Every allowed logit exactly, in one scan from the first allowed column that moves on only
@@ -235,14 +258,13 @@ static inline float bound(const ArgmaxJob *j, int v, float approx, float val, fl
  * scaled back as an int8 tape does. */
 typedef struct ScreenRow {
     const float *restrict a;
-    const int32_t *restrict sums, *restrict colsum;
+    const int32_t *restrict sums, *restrict zc;
     const float *restrict wscale;
     float sr;
-    int32_t zero;
 } ScreenRow;
 
 static inline __attribute__((always_inline)) float screen_at(const ScreenRow *s, bool int8, int v) {
-    return int8 ? s->sr * s->wscale[v] * (float)(s->sums[v] - s->zero * s->colsum[v]) : s->a[v];
+    return int8 ? s->sr * s->wscale[v] * (float)(s->sums[v] - s->zc[v]) : s->a[v];
 }
 
 /* The pass over every column: the allowed column u with the highest screen value, the largest
@@ -321,41 +343,39 @@ static inline __attribute__((always_inline)) int32_t argmax_screened_row_k(const
         float ac = screen_at(s, int8, c), vc = ac + bias[c];
         S2S_ASSERT(!((vc + bound(j, c, ac, vc, xn, sx, l1x)) + gate[c] >= top) || vc + gate[c] >= cut);
     }
-    int32_t best = -1;
-    int32_t only = -1; /* the first candidate, its exact logit not yet needed */
-    float mx = -INFINITY;
+    /* the candidates in column order, their exact logits a batch at a time (none for a lone
+     * one); the first holding the highest wins */
+    ExactBatch eb = {.best = -1, .mx = -INFINITY};
     for (int v = 0; v < j->V; v += BLOCK) {
         if (!(blk[v / BLOCK] >= cut)) continue; /* no value in it reaches the cut */
-        int end = j->V - v < BLOCK ? j->V : v + BLOCK;
-        for (int c = v; c < end; c++) {
+        int n = j->V - v < BLOCK ? j->V - v : BLOCK;
+        uint8_t keep[BLOCK]; /* both tests in lanes, then the few kept: branches on each column mispredict */
+        for (int i = 0; i < n; i++) {
+            int c = v + i;
             float ac = screen_at(s, int8, c), vc = ac + bias[c];
-            if (!(vc + gate[c] >= cut)) continue; /* nor can its bound reach top (the check above) */
-            if (!((vc + bound(j, c, ac, vc, xn, sx, l1x)) + gate[c] >= top)) continue;
-            if (best < 0 && only < 0) {
-                only = c;
-                continue;
-            }
-            if (only >= 0) { /* a second candidate: the first one's exact logit after all */
-                mx = exact_logit(j, x, only, count);
-                best = only;
-                only = -1;
-            }
-            float z = exact_logit(j, x, c, count);
-            if (z > mx) {
-                mx = z;
-                best = c;
+            /* below the cut, its bound cannot reach top either (the check above) */
+            keep[i] = (vc + gate[c] >= cut) & ((vc + bound(j, c, ac, vc, xn, sx, l1x)) + gate[c] >= top);
+        }
+        for (int i0 = 0; i0 < n; i0 += 8) {
+            uint64_t word = 0; /* eight columns' flags at once: nearly always all zero */
+            memcpy(&word, keep + i0, (size_t)(n - i0 < 8 ? n - i0 : 8));
+            for (int i = i0; word && i < n && i < i0 + 8; i++) {
+                if (!keep[i]) continue;
+                if (eb.n == EXACT_BATCH) exact_batch_flush(j, x, &eb, count);
+                eb.col[eb.n++] = v + i;
             }
         }
     }
-    return only >= 0 ? only : best; /* no exact logit is NaN: |partial sums| <= |x| |w_v| < 2^126 */
+    if (eb.best < 0 && eb.n == 1) return eb.col[0];
+    exact_batch_flush(j, x, &eb, count);
+    return eb.best; /* no exact logit is NaN: |partial sums| <= |x| |w_v| < 2^126 */
 }
 
 static int32_t argmax_screened_row(const ArgmaxJob *j, size_t r, const float *x, float xn, float sx, float l1x,
                                    int32_t *count) {
     float *blk = j->blk + r * (size_t)((j->V + BLOCK - 1) / BLOCK);
     if (j->int8) {
-        ScreenRow s = {.sums = j->q8.sums + r * j->V, .colsum = j->colsum, .wscale = j->wscale,
-                       .sr = j->q8.row_scale[r], .zero = j->zero};
+        ScreenRow s = {.sums = j->q8.sums + r * j->V, .zc = j->zc, .wscale = j->wscale, .sr = j->q8.row_scale[r]};
         return argmax_screened_row_k(j, &s, true, x, xn, sx, l1x, blk, count);
     }
     ScreenRow s = {.a = j->approx + r * j->V};
@@ -392,8 +412,7 @@ static void own_rows_range(void *ctx, size_t r0, size_t r1) {
     int V = j->V, f = 0;
     while (gate[f] != 0.0f) f++;
     for (size_t r = r0; r < r1; r++) {
-        ScreenRow s = {.sums = j->q8.sums + r * V, .colsum = j->colsum, .wscale = j->wscale, .sr = j->q8.row_scale[r],
-                       .zero = j->zero};
+        ScreenRow s = {.sums = j->q8.sums + r * V, .zc = j->zc, .wscale = j->wscale, .sr = j->q8.row_scale[r]};
         float first = screen_at(&s, true, f) + bias[f], lane[LANES];
         for (int q = 0; q < LANES; q++) lane[q] = -INFINITY;
         int v = f + 1;
@@ -546,6 +565,13 @@ static float *argmax_gate_bias(Tape *t, int V, const Tensor *b, const uint8_t *a
     return gate;
 }
 
+/* zero colsum[v] per column, from the arena: taken out of every row's sums */
+static int32_t *offset_sums(Tape *t, GemmScreenCols wc, int V) {
+    int32_t *zc = arena_alloc(&t->arena, (size_t)V * sizeof *zc);
+    for (int v = 0; v < V; v++) zc[v] = wc.zero * wc.colsum[v];
+    return zc;
+}
+
 bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint8_t *allowed,
                            int32_t *best) {
     int N = tensor_rows(x), D = tensor_cols(x), V = w->shape[0];
@@ -558,7 +584,7 @@ bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tens
     GemmInt8Sums q8 = {arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums),
                        arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale), .fine = false};
     GemmScreenCols wc = gemm_frozen_screen(t, TAPE_SCREEN_INT8, N, V, D, x->data, D, w, NULL, &q8);
-    ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .colsum = wc.colsum, .zero = wc.zero, .gate = gate, .bias = bias,
+    ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .zc = offset_sums(t, wc, V), .gate = gate, .bias = bias,
                    .V = V, .best = best};
     par_for((size_t)N, (size_t)V * 4, own_rows_range, &j);
     arena_rewind(&t->arena, m);
@@ -599,8 +625,8 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V;
     const ArgmaxCols *ac = argmax_cols(t, kind, w, b, bias, wc, V, D);
     float *blk = arena_alloc(&t->arena, (size_t)N * ((V + BLOCK - 1) / BLOCK) * sizeof *blk);
-    ArgmaxJob j = {.x = x->data, .w = w->data, .approx = approx, .q8 = q8, .wscale = wc.scale, .colsum = wc.colsum,
-                   .zero = wc.zero, .act_max = (float)wc.act_max,
+    ArgmaxJob j = {.x = x->data, .w = w->data, .approx = approx, .q8 = q8, .wscale = wc.scale,
+                   .zc = kind == TAPE_SCREEN_INT8 ? offset_sums(t, wc, V) : NULL, .act_max = (float)wc.act_max,
                    .slope = ac->slope, .p = ac->p, .q = ac->q, .base = ac->base, .gate = gate, .bias = bias,
                    .wmax = ac->wmax, .bmax = ac->bmax, .smax = ac->smax, .pmax = ac->pmax, .qmax = ac->qmax,
                    .basemax = ac->basemax, .blk = blk, .int8 = kind == TAPE_SCREEN_INT8, .check = t->screen_check,
