@@ -548,13 +548,14 @@ void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const f
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
-/* One dot in gemm_dots's order. */
-static inline float dot1(int K, const float *restrict a, const float *restrict b) {
+/* One dot in gemm_dots's order, a's values inc apart (a one-row A transposed is a column):
+ * 16 partial sums so the loop vectorises. */
+static inline float dot1(int K, const float *restrict a, size_t inc, const float *restrict b) {
     float part[16] = {0}, sum = 0.0f;
     int k = 0;
     for (; k + 16 <= K; k += 16)
-        for (int q = 0; q < 16; q++) part[q] += a[k + q] * b[k + q];
-    for (; k < K; k++) sum += a[k] * b[k];
+        for (int q = 0; q < 16; q++) part[q] += a[(size_t)(k + q) * inc] * b[k + q];
+    for (; k < K; k++) sum += a[(size_t)k * inc] * b[k];
     for (int q = 0; q < 16; q++) sum += part[q];
     return sum;
 }
@@ -585,7 +586,7 @@ static inline void dot4(int K, const float *restrict a, const float *restrict b0
 void gemm_dots(int K, const float *a, const float *const *b, int n, float *out) {
     int i = 0;
     for (; i + 4 <= n; i += 4) dot4(K, a, b[i], b[i + 1], b[i + 2], b[i + 3], out + i);
-    for (; i < n; i++) out[i] = dot1(K, a, b[i]);
+    for (; i < n; i++) out[i] = dot1(K, a, 1, b[i]);
 }
 
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
@@ -603,17 +604,9 @@ void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int l
         }
         return;
     }
-    if (tb) { /* the same sums with A strided: 16 partial sums so the loop vectorises */
-        for (int j = 0; j < N; j++) {
-            const float *b = B + (size_t)j * ldb;
-            float part[16] = {0}, sum = 0.0f;
-            int k = 0;
-            for (; k + 16 <= K; k += 16)
-                for (int q = 0; q < 16; q++) part[q] += A[(size_t)(k + q) * inc] * b[k + q];
-            for (; k < K; k++) sum += A[(size_t)k * inc] * b[k];
-            for (int q = 0; q < 16; q++) sum += part[q];
-            C[j] = alpha * sum + (beta == 0.0f ? 0.0f : beta * C[j]); /* beta 0: C may hold NaN garbage */
-        }
+    if (tb) { /* the same sums with A strided */
+        for (int j = 0; j < N; j++)
+            C[j] = alpha * dot1(K, A, inc, B + (size_t)j * ldb) + (beta == 0.0f ? 0.0f : beta * C[j]);
         return;
     }
     enum { CHUNK = 256 }; /* C = sum_k a[k] B[k, :], rows of B added in order, a chunk of columns at a time */

@@ -197,15 +197,6 @@ typedef struct ArgmaxJob {
     int32_t *exact; /* per row, the exact logits computed (for the coarse screen's rule and ./speed) */
 } ArgmaxJob;
 
-/* The logit every pick is made on: gemm_row's dot (fixed partial sums), then the bias (0
- * without one: the same order, only a zero's sign may differ). */
-static float exact_logit(const ArgmaxJob *j, const float *x, int v, int32_t *count) {
-    float z;
-    (*count)++;
-    gemm_row(false, true, 1, j->D, 1.0f, x, j->D, j->w + (size_t)v * j->D, j->D, 0.0f, &z);
-    return z + j->bias[v];
-}
-
 /* Candidates waiting for their exact logits, and the best so far. */
 enum { EXACT_BATCH = 16 };
 typedef struct ExactBatch {
@@ -215,36 +206,39 @@ typedef struct ExactBatch {
     float mx;
 } ExactBatch;
 
-/* The waiting candidates' exact logits (exact_logit's, computed four at a time), taken in
- * column order: only a strictly higher one replaces the best. */
+/* The waiting candidates' exact logits, the logits every pick is made on: gemm_row's dot
+ * (gemm_dots, four at a time), then the bias (0 without one). Taken in column order: only a
+ * strictly higher one replaces the best (so a NaN never overtakes). */
 static void exact_batch_flush(const ArgmaxJob *j, const float *x, ExactBatch *eb, int32_t *count) {
     const float *rows[EXACT_BATCH];
     float z[EXACT_BATCH];
     for (int i = 0; i < eb->n; i++) rows[i] = j->w + (size_t)eb->col[i] * j->D;
     gemm_dots(j->D, x, rows, eb->n, z);
     for (int i = 0; i < eb->n; i++) {
-        float zi = (1.0f * z[i] + 0.0f) + j->bias[eb->col[i]]; /* as gemm_row writes it, then the bias */
+        float zi = z[i] + j->bias[eb->col[i]];
         if (eb->best < 0 || zi > eb->mx) eb->mx = zi, eb->best = eb->col[i];
     }
     *count += eb->n;
     eb->n = 0;
 }
 
+/* Column v joins the waiting candidates (the batch computed first when full). */
+static inline void exact_batch_add(const ArgmaxJob *j, const float *x, ExactBatch *eb, int32_t v, int32_t *count) {
+    if (eb->n == EXACT_BATCH) exact_batch_flush(j, x, eb, count);
+    eb->col[eb->n++] = v;
+}
+
 /* Every allowed logit exactly, in one scan from the first allowed column that moves on only
  * to a strictly higher logit (so a NaN never overtakes, and a row of NaN keeps the first).
  * For rows the screen cannot bound (an Inf or NaN in x, w or the logits). */
 static int32_t argmax_exact_row(const ArgmaxJob *j, const float *x, int32_t *count) {
-    int32_t best = -1;
-    float mx = 0.0f;
+    ExactBatch eb = {.best = -1, .mx = -INFINITY};
     for (int v = 0; v < j->V; v++) {
         if (j->allowed && !j->allowed[v]) continue;
-        float z = exact_logit(j, x, v, count);
-        if (best < 0 || z > mx) {
-            mx = z;
-            best = v;
-        }
+        exact_batch_add(j, x, &eb, v, count);
     }
-    return best;
+    exact_batch_flush(j, x, &eb, count);
+    return eb.best;
 }
 
 enum { LANES = 16, BLOCK = 4 * LANES }; /* BLOCK: columns under one maximum kept for the second pass */
@@ -361,8 +355,7 @@ static inline __attribute__((always_inline)) int32_t argmax_screened_row_k(const
             memcpy(&word, keep + i0, (size_t)(n - i0 < 8 ? n - i0 : 8));
             for (int i = i0; word && i < n && i < i0 + 8; i++) {
                 if (!keep[i]) continue;
-                if (eb.n == EXACT_BATCH) exact_batch_flush(j, x, &eb, count);
-                eb.col[eb.n++] = v + i;
+                exact_batch_add(j, x, &eb, v + i, count);
             }
         }
     }
