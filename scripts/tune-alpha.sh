@@ -8,6 +8,9 @@
 # raw text and are tokenised first, as ./translate does).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+# the programs of the build under test when S2S_BIN_DIR names it (make test), else the tree's
+bin="${S2S_BIN_DIR:-$here}"
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 src="" ref="" beam=5 alphas="0 0.5 1 1.5 2"
 models=() extra=()
 while [ $# -gt 0 ]; do
@@ -34,7 +37,7 @@ cat_any "$src" > "$tmp/src"
 cat_any "$ref" > "$tmp/ref"
 best="" best_bleu=-1
 for a in $alphas; do
-    "$here/translate" "${models[@]}" ${extra[@]+"${extra[@]}"} --input "$tmp/src" --ref "$tmp/ref" --beam "$beam" --alpha "$a" \
+    "$bin/translate" "${models[@]}" ${extra[@]+"${extra[@]}"} --input "$tmp/src" --ref "$tmp/ref" --beam "$beam" --alpha "$a" \
         > /dev/null 2> "$tmp/score" || true # lines it cannot read count as empty; no BLEU is caught below
     bleu="$(sed -n 's/^BLEU[^=]*= \([0-9.]*\).*/\1/p' "$tmp/score" | head -1)"
     if [ -z "$bleu" ]; then

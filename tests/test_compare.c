@@ -241,14 +241,14 @@ Test(compare, arguments_are_checked, .timeout = 60) {
     free(d);
 }
 
-/* D27: the config's threads are kept; D31: a run paused by --max-steps is resumed, not
+/* D27: the config's threads are kept; D31: a run paused by --pause-at is resumed, not
  * tabulated; a folder with a run of another config is refused, not mixed in. */
 Test(compare, runs_keep_the_users_threads_and_only_finished_runs_count, .timeout = 240) {
     char *d = tu_tmpdir();
     char cfg[600];
     write_tinycmp(cfg, sizeof cfg, d, 2);
     /* dot-seed1 paused after 3 steps, as a user might have left it */
-    cr_assert_eq(tu_sh("%s/train --config %s --set attention=dot --seed 1 --set threads=1 --out %s/cmp/dot-seed1 --max-steps 3"
+    cr_assert_eq(tu_sh("%s/train --config %s --set attention=dot --seed 1 --set threads=1 --out %s/cmp/dot-seed1 --pause-at 3"
                        " > /dev/null", tu_bin(), cfg, d), 0);
     cr_assert_eq(tu_sh("%s/compare --config %s --attention dot --seeds 1,2 --set threads=1 --out %s/cmp > %s/out.txt 2>&1",
                        tu_bin(), cfg, d, d), 0);

@@ -145,13 +145,14 @@ Test(dist, two_ranks_train_as_one_process, .timeout = 240) {
                  2);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "rank 1 of 2 started with another config or build than rank 0"), "%s",
               tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect_eq(tu_sh("cd %s && ! test -e y/config.json && ! test -e y/log.jsonl", d), 0, "a refused start left a run's files");
     tu_rm_rf(d);
     free(d);
 }
 
 /* SIGTERM to rank 1 alone: every rank stops after the same step, rank 0 writes last.bin,
  * mpirun exits 143; resumed under mpirun, the run ends with the model an uninterrupted -np 2
- * run makes (dropout on: each rank's masks come back too). A paused (--max-steps) run resumed
+ * run makes (dropout on: each rank's masks come back too). A paused (--pause-at) run resumed
  * gives that model as well, with rank 1 started where the run folder is not (machines without a
  * shared folder: rank 0 sends last.bin). */
 Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
@@ -174,7 +175,7 @@ Test(dist, a_signal_on_one_rank_stops_all_and_resume_is_exact, .timeout = 300) {
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "train: interrupted after step"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --resume %s/part > /dev/null 2>&1", tu_bin(), d), 0);
     cr_expect(tu_same_file(tu_path(d, "full/model.bin"), tu_path(d, "part/model.bin")), "resumed after SIGTERM: another model");
-    cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json %s --out %s/paused --max-steps 40 > /dev/null 2>&1", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config %s/m.json %s --out %s/paused --pause-at 40 > /dev/null 2>&1", tu_bin(), d, set, d), 0);
     /* rank 1 resumes from another folder, where there is no run: rank 0 sends it last.bin */
     cr_assert_eq(tu_sh("mkdir -p %s/elsewhere && cd %s && " MPIRUN " -np 1 %s/train --resume paused : -np 1 -wdir %s/elsewhere "
                        "%s/train --resume paused > out2.txt 2>&1",

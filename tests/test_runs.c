@@ -51,7 +51,7 @@ Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 
     cr_assert_eq(tu_sh("%s/train --config %s/tiny.json --out %s/D --set epochs=3 > /dev/null", tu_bin(), d, d), 0);
     cr_assert_eq(tu_sh("cp %s/D/model.bin %s/old.bin && cp %s/D/log.jsonl %s/old.log", d, d, d, d), 0);
     /* the D4: a new run into the folder would truncate the log and test the old model */
-    int rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --max-steps 3 > %s/out.txt 2> %s/err.txt", tu_bin(),
+    int rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --pause-at 3 > %s/out.txt 2> %s/err.txt", tu_bin(),
                    d, d, d, d);
     cr_expect_eq(rc, 2);
     cr_expect(tu_file_has(tu_path(d, "err.txt"), "holds a run already") && tu_file_has(tu_path(d, "err.txt"), "--resume") &&
@@ -62,7 +62,7 @@ Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 
     cr_expect(tu_same_file(tu_path(d, "D/log.jsonl"), tu_path(d, "old.log")), "log untouched");
 
     /* --overwrite: the old run's files go; a pause before any validation tests nothing */
-    rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --max-steps 3 --overwrite > %s/out.txt 2> %s/err.txt",
+    rc = tu_sh("%s/train --config %s/tiny.json --out %s/D --seed 5 --pause-at 3 --overwrite > %s/out.txt 2> %s/err.txt",
                tu_bin(), d, d, d, d);
     cr_expect_eq(rc, 0);
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "paused after step 3"), "paused is said");
@@ -71,7 +71,7 @@ Test(runs, a_folder_with_a_run_is_refused_and_overwrite_starts_anew, .timeout = 
     cr_expect_eq(count_in_log(tu_path(d, "D"), "test"), 0);
     cr_expect(!compare_run_finished(tu_path(d, "D")), "a paused run is not finished");
     /* a pause at an epoch's end validates but does not test either (D31) */
-    cr_expect_eq(tu_sh("%s/train --resume %s/D --max-steps 13 > %s/out.txt", tu_bin(), d, d), 0);
+    cr_expect_eq(tu_sh("%s/train --resume %s/D --pause-at 13 > %s/out.txt", tu_bin(), d, d), 0);
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "epoch  1") && !tu_file_has(tu_path(d, "out.txt"), "test ("));
     cr_expect_eq(count_in_log(tu_path(d, "D"), "test"), 0);
     cr_expect(!compare_run_finished(tu_path(d, "D")));
@@ -124,7 +124,7 @@ Test(runs, a_folder_in_use_is_refused, .timeout = 120) {
     char *log = tu_log_without_timing(tu_path(run, "log.jsonl"));
     cr_expect(log && !strstr(log, "not JSON"), "the log is one run's");
     free(log);
-    cr_expect_eq(tu_sh("%s/train --resume %s --max-steps 1 > %s/out.txt", tu_bin(), run, d), 0);
+    cr_expect_eq(tu_sh("%s/train --resume %s --pause-at 1 > %s/out.txt", tu_bin(), run, d), 0);
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "paused after step"), "the first run resumes (and pauses after a step)");
     tu_rm_rf(d);
     free(d);
@@ -183,7 +183,7 @@ static char *with_field(const char *state, const char *key, const char *json) {
 Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
     char *d = tu_tmpdir();
     tiny(d, 2, 50);
-    cr_assert_eq(tu_sh("%s/train --config %s/tiny.json --out %s/D --max-steps 5 > /dev/null", tu_bin(), d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/tiny.json --out %s/D --pause-at 5 > /dev/null", tu_bin(), d, d), 0);
     char last[600], keep[600];
     snprintf(last, sizeof last, "%s/D/last.bin", d);
     snprintf(keep, sizeof keep, "%s/keep.bin", d);
@@ -207,7 +207,7 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         char *s = with_field(good, bad[i].key, bad[i].value);
         cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
         rewrite_last(last, s, true);
-        int rc = tu_sh("%s/train --resume %s/D --max-steps 6 > /dev/null 2> %s/err.txt", tu_bin(), d, d);
+        int rc = tu_sh("%s/train --resume %s/D --pause-at 6 > /dev/null 2> %s/err.txt", tu_bin(), d, d);
         if (bad[i].says) {
             cr_expect_eq(rc, 1, "%s = %s resumed (exit %d)", bad[i].key, bad[i].value, rc);
             cr_expect(tu_file_has(tu_path(d, "err.txt"), bad[i].says), "%s = %s: %s", bad[i].key, bad[i].value,
@@ -267,7 +267,7 @@ Test(runs, resume_refuses_data_that_changed, .timeout = 120) {
              " \"model\": {\"cell\": \"gru\", \"embedding\": 8, \"encoder_hidden\": 16, \"decoder_hidden\": 16},"
              " \"train\": {\"batch_size\": 8, \"epochs\": 2, \"metric\": \"bleu\"}}",
              d);
-    cr_assert_eq(tu_sh("%s/train --config %s --out %s/D --max-steps 3 > /dev/null", tu_bin(), p, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s --out %s/D --pause-at 3 > /dev/null", tu_bin(), p, d), 0);
     cr_assert_eq(tu_sh("cp %s/train.en %s/train.en.keep", d, d), 0);
     /* a word of the target side replaced by another (D17): another vocabulary */
     cr_assert_eq(tu_sh("sed -i 's/w3/zz/' %s/train.en", d), 0);
@@ -383,7 +383,7 @@ Test(runs, signals_during_the_final_test_and_sighup, .timeout = 240) {
                " kill -HUP $p; wait $p; } 2> /dev/null",
                tu_bin(), d, d, d);
     cr_expect_eq(rc, 129, "SIGHUP exits 129 (got %d)", rc);
-    cr_expect_eq(tu_sh("%s/train --resume %s/H --max-steps 60 > %s/out.txt", tu_bin(), d, d), 0);
+    cr_expect_eq(tu_sh("%s/train --resume %s/H --pause-at 60 > %s/out.txt", tu_bin(), d, d), 0);
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "paused after step 60"));
     tu_rm_rf(d);
     free(d);

@@ -112,7 +112,7 @@ Test(subword, raw_text_run_end_to_end, .timeout = 240) {
     free(logtext);
     free(sum);
     /* the vocabulary by its size instead of merges; too small for the text's characters: exit 2 */
-    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set bpe_vocab_size=320 --max-steps 1 --out %s/vs > %s/out.txt 2>&1", tu_bin(), d,
+    cr_expect_eq(tu_sh("%s/train --config %s/c.json --set bpe_vocab_size=320 --pause-at 1 --out %s/vs > %s/out.txt 2>&1", tu_bin(), d,
                        d, d),
                  0);
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "vocabulary 320 source / 320 target"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
@@ -168,7 +168,7 @@ Test(subword, a_model_for_each_language, .timeout = 240) {
     cr_expect_str_eq(t, "A dog runs over street.\n");
     free(t);
     /* the joint model of the same text: one model in the file */
-    cr_assert_eq(tu_sh("%s/train --config %s/c.json --set bpe_joint=true --max-steps 1 --out %s/joint > /dev/null 2>&1", tu_bin(), d, d),
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --set bpe_joint=true --pause-at 1 --out %s/joint > /dev/null 2>&1", tu_bin(), d, d),
                  0);
     cr_assert_eq(ckpt_load(&ck, tu_path(d, "joint/last.bin"), &err), S2S_OK, "%s", err.msg);
     cr_expect(ck.subword && !ck.subword_trg && ck.n_src == ck.n_trg);
@@ -209,8 +209,8 @@ Test(subword, bpe_dropout_run_resumes_bit_for_bit, .timeout = 240) {
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/one > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
     /* 13 batches an epoch: paused inside the second epoch, then inside the third */
-    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/two --max-steps 17 > /dev/null 2>&1 && "
-                       "%s/train --resume %s/two --max-steps 30 > /dev/null 2>&1 && %s/train --resume %s/two > %s/out.txt 2>&1",
+    cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/two --pause-at 17 > /dev/null 2>&1 && "
+                       "%s/train --resume %s/two --pause-at 30 > /dev/null 2>&1 && %s/train --resume %s/two > %s/out.txt 2>&1",
                        tu_bin(), d, d, tu_bin(), d, tu_bin(), d, d),
                  0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(same_weights(tu_path(d, "one/last.bin"), tu_path(d, "two/last.bin")), "paused twice and resumed: the same weights");
@@ -392,9 +392,12 @@ Test(subword, ensembles_n_best_and_forced_scores, .timeout = 240) {
     cr_expect_eq(tu_sh("%s/translate %s/a/model.bin --tokenized --input %s/s2.txt --score %s/t1.txt --beam 2 2> /dev/null", tu_bin(), d, d, d), 2);
     /* length normalisation chosen on validation data: a BLEU per alpha, then the best */
     cr_assert_eq(tu_sh("cd %s && zcat val.de.gz > vs.txt && zcat val.en.gz > vr.txt", d), 0);
-    cr_expect_eq(tu_sh("scripts/tune-alpha.sh --src %s/vs.txt --ref %s/vr.txt --beam 2 --alphas '0 1' %s/a/model.bin %s/b/model.bin "
+    /* run from a copy outside the tree: it must use the build under test (S2S_BIN_DIR), not a
+     * ./translate a previous build left at the root (absent after make clean) */
+    cr_expect_eq(tu_sh("mkdir -p %s/x/scripts && cp scripts/tune-alpha.sh %s/x/scripts/ && "
+                       "%s/x/scripts/tune-alpha.sh --src %s/vs.txt --ref %s/vr.txt --beam 2 --alphas '0 1' %s/a/model.bin %s/b/model.bin "
                        "> %s/tune.txt 2>&1",
-                       d, d, d, d, d),
+                       d, d, d, d, d, d, d, d),
                  0, "%s", tu_slurp(tu_path(d, "tune.txt"), NULL));
     cr_expect(tu_file_has(tu_path(d, "tune.txt"), "alpha 0 ") && tu_file_has(tu_path(d, "tune.txt"), "alpha 1 ") &&
                   tu_file_has(tu_path(d, "tune.txt"), "best on"),

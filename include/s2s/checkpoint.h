@@ -63,6 +63,8 @@ typedef struct CkptSave {
 
 S2sStatus ckpt_save(const char *path, const CkptSave *s, S2sError *err);
 S2sStatus ckpt_load(Checkpoint *c, const char *path, S2sError *err);
+/* The same from a descriptor open for reading (not closed here); path names it in messages. */
+S2sStatus ckpt_load_fd(Checkpoint *c, int fd, const char *path, S2sError *err);
 /* Parses a file image; `origin` names it in messages. Takes a copy of buf. */
 S2sStatus ckpt_from_memory(Checkpoint *c, const void *buf, size_t len, const char *origin, S2sError *err);
 void ckpt_free(Checkpoint *c);

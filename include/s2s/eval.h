@@ -53,8 +53,6 @@ typedef struct IdSeqs {
 
 void idseqs_free(IdSeqs *s);
 
-/* The greedy length limit for a source of length S. */
-int eval_max_len(int max_decode_len, int S);
 /* Teacher-forced metrics (and attention diagnostics) always; greedy ones (and hyps, when
  * not NULL) when o->greedy. */
 void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *o, EvalResult *r, IdSeqs *hyps);

@@ -6,7 +6,9 @@
  * failure or file_tmp_abort removes it, so the destination holds either its old content or
  * the whole new one. A symlink is followed (the file it names is replaced, the link stays);
  * a destination that is not a regular file (a terminal, a pipe, /dev/null) is written
- * directly, since nothing can be renamed over it. A FileTmp owns its FILE and the temporary
+ * directly, since nothing can be renamed over it; so is this process's standard output or
+ * error when path names it (/dev/stdout, /proc/self/fd/1, the file of a shell's >>), through a
+ * copy of its descriptor, so appending stays appending. A FileTmp owns its FILE and the temporary
  * name until commit or abort; the caller owns the FileTmp.
  *
  * Reads that input can size are bounded: file_read_all refuses what is larger than its limit
@@ -19,6 +21,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 typedef struct FileTmp {
     FILE *f;              /* write here; NULL once committed or aborted */
@@ -59,6 +62,17 @@ S2sStatus file_lock(FileLock *l, const char *dir, S2sError *err);
 void file_unlock(FileLock *l);
 /* Whether some process holds dir's lock now; its pid into *pid when known (else 0). */
 bool file_lock_held(const char *dir, long *pid);
+
+/* Opens rel below the folder open as dirfd without leaving it: rel is walked one name at a
+ * time, every name opened with O_NOFOLLOW (a symbolic link anywhere is refused, ELOOP or
+ * ENOTDIR), "", "." and ".." names are refused, and the last name is opened with flags (plus
+ * O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, so a FIFO planted there cannot block the caller; the
+ * descriptor is set back to blocking). want_dir: the last name must be a folder, else a regular
+ * file. Returns the descriptor, or −1 with errno set (ENOENT for a missing or wrong kind of
+ * file). The one way the server opens a file of a run and the trainer a file in its folder. */
+int file_open_beneath(int dirfd, const char *rel, int flags, mode_t mode, bool want_dir);
+/* The same file (device and inode, links followed), for paths that exist; false otherwise. */
+bool file_same(const char *a, const char *b);
 
 /* Removes the temporary files (`*.tmp.XXXXXX`) that killed writers left in dir; only for a
  * folder whose lock the caller holds. Returns how many were removed. */

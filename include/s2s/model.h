@@ -99,13 +99,18 @@ ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *dropout_rng)
 /* The same with logits at every position, pads included, as PyTorch computes them (goldens). */
 ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b);
 
-/* Greedy decoding of a batch (no gradients): out (B, max_len) ids without <sos>, each row
- * ending at its <eos> (not stored) or at max_len; out_len (B). attn, when not NULL, gets
- * (B, max_len, S) weights (0 where the variant has none). */
-void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn);
-/* The same with each head's weights of multi-head attention too: heads_attn (B, max_len,
- * heads, S), or NULL; only with a multihead model of more than one head. */
-void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn,
+/* The longest output a sentence of n source positions gets: max_decode_len when it is set
+ * (> 0), else 2n + 10 — each sentence its own, so that a batch decodes as its sentences
+ * alone. A batch's outputs are laid out with L = model_max_output(max_decode_len, b->S) per row. */
+int model_max_output(int max_decode_len, int n);
+
+/* Greedy decoding of a batch (no gradients): out (B, L) ids without <sos>, each row ending at
+ * its <eos> (not stored) or at its own cap (model_max_output); out_len (B). attn, when not
+ * NULL, gets (B, L, S) weights (0 where the variant has none). */
+void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len, int32_t *out, int *out_len, float *attn);
+/* The same with each head's weights of multi-head attention too: heads_attn (B, L, heads, S),
+ * or NULL; only with a multihead model of more than one head. */
+void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len, int32_t *out, int *out_len, float *attn,
                         float *heads_attn);
 /* best[r] = the highest-scoring output token of logits row r (rows × V): never <pad> or
  * <sos>, the first of equals, as one scan from <unk> keeping a later token only when it
@@ -154,8 +159,8 @@ void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step);
 void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n);
 
 /* Beam search with length normalisation, batched over sentences. A sentence stops when K
- * hypotheses have ended (so K = 1 is greedy decoding); at max_len the unfinished ones
- * compete with the finished after normalisation. Scores are sums of log-probabilities
+ * hypotheses have ended (so K = 1 is greedy decoding); at its own cap (model_max_output of
+ * max_decode_len) the unfinished ones compete with the finished after normalisation. Scores are sums of log-probabilities
  * (with <eos>); hypotheses are ranked by score / length^alpha (length with <eos>). */
 typedef struct BeamHyp {
     int32_t *ids;   /* without <sos>/<eos>; malloc'd */
@@ -165,12 +170,12 @@ typedef struct BeamHyp {
 } BeamHyp;
 
 /* out: (B, n_best) hypotheses, best first (fewer than n_best leave ids NULL, len 0). */
-void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float alpha, int n_best, BeamHyp *out);
+void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_decode_len, float alpha, int n_best, BeamHyp *out);
 /* The same for an ensemble of n_models models (each with its own tape; one target
  * vocabulary): each step's log-probabilities are the mean of the models' (Σ_k log p_k / n). */
 #define MODEL_MAX_ENSEMBLE 16
-void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, int K, int max_len, float alpha,
-                         int n_best, BeamHyp *out);
+void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, int K, int max_decode_len,
+                         float alpha, int n_best, BeamHyp *out);
 /* Forced decoding: lp (B, T − 1), batch-major, gets log p(target i | source, targets < i) of
  * each real target token of the batch (<eos> included; 0 past a row's end), the mean over the
  * models of an ensemble. */
@@ -180,6 +185,8 @@ void beam_hyps_free(BeamHyp *h, int n);
 /* A trained model from its file (model.bin or last.bin): the config, both vocabularies and
  * the weights. On success the caller owns m, src and trg (model_free, vocab_free). */
 S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const char *path, S2sError *err);
+/* The same from a descriptor open for reading (not closed here; path names it in messages). */
+S2sStatus model_load_fd(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, int fd, const char *path, S2sError *err);
 /* The same from a file image (for fuzzing); origin names it in messages. */
 /* ./import: a model file (out) from a safetensors file's weights, under the parameter names
  * of the model the config and vocabularies make. Every parameter must be there with its shape

@@ -3,7 +3,10 @@
  *
  *   POST /api/translate  {"text": "…" or ["…", …], "model": RUN, "beam": 1, "n_best": 1,
  *                         "alpha": 1, "attention": false} (model: a run's model.bin, loaded on
- *                         first use, up to 8 models; without it, the command line's model)
+ *                         first use; without it, the command line's model. A model is its
+ *                         file as it is now: a replaced file is loaded again, a deleted one is
+ *                         404, an unreadable one 500; up to 8 are held, the least recently used
+ *                         run model making room)
  *                        → {"model", "translations": [{"text", "n_best"?, "attention"?,
  *                           "error"?}], "ms"}
  *   GET  /api/models     → {"models": [{"name", "path", "type", "attention", "params", "requests",
@@ -17,12 +20,17 @@
  *   GET  /api/runs/NAME/files/REL        a picture, summary or text file of the run
  *   GET  /api/runs/NAME/attention/FILE   the same as files/attention/FILE
  *   GET  /                               the page
- * Nothing outside the runs folder is served: names of safe characters only, resolved paths
- * (symlinks followed) that stay inside it, and files of those kinds.
+ * Nothing outside the runs folder is opened: names of safe characters only, each opened below
+ * the folder without following a symbolic link (a link is as absent as a missing file), and
+ * files of those kinds. GET routes take HEAD too.
  *
  * Every refused request is a 4xx with {"error": "…"}: a body that is not a JSON object of those
- * keys and types (400), over the body limit (413), more sentences than the limit, beam or n_best
- * out of range, text that is not UTF-8 (400), an unknown path (404), another method (405).
+ * keys and types (400), over the body limit (413), a body without one Content-Length (two: 400;
+ * Transfer-Encoding: 411), more sentences than the limit, beam or n_best out of range, text that
+ * is not UTF-8 or holds a lone UTF-16 surrogate (400), an unknown path (404), another method
+ * (405). A line holding a NUL (\u0000) gets its own "error", as a line the model cannot read.
+ * A request must arrive whole within --timeout seconds (a trickle is cut off); one client
+ * address holds at most 64 connections, and the last free slots go to newcomers.
  * The server owns the model it loads and the one thread that decodes with it: concurrent
  * requests decoded alike are translated as one batch. The options are borrowed. */
 #ifndef S2S_SERVE_H
@@ -42,7 +50,7 @@ typedef struct ServeOptions {
     int threads;              /* decoding threads (the tape's) */
     size_t max_body;          /* bytes of a request body; more: 413 */
     int max_sentences;        /* sentences in one request */
-    int timeout_s;            /* a connection idle this long is closed (slow clients) */
+    int timeout_s;            /* a request must arrive whole within it; an idle connection is closed */
     int batch_wait_ms;        /* the decoding thread waits this long after a request for others to
                                  join its batch (0: requests that queue while it decodes join the next) */
     FILE *out;                /* "serve: listening on …" and warnings, or NULL */

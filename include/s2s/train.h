@@ -23,7 +23,7 @@ typedef struct TrainOptions {
     FILE *out;                    /* one line per epoch and the final summary, or NULL */
     FILE *progress;               /* the live progress line (a terminal), or NULL */
     const atomic_int *stop;       /* set asynchronously (a signal): stop after this step */
-    long max_steps;               /* pause this session once the run has made this many steps
+    long pause_at;                /* pause this session once the run has made this many steps
                                      in all (0: never); resumable, no test */
     int epochs;                   /* with resume: train to this many epochs in all, a finished
                                      run too (0: as its config says) */
@@ -41,7 +41,7 @@ typedef struct TrainSummary {
     bool tested;                  /* the run ended and its model.bin was tested */
     double seconds;
     bool interrupted;             /* stopped by *stop; last.bin resumes it */
-    bool paused;                  /* stopped by max_steps; last.bin resumes it */
+    bool paused;                  /* stopped by pause_at; last.bin resumes it */
     bool early_stopped;
 } TrainSummary;
 

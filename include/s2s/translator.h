@@ -53,6 +53,8 @@ typedef struct TranslatedLine {
                                         text[0] is "" for an empty or unreadable line */
     float score[TRANSLATE_MAX_NBEST];    /* beam search: log p / length^alpha, what ranks them */
     float logprob[TRANSLATE_MAX_NBEST];  /* beam search: log p (with <eos>) */
+    int n_hyps;                      /* the outputs the model found: 0 for an empty or unreadable
+                                        line (text[0] "" and no score: none was computed) */
     S2sStatus status;                /* S2S_OK, or why the line gave no translation */
     char error[512];                 /* the reason, when status is not S2S_OK */
     char warning[512];               /* a heatmap that could not be drawn, or "" */

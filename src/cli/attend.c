@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
     const char *file = NULL, *heatmap = NULL, *qkv[3] = {NULL, NULL, NULL};
     bool as_json = false;
     int scaled_flag = -1, causal_flag = 0;
-    enum { O_JSON = 256, O_SCALED, O_UNSCALED, O_CAUSAL, O_HEATMAP, O_Q, O_K, O_V };
+    enum { O_JSON = ARGS_OWN, O_SCALED, O_UNSCALED, O_CAUSAL, O_HEATMAP, O_Q, O_K, O_V };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},        {"json", no_argument, NULL, O_JSON},
         {"scaled", no_argument, NULL, O_SCALED}, {"unscaled", no_argument, NULL, O_UNSCALED},
@@ -82,6 +82,11 @@ int main(int argc, char **argv) {
     char *text = NULL;
     if (file && (qkv[0] || qkv[1] || qkv[2])) {
         fprintf(stderr, "attend: give a file or --q, --k and --v, not both\n");
+        return 2;
+    }
+    S2sError err0;
+    if (args_distinct_files(&(ArgsFile){"FILE", file}, 1, &(ArgsFile){"--heatmap", heatmap}, 1, &err0)) {
+        fprintf(stderr, "attend: %s\n", err0.msg);
         return 2;
     }
     if (file) {

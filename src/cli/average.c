@@ -89,7 +89,11 @@ int main(int argc, char **argv) {
     if (n < 0) {
         rc = 1;
     } else {
-        S2sStatus st = ckpt_average((const char *const *)paths, n, out, &err);
+        ArgsFile *ins = s2s_xcalloc((size_t)(n ? n : 1), sizeof *ins);
+        for (int i = 0; i < n; i++) ins[i] = (ArgsFile){"MODEL", paths[i]};
+        S2sStatus st = args_distinct_files(ins, n, &(ArgsFile){"--out", out}, 1, &err);
+        free(ins);
+        if (!st) st = ckpt_average((const char *const *)paths, n, out, &err);
         if (st) {
             fprintf(stderr, "average: %s\n", err.msg);
             rc = st == S2S_ERR_CONFIG ? 2 : 1;

@@ -36,7 +36,7 @@ static void usage(FILE *f) {
             SACREBLEU_VERSION, MAX_REFS);
 }
 
-enum { O_TOK = 1, O_SACRE, O_SMOOTH, O_SMOOTH_V, O_CHRF, O_WORD, O_CHAR, O_BETA, O_WS, O_EPS, O_REF, O_WIDTH, O_NORM };
+enum { O_TOK = ARGS_OWN, O_SACRE, O_SMOOTH, O_SMOOTH_V, O_CHRF, O_WORD, O_CHAR, O_BETA, O_WS, O_EPS, O_REF, O_WIDTH, O_NORM };
 
 static int bad(const char *msg) {
     fprintf(stderr, "bleu: %s (see bleu --help)\n", msg);

@@ -219,7 +219,7 @@ int main(int argc, char **argv) {
     int n_sets = 0, jobs = 1, n_vary = 0, ranks = 1, n_configs = 0;
     bool runs_mode = false;
     S2sError err;
-    enum { O_CONFIG = 256, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY, O_RANKS };
+    enum { O_CONFIG = ARGS_OWN, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY, O_RANKS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"config", required_argument, NULL, O_CONFIG},
         {"attention", required_argument, NULL, O_ATTENTION}, {"seeds", required_argument, NULL, O_SEEDS},

@@ -40,6 +40,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     S2sError err;
+    if (args_distinct_files(&(ArgsFile){"MODEL", argv[optind]}, 1, &(ArgsFile){"--out", out}, 1, &err)) {
+        fprintf(stderr, "export: %s\n", err.msg);
+        return 2;
+    }
     if (ckpt_export(argv[optind], out, bf16, &err)) {
         fprintf(stderr, "export: %s\n", err.msg);
         return 1;

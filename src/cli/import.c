@@ -65,6 +65,9 @@ int main(int argc, char **argv) {
     if (n_sets && !config) return fail("--set changes the --config given; there is none", 2);
     im.path = argv[optind];
     S2sError err;
+    ArgsFile ins[] = {{"FILE.safetensors", im.path}, {"--config", config}, {"--src-vocab", im.src_vocab},
+                      {"--trg-vocab", im.trg_vocab}, {"--subword", im.subword}};
+    if (args_distinct_files(ins, 5, &(ArgsFile){"--out", im.out}, 1, &err)) return fail(err.msg, 2);
     Config cfg;
     if (config) {
         char path[PATH_MAX];

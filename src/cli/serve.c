@@ -28,13 +28,14 @@ static void usage(FILE *f) {
                "  --threads N         decoding threads (default: the cores)\n"
                "  --max-body BYTES    a larger request body is refused with 413 (default 1048576)\n"
                "  --max-sentences N   sentences in one request (default 256)\n"
-               "  --timeout S         an idle connection is closed after S seconds (default 30)\n"
+               "  --timeout S         a request must arrive whole within S seconds, and an idle connection\n"
+               "                      is closed after S seconds (default 30)\n"
                "  --batch-wait MS     after a request, wait MS milliseconds for others to decode with it\n"
                "                      (default 0: requests that arrive during a decoding join the next one)\n");
 }
 
 int main(int argc, char **argv) {
-    enum { O_PORT = 1000, O_HOST, O_THREADS, O_BODY, O_SENT, O_TIMEOUT, O_WAIT, O_RUNS };
+    enum { O_PORT = ARGS_OWN, O_HOST, O_THREADS, O_BODY, O_SENT, O_TIMEOUT, O_WAIT, O_RUNS };
     static const struct option LONG[] = {{"help", no_argument, NULL, 'h'},
                                          {"version", no_argument, NULL, ARGS_VERSION},
                                          {"port", required_argument, NULL, O_PORT},

@@ -222,7 +222,7 @@ int main(int argc, char **argv) {
     int n_sets = 0;
     S2sError err;
     enum {
-        O_CONFIG = 256,
+        O_CONFIG = ARGS_OWN,
         O_MODEL,
         O_WARMUP,
         O_ITERS,

@@ -24,7 +24,7 @@ static void usage(FILE *f) {
                "Characters never seen in learning become their bytes (<0xE2>...).\n");
 }
 
-enum { O_INPUT = 1, O_MERGES, O_VOCAB, O_MIN, O_OUT, O_MODEL, O_DROPOUT, O_SEED };
+enum { O_INPUT = ARGS_OWN, O_MERGES, O_VOCAB, O_MIN, O_OUT, O_MODEL, O_DROPOUT, O_SEED };
 #define MAX_INPUTS 64
 
 static int learn(const char **inputs, int n_inputs, const BpeLearnOpts *o, const char *out) {
@@ -195,6 +195,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "subword: learn needs --input, --out and one of --merges and --vocab-size (see subword --help)\n");
             return 2;
         }
+        ArgsFile ins[MAX_INPUTS];
+        for (int i = 0; i < n_inputs; i++) ins[i] = (ArgsFile){"--input", inputs[i]};
+        if (args_distinct_files(ins, n_inputs, &(ArgsFile){"--out", out}, 1, &err)) goto bad;
         return learn(inputs, n_inputs, &o, out);
     }
     if (strcmp(cmd, "encode") && strcmp(cmd, "decode")) {

@@ -1,5 +1,5 @@
 /* train — trains a model from a JSON config. Thin: arguments, signals, messages, exit codes.
- *   exit 0 done or paused (--max-steps) · 1 runtime, IO, corrupt files, NaN · 2 usage and config
+ *   exit 0 done or paused (--pause-at) · 1 runtime, IO, corrupt files, NaN · 2 usage and config
  *   · 128 + signal interrupted (resumable) */
 #include "s2s/args.h"
 #include "s2s/dist.h"
@@ -19,14 +19,15 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: train --config FILE [--seed N] [--out DIR] [--overwrite] [--max-steps N] [--set key=value]...\n"
-            "       train --resume DIR [--epochs N] [--max-steps N]\n"
+            "usage: train --config FILE [--seed N] [--out DIR] [--overwrite] [--pause-at N] [--set key=value]...\n"
+            "       train --resume DIR [--epochs N] [--pause-at N]\n"
             "\n"
             "  --config FILE     a JSON config; a bare name is looked up in configs/ (reverse → configs/reverse.json)\n"
             "  --seed N          overrides \"seed\"\n"
             "  --out DIR         the run's folder (default runs/<name>); it must not hold another run\n"
             "  --overwrite       start anew in a folder that holds a run (deletes that run's files)\n"
-            "  --max-steps N     pause once the run has made N optimizer steps in all (resume it with --resume)\n"
+            "  --pause-at N      pause once the run has made N optimizer steps in all (resume it with --resume;\n"
+            "                    to end a run after N steps, with its test: --set train.max_steps=N)\n"
             "  --set key=value   overrides any config key by dotted path or unique name (--set attention=dummy)\n"
             "  --resume DIR      continue the run in DIR from its last.bin\n"
             "  --epochs N        train to N epochs in all; with --resume it extends a run, a finished one too\n"
@@ -61,15 +62,15 @@ int main(int argc, char **argv) {
     const char *config_arg = NULL, *out_arg = NULL, *resume = NULL, *seed_arg = NULL;
     const char *sets[256];
     int n_sets = 0;
-    long max_steps = 0, epochs = 0;
+    long pause_at = 0, epochs = 0;
     bool overwrite = false;
     S2sError err = {0};
-    enum { O_LIST = 256, O_OVERWRITE, O_MAX_STEPS, O_EPOCHS };
+    enum { O_LIST = ARGS_OWN, O_OVERWRITE, O_PAUSE_AT, O_EPOCHS, O_OLD_MAX_STEPS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},       {"config", required_argument, NULL, 'c'},
         {"out", required_argument, NULL, 'o'},  {"resume", required_argument, NULL, 'r'},
         {"seed", required_argument, NULL, 's'}, {"set", required_argument, NULL, 'S'},
-        {"max-steps", required_argument, NULL, O_MAX_STEPS}, {"overwrite", no_argument, NULL, O_OVERWRITE},
+        {"pause-at", required_argument, NULL, O_PAUSE_AT}, {"max-steps", required_argument, NULL, O_OLD_MAX_STEPS}, {"overwrite", no_argument, NULL, O_OVERWRITE},
         {"epochs", required_argument, NULL, O_EPOCHS},
         {"list-keys", no_argument, NULL, O_LIST}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
@@ -82,9 +83,12 @@ int main(int argc, char **argv) {
         case 'r': resume = optarg; break;
         case 's': seed_arg = optarg; break;
         case O_OVERWRITE: overwrite = true; break;
-        case O_MAX_STEPS:
-            if (args_long("--max-steps", optarg, 1, 1000000000000000L, &max_steps, &err)) return fail(err.msg, 2);
+        case O_PAUSE_AT:
+            if (args_long("--pause-at", optarg, 1, 1000000000000000L, &pause_at, &err)) return fail(err.msg, 2);
             break;
+        case O_OLD_MAX_STEPS: /* it once paused, while train.max_steps ends: one name per meaning now */
+            return fail("--max-steps is gone: --pause-at N pauses the run after N steps (resumable); "
+                        "--set train.max_steps=N ends it there, with its test", 2);
         case O_EPOCHS:
             if (args_long("--epochs", optarg, 1, 1000000, &epochs, &err)) return fail(err.msg, 2);
             break;
@@ -133,7 +137,7 @@ int main(int argc, char **argv) {
 
     catch_stop_signals();
 
-    TrainOptions opt = {out_dir, resume != NULL, overwrite, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, max_steps,
+    TrainOptions opt = {out_dir, resume != NULL, overwrite, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, pause_at,
                         (int)epochs, NULL};
     /* under mpirun: one rank of a data-parallel run; rank 0 alone prints and writes */
     Dist dist;
@@ -162,7 +166,7 @@ int main(int argc, char **argv) {
                     dist.size > 1 ? "mpirun ... ./train " : "./train ", out_dir);
         rc = 128 + (sum.stop_signal ? sum.stop_signal : atomic_load(&g_stop));
     } else if (sum.paused) {
-        if (root) printf("train: paused after step %ld (--max-steps); continue with: %s--resume %s\n", sum.steps,
+        if (root) printf("train: paused after step %ld (--pause-at); continue with: %s--resume %s\n", sum.steps,
                          dist.size > 1 ? "mpirun ... ./train " : "./train ", out_dir);
     } else if (root) {
         printf("train: %d epochs%s, %ld steps, %.1f s; model: %s/model.bin\n", sum.epochs,

@@ -31,7 +31,11 @@ static void usage(FILE *f) {
             "The model file knows its task: reversal reads characters (abcd gives dcba); translation reads raw\n"
             "text, lowercased and tokenised as the training data (Ein Mann fährt Fahrrad.), or, with --tokenized,\n"
             "text that already is. A line the model cannot read (or of more than 1 MiB) is reported on stderr and\n"
-            "gives an empty line.\n"
+            "gives an empty line. An empty line gives an empty line and no score: no hypothesis with --n-best, and\n"
+            "with --score an error on stderr (none was computed).\n"
+            "Greedy decoding and beam search never write <pad> or <sos>; they may write <unk> (a word model's\n"
+            "unknown word). --score refuses a target holding a word outside the vocabulary: its score would be\n"
+            "<unk>'s.\n"
             "\n"
             "  --beam K       beam search with K hypotheses (default 1: greedy)\n"
             "  --alpha A      length normalisation: score / length^A (default 1)\n"
@@ -43,7 +47,8 @@ static void usage(FILE *f) {
             "  --logits FILE  with --score: also write each pair's ids and logits as JSON lines to FILE\n"
             "                 ({\"line\", \"src\", \"trg\" (<eos> last), \"logits\": one row per target token}), to\n"
             "                 compare with another implementation (scripts/torch-check.py)\n"
-            "  --max-len N    longest output (default: the model's, else 2 x source + 10)\n"
+            "  --max-len N    longest output (default: the model's, else 2 x the line's source + 10, each line its\n"
+            "                 own: a line decodes the same alone and in any batch)\n"
             "  --ref FILE     references, one a line for each input line: print BLEU on stderr (multi-bleu.perl's on\n"
             "                 the words; a subword model's: sacreBLEU's and chrF on the raw text)\n"
             "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n"
@@ -158,7 +163,7 @@ static void translate_block(Ctx *c, Line *lines, int n, FILE *out) {
         }
         if (r->warning[0]) fprintf(stderr, "translate: warning: %s\n", r->warning);
         if (c->tr.n_best > 1) { /* Moses: sentence from 0 ||| text ||| features ||| total */
-            for (int j = 0; j < c->tr.n_best && r->text[j] && !r->status; j++)
+            for (int j = 0; j < r->n_hyps && !r->status; j++) /* none for an empty line: no score was computed */
                 fprintf(out, "%ld ||| %s ||| F0= %.4f ||| %.4f\n", c->line_no + i, r->text[j], r->logprob[j], r->score[j]);
         } else {
             fprintf(out, "%s\n", r->text[0]);
@@ -302,7 +307,7 @@ int main(int argc, char **argv) {
     int block = 256, threads = 0;
     bool bf16 = false, int8 = false;
     S2sError err;
-    enum { O_TOKENIZED = 256, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE, O_LOGITS };
+    enum { O_TOKENIZED = ARGS_OWN, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE, O_LOGITS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
@@ -368,6 +373,13 @@ int main(int argc, char **argv) {
     }
     if (c.tr.heatmap_dir && c.tr.beam > 1) {
         fprintf(stderr, "translate: --heatmap draws greedy decoding; use it without --beam\n");
+        return 2;
+    }
+    ArgsFile ins[MODEL_MAX_ENSEMBLE + 3] = {{"--input", in_path}, {"--ref", ref_path}, {"--score", score_path}, {"MODEL", model}};
+    for (int k = 0; k < c.n_more; k++) ins[4 + k] = (ArgsFile){"MODEL", more_paths[k]};
+    ArgsFile outs[2] = {{"--output", out_path}, {"--logits", logits_path}};
+    if (args_distinct_files(ins, 4 + c.n_more, outs, 2, &err)) {
+        fprintf(stderr, "translate: %s\n", err.msg);
         return 2;
     }
     if (model_load_file(&c.m, &c.cfg, &c.src, &c.trg, model, &err)) {

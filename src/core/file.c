@@ -32,10 +32,34 @@ static S2sStatus destination(const char *path, char *dest, size_t n, bool *regul
     return S2S_OK;
 }
 
+/* A copy of this process's standard output or error when path names it (/dev/stdout, a link
+ * to /proc/self/fd/1, or the very file a shell's > or >> opened), else −1: written through
+ * the copy, a pipe stays a pipe and a file opened for appending is appended to. */
+static int std_stream(const char *path) {
+    struct stat p, s;
+    if (stat(path, &p) != 0) return -1;
+    for (int fd = 1; fd <= 2; fd++)
+        if (fstat(fd, &s) == 0 && s.st_dev == p.st_dev && s.st_ino == p.st_ino) {
+            int flags = fcntl(fd, F_GETFL);
+            if (flags >= 0 && (flags & O_ACCMODE) != O_RDONLY) return fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        }
+    return -1;
+}
+
 S2sStatus file_tmp_open(FileTmp *t, const char *path, S2sError *err) {
     t->f = NULL;
     t->tmp[0] = '\0';
     t->direct = false;
+    int sfd = std_stream(path);
+    if (sfd >= 0) {
+        if (!(t->f = fdopen(sfd, "ab"))) {
+            close(sfd);
+            return s2s_fail(err, S2S_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        }
+        snprintf(t->path, sizeof t->path, "%s", path);
+        t->direct = true;
+        return S2S_OK;
+    }
     bool regular;
     mode_t mode;
     S2sStatus st = destination(path, t->path, sizeof t->path, &regular, &mode, err);
@@ -193,7 +217,9 @@ S2sStatus file_lock(FileLock *l, const char *dir, S2sError *err) {
     l->fd = -1;
     char p[PATH_MAX];
     if (snprintf(p, sizeof p, "%s/.lock", dir) >= (int)sizeof p) return s2s_fail(err, S2S_ERR_IO, "%s: path too long", dir);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644); /* a link planted there is never written through */
+    if (fd < 0 && errno == ELOOP)
+        return s2s_fail(err, S2S_ERR_IO, "%s: a symbolic link; a folder's lock must be its own file (remove the link)", p);
     if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", p, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
@@ -221,12 +247,56 @@ bool file_lock_held(const char *dir, long *pid) {
     if (pid) *pid = 0;
     char p[PATH_MAX];
     if (snprintf(p, sizeof p, "%s/.lock", dir) >= (int)sizeof p) return false;
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return false;
     bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     if (held && pid) *pid = lock_pid(fd);
     close(fd); /* also drops the shared lock when it was granted */
     return held;
+}
+
+int file_open_beneath(int dirfd, const char *rel, int flags, mode_t mode, bool want_dir) {
+    char name[NAME_MAX + 1];
+    int cur = dirfd;
+    const char *p = rel;
+    for (;;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+            if (cur != dirfd) close(cur);
+            errno = ENOENT;
+            return -1;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        bool last = !e;
+        int fd = last ? openat(cur, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode)
+                      : openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int saved = errno;
+        if (cur != dirfd) close(cur);
+        if (fd < 0) {
+            errno = saved;
+            return -1;
+        }
+        if (last) {
+            struct stat st;
+            if (fstat(fd, &st) != 0 || (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) {
+                close(fd);
+                errno = ENOENT;
+                return -1;
+            }
+            int fl = fcntl(fd, F_GETFL);
+            if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            return fd;
+        }
+        cur = fd;
+        p = e + 1;
+    }
+}
+
+bool file_same(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* "name.tmp.XXXXXX", as mkstemp fills file_tmp_open's template */

@@ -634,7 +634,8 @@ static bool frozen_weight(const Tensor *Bw, const float *B, bool ta, int M) {
 }
 
 bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N) {
-    return t->int8 && Bw && Bw->frozen && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE;
+    (void)M;
+    return t->int8 && Bw && Bw->frozen && N >= GEMM_BF16_MIN_SIDE;
 }
 
 typedef struct BiasFill {
@@ -672,7 +673,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         return pk->q8 ? GEMM_PATH_Q8 : GEMM_PATH_INT8;
     }
     bool frozen = frozen_weight(Bw, B, ta, M);
-    if (gemm_bf16_takes(t, M, N)) {
+    if (gemm_bf16_takes(t, M, N, Bw != NULL)) {
         GemmPath path = GEMM_PATH_BF16_PACKED;
         ArenaMark m = arena_mark(&t->arena);
         if (!Abf) {

@@ -35,9 +35,14 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
 
 /* Whether a product of M × N (any K) on this tape reads its operands in bf16: then an op
  * may hand over a bf16 copy it made as it wrote the operand (s2s_gemm_pre's Abf), not a
- * second pass over it. */
-static inline bool gemm_bf16_takes(const Tape *t, int M, int N) {
-    return t->bf16 && M >= GEMM_BF16_MIN_SIDE && N >= GEMM_BF16_MIN_SIDE;
+ * second pass over it. Training: both sides reach GEMM_BF16_MIN_SIDE. Decoding (no
+ * gradients): a product by a weight (N a model size) does whatever its rows, one of two
+ * activations (attention) never, so that no sentence's products depend on the batch it is in
+ * (how many rows are left, how long the longest source is): a batch decodes as its sentences
+ * alone. */
+static inline bool gemm_bf16_takes(const Tape *t, int M, int N, bool by_weight) {
+    if (!t->bf16 || N < GEMM_BF16_MIN_SIDE) return false;
+    return t->grad_enabled ? M >= GEMM_BF16_MIN_SIDE : by_weight;
 }
 
 /* Row-major C = alpha op(A) op(B) + beta C in the tape's precision; counts its FLOPs.
@@ -75,7 +80,8 @@ typedef struct GemmScreenCols {
     bool coarse;           /* int8: the sums came from gemm_q8 (A in 7 bits) */
 } GemmScreenCols;
 /* Whether an int8 tape multiplies A (M rows) by op(B) = Bw^T (N columns) in int8: a frozen
- * weight offered for packing (Bw, not transposed A) and both sides at least GEMM_BF16_MIN_SIDE. */
+ * weight offered for packing (Bw, not transposed A) of at least GEMM_BF16_MIN_SIDE columns,
+ * whatever the rows (as gemm_bf16_takes decodes: the batch does not pick the path). */
 bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N);
 /* An int8 screen's result before scaling back: sums[m N + n] = sum_k (qa[m, k] + zero) qw[n, k]
  * exactly, and the row scales of A (NaN for a row holding an Inf or NaN). The logit is then

@@ -145,7 +145,7 @@ void op_linear_backward(Tape *t, const TapeNode *n) {
     /* on a bf16 tape both products read dy in bf16: rounded once, for the two of them */
     ArenaMark m = arena_mark(&t->arena);
     const uint16_t *dybf =
-        dx && dw && gemm_bf16_takes(t, rows, in) && out >= GEMM_BF16_MIN_SIDE ? gemm_bf16_copy(t, dy, (size_t)rows * out) : NULL;
+        dx && dw && gemm_bf16_takes(t, rows, in, true) && out >= GEMM_BF16_MIN_SIDE ? gemm_bf16_copy(t, dy, (size_t)rows * out) : NULL;
     if (dx) /* dx (rows,in) += dy (rows,out) W (out,in) */
         s2s_gemm_pre(t, false, false, rows, in, out, 1.0f, dy, out, dybf, w->data, in, w->bf16, NULL, fresh ? 0.0f : 1.0f,
                      dx, in);

@@ -183,7 +183,7 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     /* a bf16 product rounds h every step: the row pass writes h in bf16 too, as it writes h,
      * on every thread, instead of one more pass over it on one (a step's state is below
      * par_for's threshold) */
-    uint16_t *hbf = S > 1 && gemm_bf16_takes(t, B, G) ? arena_alloc(&t->arena, BH * sizeof *hbf) : NULL;
+    uint16_t *hbf = S > 1 && gemm_bf16_takes(t, B, G, true) ? arena_alloc(&t->arena, BH * sizeof *hbf) : NULL;
     if (hbf) bf16_from_f32(h, hbf, BH);
     /* one step's gates (then into xg when consuming) and its aux values, where not kept */
     float *gstep = consume || !record ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
@@ -354,7 +354,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     float *stage = over ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
     /* the row pass writes d pre-activations in bf16 too, for dG W_hh (as forward writes h;
      * one step alone leaves it to the product, as forward does) */
-    uint16_t *dgbf = S > 1 && gemm_bf16_takes(t, B, H) ? arena_alloc(&t->arena, BG * sizeof *dgbf) : NULL;
+    uint16_t *dgbf = S > 1 && gemm_bf16_takes(t, B, H, true) ? arena_alloc(&t->arena, BG * sizeof *dgbf) : NULL;
     float *hn = !q->lstm && !q->aux ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));

@@ -18,7 +18,6 @@ void idseqs_free(IdSeqs *s) {
     memset(s, 0, sizeof *s);
 }
 
-int eval_max_len(int max_decode_len, int S) { return max_decode_len > 0 ? max_decode_len : 2 * S + 10; }
 
 /* Entropy of the attention rows at real targets, and (reversal) arg-max alignment. */
 static void attention_stats(const ModelOutput *o, const Batch *b, int align_offset, double *ent, long *rows,
@@ -148,10 +147,10 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
         st[ST_TF_CORRECT] = (double)tf_correct;
         if (!greedy) continue;
         tape_reset(t);
-        int L = eval_max_len(max_decode_len, b.S);
+        int L = model_max_output(max_decode_len, b.S);
         int32_t *out = s2s_xmalloc((size_t)n * L * sizeof *out);
         int *out_len = s2s_xmalloc((size_t)n * sizeof *out_len);
-        model_greedy(t, m, &b, L, out, out_len, NULL);
+        model_greedy(t, m, &b, max_decode_len, out, out_len, NULL);
         long exact = 0, tok_correct = 0, ref_tokens = 0;
         for (int i = 0; i < n; i++) {
             int e = b.index[i];

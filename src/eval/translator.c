@@ -182,7 +182,7 @@ void translator_free_attention(LineAttention *a) {
 
 /* One batch: its rows' outputs into out[row_line[row]]. */
 static void decode_batch(const Translator *t, const Batch *b, const int *row_line, long first_line, TranslatedLine *out) {
-    int nb = b->B, L = eval_max_len(t->max_len, b->S);
+    int nb = b->B, L = model_max_output(t->max_len, b->S);
     tape_reset(t->tape);
     if (t->beam == 1 && t->n_more == 0) {
         int32_t *o = s2s_xmalloc((size_t)nb * L * sizeof *o);
@@ -191,10 +191,11 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
         float *attn = draw || keep ? s2s_xmalloc((size_t)nb * L * b->S * sizeof *attn) : NULL; /* bounded: the batch is cut to fit */
         int H = model_heads(t->model);
         float *heads = (draw || keep) && H > 1 ? s2s_xmalloc((size_t)nb * L * H * b->S * sizeof *heads) : NULL;
-        model_greedy_heads(t->tape, t->model, b, L, o, ol, attn, heads);
+        model_greedy_heads(t->tape, t->model, b, t->max_len, o, ol, attn, heads);
         for (int i = 0; i < nb; i++) {
             int line = row_line[b->index[i]];
             out[line].text[0] = task_decode_target(&t->cfg->task, t->trg, o + (size_t)i * L, ol[i]);
+            out[line].n_hyps = 1;
             if (keep)
                 out[line].attention = line_attention(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
                                                      heads ? heads + (size_t)i * L * H * b->S : NULL);
@@ -213,7 +214,7 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
     Tape *ts[MODEL_MAX_ENSEMBLE];
     int n_models = ensemble(t, ms, ts);
     for (int k = 1; k < n_models; k++) tape_reset(ts[k]);
-    model_beam_ensemble(ts, ms, n_models, b, t->beam, L, t->alpha, t->n_best, h);
+    model_beam_ensemble(ts, ms, n_models, b, t->beam, t->max_len, t->alpha, t->n_best, h);
     for (int i = 0; i < nb; i++) {
         int line = row_line[b->index[i]];
         for (int j = 0; j < t->n_best; j++) {
@@ -221,6 +222,7 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
             out[line].text[j] = x->ids || j == 0 ? task_decode_target(&t->cfg->task, t->trg, x->ids, x->len) : NULL;
             out[line].score[j] = x->norm;
             out[line].logprob[j] = x->score;
+            if (x->ids) out[line].n_hyps = j + 1;
         }
     }
     beam_hyps_free(h, nb * t->n_best);
@@ -260,7 +262,7 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
         int per_batch = t->beam > 1 ? 32 : 64;
         if (t->heatmap_dir || t->want_attention) { /* B × L × S attention weights kept (and × heads per head) */
             int H = model_heads(t->model);
-            size_t row = (size_t)eval_max_len(t->max_len, longest) * longest * sizeof(float) * (H > 1 ? 1 + (size_t)H : 1);
+            size_t row = (size_t)model_max_output(t->max_len, longest) * longest * sizeof(float) * (H > 1 ? 1 + (size_t)H : 1);
             size_t fit = HEATMAP_BATCH_BYTES / (row ? row : 1);
             if (fit < (size_t)per_batch) per_batch = fit > 0 ? (int)fit : 1;
         }

@@ -432,35 +432,30 @@ S2sStatus ckpt_load(Checkpoint *c, const char *path, S2sError *err) {
     memset(c, 0, sizeof *c);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    S2sStatus st = ckpt_load_fd(c, fd, path, err);
+    close(fd);
+    return st;
+}
+
+S2sStatus ckpt_load_fd(Checkpoint *c, int fd, const char *path, S2sError *err) {
+    memset(c, 0, sizeof *c);
     struct stat sb;
     S2sStatus st = S2S_OK;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return s2s_fail(err, S2S_ERR_IO, "%s: not a regular file", path);
-    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: not a regular file", path);
     uint64_t size = (uint64_t)sb.st_size;
     size_t limit = s2s_memory_limit();
-    if ((limit && size > limit) || size > MAX_FILE) {
-        close(fd);
+    if ((limit && size > limit) || size > MAX_FILE)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: %llu bytes, more than this machine can hold (%.1f GB)", path,
                         (unsigned long long)size, (double)limit / 1e9);
-    }
-    if ((st = check_layout(fd, size, path, err))) {
-        close(fd);
-        return st;
-    }
+    if ((st = check_layout(fd, size, path, err))) return st;
     c->buf = malloc(size ? (size_t)size : 1);
-    if (!c->buf) {
-        close(fd);
-        return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory reading %llu bytes", path, (unsigned long long)size);
-    }
+    if (!c->buf) return s2s_fail(err, S2S_ERR_NOMEM, "%s: out of memory reading %llu bytes", path, (unsigned long long)size);
     size_t got = 0;
     while (got < size) {
         ssize_t k = pread(fd, c->buf + got, size - got > (1u << 30) ? (1u << 30) : size - got, (off_t)got);
         if (k <= 0) break;
         got += (size_t)k;
     }
-    close(fd);
     c->len = got;
     if (got != size) {
         ckpt_free(c);

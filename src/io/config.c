@@ -193,7 +193,7 @@ static const Key KEYS[] = {
      "(inverse_sqrt, the Transformer's: sqrt(warmup_steps / step) after the warmup)", W_ALWAYS},
     {"train.warmup_steps", K_INT, OFF(train.warmup_steps), 0, 1e9, NULL,
      "lr rises linearly from lr/warmup_steps to lr over the first warmup_steps steps, in front of any schedule (0: none)", W_ALWAYS},
-    {"train.max_decode_len", K_INT, OFF(train.max_decode_len), 0, 1e5, NULL, "greedy output limit (0: 2 x source + 10)", W_ALWAYS},
+    {"train.max_decode_len", K_INT, OFF(train.max_decode_len), 0, 1e5, NULL, "longest output (0: 2 x each sentence's source + 10)", W_ALWAYS},
     {"train.eval_batch_size", K_INT, OFF(train.eval_batch_size), 1, 1e6, NULL, "sentences per evaluation batch", W_ALWAYS},
 };
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))

@@ -39,10 +39,16 @@ static void list_held(const char *dir, char *buf, size_t n) {
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ", held[i]);
 }
 
-/* Deletes dir/sub/prefix*suffix, then sub itself when that leaves it empty. */
+/* Deletes dir/sub/prefix*suffix, then sub itself when that leaves it empty; a link in sub's
+ * place is removed itself (what it names is not the run's). */
 static void clear_folder(const char *dir, const char *sub, const char *prefix, const char *suffix) {
     char p[PATH_MAX];
     rundir_path(p, sizeof p, dir, sub);
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) {
+        unlink(p);
+        return;
+    }
     DIR *d = opendir(p);
     if (!d) return;
     size_t lp = strlen(prefix), ls = strlen(suffix);
@@ -67,6 +73,20 @@ static S2sStatus clear_run(const char *dir, S2sError *err) {
     clear_folder(dir, RUN_ATTENTION, "epoch", ".png");
     clear_folder(dir, RUN_CHECKPOINTS, "step", ".bin");
     return S2S_OK;
+}
+
+/* The first of a run's files (or its folders) that is a symbolic link, or NULL. A run's files
+ * are its own: written through a link, training would replace or cut a file outside the run. */
+static const char *linked_file(const char *dir) {
+    static const char *const NAMES[] = {RUN_CONFIG, RUN_LOG, RUN_LAST, RUN_MODEL, RUN_TEST_HYP,
+                                        RUN_TEST_REF, RUN_CURVES, RUN_ATTENTION, RUN_CHECKPOINTS};
+    char p[PATH_MAX];
+    struct stat st;
+    for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++) {
+        rundir_path(p, sizeof p, dir, NAMES[i]);
+        if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) return NAMES[i];
+    }
+    return NULL;
 }
 
 S2sStatus rundir_names(RunDir *d, const char *dir, S2sError *err) {
@@ -106,6 +126,14 @@ S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
     d->stale_tmps += file_remove_stale_tmps(p);
     rundir_path(p, sizeof p, dir, RUN_CHECKPOINTS);
     d->stale_tmps += file_remove_stale_tmps(p);
+    const char *link = mode == RUN_OVERWRITE ? NULL : linked_file(dir); /* --overwrite removes the links */
+    if (link) {
+        st = s2s_fail(err, S2S_ERR_IO, "%s/%s is a symbolic link: a run's files must be its own (remove the link, or start "
+                                       "the run again with --overwrite, which removes it)",
+                      dir, link);
+        rundir_close(d);
+        return st;
+    }
     if (mode == RUN_RESUME) {
         if (!file_exists(d->last)) {
             st = s2s_fail(err, S2S_ERR_IO,
@@ -127,10 +155,16 @@ S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err) {
         }
         char held[128];
         list_held(dir, held, sizeof held);
-        st = s2s_fail(err, S2S_ERR_CONFIG,
-                      "%s holds a run already (%s); continue it with --resume %s, start it anew with --overwrite "
-                      "(deletes that run's files), or give another --out",
-                      dir, held, dir);
+        if (file_exists(d->last))
+            st = s2s_fail(err, S2S_ERR_CONFIG,
+                          "%s holds a run already (%s); continue it with --resume %s, start it anew with --overwrite "
+                          "(deletes that run's files), or give another --out",
+                          dir, held, dir);
+        else /* nothing to resume: the same advice --resume gives */
+            st = s2s_fail(err, S2S_ERR_CONFIG,
+                          "%s holds a run that stopped before its first checkpoint (%s, no %s to resume from); start it "
+                          "anew with --overwrite (deletes that run's files), or give another --out",
+                          dir, held, RUN_LAST);
         rundir_close(d);
         return st;
     }

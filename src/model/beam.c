@@ -149,12 +149,27 @@ static void mean_rows(void *ctx, size_t r0, size_t r1) {
     }
 }
 
-void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_len, float alpha, int n_best, BeamHyp *out) {
-    model_beam_ensemble(&t, &m, 1, b, K, max_len, alpha, n_best, out);
+void model_beam(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_decode_len, float alpha, int n_best, BeamHyp *out) {
+    model_beam_ensemble(&t, &m, 1, b, K, max_decode_len, alpha, n_best, out);
 }
 
-void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, int K, int max_len, float alpha,
-                         int n_best, BeamHyp *out) {
+/* At a sentence's own cap, its live hypotheses end unfinished (what the end of the steps does
+ * to all of them), as they would when it is decoded alone. */
+static void cap_sentences(const BeamStep *j, const Batch *b, int ns, int max_decode_len) {
+    int K = j->K, stride = j->max_len + 1, len = j->step + 1;
+    for (int si = 0; si < ns; si++) {
+        Sentence *s = &j->sent[j->of[si]];
+        if (s->done || len < model_max_output(max_decode_len, b->src_len[j->of[si]])) continue;
+        for (int k = 0; k < K; k++)
+            if (j->score[si * K + k] != -INFINITY)
+                finish(s, j->nhist + (size_t)(si * K + k) * stride, len, j->score[si * K + k], false, j->alpha);
+        s->done = true;
+    }
+}
+
+void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, const Batch *b, int K, int max_decode_len,
+                         float alpha, int n_best, BeamHyp *out) {
+    int max_len = model_max_output(max_decode_len, b->S); /* the histories' stride; each sentence's own cap in cap_sentences */
     S2S_ASSERT(K >= 1 && K <= 32 && n_best >= 1 && n_best <= K); /* 2K candidates per slot fit top[64] */
     S2S_ASSERT(n_models >= 1 && n_models <= MODEL_MAX_ENSEMBLE);
     Seq2Seq *m = ms[0];
@@ -194,6 +209,7 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
         BeamStep job = {mean ? mean : logits[0]->data, mean != NULL, V, K, C, step, max_len, alpha, score, hist, nhist, tok,
                         parent, cand, sent, of};
         par_for((size_t)ns, (size_t)K * V, beam_sentences, &job);
+        cap_sentences(&job, b, ns, max_decode_len);
         /* a done sentence's rows are read no more (nor its history): only the others count */
         int alive = 0;
         for (int si = 0; si < ns; si++) alive += !sent[of[si]].done;

@@ -62,6 +62,13 @@ S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const
     return load(m, cfg, src, trg, ck, path, err);
 }
 
+S2sStatus model_load_fd(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, int fd, const char *path, S2sError *err) {
+    Checkpoint ck;
+    S2sStatus st = ckpt_load_fd(&ck, fd, path, err);
+    if (st) return st;
+    return load(m, cfg, src, trg, ck, path, err);
+}
+
 S2sStatus model_load_memory(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const void *buf, size_t len,
                             const char *origin, S2sError *err) {
     Checkpoint ck;

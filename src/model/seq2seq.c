@@ -545,12 +545,15 @@ void model_argmax_rows(const Tensor *logits, int rows, int32_t *best) {
     par_for((size_t)rows, (size_t)j.V, argmax_range, &j);
 }
 
-void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn) {
-    model_greedy_heads(t, m, b, max_len, out, out_len, attn, NULL);
+int model_max_output(int max_decode_len, int n) { return max_decode_len > 0 ? max_decode_len : 2 * n + 10; }
+
+void model_greedy(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len, int32_t *out, int *out_len, float *attn) {
+    model_greedy_heads(t, m, b, max_decode_len, out, out_len, attn, NULL);
 }
 
-void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_t *out, int *out_len, float *attn,
+void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len, int32_t *out, int *out_len, float *attn,
                         float *heads_attn) {
+    int max_len = model_max_output(max_decode_len, b->S); /* the rows' stride; each row's own cap below */
     int H = model_heads(m);
     S2S_ASSERT(!heads_attn || H > 1);
     bool grad = t->grad_enabled, training = t->training;
@@ -589,6 +592,10 @@ void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_len, int32_
                 continue;
             }
             out[(size_t)i * max_len + out_len[i]++] = best;
+            if (out_len[i] >= model_max_output(max_decode_len, b->src_len[i])) { /* its own cap, as alone */
+                done[i] = 1;
+                continue;
+            }
             tok[r] = best;
             rows[alive++] = r;
         }

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -234,14 +235,14 @@ static void draw_epoch(Run *r) {
         Batch b;
         batch_init(&b);
         batch_fill(&b, &r->data.valid, idx, n);
-        int L = eval_max_len(r->cfg->train.max_decode_len, b.S);
+        int L = model_max_output(r->cfg->train.max_decode_len, b.S);
         int32_t *out = s2s_xmalloc((size_t)n * L * sizeof *out);
         int *len = s2s_xmalloc((size_t)n * sizeof *len);
         float *attn = s2s_xmalloc((size_t)n * L * b.S * sizeof *attn);
         int H = model_heads(&r->model); /* multihead: each head's weights too, in a second picture */
         float *heads = H > 1 ? s2s_xmalloc((size_t)n * L * H * b.S * sizeof *heads) : NULL;
         tape_reset(&r->tape);
-        model_greedy_heads(&r->tape, &r->model, &b, L, out, len, attn, heads);
+        model_greedy_heads(&r->tape, &r->model, &b, r->cfg->train.max_decode_len, out, len, attn, heads);
         S2sStatus st = S2S_OK;
         for (int i = 0; i < n && !st; i++) {
             int e = b.index[i];
@@ -316,7 +317,7 @@ static S2sStatus check_memory(Run *r, S2sError *err) {
         int cap = tc->batch_tokens / (S > T ? S : T);
         if (cap < B) B = cap > 0 ? cap : 1;
     }
-    int Be = tc->eval_batch_size, L = eval_max_len(tc->max_decode_len, Se);
+    int Be = tc->eval_batch_size, L = model_max_output(tc->max_decode_len, Se);
     struct {
         const char *what;
         double bytes;
@@ -539,6 +540,14 @@ static S2sStatus load_last(Run *r, Checkpoint *ck, S2sError *err) {
     return st;
 }
 
+/* The run's log, created (create) or opened to continue; never through a symbolic link. */
+static FILE *run_log_open(const char *path, bool create) {
+    int fd = open(path, (create ? O_WRONLY | O_CREAT | O_TRUNC : O_RDWR) | O_CLOEXEC | O_NOFOLLOW, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, create ? "w" : "r+") : NULL;
+    if (!f && fd >= 0) close(fd);
+    return f;
+}
+
 static S2sStatus setup(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
     const TrainOptions *opt = r->opt;
@@ -640,7 +649,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         if (cfg->train.ema_decay > 0 && (st = ckpt_restore_ema(&ck, &r->model.params, r->dir.last, err))) goto out;
         r->adam.step = r->st.adam_step;
         r->adam.lr = (float)r->st.lr;
-        r->log = r->root ? fopen(r->dir.log, "r+") : NULL;
+        r->log = r->root ? run_log_open(r->dir.log, false) : NULL;
         if (r->log && r->extended_from) r->test_before = tail_test_line(r->log, r->st.log_bytes);
         if (r->root && (!r->log || ftruncate(fileno(r->log), r->st.log_bytes) != 0 || fseek(r->log, 0, SEEK_END) != 0)) {
             st = s2s_fail(err, S2S_ERR_IO, "%s: cannot reopen the log: %s", r->dir.log, strerror(errno));
@@ -654,7 +663,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         r->st = (TrainState){0};
         r->st.lr = cfg->train.lr;
         r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
-        r->log = r->root ? fopen(r->dir.log, "w") : NULL;
+        r->log = r->root ? run_log_open(r->dir.log, true) : NULL;
         if (r->root && !r->log) {
             st = s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", r->dir.log, strerror(errno));
             goto out;
@@ -663,6 +672,12 @@ static S2sStatus setup(Run *r, S2sError *err) {
     st = join_ranks(r, err);
 out:
     ckpt_free(&ck);
+    if (st && !opt->resume && r->root && r->dir.lock.fd >= 0) { /* a refused start leaves no run behind */
+        if (r->log) fclose(r->log);
+        r->log = NULL;
+        unlink(r->dir.log);
+        unlink(r->dir.config);
+    }
     return st;
 }
 
@@ -738,7 +753,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
 }
 
 static S2sStatus validate_within_epoch(Run *r, TrainSummary *sum, int n_batches, S2sError *err);
-static bool pause_reached(const Run *r) { return r->opt->max_steps > 0 && r->st.step >= r->opt->max_steps; }
+static bool pause_reached(const Run *r) { return r->opt->pause_at > 0 && r->st.step >= r->opt->pause_at; }
 /* A stop requested on any rank stops every rank after the same step; the signal is kept for
  * the exit code of every rank. */
 static bool stop_any(Run *r) {
@@ -750,7 +765,7 @@ static bool stop_any(Run *r) {
 
 /* Trains the batches of the current epoch from st.batch on. Returns with *complete when the
  * epoch's batches are done (or train.max_steps ended it), else after saving the state to
- * resume from (a signal, --max-steps). */
+ * resume from (a signal, --pause-at). */
 static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *err) {
     const ConfigTrain *tc = &r->cfg->train;
     *complete = false;
@@ -1127,7 +1142,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
     r->t0 = now_s();
     if (r->extended_from) st = log_extension(r, err);
     sum->epochs = r->st.epoch;
-    if (!st && !finished(r) && pause_reached(r)) sum->paused = true; /* resumed at --max-steps: no step */
+    if (!st && !finished(r) && pause_reached(r)) sum->paused = true; /* resumed at --pause-at: no step */
     while (!st && !finished(r) && !sum->interrupted && !sum->paused) {
         bool complete;
         st = run_epoch(r, sum, &complete, err);
