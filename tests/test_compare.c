@@ -362,6 +362,23 @@ Test(compare, a_crashed_training_is_called_crashed, .timeout = 60) {
     free(d);
 }
 
+/* Old D12: a training stopped by SIGTERM before its own handler was set (during start-up) died
+ * of the signal and was reported as CRASHED; a stop signal is an interruption however it
+ * ended the training. A stand-in train program takes SIGTERM with the default action. */
+Test(compare, a_training_stopped_during_start_up_is_interrupted, .timeout = 60) {
+    char *d = tu_tmpdir();
+    char cfg[600];
+    write_tinycmp(cfg, sizeof cfg, d, 1);
+    cr_assert_eq(tu_sh("cp %s/compare %s/compare && printf '#!/bin/sh\nkill -TERM $$\n' > %s/train && chmod +x %s/train",
+                       tu_bin(), d, d, d), 0);
+    int rc = tu_sh("%s/compare --config %s --attention dot --seeds 1 --out %s/cmp > %s/out.txt 2>&1", d, cfg, d, d);
+    cr_expect_neq(rc, 0);
+    cr_expect(file_has(d, "out.txt", "dot seed 1: interrupted (signal 15"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(!file_has(d, "out.txt", "CRASHED"));
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* --vary: any key, several for a grid. Folders key=value,...-seedN, each run trained with its
  * values (its config says so), the table's variants named by the keys that differ and headed
  * by what varies; --runs on the same folders names them the same way. */

@@ -228,6 +228,25 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         cr_expect_eq(tu_sh("%s/train --resume %s/D > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1);
         cr_expect(tu_file_has(tu_path(d, "err.txt"), i ? "not a JSON object" : "has \"epoch\" twice"));
     }
+    /* old D18: a state whose log_bytes cut the log's lines (0: every epoch line; 3: inside the
+     * first) is refused, the log left as it was */
+    cr_assert_eq(tu_sh("%s/train --config %s/tiny.json --out %s/E --pause-at 20 > /dev/null", tu_bin(), d, d), 0);
+    char elast[600], ekeep[600];
+    snprintf(elast, sizeof elast, "%s/E/last.bin", d);
+    snprintf(ekeep, sizeof ekeep, "%s/ekeep.bin", d);
+    cr_assert_eq(tu_sh("cp %s %s && cp %s/E/log.jsonl %s/elog.jsonl", elast, ekeep, d, d), 0);
+    char *egood = state_of(elast);
+    const char *cut[2][2] = {{"0", "hold 0 epoch lines up to step 0"}, {"3", "ends inside a line"}};
+    for (int i = 0; i < 2; i++) {
+        char *s = with_field(egood, "log_bytes", cut[i][0]);
+        cr_assert_eq(tu_sh("cp %s %s", ekeep, elast), 0);
+        rewrite_last(elast, s, true);
+        cr_expect_eq(tu_sh("%s/train --resume %s/E > /dev/null 2> %s/err.txt", tu_bin(), d, d), 1, "log_bytes %s resumed", cut[i][0]);
+        cr_expect(tu_file_has(tu_path(d, "err.txt"), cut[i][1]), "log_bytes %s: %s", cut[i][0], tu_slurp(tu_path(d, "err.txt"), NULL));
+        cr_expect(tu_same_file(tu_path(d, "E/log.jsonl"), tu_path(d, "elog.jsonl")), "log_bytes %s: the log was cut", cut[i][0]);
+        free(s);
+    }
+    free(egood);
     /* Adam without its moments (D19) */
     cr_assert_eq(tu_sh("cp %s %s", keep, last), 0);
     rewrite_last(last, good, false);

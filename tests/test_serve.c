@@ -294,6 +294,14 @@ Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
     for (const char *q = dom; (q = strstr(q, "<td ")); q++) cells++;
     cr_expect(weights > 0 && cells == weights, "%d heatmap cells on the page, %d weights from the API", cells, weights);
     cJSON_Delete(j);
+    /* beam search: the page says why no attention comes (it once vanished without a word) */
+    cr_assert_eq(tu_sh("cd %s && timeout 120 chromium %s --dump-dom 'http://127.0.0.1:%d/?text=abcd&beam=3' > dom3.html 2> chromium.txt",
+                       d, flags, port),
+                 0);
+    char *dom3 = tu_slurp(tu_path(d, "dom3.html"), NULL);
+    cr_expect(dom3 && strstr(dom3, "data-done=\"1\"") && strstr(dom3, "No attention with beam search") && !strstr(dom3, "<td "),
+              "beam 3: no word on the missing attention:\n%s", dom3);
+    free(dom3);
     tu_sh("mkdir -p build/test-artifacts && timeout 120 chromium %s --screenshot=build/test-artifacts/serve-page.png "
           "'http://127.0.0.1:%d/?text=abcd%%0Abcdaa' > /dev/null 2>&1",
           flags, port);
@@ -455,6 +463,20 @@ Test(serve, the_page_shows_a_run_in_a_browser, .timeout = 240) {
     char want[128];
     snprintf(want, sizeof want, "src=\"/api/runs/one/files/attention/epoch%02d_ex1.png\"", epochs);
     cr_expect(strstr(dom, want), "the last epoch's attention (%s) is not shown", want);
+    /* the axes say what they measure and carry values (they once had neither): the x axis
+     * ends at the last logged step */
+    cr_expect(strstr(dom, "class=\"axis-label x\">step</text>") && strstr(dom, "class=\"axis-label y\">loss"), "axis labels:\n%s", dom);
+    int ticks_x = 0, ticks_y = 0;
+    for (const char *q = dom; (q = strstr(q, "class=\"tick x\">")); q++) ticks_x++;
+    for (const char *q = dom; (q = strstr(q, "class=\"tick y\">")); q++) ticks_y++;
+    cr_expect(ticks_x == 3 && ticks_y == 3, "%d x and %d y values on the axes", ticks_x, ticks_y);
+    long last_step = 0;
+    for (const char *q = log; (q = strstr(q, "\"step\":")); q++) {
+        long v = atol(q + 7);
+        if (v > last_step) last_step = v;
+    }
+    snprintf(want, sizeof want, "class=\"tick x\">%ld</text>", last_step);
+    cr_expect(strstr(dom, want), "the x axis does not end at step %ld", last_step);
     free(dom);
     free(log);
     stop_server(d);

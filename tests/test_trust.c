@@ -284,3 +284,58 @@ Test(decode, an_empty_line_has_an_empty_output_and_no_score, .timeout = 240) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* Old D6: only the cgroup hierarchy's root files were read, so a nested group's limit (a
+ * service, systemd-run -p MemoryMax, Slurm, a container) was missed. The process's own group
+ * and its ancestors, v1 and v2, from a /proc/self/cgroup text, under a made-up tree. */
+Test(trust, the_memory_limit_is_the_process_own_cgroup_and_its_ancestors) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("cd %s && mkdir -p memory/svc/job/step unified/u/v x/y/z && "
+                       "echo 9223372036854771712 > memory/memory.limit_in_bytes && "
+                       "echo 5368709120 > memory/svc/memory.limit_in_bytes && echo 3221225472 > memory/svc/job/memory.limit_in_bytes && "
+                       "echo max > x/memory.max && echo 2147483648 > x/y/memory.max && echo max > x/y/z/memory.max && "
+                       "echo 1073741824 > unified/u/memory.max",
+                       d),
+                 0);
+    const size_t G = (size_t)1 << 30;
+    cr_expect_eq(s2s_cgroup_limit("12:pids:/svc\n4:memory:/svc/job/step\n0::/\n", d), 3 * G, "v1: the group's parent's limit");
+    cr_expect_eq(s2s_cgroup_limit("5:cpu,memory:/svc\n", d), 5 * G, "v1 with two controllers on one line");
+    cr_expect_eq(s2s_cgroup_limit("0::/x/y/z\n", d), 2 * G, "v2: an ancestor's memory.max (the group's own is max)");
+    cr_expect_eq(s2s_cgroup_limit("0::/u/v\n", d), G, "a hybrid's unified tree");
+    cr_expect_eq(s2s_cgroup_limit("0::/\n", d), 0, "no limit anywhere");
+    cr_expect_eq(s2s_cgroup_limit("garbage\n::\n4:memory\n", d), 0, "lines that are not cgroups");
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* The same on this machine where a nested memory group can be made (cgroup v1 or v2, as
+ * root): a model too large for a 3 GiB group is refused up front instead of OOM-killed. */
+Test(trust, a_nested_cgroup_limit_refuses_a_run_that_cannot_fit, .timeout = 120) {
+    char *d = tu_tmpdir();
+    tu_write(tu_path(d, "m.json"), "%s", MODEL_CONFIG);
+    /* our own group's folder, v1 (memory controller) or v2 */
+    int rc = tu_sh("cd %s && g1=$(sed -n 's/^[0-9]*:[a-z,]*memory[a-z,]*://p' /proc/self/cgroup | head -1) && "
+                   "g2=$(sed -n 's/^0:://p' /proc/self/cgroup | head -1) && "
+                   "if [ -n \"$g1\" ] && [ -d /sys/fs/cgroup/memory$g1 ]; then b=/sys/fs/cgroup/memory$g1/s2s-test-$$ f=memory.limit_in_bytes; "
+                   "elif [ -f /sys/fs/cgroup$g2/memory.max ] || [ -f /sys/fs/cgroup$g2/cgroup.subtree_control ]; then b=/sys/fs/cgroup$g2/s2s-test-$$ f=memory.max; "
+                   "else exit 77; fi && mkdir $b 2>/dev/null || exit 77; echo 3221225472 > $b/$f 2>/dev/null || { rmdir $b; exit 77; }; "
+                   "echo $b > group.txt",
+                   d);
+    if (rc == 77) {
+        tu_rm_rf(d);
+        free(d);
+        TU_SKIP("no nested memory cgroup can be made here: the cgroup reading is tested on a made-up tree");
+    }
+    cr_assert_eq(rc, 0);
+    char *g = tu_slurp(tu_path(d, "group.txt"), NULL);
+    g[strcspn(g, "\n")] = '\0';
+    rc = tu_sh("cd %s && sh -c 'echo $$ > %s/cgroup.procs && exec %s/train --config m.json --out big --set encoder_hidden=5000 "
+               "--set decoder_hidden=5000' > out.txt 2> err.txt",
+               d, g, tu_bin());
+    cr_expect_eq(rc, 2, "exit %d: %s", rc, tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "err.txt"), "3.2 GB"), "the group's 3 GiB not named: %s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    tu_sh("rmdir %s 2>/dev/null", g);
+    free(g);
+    tu_rm_rf(d);
+    free(d);
+}

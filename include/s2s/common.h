@@ -61,5 +61,9 @@ void *s2s_xrealloc_at(void *p, size_t n, const char *file, int line);
 /* The memory this process may use: the machine's RAM, or less where a cgroup or an rlimit
  * says so (bytes; 0 when unknown). */
 size_t s2s_memory_limit(void);
+/* The least memory limit of the cgroups a /proc/self/cgroup text names (v1 memory.limit_in_bytes,
+ * v2 memory.max, a hybrid's unified tree) and of their ancestors, under the cgroup
+ * filesystem mounted at root; 0: none. */
+size_t s2s_cgroup_limit(const char *proc_cgroup, const char *root);
 
 #endif

@@ -75,10 +75,13 @@ static int usage_error(const char *msg) {
 }
 
 /* What a finished child was: "finished", "interrupted (exit 130)", "FAILED (exit 1)", or
- * "CRASHED (signal 11: Segmentation fault)". */
+ * "CRASHED (signal 11: Segmentation fault)". A stop signal (SIGINT, SIGTERM, SIGHUP) is an
+ * interruption even where it killed the child (before its handler was set, at start-up). */
 static bool describe_exit(int st, char *buf, size_t n) {
     if (WIFSIGNALED(st)) {
-        snprintf(buf, n, "CRASHED (signal %d: %s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+        int sig = WTERMSIG(st);
+        bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+        snprintf(buf, n, "%s (signal %d: %s)", stop ? "interrupted" : "CRASHED", sig, strsignal(sig));
         return false;
     }
     int code = WEXITSTATUS(st);

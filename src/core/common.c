@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -83,13 +84,67 @@ static size_t read_limit(const char *path) {
     return end != buf ? (size_t)v : 0;
 }
 
+/* The least limit of the files `file` in dir and each of its ancestors down to root. */
+static size_t least_up(const char *root, const char *dir, const char *file) {
+    char path[1024];
+    size_t least = 0, n = strlen(dir);
+    for (;;) {
+        if (snprintf(path, sizeof path, "%s%.*s/%s", root, (int)n, dir, file) < (int)sizeof path) {
+            size_t l = read_limit(path);
+            if (l && (!least || l < least)) least = l;
+        }
+        if (n == 0) break;
+        while (n > 0 && dir[n - 1] != '/') n--; /* the parent */
+        if (n > 0) n--;
+    }
+    return least;
+}
+
+size_t s2s_cgroup_limit(const char *proc_cgroup, const char *root) {
+    size_t least = 0;
+    for (const char *line = proc_cgroup; line && *line;) {
+        const char *end = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!end) end = line + strlen(line);
+        if (c1 && c2 && c2 < end && end - c2 - 1 < 512) {
+            char path[512], ctl[256], sub[300];
+            snprintf(path, sizeof path, "%.*s", (int)(end - c2 - 1), c2 + 1);
+            if (strcmp(path, "/") == 0) path[0] = '\0';
+            snprintf(ctl, sizeof ctl, ",%.*s,", (int)(c2 - c1 - 1 < 250 ? c2 - c1 - 1 : 250), c1 + 1);
+            size_t l = 0;
+            if (c2 == c1 + 1 && line[0] == '0' && c1 == line + 1) { /* v2: "0::/path" (or a hybrid's unified tree) */
+                l = least_up(root, path, "memory.max");
+                snprintf(sub, sizeof sub, "%s/unified", root);
+                size_t u = least_up(sub, path, "memory.max");
+                if (u && (!l || u < l)) l = u;
+            } else if (strstr(ctl, ",memory,")) { /* v1: "N:memory:/path" */
+                snprintf(sub, sizeof sub, "%s/memory", root);
+                l = least_up(sub, path, "memory.limit_in_bytes");
+            }
+            if (l && (!least || l < least)) least = l;
+        }
+        line = *end ? end + 1 : end;
+    }
+    return least;
+}
+
 size_t s2s_memory_limit(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     size_t m = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    /* the process's own cgroup and its ancestors (a service, systemd-run -p MemoryMax, Slurm,
+     * a container), not only the hierarchy's root */
+    char text[4096] = {0};
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (f) {
+        size_t got = fread(text, 1, sizeof text - 1, f);
+        text[got] = '\0';
+        fclose(f);
+    }
+    size_t l = s2s_cgroup_limit(text[0] ? text : "0::/\n", "/sys/fs/cgroup");
+    if (l && (!m || l < m)) m = l;
     const char *cg[2] = {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
     for (int i = 0; i < 2; i++) {
-        size_t l = read_limit(cg[i]);
-        if (l && (!m || l < m)) m = l;
+        size_t r = read_limit(cg[i]);
+        if (r && (!m || r < m)) m = r;
     }
     struct rlimit r;
     if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY && (!m || (size_t)r.rlim_cur < m)) m = (size_t)r.rlim_cur;

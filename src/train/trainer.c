@@ -4,6 +4,7 @@
 #include "s2s/train_state.h"
 #include "s2s/gemm.h"
 #include "s2s/subword.h"
+#include "s2s/text.h"
 #include "s2s/checkpoint.h"
 #include "s2s/dist.h"
 #include "s2s/json.h"
@@ -361,6 +362,40 @@ static S2sStatus same_vocab(const Vocab *v, char *const *tokens, int n, const ch
     return S2S_OK;
 }
 
+/* What the first `bytes` of a log hold: its epoch lines and the last step logged; false when
+ * the bytes end inside a line (the state then names another log than this one). */
+typedef struct LogPrefix {
+    int epochs;
+    long last_step;
+} LogPrefix;
+
+static bool log_prefix(const char *path, long bytes, LogPrefix *lp) {
+    *lp = (LogPrefix){0, 0};
+    if (bytes == 0) return true;
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    LineReader lr;
+    line_reader_init(&lr, f, TEXT_MAX_LINE);
+    const char *line;
+    size_t len;
+    long at = 0;
+    bool ok = false;
+    while (at < bytes && line_read(&lr, &line, &len) == LINE_OK) {
+        at += (long)len + 1;
+        if (at > bytes) break; /* the state's end falls inside this line */
+        cJSON *j = cJSON_ParseWithLength(line, len);
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, LOG_TYPE));
+        if (type && !strcmp(type, LOG_EPOCH)) lp->epochs++;
+        long step = (long)runlog_num(j, LOG_STEP, -1);
+        if (type && strcmp(type, LOG_EXTEND) && step > lp->last_step) lp->last_step = step;
+        cJSON_Delete(j);
+        ok = at == bytes;
+    }
+    line_reader_free(&lr);
+    fclose(f);
+    return ok;
+}
+
 /* The saved state against the config, the data and the log: every field in range, and the
  * step count the one that the epoch and batch imply. */
 static S2sStatus state_check(Run *r, S2sError *err) {
@@ -410,6 +445,15 @@ static S2sStatus state_check(Run *r, S2sError *err) {
     if (s->log_bytes > sb.st_size)
         return BAD("%s: corrupt training state: the log was %ld bytes long, %s is %lld", o, s->log_bytes, r->dir.log,
                    (long long)sb.st_size);
+    LogPrefix lp;
+    if (!log_prefix(r->dir.log, s->log_bytes, &lp))
+        return BAD("%s: corrupt training state: the log was %ld bytes long, which ends inside a line of %s", o, s->log_bytes,
+                   r->dir.log);
+    long logged = s->step / tc->log_every * tc->log_every; /* the last step line written by now */
+    if ((!ended_by_steps && lp.epochs != s->epoch) || lp.last_step > s->step || lp.last_step < logged)
+        return BAD("%s: corrupt training state: at epoch %d step %ld, but the first %ld bytes of %s hold %d epoch lines up to "
+                   "step %ld",
+                   o, s->epoch, s->step, s->log_bytes, r->dir.log, lp.epochs, lp.last_step);
 #undef BAD
     return S2S_OK;
 }
