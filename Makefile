@@ -146,7 +146,7 @@ test: $(TEST_BIN) all
 	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(TEST_BIN) $(TEST_ARGS)
 
 # The inner loop: everything but the suites that train and resume models end to end.
-FAST_FILTER := !(cli|runs|compare|multi30k)/*
+FAST_FILTER := !(cli|runs|compare|multi30k|trust|serve_trust|decode)/*
 test-fast: $(TEST_BIN) all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  $(TEST_BIN) --filter '$(FAST_FILTER)' $(TEST_ARGS)

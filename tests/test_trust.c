@@ -339,3 +339,34 @@ Test(trust, a_nested_cgroup_limit_refuses_a_run_that_cannot_fit, .timeout = 120)
     tu_rm_rf(d);
     free(d);
 }
+
+/* docs/reliability.md names a test for each promise: each named test exists (a promise never
+ * points at a test that was renamed or removed). */
+Test(trust, every_test_the_reliability_page_names_exists) {
+    char *doc = tu_slurp("docs/reliability.md", NULL);
+    cr_assert(doc != NULL);
+    int named = 0;
+    for (const char *p = doc; (p = strchr(p, '`'));) {
+        const char *e = strchr(p + 1, '`');
+        if (!e) break;
+        char tok[160];
+        int n = (int)(e - p - 1);
+        snprintf(tok, sizeof tok, "%.*s", n < 159 ? n : 159, p + 1);
+        p = e + 1;
+        char *slash = strchr(tok, '/');
+        bool ok = slash && slash > tok && slash[1] && strspn(tok, "abcdefghijklmnopqrstuvwxyz0123456789_/*") == strlen(tok);
+        if (!ok) continue;
+        *slash = '\0';
+        const char *name = slash + 1;
+        named++;
+        char want[200];
+        if (!strcmp(name, "*")) snprintf(want, sizeof want, "Test(%s, ", tok);
+        else snprintf(want, sizeof want, "Test(%s, %s,", tok, name);
+        char want2[200];
+        snprintf(want2, sizeof want2, "Test(%s, %s)", tok, name);
+        int rc = tu_sh("grep -qF '%s' tests/*.c || grep -qF '%s' tests/*.c", want, want2);
+        cr_expect_eq(rc, 0, "docs/reliability.md names %s/%s, which no test is", tok, name);
+    }
+    cr_expect_geq(named, 20, "only %d tests named", named);
+    free(doc);
+}

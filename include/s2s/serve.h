@@ -30,7 +30,7 @@
  * is not UTF-8 or holds a lone UTF-16 surrogate (400), an unknown path (404), another method
  * (405). A line holding a NUL (\u0000) gets its own "error", as a line the model cannot read.
  * A request must arrive whole within --timeout seconds (a trickle is cut off); one client
- * address holds at most 64 connections, and the last free slots go to newcomers.
+ * address holds at most 128 connections, and the last 16 free slots go to newcomers.
  * The server owns the model it loads and the one thread that decodes with it: concurrent
  * requests decoded alike are translated as one batch. The options are borrowed. */
 #ifndef S2S_SERVE_H

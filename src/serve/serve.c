@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #define CONN_LIMIT 256     /* connections at once (libmicrohttpd's limit) */
-#define CONN_PER_CLIENT 64 /* of them from one address */
+#define CONN_PER_CLIENT 128 /* of them from one address (make bench-serve holds 64) */
 #define CONN_RESERVE 16    /* slots kept for newcomers */
 
 extern const char SERVE_PAGE[]; /* page.html, built in by the Makefile */
