@@ -200,8 +200,8 @@ Test(trust, one_advice_for_a_run_without_last_bin_and_one_name_per_meaning, .tim
  * products' precision by their rows, so the batch size changed the bits. Each line now has its
  * own cap, and decoding picks by the weight alone: every line decodes the same, byte for byte
  * with its n-best scores, alone (--batch 1) and in blocks of many sizes, greedy, beam and
- * n-best, for an RNN and a Transformer barely trained (most outputs run to their cap), in
- * float32, bf16 (where the CPU has it) and int8. */
+ * n-best (and forced decoding's logits), for an RNN and a Transformer barely trained (most
+ * outputs run to their cap), in float32, bf16 (where the CPU has it) and int8. */
 Test(decode, a_line_decodes_the_same_alone_and_in_any_batch, .timeout = 600) {
     char *d = tu_tmpdir();
     const char *models[2] = {"\"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 24, \"decoder_hidden\": 24, "
@@ -240,6 +240,17 @@ Test(decode, a_line_decodes_the_same_alone_and_in_any_batch, .timeout = 600) {
                               "model %d %s %s: --batch %d differs from each line alone", mi, precs[p], modes[mo], sizes[k]);
                 }
             }
+        }
+        /* forced decoding too: every logit of every pair, alone and among 37 */
+        for (int p = 0; p < 3; p++) {
+            if (tu_sh("cd %s && echo ab | %s/translate r%d/model.bin %s > /dev/null 2>&1", d, tu_bin(), mi, precs[p]) != 0) continue;
+            cr_assert_eq(tu_sh("cd %s && %s/translate r%d/model.bin --input in.txt > hyp.txt && for k in 1 37; do "
+                               "%s/translate r%d/model.bin %s --input in.txt --score hyp.txt --logits lg$k.json --batch $k > sc$k.txt || exit 1; "
+                               "done",
+                               d, tu_bin(), mi, tu_bin(), mi, precs[p]),
+                         0);
+            cr_expect(tu_same_file(tu_path(d, "lg1.json"), tu_path(d, "lg37.json")) && tu_same_file(tu_path(d, "sc1.txt"), tu_path(d, "sc37.txt")),
+                      "model %d %s: forced decoding's logits differ alone and among 37", mi, precs[p]);
         }
         /* most lines ran to their cap: the test is about them */
         cr_assert_eq(tu_sh("cd %s && %s/translate r%d/model.bin --batch 1 --input in.txt > alone.txt", d, tu_bin(), mi), 0);

@@ -664,6 +664,16 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
                               const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw,
                               float beta, float *C, int ldc, const float *bias) {
     S2S_ASSERT(!bias || (alpha == 1.0f && beta == 0.0f));
+    if (Bw && Bw->frozen && !ta && M > PACK_MAX_ROWS) { /* a frozen weight's rows in pieces its packed
+                                                         * plans serve: every row through one kernel */
+        GemmPath path = GEMM_PATH_PACKED;
+        for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) {
+            int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
+            path = gemm_dispatch(t, ta, tb, m, N, K, alpha, A + (size_t)r0 * lda, lda, Abf ? Abf + (size_t)r0 * lda : NULL,
+                                 B, ldb, Bbf, Bw, beta, C + (size_t)r0 * ldc, ldc, bias);
+        }
+        return path;
+    }
     PlanKey k;
     memset(&k, 0, sizeof k);
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
@@ -701,8 +711,10 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         arena_rewind(&t->arena, m);
         return path;
     }
-    if (M == 1) { /* a row times a matrix (one decoding step's attention): a GEMM's packing,
-                   * or waking BLAS threads for it, would cost more than the product */
+    if (M == 1 && !frozen) { /* a row times a matrix (one decoding step's attention): a GEMM's
+                              * packing, or waking BLAS threads for it, would cost more than the
+                              * product; a frozen weight is packed already, and one row of it goes
+                              * through the same kernel as many (a sentence decodes as in a batch) */
         gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, bias_first(bias, C, M, N, ldc, beta), C);
         return GEMM_PATH_ROW;
     }
