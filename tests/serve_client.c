@@ -1,5 +1,6 @@
 /* serve_client.c — what the ./serve tests share: a plain-socket HTTP client, ./serve started
  * in the background on a free port and stopped with SIGTERM, a small trained reversal model. */
+#define _GNU_SOURCE /* strcasestr */
 #include "serve_client.h"
 #include "test_util.h"
 
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,3 +129,261 @@ char *trained_model_dir(void) {
     return d;
 }
 
+
+/* ---- a DevTools-protocol client for headless Chromium ---- */
+
+static bool read_exact(int fd, void *buf, size_t n) {
+    for (size_t got = 0; got < n;) {
+        ssize_t k = read(fd, (char *)buf + got, n - got);
+        if (k <= 0) return false;
+        got += (size_t)k;
+    }
+    return true;
+}
+
+/* One text frame, masked as a client's must be (the mask all zero: the bytes stay as they are). */
+static bool ws_send(int fd, const char *text) {
+    size_t n = strlen(text), h = 0;
+    unsigned char head[14];
+    head[h++] = 0x81;
+    if (n < 126) {
+        head[h++] = (unsigned char)(0x80 | n);
+    } else if (n < 65536) {
+        head[h++] = 0x80 | 126;
+        head[h++] = (unsigned char)(n >> 8);
+        head[h++] = (unsigned char)n;
+    } else {
+        head[h++] = 0x80 | 127;
+        for (int i = 7; i >= 0; i--) head[h++] = (unsigned char)((uint64_t)n >> (8 * i));
+    }
+    memset(head + h, 0, 4);
+    h += 4;
+    return write(fd, head, h) == (ssize_t)h && write(fd, text, n) == (ssize_t)n;
+}
+
+/* The next whole text message (fragments joined), malloc'd; NULL when the connection ended. */
+static char *ws_recv(int fd) {
+    char *msg = NULL;
+    size_t len = 0;
+    for (;;) {
+        unsigned char h[2];
+        if (!read_exact(fd, h, 2)) break;
+        uint64_t n = h[1] & 0x7f;
+        if (n == 126 || n == 127) {
+            unsigned char e[8];
+            int k = n == 126 ? 2 : 8;
+            if (!read_exact(fd, e, (size_t)k)) break;
+            n = 0;
+            for (int i = 0; i < k; i++) n = n << 8 | e[i];
+        }
+        if (n > (64u << 20)) break;
+        char *part = malloc(n + 1);
+        if (!read_exact(fd, part, n)) {
+            free(part);
+            break;
+        }
+        int op = h[0] & 0x0f;
+        if (op == 0x1 || op == 0x0) {
+            msg = realloc(msg, len + n + 1);
+            memcpy(msg + len, part, n);
+            len += n;
+            msg[len] = '\0';
+        }
+        free(part);
+        if ((h[0] & 0x80) && msg && (op == 0x1 || op == 0x0)) return msg;
+    }
+    free(msg);
+    return NULL;
+}
+
+/* GET path from the DevTools HTTP server, which keeps the connection open: the body by its
+ * Content-Length (malloc'd), or NULL. */
+static char *devtools_get(int port, const char *path) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char req[256], head[4096];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", path, port);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, req, (size_t)n) != n) {
+        close(fd);
+        return NULL;
+    }
+    size_t got = 0;
+    head[0] = '\0';
+    while (got < sizeof head - 1 && !strstr(head, "\r\n\r\n")) {
+        if (read(fd, head + got, 1) != 1) break;
+        head[++got] = '\0';
+    }
+    const char *cl = strcasestr(head, "Content-Length:");
+    size_t len = cl ? strtoul(cl + 15, NULL, 10) : 0;
+    char *body = len && len < (16u << 20) ? malloc(len + 1) : NULL;
+    if (body && !read_exact(fd, body, len)) {
+        free(body);
+        body = NULL;
+    }
+    if (body) body[len] = '\0';
+    close(fd);
+    return body;
+}
+
+bool browser_open(Browser *b, char *why, size_t n_why) {
+    memset(b, 0, sizeof *b);
+    b->fd = -1;
+    if (tu_sh("command -v chromium > /dev/null") != 0) {
+        snprintf(why, n_why, "no chromium (Debian: apt-get install chromium)");
+        return false;
+    }
+    char *d = tu_tmpdir();
+    snprintf(b->dir, sizeof b->dir, "%s", d);
+    free(d);
+    tu_sh("cd %s && (chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
+          "--disable-component-update --disable-sync --window-size=1000,900 --remote-debugging-port=0 --user-data-dir=%s/profile "
+          "about:blank > chromium.txt 2>&1 & echo $! > pid)",
+          b->dir, b->dir);
+    int port = 0;
+    for (int i = 0; i < 400 && !port; i++) {
+        char *p = tu_slurp(tu_path(b->dir, "profile/DevToolsActivePort"), NULL);
+        if (p) port = atoi(p);
+        free(p);
+        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    if (!port) {
+        snprintf(why, n_why, "chromium gave no DevTools port: %s", tu_slurp(tu_path(b->dir, "chromium.txt"), NULL));
+        return false;
+    }
+    char *targets = devtools_get(port, "/json/list");
+    cJSON *list = cJSON_Parse(targets ? targets : ""), *t;
+    free(targets);
+    char path[256] = "";
+    cJSON_ArrayForEach(t, list) {
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "type"));
+        const char *ws = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "webSocketDebuggerUrl"));
+        const char *at = ws ? strstr(ws, "/devtools/") : NULL;
+        if (type && !strcmp(type, "page") && at) {
+            snprintf(path, sizeof path, "%s", at);
+            break;
+        }
+    }
+    cJSON_Delete(list);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    char head[512], buf[2048];
+    int n = snprintf(head, sizeof head,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                     path, port);
+    size_t got = 0;
+    buf[0] = '\0';
+    bool ok = path[0] && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, head, (size_t)n) == n;
+    while (ok && got < sizeof buf - 1 && !strstr(buf, "\r\n\r\n")) { /* the handshake's answer, byte by byte */
+        if (read(fd, buf + got, 1) != 1) ok = false;
+        buf[++got] = '\0';
+    }
+    if (!ok || strncmp(buf, "HTTP/1.1 101", 12) != 0) {
+        snprintf(why, n_why, "no DevTools page to drive (%s)", path[0] ? "the WebSocket was refused" : "no page target");
+        close(fd);
+        return false;
+    }
+    struct timeval tv = {30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    b->fd = fd;
+    return true;
+}
+
+void browser_close(Browser *b) {
+    if (b->fd >= 0) close(b->fd);
+    if (b->dir[0]) {
+        tu_sh("kill $(cat %s/pid) 2>/dev/null; for i in $(seq 1 50); do kill -0 $(cat %s/pid) 2>/dev/null || break; sleep 0.1; done", b->dir,
+              b->dir);
+        tu_rm_rf(b->dir);
+    }
+    b->fd = -1;
+}
+
+cJSON *browser_call(Browser *b, const char *method, cJSON *params) {
+    int id = ++b->next_id;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "id", id);
+    cJSON_AddStringToObject(m, "method", method);
+    cJSON_AddItemToObject(m, "params", params ? params : cJSON_CreateObject());
+    char *text = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    bool sent = ws_send(b->fd, text);
+    free(text);
+    if (!sent) return NULL;
+    for (char *msg; (msg = ws_recv(b->fd));) { /* events come between: skip them */
+        cJSON *j = cJSON_Parse(msg);
+        free(msg);
+        const cJSON *jid = cJSON_GetObjectItemCaseSensitive(j, "id");
+        if (cJSON_IsNumber(jid) && jid->valueint == id) {
+            cJSON *res = cJSON_DetachItemFromObjectCaseSensitive(j, "result");
+            cJSON_Delete(j);
+            return res;
+        }
+        cJSON_Delete(j);
+    }
+    return NULL;
+}
+
+char *browser_eval(Browser *b, const char *js) {
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "expression", js);
+    cJSON_AddBoolToObject(p, "awaitPromise", true);
+    cJSON_AddBoolToObject(p, "returnByValue", true);
+    cJSON *res = browser_call(b, "Runtime.evaluate", p);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "result"), "value");
+    char *out = cJSON_IsString(v) ? strdup(v->valuestring) : v ? cJSON_PrintUnformatted(v) : strdup("");
+    cJSON_Delete(res);
+    return out;
+}
+
+bool browser_wait(Browser *b, const char *js, double seconds) {
+    for (int i = 0; i < (int)(seconds * 20); i++) {
+        char *v = browser_eval(b, js);
+        bool yes = !strcmp(v, "true");
+        free(v);
+        if (yes) return true;
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    return false;
+}
+
+static void mouse(Browser *b, const char *type, double x, double y) {
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "type", type);
+    cJSON_AddNumberToObject(p, "x", x);
+    cJSON_AddNumberToObject(p, "y", y);
+    cJSON_AddStringToObject(p, "button", "left");
+    cJSON_AddNumberToObject(p, "clickCount", 1);
+    cJSON_Delete(browser_call(b, "Input.dispatchMouseEvent", p));
+}
+
+bool browser_click(Browser *b, const char *selector) {
+    char js[512];
+    snprintf(js, sizeof js,
+             "(() => { const e = document.querySelector('%s'); if (!e) return ''; e.scrollIntoView({block: 'center'}); "
+             "const r = e.getBoundingClientRect(); return r.width > 0 ? `${r.x + r.width / 2} ${r.y + r.height / 2}` : ''; })()",
+             selector);
+    char *at = browser_eval(b, js);
+    double x, y;
+    bool ok = sscanf(at, "%lf %lf", &x, &y) == 2;
+    free(at);
+    if (!ok) return false;
+    mouse(b, "mousePressed", x, y);
+    mouse(b, "mouseReleased", x, y);
+    return true;
+}
+
+bool browser_type(Browser *b, const char *selector, const char *text) {
+    if (!browser_click(b, selector)) return false;
+    char js[256];
+    snprintf(js, sizeof js, "document.querySelector('%s').select(), true", selector);
+    free(browser_eval(b, js));
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "text", text);
+    cJSON_Delete(browser_call(b, "Input.insertText", p));
+    return true;
+}

@@ -32,4 +32,25 @@ void stop_server(const char *d);
 /* A new folder holding run/ (a trained reversal model's run) and model.bin (a copy). */
 char *trained_model_dir(void);
 
+/* Headless Chromium driven over the DevTools protocol (a WebSocket to the page), so a test can
+ * click and type as a person does and read what the page shows. */
+typedef struct Browser {
+    int fd, next_id;
+    char dir[512];   /* its profile folder and pid file */
+} Browser;
+/* Starts it on about:blank; false (with the reason in why) where it cannot. */
+bool browser_open(Browser *b, char *why, size_t n_why);
+void browser_close(Browser *b);
+/* A DevTools method's "result" (the caller deletes it), or NULL with an error. */
+cJSON *browser_call(Browser *b, const char *method, cJSON *params);
+/* A JavaScript expression's value (promises awaited) as text: a string as it is, anything
+ * else as JSON; malloc'd ("" on an error). */
+char *browser_eval(Browser *b, const char *js);
+/* Waits (up to seconds) until the expression is true. */
+bool browser_wait(Browser *b, const char *js, double seconds);
+/* A mouse click at the middle of the element the CSS selector names (false: not on screen). */
+bool browser_click(Browser *b, const char *selector);
+/* Focuses the element, selects what it holds and types text over it, as from a keyboard. */
+bool browser_type(Browser *b, const char *selector, const char *text);
+
 #endif

@@ -591,3 +591,77 @@ Test(serve, heads_and_layers_of_multi_head_models, .timeout = 240) {
         free(d);
     }
 }
+
+/* The page as a person uses it, in headless Chromium driven over DevTools: type two sentences,
+ * set the beam, click translate, read what is shown (./translate's outputs; with beam search a
+ * note saying why no attention comes, once a silent gap), back to greedy (the attention tables
+ * appear), then pick the run in its list and read the chart (axis names and values, once
+ * missing) and the attention pictures. */
+Test(serve, the_page_is_clicked_through_in_a_browser, .timeout = 240) {
+    char *d = trained_model_dir();
+    cr_assert_eq(tu_sh("cd %s && mkdir runs && cp -r run runs/one && printf 'abcd\\nbcdaa\\n' > in.txt && "
+                       "%s/translate model.bin --input in.txt --beam 3 > beam.txt && %s/translate model.bin --input in.txt > greedy.txt",
+                       d, tu_bin(), tu_bin()),
+                 0);
+    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve model.bin --runs %s/runs --port 0 --threads 1 > serve.txt 2>&1; echo $? > rc.txt) &",
+          d, tu_bin(), d);
+    int port = 0;
+    for (int i = 0; i < 200 && !port; i++) {
+        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
+        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
+        port = p ? atoi(p + 17) : 0;
+        free(out);
+        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    cr_assert(port > 0);
+    Browser b;
+    char why[512];
+    if (!browser_open(&b, why, sizeof why)) {
+        stop_server(d);
+        tu_rm_rf(d);
+        TU_SKIP("%s: the page is not clicked through", why);
+    }
+    char js[256];
+    snprintf(js, sizeof js, "location.href = 'http://127.0.0.1:%d/', true", port);
+    free(browser_eval(&b, js));
+    cr_assert(browser_wait(&b, "document.readyState === 'complete' && $('model').textContent.includes('rev')", 30), "the page did not load");
+    const char *outs = "[...document.querySelectorAll('#out .txt')].map((e) => e.innerText).join('\\n') + '\\n'";
+    /* beam 3 */
+    cr_assert(browser_type(&b, "#text", "abcd\nbcdaa"));
+    cr_assert(browser_type(&b, "#beam", "3"));
+    cr_assert(browser_click(&b, "#translate"));
+    cr_assert(browser_wait(&b, "document.body.dataset.done === '1'", 30), "no translation after the click");
+    char *shown = browser_eval(&b, outs), *want = tu_slurp(tu_path(d, "beam.txt"), NULL);
+    cr_expect_str_eq(shown, want, "beam 3: the page shows what ./translate --beam 3 writes");
+    free(shown), free(want);
+    char *heat = browser_eval(&b, "$('heatmaps').innerText");
+    cr_expect(strstr(heat, "No attention with beam search"), "beam 3: nothing says why no attention is shown: \"%s\"", heat);
+    free(heat);
+    char *cells = browser_eval(&b, "String(document.querySelectorAll('#heatmaps td').length)");
+    cr_expect_str_eq(cells, "0");
+    free(cells);
+    /* back to greedy: the attention tables, no note */
+    free(browser_eval(&b, "delete document.body.dataset.done, true"));
+    cr_assert(browser_type(&b, "#beam", "1"));
+    cr_assert(browser_click(&b, "#translate"));
+    cr_assert(browser_wait(&b, "document.body.dataset.done === '1'", 30));
+    shown = browser_eval(&b, outs), want = tu_slurp(tu_path(d, "greedy.txt"), NULL);
+    cr_expect_str_eq(shown, want, "greedy: the page shows what ./translate writes");
+    free(shown), free(want);
+    heat = browser_eval(&b, "$('heatmaps').innerText");
+    cells = browser_eval(&b, "String(document.querySelectorAll('#heatmaps td').length)");
+    cr_expect(!strstr(heat, "No attention") && atoi(cells) > 0, "greedy: %s attention cells, \"%.200s\"", cells, heat);
+    free(heat), free(cells);
+    /* the run: chosen in its list, its chart read as text */
+    free(browser_eval(&b, "$('run').value = 'one', $('run').dispatchEvent(new Event('change')), delete document.body.dataset.runDone, true"));
+    cr_assert(browser_wait(&b, "document.body.dataset.runDone === '1' && !!document.querySelector('#curve svg')", 30));
+    char *chart = browser_eval(&b, "[...document.querySelectorAll('#curve text')].map((t) => t.textContent).join('|')");
+    cr_expect(strstr(chart, "step") && strstr(chart, "loss (train blue, validation orange)") && strstr(chart, "|0|"), "the chart's text: %s", chart);
+    free(chart);
+    cr_expect(browser_wait(&b, "[...document.querySelectorAll('#epoch-imgs img')].some((i) => i.complete && i.naturalWidth > 0)", 30),
+              "no attention picture shown for the run");
+    browser_close(&b);
+    stop_server(d);
+    tu_rm_rf(d);
+    free(d);
+}
