@@ -592,6 +592,36 @@ static FILE *run_log_open(const char *path, bool create) {
     return f;
 }
 
+/* A start refused after the folder was taken (the ranks' check, the log) leaves no run there:
+ * the config and log it wrote go, so the folder's next start gets no advice to resume it. */
+static void forget_start(Run *r) {
+    if (!r->root || r->dir.lock.fd < 0) return;
+    if (r->log) fclose(r->log);
+    r->log = NULL;
+    unlink(r->dir.log);
+    unlink(r->dir.config);
+}
+
+/* Every check of the config before the folder is touched, the tape and the data: a run that
+ * cannot fit is refused before its folder is made. */
+static S2sStatus check_and_load(Run *r, S2sError *err) {
+    Config *cfg = r->cfg;
+    S2sStatus st;
+    if ((st = config_check(cfg, err))) return st;
+    if ((st = model_check_config(&cfg->model, cfg->path[0] ? cfg->path : "config", err))) return st;
+    double data_est = task_memory_estimate(&cfg->task), limit = (double)s2s_memory_limit();
+    if (limit > 0 && data_est > limit)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: the generated data need about %.1f GB; this machine allows %.1f GB",
+                        cfg->path[0] ? cfg->path : "config", gb(data_est), gb(limit));
+    if ((st = model_tape_init(&r->tape, cfg->train.precision, cfg->train.gemm, cfg->train.threads, "\"precision\": \"bf16\"",
+                              err)))
+        return st;
+    if ((st = task_load(&r->data, &cfg->task, err))) return st;
+    r->data_hash = task_fingerprint(&r->data);
+    if ((st = check_memory(r, err))) return st;
+    return r->opt->resume ? S2S_OK : check_warmup(r, err);
+}
+
 static S2sStatus setup(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
     const TrainOptions *opt = r->opt;
@@ -616,23 +646,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         if (isnan(r->st.best)) r->st.best = metric_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
         if (opt->epochs > 0 && (st = extend_epochs(r, opt->epochs, err))) goto out;
     }
-    /* every check of the config before the folder is touched */
-    if ((st = config_check(cfg, err))) goto out;
-    if ((st = model_check_config(&cfg->model, cfg->path[0] ? cfg->path : "config", err))) goto out;
-    double data_est = task_memory_estimate(&cfg->task), limit = (double)s2s_memory_limit();
-    if (limit > 0 && data_est > limit) {
-        st = s2s_fail(err, S2S_ERR_CONFIG, "%s: the generated data need about %.1f GB; this machine allows %.1f GB",
-                      cfg->path[0] ? cfg->path : "config", gb(data_est), gb(limit));
-        goto out;
-    }
-    if ((st = model_tape_init(&r->tape, cfg->train.precision, cfg->train.gemm, cfg->train.threads, "\"precision\": \"bf16\"",
-                              err)))
-        goto out;
-    if ((st = task_load(&r->data, &cfg->task, err))) goto out;
-    r->data_hash = task_fingerprint(&r->data);
-    /* a run that cannot fit is refused before its folder is made */
-    if ((st = check_memory(r, err))) goto out;
-    if (!opt->resume && (st = check_warmup(r, err))) goto out;
+    if ((st = check_and_load(r, err))) goto out;
     if (!opt->resume && !r->root) {
         if ((st = rundir_names(&r->dir, opt->out_dir, err))) goto out;
     } else if (!opt->resume) {
@@ -716,12 +730,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
     st = join_ranks(r, err);
 out:
     ckpt_free(&ck);
-    if (st && !opt->resume && r->root && r->dir.lock.fd >= 0) { /* a refused start leaves no run behind */
-        if (r->log) fclose(r->log);
-        r->log = NULL;
-        unlink(r->dir.log);
-        unlink(r->dir.config);
-    }
+    if (st && !opt->resume) forget_start(r);
     return st;
 }
 
