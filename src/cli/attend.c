@@ -48,6 +48,55 @@ static cJSON *json_matrix(const Tensor *t) {
     return m;
 }
 
+/* The result on stdout: each head's scores, weights and output as tables (or JSON). */
+static void print_result(const AttnCalcInput *in, const AttnCalcResult *r, bool as_json) {
+    if (as_json) {
+        cJSON *o = cJSON_CreateObject(), *hs = cJSON_AddArrayToObject(o, "heads");
+        for (int h = 0; h < r->n_heads; h++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddItemToObject(x, "scores", json_matrix(r->scores[h]));
+            cJSON_AddItemToObject(x, "weights", json_matrix(r->weights[h]));
+            cJSON_AddItemToObject(x, "output", json_matrix(r->outputs[h]));
+            cJSON_AddItemToArray(hs, x);
+        }
+        cJSON_AddItemToObject(o, "output", json_matrix(r->output));
+        char *s = cJSON_Print(o);
+        printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+    } else {
+        for (int h = 0; h < r->n_heads; h++) {
+            if (r->n_heads > 1) printf("== head %d\n", h + 1);
+            print_table(in->scaled ? "scores = Q K^T / sqrt(d_k)" : "scores = Q K^T", r->scores[h]);
+            print_table(in->causal ? "weights = softmax(scores + causal mask)" : "weights = softmax(scores)", r->weights[h]);
+            print_table("output = weights V", r->outputs[h]);
+        }
+        if (r->n_heads > 1 || in->w_o) print_table(in->w_o ? "output = [heads] W_o" : "output = [heads]", r->output);
+    }
+}
+
+/* The first head's weights as a heatmap PNG, rows q1.. and columns k1... */
+static S2sStatus write_heatmap(const char *path, const Tensor *w, S2sError *err) {
+    Font *font = font_open(NULL);
+    char **rl = malloc((size_t)w->shape[0] * sizeof *rl), **cl = malloc((size_t)w->shape[1] * sizeof *cl);
+    for (int i = 0; i < w->shape[0]; i++) {
+        rl[i] = malloc(16);
+        snprintf(rl[i], 16, "q%d", i + 1);
+    }
+    for (int i = 0; i < w->shape[1]; i++) {
+        cl[i] = malloc(16);
+        snprintf(cl[i], 16, "k%d", i + 1);
+    }
+    Heatmap hm = {w->data, w->shape[0], w->shape[1], (const char *const *)rl, (const char *const *)cl, "attention weights"};
+    S2sStatus st = heatmap_write_png(path, &hm, font, err);
+    for (int i = 0; i < w->shape[0]; i++) free(rl[i]);
+    for (int i = 0; i < w->shape[1]; i++) free(cl[i]);
+    free(rl);
+    free(cl);
+    font_close(font);
+    return st;
+}
+
 int main(int argc, char **argv) {
     const char *file = NULL, *heatmap = NULL, *qkv[3] = {NULL, NULL, NULL};
     bool as_json = false;
@@ -121,51 +170,10 @@ int main(int argc, char **argv) {
         rc = 2;
         goto out;
     }
-    if (as_json) {
-        cJSON *o = cJSON_CreateObject(), *hs = cJSON_AddArrayToObject(o, "heads");
-        for (int h = 0; h < r.n_heads; h++) {
-            cJSON *x = cJSON_CreateObject();
-            cJSON_AddItemToObject(x, "scores", json_matrix(r.scores[h]));
-            cJSON_AddItemToObject(x, "weights", json_matrix(r.weights[h]));
-            cJSON_AddItemToObject(x, "output", json_matrix(r.outputs[h]));
-            cJSON_AddItemToArray(hs, x);
-        }
-        cJSON_AddItemToObject(o, "output", json_matrix(r.output));
-        char *s = cJSON_Print(o);
-        printf("%s\n", s);
-        free(s);
-        cJSON_Delete(o);
-    } else {
-        for (int h = 0; h < r.n_heads; h++) {
-            if (r.n_heads > 1) printf("== head %d\n", h + 1);
-            print_table(in.scaled ? "scores = Q K^T / sqrt(d_k)" : "scores = Q K^T", r.scores[h]);
-            print_table(in.causal ? "weights = softmax(scores + causal mask)" : "weights = softmax(scores)", r.weights[h]);
-            print_table("output = weights V", r.outputs[h]);
-        }
-        if (r.n_heads > 1 || in.w_o) print_table(in.w_o ? "output = [heads] W_o" : "output = [heads]", r.output);
-    }
-    if (heatmap) {
-        Font *font = font_open(NULL);
-        const Tensor *w = r.weights[0];
-        char **rl = malloc((size_t)w->shape[0] * sizeof *rl), **cl = malloc((size_t)w->shape[1] * sizeof *cl);
-        for (int i = 0; i < w->shape[0]; i++) {
-            rl[i] = malloc(16);
-            snprintf(rl[i], 16, "q%d", i + 1);
-        }
-        for (int i = 0; i < w->shape[1]; i++) {
-            cl[i] = malloc(16);
-            snprintf(cl[i], 16, "k%d", i + 1);
-        }
-        Heatmap hm = {w->data, w->shape[0], w->shape[1], (const char *const *)rl, (const char *const *)cl, "attention weights"};
-        if (heatmap_write_png(heatmap, &hm, font, &err)) {
-            fprintf(stderr, "attend: %s\n", err.msg);
-            rc = 1;
-        }
-        for (int i = 0; i < w->shape[0]; i++) free(rl[i]);
-        for (int i = 0; i < w->shape[1]; i++) free(cl[i]);
-        free(rl);
-        free(cl);
-        font_close(font);
+    print_result(&in, &r, as_json);
+    if (heatmap && write_heatmap(heatmap, r.weights[0], &err)) {
+        fprintf(stderr, "attend: %s\n", err.msg);
+        rc = 1;
     }
     attn_calc_free(&r);
 out:
