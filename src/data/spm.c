@@ -4,13 +4,13 @@
 #include "s2s/spm.h"
 #include "s2s/file.h"
 #include "s2s/text.h"
+#include "spm_internal.h"
 
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { SPM_NORMAL = 1, SPM_UNKNOWN = 2, SPM_CONTROL = 3, SPM_USER = 4, SPM_UNUSED = 5, SPM_BYTE = 6 };
 #define SPM_MAX_PIECES (1 << 22)
 #define SPM_MAX_TRIE_RESULTS 32 /* SentencePiece keeps the first 32 prefix matches */
 #define SPM_UNK_PENALTY 10.0f
@@ -83,7 +83,7 @@ static uint64_t hash_bytes(const char *s, size_t n) {
     return h;
 }
 
-static int32_t find_piece(const Spm *s, const char *t, size_t n) {
+int32_t spm_find_piece(const Spm *s, const char *t, size_t n) {
     if (!s->n_slots) return -1;
     for (size_t i = hash_bytes(t, n) & (s->n_slots - 1);; i = (i + 1) & (s->n_slots - 1)) {
         if (!s->slot[i]) return -1;
@@ -305,12 +305,7 @@ static size_t longest_rule(const Spm *s, const char *in, size_t n, const char **
     return best;
 }
 
-typedef struct Buf {
-    char *s;
-    size_t n, cap;
-} Buf;
-
-static void buf_put(Buf *b, const char *p, size_t n) {
+void spm_buf_put(SpmBuf *b, const char *p, size_t n) {
     if (b->n + n + 1 > b->cap) {
         b->cap = 2 * (b->n + n + 1);
         b->s = s2s_xrealloc(b->s, b->cap);
@@ -343,8 +338,8 @@ static size_t normalize_prefix(const Spm *s, const char *in, size_t n, const cha
 }
 
 char *spm_normalize(const Spm *s, const char *line) {
-    Buf b = {0};
-    buf_put(&b, "", 0);
+    SpmBuf b = {0};
+    spm_buf_put(&b, "", 0);
     size_t n = strlen(line);
     const char *in = line, *rep;
     size_t rn;
@@ -358,7 +353,7 @@ char *spm_normalize(const Spm *s, const char *line) {
     if (!n) return b.s;
     const char *ws = s->escape_whitespaces ? "\xe2\x96\x81" : " ";
     size_t wsn = strlen(ws);
-    if (s->add_dummy_prefix) buf_put(&b, ws, wsn);
+    if (s->add_dummy_prefix) spm_buf_put(&b, ws, wsn);
     bool prev_space = s->remove_extra_whitespaces;
     while (n) {
         size_t k = normalize_prefix(s, in, n, &rep, &rn);
@@ -368,8 +363,8 @@ char *spm_normalize(const Spm *s, const char *line) {
         }
         if (rn) {
             for (size_t i = 0; i < rn; i++) {
-                if (s->escape_whitespaces && rep[i] == ' ') buf_put(&b, ws, wsn);
-                else buf_put(&b, rep + i, 1);
+                if (s->escape_whitespaces && rep[i] == ' ') spm_buf_put(&b, ws, wsn);
+                else spm_buf_put(&b, rep + i, 1);
             }
             prev_space = rep[rn - 1] == ' ';
         }
@@ -421,7 +416,7 @@ static void unigram(const Spm *s, const char *norm, int size, Seg *g) {
         if (mblen > size - start) mblen = size - start;
         bool single = false;
         for (int end = start + 1; end <= size && end - start <= s->max_piece_bytes; end++) {
-            int id = find_piece(s, norm + start, (size_t)(end - start));
+            int id = spm_find_piece(s, norm + start, (size_t)(end - start));
             if (id < 0 || s->type[id] == SPM_UNUSED) continue;
             float cand = s->score[id] + here;
             Best *t = &best[end];
@@ -498,20 +493,20 @@ static void maybe_pair(const Spm *s, const char *norm, const Sym *sy, int l, int
     if (l < 0 || r < 0) return;
     int len = sy[l].len + sy[r].len;
     if (len > s->max_piece_bytes) return;
-    int id = find_piece(s, norm + sy[l].start, (size_t)len);
+    int id = spm_find_piece(s, norm + sy[l].start, (size_t)len);
     if (id >= 0) pair_push(q, (Pair){s->score[id], l, r, len});
 }
 
 /* an unused piece back into the two it was merged from (found again: the pair that spells it
  * with the best score at its leftmost split, as SentencePiece remembered it) */
 static void resegment(const Spm *s, const char *norm, int start, int len, Seg *g) {
-    int id = find_piece(s, norm + start, (size_t)len);
+    int id = spm_find_piece(s, norm + start, (size_t)len);
     if (id < 0 || s->type[id] != SPM_UNUSED) {
         seg_push(g, start, id < 0 ? s->unk_id : id);
         return;
     }
     for (int k = 1; k < len; k++) { /* the split whose halves are pieces */
-        if (find_piece(s, norm + start, (size_t)k) >= 0 && find_piece(s, norm + start + k, (size_t)(len - k)) >= 0) {
+        if (spm_find_piece(s, norm + start, (size_t)k) >= 0 && spm_find_piece(s, norm + start + k, (size_t)(len - k)) >= 0) {
             resegment(s, norm, start, k, g);
             resegment(s, norm, start + k, len - k, g);
             return;
@@ -614,89 +609,14 @@ int spm_encode_ids(const Spm *s, const char *line, int32_t **ids, int *cap) {
 char *spm_encode_text(const Spm *s, const char *line) {
     Units u = {0};
     char *norm = units_of(s, line, &u);
-    Buf out = {0};
-    buf_put(&out, "", 0);
+    SpmBuf out = {0};
+    spm_buf_put(&out, "", 0);
     for (int k = 0; k < u.n; k++) {
-        if (k) buf_put(&out, " ", 1);
-        if (s->type[u.id[k]] == SPM_BYTE) buf_put(&out, s->piece[u.id[k]], strlen(s->piece[u.id[k]]));
-        else buf_put(&out, norm + u.start[k], (size_t)(u.end[k] - u.start[k])); /* the piece, or the unknown text */
+        if (k) spm_buf_put(&out, " ", 1);
+        if (s->type[u.id[k]] == SPM_BYTE) spm_buf_put(&out, s->piece[u.id[k]], strlen(s->piece[u.id[k]]));
+        else spm_buf_put(&out, norm + u.start[k], (size_t)(u.end[k] - u.start[k])); /* the piece, or the unknown text */
     }
     units_free(&u);
     free(norm);
-    return out.s;
-}
-
-/* ---- decoding ---- */
-
-/* a piece's id: normal pieces by the index, the few others (control, unknown, bytes) by a
- * scan; a piece the model does not have: the unknown id */
-static int piece_id(const Spm *s, const char *p, size_t n) {
-    int id = find_piece(s, p, n);
-    if (id >= 0) return id;
-    for (int i = 0; i < s->n; i++)
-        if (s->type[i] != SPM_NORMAL && s->type[i] != SPM_UNUSED && strlen(s->piece[i]) == n && !memcmp(s->piece[i], p, n)) return i;
-    return s->unk_id;
-}
-
-static void flush_bytes(Buf *out, const unsigned char *b, int nb) {
-    for (int i = 0; i < nb;) {
-        int take = 0;
-        for (int w = 4; w >= 1 && !take; w--)
-            if (i + w <= nb && utf8_valid((const char *)b + i, (size_t)w)) take = w;
-        if (take) buf_put(out, (const char *)b + i, (size_t)take);
-        else buf_put(out, "\xEF\xBF\xBD", 3);
-        i += take ? take : 1;
-    }
-}
-
-char *spm_decode_text(const Spm *s, const char *pieces) {
-    Buf out = {0};
-    buf_put(&out, "", 0);
-    unsigned char bytes[256];
-    int nb = 0;
-    bool bos_ws = true, bos_seen = false;
-    for (const char *p = pieces; *p;) {
-        while (*p == ' ') p++;
-        const char *e = p;
-        while (*e && *e != ' ') e++;
-        size_t n = (size_t)(e - p);
-        if (!n) break;
-        int id = piece_id(s, p, n);
-        if (s->type[id] == SPM_BYTE && nb < (int)sizeof bytes) {
-            unsigned v = 0;
-            sscanf(s->piece[id], "<0x%2X>", &v);
-            bytes[nb++] = (unsigned char)v;
-            p = e;
-            continue;
-        }
-        flush_bytes(&out, bytes, nb);
-        nb = 0;
-        if (bos_seen || out.n) bos_ws = false;
-        if (s->type[id] == SPM_CONTROL) {
-            bos_seen = false;
-        } else if (id == s->unk_id) {
-            bool literal = strlen(s->piece[id]) == n && !memcmp(s->piece[id], p, n);
-            if (literal) buf_put(&out, s->unk_surface, strlen(s->unk_surface));
-            else buf_put(&out, p, n); /* text the model does not have: as it is */
-            bos_seen = false;
-        } else {
-            const char *q = p;
-            bos_seen = false;
-            if (bos_ws && (s->add_dummy_prefix || s->remove_extra_whitespaces) && n >= 3 && !memcmp(q, "\xe2\x96\x81", 3)) {
-                q += 3;
-                bos_seen = !s->remove_extra_whitespaces;
-            }
-            while (q < e) {
-                if (e - q >= 3 && !memcmp(q, "\xe2\x96\x81", 3)) {
-                    buf_put(&out, " ", 1);
-                    q += 3;
-                } else {
-                    buf_put(&out, q++, 1);
-                }
-            }
-        }
-        p = e;
-    }
-    flush_bytes(&out, bytes, nb);
     return out.s;
 }
