@@ -43,7 +43,61 @@ static int bad(const char *msg) {
     return 2;
 }
 
-int main(int argc, char **argv) {
+/* What the command line asks for. */
+typedef struct Opts {
+    SbBleuOpts bo;
+    SbChrfOpts co;
+    bool sacre, chrf, lc, smooth_set, chrf_set;
+    const char *ref_paths[MAX_REFS];
+    int n_paths, width;
+    const char *norm_lang, *hyp_path;
+} Opts;
+
+/* A value's option into o: 0, or the exit code of a bad value (2). */
+static int take_value(int c, const char *arg, Opts *o) {
+    S2sError err;
+    switch (c) {
+    case O_TOK: {
+        int k = 0;
+        while (k < SB_TOK_COUNT && strcmp(arg, SB_TOKENIZE_NAMES[k])) k++;
+        if (k == SB_TOK_COUNT) return bad("--tokenize: expected 13a, intl, none or char");
+        o->bo.tokenize = (SbTokenize)k;
+        o->sacre = true;
+        return 0;
+    }
+    case O_SMOOTH: {
+        int k = 0;
+        while (k < SB_SMOOTH_COUNT && strcmp(arg, SB_SMOOTH_NAMES[k])) k++;
+        if (k == SB_SMOOTH_COUNT) return bad("--smooth-method: expected exp, none, floor or add-k");
+        o->bo.smooth = (SbSmooth)k;
+        o->smooth_set = true;
+        return 0;
+    }
+    case O_SMOOTH_V: {
+        float v;
+        if (args_float("--smooth-value", arg, 0, 1e9, &v, &err)) return bad(err.msg);
+        o->bo.smooth_value = v;
+        o->smooth_set = true;
+        return 0;
+    }
+    case O_WORD: o->chrf_set = true; return args_int("--word-order", arg, 0, SB_MAX_ORDER, &o->co.word_order, &err) ? bad(err.msg) : 0;
+    case O_CHAR: o->chrf_set = true; return args_int("--char-order", arg, 0, SB_MAX_ORDER, &o->co.char_order, &err) ? bad(err.msg) : 0;
+    case O_BETA: o->chrf_set = true; return args_int("--beta", arg, 0, 1000, &o->co.beta, &err) ? bad(err.msg) : 0;
+    case O_REF:
+        if (o->n_paths == MAX_REFS) return bad("--ref: at most 16 references");
+        o->ref_paths[o->n_paths++] = arg;
+        return 0;
+    case O_WIDTH: return args_int("--width", arg, 0, 17, &o->width, &err) ? bad(err.msg) : 0;
+    case O_NORM:
+        if (!*arg || strlen(arg) > 7) return bad("--normalize: expected a language code (en, de, ...)");
+        o->norm_lang = arg;
+        return 0;
+    default: S2S_ASSERT(!"an option without a case"); return 2;
+    }
+}
+
+/* The command line into o: −1 to go on, else the exit code. */
+static int parse(int argc, char **argv, Opts *o) {
     static const struct option LONG[] = {{"help", no_argument, NULL, 'h'},
                                          {"version", no_argument, NULL, ARGS_VERSION},
                                          {"tokenize", required_argument, NULL, O_TOK},
@@ -61,72 +115,22 @@ int main(int argc, char **argv) {
                                          {"width", required_argument, NULL, O_WIDTH},
                                          {"normalize", required_argument, NULL, O_NORM},
                                          {NULL, 0, NULL, 0}};
-    SbBleuOpts bo = sb_bleu_defaults();
-    SbChrfOpts co = sb_chrf_defaults();
-    bool sacre = false, chrf = false, lc = false, smooth_set = false, chrf_set = false;
-    const char *ref_paths[MAX_REFS];
-    int n_paths = 1, width = 1;
-    const char *norm_lang = NULL;
-    S2sError err;
+    *o = (Opts){.bo = sb_bleu_defaults(), .co = sb_chrf_defaults(), .n_paths = 1, .width = 1};
     opterr = 0;
-    int o;
     /* -lc: sacreBLEU's spelling, as one option */
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-lc")) argv[i] = "--lowercase";
-    while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
-        switch (o) {
-        case O_TOK: {
-            int k = 0;
-            while (k < SB_TOK_COUNT && strcmp(optarg, SB_TOKENIZE_NAMES[k])) k++;
-            if (k == SB_TOK_COUNT) return bad("--tokenize: expected 13a, intl, none or char");
-            bo.tokenize = (SbTokenize)k;
-            sacre = true;
+    for (int c, rc; (c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1;) {
+        switch (c) {
+        case O_SACRE: o->sacre = true; break;
+        case 'l': o->lc = true; break;
+        case O_CHRF: o->chrf = true; break;
+        case O_WS: o->co.whitespace = o->chrf_set = true; break;
+        case O_EPS: o->co.eps_smoothing = o->chrf_set = true; break;
+        case O_TOK: case O_SMOOTH: case O_SMOOTH_V: case O_WORD: case O_CHAR: case O_BETA: case O_REF: case O_WIDTH: case O_NORM:
+            if ((rc = take_value(c, optarg, o))) return rc;
             break;
-        }
-        case O_SACRE: sacre = true; break;
-        case 'l': lc = true; break;
-        case O_SMOOTH: {
-            int k = 0;
-            while (k < SB_SMOOTH_COUNT && strcmp(optarg, SB_SMOOTH_NAMES[k])) k++;
-            if (k == SB_SMOOTH_COUNT) return bad("--smooth-method: expected exp, none, floor or add-k");
-            bo.smooth = (SbSmooth)k;
-            smooth_set = true;
-            break;
-        }
-        case O_SMOOTH_V: {
-            float v;
-            if (args_float("--smooth-value", optarg, 0, 1e9, &v, &err)) return bad(err.msg);
-            bo.smooth_value = v;
-            smooth_set = true;
-            break;
-        }
-        case O_CHRF: chrf = true; break;
-        case O_WORD:
-            if (args_int("--word-order", optarg, 0, SB_MAX_ORDER, &co.word_order, &err)) return bad(err.msg);
-            chrf_set = true;
-            break;
-        case O_CHAR:
-            if (args_int("--char-order", optarg, 0, SB_MAX_ORDER, &co.char_order, &err)) return bad(err.msg);
-            chrf_set = true;
-            break;
-        case O_BETA:
-            if (args_int("--beta", optarg, 0, 1000, &co.beta, &err)) return bad(err.msg);
-            chrf_set = true;
-            break;
-        case O_WS: co.whitespace = chrf_set = true; break;
-        case O_EPS: co.eps_smoothing = chrf_set = true; break;
-        case O_REF:
-            if (n_paths == MAX_REFS) return bad("--ref: at most 16 references");
-            ref_paths[n_paths++] = optarg;
-            break;
-        case O_WIDTH:
-            if (args_int("--width", optarg, 0, 17, &width, &err)) return bad(err.msg);
-            break;
-        case O_NORM:
-            if (!*optarg || strlen(optarg) > 7) return bad("--normalize: expected a language code (en, de, ...)");
-            norm_lang = optarg;
-            break;
-        default: return args_common(o, "bleu", usage, argv, optind, optopt);
+        default: return args_common(c, "bleu", usage, argv, optind, optopt);
         }
     }
     if (optind == argc || argc - optind > 2) {
@@ -134,48 +138,28 @@ int main(int argc, char **argv) {
         else usage(stderr);
         return 2;
     }
-    bool multi = !sacre && !chrf; /* multi-bleu.perl */
-    if (multi && (lc || smooth_set || n_paths > 1))
+    bool multi = !o->sacre && !o->chrf; /* multi-bleu.perl */
+    if (multi && (o->lc || o->smooth_set || o->n_paths > 1))
         return bad("-lc, --smooth-* and --ref are sacreBLEU's: add --tokenize 13a (or --sacrebleu) or --chrf");
-    if (!sacre && smooth_set) return bad("--smooth-method and --smooth-value are BLEU's: add --tokenize");
-    if (!chrf && chrf_set) return bad("--word-order, --char-order, --beta, --chrf-whitespace and --eps-smoothing need --chrf");
-    if (norm_lang && !multi) return bad("--normalize is for multi-bleu (sacreBLEU tokenises by itself)");
-    if (chrf && co.char_order + co.word_order == 0) return bad("--char-order 0 and --word-order 0 leave chrF nothing to count");
-    bo.lowercase = co.lowercase = lc;
-    ref_paths[0] = argv[optind];
-    const char *hyp_path = optind + 1 < argc ? argv[optind + 1] : "/dev/stdin";
+    if (!o->sacre && o->smooth_set) return bad("--smooth-method and --smooth-value are BLEU's: add --tokenize");
+    if (!o->chrf && o->chrf_set) return bad("--word-order, --char-order, --beta, --chrf-whitespace and --eps-smoothing need --chrf");
+    if (o->norm_lang && !multi) return bad("--normalize is for multi-bleu (sacreBLEU tokenises by itself)");
+    if (o->chrf && o->co.char_order + o->co.word_order == 0) return bad("--char-order 0 and --word-order 0 leave chrF nothing to count");
+    o->bo.lowercase = o->co.lowercase = o->lc;
+    o->ref_paths[0] = argv[optind];
+    o->hyp_path = optind + 1 < argc ? argv[optind + 1] : "/dev/stdin";
+    return -1;
+}
 
-    char **refs[MAX_REFS], **hyp = NULL;
-    int nr[MAX_REFS], nh = 0, loaded = 0, rc = 0;
-    for (; loaded < n_paths; loaded++)
-        if (text_read_lines(ref_paths[loaded], &refs[loaded], &nr[loaded], &err)) {
-            fprintf(stderr, "bleu: %s\n", err.msg);
-            rc = 1;
-            goto out;
-        }
-    if (text_read_lines(hyp_path, &hyp, &nh, &err)) {
-        fprintf(stderr, "bleu: %s\n", err.msg);
-        hyp = NULL;
-        rc = 1;
-        goto out;
-    }
-    for (int r = 0; r < n_paths; r++)
-        if (nr[r] != nh) {
-            fprintf(stderr, "bleu: %s has %d lines, the hypotheses %d\n", ref_paths[r], nr[r], nh);
-            rc = 1;
-            goto out;
-        }
-    if (nh == 0) {
-        fprintf(stderr, "bleu: %s: no sentences to score\n", ref_paths[0]);
-        rc = 1;
-        goto out;
-    }
+/* The scores of the hypotheses against the references, printed: multi-bleu's, or sacreBLEU's
+ * BLEU and chrF. */
+static void print_scores(const Opts *o, char **hyp, char **const *refs, int nh) {
     char line[512];
-    if (multi) {
+    if (!o->sacre && !o->chrf) {
         Bleu b;
         bleu_init(&b);
         for (int i = 0; i < nh; i++) {
-            char *h = norm_lang ? tok_normalize(hyp[i], norm_lang) : NULL;
+            char *h = o->norm_lang ? tok_normalize(hyp[i], o->norm_lang) : NULL;
             bleu_add_text(&b, h ? h : hyp[i], refs[0][i]);
             free(h);
         }
@@ -183,19 +167,53 @@ int main(int argc, char **argv) {
         bleu_format(&s, line, sizeof line);
         printf("%s\n", line);
         bleu_free(&b);
+        return;
+    }
+    if (o->sacre) {
+        SbBleu s;
+        sb_bleu(&o->bo, hyp, (char *const *const *)refs, o->n_paths, nh, &s);
+        sb_bleu_format(&o->bo, &s, o->n_paths, o->width, line, sizeof line);
+        printf("%s\n", line);
+    }
+    if (o->chrf) {
+        double f = sb_chrf(&o->co, hyp, (char *const *const *)refs, o->n_paths, nh);
+        sb_chrf_format(&o->co, f, o->n_paths, o->width, line, sizeof line);
+        printf("%s\n", line);
+    }
+}
+
+int main(int argc, char **argv) {
+    Opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0) return rc;
+    rc = 0;
+    S2sError err;
+    char **refs[MAX_REFS], **hyp = NULL;
+    int nr[MAX_REFS], nh = 0, loaded = 0;
+    for (; loaded < o.n_paths; loaded++)
+        if (text_read_lines(o.ref_paths[loaded], &refs[loaded], &nr[loaded], &err)) {
+            fprintf(stderr, "bleu: %s\n", err.msg);
+            rc = 1;
+            goto out;
+        }
+    if (text_read_lines(o.hyp_path, &hyp, &nh, &err)) {
+        fprintf(stderr, "bleu: %s\n", err.msg);
+        hyp = NULL;
+        rc = 1;
         goto out;
     }
-    if (sacre) {
-        SbBleu s;
-        sb_bleu(&bo, hyp, (char *const *const *)refs, n_paths, nh, &s);
-        sb_bleu_format(&bo, &s, n_paths, width, line, sizeof line);
-        printf("%s\n", line);
+    for (int r = 0; r < o.n_paths; r++)
+        if (nr[r] != nh) {
+            fprintf(stderr, "bleu: %s has %d lines, the hypotheses %d\n", o.ref_paths[r], nr[r], nh);
+            rc = 1;
+            goto out;
+        }
+    if (nh == 0) {
+        fprintf(stderr, "bleu: %s: no sentences to score\n", o.ref_paths[0]);
+        rc = 1;
+        goto out;
     }
-    if (chrf) {
-        double f = sb_chrf(&co, hyp, (char *const *const *)refs, n_paths, nh);
-        sb_chrf_format(&co, f, n_paths, width, line, sizeof line);
-        printf("%s\n", line);
-    }
+    print_scores(&o, hyp, (char **const *)refs, nh);
 out:
     for (int r = 0; r < loaded; r++) text_free_lines(refs[r], nr[r]);
     if (hyp) text_free_lines(hyp, nh);
