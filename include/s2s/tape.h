@@ -21,32 +21,52 @@
 
 #include <stdint.h>
 
-/* One entry per op; OP_NAME and OP_BACKWARD (tape.c) are indexed by it. */
+/* The ops, written once: X(kind, name, backward). OpKind, OP_NAME and tape.c's OP_BACKWARD
+ * (and the backwards' declarations, ops_internal.h) are made from this list, so an op is one
+ * line here, its forward and backward in an ops_*.c, and its gradient check. */
+#define S2S_OPS(X) \
+    /* (batched) matrix product with transposes and time-major layouts */ \
+    X(OP_MATMUL, "matmul", op_matmul_backward) \
+    /* x W^T + b */ \
+    X(OP_LINEAR, "linear", op_linear_backward) \
+    X(OP_ADD, "add", op_add_backward) \
+    /* x + b broadcast over rows */ \
+    X(OP_ADD_BIAS, "add_bias", op_add_bias_backward) \
+    X(OP_MUL, "mul", op_mul_backward) \
+    X(OP_SCALE, "scale", op_scale_backward) \
+    X(OP_TANH, "tanh", op_tanh_backward) \
+    X(OP_SIGMOID, "sigmoid", op_sigmoid_backward) \
+    X(OP_RELU, "relu", op_relu_backward) \
+    X(OP_EXP, "exp", op_exp_backward) \
+    X(OP_LOG, "log", op_log_backward) \
+    /* over the last axis, with an optional mask */ \
+    X(OP_SOFTMAX, "softmax", op_softmax_backward) \
+    /* log-softmax + NLL, ignore index, mean */ \
+    X(OP_CROSS_ENTROPY, "cross_entropy", op_cross_entropy_backward) \
+    /* embedding lookup */ \
+    X(OP_GATHER_ROWS, "gather_rows", op_gather_rows_backward) \
+    /* along the last axis */ \
+    X(OP_CONCAT, "concat", op_concat_backward) \
+    /* along the last axis */ \
+    X(OP_SLICE, "slice", op_slice_backward) \
+    X(OP_DROPOUT, "dropout", op_dropout_backward) \
+    X(OP_SUM, "sum", op_sum_backward) \
+    X(OP_MEAN, "mean", op_mean_backward) \
+    /* a whole GRU/LSTM direction: fused cells, hand-written backward */ \
+    X(OP_RNN_SEQ, "rnn_seq", op_rnn_seq_backward) \
+    /* v · tanh(q_t + k_s) for every (t, s) */ \
+    X(OP_ADDITIVE_SCORES, "additive_scores", op_additive_scores_backward) \
+    /* linear + cross entropy a chunk of rows at a time: no whole logits */ \
+    X(OP_LINEAR_XENT, "linear_xent", op_linear_xent_backward) \
+    /* over the last axis, with gain and bias */ \
+    X(OP_LAYER_NORM, "layer_norm", op_layer_norm_backward) \
+    /* x Φ(x), exact */ \
+    X(OP_GELU, "gelu", op_gelu_backward)
+
 typedef enum OpKind {
-    OP_MATMUL,        /* (batched) matrix product with transposes and time-major layouts */
-    OP_LINEAR,        /* x W^T + b */
-    OP_ADD,
-    OP_ADD_BIAS,      /* x + b broadcast over rows */
-    OP_MUL,
-    OP_SCALE,
-    OP_TANH,
-    OP_SIGMOID,
-    OP_RELU,
-    OP_EXP,
-    OP_LOG,
-    OP_SOFTMAX,       /* over the last axis, with an optional mask */
-    OP_CROSS_ENTROPY, /* log-softmax + NLL, ignore index, mean */
-    OP_GATHER_ROWS,   /* embedding lookup */
-    OP_CONCAT,        /* along the last axis */
-    OP_SLICE,         /* along the last axis */
-    OP_DROPOUT,
-    OP_SUM,
-    OP_MEAN,
-    OP_RNN_SEQ,       /* a whole GRU/LSTM direction: fused cells, hand-written backward */
-    OP_ADDITIVE_SCORES, /* v · tanh(q_t + k_s) for every (t, s) */
-    OP_LINEAR_XENT,   /* linear + cross entropy a chunk of rows at a time: no whole logits */
-    OP_LAYER_NORM,    /* over the last axis, with gain and bias */
-    OP_GELU,          /* x Φ(x), exact */
+#define S2S_OP_KIND(kind, name, backward) kind,
+    S2S_OPS(S2S_OP_KIND)
+#undef S2S_OP_KIND
     OP_COUNT
 } OpKind;
 

@@ -6,36 +6,16 @@
 #include <string.h>
 
 const char *const OP_NAME[OP_COUNT] = {
-    [OP_MATMUL] = "matmul",   [OP_LINEAR] = "linear",
-    [OP_ADD] = "add",         [OP_ADD_BIAS] = "add_bias",
-    [OP_MUL] = "mul",         [OP_SCALE] = "scale",
-    [OP_TANH] = "tanh",       [OP_SIGMOID] = "sigmoid",
-    [OP_RELU] = "relu",       [OP_EXP] = "exp",
-    [OP_LOG] = "log",         [OP_SOFTMAX] = "softmax",
-    [OP_CROSS_ENTROPY] = "cross_entropy", [OP_GATHER_ROWS] = "gather_rows",
-    [OP_CONCAT] = "concat",   [OP_SLICE] = "slice",
-    [OP_DROPOUT] = "dropout", [OP_SUM] = "sum",
-    [OP_MEAN] = "mean",       [OP_RNN_SEQ] = "rnn_seq",
-    [OP_ADDITIVE_SCORES] = "additive_scores", [OP_LINEAR_XENT] = "linear_xent",
-    [OP_LAYER_NORM] = "layer_norm", [OP_GELU] = "gelu",
+#define S2S_OP_NAME(kind, name, backward) [kind] = name,
+    S2S_OPS(S2S_OP_NAME)
+#undef S2S_OP_NAME
 };
 
-static const OpBackward OP_BACKWARD[] = {
-    [OP_MATMUL] = op_matmul_backward,   [OP_LINEAR] = op_linear_backward,
-    [OP_ADD] = op_add_backward,         [OP_ADD_BIAS] = op_add_bias_backward,
-    [OP_MUL] = op_mul_backward,         [OP_SCALE] = op_scale_backward,
-    [OP_TANH] = op_tanh_backward,       [OP_SIGMOID] = op_sigmoid_backward,
-    [OP_RELU] = op_relu_backward,       [OP_EXP] = op_exp_backward,
-    [OP_LOG] = op_log_backward,         [OP_SOFTMAX] = op_softmax_backward,
-    [OP_CROSS_ENTROPY] = op_cross_entropy_backward, [OP_GATHER_ROWS] = op_gather_rows_backward,
-    [OP_CONCAT] = op_concat_backward,   [OP_SLICE] = op_slice_backward,
-    [OP_DROPOUT] = op_dropout_backward, [OP_SUM] = op_sum_backward,
-    [OP_MEAN] = op_mean_backward,       [OP_RNN_SEQ] = op_rnn_seq_backward,
-    [OP_ADDITIVE_SCORES] = op_additive_scores_backward, [OP_LINEAR_XENT] = op_linear_xent_backward,
-    [OP_LAYER_NORM] = op_layer_norm_backward, [OP_GELU] = op_gelu_backward,
+static const OpBackward OP_BACKWARD[OP_COUNT] = {
+#define S2S_OP_BACKWARD(kind, name, backward) [kind] = backward,
+    S2S_OPS(S2S_OP_BACKWARD)
+#undef S2S_OP_BACKWARD
 };
-_Static_assert(sizeof OP_BACKWARD / sizeof OP_BACKWARD[0] == OP_COUNT,
-               "every op needs a backward in OP_BACKWARD");
 
 void tape_init(Tape *t, size_t arena_bytes) {
     memset(t, 0, sizeof *t);
