@@ -125,6 +125,13 @@ typedef struct Tape {
 } Tape;
 
 void tape_init(Tape *t, size_t arena_bytes);
+/* What a tape does besides computing: record for gradients, apply dropout. */
+typedef struct TapeMode {
+    bool grad_enabled, training;
+} TapeMode;
+/* Inference (no gradients, no dropout) until tape_leave with the mode returned. */
+TapeMode tape_enter_inference(Tape *t);
+void tape_leave(Tape *t, TapeMode m);
 void tape_free(Tape *t);
 void tape_reset(Tape *t);
 

@@ -79,7 +79,7 @@ static double decode_rate(Tape *t, Seq2Seq *m, const Dataset *test, int bs, int 
         batch_fill(&b, test, ep.order + ep.start[k], ep.start[k + 1] - ep.start[k]);
         tape_reset(t);
         if (full) { /* every row, every step: argmax fed back, <eos> ignored */
-            t->grad_enabled = t->training = false;
+            tape_enter_inference(t); /* this tape only decodes */
             DecodeState ds;
             model_decode_start(t, m, &b, 1, full, &ds);
             for (int i = 0; i < b.B; i++) tok[i] = TOK_SOS;

@@ -17,6 +17,17 @@ static const OpBackward OP_BACKWARD[OP_COUNT] = {
 #undef S2S_OP_BACKWARD
 };
 
+TapeMode tape_enter_inference(Tape *t) {
+    TapeMode m = {t->grad_enabled, t->training};
+    t->grad_enabled = t->training = false;
+    return m;
+}
+
+void tape_leave(Tape *t, TapeMode m) {
+    t->grad_enabled = m.grad_enabled;
+    t->training = m.training;
+}
+
 void tape_init(Tape *t, size_t arena_bytes) {
     memset(t, 0, sizeof *t);
     arena_init_reserved(&t->arena, arena_bytes);

@@ -103,9 +103,7 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
     int P = dist ? dist->size : 1, me = dist ? dist->rank : 0;
     assert(!dist || !opt->stop); /* every rank must take part in the gathering */
     memset(r, 0, sizeof *r);
-    bool grad = t->grad_enabled, training = t->training;
-    t->grad_enabled = false;
-    t->training = false;
+    TapeMode mode = tape_enter_inference(t);
     BatchPlan plan;
     batchplan_make(&plan, d, batch_size, 0, 0, NULL);
     Batch b;
@@ -234,6 +232,5 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
     idseqs_free(&own);
     batch_free(&b);
     batchplan_free(&plan);
-    t->grad_enabled = grad;
-    t->training = training;
+    tape_leave(t, mode);
 }

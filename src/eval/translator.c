@@ -383,12 +383,10 @@ void translator_score(const Translator *t, const char *const *sources, const cha
             ModelOutput lo = {0};
             if (t->score_logits) { /* the logits themselves: one model, teacher-forced as scored */
                 S2S_ASSERT_MSG(n_models == 1, "logits are one model's");
-                bool grad = t->tape->grad_enabled, training = t->tape->training;
-                t->tape->grad_enabled = t->tape->training = false;
+                TapeMode mode = tape_enter_inference(t->tape);
                 tape_reset(t->tape);
                 lo = model_forward_all(t->tape, t->model, &b); /* ((T-1)·B, V), time-major */
-                t->tape->grad_enabled = grad;
-                t->tape->training = training;
+                tape_leave(t->tape, mode);
             }
             for (int r = 0; r < b.B; r++) {
                 int e = b.index[r];

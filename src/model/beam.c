@@ -173,13 +173,10 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
     S2S_ASSERT(K >= 1 && K <= 32 && n_best >= 1 && n_best <= K); /* 2K candidates per slot fit top[64] */
     S2S_ASSERT(n_models >= 1 && n_models <= MODEL_MAX_ENSEMBLE);
     Seq2Seq *m = ms[0];
-    bool grad[MODEL_MAX_ENSEMBLE], training[MODEL_MAX_ENSEMBLE];
+    TapeMode mode[MODEL_MAX_ENSEMBLE];
     for (int k = 0; k < n_models; k++) {
         S2S_ASSERT(ms[k]->trg_vocab == m->trg_vocab);
-        grad[k] = tapes[k]->grad_enabled;
-        training[k] = tapes[k]->training;
-        tapes[k]->grad_enabled = false;
-        tapes[k]->training = false;
+        mode[k] = tape_enter_inference(tapes[k]);
     }
     int B = b->B, N = B * K, V = m->trg_vocab, C = 2 * K; /* candidates kept per slot */
     if (C > V) C = V;
@@ -273,8 +270,7 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
     free(score);
     free(mean);
     for (int k = 0; k < n_models; k++) {
-        tapes[k]->grad_enabled = grad[k];
-        tapes[k]->training = training[k];
+        tape_leave(tapes[k], mode[k]);
     }
 }
 
@@ -284,9 +280,7 @@ void model_score_targets(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
     memset(lp, 0, (size_t)B * T1 * sizeof *lp);
     for (int k = 0; k < n_models; k++) {
         Tape *t = tapes[k];
-        bool grad = t->grad_enabled, training = t->training;
-        t->grad_enabled = false;
-        t->training = false;
+        TapeMode mode = tape_enter_inference(t);
         tape_reset(t);
         ModelOutput o = model_forward_all(t, ms[k], b); /* logits ((T-1)·B, V), time-major */
         int V = ms[k]->trg_vocab;
@@ -298,7 +292,6 @@ void model_score_targets(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
                 lp[(size_t)r * T1 + i] += (x[y] - s2s_logsumexp(x, V)) / (float)n_models;
             }
         tape_reset(t);
-        t->grad_enabled = grad;
-        t->training = training;
+        tape_leave(t, mode);
     }
 }

@@ -556,9 +556,7 @@ void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len,
     int max_len = model_max_output(max_decode_len, b->S); /* the rows' stride; each row's own cap below */
     int H = model_heads(m);
     S2S_ASSERT(!heads_attn || H > 1);
-    bool grad = t->grad_enabled, training = t->training;
-    t->grad_enabled = false;
-    t->training = false;
+    TapeMode mode = tape_enter_inference(t);
     int B = b->B, S = b->S;
     DecodeState ds;
     model_decode_start(t, m, b, 1, max_len, &ds);
@@ -611,6 +609,5 @@ void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len,
             model_decode_keep_rows(m, &ds, rows, alive);
         }
     }
-    t->grad_enabled = grad;
-    t->training = training;
+    tape_leave(t, mode);
 }

@@ -157,8 +157,7 @@ Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t 
 
 void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self) {
     S2S_ASSERT(m->cfg.type == MODEL_TRANSFORMER);
-    bool grad = t->grad_enabled, training = t->training;
-    t->grad_enabled = t->training = false;
+    TapeMode mode = tape_enter_inference(t);
     int B = b->B, S = b->S, T1 = b->T - 1;
     Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
     Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0}, self);
@@ -167,6 +166,5 @@ void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross,
         for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
     Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, b->trg, T1, B, 0);
     transformer_decode(t, &m->tf, y, memory, b->src_mask, tmask, (TfDropout){0}, cross);
-    t->grad_enabled = grad;
-    t->training = training;
+    tape_leave(t, mode);
 }
