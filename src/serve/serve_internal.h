@@ -2,7 +2,7 @@
  * (models.c: one decoding thread each, reloaded when their file changes, the least recently
  * used evicted), the runs folder (runs.c: every file opened below its descriptor, no link
  * followed), the connections (conns.c: a cap per client address, a deadline per request, a
- * reserve for newcomers) and the translate route (request.c). serve.c is the HTTP layer. */
+ * reserve for newcomers) and the translate route (request.c). http.c is the HTTP layer. */
 #ifndef S2S_SERVE_INTERNAL_H
 #define S2S_SERVE_INTERNAL_H
 
@@ -105,7 +105,7 @@ void serve_conns_busy(Conns *cs, struct MHD_Connection *c, bool busy);
 /* Closes the connections past their deadline; called by the server's main loop. */
 void serve_conns_sweep(Conns *cs);
 
-/* ---- serve.c: answers ---- */
+/* ---- http.c: answers ---- */
 enum MHD_Result serve_send_json(struct MHD_Connection *c, unsigned status, cJSON *j);
 enum MHD_Result serve_send_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

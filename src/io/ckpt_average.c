@@ -1,4 +1,4 @@
-/* average.c — the element-wise mean of model files of one architecture (checkpoint
+/* ckpt_average.c — the element-wise mean of model files of one architecture (checkpoint
  * averaging): each file read and checked against the first, summed in double, rounded once. */
 #include "s2s/checkpoint.h"
 

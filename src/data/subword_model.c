@@ -1,4 +1,4 @@
-/* subword.c — BPE and SentencePiece models behind one interface (see subword.h). */
+/* subword_model.c — BPE and SentencePiece models behind one interface (see subword.h). */
 #include "s2s/subword.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* export.c — a model file as safetensors: every weight under its PyTorch name, and in the
+/* ckpt_export.c — a model file as safetensors: every weight under its PyTorch name, and in the
  * metadata what ./import and other readers need to use it (config, vocabularies, subword
  * models). */
 #include "s2s/checkpoint.h"

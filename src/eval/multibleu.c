@@ -1,4 +1,4 @@
-/* bleu.c — multi-bleu.perl's corpus BLEU. */
+/* multibleu.c — multi-bleu.perl's corpus BLEU. */
 #include "s2s/bleu.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* import.c — a model file from weights in a safetensors file (trained here and exported, or
+/* model_import.c — a model file from weights in a safetensors file (trained here and exported, or
  * trained elsewhere under the same parameter names): every name, shape and value checked
  * against the model the config and vocabularies make. */
 #include "model_internal.h"
