@@ -268,7 +268,7 @@ Test(dist, gradients_are_final_when_their_bucket_leaves) {
         Seq2Seq m;
         S2sError err;
         cr_assert_eq(model_init(&m, &cfg.model, V, V, &err), S2S_OK, "case %zu: %s", c, err.msg);
-        m.loss_chunk = cfg.train.loss_chunk;
+        const ModelLoss loss = {cfg.train.label_smoothing, cfg.train.loss_chunk};
         Rng rng;
         rng_init(&rng, 3, 0);
         model_init_weights(&m, &rng);
@@ -296,7 +296,7 @@ Test(dist, gradients_are_final_when_their_bucket_leaves) {
         t.loss_grads_early = true; /* the chunked loss's gradients are written in forward */
         params_freeze(&m.params, false);
         params_zero_grad(&m.params);
-        ModelOutput o = model_forward(&t, &m, &bt, &rng);
+        ModelOutput o = model_forward(&t, &m, &bt, &rng, &loss);
         GradSum g;
         optim_grad_sum_init(&g, &one, &m.params, 64); /* small buckets: many of them */
         int nb = dist_sum_buckets(g.sum);

@@ -125,7 +125,7 @@ static bool run_case(const char *dir, const char *file) {
     /* the training path (output layer at real targets only) gives the same loss */
     Tape t2;
     tape_init(&t2, 1 << 20);
-    ModelOutput o2 = model_forward(&t2, &m, &batch, NULL);
+    ModelOutput o2 = model_forward(&t2, &m, &batch, NULL, NULL);
     cr_expect(fabs(o2.loss->data[0] - o.loss->data[0]) <= 1e-6 * fabs(loss), "%s: loss without pad positions %.9g", file,
               o2.loss->data[0]);
     cr_expect_eq(tensor_rows(o2.logits), o2.n_tokens);
@@ -180,11 +180,11 @@ static bool run_case(const char *dir, const char *file) {
             t3.training = t3.grad_enabled = true;
             t3.free_values = v > 0;
             t3.loss_grads_early = v == 2;
-            m.loss_chunk = chunk;
+            ModelLoss chunked = {0, chunk};
             Rng drop;
             rng_init(&drop, 7, RNG_STREAM_DROPOUT);
             params_zero_grad(&m.params);
-            ModelOutput o3 = model_forward(&t3, &m, &batch, &drop);
+            ModelOutput o3 = model_forward(&t3, &m, &batch, &drop, &chunked);
             tape_backward(&t3, o3.loss);
             memcpy(gr[v], m.params.grad, P * sizeof(float));
             tape_free(&t3);

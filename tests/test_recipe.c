@@ -92,7 +92,7 @@ static void tied_equals_untied(const char *type, Tie tie) {
         tape_init(&tp, 1 << 20);
         tp.grad_enabled = true;
         params_zero_grad(&ms[k]->params);
-        ModelOutput o = model_forward(&tp, ms[k], &bt, NULL);
+        ModelOutput o = model_forward(&tp, ms[k], &bt, NULL, NULL);
         loss[k] = o.loss->data[0];
         tape_backward(&tp, o.loss);
         tape_free(&tp);
@@ -157,11 +157,11 @@ Test(recipe, label_smoothing_in_the_model_loss) {
     float loss[3];
     double nll[3];
     for (int k = 0; k < 3; k++) { /* plain training, smoothed training, smoothed model evaluated */
-        m.label_smoothing = k ? 0.2f : 0.0f;
+        ModelLoss smooth = {k ? 0.2f : 0.0f, 0};
         Tape tp;
         tape_init(&tp, 1 << 20);
         tp.grad_enabled = k < 2;
-        ModelOutput o = model_forward(&tp, &m, &bt, NULL);
+        ModelOutput o = model_forward(&tp, &m, &bt, NULL, &smooth);
         loss[k] = o.loss->data[0];
         nll[k] = o.nll;
         tape_free(&tp);

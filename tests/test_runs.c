@@ -487,7 +487,7 @@ Test(runs, step_estimate_bounds_the_measured_arena_peaks, .timeout = 120) {
         tape_init(&t, 1 << 16);
         t.training = t.grad_enabled = true;
         t.free_values = true; /* as the trainer's step */
-        ModelOutput o = model_forward(&t, &s, &b, &rng);
+        ModelOutput o = model_forward(&t, &s, &b, &rng, NULL);
         params_zero_grad(&s.params);
         tape_backward(&t, o.loss);
         double peak = (double)t.arena.peak, est = model_step_bytes(m, Vs, Vt, MODEL_STEP_TRAIN, B, S, T);

@@ -30,9 +30,15 @@ typedef struct Seq2Seq {
      * positions, nn.Transformer's stacks, the generator (out) */
     Transformer tf;
     Tensor *src_pos, *trg_pos; /* learned positions (P, d), or NULL (sinusoidal) */
-    int loss_chunk;           /* training: output layer + loss this many rows at a time (0: all; train.loss_chunk) */
-    float label_smoothing;    /* training (a tape with gradients): the loss's ε (train.label_smoothing) */
 } Seq2Seq;
+
+/* The training loss's settings, passed to the forward (they are the run's, not the model's):
+ * they apply on a tape that records gradients; NULL, or a tape without gradients (evaluation):
+ * the plain cross-entropy over the whole logits. */
+typedef struct ModelLoss {
+    float label_smoothing; /* the loss's ε (train.label_smoothing) */
+    int chunk;             /* output layer + loss this many rows at a time (0: all; train.loss_chunk) */
+} ModelLoss;
 
 /* Whether decoding gives attention weights to draw (not for dummy attention), and how many
  * heads they have (1, or multihead's and the Transformer's heads). */
@@ -82,7 +88,7 @@ void model_init_weights(Seq2Seq *m, Rng *rng);
 
 typedef struct ModelOutput {
     Tensor *loss;            /* (1): mean cross-entropy over non-pad targets; label-smoothed when
-                                training with m->label_smoothing */
+                                training with a ModelLoss's ε */
     double nll;              /* the plain mean cross-entropy, whatever the smoothing */
     Tensor *logits;          /* (n_tokens, V): rows at real targets only; model_forward_all:
                                 ((T-1)·B, V), every time-major position */
@@ -95,7 +101,7 @@ typedef struct ModelOutput {
 /* Teacher-forced forward (and loss) of a batch; the output layer runs only where a target is
  * real (no work on padding). dropout_rng may be NULL when the tape is not training. After
  * tape_backward, o.logits holds the loss's gradient, no longer the logits. */
-ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *dropout_rng);
+ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *dropout_rng, const ModelLoss *loss);
 /* The same with logits at every position, pads included, as PyTorch computes them (goldens). */
 ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b);
 

@@ -333,8 +333,7 @@ int main(int argc, char **argv) {
         rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
         model_init_weights(&m, &rng);
     }
-    m.loss_chunk = cfg.train.loss_chunk; /* as the trainer sets them */
-    m.label_smoothing = cfg.train.label_smoothing;
+    const ModelLoss loss = {cfg.train.label_smoothing, cfg.train.loss_chunk}; /* as the trainer's */
     /* bf16 is oneDNN's only */
     const char *prec = PRECISION_NAMES[cfg.train.precision], *lib = GEMM_LIB_NAMES[bf16 ? GEMM_LIB_ONEDNN : cfg.train.gemm];
     /* under mpirun: the training steps as ranks of a data-parallel run (each a share of every
@@ -394,7 +393,7 @@ int main(int argc, char **argv) {
             rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
             params_freeze(&m.params, t.bf16); /* as the trainer's step */
             params_zero_grad(&m.params);
-            ModelOutput o = model_forward(&t, &m, &b, &drop);
+            ModelOutput o = model_forward(&t, &m, &b, &drop, &loss);
             double objective = o.loss->data[0]; /* before backward frees the values */
             int n_tok = o.n_tokens;
             float share = 1.0f;

@@ -126,7 +126,7 @@ void eval_dataset(Tape *t, Seq2Seq *m, const Dataset *d, const EvalOptions *opt,
         int n = plan.start[k + 1] - plan.start[k];
         batch_fill(&b, d, plan.order + plan.start[k], n);
         tape_reset(t);
-        ModelOutput o = model_forward(t, m, &b, NULL);
+        ModelOutput o = model_forward(t, m, &b, NULL, NULL); /* the plain loss */
         st[ST_LOSS] = (double)o.loss->data[0] * o.n_tokens;
         st[ST_TOKENS] = o.n_tokens;
         long ent_rows = 0, aligned = 0, align_n = 0, tf_correct = 0;

@@ -10,7 +10,7 @@ void tfm_declare(Seq2Seq *m);
 S2sStatus tfm_check_config(const ConfigModel *c, const char *origin, S2sError *err);
 void tfm_init_weights(Seq2Seq *m, Rng *rng);
 double tfm_step_bytes(const ConfigModel *cfg, int trg_vocab, ModelStepKind kind, int B, int S, int T);
-ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions);
+ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions, const ModelLoss *loss);
 void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds);
 /* a decoding step's input to the output layer (N, d_model) */
 Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
@@ -25,9 +25,9 @@ int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens);
 void model_tie(Seq2Seq *m);
 /* The loss's label smoothing: the configured ε when training (a tape with gradients), else 0
  * (validation and test report the plain cross-entropy). */
-float model_smoothing(const Tape *t, const Seq2Seq *m);
+float model_smoothing(const Tape *t, const ModelLoss *loss);
 /* The output layer and loss over x (n_tokens, D), the rows o->rows of the batch's targets. */
-void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o);
+void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o, const ModelLoss *loss);
 
 /* load.c's checks, shared with the import: a vocabulary from a file's tokens (one word each,
  * unique, the four specials first), and a subword model from bytes attached to the

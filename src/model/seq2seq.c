@@ -266,7 +266,7 @@ static Tensor *output_features(Tape *t, Seq2Seq *m, Tensor *ctx, Tensor *dec) {
     return is_luong(m) ? op_tanh(t, linear_forward(t, &m->w_c, both)) : both;
 }
 
-static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions) {
+static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions, const ModelLoss *loss) {
     S2S_ASSERT(b->T >= 2);
     int B = b->B, T1 = b->T - 1, V = m->trg_vocab;
     if (!t->training || m->cfg.dropout == 0.0f) drop = NULL;
@@ -284,7 +284,7 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
     if (all_positions) {
         o.logits = tape_reshape2(t, linear_forward(t, &m->out, output_features(t, m, ctx, d.out)), T1 * B, V);
         o.targets = b->trg + B;
-        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, m), &o.nll);
+        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, loss), &o.nll);
         return o;
     }
     /* the output layer (most of the step's work) only at real targets, whose rows are
@@ -293,7 +293,7 @@ static ModelOutput forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool 
     Tensor *both = op_concat_rows(t, tape_reshape2(t, ctx, T1 * B, tensor_cols(ctx)),
                                   tape_reshape2(t, d.out, T1 * B, tensor_cols(d.out)), o.rows, o.n_tokens);
     if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->w_c, both));
-    model_loss(t, m, b, both, &o);
+    model_loss(t, m, b, both, &o, loss);
     return o;
 }
 
@@ -307,28 +307,28 @@ int32_t *model_target_rows(Tape *t, const Batch *b, int *n_tokens) {
     return rows;
 }
 
-float model_smoothing(const Tape *t, const Seq2Seq *m) { return t->grad_enabled ? m->label_smoothing : 0.0f; }
+float model_smoothing(const Tape *t, const ModelLoss *loss) { return t->grad_enabled && loss ? loss->label_smoothing : 0.0f; }
 
-void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o) {
+void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o, const ModelLoss *loss) {
     const int32_t *targets = b->trg + b->B;
     int32_t *tg = arena_alloc(&t->arena, (size_t)(o->n_tokens ? o->n_tokens : 1) * sizeof *tg);
     for (int k = 0; k < o->n_tokens; k++) tg[k] = targets[o->rows[k]];
     o->targets = tg;
-    float eps = model_smoothing(t, m);
-    if (m->loss_chunk > 0 && t->grad_enabled) { /* training: never the whole logits (o.logits NULL) */
-        o->loss = op_linear_xent(t, x, m->out.w, m->out.b, tg, TOK_PAD, m->loss_chunk, eps, &o->nll);
+    float eps = model_smoothing(t, loss);
+    if (loss && loss->chunk > 0 && t->grad_enabled) { /* training: never the whole logits (o.logits NULL) */
+        o->loss = op_linear_xent(t, x, m->out.w, m->out.b, tg, TOK_PAD, loss->chunk, eps, &o->nll);
         return;
     }
     o->logits = linear_forward(t, &m->out, x);
     o->loss = op_cross_entropy_consume(t, o->logits, o->targets, TOK_PAD, eps, &o->nll); /* nothing reads logits after backward */
 }
 
-ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
-    return m->cfg.type == MODEL_TRANSFORMER ? tfm_forward(t, m, b, drop, false) : forward(t, m, b, drop, false);
+ModelOutput model_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, const ModelLoss *loss) {
+    return m->cfg.type == MODEL_TRANSFORMER ? tfm_forward(t, m, b, drop, false, loss) : forward(t, m, b, drop, false, loss);
 }
 
 ModelOutput model_forward_all(Tape *t, Seq2Seq *m, const Batch *b) {
-    return m->cfg.type == MODEL_TRANSFORMER ? tfm_forward(t, m, b, NULL, true) : forward(t, m, b, NULL, true);
+    return m->cfg.type == MODEL_TRANSFORMER ? tfm_forward(t, m, b, NULL, true, NULL) : forward(t, m, b, NULL, true, NULL);
 }
 
 static void alloc_keep(Tape *t, const Seq2Seq *m, DecodeState *ds) {

@@ -97,7 +97,7 @@ static Tensor *embed(Tape *t, const Seq2Seq *m, const Embedding *e, Tensor *pos_
     return tape_reshape3(t, op_add(t, x, p), L, B, d);
 }
 
-ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions) {
+ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions, const ModelLoss *loss) {
     S2S_ASSERT(b->T >= 2);
     int B = b->B, S = b->S, T1 = b->T - 1, d = m->cfg.d_model, V = m->trg_vocab;
     TfDropout dr = {t->training && drop ? m->cfg.dropout : 0.0f, t->training ? drop : NULL};
@@ -120,11 +120,11 @@ ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all
         o.logits = linear_forward(t, &m->out, flat);
         o.targets = b->trg + B;
         S2S_ASSERT(o.logits->shape[1] == V);
-        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, m), &o.nll);
+        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, loss), &o.nll);
         return o;
     }
     o.rows = model_target_rows(t, b, &o.n_tokens);
-    model_loss(t, m, b, op_gather_rows(t, flat, o.rows, o.n_tokens), &o);
+    model_loss(t, m, b, op_gather_rows(t, flat, o.rows, o.n_tokens), &o, loss);
     return o;
 }
 

@@ -48,6 +48,7 @@ typedef struct Run {
     RunDir dir;
     TaskData data;
     Seq2Seq model;
+    ModelLoss loss;        /* the run's loss settings (train.label_smoothing, train.loss_chunk) */
     Tape tape;
     Adam adam;
     TrainState st;
@@ -689,8 +690,7 @@ static S2sStatus setup(Run *r, S2sError *err) {
         goto out;
     }
     if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
-    r->model.loss_chunk = cfg->train.loss_chunk;
-    r->model.label_smoothing = cfg->train.label_smoothing;
+    r->loss = (ModelLoss){cfg->train.label_smoothing, cfg->train.loss_chunk};
     if (is_adam(cfg) && (st = params_alloc_moments(&r->model.params, err))) goto out;
     r->font = font_open(NULL);
     if (!r->font && opt->out)
@@ -771,7 +771,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     Tensor *objective = NULL;
     params_zero_grad(&r->model.params);
     if (b->B > 0) { /* a rank's share of a batch may be empty */
-        ModelOutput o = model_forward(t, &r->model, b, &drop);
+        ModelOutput o = model_forward(t, &r->model, b, &drop, &r->loss);
         objective = o.loss;
         loss = o.loss->data[0];
         *n_tokens = o.n_tokens;
