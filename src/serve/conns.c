@@ -28,7 +28,8 @@ typedef struct Conn {
 struct Conns {
     pthread_mutex_t lock;
     Conn *slots;
-    int cap, per_client, reserve;
+    int cap, limit, per_client, reserve; /* cap: twice the limit, for connections libmicrohttpd
+                                            has let go of but not yet reported closed */
     double deadline_ms;
 };
 
@@ -41,8 +42,9 @@ static double now_ms(void) {
 Conns *serve_conns_new(int limit, int per_client, int reserve, int deadline_s) {
     Conns *cs = s2s_xcalloc(1, sizeof *cs);
     pthread_mutex_init(&cs->lock, NULL);
-    cs->slots = s2s_xcalloc((size_t)limit, sizeof *cs->slots);
-    cs->cap = limit;
+    cs->slots = s2s_xcalloc((size_t)limit * 2, sizeof *cs->slots);
+    cs->cap = 2 * limit;
+    cs->limit = limit;
     cs->per_client = per_client;
     cs->reserve = reserve;
     cs->deadline_ms = 1e3 * deadline_s;
@@ -90,7 +92,7 @@ static void started(Conns *cs, struct MHD_Connection *c, void **ctx) {
         if (!k->used && !self) self = k;
         else if (k->used && !k->ending) n++, same += k->addr == addr;
     }
-    if (!self) { /* more connections than libmicrohttpd's limit: cannot happen; refuse */
+    if (!self) { /* twice libmicrohttpd's limit at once: cannot happen; refuse */
         pthread_mutex_unlock(&cs->lock);
         shutdown(fd, SHUT_RDWR);
         close(fd);
@@ -101,7 +103,7 @@ static void started(Conns *cs, struct MHD_Connection *c, void **ctx) {
     if (same >= cs->per_client) {
         Conn *v = oldest_idle(cs, self, false, addr);
         end(v ? v : self);
-    } else if (n >= cs->cap - cs->reserve) {
+    } else if (n >= cs->limit - cs->reserve) {
         Conn *v = oldest_idle(cs, self, true, 0);
         if (v) end(v);
     }

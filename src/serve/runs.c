@@ -115,7 +115,7 @@ static void list_runs(int dir, const char *rel, int depth, cJSON *list, cJSON *c
         if (snprintf(name, sizeof name, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof name ||
             !serve_safe_relative(name))
             continue;
-        int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         if (sub < 0) continue; /* not a folder, or a link */
         if (has_file(sub, "summary.json")) { /* a comparison: its runs are inside, listed as runs */
             cJSON *cmp = cJSON_CreateObject();
@@ -204,7 +204,7 @@ static void list_files(int dir, const char *rel, int depth, cJSON *list) {
             if (S_ISREG(st.st_mode) && file_type(name) && cJSON_GetArraySize(list) < FILES_MAX) {
                 cJSON_AddItemToArray(list, cJSON_CreateString(name));
             } else if (S_ISDIR(st.st_mode) && depth < 2) {
-                int sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
                 if (sub >= 0 && has_file(sub, RUN_LOG)) {
                     close(sub);
                 } else if (sub >= 0) {
