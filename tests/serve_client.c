@@ -22,17 +22,27 @@ const char *const MODEL_CONFIG =
     "\"encoder_hidden\": 32, \"decoder_hidden\": 32, \"attention\": \"dot\", \"combine\": \"luong\", \"dropout\": 0.0}, "
     "\"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.01, \"threads\": 1}}";
 
-/* One request on its own connection (Connection: close); status 0 when no answer came. */
-Reply http(int port, const char *method, const char *path, const char *body, size_t body_len) {
-    Reply r = {0};
+int serve_connect(int port, int timeout_s) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert_geq(fd, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
         close(fd);
-        return r;
+        return -1;
     }
+    if (timeout_s > 0) { /* a read then fails with EINTR on any signal, SA_RESTART or not (socket(7)) */
+        struct timeval tv = {timeout_s, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    return fd;
+}
+
+/* One request on its own connection (Connection: close); status 0 when no answer came. */
+Reply http(int port, const char *method, const char *path, const char *body, size_t body_len) {
+    Reply r = {0};
+    int fd = serve_connect(port, 0);
+    if (fd < 0) return r;
     char head[512];
     int n = snprintf(head, sizeof head,
                      "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
@@ -89,9 +99,8 @@ void expect_error(Reply r, int status, const char *want, const char *what) {
 
 /* ./serve in the background in d, serving d/model.bin (model) or the runs in d/runs (else),
  * with more arguments; returns its port (0 when it did not start). */
-int start_serving(const char *d, bool model, const char *extra) {
-    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve %s%s/%s --port 0 --threads 1 %s > serve.txt 2>&1; echo $? > rc.txt) &", d,
-          tu_bin(), model ? "" : "--runs ", d, model ? "model.bin" : "runs", extra);
+int serve_start(const char *d, const char *args) {
+    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve %s --port 0 --threads 1 > serve.txt 2>&1; echo $? > rc.txt) &", d, tu_bin(), args);
     for (int i = 0; i < 200; i++) {
         char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
         const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
@@ -101,6 +110,12 @@ int start_serving(const char *d, bool model, const char *extra) {
         nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
     }
     return 0;
+}
+
+int start_serving(const char *d, bool model, const char *extra) {
+    char args[1024];
+    snprintf(args, sizeof args, "%s%s/%s %s", model ? "" : "--runs ", d, model ? "model.bin" : "runs", extra);
+    return serve_start(d, args);
 }
 
 int start_server(const char *d, const char *extra) { return start_serving(d, true, extra); }
@@ -199,15 +214,11 @@ static char *ws_recv(int fd) {
 /* GET path from the DevTools HTTP server, which keeps the connection open: the body by its
  * Content-Length (malloc'd), or NULL. */
 static char *devtools_get(int port, const char *path) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    struct timeval tv = {10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int fd = serve_connect(port, 10);
     char req[256], head[4096];
     int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", path, port);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, req, (size_t)n) != n) {
-        close(fd);
+    if (fd < 0 || write(fd, req, (size_t)n) != n) {
+        if (fd >= 0) close(fd);
         return NULL;
     }
     size_t got = 0;
@@ -267,9 +278,7 @@ bool browser_open(Browser *b, char *why, size_t n_why) {
         }
     }
     cJSON_Delete(list);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    int fd = serve_connect(port, 30);
     char head[512], buf[2048];
     int n = snprintf(head, sizeof head,
                      "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -277,18 +286,16 @@ bool browser_open(Browser *b, char *why, size_t n_why) {
                      path, port);
     size_t got = 0;
     buf[0] = '\0';
-    bool ok = path[0] && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, head, (size_t)n) == n;
+    bool ok = path[0] && fd >= 0 && write(fd, head, (size_t)n) == n;
     while (ok && got < sizeof buf - 1 && !strstr(buf, "\r\n\r\n")) { /* the handshake's answer, byte by byte */
         if (read(fd, buf + got, 1) != 1) ok = false;
         buf[++got] = '\0';
     }
     if (!ok || strncmp(buf, "HTTP/1.1 101", 12) != 0) {
         snprintf(why, n_why, "no DevTools page to drive (%s)", path[0] ? "the WebSocket was refused" : "no page target");
-        close(fd);
+        if (fd >= 0) close(fd);
         return false;
     }
-    struct timeval tv = {30, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     b->fd = fd;
     return true;
 }

@@ -21,9 +21,14 @@ void reply_free(Reply *r);
 cJSON *translate_ok(int port, const char *req);
 /* A 4xx whose body is {"error": "..."} containing `want`. */
 void expect_error(Reply r, int status, const char *want, const char *what);
+/* ./serve ARGS in the background in d on a free port, one thread; returns its port (0 when
+ * it did not start). stop_server finds it by d in its command line. */
+int serve_start(const char *d, const char *args);
 /* ./serve in the background in d, serving d/model.bin (model) or the runs in d/runs (else),
  * with more arguments; returns its port (0 when it did not start). */
 int start_serving(const char *d, bool model, const char *extra);
+/* A connection to 127.0.0.1:port, or −1; reads on it fail after timeout_s (0: never). */
+int serve_connect(int port, int timeout_s);
 int start_server(const char *d, const char *extra);
 /* Skips the running test where there is no browser to load the page in. */
 void require_chromium(void);

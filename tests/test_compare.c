@@ -345,16 +345,21 @@ Test(compare, signals_reach_the_trainings, .timeout = 240) {
     free(d);
 }
 
+/* compare with a stand-in train program (a shell script): its exit code, and its report. */
+static int compare_with_stand_in(const char *d, const char *script) {
+    char cfg[600];
+    write_tinycmp(cfg, sizeof cfg, d, 1);
+    cr_assert_eq(tu_sh("cp %s/compare %s/compare && printf '#!/bin/sh\\n%s\\n' > %s/train && chmod +x %s/train", tu_bin(), d, script,
+                       d, d),
+                 0);
+    return tu_sh("%s/compare --config %s --attention dot --seeds 1 --out %s/cmp > %s/out.txt 2>&1", d, cfg, d, d);
+}
+
 /* D34: a training that crashes is reported as crashed, with its signal, and fails the
  * comparison; it is not called interrupted. A stand-in train program segfaults. */
 Test(compare, a_crashed_training_is_called_crashed, .timeout = 60) {
     char *d = tu_tmpdir();
-    char cfg[600];
-    write_tinycmp(cfg, sizeof cfg, d, 1);
-    cr_assert_eq(tu_sh("cp %s/compare %s/compare && printf '#!/bin/sh\\nkill -SEGV $$\\n' > %s/train && chmod +x %s/train",
-                       tu_bin(), d, d, d), 0);
-    int rc = tu_sh("%s/compare --config %s --attention dot --seeds 1 --out %s/cmp > %s/out.txt 2>&1", d, cfg, d, d);
-    cr_expect_eq(rc, 1);
+    cr_expect_eq(compare_with_stand_in(d, "kill -SEGV $$"), 1);
     cr_expect(file_has(d, "out.txt", "dot seed 1: CRASHED (signal 11: Segmentation fault)"), "%s",
               tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(!file_has(d, "out.txt", "interrupted"));
@@ -367,12 +372,7 @@ Test(compare, a_crashed_training_is_called_crashed, .timeout = 60) {
  * ended the training. A stand-in train program takes SIGTERM with the default action. */
 Test(compare, a_training_stopped_during_start_up_is_interrupted, .timeout = 60) {
     char *d = tu_tmpdir();
-    char cfg[600];
-    write_tinycmp(cfg, sizeof cfg, d, 1);
-    cr_assert_eq(tu_sh("cp %s/compare %s/compare && printf '#!/bin/sh\nkill -TERM $$\n' > %s/train && chmod +x %s/train",
-                       tu_bin(), d, d, d), 0);
-    int rc = tu_sh("%s/compare --config %s --attention dot --seeds 1 --out %s/cmp > %s/out.txt 2>&1", d, cfg, d, d);
-    cr_expect_neq(rc, 0);
+    cr_expect_neq(compare_with_stand_in(d, "kill -TERM $$"), 0);
     cr_expect(file_has(d, "out.txt", "dot seed 1: interrupted (signal 15"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(!file_has(d, "out.txt", "CRASHED"));
     tu_rm_rf(d);

@@ -603,16 +603,9 @@ Test(serve, the_page_is_clicked_through_in_a_browser, .timeout = 240) {
                        "%s/translate model.bin --input in.txt --beam 3 > beam.txt && %s/translate model.bin --input in.txt > greedy.txt",
                        d, tu_bin(), tu_bin()),
                  0);
-    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve model.bin --runs %s/runs --port 0 --threads 1 > serve.txt 2>&1; echo $? > rc.txt) &",
-          d, tu_bin(), d);
-    int port = 0;
-    for (int i = 0; i < 200 && !port; i++) {
-        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
-        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
-        port = p ? atoi(p + 17) : 0;
-        free(out);
-        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
-    }
+    char args[600];
+    snprintf(args, sizeof args, "%s/model.bin --runs %s/runs", d, d); /* d in the command line: stop_server finds it */
+    int port = serve_start(d, args);
     cr_assert(port > 0);
     Browser b;
     char why[512];

@@ -24,23 +24,9 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int connect_to(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    struct timeval tv = {20, 0}; /* the test's own limit */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-}
-
 /* Raw bytes as a request; the answer's status (0: none) and, when body is not NULL, its bytes. */
 static int raw_http(int port, const char *req, size_t len, char **body) {
-    int fd = connect_to(port);
+    int fd = serve_connect(port, 20);
     cr_assert_geq(fd, 0);
     cr_assert_eq(write(fd, req, len), (ssize_t)len);
     char buf[65536];
@@ -235,7 +221,7 @@ Test(serve_trust, slow_and_half_open_clients_do_not_hold_the_server, .timeout = 
     int half[300];
     const char *head = "POST /api/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n";
     for (int i = 0; i < 300; i++) {
-        half[i] = connect_to(port);
+        half[i] = serve_connect(port, 20);
         if (half[i] >= 0 && write(half[i], head, strlen(head)) < 0) {
         }
     }
@@ -244,7 +230,7 @@ Test(serve_trust, slow_and_half_open_clients_do_not_hold_the_server, .timeout = 
     cr_expect_eq(t.failed, 0, "%d of 20 normal requests failed beside 300 half-sent ones", t.failed);
     cr_expect_lt(t.worst, 2.0, "a normal request took %.2f s beside 300 half-sent ones (alone: %.3f s at worst)", t.worst, base.worst);
     /* a request trickled a byte every 0.4 s (33 s for all of it): cut off at the deadline (6 s), never answered */
-    int fd = connect_to(port);
+    int fd = serve_connect(port, 20);
     cr_assert_geq(fd, 0);
     const char *req = "POST /api/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"text\": \"abcd\"}";
     double t0 = now_s();
@@ -274,16 +260,9 @@ Test(serve_trust, slow_and_half_open_clients_do_not_hold_the_server, .timeout = 
 Test(serve_trust, http_is_read_strictly_and_a_nul_is_a_line_error, .timeout = 240) {
     char *d = trained_model_dir();
     cr_assert_eq(tu_sh("cd %s && mkdir runs && cp -r run runs/one", d), 0);
-    tu_sh("cd %s && rm -f rc.txt serve.txt; (%s/serve model.bin --runs %s/runs --port 0 --threads 1 > serve.txt 2>&1; echo $? > rc.txt) &",
-          d, tu_bin(), d);
-    int port = 0;
-    for (int i = 0; i < 200 && !port; i++) {
-        char *out = tu_slurp(tu_path(d, "serve.txt"), NULL);
-        const char *p = out ? strstr(out, "http://127.0.0.1:") : NULL;
-        port = p ? atoi(p + 17) : 0;
-        free(out);
-        if (!port) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
-    }
+    char args[600];
+    snprintf(args, sizeof args, "%s/model.bin --runs %s/runs", d, d); /* d in the command line: stop_server finds it */
+    int port = serve_start(d, args);
     cr_assert(port > 0);
     const struct {
         const char *req;

@@ -71,8 +71,6 @@ bool file_lock_held(const char *dir, long *pid);
  * file. Returns the descriptor, or −1 with errno set (ENOENT for a missing or wrong kind of
  * file). The one way the server opens a file of a run and the trainer a file in its folder. */
 int file_open_beneath(int dirfd, const char *rel, int flags, mode_t mode, bool want_dir);
-/* The same file (device and inode, links followed), for paths that exist; false otherwise. */
-bool file_same(const char *a, const char *b);
 
 /* Removes the temporary files (`*.tmp.XXXXXX`) that killed writers left in dir; only for a
  * folder whose lock the caller holds. Returns how many were removed. */

@@ -294,11 +294,6 @@ int file_open_beneath(int dirfd, const char *rel, int flags, mode_t mode, bool w
     }
 }
 
-bool file_same(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 /* "name.tmp.XXXXXX", as mkstemp fills file_tmp_open's template */
 static bool is_tmp_name(const char *s) {
     size_t n = strlen(s);

@@ -633,8 +633,7 @@ static bool frozen_weight(const Tensor *Bw, const float *B, bool ta, int M) {
     return true;
 }
 
-bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N) {
-    (void)M;
+bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int N) {
     return t->int8 && Bw && Bw->frozen && N >= GEMM_BF16_MIN_SIDE;
 }
 
@@ -677,7 +676,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     PlanKey k;
     memset(&k, 0, sizeof k);
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
-    if (!ta && gemm_int8_applies(t, Bw, M, N)) {
+    if (!ta && gemm_int8_applies(t, Bw, N)) {
         S2S_ASSERT(B == Bw->data);
         const Pack *pk = int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, bias, NULL, false);
         return pk->q8 ? GEMM_PATH_Q8 : GEMM_PATH_INT8;

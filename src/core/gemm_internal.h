@@ -79,10 +79,10 @@ typedef struct GemmScreenCols {
     int zero, act_max;     /* int8: A's offset and largest |value| (128 and 127; 63 and 63 on gemm_q8) */
     bool coarse;           /* int8: the sums came from gemm_q8 (A in 7 bits) */
 } GemmScreenCols;
-/* Whether an int8 tape multiplies A (M rows) by op(B) = Bw^T (N columns) in int8: a frozen
+/* Whether an int8 tape multiplies A by op(B) = Bw^T (N columns) in int8: a frozen
  * weight offered for packing (Bw, not transposed A) of at least GEMM_BF16_MIN_SIDE columns,
  * whatever the rows (as gemm_bf16_takes decodes: the batch does not pick the path). */
-bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int M, int N);
+bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int N);
 /* An int8 screen's result before scaling back: sums[m N + n] = sum_k (qa[m, k] + zero) qw[n, k]
  * exactly, and the row scales of A (NaN for a row holding an Inf or NaN). The logit is then
  * row_scale[m] * scale[n] * (float)(sums - zero colsum[n]), as an int8 tape scales back

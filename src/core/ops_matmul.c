@@ -571,7 +571,7 @@ bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tens
     S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && V > 0 && D > 0);
     if (N == 0) return true;
     /* as op_linear offers the weight (only outside training) and gemm.c then decides */
-    if (!gemm_int8_applies(t, t->grad_enabled ? NULL : w, N, V) || D > 65536) return false;
+    if (!gemm_int8_applies(t, t->grad_enabled ? NULL : w, V) || D > 65536) return false;
     ArenaMark m = arena_mark(&t->arena);
     float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V; /* op_linear: x + 1 b, or x alone */
     GemmInt8Sums q8 = {arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums),

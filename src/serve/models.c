@@ -166,18 +166,25 @@ static Served *drop(Server *s, int i) {
     return unref(m);
 }
 
+/* A regular file the operator named (the command line's model, the log beside it): links
+ * followed, a FIFO never waited on; −1 with errno otherwise. */
+static int open_regular(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        errno = ENOENT;
+    }
+    return fd;
+}
+
 /* The model file of a request: the command line's (run NULL) as given, a run's below the runs
  * folder without following links. −1 with the status and why in msg. */
 static int open_model_file(Server *s, const char *run, char *path, size_t n_path, unsigned *status, char *msg, size_t n_msg) {
     if (!run) {
         snprintf(path, n_path, "%s", s->model_path);
-        int fd = open(s->model_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        struct stat st;
-        if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-            close(fd);
-            fd = -1;
-            errno = ENOENT;
-        }
+        int fd = open_regular(s->model_path);
         if (fd < 0) {
             snprintf(msg, n_msg, "%.300s: cannot open: %s", s->model_path, strerror(errno));
             *status = MHD_HTTP_NOT_FOUND;
@@ -279,12 +286,7 @@ static cJSON *metrics(const Server *s, const Served *m) {
         char log[PATH_MAX + 16];
         const char *slash = strrchr(m->path, '/');
         snprintf(log, sizeof log, "%.*slog.jsonl", slash ? (int)(slash - m->path + 1) : 0, m->path);
-        fd = open(log, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        struct stat st;
-        if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-            close(fd);
-            fd = -1;
-        }
+        fd = open_regular(log);
     }
     if (fd < 0) return cJSON_CreateNull();
     cJSON *tmp = cJSON_CreateObject();
