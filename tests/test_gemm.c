@@ -6,7 +6,7 @@
 #include "s2s/fastmath.h"
 #include "s2s/bf16.h"
 #include "s2s/gemm.h"
-#include "../src/core/gemm_internal.h" /* s2s_gemm_pre: a product against a frozen weight */
+#include "../src/core/gemm_internal.h" /* gemm_tape_op: a product against a frozen weight */
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -548,7 +548,7 @@ static double frozen_error(Tape *t, bool tb, const Tensor *a, const Tensor *w, f
     int M = a->shape[0], K = a->shape[1];
     bool r = t->bf16 && M >= 8; /* thinner products stay float32 (GEMM_BF16_MIN_SIDE) */
     tape_reset(t);
-    s2s_gemm_pre(t, false, tb, M, K, K, 1.0f, a->data, K, NULL, w->data, K, NULL, w, 0.0f, c, K);
+    gemm_tape_op(t, false, tb, M, K, K, 1.0f, a->data, K, NULL, w->data, K, NULL, w, 0.0f, c, K);
     double worst = 0;
     for (int i = 0; i < M; i++)
         for (int j = 0; j < K; j++) {

@@ -1,6 +1,7 @@
-/* gemm_internal.h — the GEMM back end as the ops call it: one entry (s2s_gemm_pre) that picks
- * bf16, a one-row product, oneDNN or OpenBLAS per call and counts the FLOPs, and the back
- * ends it dispatches to (gemm.c). Below the ops: it knows tapes (their precision, arena and
+/* gemm_internal.h — the GEMM back end as the ops call it: the entries gemm_tape (gemm.h),
+ * gemm_tape_op and gemm_tape_bias, in front of one dispatcher (gemm.c) that picks bf16,
+ * int8, a one-row product, oneDNN or OpenBLAS per call and counts the FLOPs, and the kernels
+ * the ops call directly (gemm_small.c, gemm_int8.c, gemm_q8.c). Below the ops: it knows tapes (their precision, arena and
  * FLOP count), not ops. Not a public header. */
 #ifndef S2S_GEMM_INTERNAL_H
 #define S2S_GEMM_INTERNAL_H
@@ -10,7 +11,7 @@
 #include <cblas.h>
 
 /* C (1 × N) = alpha op(A) op(B) + beta C for a one-row A, on the calling thread; touches
- * nothing shared, so batched products may run it on several threads (gemm.c). */
+ * nothing shared, so batched products may run it on several threads (gemm_small.c). */
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
               float *C);
 /* out[i] = a · b[i], K values each, summed as gemm_row sums a dot (16 partial sums in k
@@ -34,7 +35,7 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
 #define GEMM_BF16_MIN_SIDE 8
 
 /* Whether a product of M × N (any K) on this tape reads its operands in bf16: then an op
- * may hand over a bf16 copy it made as it wrote the operand (s2s_gemm_pre's Abf), not a
+ * may hand over a bf16 copy it made as it wrote the operand (gemm_tape_op's Abf), not a
  * second pass over it. Training: both sides reach GEMM_BF16_MIN_SIDE. Decoding (no
  * gradients): a product by a weight (N a model size) does whatever its rows, one of two
  * activations (attention) never, so that no sentence's products depend on the batch it is in
@@ -49,21 +50,16 @@ static inline bool gemm_bf16_takes(const Tape *t, int M, int N, bool by_weight) 
  * Abf/Bbf: bf16 copies of A/B (gemm_bf16_copy) or NULL; used only when the tape is bf16.
  * Bw: the weight whose data B is, or NULL: while it is frozen (Tensor.frozen), thin products
  * use a copy packed once in the kernel's layout (kept by the tape's GemmPlans). */
-void s2s_gemm_pre(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+void gemm_tape_op(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
                   float *C, int ldc);
 
 /* A linear layer's product: C (M × N) = A W^T + bias (N, added to every row; or NULL), W
- * (N × K, rows K apart) as in s2s_gemm_pre. The bias goes into the product's epilogue where
+ * (N × K, rows K apart) as in gemm_tape_op. The bias goes into the product's epilogue where
  * the path has one (int8's scaling back, oneDNN's matmul primitive), else C starts as it. */
-void s2s_gemm_bias(Tape *t, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wbf,
+void gemm_tape_bias(Tape *t, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wbf,
                    const Tensor *Bw, const float *bias, float *C, int ldc);
 
-static inline void s2s_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha,
-                            const float *A, int lda, const float *B, int ldb, float beta,
-                            float *C, int ldc) {
-    s2s_gemm_pre(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, NULL, beta, C, ldc);
-}
 
 /* norm[r] = the 2-norm of row r of X (rows × cols, leading dimension ld), summed in double
  * and rounded up: an upper bound (Inf or NaN where the row holds one). */
@@ -114,7 +110,7 @@ size_t gemm_q8_packed_bytes(int N, int K);
 void gemm_q8_pack(const int8_t *qw, int N, int K, int8_t *out);
 void gemm_q8(const uint8_t *A, int M, int K, const int8_t *packed, int N, int32_t *C, int ldc);
 
-/* The tape's matmul primitives and packed weights (gemm.c); tape_free calls it. */
+/* The tape's matmul primitives and packed weights (gemm_plans.c); tape_free calls it. */
 void gemm_plans_free(GemmPlans *p);
 
 /* A weight used by many products of one op, in bf16: its snapshot (params_freeze) or a

@@ -61,7 +61,7 @@ static void gemm_batched(Tape *t, bool ta, bool tb, int M, int N, int K, const f
                            vc.bstride))
         return;
     for (int b = 0; b < vc.batch; b++)
-        s2s_gemm(t, ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
+        gemm_tape(t, ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
                  beta, C + b * vc.bstride, vc.ld);
 }
 
@@ -125,7 +125,7 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b) {
     /* the weight is offered for packing (gemm.h) only outside training: a training step
      * multiplies by it once forward and once backward, in two layouts, so packing it every
      * step cost more than it saved (batches of 32: 3,300-3,438 against 4,009-4,025 tok/s) */
-    s2s_gemm_bias(t, rows, out, in, x->data, in, w->data, w->bf16, t->grad_enabled ? NULL : w, b ? b->data : NULL, y->data,
+    gemm_tape_bias(t, rows, out, in, x->data, in, w->data, w->bf16, t->grad_enabled ? NULL : w, b ? b->data : NULL, y->data,
                   out);
     if (tape_wants(t, x, w, b)) {
         TapeNode *n = tape_record(t, OP_LINEAR, y);
@@ -147,10 +147,10 @@ void op_linear_backward(Tape *t, const TapeNode *n) {
     const uint16_t *dybf =
         dx && dw && gemm_bf16_takes(t, rows, in, true) && out >= GEMM_BF16_MIN_SIDE ? gemm_bf16_copy(t, dy, (size_t)rows * out) : NULL;
     if (dx) /* dx (rows,in) += dy (rows,out) W (out,in) */
-        s2s_gemm_pre(t, false, false, rows, in, out, 1.0f, dy, out, dybf, w->data, in, w->bf16, NULL, fresh ? 0.0f : 1.0f,
+        gemm_tape_op(t, false, false, rows, in, out, 1.0f, dy, out, dybf, w->data, in, w->bf16, NULL, fresh ? 0.0f : 1.0f,
                      dx, in);
     if (dw) /* dW (out,in) += dy^T x */
-        s2s_gemm_pre(t, true, false, out, in, rows, 1.0f, dy, out, dybf, x->data, in, NULL, NULL, 1.0f, dw, in);
+        gemm_tape_op(t, true, false, out, in, rows, 1.0f, dy, out, dybf, x->data, in, NULL, NULL, 1.0f, dw, in);
     arena_rewind(&t->arena, m);
     if (b && b->requires_grad) ops_bias_grad(tensor_grad(t, b), dy, rows, out);
 }
@@ -381,7 +381,7 @@ static void argmax_rows_range(void *ctx, size_t r0, size_t r1) {
         const float *x = j->x + r * j->D;
         float xn, sx = 0.0f, l1x = 0.0f;
         gemm_row_norms(x, 1, j->D, j->D, &xn);
-        if (j->int8) { /* the row's scale as int8 quantisation takes it (gemm.c) */
+        if (j->int8) { /* the row's scale as int8 quantisation takes it (gemm_int8.c) */
             float mx = 0.0f;
             for (int k = 0; k < j->D; k++) mx = fabsf(x[k]) > mx ? fabsf(x[k]) : mx;
             sx = mx > 0.0f ? mx / j->act_max : 1.0f;
@@ -612,7 +612,7 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     } else {
         float *norm = arena_alloc(&t->arena, (size_t)V * sizeof *norm);
         gemm_row_norms(w->data, V, D, D, norm);
-        s2s_gemm(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
+        gemm_tape(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
         wc.norm = norm;
     }
     float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V;

@@ -195,7 +195,7 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
         if (q->hprev) memcpy(q->hprev + (size_t)s * BH, h, BH * sizeof(float));
         if (q->cprev) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
-        s2s_gemm_pre(t, false, true, B, G, H, 1.0f, h, H, hbf, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
+        gemm_tape_op(t, false, true, B, G, H, 1.0f, h, H, hbf, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
         const uint8_t *act = active ? active + (size_t)s * B : NULL;
         StepJob j = {.H = H, .G = G, .lstm = lstm, .act = act, .x = xg->data + (size_t)s * BG, .b = b_hh->data,
                      .g = gt, .h = h, .c = c, .aux = aux, .hnew = hnew, .cnew = cnew, .ys = y->data + (size_t)s * BH,
@@ -312,13 +312,13 @@ static void add_dw(Tape *t, const SeqSaved *q, int Gc, const float *D, int ldd, 
     int S = q->S, B = q->B, H = q->H;
     size_t BH = (size_t)B * H, BD = (size_t)B * ldd;
     if (q->hprev) {
-        s2s_gemm(t, true, false, Gc, H, S * B, 1.0f, D, ldd, q->hprev, H, 1.0f, gw, H);
+        gemm_tape(t, true, false, Gc, H, S * B, 1.0f, D, ldd, q->hprev, H, 1.0f, gw, H);
         return;
     }
     if (S > 1) /* forward: steps 1.. against outputs 0..; reverse: steps 0.. against outputs 1.. */
-        s2s_gemm(t, true, false, Gc, H, (S - 1) * B, 1.0f, q->reverse ? D : D + BD, ldd, q->reverse ? q->ys + BH : q->ys, H,
+        gemm_tape(t, true, false, Gc, H, (S - 1) * B, 1.0f, q->reverse ? D : D + BD, ldd, q->reverse ? q->ys + BH : q->ys, H,
                  1.0f, gw, H);
-    s2s_gemm(t, true, false, Gc, H, B, 1.0f, D + (size_t)step_at(q, 0) * BD, ldd, q->h0, H, 1.0f, gw, H);
+    gemm_tape(t, true, false, Gc, H, B, 1.0f, D + (size_t)step_at(q, 0) * BD, ldd, q->h0, H, 1.0f, gw, H);
 }
 
 void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
@@ -366,7 +366,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         const float *gt = q->gates + (size_t)s * BG, *hp = state_before(q, q->hprev, q->ys, q->h0, k);
         const float *aux = q->aux ? q->aux + (size_t)s * BH : NULL;
         if (!q->lstm && !aux) { /* recomputed: W_hn h + b_hn (inactive rows: unused) */
-            s2s_gemm_pre(t, false, true, B, H, H, 1.0f, hp, H, NULL, w->data + (size_t)2 * H * H, H,
+            gemm_tape_op(t, false, true, B, H, H, 1.0f, hp, H, NULL, w->data + (size_t)2 * H * H, H,
                          wbf ? wbf + (size_t)2 * H * H : NULL, NULL, 0.0f, hn, H);
             for (int r = 0; r < B; r++)
                 for (int i = 0; i < H; i++) hn[(size_t)r * H + i] += b->data[2 * H + i];
@@ -382,7 +382,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         float *dgs = j.dgs;
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
         memcpy(dh, dhd, BH * sizeof(float));
-        s2s_gemm_pre(t, false, false, B, H, G, 1.0f, dgs, G, dgbf, w->data, H, wbf, w, 1.0f, dh, H);
+        gemm_tape_op(t, false, false, B, H, G, 1.0f, dgs, G, dgbf, w->data, H, wbf, w, 1.0f, dh, H);
     }
     if (gh0)
         for (size_t i = 0; i < BH; i++) gh0[i] += dh[i];

@@ -227,7 +227,7 @@ static void xent_logits(Tape *t, const Tensor *x, const Tensor *w, const Tensor 
     int D = tensor_cols(x), V = w->shape[0];
     if (b)
         for (int r = 0; r < n; r++) memcpy(y + (size_t)r * V, b->data, (size_t)V * sizeof *y);
-    s2s_gemm_pre(t, false, true, n, V, D, 1.0f, x->data + (size_t)r0 * D, D, NULL, w->data, D, wbf, NULL,
+    gemm_tape_op(t, false, true, n, V, D, 1.0f, x->data + (size_t)r0 * D, D, NULL, w->data, D, wbf, NULL,
                  b ? 1.0f : 0.0f, y, V);
 }
 
@@ -240,9 +240,9 @@ static void xent_chunk_grads(Tape *t, const Tensor *x, const Tensor *w, const ui
     CeGradJob job = ce_job(y, y, tg + r0, lse + r0, g, eps, V, ignore);
     par_for((size_t)n, (size_t)V, ce_grad_rows_over, &job);
     if (dx) /* dx (n, D) += dlogits (n, V) W (V, D) */
-        s2s_gemm_pre(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f, dx + (size_t)r0 * D, D);
+        gemm_tape_op(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f, dx + (size_t)r0 * D, D);
     if (dw) /* dW (V, D) += dlogits^T x */
-        s2s_gemm_pre(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
+        gemm_tape_op(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
     if (db) ops_bias_grad(db, y, n, V);
 }
 

@@ -1,0 +1,412 @@
+/* run_setup.c — a run set up and torn down: the config's and the machine's checks before
+ * the folder is touched, a new run's folder and weights, a resumed run's state checked against
+ * its config, data and log. */
+#include "run_internal.h"
+#include "s2s/runlog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- setup ---- */
+
+static double gb(double bytes) { return bytes / 1e9; }
+
+/* Refuses, before anything large is allocated, a run whose parameters, optimizer state, data
+ * and largest step (training, evaluation or greedy decoding) do not fit this machine. */
+S2sStatus run_check_memory(Run *r, S2sError *err) {
+    size_t limit = s2s_memory_limit();
+    if (!limit) return S2S_OK;
+    const Config *c = r->cfg;
+    const ConfigTrain *tc = &c->train;
+    int Vs = r->data.src_vocab.size, Vt = r->data.trg_vocab.size;
+    double params = (double)model_param_count(&c->model, Vs, Vt);
+    bool bf16 = tc->precision == PRECISION_BF16;
+    double param_bytes = params * (4.0 * ((run_is_adam(c) ? 4 : 2) + (tc->ema_decay > 0 ? 1 : 0)) + (bf16 ? 2.0 : 0.0));
+    int S = 1, T = 2, Se = 1, Te = 2;
+    /* with BPE-dropout, the pieces of the epoch about to run (its pairs come out longer than
+     * the plain segmentation, and differently each epoch: run_epoch checks each one again);
+     * the no-merge worst case would refuse a Transformer whose real steps fit easily */
+    bool sampled = c->task.bpe_dropout > 0 && r->st.epoch < tc->epochs;
+    const Dataset *d = sampled ? run_epoch_data(r, r->st.epoch) : &r->data.train;
+    for (int i = 0; i < d->n; i++) {
+        if (d->src_len[i] > S) S = d->src_len[i];
+        if (d->trg_len[i] > T) T = d->trg_len[i];
+    }
+    const Dataset *ev[2] = {&r->data.valid, &r->data.test};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ev[k]->n; i++) {
+            if (ev[k]->src_len[i] > Se) Se = ev[k]->src_len[i];
+            if (ev[k]->trg_len[i] > Te) Te = ev[k]->trg_len[i];
+        }
+    int B = tc->batch_size;
+    if (tc->batch_tokens > 0) {
+        int cap = tc->batch_tokens / (S > T ? S : T);
+        if (cap < B) B = cap > 0 ? cap : 1;
+    }
+    int Be = tc->eval_batch_size, L = model_max_output(tc->max_decode_len, Se);
+    struct {
+        const char *what;
+        double bytes;
+        int B, S, T;
+    } steps[3] = {{"a training step", model_step_bytes(&c->model, Vs, Vt, MODEL_STEP_TRAIN, B, S, T), B, S, T - 2},
+                  {"an evaluation batch", model_step_bytes(&c->model, Vs, Vt, MODEL_STEP_EVAL, Be, Se, Te), Be, Se, Te - 2},
+                  {"greedy decoding", model_step_bytes(&c->model, Vs, Vt, MODEL_STEP_GREEDY, Be, Se, L + 1), Be, Se, L}};
+    int w = 0;
+    for (int i = 1; i < 3; i++)
+        if (steps[i].bytes > steps[w].bytes) w = i;
+    double data = (double)task_data_bytes(&r->data), base = 256e6; /* code, libraries, buffers */
+    double need = param_bytes + steps[w].bytes + data + base;
+    if (need <= (double)limit) return S2S_OK;
+    char epoch_note[64];
+    snprintf(epoch_note, sizeof epoch_note, " in epoch %d's BPE-dropout pieces", r->st.epoch + 1);
+    return s2s_fail(err, S2S_ERR_CONFIG,
+                    "%s: this run needs about %.1f GB and this machine allows %.1f GB: %.1f million weights take %.1f GB with "
+                    "their gradients%s, %s %.1f GB (%d sentences, sources of %d and targets of %d tokens%s), the data "
+                    "%.1f GB; make the model, the batches (batch_size, eval_batch_size)%s or the sequences smaller",
+                    c->path[0] ? c->path : "config", gb(need), gb((double)limit), params / 1e6, gb(param_bytes),
+                    run_is_adam(c) ? " and Adam moments" : "", steps[w].what, gb(steps[w].bytes), steps[w].B, steps[w].S,
+                    steps[w].T, sampled && w == 0 ? epoch_note : "", gb(data), sampled && w == 0 ? ", task.bpe_dropout" : "");
+}
+
+/* Equal vocabularies (a resumed run's data against its checkpoint), or a message naming
+ * the first difference. */
+static S2sStatus same_vocab(const Vocab *v, char *const *tokens, int n, const char *which, const char *origin,
+                            S2sError *err) {
+    int i = vocab_first_difference(v, tokens, n);
+    if (i >= 0 && i < n && i < v->size)
+        return s2s_fail(err, S2S_ERR_DATA,
+                        "%s: the data give another %s vocabulary than the run started with (entry %d is \"%.40s\" "
+                        "in the checkpoint, \"%.40s\" now): the data files or the task changed; resuming would train "
+                        "the embeddings of other words",
+                        origin, which, i, tokens[i], v->tokens[i]);
+    if (n != v->size)
+        return s2s_fail(err, S2S_ERR_DATA,
+                        "%s: the data give a %s vocabulary of %d entries, the run started with %d: the data files "
+                        "changed",
+                        origin, which, v->size, n);
+    return S2S_OK;
+}
+
+/* What the first `bytes` of a log hold: its epoch lines and the last step logged; false when
+ * the bytes end inside a line (the state then names another log than this one). */
+typedef struct LogPrefix {
+    int epochs;
+    long last_step;
+} LogPrefix;
+
+static bool log_prefix(const char *path, long bytes, LogPrefix *lp) {
+    *lp = (LogPrefix){0, 0};
+    if (bytes == 0) return true;
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    LineReader lr;
+    line_reader_init(&lr, f, TEXT_MAX_LINE);
+    const char *line;
+    size_t len;
+    long at = 0;
+    bool ok = false;
+    while (at < bytes && line_read(&lr, &line, &len) == LINE_OK) {
+        at += (long)len + 1;
+        if (at > bytes) break; /* the state's end falls inside this line */
+        cJSON *j = cJSON_ParseWithLength(line, len);
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, LOG_TYPE));
+        if (type && !strcmp(type, LOG_EPOCH)) lp->epochs++;
+        long step = (long)runlog_num(j, LOG_STEP, -1);
+        if (type && strcmp(type, LOG_EXTEND) && step > lp->last_step) lp->last_step = step;
+        cJSON_Delete(j);
+        ok = at == bytes;
+    }
+    line_reader_free(&lr);
+    fclose(f);
+    return ok;
+}
+
+/* The saved state against the config, the data and the log: every field in range, and the
+ * step count the one that the epoch and batch imply. */
+static S2sStatus state_check(Run *r, S2sError *err) {
+    const TrainState *s = &r->st;
+    const ConfigTrain *tc = &r->cfg->train;
+    const char *o = r->dir.last;
+#define BAD(...) s2s_fail(err, S2S_ERR_CORRUPT, __VA_ARGS__)
+    if (s->epoch > tc->epochs)
+        return BAD("%s: corrupt training state: epoch %d of a run of %d epochs", o, s->epoch, tc->epochs);
+    int nb = 0;
+    if (s->epoch < tc->epochs) {
+        BatchPlan plan;
+        run_epoch_plan(r, s->epoch, &plan);
+        nb = plan.n_batches;
+        batchplan_free(&plan);
+    }
+    if (s->epoch < tc->epochs ? s->batch >= nb : s->batch != 0)
+        return BAD("%s: corrupt training state: batch %d; epoch %d has %d batches", o, s->batch, s->epoch + 1, nb);
+    bool ended_by_steps = tc->max_steps > 0 && s->step >= tc->max_steps;
+    if (!ended_by_steps) { /* every epoch before this one ran all its batches */
+        long steps = s->batch;
+        for (int e = 0; e < s->epoch; e++) {
+            BatchPlan plan;
+            run_epoch_plan(r, e, &plan);
+            steps += plan.n_batches;
+            batchplan_free(&plan);
+        }
+        if (s->step != steps)
+            return BAD("%s: corrupt training state: step %ld, but epoch %d batch %d is step %ld", o, s->step, s->epoch + 1,
+                       s->batch, steps);
+    } else if (s->step != tc->max_steps) {
+        return BAD("%s: corrupt training state: step %ld past train.max_steps %ld", o, s->step, tc->max_steps);
+    }
+    if (s->adam_step != (run_is_adam(r->cfg) ? s->step : 0))
+        return BAD("%s: corrupt training state: %ld optimizer steps in %ld steps", o, s->adam_step, s->step);
+    if (!(s->lr > 0 && s->lr <= (double)tc->lr))
+        return BAD("%s: corrupt training state: lr %g; expected (0, %g] (it only decays)", o, s->lr, (double)tc->lr);
+    long validations = s->epoch + (tc->valid_every > 0 ? s->step / tc->valid_every : 0);
+    if (s->bad_epochs > validations)
+        return BAD("%s: corrupt training state: %d validations without improvement in %ld", o, s->bad_epochs, validations);
+    if (s->tok_sum != floor(s->tok_sum) || (s->batch == 0 && (s->loss_sum != 0 || s->tok_sum != 0)))
+        return BAD("%s: corrupt training state: loss sums %g over %g tokens at batch %d", o, s->loss_sum, s->tok_sum,
+                   s->batch);
+    struct stat sb;
+    if (!r->root) return S2S_OK; /* the log is rank 0's */
+    if (stat(r->dir.log, &sb) != 0) return s2s_fail(err, S2S_ERR_IO, "%s: missing: %s", r->dir.log, strerror(errno));
+    if (s->log_bytes > sb.st_size)
+        return BAD("%s: corrupt training state: the log was %ld bytes long, %s is %lld", o, s->log_bytes, r->dir.log,
+                   (long long)sb.st_size);
+    LogPrefix lp;
+    if (!log_prefix(r->dir.log, s->log_bytes, &lp))
+        return BAD("%s: corrupt training state: the log was %ld bytes long, which ends inside a line of %s", o, s->log_bytes,
+                   r->dir.log);
+    long logged = s->step / tc->log_every * tc->log_every; /* the last step line written by now */
+    if ((!ended_by_steps && lp.epochs != s->epoch) || lp.last_step > s->step || lp.last_step < logged)
+        return BAD("%s: corrupt training state: at epoch %d step %ld, but the first %ld bytes of %s hold %d epoch lines up to "
+                   "step %ld",
+                   o, s->epoch, s->step, s->log_bytes, r->dir.log, lp.epochs, lp.last_step);
+#undef BAD
+    return S2S_OK;
+}
+
+/* A warmup longer than the run never reaches the configured lr: a config mistake. The run's
+ * steps are the first epoch's batches times the epochs (or train.max_steps). */
+static S2sStatus check_warmup(Run *r, S2sError *err) {
+    const ConfigTrain *tc = &r->cfg->train;
+    if (tc->warmup_steps <= 0) return S2S_OK;
+    BatchPlan plan;
+    run_epoch_plan(r, 0, &plan);
+    int batches = plan.n_batches;
+    long steps = (long)batches * tc->epochs;
+    batchplan_free(&plan);
+    if (tc->max_steps > 0 && tc->max_steps < steps) steps = tc->max_steps;
+    if (tc->warmup_steps <= steps) return S2S_OK;
+    return s2s_fail(err, S2S_ERR_CONFIG,
+                    "%s: train.warmup_steps: %d steps of warmup in a run of %ld steps (%d epochs of %d batches%s): the lr "
+                    "would never reach train.lr",
+                    r->cfg->path[0] ? r->cfg->path : "config", tc->warmup_steps, steps, tc->epochs, batches,
+                    tc->max_steps > 0 ? ", or train.max_steps" : "");
+}
+
+/* train --resume --epochs N: the run trains to N epochs in all. Fewer than it has begun are
+ * refused, and so is a run that stopped early or at train.max_steps (it would stop again at
+ * once). Run.extended_from keeps the old count for the log. */
+static S2sStatus extend_epochs(Run *r, int epochs, S2sError *err) {
+    ConfigTrain *tc = &r->cfg->train;
+    const TrainState *s = &r->st;
+    const char *o = r->dir.last;
+    int begun = s->epoch + (s->batch > 0);
+    if (epochs < begun)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--epochs %d: %s has begun %d epochs already", epochs, o, begun);
+    if (tc->patience > 0 && s->bad_epochs >= tc->patience)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "--epochs %d: %s stopped early (train.patience: %d validations without a better %s); more "
+                        "epochs would stop again at once",
+                        epochs, o, tc->patience, METRIC_NAMES[tc->metric]);
+    if (tc->max_steps > 0 && s->step >= tc->max_steps)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--epochs %d: %s ended at train.max_steps (%ld steps); more epochs would "
+                        "stop again at once", epochs, o, tc->max_steps);
+    if (epochs != tc->epochs) r->extended_from = tc->epochs;
+    tc->epochs = epochs;
+    return S2S_OK;
+}
+
+/* The test line past the saved state's end of the log (a finished run's), or NULL; read with
+ * a bound, as the lines are short. */
+static cJSON *tail_test_line(FILE *log, long from) {
+    char buf[1 << 16];
+    if (fseek(log, from, SEEK_SET) != 0) return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, log);
+    buf[n] = 0;
+    cJSON *found = NULL;
+    for (char *line = buf, *nl; line < buf + n && !found; line = nl + 1) {
+        if (!(nl = strchr(line, '\n'))) break;
+        *nl = 0;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, LOG_TYPE);
+        if (cJSON_IsString(type) && !strcmp(type->valuestring, LOG_TEST)) found = j;
+        else cJSON_Delete(j);
+    }
+    return found;
+}
+
+
+/* The run's log, created (create) or opened to continue; never through a symbolic link. */
+static FILE *run_log_open(const char *path, bool create) {
+    int fd = open(path, (create ? O_WRONLY | O_CREAT | O_TRUNC : O_RDWR) | O_CLOEXEC | O_NOFOLLOW, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, create ? "w" : "r+") : NULL;
+    if (!f && fd >= 0) close(fd);
+    return f;
+}
+
+/* A start refused after the folder was taken (the ranks' check, the log) leaves no run there:
+ * the config and log it wrote go, so the folder's next start gets no advice to resume it. */
+static void forget_start(Run *r) {
+    if (!r->root || r->dir.lock.fd < 0) return;
+    if (r->log) fclose(r->log);
+    r->log = NULL;
+    unlink(r->dir.log);
+    unlink(r->dir.config);
+}
+
+/* Every check of the config before the folder is touched, the tape and the data: a run that
+ * cannot fit is refused before its folder is made. */
+static S2sStatus check_and_load(Run *r, S2sError *err) {
+    Config *cfg = r->cfg;
+    S2sStatus st;
+    if ((st = config_check(cfg, err))) return st;
+    if ((st = model_check_config(&cfg->model, cfg->path[0] ? cfg->path : "config", err))) return st;
+    double data_est = task_memory_estimate(&cfg->task), limit = (double)s2s_memory_limit();
+    if (limit > 0 && data_est > limit)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: the generated data need about %.1f GB; this machine allows %.1f GB",
+                        cfg->path[0] ? cfg->path : "config", gb(data_est), gb(limit));
+    if ((st = model_tape_init(&r->tape, cfg->train.precision, cfg->train.gemm, cfg->train.threads, "\"precision\": \"bf16\"",
+                              err)))
+        return st;
+    if ((st = task_load(&r->data, &cfg->task, err))) return st;
+    r->data_hash = task_fingerprint(&r->data);
+    if ((st = run_check_memory(r, err))) return st;
+    return r->opt->resume ? S2S_OK : check_warmup(r, err);
+}
+
+S2sStatus run_setup(Run *r, S2sError *err) {
+    Config *cfg = r->cfg;
+    const TrainOptions *opt = r->opt;
+    S2sStatus st;
+    Checkpoint ck = {0};
+    bool hash_saved = false;
+    uint64_t saved_hash = 0;
+    if (opt->resume) {
+        if ((st = r->root ? rundir_open(&r->dir, opt->out_dir, RUN_RESUME, err) : rundir_names(&r->dir, opt->out_dir, err)))
+            return st;
+        if ((st = run_load_last(r, &ck, err))) return st;
+        Config saved;
+        config_defaults(&saved);
+        if ((st = config_parse(&saved, ck.config_json, r->dir.last, err))) goto out;
+        snprintf(saved.path, sizeof saved.path, "%.*s", (int)sizeof saved.path - 1, r->dir.last);
+        *cfg = saved;
+        if (!ck.state_json) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no training state to resume from", r->dir.last);
+            goto out;
+        }
+        if ((st = train_state_from_json(&r->st, &saved_hash, &hash_saved, ck.state_json, r->dir.last, err))) goto out;
+        if (isnan(r->st.best)) r->st.best = run_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
+        if (opt->epochs > 0 && (st = extend_epochs(r, opt->epochs, err))) goto out;
+    }
+    if ((st = check_and_load(r, err))) goto out;
+    if (!opt->resume && !r->root) {
+        if ((st = rundir_names(&r->dir, opt->out_dir, err))) goto out;
+    } else if (!opt->resume) {
+        if ((st = rundir_open(&r->dir, opt->out_dir, opt->overwrite ? RUN_OVERWRITE : RUN_NEW, err))) goto out;
+        /* the resolved config beside the run; also proves the folder is writable */
+        char *conf = config_to_json(cfg);
+        st = file_write_atomic(r->dir.config, conf, strlen(conf), err);
+        free(conf);
+        if (st) goto out;
+    }
+    if (r->dir.stale_tmps && opt->out)
+        fprintf(opt->out, "removed %d temporary file(s) that a killed process left in %s\n", r->dir.stale_tmps,
+                r->dir.dir);
+    if (opt->resume) {
+        if (r->extended_from && r->root) { /* config.json says what the run now is */
+            char *conf = config_to_json(cfg);
+            st = file_write_atomic(r->dir.config, conf, strlen(conf), err);
+            free(conf);
+            if (st) goto out;
+        }
+        if ((st = same_vocab(&r->data.src_vocab, ck.src_tokens, ck.n_src, "source", r->dir.last, err)) ||
+            (st = same_vocab(&r->data.trg_vocab, ck.trg_tokens, ck.n_trg, "target", r->dir.last, err)))
+            goto out;
+        if (hash_saved && saved_hash != r->data_hash) {
+            st = s2s_fail(err, S2S_ERR_DATA,
+                          "%s: the data are not those the run started with (same vocabularies, other sentences): the "
+                          "data files or the task changed; resuming would mix two datasets",
+                          r->dir.last);
+            goto out;
+        }
+    }
+    const Vocab *vs = &r->data.src_vocab, *vt = &r->data.trg_vocab;
+    int diff = -1; /* unequal sizes: model_init says so */
+    if (cfg->model.tie_embeddings == TIE_ALL && vs->size == vt->size && (diff = vocab_first_difference(vs, vt->tokens, vt->size)) >= 0) {
+        st = s2s_fail(err, S2S_ERR_CONFIG,
+                      "model.tie_embeddings: \"all\" makes one matrix of the source and target embeddings, so the "
+                      "vocabularies must be one; entry %d is \"%.40s\" in the source's, \"%.40s\" in the target's; "
+                      "use a joint subword model or \"decoder\"",
+                      diff, vs->tokens[diff], vt->tokens[diff]);
+        goto out;
+    }
+    if ((st = model_init(&r->model, &cfg->model, r->data.src_vocab.size, r->data.trg_vocab.size, err))) goto out;
+    r->loss = (ModelLoss){cfg->train.label_smoothing, cfg->train.loss_chunk};
+    if (run_is_adam(cfg) && (st = params_alloc_moments(&r->model.params, err))) goto out;
+    r->font = font_open(NULL);
+    if (!r->font && opt->out)
+        fprintf(opt->out, "warning: DejaVu Sans not found (Debian: fonts-dejavu-core); pictures have no labels\n");
+    r->adam = adam_from_config(&cfg->train);
+    if (opt->resume) {
+        if ((st = state_check(r, err))) goto out;
+        if (run_is_adam(cfg) && r->st.adam_step > 0 && !ck.has_moments) {
+            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: has no Adam moments after %ld steps; it cannot resume exactly",
+                          r->dir.last, r->st.adam_step);
+            goto out;
+        }
+        if ((st = ckpt_restore(&ck, &r->model.params, run_is_adam(cfg) && ck.has_moments, r->dir.last, err))) goto out;
+        if (cfg->train.ema_decay > 0 && (st = ckpt_restore_ema(&ck, &r->model.params, r->dir.last, err))) goto out;
+        r->adam.step = r->st.adam_step;
+        r->adam.lr = (float)r->st.lr;
+        r->log = r->root ? run_log_open(r->dir.log, false) : NULL;
+        if (r->log && r->extended_from) r->test_before = tail_test_line(r->log, r->st.log_bytes);
+        if (r->root && (!r->log || ftruncate(fileno(r->log), r->st.log_bytes) != 0 || fseek(r->log, 0, SEEK_END) != 0)) {
+            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot reopen the log: %s", r->dir.log, strerror(errno));
+            goto out;
+        }
+    } else {
+        Rng init;
+        rng_init(&init, (uint64_t)cfg->seed, RNG_STREAM_INIT);
+        model_init_weights(&r->model, &init);
+        if (cfg->train.ema_decay > 0 && (st = params_alloc_ema(&r->model.params, err))) goto out; /* from the initial weights */
+        r->st = (TrainState){0};
+        r->st.lr = cfg->train.lr;
+        r->st.best = run_higher_is_better(cfg->train.metric) ? -INFINITY : INFINITY;
+        r->log = r->root ? run_log_open(r->dir.log, true) : NULL;
+        if (r->root && !r->log) {
+            st = s2s_fail(err, S2S_ERR_IO, "%s: cannot create: %s", r->dir.log, strerror(errno));
+            goto out;
+        }
+    }
+    st = run_join_ranks(r, err);
+out:
+    ckpt_free(&ck);
+    if (st && !opt->resume) forget_start(r);
+    return st;
+}
+
+void run_teardown(Run *r) {
+    if (r->grad_sum.sum) optim_grad_sum_free(&r->grad_sum);
+    cJSON_Delete(r->test_before);
+    if (r->log) fclose(r->log);
+    font_close(r->font);
+    tape_free(&r->tape);
+    model_free(&r->model);
+    task_free(&r->data);
+    dataset_free(&r->sampled);
+    rundir_close(&r->dir);
+}
