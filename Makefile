@@ -38,7 +38,7 @@ CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno -fno-trapp
 LDFLAGS = $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
-                      src/train/*.c src/eval/*.c src/io/*.c src/viz/*.c src/serve/*.c)
+                      src/train/*.c src/metrics/*.c src/report/*.c src/decode/*.c src/io/*.c src/viz/*.c src/serve/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
 LIB := $(BUILD)/libs2s.a
 CLI_SRC := $(wildcard src/cli/*.c)

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Writes src/eval/unicode_tables.h: what Python's str.lower() and str.split() do, and what
+"""Writes src/metrics/unicode_tables.h: what Python's str.lower() and str.split() do, and what
 the `regex` module calls punctuation, symbols and numbers (\\p{P}, \\p{S}, \\p{N}: sacreBLEU's
 intl tokeniser uses it), as tables for the sacreBLEU-compatible scores. Read off this Python's
 and this regex's own behaviour (versions printed in the file), not from the Unicode data
 files. Needs Debian's python3-regex:
 
-  python3 scripts/gen-unicode.py > src/eval/unicode_tables.h
+  python3 scripts/gen-unicode.py > src/metrics/unicode_tables.h
 """
 import sys
 import unicodedata

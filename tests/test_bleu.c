@@ -3,7 +3,7 @@
  * Cases: identical, shorter and longer hypotheses, no 4-gram match, clipping of repeated
  * n-grams, empty lines, a mixed corpus. Also the ./bleu program on files. */
 #include "test_util.h"
-#include "s2s/bleu.h"
+#include "s2s/multibleu.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

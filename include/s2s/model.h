@@ -1,12 +1,15 @@
-/* model.h — the encoder–decoder with attention, wired exactly as ../shared/golden/README.md
- * defines it, and its greedy decoder.
+/* model.h — the encoder–decoder models: two families behind one interface (model.type:
+ * the RNN encoder–decoder with attention, wired exactly as ../shared/golden/README.md defines
+ * it, and the Transformer), their training forward, and decoding step by step (greedy, beam,
+ * ensembles, forced).
  *
  * A Seq2Seq owns its ParamStore (weights, gradients, moments) and the layer structs that
- * borrow from it; it borrows nothing. Forward passes allocate on the caller's tape.
- * Encoder: embedding → (dropout) → RNN over the real tokens. Bridge: bidirectional →
- * ReLU(fc([h_fwd_last ; h_bwd_first])) per layer (LSTM cell state 0); unidirectional → the
- * encoder's final state. Decoder: embedding of trg[0..T-2] → (dropout) → RNN over the whole
- * target at once (no input feeding), then attention and the output layer over all steps. */
+ * borrow from it; it borrows nothing. Forward passes allocate on the caller's tape. The RNN:
+ * embedding → (dropout) → RNN over the real tokens; bridge: bidirectional →
+ * ReLU(fc([h_fwd_last ; h_bwd_first])) per layer (LSTM cell state 0), unidirectional → the
+ * encoder's final state; decoder: embedding of trg[0..T-2] → (dropout) → RNN over the whole
+ * target at once (no input feeding), then attention and the output layer over all steps. The
+ * Transformer: src/model/tf_model.c. */
 #ifndef S2S_MODEL_H
 #define S2S_MODEL_H
 
@@ -15,21 +18,35 @@
 #include "s2s/data.h"
 #include "s2s/transformer.h"
 
-typedef struct Seq2Seq {
-    ConfigModel cfg;
-    int src_vocab, trg_vocab;
-    int enc_dim;              /* encoder output size: dirs · encoder_hidden */
-    ParamStore params;
-    Embedding enc_emb, dec_emb;
+/* A model family's own layers (model.type): the encoder, the decoder and what joins them. */
+typedef struct RnnParts {     /* rnn */
     Rnn enc_rnn, dec_rnn;
     Linear bridge;            /* bidirectional only: (Hd, 2·He) */
     Attention attn;
     Linear w_c;               /* luong only: (Hd, D + Hd), no bias */
-    Linear out;               /* (V, D + Hd) for concat, (V, Hd) for luong; transformer: the generator (V, d) */
-    /* transformer (model.type): token embeddings (enc_emb, dec_emb, d wide) scaled by √d plus
-     * positions, nn.Transformer's stacks, the generator (out) */
-    Transformer tf;
+} RnnParts;
+
+typedef struct TfParts {      /* transformer: nn.Transformer's stacks, positions added to the
+                               * embeddings (scaled by √d) */
+    Transformer stack;
     Tensor *src_pos, *trg_pos; /* learned positions (P, d), or NULL (sinusoidal) */
+} TfParts;
+
+struct ModelFamily;
+
+typedef struct Seq2Seq {
+    ConfigModel cfg;
+    const struct ModelFamily *family; /* model.type's functions (src/model/model_internal.h) */
+    int src_vocab, trg_vocab;
+    int enc_dim;              /* encoder output size: dirs · encoder_hidden, or d_model */
+    ParamStore params;
+    Embedding enc_emb, dec_emb; /* token embeddings, both families */
+    Linear out;               /* the output layer both families share: (V, D + Hd) for concat,
+                                 (V, Hd) for luong; the transformer's generator (V, d) */
+    union {                   /* the family's own, as m->family says */
+        RnnParts rnn;
+        TfParts tf;
+    };
 } Seq2Seq;
 
 /* The training loss's settings, passed to the forward (they are the run's, not the model's):
@@ -126,18 +143,24 @@ void model_argmax_rows(const Tensor *logits, int rows, int32_t *best);
 /* Step-by-step decoding (greedy, beam): the encoder once, then one decoder step at a time
  * for N = B·K rows (K hypotheses per sentence, rows b·K … b·K + K − 1), both model types.
  * Inference only. */
-typedef struct DecodeState {
-    Tensor *enc;                  /* (S, N / group, D) */
-    const uint8_t *mask;          /* (N / group, S) */
+typedef struct RnnDecodeState {
     Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
     Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
     AttnCache cache;              /* the attention's projections of enc, made on the first step */
-    TfCache tf;                   /* transformer: keys and values of every layer (enc is its memory) */
     Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
+} RnnDecodeState;
+
+typedef struct DecodeState {
+    Tensor *enc;                  /* (S, N / group, D): encoder states (the transformer's memory) */
+    const uint8_t *mask;          /* (N / group, S) */
     ArenaMark mark;               /* after the first step: later steps' temporaries go */
     int N, S;
     int group; /* rows per sentence that share its encoder states, mask and cache: a beam's K
                 * hypotheses (rows b·K + k, attending as K queries of sentence b), else 1 */
+    union {    /* the family's own state */
+        RnnDecodeState rnn;
+        TfCache tf;               /* transformer: keys and values of every layer */
+    };
 } DecodeState;
 
 /* max_steps: the most decoder steps that will follow (a transformer keeps every position's

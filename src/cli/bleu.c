@@ -3,7 +3,7 @@
  *   bleu [options] REF [HYP]      (one sentence a line; HYP defaults to stdin)
  *   exit 0 · 1 IO, files that are not text, or files that do not pair up · 2 usage */
 #include "s2s/args.h"
-#include "s2s/bleu.h"
+#include "s2s/multibleu.h"
 #include "s2s/sacrebleu.h"
 
 #include <getopt.h>

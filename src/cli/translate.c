@@ -2,7 +2,7 @@
  *   exit 0 · 1 runtime/IO/corrupt model, a line that could not be read, or references that do
  *   not match the input · 2 usage */
 #include "s2s/args.h"
-#include "s2s/bleu.h"
+#include "s2s/multibleu.h"
 #include "s2s/sacrebleu.h"
 #include "s2s/checkpoint.h"
 #include "s2s/eval.h"

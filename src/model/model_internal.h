@@ -1,19 +1,44 @@
-/* model_internal.h — what seq2seq.c (the RNN model and the dispatch on model.type) shares
- * with tf_model.c (the Transformer model). Not a public header. */
+/* model_internal.h — what the files of src/model share: the model-family interface each
+ * family implements (rnn_model.c, tf_model.c), the output layer and loss both use
+ * (output.c), and load.c's and beam.c's helpers. Not a public header. */
 #ifndef S2S_MODEL_INTERNAL_H
 #define S2S_MODEL_INTERNAL_H
 
 #include "s2s/model.h"
 
-/* Declares the Transformer model's parameters into m->params (m->cfg, vocabularies set). */
-void tfm_declare(Seq2Seq *m);
-S2sStatus tfm_check_config(const ConfigModel *c, const char *origin, S2sError *err);
-void tfm_init_weights(Seq2Seq *m, Rng *rng);
-double tfm_step_bytes(const ConfigModel *cfg, int trg_vocab, ModelStepKind kind, int B, int S, int T);
-ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions, const ModelLoss *loss);
-void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds);
-/* a decoding step's input to the output layer (N, d_model) */
-Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
+/* A model family (model.type): one table of functions, one file (rnn_model.c,
+ * tf_model.c); model.c, output.c and decode.c are the same for every family and call it. A
+ * new family is a file with its table and a line in model_family(). */
+typedef struct ModelFamily {
+    const char *name;
+    /* the model section's checks particular to the family; messages start with origin */
+    S2sStatus (*check_config)(const ConfigModel *c, const char *origin, S2sError *err);
+    /* every parameter declared into m->params (m->cfg and the vocabularies set), the
+     * output layer m->out among them, tied by model_tie */
+    void (*declare)(Seq2Seq *m);
+    void (*init_weights)(Seq2Seq *m, Rng *rng);
+    /* an upper estimate of one step's arena bytes (model_step_bytes) */
+    double (*step_bytes)(const ConfigModel *c, int src_vocab, int trg_vocab, ModelStepKind kind, int B, int S, int T);
+    /* teacher-forced forward: the output layer and loss by model_loss (or over every
+     * position with all_positions) */
+    ModelOutput (*forward)(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions, const ModelLoss *loss);
+    /* the PyTorch state_dict keys of the decoder's and the encoder's embedding (tying) */
+    const char *emb_names[2];
+    /* decoding: the encoder once and the family's state; one step's input to the output layer
+     * (N, D); rows reordered (beam); the state kept across the step's rewind (NULL: nothing to
+     * keep); rows kept (sentences sent[0 .. ns) whole); the weights' heads */
+    void (*decode_start)(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds);
+    Tensor *(*decode_features)(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w);
+    void (*decode_reorder)(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent);
+    void (*decode_settle)(Seq2Seq *m, DecodeState *ds, int step);
+    void (*decode_keep_rows)(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n, const int32_t *sent, int ns);
+    bool (*has_attention)(const Seq2Seq *m);
+    int (*heads)(const Seq2Seq *m);
+    const char *(*attention_name)(const Seq2Seq *m);
+} ModelFamily;
+
+extern const ModelFamily MODEL_FAMILY_RNN, MODEL_FAMILY_TRANSFORMER;
+const ModelFamily *model_family(ModelType type);
 
 /* The batch's source mask (B, S), copied to the tape: a decoding state's own, which
  * model_decode_keep_rows edits. */
@@ -28,6 +53,8 @@ void model_tie(Seq2Seq *m);
 float model_smoothing(const Tape *t, const ModelLoss *loss);
 /* The output layer and loss over x (n_tokens, D), the rows o->rows of the batch's targets. */
 void model_loss(Tape *t, Seq2Seq *m, const Batch *b, Tensor *x, ModelOutput *o, const ModelLoss *loss);
+/* A decoding step's pick (model_decode_step_pick) from the output layer over x (N, D). */
+void model_pick(Tape *t, Seq2Seq *m, Tensor *x, int N, int32_t *best);
 
 /* load.c's checks, shared with the import: a vocabulary from a file's tokens (one word each,
  * unique, the four specials first), and a subword model from bytes attached to the

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-S2sStatus tfm_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
+static S2sStatus tf_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
     if (c->d_model % c->heads != 0)
         return s2s_fail(err, S2S_ERR_CONFIG,
                         "%s: model.heads: a transformer splits d_model (%d) into heads of equal width, so heads (%d) must "
@@ -23,17 +23,17 @@ S2sStatus tfm_check_config(const ConfigModel *c, const char *origin, S2sError *e
     return S2S_OK;
 }
 
-void tfm_declare(Seq2Seq *m) {
+static void tf_declare(Seq2Seq *m) {
     const ConfigModel *c = &m->cfg;
     ParamStore *ps = &m->params;
     int d = c->d_model;
     if (c->tie_embeddings != TIE_ALL) embedding_init(&m->enc_emb, ps, "src_embed", m->src_vocab, d);
     if (c->tie_embeddings == TIE_NONE) embedding_init(&m->dec_emb, ps, "trg_embed", m->trg_vocab, d);
     if (c->positions == POSITIONS_LEARNED) {
-        m->src_pos = params_add(ps, "src_pos.weight", 2, (int[]){c->max_positions, d});
-        m->trg_pos = params_add(ps, "trg_pos.weight", 2, (int[]){c->max_positions, d});
+        m->tf.src_pos = params_add(ps, "src_pos.weight", 2, (int[]){c->max_positions, d});
+        m->tf.trg_pos = params_add(ps, "trg_pos.weight", 2, (int[]){c->max_positions, d});
     }
-    transformer_init(&m->tf, ps, "transformer", d, c->heads, c->ff, c->layers, c->layers, c->norm == NORM_PRE,
+    transformer_init(&m->tf.stack, ps, "transformer", d, c->heads, c->ff, c->layers, c->layers, c->norm == NORM_PRE,
                      c->activation == ACTIVATION_GELU ? TF_GELU : TF_RELU);
     linear_init(&m->out, ps, "generator", d, m->trg_vocab, true);
     model_tie(m);
@@ -43,22 +43,23 @@ void tfm_declare(Seq2Seq *m) {
 /* Embeddings N(0, 1/d) (unit variance once scaled by √d), learned positions N(0, 0.02²), the
  * stacks as nn.Transformer initialises them, the generator uniform in ±init_range (tied to the
  * embeddings: theirs). */
-void tfm_init_weights(Seq2Seq *m, Rng *rng) {
+static void tf_init_weights(Seq2Seq *m, Rng *rng) {
     params_init_uniform(&m->params, rng, m->cfg.init_range);
     float sd = 1.0f / sqrtf((float)m->cfg.d_model);
     Tensor *emb[2] = {m->enc_emb.w, m->dec_emb.w};
     for (int k = 0; k < 2 && (k == 0 || emb[1] != emb[0]); k++)
         for (size_t i = 0; i < emb[k]->size; i++) emb[k]->data[i] = sd * (float)rng_normal(rng);
-    Tensor *pos[2] = {m->src_pos, m->trg_pos};
+    Tensor *pos[2] = {m->tf.src_pos, m->tf.trg_pos};
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; pos[k] && i < pos[k]->size; i++) pos[k]->data[i] = 0.02f * (float)rng_normal(rng);
-    transformer_init_weights(&m->tf, rng);
+    transformer_init_weights(&m->tf.stack, rng);
 }
 
 /* Arena floats per step, by the step's big tensors: per layer and position the attention's
  * q, k, v, context and output, the residual sums and norms (≈ 12 d), the feed-forward block
  * (≈ 3 ff), the score maps (heads · S or T per position, a few copies), the logits. */
-double tfm_step_bytes(const ConfigModel *c, int trg_vocab, ModelStepKind kind, int B, int S, int T) {
+static double tf_step_bytes(const ConfigModel *c, int src_vocab, int trg_vocab, ModelStepKind kind, int B, int S, int T) {
+    (void)src_vocab; /* the embeddings are d wide whatever the vocabulary */
     double d = c->d_model, ff = c->ff, H = c->heads, L = c->layers, b = B, s = S, t = T;
     double enc = L * b * s * (12 * d + 3 * ff + 3 * H * s), dec = L * b * t * (20 * d + 3 * ff + 3 * H * (t + s));
     double floats;
@@ -97,24 +98,24 @@ static Tensor *embed(Tape *t, const Seq2Seq *m, const Embedding *e, Tensor *pos_
     return tape_reshape3(t, op_add(t, x, p), L, B, d);
 }
 
-ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions, const ModelLoss *loss) {
+static ModelOutput tf_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions, const ModelLoss *loss) {
     S2S_ASSERT(b->T >= 2);
     int B = b->B, S = b->S, T1 = b->T - 1, d = m->cfg.d_model, V = m->trg_vocab;
     TfDropout dr = {t->training && drop ? m->cfg.dropout : 0.0f, t->training ? drop : NULL};
-    Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
+    Tensor *x = embed(t, m, &m->enc_emb, m->tf.src_pos, b->src, S, B, 0);
     if (dr.rng && dr.p > 0) x = op_dropout(t, x, dr.p, dr.rng);
-    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, dr, NULL);
+    Tensor *memory = transformer_encode(t, &m->tf.stack, x, b->src_mask, dr, NULL);
     /* decoder inputs trg[0 .. T-2]; a position is real where it is not padding */
     uint8_t *tmask = arena_alloc(&t->arena, (size_t)B * T1);
     for (int bb = 0; bb < B; bb++)
         for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
-    Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, b->trg, T1, B, 0);
+    Tensor *y = embed(t, m, &m->dec_emb, m->tf.trg_pos, b->trg, T1, B, 0);
     if (dr.rng && dr.p > 0) y = op_dropout(t, y, dr.p, dr.rng);
     Tensor *cross[TF_MAX_LAYERS] = {0};
-    Tensor *out = transformer_decode(t, &m->tf, y, memory, b->src_mask, tmask, dr, cross);
+    Tensor *out = transformer_decode(t, &m->tf.stack, y, memory, b->src_mask, tmask, dr, cross);
     ModelOutput o;
     memset(&o, 0, sizeof o);
-    o.attention = attn_heads_mean(t, cross[m->tf.dec_layers - 1], m->tf.heads); /* the last layer's */
+    o.attention = attn_heads_mean(t, cross[m->tf.stack.dec_layers - 1], m->tf.stack.heads); /* the last layer's */
     Tensor *flat = tape_reshape2(t, out, T1 * B, d);
     if (all_positions) {
         o.logits = linear_forward(t, &m->out, flat);
@@ -128,43 +129,82 @@ ModelOutput tfm_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all
     return o;
 }
 
-void tfm_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds) {
+static void tf_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds) {
     int B = b->B, S = b->S, N = B * K;
-    Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
-    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0}, NULL);
+    Tensor *x = embed(t, m, &m->enc_emb, m->tf.src_pos, b->src, S, B, 0);
+    Tensor *memory = transformer_encode(t, &m->tf.stack, x, b->src_mask, (TfDropout){0}, NULL);
     ds->N = N;
     ds->S = S;
     ds->group = K; /* a beam's K hypotheses share one copy of their sentence's memory */
     ds->enc = memory;
     ds->mask = model_decode_mask(t, b);
-    transformer_cache_init(t, &m->tf, &ds->tf, N, K, max_steps > 0 ? max_steps : 1);
+    transformer_cache_init(t, &m->tf.stack, &ds->tf, N, K, max_steps > 0 ? max_steps : 1);
 }
 
-Tensor *tfm_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
+/* in place: the state is the cached keys and values */
+static void tf_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent) {
+    (void)t, (void)m;
+    transformer_cache_reorder(&ds->tf, parent);
+}
+
+static void tf_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n, const int32_t *sent, int ns) {
+    (void)m, (void)ns;
+    transformer_cache_keep_rows(&ds->tf, rows, n, sent);
+}
+
+static Tensor *tf_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
     int N = ds->N;
-    Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, tokens, 1, N, ds->tf.len);
+    Tensor *y = embed(t, m, &m->dec_emb, m->tf.trg_pos, tokens, 1, N, ds->tf.len);
     Tensor *cross[TF_MAX_LAYERS] = {0};
-    Tensor *out = transformer_decode_step(t, &m->tf, y, ds->enc, ds->mask, &ds->tf, cross);
-    Tensor *last = cross[m->tf.dec_layers - 1]; /* (B·H, G, S): rows b·G + g of B sentences */
+    Tensor *out = transformer_decode_step(t, &m->tf.stack, y, ds->enc, ds->mask, &ds->tf, cross);
+    Tensor *last = cross[m->tf.stack.dec_layers - 1]; /* (B·H, G, S): rows b·G + g of B sentences */
     if (w) {
         int G = ds->group;
-        w->mean = m->tf.heads == 1 ? last : attn_heads_mean(t, last, m->tf.heads); /* (B, G, S): (N, 1, S) */
+        w->mean = m->tf.stack.heads == 1 ? last : attn_heads_mean(t, last, m->tf.stack.heads); /* (B, G, S): (N, 1, S) */
         if (G > 1) w->mean = tape_reshape3(t, w->mean, N, 1, ds->S);
-        w->heads = w->want_heads && m->tf.heads > 1 && G == 1 ? last : NULL; /* per row only when G is 1 */
+        w->heads = w->want_heads && m->tf.stack.heads > 1 && G == 1 ? last : NULL; /* per row only when G is 1 */
     }
     return tape_reshape2(t, out, N, m->cfg.d_model);
 }
 
 void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self) {
-    S2S_ASSERT(m->cfg.type == MODEL_TRANSFORMER);
+    S2S_ASSERT(m->family == &MODEL_FAMILY_TRANSFORMER);
     TapeMode mode = tape_enter_inference(t);
     int B = b->B, S = b->S, T1 = b->T - 1;
-    Tensor *x = embed(t, m, &m->enc_emb, m->src_pos, b->src, S, B, 0);
-    Tensor *memory = transformer_encode(t, &m->tf, x, b->src_mask, (TfDropout){0}, self);
+    Tensor *x = embed(t, m, &m->enc_emb, m->tf.src_pos, b->src, S, B, 0);
+    Tensor *memory = transformer_encode(t, &m->tf.stack, x, b->src_mask, (TfDropout){0}, self);
     uint8_t *tmask = arena_alloc(&t->arena, (size_t)B * T1);
     for (int bb = 0; bb < B; bb++)
         for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
-    Tensor *y = embed(t, m, &m->dec_emb, m->trg_pos, b->trg, T1, B, 0);
-    transformer_decode(t, &m->tf, y, memory, b->src_mask, tmask, (TfDropout){0}, cross);
+    Tensor *y = embed(t, m, &m->dec_emb, m->tf.trg_pos, b->trg, T1, B, 0);
+    transformer_decode(t, &m->tf.stack, y, memory, b->src_mask, tmask, (TfDropout){0}, cross);
     tape_leave(t, mode);
 }
+
+static bool tf_has_attention(const Seq2Seq *m) {
+    (void)m;
+    return true;
+}
+static int tf_heads(const Seq2Seq *m) { return m->tf.stack.heads; }
+static const char *tf_attention_name(const Seq2Seq *m) {
+    (void)m;
+    return "transformer cross (last layer)";
+}
+
+const ModelFamily MODEL_FAMILY_TRANSFORMER = {
+    .name = "transformer",
+    .check_config = tf_check_config,
+    .declare = tf_declare,
+    .init_weights = tf_init_weights,
+    .step_bytes = tf_step_bytes,
+    .forward = tf_forward,
+    .emb_names = {"trg_embed.weight", "src_embed.weight"},
+    .decode_start = tf_decode_start,
+    .decode_features = tf_decode_features,
+    .decode_reorder = tf_decode_reorder,
+    .decode_settle = NULL, /* the caches were made before the step's mark */
+    .decode_keep_rows = tf_decode_keep_rows,
+    .has_attention = tf_has_attention,
+    .heads = tf_heads,
+    .attention_name = tf_attention_name,
+};

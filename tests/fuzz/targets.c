@@ -4,7 +4,7 @@
 #include "s2s/serve.h"
 
 #include "s2s/attn_calc.h"
-#include "s2s/bleu.h"
+#include "s2s/multibleu.h"
 #include "s2s/bpe.h"
 #include "s2s/spm.h"
 #include "s2s/sacrebleu.h"

@@ -49,18 +49,18 @@ static void line_maps_free(const Translator *t, LineMaps *lm) {
 /* A Transformer's attention in every layer for one decoded sentence, the heads averaged. */
 static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, const char *path_cross, const char *path_self,
                              const char *title, S2sError *err) {
-    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns, H = model_heads(t->model), Ls = t->model->tf.dec_layers;
+    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns, H = model_heads(t->model), Ls = t->model->tf.stack.dec_layers;
     if (rows == 0 || ns == 0) return S2S_OK;
     LineMaps lm;
     line_maps(t, a, rows, &lm);
     Tensor **cross = lm.cross, **self = lm.self;
-    float *cm = s2s_xcalloc((size_t)Ls * rows * ns, sizeof *cm), *sm = s2s_xcalloc((size_t)t->model->tf.enc_layers * ns * ns, sizeof *sm);
+    float *cm = s2s_xcalloc((size_t)Ls * rows * ns, sizeof *cm), *sm = s2s_xcalloc((size_t)t->model->tf.stack.enc_layers * ns * ns, sizeof *sm);
     const float *cp[TF_MAX_LAYERS], *sp[TF_MAX_LAYERS];
     for (int l = 0; l < Ls; l++) { /* (H, rows, ns) → the heads' mean, kept past the rewind below */
         cp[l] = cm + (size_t)l * rows * ns;
         memcpy(cm + (size_t)l * rows * ns, attn_heads_mean(t->tape, cross[l], H)->data, (size_t)rows * ns * sizeof *cm);
     }
-    for (int l = 0; l < t->model->tf.enc_layers; l++) {
+    for (int l = 0; l < t->model->tf.stack.enc_layers; l++) {
         sp[l] = sm + (size_t)l * ns * ns;
         memcpy(sm + (size_t)l * ns * ns, attn_heads_mean(t->tape, self[l], H)->data, (size_t)ns * ns * sizeof *sm);
     }
@@ -71,7 +71,7 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
             for (int i = 0; i < rows; i++)
                 memcpy(heads + (((size_t)l * rows + i) * H + h) * ns, cross[l]->data + ((size_t)h * rows + i) * ns, (size_t)ns * sizeof *heads);
     line_maps_free(t, &lm);
-    S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls < t->model->tf.enc_layers ? Ls : t->model->tf.enc_layers,
+    S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls < t->model->tf.stack.enc_layers ? Ls : t->model->tf.stack.enc_layers,
                                   cp, sp, t->font, err);
     for (int l = 0; l < Ls && !st && H > 1; l++) { /* DIR/NNNN_layerL_heads.png */
         char path[PATH_MAX + 48], ttl[160];
@@ -151,7 +151,7 @@ static LineAttention *line_attention(const Translator *t, const Batch *b, int i,
         DecodedAttention da = {src, ns, out, len, len < L, attn, b->S};
         LineMaps lm;
         line_maps(t, &da, rows, &lm);
-        a->n_layers = t->model->tf.dec_layers;
+        a->n_layers = t->model->tf.stack.dec_layers;
         a->n_heads = H;
         a->heads = s2s_xmalloc((size_t)a->n_layers * H * rows * ns * sizeof *a->heads);
         for (int l = 0; l < a->n_layers; l++) /* (H, rows, ns) each */

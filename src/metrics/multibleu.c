@@ -1,5 +1,5 @@
 /* multibleu.c — multi-bleu.perl's corpus BLEU. */
-#include "s2s/bleu.h"
+#include "s2s/multibleu.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length; under mpirun
  * the batches are shared among the ranks and the figures gathered (the same on every rank, and
  * the same as one process with the ranks' thread count). */
-#include "s2s/bleu.h"
+#include "s2s/multibleu.h"
 #include "s2s/subword.h"
 #include "s2s/sacrebleu.h"
 #include "s2s/eval.h"
