@@ -214,13 +214,20 @@ static pid_t start(const Job *j, const char *train, const char *const *sets, int
     return pid;
 }
 
-int main(int argc, char **argv) {
-    setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines in order, also into a file */
-    const char *config[MAX_CONFIGS], *out = NULL;
-    char *attention = NULL, *seeds = NULL, *vary[MAX_VARY];
+/* The command line. */
+typedef struct Opts {
+    const char *config[MAX_CONFIGS], *out;
+    char *attention, *seeds, *vary[MAX_VARY];
     const char *sets[128];
-    int n_sets = 0, jobs = 1, n_vary = 0, ranks = 1, n_configs = 0;
-    bool runs_mode = false;
+    int n_sets, jobs, n_vary, ranks, n_configs, n_runs;
+    bool runs_mode;
+    char **runs; /* --runs: the folders */
+} Opts;
+
+/* Parses the options into o; returns -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, Opts *o) {
+    memset(o, 0, sizeof *o);
+    o->jobs = o->ranks = 1;
     S2sError err;
     enum { O_CONFIG = ARGS_OWN, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY, O_RANKS };
     static const struct option LONG[] = {
@@ -235,317 +242,345 @@ int main(int argc, char **argv) {
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         switch (opt) {
         case O_CONFIG:
-            if (n_configs == MAX_CONFIGS) return usage_error("--config: at most 8 configs");
-            config[n_configs++] = optarg;
+            if (o->n_configs == MAX_CONFIGS) return usage_error("--config: at most 8 configs");
+            o->config[o->n_configs++] = optarg;
             break;
-        case O_ATTENTION: attention = optarg; break;
-        case O_SEEDS: seeds = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_RUNS: runs_mode = true; break;
+        case O_ATTENTION: o->attention = optarg; break;
+        case O_SEEDS: o->seeds = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case O_RUNS: o->runs_mode = true; break;
         case O_JOBS:
-            if (args_int("--jobs", optarg, 1, 64, &jobs, &err)) return usage_error(err.msg);
+            if (args_int("--jobs", optarg, 1, 64, &o->jobs, &err)) return usage_error(err.msg);
             break;
         case O_RANKS:
-            if (args_int("--ranks", optarg, 1, 1024, &ranks, &err)) return usage_error(err.msg);
+            if (args_int("--ranks", optarg, 1, 1024, &o->ranks, &err)) return usage_error(err.msg);
             break;
         case O_SET:
-            if (n_sets == 128) return usage_error("too many --set options");
-            sets[n_sets++] = optarg;
+            if (o->n_sets == 128) return usage_error("too many --set options");
+            o->sets[o->n_sets++] = optarg;
             break;
         case O_VARY:
-            if (n_vary == MAX_VARY) return usage_error("--vary: at most 4 keys");
-            vary[n_vary++] = optarg;
+            if (o->n_vary == MAX_VARY) return usage_error("--vary: at most 4 keys");
+            o->vary[o->n_vary++] = optarg;
             break;
         default: return args_common(opt, "compare", usage, argv, optind, optopt);
         }
     }
-    int n_runs = argc - optind;
-    char **runs = argv + optind;
-    char outdir[PATH_MAX - 160]; /* room for /<variant>-seed<N> */
-    Job *job = NULL;
-    int n_jobs = 0, rc = 0;
-    FileLock out_lock = {-1};
-    if (runs_mode) {
-        if (!n_runs || n_configs || attention || seeds || n_sets || n_vary) {
+    o->n_runs = argc - optind;
+    o->runs = argv + optind;
+    if (o->runs_mode) {
+        if (!o->n_runs || o->n_configs || o->attention || o->seeds || o->n_sets || o->n_vary) {
             usage(stderr);
             return 2;
         }
-        for (int i = 0; i < n_runs; i++) /* a folder twice would count twice */
+        for (int i = 0; i < o->n_runs; i++) /* a folder twice would count twice */
             for (int k = 0; k < i; k++) {
                 char a[PATH_MAX], b[PATH_MAX];
-                if (realpath(runs[i], a) && realpath(runs[k], b) && !strcmp(a, b)) {
-                    fprintf(stderr, "compare: --runs: %s is given twice (as %s)\n", runs[i], runs[k]);
+                if (realpath(o->runs[i], a) && realpath(o->runs[k], b) && !strcmp(a, b)) {
+                    fprintf(stderr, "compare: --runs: %s is given twice (as %s)\n", o->runs[i], o->runs[k]);
                     return 2;
                 }
             }
-        snprintf(outdir, sizeof outdir, "%s", out ? out : "runs/compare");
-    } else {
-        if (n_runs) {
-            fprintf(stderr, "compare: %s: unexpected argument (see compare --help)\n", runs[0]);
-            return 2;
-        }
-        if (!n_configs || (!attention && !n_vary && n_configs < 2) || !seeds) {
-            usage(stderr);
-            return 2;
-        }
-        /* validate each config and every --set once, here, with the train program's rules;
-         * several configs are told apart by their names */
-        static Config cfgs[MAX_CONFIGS];
-        static char paths[MAX_CONFIGS][PATH_MAX];
-        for (int c = 0; c < n_configs; c++) {
-            config_defaults(&cfgs[c]);
-            config_find_file(config[c], paths[c], sizeof paths[c]);
-            if (config_load(&cfgs[c], paths[c], &err)) return usage_error(err.msg);
-            for (int i = 0; i < n_sets; i++)
-                if (config_set(&cfgs[c], sets[i], &err)) return usage_error(err.msg);
-            if (config_check(&cfgs[c], &err)) return usage_error(err.msg);
-            for (int d = 0; d < c; d++)
-                if (!strcmp(cfgs[c].name, cfgs[d].name)) {
-                    fprintf(stderr, "compare: %s and %s are both named \"%s\"; the configs must have names of their own\n",
-                            paths[d], paths[c], cfgs[c].name);
-                    return 2;
-                }
-        }
-        if (out) snprintf(outdir, sizeof outdir, "%s", out);
-        else {
-            size_t len = (size_t)snprintf(outdir, sizeof outdir, "runs/compare-%s", cfgs[0].name);
-            for (int c = 1; c < n_configs && len < sizeof outdir; c++)
-                len += (size_t)snprintf(outdir + len, sizeof outdir - len, "-vs-%s", cfgs[c].name);
-            if (len >= sizeof outdir) return usage_error("the configs' names make too long a folder name; give --out");
-        }
-        /* the keys varied and their values: --attention is --vary model.attention */
-        char *keys[MAX_VARY + 1], *vals[MAX_VARY + 1][COMPARE_MAX_VARIANTS], *ss[MAX_SEEDS];
-        int nval[MAX_VARY + 1], nk = 0;
-        static char attention_key[] = "model.attention";
-        if (attention) {
-            keys[nk] = attention_key;
-            if ((nval[nk] = args_split("--attention", attention, vals[nk], COMPARE_MAX_VARIANTS, &err)) < 0)
-                return usage_error(err.msg);
-            nk++;
-        }
-        for (int i = 0; i < n_vary; i++) {
-            char *eq = strchr(vary[i], '=');
-            if (!eq || eq == vary[i] || !eq[1]) {
-                fprintf(stderr, "compare: --vary %s: expected key=value,value,...\n", vary[i]);
-                return 2;
-            }
-            *eq = '\0';
-            keys[nk] = vary[i];
-            if ((nval[nk] = args_split("--vary", eq + 1, vals[nk], COMPARE_MAX_VARIANTS, &err)) < 0) return usage_error(err.msg);
-            nk++;
-        }
-        /* each value valid and given once; each key a config key (found by its path or its last
-         * part, as --set finds it), varied once, and neither the seed (--seeds) nor the threads */
-        int key_index[MAX_VARY + 1];
-        for (int k = 0; k < nk; k++) {
-            for (int v = 0; v < nval[k]; v++) {
-                char set[400];
-                snprintf(set, sizeof set, "%s=%s", keys[k], vals[k][v]);
-                for (int c = 0; c < n_configs; c++) {
-                    Config probe = cfgs[c];
-                    if (config_set(&probe, set, &err)) return usage_error(err.msg);
-                }
-                for (int w = 0; w < v; w++)
-                    if (!strcmp(vals[k][w], vals[k][v])) {
-                        fprintf(stderr, "compare: %s%s: %s is given twice\n", attention && k == 0 ? "--attention" : "--vary ",
-                                attention && k == 0 ? "" : keys[k], vals[k][v]);
-                        return 2;
-                    }
-            }
-            key_index[k] = -1;
-            for (int i = 0; i < config_key_count(); i++) {
-                const char *kp = config_key_info(i).path, *dot = strrchr(kp, '.');
-                if (!strcmp(kp, keys[k]) || (dot && !strcmp(dot + 1, keys[k]))) key_index[k] = i;
-            }
-            S2S_ASSERT(key_index[k] >= 0); /* config_set took it */
-            const char *kp = config_key_info(key_index[k]).path;
-            if (!strcmp(kp, "seed") || !strcmp(kp, "name") || !strcmp(kp, "train.threads")) {
-                fprintf(stderr, "compare: --vary %s: %s\n", kp,
-                        !strcmp(kp, "seed")   ? "the seeds are --seeds"
-                        : !strcmp(kp, "name") ? "every run has a folder of its own"
-                                              : "threads change no number (set them with --set)");
-                return 2;
-            }
-            for (int m = 0; m < k; m++)
-                if (key_index[k] == key_index[m]) {
-                    fprintf(stderr, "compare: %s is varied twice\n", kp);
-                    return 2;
-                }
-        }
-        int nv = n_configs;
-        for (int k = 0; k < nk; k++) {
-            if (nv * nval[k] > COMPARE_MAX_VARIANTS) {
-                fprintf(stderr, "compare: the grid of --vary values makes more than %d variants\n", COMPARE_MAX_VARIANTS);
-                return 2;
-            }
-            nv *= nval[k];
-        }
-        long seed_v[MAX_SEEDS];
-        int ns = args_split("--seeds", seeds, ss, MAX_SEEDS, &err);
-        if (ns < 0) return usage_error(err.msg);
-        for (int s = 0; s < ns; s++) {
-            if (args_long("--seeds", ss[s], 0, 1000000000000000L, &seed_v[s], &err)) return usage_error(err.msg);
-            for (int k = 0; k < s; k++)
-                if (seed_v[k] == seed_v[s]) {
-                    fprintf(stderr, "compare: --seeds: %ld is given twice\n", seed_v[s]);
-                    return 2;
-                }
-        }
-        /* threads: the user's (config or --set), else the cores shared between the jobs */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int shared_threads = (int)(cores / (jobs * ranks) > 0 ? cores / (jobs * ranks) : 1);
-        job = s2s_xcalloc((size_t)nv * ns, sizeof *job);
-        bool attention_only = n_configs == 1 && nk == 1 && !strcmp(config_key_info(key_index[0]).path, "model.attention");
-        int nv_config = nv / n_configs; /* variants of each config: its --vary grid */
-        for (int a = 0; a < nv; a++) {
-            Job proto;
-            memset(&proto, 0, sizeof proto);
-            int ci = a / nv_config;
-            Config c2 = cfgs[ci];
-            const char *path = paths[ci];
-            proto.config_path = paths[ci];
-            proto.set_threads = c2.train.threads <= 0;
-            proto.threads = proto.set_threads ? shared_threads : c2.train.threads;
-            size_t len = 0;
-            if (n_configs > 1) /* the folder: the config's name first */
-                len = (size_t)snprintf(proto.variant, sizeof proto.variant, "%.60s", c2.name);
-            for (int k = 0, rest = a % nv_config; k < nk; k++) { /* the last key varies fastest */
-                int div = 1;
-                for (int m = k + 1; m < nk; m++) div *= nval[m];
-                const char *v = vals[k][rest / div];
-                rest %= div;
-                const char *kp = config_key_info(key_index[k]).path, *dot = strrchr(kp, '.');
-                snprintf(proto.sets[proto.n_sets], sizeof proto.sets[0], "%s=%s", kp, v);
-                if (config_set(&c2, proto.sets[proto.n_sets++], &err)) {
-                    free(job);
-                    return usage_error(err.msg);
-                }
-                /* the folder: the value alone for the attention (as before --vary), else key=value pairs */
-                char part[COMPARE_NAME];
-                if (attention_only) snprintf(part, sizeof part, "%.80s", v);
-                else snprintf(part, sizeof part, "%s%.30s=%.50s", k || n_configs > 1 ? "," : "", dot ? dot + 1 : kp, v);
-                size_t pl = strlen(part);
-                if (len + pl >= sizeof proto.variant) pl = sizeof proto.variant - 1 - len;
-                memcpy(proto.variant + len, part, pl);
-                len += pl;
-                proto.variant[len] = '\0';
-            }
-            for (char *p = proto.variant; *p; p++)
-                if (*p == '/') *p = '_';
-            if (config_check(&c2, &err) || model_check_config(&c2.model, path, &err)) {
-                free(job);
-                return usage_error(err.msg);
-            }
-            for (int s = 0; s < ns; s++) {
-                Job *j = &job[n_jobs++];
-                *j = proto;
-                snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, proto.variant, seed_v[s]);
-                j->seed = seed_v[s];
-                j->want = c2;
-                j->want.seed = seed_v[s];
-                j->want.train.threads = proto.threads;
-            }
-        }
-        if (file_mkdirs(outdir, &err) || file_lock(&out_lock, outdir, &err)) {
-            fprintf(stderr, "compare: %s%s\n", err.msg, strstr(err.msg, "in use") ? ": another comparison runs there" : "");
-            free(job);
-            return 1;
-        }
-        file_remove_stale_tmps(outdir);
-        /* the train program beside this one */
-        char train[PATH_MAX];
-        const char *slash = strrchr(argv[0], '/');
-        snprintf(train, sizeof train, "%.*strain", slash ? (int)(slash - argv[0] + 1) : 2, slash ? argv[0] : "./");
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        int running = 0, next = 0, failed = 0, forwarded = 0;
-        for (;;) {
-            while (!g_stop && running < jobs && next < n_jobs) {
-                Job *j = &job[next++];
-                char why[700];
-                long pid;
-                if (file_lock_held(j->dir, &pid)) {
-                    fprintf(stderr, "compare: %s seed %ld: %s is in use by another process (pid %ld); not started\n",
-                            j->variant, j->seed, j->dir, pid);
-                    failed++;
-                    continue;
-                }
-                if (!folder_matches(j, why, sizeof why)) {
-                    fprintf(stderr, "compare: %s seed %ld: %s %s\n", j->variant, j->seed, j->dir, why);
-                    failed++;
-                    continue;
-                }
-                if (compare_run_finished(j->dir)) {
-                    printf("compare: %s seed %ld: finished earlier (%s)\n", j->variant, j->seed, j->dir);
-                    continue;
-                }
-                char last[PATH_MAX + 16];
-                rundir_path(last, sizeof last, j->dir, RUN_LAST);
-                bool resume = file_exists(last);
-                if (file_mkdirs(j->dir, &err)) {
-                    fprintf(stderr, "compare: %s\n", err.msg);
-                    failed++;
-                    continue;
-                }
-                if (ranks > 1 && !mpi_tmp_make(j)) {
-                    failed++;
-                    continue;
-                }
-                j->pid = start(j, train, sets, n_sets, resume, ranks);
-                if (j->pid < 0) {
-                    fprintf(stderr, "compare: fork: %s\n", strerror(errno));
-                    mpi_tmp_remove(j);
-                    failed++;
-                    continue;
-                }
-                running++;
-                if (ranks > 1)
-                    printf("compare: %s seed %ld: %s (%d ranks, %d threads each) → %s\n", j->variant, j->seed,
-                           resume ? "resumed" : "started", ranks, j->threads, j->dir);
-                else
-                    printf("compare: %s seed %ld: %s (%d threads) → %s\n", j->variant, j->seed,
-                           resume ? "resumed" : "started", j->threads, j->dir);
-            }
-            if (g_stop && forwarded != g_stop) { /* the trainings stop too: they save and can resume */
-                forwarded = g_stop;
-                for (int i = 0; i < n_jobs; i++)
-                    if (job[i].pid > 0) kill(job[i].pid, forwarded);
-            }
-            if (!running) break;
-            int st;
-            pid_t pid = wait(&st);
-            if (pid < 0) {
-                if (errno == EINTR) continue;
-                break;
-            }
-            for (int i = 0; i < n_jobs; i++)
-                if (job[i].pid == pid) {
-                    char what[128];
-                    job[i].pid = 0;
-                    mpi_tmp_remove(&job[i]);
-                    running--;
-                    if (!describe_exit(st, what, sizeof what) && !(g_stop && strstr(what, "interrupted"))) failed++;
-                    printf("compare: %s seed %ld: %s (log %s/train.out)\n", job[i].variant, job[i].seed, what, job[i].dir);
-                }
-        }
-        if (g_stop) {
-            fprintf(stderr, "compare: interrupted; run the same command again to resume\n");
-            free(job);
-            file_unlock(&out_lock);
-            return 128 + (int)g_stop;
-        }
-        if (failed) fprintf(stderr, "compare: %d run(s) failed; the table holds the others\n", failed);
-        if (failed) rc = 1;
+        return -1;
     }
-    int n_dirs = runs_mode ? n_runs : n_jobs;
+    if (o->n_runs) {
+        fprintf(stderr, "compare: %s: unexpected argument (see compare --help)\n", o->runs[0]);
+        return 2;
+    }
+    if (!o->n_configs || (!o->attention && !o->n_vary && o->n_configs < 2) || !o->seeds) {
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
+/* The configs, each checked with every --set as the train program checks them, told apart by
+ * their names; the output folder. Returns -1 to go on, else the exit code. */
+static int load_configs(const Opts *o, Config *cfgs, char (*paths)[PATH_MAX], char *outdir, size_t outdir_len) {
+    S2sError err;
+    for (int c = 0; c < o->n_configs; c++) {
+        config_defaults(&cfgs[c]);
+        config_find_file(o->config[c], paths[c], PATH_MAX);
+        if (config_load(&cfgs[c], paths[c], &err)) return usage_error(err.msg);
+        for (int i = 0; i < o->n_sets; i++)
+            if (config_set(&cfgs[c], o->sets[i], &err)) return usage_error(err.msg);
+        if (config_check(&cfgs[c], &err)) return usage_error(err.msg);
+        for (int d = 0; d < c; d++)
+            if (!strcmp(cfgs[c].name, cfgs[d].name)) {
+                fprintf(stderr, "compare: %s and %s are both named \"%s\"; the configs must have names of their own\n",
+                        paths[d], paths[c], cfgs[c].name);
+                return 2;
+            }
+    }
+    if (o->out) {
+        snprintf(outdir, outdir_len, "%s", o->out);
+        return -1;
+    }
+    size_t len = (size_t)snprintf(outdir, outdir_len, "runs/compare-%s", cfgs[0].name);
+    for (int c = 1; c < o->n_configs && len < outdir_len; c++)
+        len += (size_t)snprintf(outdir + len, outdir_len - len, "-vs-%s", cfgs[c].name);
+    if (len >= outdir_len) return usage_error("the configs' names make too long a folder name; give --out");
+    return -1;
+}
+
+/* The keys varied, their values and the seeds. */
+typedef struct Grid {
+    char *keys[MAX_VARY + 1], *vals[MAX_VARY + 1][COMPARE_MAX_VARIANTS];
+    int nval[MAX_VARY + 1], key_index[MAX_VARY + 1], nk;
+    int nv; /* variants: the configs times the grid */
+    long seed[MAX_SEEDS];
+    int ns;
+} Grid;
+
+/* The keys and values of --attention (--vary model.attention) and --vary, split. */
+static int split_grid(Opts *o, Grid *g) {
+    S2sError err;
+    static char attention_key[] = "model.attention";
+    if (o->attention) {
+        g->keys[g->nk] = attention_key;
+        if ((g->nval[g->nk] = args_split("--attention", o->attention, g->vals[g->nk], COMPARE_MAX_VARIANTS, &err)) < 0)
+            return usage_error(err.msg);
+        g->nk++;
+    }
+    for (int i = 0; i < o->n_vary; i++) {
+        char *eq = strchr(o->vary[i], '=');
+        if (!eq || eq == o->vary[i] || !eq[1]) {
+            fprintf(stderr, "compare: --vary %s: expected key=value,value,...\n", o->vary[i]);
+            return 2;
+        }
+        *eq = '\0';
+        g->keys[g->nk] = o->vary[i];
+        if ((g->nval[g->nk] = args_split("--vary", eq + 1, g->vals[g->nk], COMPARE_MAX_VARIANTS, &err)) < 0)
+            return usage_error(err.msg);
+        g->nk++;
+    }
+    return -1;
+}
+
+/* Each value valid and given once; each key a config key (found by its path or its last part,
+ * as --set finds it), varied once, and neither the seed (--seeds) nor the threads. */
+static int check_grid(const Opts *o, const Config *cfgs, Grid *g) {
+    S2sError err;
+    for (int k = 0; k < g->nk; k++) {
+        for (int v = 0; v < g->nval[k]; v++) {
+            char set[400];
+            snprintf(set, sizeof set, "%s=%s", g->keys[k], g->vals[k][v]);
+            for (int c = 0; c < o->n_configs; c++) {
+                Config probe = cfgs[c];
+                if (config_set(&probe, set, &err)) return usage_error(err.msg);
+            }
+            for (int w = 0; w < v; w++)
+                if (!strcmp(g->vals[k][w], g->vals[k][v])) {
+                    bool att = o->attention && k == 0;
+                    fprintf(stderr, "compare: %s%s: %s is given twice\n", att ? "--attention" : "--vary ", att ? "" : g->keys[k],
+                            g->vals[k][v]);
+                    return 2;
+                }
+        }
+        g->key_index[k] = -1;
+        for (int i = 0; i < config_key_count(); i++) {
+            const char *kp = config_key_info(i).path, *dot = strrchr(kp, '.');
+            if (!strcmp(kp, g->keys[k]) || (dot && !strcmp(dot + 1, g->keys[k]))) g->key_index[k] = i;
+        }
+        S2S_ASSERT(g->key_index[k] >= 0); /* config_set took it */
+        const char *kp = config_key_info(g->key_index[k]).path;
+        if (!strcmp(kp, "seed") || !strcmp(kp, "name") || !strcmp(kp, "train.threads")) {
+            fprintf(stderr, "compare: --vary %s: %s\n", kp,
+                    !strcmp(kp, "seed")   ? "the seeds are --seeds"
+                    : !strcmp(kp, "name") ? "every run has a folder of its own"
+                                          : "threads change no number (set them with --set)");
+            return 2;
+        }
+        for (int m = 0; m < k; m++)
+            if (g->key_index[k] == g->key_index[m]) {
+                fprintf(stderr, "compare: %s is varied twice\n", kp);
+                return 2;
+            }
+    }
+    g->nv = o->n_configs;
+    for (int k = 0; k < g->nk; k++) {
+        if (g->nv * g->nval[k] > COMPARE_MAX_VARIANTS) {
+            fprintf(stderr, "compare: the grid of --vary values makes more than %d variants\n", COMPARE_MAX_VARIANTS);
+            return 2;
+        }
+        g->nv *= g->nval[k];
+    }
+    return -1;
+}
+
+/* --seeds: distinct integers. */
+static int read_seeds(const Opts *o, Grid *g) {
+    S2sError err;
+    char *ss[MAX_SEEDS];
+    g->ns = args_split("--seeds", o->seeds, ss, MAX_SEEDS, &err);
+    if (g->ns < 0) return usage_error(err.msg);
+    for (int s = 0; s < g->ns; s++) {
+        if (args_long("--seeds", ss[s], 0, 1000000000000000L, &g->seed[s], &err)) return usage_error(err.msg);
+        for (int k = 0; k < s; k++)
+            if (g->seed[k] == g->seed[s]) {
+                fprintf(stderr, "compare: --seeds: %ld is given twice\n", g->seed[s]);
+                return 2;
+            }
+    }
+    return -1;
+}
+
+/* Variant a of the grid: its --set arguments, its folder's name and its config (c2). */
+static int make_variant(const Opts *o, const Grid *g, int a, bool attention_only, Job *proto, Config *c2) {
+    S2sError err;
+    int nv_config = g->nv / o->n_configs; /* variants of each config: its --vary grid */
+    size_t len = 0;
+    if (o->n_configs > 1) /* the folder: the config's name first */
+        len = (size_t)snprintf(proto->variant, sizeof proto->variant, "%.60s", c2->name);
+    for (int k = 0, rest = a % nv_config; k < g->nk; k++) { /* the last key varies fastest */
+        int div = 1;
+        for (int m = k + 1; m < g->nk; m++) div *= g->nval[m];
+        const char *v = g->vals[k][rest / div];
+        rest %= div;
+        const char *kp = config_key_info(g->key_index[k]).path, *dot = strrchr(kp, '.');
+        snprintf(proto->sets[proto->n_sets], sizeof proto->sets[0], "%s=%s", kp, v);
+        if (config_set(c2, proto->sets[proto->n_sets++], &err)) return usage_error(err.msg);
+        /* the folder: the value alone for the attention (as before --vary), else key=value pairs */
+        char part[COMPARE_NAME];
+        if (attention_only) snprintf(part, sizeof part, "%.80s", v);
+        else snprintf(part, sizeof part, "%s%.30s=%.50s", k || o->n_configs > 1 ? "," : "", dot ? dot + 1 : kp, v);
+        size_t pl = strlen(part);
+        if (len + pl >= sizeof proto->variant) pl = sizeof proto->variant - 1 - len;
+        memcpy(proto->variant + len, part, pl);
+        len += pl;
+        proto->variant[len] = '\0';
+    }
+    for (char *p = proto->variant; *p; p++)
+        if (*p == '/') *p = '_';
+    if (config_check(c2, &err) || model_check_config(&c2->model, proto->config_path, &err)) return usage_error(err.msg);
+    return -1;
+}
+
+/* Every (variant, seed) pair as a job, in order; threads: the user's (config or --set), else
+ * the cores shared between the jobs. */
+static int make_jobs(const Opts *o, const Config *cfgs, char (*paths)[PATH_MAX], const Grid *g, const char *outdir,
+                     Job *job, int *n_jobs) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int shared_threads = (int)(cores / (o->jobs * o->ranks) > 0 ? cores / (o->jobs * o->ranks) : 1);
+    bool attention_only =
+        o->n_configs == 1 && g->nk == 1 && !strcmp(config_key_info(g->key_index[0]).path, "model.attention");
+    for (int a = 0; a < g->nv; a++) {
+        Job proto;
+        memset(&proto, 0, sizeof proto);
+        int ci = a / (g->nv / o->n_configs);
+        Config c2 = cfgs[ci];
+        proto.config_path = paths[ci];
+        proto.set_threads = c2.train.threads <= 0;
+        proto.threads = proto.set_threads ? shared_threads : c2.train.threads;
+        int rc = make_variant(o, g, a, attention_only, &proto, &c2);
+        if (rc >= 0) return rc;
+        for (int s = 0; s < g->ns; s++) {
+            Job *j = &job[(*n_jobs)++];
+            *j = proto;
+            snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, proto.variant, g->seed[s]);
+            j->seed = g->seed[s];
+            j->want = c2;
+            j->want.seed = g->seed[s];
+            j->want.train.threads = proto.threads;
+        }
+    }
+    return -1;
+}
+
+/* Starts job j unless it is in use, another run's folder or finished; false when it failed. */
+static bool launch(const Opts *o, Job *j, const char *train, bool *started) {
+    S2sError err;
+    char why[700];
+    long pid;
+    *started = false;
+    if (file_lock_held(j->dir, &pid)) {
+        fprintf(stderr, "compare: %s seed %ld: %s is in use by another process (pid %ld); not started\n", j->variant,
+                j->seed, j->dir, pid);
+        return false;
+    }
+    if (!folder_matches(j, why, sizeof why)) {
+        fprintf(stderr, "compare: %s seed %ld: %s %s\n", j->variant, j->seed, j->dir, why);
+        return false;
+    }
+    if (compare_run_finished(j->dir)) {
+        printf("compare: %s seed %ld: finished earlier (%s)\n", j->variant, j->seed, j->dir);
+        return true;
+    }
+    char last[PATH_MAX + 16];
+    rundir_path(last, sizeof last, j->dir, RUN_LAST);
+    bool resume = file_exists(last);
+    if (file_mkdirs(j->dir, &err)) {
+        fprintf(stderr, "compare: %s\n", err.msg);
+        return false;
+    }
+    if (o->ranks > 1 && !mpi_tmp_make(j)) return false;
+    j->pid = start(j, train, o->sets, o->n_sets, resume, o->ranks);
+    if (j->pid < 0) {
+        fprintf(stderr, "compare: fork: %s\n", strerror(errno));
+        mpi_tmp_remove(j);
+        return false;
+    }
+    *started = true;
+    if (o->ranks > 1)
+        printf("compare: %s seed %ld: %s (%d ranks, %d threads each) → %s\n", j->variant, j->seed,
+               resume ? "resumed" : "started", o->ranks, j->threads, j->dir);
+    else
+        printf("compare: %s seed %ld: %s (%d threads) → %s\n", j->variant, j->seed, resume ? "resumed" : "started",
+               j->threads, j->dir);
+    return true;
+}
+
+/* Runs the jobs, --jobs at a time, the train program beside this one; a signal is passed on
+ * to them. Returns how many failed. */
+static int run_jobs(const Opts *o, Job *job, int n_jobs, const char *argv0) {
+    char train[PATH_MAX];
+    const char *slash = strrchr(argv0, '/');
+    snprintf(train, sizeof train, "%.*strain", slash ? (int)(slash - argv0 + 1) : 2, slash ? argv0 : "./");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    int running = 0, next = 0, failed = 0, forwarded = 0;
+    for (;;) {
+        while (!g_stop && running < o->jobs && next < n_jobs) {
+            bool started;
+            if (!launch(o, &job[next++], train, &started)) failed++;
+            running += started;
+        }
+        if (g_stop && forwarded != g_stop) { /* the trainings stop too: they save and can resume */
+            forwarded = g_stop;
+            for (int i = 0; i < n_jobs; i++)
+                if (job[i].pid > 0) kill(job[i].pid, forwarded);
+        }
+        if (!running) break;
+        int st;
+        pid_t pid = wait(&st);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < n_jobs; i++)
+            if (job[i].pid == pid) {
+                char what[128];
+                job[i].pid = 0;
+                mpi_tmp_remove(&job[i]);
+                running--;
+                if (!describe_exit(st, what, sizeof what) && !(g_stop && strstr(what, "interrupted"))) failed++;
+                printf("compare: %s seed %ld: %s (log %s/train.out)\n", job[i].variant, job[i].seed, what, job[i].dir);
+            }
+    }
+    return failed;
+}
+
+/* The table of the runs in dirs: summary.{md,csv,json,png} in outdir; returns the exit code. */
+static int tabulate(char *const *dirs, int n_dirs, const char *outdir) {
+    S2sError err;
+    int rc = 0, n_ok = 0;
     RunResult *res = s2s_xcalloc((size_t)(n_dirs ? n_dirs : 1), sizeof *res);
-    int n_ok = 0;
     for (int i = 0; i < n_dirs; i++) {
-        if (compare_read_run(&res[n_ok], runs_mode ? runs[i] : job[i].dir, &err)) {
+        if (compare_read_run(&res[n_ok], dirs[i], &err)) {
             fprintf(stderr, "compare: %s\n", err.msg);
             rc = 1;
             continue;
@@ -564,7 +599,57 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < n_ok; i++) compare_free_run(&res[i]);
     free(res);
-    free(job);
-    file_unlock(&out_lock);
     return rc;
+}
+
+/* Trains the grid's runs (those not finished) and tabulates them; returns the exit code. */
+static int compare_grid(Opts *o, const char *argv0) {
+    Config *cfgs = s2s_xcalloc(MAX_CONFIGS, sizeof *cfgs);
+    char(*paths)[PATH_MAX] = s2s_xcalloc(MAX_CONFIGS, sizeof *paths);
+    char outdir[PATH_MAX - 160]; /* room for /<variant>-seed<N> */
+    Grid *g = s2s_xcalloc(1, sizeof *g);
+    Job *job = NULL;
+    int n_jobs = 0, rc = load_configs(o, cfgs, paths, outdir, sizeof outdir);
+    if (rc < 0) rc = split_grid(o, g);
+    if (rc < 0) rc = check_grid(o, cfgs, g);
+    if (rc < 0) rc = read_seeds(o, g);
+    if (rc < 0) {
+        job = s2s_xcalloc((size_t)g->nv * g->ns, sizeof *job);
+        rc = make_jobs(o, cfgs, paths, g, outdir, job, &n_jobs);
+    }
+    FileLock out_lock = {-1};
+    S2sError err;
+    if (rc < 0 && (file_mkdirs(outdir, &err) || file_lock(&out_lock, outdir, &err))) {
+        fprintf(stderr, "compare: %s%s\n", err.msg, strstr(err.msg, "in use") ? ": another comparison runs there" : "");
+        rc = 1;
+    }
+    if (rc < 0) {
+        file_remove_stale_tmps(outdir);
+        int failed = run_jobs(o, job, n_jobs, argv0);
+        if (g_stop) {
+            fprintf(stderr, "compare: interrupted; run the same command again to resume\n");
+            rc = 128 + (int)g_stop;
+        } else {
+            if (failed) fprintf(stderr, "compare: %d run(s) failed; the table holds the others\n", failed);
+            char **dirs = s2s_xcalloc((size_t)(n_jobs ? n_jobs : 1), sizeof *dirs);
+            for (int i = 0; i < n_jobs; i++) dirs[i] = job[i].dir;
+            rc = tabulate(dirs, n_jobs, outdir) || failed ? 1 : 0;
+            free(dirs);
+        }
+    }
+    file_unlock(&out_lock);
+    free(job);
+    free(g);
+    free(paths);
+    free(cfgs);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines in order, also into a file */
+    Opts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (!o.runs_mode) return compare_grid(&o, argv[0]);
+    return tabulate(o.runs, o.n_runs, o.out ? o.out : "runs/compare");
 }

@@ -210,16 +210,20 @@ static void usage(FILE *f) {
                "data-parallel run, and the line adds the gradient sum's time per batch.\n");
 }
 
-int main(int argc, char **argv) {
-    const char *config = "multi30k", *model_path = NULL;
-    int warmup = 5, iters = 60, decode_batch = 128, repeat = 1;
-    unsigned modes = (1u << DECODE_RUN_COUNT) - 1;
-    bool decode = true, train = true, profile = false;
-    GemmStats stats = {0};
-    Config cfg;
-    config_defaults(&cfg);
+/* The command line. */
+typedef struct Opts {
+    const char *config, *model_path;
+    int warmup, iters, decode_batch, repeat;
+    unsigned modes;
+    bool decode, train, profile;
     const char *sets[64];
-    int n_sets = 0;
+    int n_sets;
+} Opts;
+
+/* Returns -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, Opts *o) {
+    *o = (Opts){.config = "multi30k", .warmup = 5, .iters = 60, .decode_batch = 128, .repeat = 1,
+                .modes = (1u << DECODE_RUN_COUNT) - 1, .decode = true, .train = true};
     S2sError err;
     enum {
         O_CONFIG = ARGS_OWN,
@@ -247,19 +251,19 @@ int main(int argc, char **argv) {
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
         S2sStatus bad = S2S_OK;
         switch (opt) {
-        case O_CONFIG: config = optarg; break;
-        case O_MODEL: model_path = optarg; break;
-        case O_WARMUP: bad = args_int("--warmup", optarg, 0, 1000000, &warmup, &err); break;
-        case O_ITERS: bad = args_int("--iters", optarg, 1, 1000000, &iters, &err); break;
-        case O_DECODE_BATCH: bad = args_int("--decode-batch", optarg, 1, 100000, &decode_batch, &err); break;
-        case O_NO_DECODE: decode = false; break;
-        case O_NO_TRAIN: train = false; break;
-        case O_PROFILE: profile = true; break;
-        case O_MODES: bad = parse_modes(optarg, &modes, &err); break;
-        case O_REPEAT: bad = args_int("--repeat", optarg, 1, 1000, &repeat, &err); break;
+        case O_CONFIG: o->config = optarg; break;
+        case O_MODEL: o->model_path = optarg; break;
+        case O_WARMUP: bad = args_int("--warmup", optarg, 0, 1000000, &o->warmup, &err); break;
+        case O_ITERS: bad = args_int("--iters", optarg, 1, 1000000, &o->iters, &err); break;
+        case O_DECODE_BATCH: bad = args_int("--decode-batch", optarg, 1, 100000, &o->decode_batch, &err); break;
+        case O_NO_DECODE: o->decode = false; break;
+        case O_NO_TRAIN: o->train = false; break;
+        case O_PROFILE: o->profile = true; break;
+        case O_MODES: bad = parse_modes(optarg, &o->modes, &err); break;
+        case O_REPEAT: bad = args_int("--repeat", optarg, 1, 1000, &o->repeat, &err); break;
         case O_SET:
-            if (n_sets == 64) bad = s2s_fail(&err, S2S_ERR_CONFIG, "too many --set options");
-            else sets[n_sets++] = optarg;
+            if (o->n_sets == 64) bad = s2s_fail(&err, S2S_ERR_CONFIG, "too many --set options");
+            else o->sets[o->n_sets++] = optarg;
             break;
         default: return args_common(opt, "speed", usage, argv, optind, optopt);
         }
@@ -276,191 +280,246 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    char path[PATH_MAX];
-    Seq2Seq m;
-    Vocab msrc, mtrg;
-    if (model_path) { /* the model's own config and weights */
-        if (model_load_file(&m, &cfg, &msrc, &mtrg, model_path, &err)) {
-            fprintf(stderr, "speed: %s\n", err.msg);
-            return 1;
-        }
-    } else {
-        config_find_file(config, path, sizeof path);
-        if (config_load(&cfg, path, &err)) {
-            fprintf(stderr, "speed: %s\n", err.msg);
-            return 2;
-        }
-    }
-    for (int i = 0; i < n_sets; i++)
-        if (config_set(&cfg, sets[i], &err)) {
-            fprintf(stderr, "speed: %s\n", err.msg);
-            return 2;
-        }
-    if (train && cfg.train.precision == PRECISION_INT8) {
-        fprintf(stderr, "speed: precision int8 decodes only: add --no-train\n");
-        if (model_path) {
-            model_free(&m);
-            vocab_free(&msrc);
-            vocab_free(&mtrg);
-        }
-        return 2;
-    }
-    Tape t;
-    if (model_tape_init(&t, cfg.train.precision, cfg.train.gemm, cfg.train.threads, "speed: \"precision\": \"bf16\"", &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    bool bf16 = t.bf16;
+    return -1;
+}
+
+/* What is timed: the config, its data, the model (a model file's, or initialised from the
+ * seed), a tape as the config asks. */
+typedef struct Bench {
+    Config cfg;
     TaskData d;
-    if (task_load(&d, &cfg.task, &err)) {
-        fprintf(stderr, "speed: %s\n", err.msg);
-        return 1;
-    }
-    if (model_path) {
-        if (d.src_vocab.size != msrc.size || d.trg_vocab.size != mtrg.size) {
-            fprintf(stderr, "speed: %s: vocabularies %d/%d, but the data give %d/%d\n", model_path, msrc.size, mtrg.size,
-                    d.src_vocab.size, d.trg_vocab.size);
+    Seq2Seq m;
+    Tape t;
+    bool has_data, has_model, has_tape;
+} Bench;
+
+/* Returns -1 to go on, else the exit code. */
+static int bench_load(const Opts *o, Bench *w) {
+    S2sError err;
+    Vocab msrc, mtrg;
+    config_defaults(&w->cfg);
+    if (o->model_path) { /* the model's own config and weights */
+        if (model_load_file(&w->m, &w->cfg, &msrc, &mtrg, o->model_path, &err)) {
+            fprintf(stderr, "speed: %s\n", err.msg);
             return 1;
         }
         vocab_free(&msrc);
         vocab_free(&mtrg);
+        w->has_model = true;
     } else {
-        if (model_init(&m, &cfg.model, d.src_vocab.size, d.trg_vocab.size, &err)) {
+        char path[PATH_MAX];
+        config_find_file(o->config, path, sizeof path);
+        if (config_load(&w->cfg, path, &err)) {
             fprintf(stderr, "speed: %s\n", err.msg);
             return 2;
         }
-        Rng rng;
-        rng_init(&rng, (uint64_t)cfg.seed, RNG_STREAM_INIT);
-        model_init_weights(&m, &rng);
     }
-    const ModelLoss loss = {cfg.train.label_smoothing, cfg.train.loss_chunk}; /* as the trainer's */
-    /* bf16 is oneDNN's only */
-    const char *prec = PRECISION_NAMES[cfg.train.precision], *lib = GEMM_LIB_NAMES[bf16 ? GEMM_LIB_ONEDNN : cfg.train.gemm];
-    /* under mpirun: the training steps as ranks of a data-parallel run (each a share of every
-     * batch, the gradient summed in rank order), timed on rank 0 */
-    Dist dist;
-    if (dist_init(&dist, &argc, &argv, &err)) {
+    for (int i = 0; i < o->n_sets; i++)
+        if (config_set(&w->cfg, o->sets[i], &err)) {
+            fprintf(stderr, "speed: %s\n", err.msg);
+            return 2;
+        }
+    if (o->train && w->cfg.train.precision == PRECISION_INT8) {
+        fprintf(stderr, "speed: precision int8 decodes only: add --no-train\n");
+        return 2;
+    }
+    const ConfigTrain *tc = &w->cfg.train;
+    if (model_tape_init(&w->t, tc->precision, tc->gemm, tc->threads, "speed: \"precision\": \"bf16\"", &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    w->has_tape = true;
+    if (task_load(&w->d, &w->cfg.task, &err)) {
         fprintf(stderr, "speed: %s\n", err.msg);
         return 1;
     }
-    if (dist.size > 1 && decode) {
-        if (dist.rank == 0) fprintf(stderr, "speed: under mpirun only the training steps are timed (decoding is one process's)\n");
-        decode = false;
+    w->has_data = true;
+    if (w->has_model) {
+        if (w->d.src_vocab.size != w->m.src_vocab || w->d.trg_vocab.size != w->m.trg_vocab) {
+            fprintf(stderr, "speed: %s: vocabularies %d/%d, but the data give %d/%d\n", o->model_path, w->m.src_vocab,
+                    w->m.trg_vocab, w->d.src_vocab.size, w->d.trg_vocab.size);
+            return 1;
+        }
+        return -1;
     }
+    if (model_init(&w->m, &w->cfg.model, w->d.src_vocab.size, w->d.trg_vocab.size, &err)) {
+        fprintf(stderr, "speed: %s\n", err.msg);
+        return 2;
+    }
+    w->has_model = true;
+    Rng rng;
+    rng_init(&rng, (uint64_t)w->cfg.seed, RNG_STREAM_INIT);
+    model_init_weights(&w->m, &rng);
+    return -1;
+}
+
+/* One timed training step on batch b (k: its index, the dropout stream); returns its tokens. */
+static int train_step(const Opts *o, Bench *w, const Batch *b, int k, Adam *adam, const Dist *dist, GradSum *gsum,
+                      double *sum_s) {
+    Tape *t = &w->t;
+    const ModelLoss loss = {w->cfg.train.label_smoothing, w->cfg.train.loss_chunk}; /* as the trainer's */
+    tape_reset(t);
+    t->training = t->grad_enabled = true;
+    t->free_values = true; /* as the trainer's step */
+    t->recompute = w->cfg.train.recompute;
+    t->loss_grads_early = true;
+    Rng drop;
+    rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
+    params_freeze(&w->m.params, t->bf16); /* as the trainer's step */
+    params_zero_grad(&w->m.params);
+    ModelOutput out = model_forward(t, &w->m, b, &drop, &loss);
+    double objective = out.loss->data[0]; /* before backward frees the values */
+    int n_tok = out.n_tokens;
+    float share = 1.0f;
+    if (dist->size > 1) {
+        double nll = out.nll, s0 = now_s();
+        optim_objective_over_ranks(dist, objective, &n_tok, &nll, &share);
+        if (k >= o->warmup) *sum_s += now_s() - s0;
+    }
+    if (dist->size > 1) optim_grad_sum_begin(gsum, t, share, optim_overlap_sum(dist, w->cfg.train.overlap_sum));
+    tape_backward(t, out.loss);
+    if (dist->size > 1) {
+        double s0 = now_s();
+        optim_grad_sum_end(gsum, t);
+        if (k >= o->warmup) *sum_s += now_s() - s0;
+    }
+    params_thaw(&w->m.params);
+    grad_clip_global_norm(&w->m.params, w->cfg.train.clip);
+    adam_step(adam, &w->m.params);
+    return n_tok;
+}
+
+/* The training steps timed (under mpirun: as ranks of a data-parallel run, each a share of
+ * every batch, the gradient summed in rank order, timed on rank 0); one JSON line. */
+static int time_training(const Opts *o, Bench *w, const Dist *dist) {
+    Tape *t = &w->t;
+    const ConfigTrain *tc = &w->cfg.train;
     GradSum gsum;
-    if (dist.size > 1) optim_grad_sum_init(&gsum, &dist, &m.params, (size_t)cfg.train.sum_bucket_kb * 256);
+    if (dist->size > 1) optim_grad_sum_init(&gsum, dist, &w->m.params, (size_t)tc->sum_bucket_kb * 256);
     double sum_s = 0; /* time in the gradient sum after backward (all of it without overlap) */
-    if (train) {
-        Adam adam = adam_from_config(&cfg.train);
-        Rng shuf;
-        rng_init(&shuf, 1, RNG_STREAM_SHUFFLE);
-        BatchPlan plan;
-        batchplan_make(&plan, &d.train, cfg.train.batch_size, cfg.train.batch_tokens, 100, &shuf);
-        if (warmup >= plan.n_batches) { /* nothing would be timed */
-            fprintf(stderr, "speed: --warmup %d leaves no batch to time: the data make %d batches\n", warmup, plan.n_batches);
-            batchplan_free(&plan);
-            if (dist.size > 1) optim_grad_sum_free(&gsum);
-            dist_finalize(&dist);
-            tape_free(&t);
-            model_free(&m);
-            task_free(&d);
-            return 2;
+    Adam adam = adam_from_config(tc);
+    Rng shuf;
+    rng_init(&shuf, 1, RNG_STREAM_SHUFFLE);
+    BatchPlan plan;
+    batchplan_make(&plan, &w->d.train, tc->batch_size, tc->batch_tokens, 100, &shuf);
+    int rc = 0;
+    if (o->warmup >= plan.n_batches) { /* nothing would be timed */
+        fprintf(stderr, "speed: --warmup %d leaves no batch to time: the data make %d batches\n", o->warmup, plan.n_batches);
+        rc = 2;
+    }
+    Batch b;
+    batch_init(&b);
+    long tokens = 0, positions = 0;
+    double flops = 0, t0 = 0;
+    int done = 0;
+    GemmStats stats = {0};
+    for (int k = 0; !rc && k < o->warmup + o->iters && k < plan.n_batches; k++) {
+        if (k == o->warmup) {
+            t0 = now_s();
+            flops = t->flops;
+            if (o->profile) t->gemm_stats = &stats;
         }
-        Batch b;
-        batch_init(&b);
-        long tokens = 0, positions = 0;
-        double flops = 0, t0 = 0;
-        int done = 0;
-        for (int k = 0; k < warmup + iters && k < plan.n_batches; k++) {
-            if (k == warmup) {
-                t0 = now_s();
-                flops = t.flops;
-                if (profile) t.gemm_stats = &stats;
-            }
-            int lo = plan.start[k], nb = plan.start[k + 1] - plan.start[k];
-            if (dist.size > 1) { /* this rank's share, as the trainer takes it */
-                int a = (int)((long)nb * dist.rank / dist.size), z = (int)((long)nb * (dist.rank + 1) / dist.size);
-                lo += a;
-                nb = z - a;
-            }
-            batch_fill(&b, &d.train, plan.order + lo, nb);
-            tape_reset(&t);
-            t.training = t.grad_enabled = true;
-            t.free_values = true; /* as the trainer's step */
-            t.recompute = cfg.train.recompute;
-            t.loss_grads_early = true;
-            Rng drop;
-            rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
-            params_freeze(&m.params, t.bf16); /* as the trainer's step */
-            params_zero_grad(&m.params);
-            ModelOutput o = model_forward(&t, &m, &b, &drop, &loss);
-            double objective = o.loss->data[0]; /* before backward frees the values */
-            int n_tok = o.n_tokens;
-            float share = 1.0f;
-            if (dist.size > 1) {
-                double nll = o.nll, s0 = now_s();
-                optim_objective_over_ranks(&dist, objective, &n_tok, &nll, &share);
-                if (k >= warmup) sum_s += now_s() - s0;
-            }
-            if (dist.size > 1) optim_grad_sum_begin(&gsum, &t, share, optim_overlap_sum(&dist, cfg.train.overlap_sum));
-            tape_backward(&t, o.loss);
-            if (dist.size > 1) {
-                double s0 = now_s();
-                optim_grad_sum_end(&gsum, &t);
-                if (k >= warmup) sum_s += now_s() - s0;
-            }
-            params_thaw(&m.params);
-            grad_clip_global_norm(&m.params, cfg.train.clip);
-            adam_step(&adam, &m.params);
-            if (k >= warmup) {
-                tokens += n_tok;
-                positions += (long)(b.T - 1) * b.B;
-                done++;
-            }
+        int lo = plan.start[k], nb = plan.start[k + 1] - plan.start[k];
+        if (dist->size > 1) { /* this rank's share, as the trainer takes it */
+            int a = (int)((long)nb * dist->rank / dist->size), z = (int)((long)nb * (dist->rank + 1) / dist->size);
+            lo += a;
+            nb = z - a;
         }
-        double dt = now_s() - t0, step_gflops = (t.flops - flops) / dt / 1e9;
+        batch_fill(&b, &w->d.train, plan.order + lo, nb);
+        int n_tok = train_step(o, w, &b, k, &adam, dist, &gsum, &sum_s);
+        if (k >= o->warmup) {
+            tokens += n_tok;
+            positions += (long)(b.T - 1) * b.B;
+            done++;
+        }
+    }
+    if (!rc) {
+        double dt = now_s() - t0, step_gflops = (t->flops - flops) / dt / 1e9;
         double rss = peak_rss_mb(); /* the steps': the reference GEMMs below allocate their own */
-        t.gemm_stats = NULL;
-        if (profile) print_gemm_profile(&t, &stats, dt, t.bf16 ? "bf16" : "fp32", "train");
-        int rows = (int)(positions / (done > 0 ? done : 1));
-        double ref = gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, false, t.openblas);
-        double ref16 = bf16 ? gemm_rate(rows, m.trg_vocab, m.enc_dim + cfg.model.decoder_hidden, true, false) : 0;
-        if (dist.rank == 0)
+        t->gemm_stats = NULL;
+        if (o->profile) print_gemm_profile(t, &stats, dt, t->bf16 ? "bf16" : "fp32", "train");
+        int rows = (int)(positions / (done > 0 ? done : 1)), K = w->m.enc_dim + w->cfg.model.decoder_hidden;
+        double ref = gemm_rate(rows, w->m.trg_vocab, K, false, t->openblas);
+        double ref16 = t->bf16 ? gemm_rate(rows, w->m.trg_vocab, K, true, false) : 0;
+        const char *lib = GEMM_LIB_NAMES[t->bf16 ? GEMM_LIB_ONEDNN : tc->gemm]; /* bf16 is oneDNN's only */
+        if (dist->rank == 0)
         printf("{\"event\":\"train\",\"ranks\":%d,\"machines\":%d,\"overlap_sum\":%s,\"params\":%zu,\"sum_ms_per_batch\":%.2f,\"threads\":%d,\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
                "\"sgemm_gflops_output_shape\":%.1f,\"bf16_gemm_gflops_output_shape\":%.1f,\"arena_peak_mb\":%.1f,"
                "\"peak_rss_mb\":%.1f,\"openblas_core\":\"%s\"}\n",
-               dist.size, dist.machines, dist.size > 1 && optim_overlap_sum(&dist, cfg.train.overlap_sum) ? "true" : "false",
-               m.params.total, 1e3 * sum_s / (done > 0 ? done : 1), cfg.train.threads, prec, lib, ATTN_KIND_NAMES[cfg.model.attention], done, tokens, positions, dt, tokens / dt, 1e3 * dt / (done > 0 ? done : 1),
-               step_gflops, ref, ref16, (double)t.arena.peak / 1048576.0, rss, gemm_openblas_core());
+               dist->size, dist->machines, dist->size > 1 && optim_overlap_sum(dist, tc->overlap_sum) ? "true" : "false",
+               w->m.params.total, 1e3 * sum_s / (done > 0 ? done : 1), tc->threads, PRECISION_NAMES[tc->precision], lib,
+               ATTN_KIND_NAMES[w->cfg.model.attention], done, tokens, positions, dt, tokens / dt,
+               1e3 * dt / (done > 0 ? done : 1), step_gflops, ref, ref16, (double)t->arena.peak / 1048576.0, rss,
+               gemm_openblas_core());
         fflush(stdout);
-        batch_free(&b);
-        batchplan_free(&plan);
     }
-    if (decode) {
-        params_freeze(&m.params, bf16);
-        decode_rate(&t, &m, &d.test, decode_batch, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
-        for (int r = 0; r < DECODE_RUN_COUNT; r++)
-            for (int k = 0; k < repeat && (modes >> r & 1); k++) {
-                const DecodeRun *run = &DECODE_RUNS[r];
-                bool prof = profile && run->full && k == 0;
-                long out_tokens;
-                GemmStats dstats = {0};
-                if (prof) t.gemm_stats = &dstats;
-                double rate = decode_rate(&t, &m, &d.test, decode_batch, run->beam, run->full, &out_tokens);
-                t.gemm_stats = NULL;
-                printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
-                       "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f,\"rep\":%d}\n",
-                       prec, lib, run->name, run->beam, model_path ? "trained" : "random", decode_batch, d.test.n, rate,
-                       out_tokens, peak_rss_mb(), k);
-                if (prof) print_gemm_profile(&t, &dstats, d.test.n / rate, prec, "greedy_full");
-                fflush(stdout);
-            }
+    batch_free(&b);
+    batchplan_free(&plan);
+    if (dist->size > 1) optim_grad_sum_free(&gsum);
+    return rc;
+}
+
+/* Decoding of the test split timed in each mode asked for, --repeat times; a JSON line each. */
+static void time_decoding(const Opts *o, Bench *w) {
+    Tape *t = &w->t;
+    const char *prec = PRECISION_NAMES[w->cfg.train.precision];
+    const char *lib = GEMM_LIB_NAMES[t->bf16 ? GEMM_LIB_ONEDNN : w->cfg.train.gemm];
+    const Dataset *test = &w->d.test;
+    params_freeze(&w->m.params, t->bf16);
+    decode_rate(t, &w->m, test, o->decode_batch, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
+    for (int r = 0; r < DECODE_RUN_COUNT; r++)
+        for (int k = 0; k < o->repeat && (o->modes >> r & 1); k++) {
+            const DecodeRun *run = &DECODE_RUNS[r];
+            bool prof = o->profile && run->full && k == 0;
+            long out_tokens;
+            GemmStats dstats = {0};
+            if (prof) t->gemm_stats = &dstats;
+            double rate = decode_rate(t, &w->m, test, o->decode_batch, run->beam, run->full, &out_tokens);
+            t->gemm_stats = NULL;
+            printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
+                   "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f,\"rep\":%d}\n",
+                   prec, lib, run->name, run->beam, o->model_path ? "trained" : "random", o->decode_batch, test->n, rate,
+                   out_tokens, peak_rss_mb(), k);
+            if (prof) print_gemm_profile(t, &dstats, test->n / rate, prec, "greedy_full");
+            fflush(stdout);
+        }
+}
+
+static void bench_free(Bench *w) {
+    if (w->has_tape) tape_free(&w->t);
+    if (w->has_model) model_free(&w->m);
+    if (w->has_data) task_free(&w->d);
+}
+
+int main(int argc, char **argv) {
+    Opts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
+    Bench *w = s2s_xcalloc(1, sizeof *w);
+    rc = bench_load(&o, w);
+    if (rc >= 0) {
+        bench_free(w);
+        free(w);
+        return rc;
     }
-    if (dist.size > 1) optim_grad_sum_free(&gsum);
+    Dist dist;
+    S2sError err;
+    if (dist_init(&dist, &argc, &argv, &err)) {
+        fprintf(stderr, "speed: %s\n", err.msg);
+        bench_free(w);
+        free(w);
+        return 1;
+    }
+    bool decode = o.decode;
+    if (dist.size > 1 && decode) {
+        if (dist.rank == 0) fprintf(stderr, "speed: under mpirun only the training steps are timed (decoding is one process's)\n");
+        decode = false;
+    }
+    rc = o.train ? time_training(&o, w, &dist) : 0;
+    if (!rc && decode) time_decoding(&o, w);
     dist_finalize(&dist);
-    tape_free(&t);
-    model_free(&m);
-    task_free(&d);
-    return 0;
+    bench_free(w);
+    free(w);
+    return rc;
 }

@@ -54,7 +54,7 @@ static void usage(FILE *f) {
             "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n"
             "  --bf16         multiply in bfloat16 (float32 sums): faster, outputs may differ slightly\n"
             "  --int8         multiply by the weights in int8 (per-channel scales; exact int32 sums): faster\n"
-            "                 still, outputs may differ more (README: Speed has its BLEU)\n"
+            "                 still, outputs may differ more (docs/guide.md: int8 decoding)\n"
             "  --threads N    GEMM threads (default: the libraries')\n"
             "  --version      print the version\n");
 }
@@ -296,16 +296,58 @@ static int usage_error(const S2sError *err) {
     return 2;
 }
 
-int main(int argc, char **argv) {
-    const char *model = NULL, *in_path = NULL, *out_path = NULL, *ref_path = NULL, *score_path = NULL, *logits_path = NULL;
+/* The command line. */
+typedef struct Opts {
+    const char *model, *in_path, *out_path, *ref_path, *score_path, *logits_path;
     const char *more_paths[MODEL_MAX_ENSEMBLE];
-    Ctx c;
-    memset(&c, 0, sizeof c);
-    c.tr.beam = 1;
-    c.tr.n_best = 1;
-    c.tr.alpha = 1.0f;
-    int block = 256, threads = 0;
-    bool bf16 = false, int8 = false;
+    int block, threads;
+    bool bf16, int8;
+} Opts;
+
+/* The options that exclude or need each other; the files distinct. */
+static int check_options(const Opts *o, const Ctx *c) {
+    const char *why = NULL;
+    if (o->bf16 && o->int8) {
+        why = "--bf16 and --int8 exclude each other";
+    } else if (!o->model) {
+        usage(stderr);
+        return 2;
+    } else if (o->score_path && (o->ref_path || c->tr.heatmap_dir || c->tr.beam > 1 || c->tr.n_best > 1)) {
+        why = "--score scores given targets: it takes no --beam, --n-best, --ref or --heatmap";
+    } else if (o->logits_path && (!o->score_path || c->n_more)) {
+        why = "--logits writes the logits of --score's pairs under one model: give --score and one model";
+    } else if (c->n_more && c->tr.heatmap_dir) {
+        why = "--heatmap draws one model's attention; give one model";
+    } else if (c->tr.n_best > c->tr.beam) {
+        fprintf(stderr, "translate: --n-best %d needs --beam of at least %d\n", c->tr.n_best, c->tr.n_best);
+        return 2;
+    } else if (c->tr.heatmap_dir && c->tr.beam > 1) {
+        why = "--heatmap draws greedy decoding; use it without --beam";
+    }
+    if (why) {
+        fprintf(stderr, "translate: %s\n", why);
+        return 2;
+    }
+    ArgsFile ins[MODEL_MAX_ENSEMBLE + 3] = {{"--input", o->in_path}, {"--ref", o->ref_path}, {"--score", o->score_path},
+                                            {"MODEL", o->model}};
+    for (int k = 0; k < c->n_more; k++) ins[4 + k] = (ArgsFile){"MODEL", o->more_paths[k]};
+    ArgsFile outs[2] = {{"--output", o->out_path}, {"--logits", o->logits_path}};
+    S2sError err;
+    if (args_distinct_files(ins, 4 + c->n_more, outs, 2, &err)) {
+        fprintf(stderr, "translate: %s\n", err.msg);
+        return 2;
+    }
+    return -1;
+}
+
+/* The options into o and c->tr's decoding settings, with the checks between them; returns -1
+ * to go on, else the exit code. */
+static int parse_options(int argc, char **argv, Opts *o, Ctx *c) {
+    memset(o, 0, sizeof *o);
+    o->block = 256;
+    c->tr.beam = 1;
+    c->tr.n_best = 1;
+    c->tr.alpha = 1.0f;
     S2sError err;
     enum { O_TOKENIZED = ARGS_OWN, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE, O_LOGITS };
     static const struct option LONG[] = {
@@ -320,159 +362,151 @@ int main(int argc, char **argv) {
         {"logits", required_argument, NULL, O_LOGITS},
         {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
-    int o;
-    while ((o = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
-        switch (o) {
-        case 'i': in_path = optarg; break;
-        case 'o': out_path = optarg; break;
-        case 'r': ref_path = optarg; break;
-        case 'H': c.tr.heatmap_dir = optarg; break;
-        case O_TOKENIZED: c.tr.tokenized = true; break;
-        case O_BF16: bf16 = true; break;
-        case O_INT8: int8 = true; break;
-        case O_THREADS: if (args_int("--threads", optarg, 1, 256, &threads, &err)) return usage_error(&err); break;
-        case O_MAX_LEN: if (args_int("--max-len", optarg, 1, 100000, &c.tr.max_len, &err)) return usage_error(&err); break;
-        case O_BATCH: if (args_int("--batch", optarg, 1, 1000000, &block, &err)) return usage_error(&err); break;
-        case O_BEAM: if (args_int("--beam", optarg, 1, 32, &c.tr.beam, &err)) return usage_error(&err); break;
-        case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c.tr.n_best, &err)) return usage_error(&err); break;
-        case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c.tr.alpha, &err)) return usage_error(&err); break;
-        case O_SCORE: score_path = optarg; break;
-        case O_LOGITS: logits_path = optarg; break;
-        default: return args_common(o, "translate", usage, argv, optind, optopt);
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+        switch (opt) {
+        case 'i': o->in_path = optarg; break;
+        case 'o': o->out_path = optarg; break;
+        case 'r': o->ref_path = optarg; break;
+        case 'H': c->tr.heatmap_dir = optarg; break;
+        case O_TOKENIZED: c->tr.tokenized = true; break;
+        case O_BF16: o->bf16 = true; break;
+        case O_INT8: o->int8 = true; break;
+        case O_THREADS: if (args_int("--threads", optarg, 1, 256, &o->threads, &err)) return usage_error(&err); break;
+        case O_MAX_LEN: if (args_int("--max-len", optarg, 1, 100000, &c->tr.max_len, &err)) return usage_error(&err); break;
+        case O_BATCH: if (args_int("--batch", optarg, 1, 1000000, &o->block, &err)) return usage_error(&err); break;
+        case O_BEAM: if (args_int("--beam", optarg, 1, 32, &c->tr.beam, &err)) return usage_error(&err); break;
+        case O_NBEST: if (args_int("--n-best", optarg, 1, 32, &c->tr.n_best, &err)) return usage_error(&err); break;
+        case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c->tr.alpha, &err)) return usage_error(&err); break;
+        case O_SCORE: o->score_path = optarg; break;
+        case O_LOGITS: o->logits_path = optarg; break;
+        default: return args_common(opt, "translate", usage, argv, optind, optopt);
         }
     }
-    if (bf16 && int8) {
-        fprintf(stderr, "translate: --bf16 and --int8 exclude each other\n");
-        return 2;
-    }
-    if (optind < argc) model = argv[optind++];
-    while (optind < argc && c.n_more < MODEL_MAX_ENSEMBLE - 1) more_paths[c.n_more++] = argv[optind++];
+    if (optind < argc) o->model = argv[optind++];
+    while (optind < argc && c->n_more < MODEL_MAX_ENSEMBLE - 1) o->more_paths[c->n_more++] = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "translate: %s: an ensemble has at most %d models\n", argv[optind], MODEL_MAX_ENSEMBLE);
         return 2;
     }
-    if (!model) {
-        usage(stderr);
-        return 2;
-    }
-    if (score_path && (ref_path || c.tr.heatmap_dir || c.tr.beam > 1 || c.tr.n_best > 1)) {
-        fprintf(stderr, "translate: --score scores given targets: it takes no --beam, --n-best, --ref or --heatmap\n");
-        return 2;
-    }
-    if (logits_path && (!score_path || c.n_more)) {
-        fprintf(stderr, "translate: --logits writes the logits of --score's pairs under one model: give --score and one model\n");
-        return 2;
-    }
-    if (c.n_more && c.tr.heatmap_dir) {
-        fprintf(stderr, "translate: --heatmap draws one model's attention; give one model\n");
-        return 2;
-    }
-    if (c.tr.n_best > c.tr.beam) {
-        fprintf(stderr, "translate: --n-best %d needs --beam of at least %d\n", c.tr.n_best, c.tr.n_best);
-        return 2;
-    }
-    if (c.tr.heatmap_dir && c.tr.beam > 1) {
-        fprintf(stderr, "translate: --heatmap draws greedy decoding; use it without --beam\n");
-        return 2;
-    }
-    ArgsFile ins[MODEL_MAX_ENSEMBLE + 3] = {{"--input", in_path}, {"--ref", ref_path}, {"--score", score_path}, {"MODEL", model}};
-    for (int k = 0; k < c.n_more; k++) ins[4 + k] = (ArgsFile){"MODEL", more_paths[k]};
-    ArgsFile outs[2] = {{"--output", out_path}, {"--logits", logits_path}};
-    if (args_distinct_files(ins, 4 + c.n_more, outs, 2, &err)) {
-        fprintf(stderr, "translate: %s\n", err.msg);
-        return 2;
-    }
-    if (model_load_file(&c.m, &c.cfg, &c.src, &c.trg, model, &err)) {
+    return check_options(o, c);
+}
+
+/* The model (and an ensemble's others) loaded, each with its tape, weights frozen; the
+ * translator set up. Returns -1 to go on, else the exit code. */
+static int load_models(const Opts *o, Ctx *c) {
+    S2sError err;
+    if (model_load_file(&c->m, &c->cfg, &c->src, &c->trg, o->model, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 1;
     }
-    if (c.src.sub && c.tr.tokenized) {
-        fprintf(stderr, "translate: %s reads raw text (a subword model): --tokenized is for word models\n", model);
-        model_free(&c.m);
-        vocab_free(&c.src);
-        vocab_free(&c.trg);
+    if (c->src.sub && c->tr.tokenized) {
+        fprintf(stderr, "translate: %s reads raw text (a subword model): --tokenized is for word models\n", o->model);
         return 2;
     }
-    Precision prec = bf16 ? PRECISION_BF16 : int8 ? PRECISION_INT8 : PRECISION_FP32;
-    c.more = s2s_xcalloc((size_t)(c.n_more ? c.n_more : 1), sizeof *c.more);
-    for (int k = 0; k < c.n_more; k++) {
-        Member *mb = &c.more[k];
-        if (model_load_file(&mb->m, &mb->cfg, &mb->src, &mb->trg, more_paths[k], &err) ||
-            translator_check_ensemble(&c.cfg, &c.src, &c.trg, &mb->cfg, &mb->src, &mb->trg, more_paths[k], &err)) {
+    Precision prec = o->bf16 ? PRECISION_BF16 : o->int8 ? PRECISION_INT8 : PRECISION_FP32;
+    c->more = s2s_xcalloc((size_t)(c->n_more ? c->n_more : 1), sizeof *c->more);
+    for (int k = 0; k < c->n_more; k++) {
+        Member *mb = &c->more[k];
+        if (model_load_file(&mb->m, &mb->cfg, &mb->src, &mb->trg, o->more_paths[k], &err) ||
+            translator_check_ensemble(&c->cfg, &c->src, &c->trg, &mb->cfg, &mb->src, &mb->trg, o->more_paths[k], &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
-        if (model_tape_init(&mb->tape, prec, mb->cfg.train.gemm, threads, "translate: --bf16", &err)) {
+        if (model_tape_init(&mb->tape, prec, mb->cfg.train.gemm, o->threads, "translate: --bf16", &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return 2;
         }
-        params_freeze(&mb->m.params, bf16);
-        c.more_m[k] = &mb->m;
-        c.more_t[k] = &mb->tape;
+        params_freeze(&mb->m.params, o->bf16);
+        c->more_m[k] = &mb->m;
+        c->more_t[k] = &mb->tape;
     }
-    c.tr = (Translator){&c.m, &c.cfg, &c.src, &c.trg, &c.tape, c.tr.max_len, c.tr.beam, c.tr.n_best, c.tr.alpha,
-                        c.tr.tokenized, c.tr.heatmap_dir, model, NULL, c.more_m, c.more_t, c.n_more, false, false};
-    if (c.tr.heatmap_dir) {
-        if (file_mkdirs(c.tr.heatmap_dir, &err)) {
+    c->tr = (Translator){&c->m, &c->cfg, &c->src, &c->trg, &c->tape, c->tr.max_len, c->tr.beam, c->tr.n_best, c->tr.alpha,
+                         c->tr.tokenized, c->tr.heatmap_dir, o->model, NULL, c->more_m, c->more_t, c->n_more, false, false};
+    if (c->tr.heatmap_dir) {
+        if (file_mkdirs(c->tr.heatmap_dir, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
-        if (!model_has_attention(&c.m))
-            fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", model_attention_name(&c.m));
-        c.tr.font = font_open(NULL);
-        if (!c.tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
+        if (!model_has_attention(&c->m))
+            fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", model_attention_name(&c->m));
+        c->tr.font = font_open(NULL);
+        if (!c->tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
-    if (!c.tr.max_len) c.tr.max_len = c.cfg.train.max_decode_len;
-    if (model_tape_init(&c.tape, prec, c.cfg.train.gemm, threads, "translate: --bf16", &err)) {
+    if (!c->tr.max_len) c->tr.max_len = c->cfg.train.max_decode_len;
+    if (model_tape_init(&c->tape, prec, c->cfg.train.gemm, o->threads, "translate: --bf16", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
-    params_freeze(&c.m.params, bf16); /* the weights never change here */
-    FILE *in = stdin, *out = stdout, *ref = NULL, *targets = NULL;
-    if (score_path) {
-        if (!(targets = fopen(score_path, "rb"))) {
-            fprintf(stderr, "translate: %s: cannot open: %s\n", score_path, strerror(errno));
+    params_freeze(&c->m.params, o->bf16); /* the weights never change here */
+    return -1;
+}
+
+/* The open files of a run: the input, the outputs (written whole or not at all: --output may
+ * even name the input file), the references and targets read along. */
+typedef struct Files {
+    FILE *in, *out, *ref, *targets;
+    FileTmp out_tmp, logits_tmp;
+} Files;
+
+static int open_files(const Opts *o, Ctx *c, Files *f) {
+    S2sError err;
+    f->in = stdin;
+    f->out = stdout;
+    if (o->score_path) {
+        if (!(f->targets = fopen(o->score_path, "rb"))) {
+            fprintf(stderr, "translate: %s: cannot open: %s\n", o->score_path, strerror(errno));
             return 1;
         }
-        line_reader_init(&c.score, targets, TEXT_MAX_LINE);
-        c.scoring = true;
+        line_reader_init(&c->score, f->targets, TEXT_MAX_LINE);
+        c->scoring = true;
     }
-    if (in_path && !(in = fopen(in_path, "rb"))) {
-        fprintf(stderr, "translate: %s: cannot open: %s\n", in_path, strerror(errno));
+    if (o->in_path && !(f->in = fopen(o->in_path, "rb"))) {
+        fprintf(stderr, "translate: %s: cannot open: %s\n", o->in_path, strerror(errno));
         return 1;
     }
-    if (ref_path) {
-        if (!(ref = fopen(ref_path, "rb"))) {
-            fprintf(stderr, "translate: %s: cannot open: %s\n", ref_path, strerror(errno));
+    if (o->ref_path) {
+        if (!(f->ref = fopen(o->ref_path, "rb"))) {
+            fprintf(stderr, "translate: %s: cannot open: %s\n", o->ref_path, strerror(errno));
             return 1;
         }
-        line_reader_init(&c.ref, ref, TEXT_MAX_LINE);
-        c.has_ref = true;
-        bleu_init(&c.bleu);
+        line_reader_init(&c->ref, f->ref, TEXT_MAX_LINE);
+        c->has_ref = true;
+        bleu_init(&c->bleu);
     }
-    /* --output appears whole or not at all (it may even name the input file) */
-    FileTmp out_tmp = {0};
-    if (out_path) {
-        if (file_tmp_open(&out_tmp, out_path, &err)) {
+    if (o->out_path) {
+        if (file_tmp_open(&f->out_tmp, o->out_path, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
-        if (!out_tmp.direct) remove_on_signal(out_tmp.tmp);
-        out = out_tmp.f;
+        if (!f->out_tmp.direct) remove_on_signal(f->out_tmp.tmp);
+        f->out = f->out_tmp.f;
     }
-    FileTmp logits_tmp = {0}; /* --logits: whole or not at all too */
-    if (logits_path) {
-        if (file_tmp_open(&logits_tmp, logits_path, &err)) {
+    if (o->logits_path) { /* whole or not at all too */
+        if (file_tmp_open(&f->logits_tmp, o->logits_path, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
-            if (out_path) file_tmp_abort(&out_tmp);
+            if (o->out_path) file_tmp_abort(&f->out_tmp);
             return 1;
         }
-        c.logits = logits_tmp.f;
-        c.tr.score_logits = true;
+        c->logits = f->logits_tmp.f;
+        c->tr.score_logits = true;
     }
-    /* on a terminal, answer each line as it is typed; otherwise batch for speed, up to a
-     * block of lines or of bytes, whichever comes first */
-    if (isatty(fileno(in))) block = 1;
+    return -1;
+}
+
+static int decode_block(Ctx *c, Line *lines, int n, FILE *out) {
+    int rc = 0;
+    if (c->scoring) rc = score_block(c, lines, n, out);
+    else translate_block(c, lines, n, out);
+    for (int i = 0; i < n; i++) free(lines[i].text);
+    return rc;
+}
+
+/* Reads the input to its end and decodes it block by block: on a terminal each line as it is
+ * typed, else up to a block of lines or of bytes, whichever comes first. Returns 1 when the
+ * input could not be read to its end or a target was missing or left over. */
+static int read_and_decode(const Opts *o, Ctx *c, Files *f) {
+    int block = isatty(fileno(f->in)) ? 1 : o->block;
     const size_t block_bytes = (size_t)64 << 20;
     char too_long[64];
     snprintf(too_long, sizeof too_long, "longer than %zu bytes; skipped", TEXT_MAX_LINE);
@@ -480,7 +514,7 @@ int main(int argc, char **argv) {
     int n = 0, rc = 0;
     size_t bytes = 0;
     LineReader reader;
-    line_reader_init(&reader, in, TEXT_MAX_LINE);
+    line_reader_init(&reader, f->in, TEXT_MAX_LINE);
     for (;;) {
         const char *text;
         size_t len;
@@ -499,31 +533,33 @@ int main(int argc, char **argv) {
         else if (strlen(text) != len) l->bad = "contains a NUL byte";
         else l->text = strdup(text), bytes += len;
         if (n == block || bytes >= block_bytes) {
-            if (c.scoring) rc |= score_block(&c, lines, n, out);
-            else translate_block(&c, lines, n, out);
-            for (int i = 0; i < n; i++) free(lines[i].text);
+            rc |= decode_block(c, lines, n, f->out);
             n = 0;
             bytes = 0;
         }
     }
-    if (n && c.scoring) rc |= score_block(&c, lines, n, out);
-    else if (n) translate_block(&c, lines, n, out);
-    if (c.scoring && !rc) { /* targets left over: they pair with no source */
+    if (n) rc |= decode_block(c, lines, n, f->out);
+    if (c->scoring && !rc) { /* targets left over: they pair with no source */
         const char *t;
         size_t len;
-        if (line_read(&c.score, &t, &len) != LINE_EOF) {
-            fprintf(stderr, "translate: --score: %s has more lines than the input (%ld)\n", score_path, c.line_no);
+        if (line_read(&c->score, &t, &len) != LINE_EOF) {
+            fprintf(stderr, "translate: --score: %s has more lines than the input (%ld)\n", o->score_path, c->line_no);
             rc = 1;
         }
     }
-    for (int i = 0; i < n; i++) free(lines[i].text);
     free(lines);
     line_reader_free(&reader);
-    if (out_path) {
-        /* the input was read to its end (lines that failed are empty): keep the output */
+    return rc;
+}
+
+/* The outputs kept (the input was read to its end: lines that failed are empty) or dropped
+ * (a read error cut them short), BLEU against --ref; the files closed. Returns rc or 1. */
+static int close_files(const Opts *o, Ctx *c, Files *f, int rc) {
+    S2sError err;
+    if (o->out_path) {
         if (rc) {
-            file_tmp_abort(&out_tmp); /* a read error cut it short */
-        } else if (file_tmp_commit(&out_tmp, ferror(out) != 0, &err)) {
+            file_tmp_abort(&f->out_tmp);
+        } else if (file_tmp_commit(&f->out_tmp, ferror(f->out) != 0, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             rc = 1;
         }
@@ -531,39 +567,58 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate: standard output: write error\n");
         rc = 1;
     }
-    if (logits_path) {
+    if (o->logits_path) {
         if (rc) {
-            file_tmp_abort(&logits_tmp);
-        } else if (file_tmp_commit(&logits_tmp, ferror(c.logits) != 0, &err)) {
+            file_tmp_abort(&f->logits_tmp);
+        } else if (file_tmp_commit(&f->logits_tmp, ferror(c->logits) != 0, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             rc = 1;
         }
     }
-    if (c.has_ref) {
-        if (!rc && report_bleu(&c, ref_path)) rc = 1;
-        line_reader_free(&c.ref);
-        bleu_free(&c.bleu);
-        text_free_lines(c.sb_hyp, c.sb_n);
-        text_free_lines(c.sb_ref, c.sb_n);
-        fclose(ref);
+    if (c->has_ref) {
+        if (!rc && report_bleu(c, o->ref_path)) rc = 1;
+        line_reader_free(&c->ref);
+        bleu_free(&c->bleu);
+        text_free_lines(c->sb_hyp, c->sb_n);
+        text_free_lines(c->sb_ref, c->sb_n);
+        fclose(f->ref);
     }
-    if (in != stdin) fclose(in);
-    if (targets) {
-        line_reader_free(&c.score);
-        fclose(targets);
+    if (f->in != stdin) fclose(f->in);
+    if (f->targets) {
+        line_reader_free(&c->score);
+        fclose(f->targets);
     }
-    if (c.failed) rc = 1;
-    for (int k = 0; k < c.n_more; k++) {
-        tape_free(&c.more[k].tape);
-        model_free(&c.more[k].m);
-        vocab_free(&c.more[k].src);
-        vocab_free(&c.more[k].trg);
+    return rc;
+}
+
+static void ctx_free(Ctx *c) {
+    for (int k = 0; k < c->n_more && c->more; k++) {
+        tape_free(&c->more[k].tape);
+        model_free(&c->more[k].m);
+        vocab_free(&c->more[k].src);
+        vocab_free(&c->more[k].trg);
     }
-    free(c.more);
-    font_close(c.tr.font);
-    tape_free(&c.tape);
-    model_free(&c.m);
-    vocab_free(&c.src);
-    vocab_free(&c.trg);
+    free(c->more);
+    font_close(c->tr.font);
+    tape_free(&c->tape);
+    model_free(&c->m);
+    vocab_free(&c->src);
+    vocab_free(&c->trg);
+}
+
+int main(int argc, char **argv) {
+    Opts o;
+    Ctx c;
+    memset(&c, 0, sizeof c);
+    int rc = parse_options(argc, argv, &o, &c);
+    if (rc >= 0) return rc;
+    rc = load_models(&o, &c);
+    Files f = {0};
+    if (rc < 0) rc = open_files(&o, &c, &f);
+    if (rc < 0) {
+        rc = close_files(&o, &c, &f, read_and_decode(&o, &c, &f));
+        if (c.failed) rc = 1;
+    }
+    ctx_free(&c);
     return rc;
 }
