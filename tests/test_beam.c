@@ -704,7 +704,7 @@ Test(beam, int8_pick_equals_argmax_of_its_logits) {
         Tape t1, t2;
         tape_init(&t1, 1 << 20);
         tape_init(&t2, 1 << 20);
-        t1.int8 = t2.int8 = true;
+        t1.eng.precision = t2.eng.precision = PRECISION_INT8;
         t1.grad_enabled = t1.training = t2.grad_enabled = t2.training = false;
         DecodeState d1, d2;
         model_decode_start(&t1, &m, &b, 1, MAXLEN, &d1);

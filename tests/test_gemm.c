@@ -102,8 +102,8 @@ static void check_matmul_path(int flags, int nb, int M, int N, int K, bool prim)
     rng_init(&rng, 8, 0);
     Tape t;
     tape_init(&t, 1 << 16);
-    t.bf16 = true;
-    t.bf16_matmul = prim;
+    t.eng.precision = PRECISION_BF16;
+    t.eng.bf16_matmul = prim;
     t.grad_enabled = true;
     Tensor *c = op_matmul(&t, a, b, flags);
     int nbat = nb ? nb : 1;
@@ -168,7 +168,7 @@ static void small_products(int flags, int M, bool bf16, int threads, float **c_o
     make_operands(flags, nb, M, N, K, 11, true, ao, bo);
     Tape t;
     tape_init(&t, 1 << 20);
-    t.bf16 = bf16;
+    t.eng.precision = (bf16) ? PRECISION_BF16 : PRECISION_FP32;
     t.grad_enabled = true;
     int restore = omp_get_max_threads();
     gemm_set_threads(threads);
@@ -247,7 +247,7 @@ Test(gemm, bf16_time_major_operands_match_float32_closely) {
     Tape t32, t16;
     tape_init(&t32, 1 << 16);
     tape_init(&t16, 1 << 16);
-    t16.bf16 = true;
+    t16.eng.precision = PRECISION_BF16;
     int flags = MM_A_TM | MM_B_TM | MM_TRANS_B;
     Tensor *s32 = op_matmul(&t32, dec, enc, flags), *s16 = op_matmul(&t16, dec, enc, flags); /* (B,T,S) */
     double *want = malloc(s32->size * sizeof *want);
@@ -296,7 +296,7 @@ Test(gemm, bf16_sequence_equals_its_steps) {
             /* the whole sequence */
             Tape t;
             tape_init(&t, 1 << 20);
-            t.bf16 = true;
+            t.eng.precision = PRECISION_BF16;
             t.grad_enabled = true;
             Tensor *cells = NULL;
             Tensor *y = op_rnn_seq(&t, lstm ? CELL_LSTM : CELL_GRU, xg, h0, c0, w, bh, active, reverse, &cells);
@@ -307,7 +307,7 @@ Test(gemm, bf16_sequence_equals_its_steps) {
             /* one step at a time, in the order the sequence takes them */
             Tape u;
             tape_init(&u, 1 << 20);
-            u.bf16 = true;
+            u.eng.precision = PRECISION_BF16;
             u.grad_enabled = true;
             Tensor *xs[S], *ys[S], *cs[S], *h = tensor_new(2, SH(B, H), true), *c = lstm ? tensor_new(2, SH(B, H), true) : NULL;
             memcpy(h->data, h0->data, h0->size * sizeof(float));
@@ -374,7 +374,7 @@ Test(gemm, bf16_recurrence_close_to_float32) {
     for (int pass = 0; pass < 3; pass++) { /* float32, bf16, bf16 recomputing W_hn h in backward */
         Tape t;
         tape_init(&t, 1 << 16);
-        t.bf16 = pass >= 1;
+        t.eng.precision = (pass >= 1) ? PRECISION_BF16 : PRECISION_FP32;
         t.recompute = pass == 2;
         t.grad_enabled = true;
         memset(w->grad, 0, w->size * sizeof(float));
@@ -415,7 +415,7 @@ Test(gemm, bf16_keeps_nan) {
     a->data[4] = NAN; /* row 1 */
     Tape t;
     tape_init(&t, 1 << 12);
-    t.bf16 = true;
+    t.eng.precision = PRECISION_BF16;
     Tensor *c = op_matmul(&t, a, b, 0);
     cr_expect(!isnan(c->data[0]) && !isnan(c->data[7]));
     cr_expect(isnan(c->data[8]) && isnan(c->data[15]), "row with a NaN: %g %g", c->data[8], c->data[15]);
@@ -436,7 +436,7 @@ static int check_matmul_f32(int flags, int nb, int M, int N, int K) {
     for (int lib = 0; lib < 2; lib++) {
         Tape t;
         tape_init(&t, 1 << 16);
-        t.openblas = lib == 1;
+        t.eng.gemm = (lib == 1) ? GEMM_LIB_OPENBLAS : GEMM_LIB_ONEDNN;
         t.grad_enabled = true;
         memset(a->grad, 0, a->size * sizeof(float));
         Tensor *c = op_matmul(&t, a, b, flags);
@@ -546,7 +546,7 @@ Test(gemm, dots_sum_in_the_written_order) {
  * scaled by K. */
 static double frozen_error(Tape *t, bool tb, const Tensor *a, const Tensor *w, float *c) {
     int M = a->shape[0], K = a->shape[1];
-    bool r = t->bf16 && M >= 8; /* thinner products stay float32 (GEMM_BF16_MIN_SIDE) */
+    bool r = tape_bf16(t) && M >= 8; /* thinner products stay float32 (GEMM_BF16_MIN_SIDE) */
     tape_reset(t);
     gemm_tape_op(t, false, tb, M, K, K, 1.0f, a->data, K, NULL, w->data, K, NULL, w, 0.0f, c, K);
     double worst = 0;
@@ -579,7 +579,7 @@ Test(gemm, frozen_weights_packed_and_repacked_when_they_change) {
             tu_fill(w, &rng, -1, 1);
             Tape t;
             tape_init(&t, 1 << 20);
-            t.bf16 = prec == 1;
+            t.eng.precision = (prec == 1) ? PRECISION_BF16 : PRECISION_FP32;
             double tol = prec ? 1e-6 : 1e-7;
             const char *pn = prec ? "bf16" : "fp32";
             float *c1 = malloc((size_t)M * K * sizeof *c1), *c2 = malloc((size_t)M * K * sizeof *c2);
@@ -638,7 +638,7 @@ static void int8_products_check(void) {
     quantise_rows(w->data, N, K, (float)gemm_int8_weight_max(), qw, sw);
     Tape t;
     tape_init(&t, 1 << 20);
-    t.int8 = true;
+    t.eng.precision = PRECISION_INT8;
     t.grad_enabled = false;
     w->frozen = 7;
     Tensor *y = op_linear(&t, x, w, b);
@@ -748,7 +748,7 @@ Test(gemm, thin_products_stay_float32) {
     Tape t32, t16;
     tape_init(&t32, 1 << 12);
     tape_init(&t16, 1 << 12);
-    t16.bf16 = true;
+    t16.eng.precision = PRECISION_BF16;
     Tensor *c32 = op_matmul(&t32, a, b, 0), *c16 = op_matmul(&t16, a, b, 0);
     cr_expect_eq(memcmp(c32->data, c16->data, c32->size * sizeof(float)), 0);
     tape_free(&t32);
@@ -779,7 +779,7 @@ Test(gemm, stats_record_shapes_and_paths) {
     Tape t;
     tape_init(&t, 1 << 20);
     GemmStats st = {0};
-    t.gemm_stats = &st;
+    t.eng.gemm_stats = &st;
     float a[40 * 30] = {0}, b[30 * 20] = {0}, c[40 * 20];
     gemm_tape(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20); /* transposed B, thin: matmul */
     gemm_tape(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20);
@@ -827,11 +827,11 @@ Test(gemm, linear_bias_on_every_path) {
         Tape t;
         tape_init(&t, 1 << 20);
         t.grad_enabled = false; /* frozen weights are offered outside training */
-        t.bf16 = cases[c].bf16;
-        t.bf16_matmul = cases[c].bf16_matmul;
-        t.openblas = cases[c].openblas;
+        t.eng.precision = (cases[c].bf16) ? PRECISION_BF16 : PRECISION_FP32;
+        t.eng.bf16_matmul = cases[c].bf16_matmul;
+        t.eng.gemm = (cases[c].openblas) ? GEMM_LIB_OPENBLAS : GEMM_LIB_ONEDNN;
         GemmStats st = {0};
-        t.gemm_stats = &st;
+        t.eng.gemm_stats = &st;
         Tensor *y = op_linear(&t, x, w, b), *y0 = op_linear(&t, x, w, NULL);
         cr_assert_eq(st.n, 1, "case %zu: %d shapes", c, st.n);
         cr_expect_eq(st.items[0].path, cases[c].path, "case %zu: path %s, want %s", c, GEMM_PATH_NAMES[st.items[0].path],
@@ -875,7 +875,7 @@ Test(gemm, linear_xent_chunks_equal_linear_then_loss) {
         for (int k = 0; k < 3; k++) {
             Tape t;
             tape_init(&t, 1 << 20);
-            t.bf16 = prec == 1;
+            t.eng.precision = (prec == 1) ? PRECISION_BF16 : PRECISION_FP32;
             t.loss_grads_early = k == 2;
             memset(x->grad, 0, x->size * sizeof(float));
             memset(w->grad, 0, w->size * sizeof(float));
@@ -1115,7 +1115,7 @@ Test(gemm, int8_screen_goes_fine_where_coarse_leaves_too_much) {
         tape_init(&t, 1 << 20);
         t.screen = TAPE_SCREEN_INT8;
         GemmStats st = {0};
-        t.gemm_stats = &st;
+        t.eng.gemm_stats = &st;
         for (int call = 0; call < 2; call++) {
             int32_t got[32];
             op_linear_argmax(&t, x, w, b, NULL, got);
@@ -1164,7 +1164,7 @@ Test(gemm, int8_coarse_screen_bound_holds_at_its_worst) {
         tape_init(&t, 1 << 20);
         t.screen = (TapeScreen)screen;
         GemmStats st = {0};
-        t.gemm_stats = &st;
+        t.eng.gemm_stats = &st;
         int32_t got[8];
         op_linear_argmax(&t, x, w, NULL, NULL, got);
         for (int r = 0; r < N; r++)
@@ -1219,7 +1219,7 @@ Test(gemm, linear_argmax_factors_follow_the_freeze) {
             cr_expect_eq(wrong, 0, "screen %d round %d: %d of %d rows picked another column than the scan", screen, round,
                          wrong, N);
         }
-        cr_expect(t.argmax_cache != NULL, "screen %d: frozen weights keep their factors", screen);
+        cr_expect(t.eng.argmax_cache != NULL, "screen %d: frozen weights keep their factors", screen);
         tape_free(&t);
     }
     tensor_free(w);
@@ -1273,7 +1273,7 @@ Test(gemm, linear_int8_argmax_equals_the_int8_logits_scan) {
             const uint8_t *al = variant == 2 ? NULL : allowed;
             Tape t;
             tape_init(&t, 1 << 20);
-            t.int8 = true;
+            t.eng.precision = PRECISION_INT8;
             t.grad_enabled = false;
             int32_t got[40];
             cr_assert(op_linear_int8_argmax(&t, x, w, bb, al, got), "V=%d: no int8 pick", V);
@@ -1302,7 +1302,7 @@ Test(gemm, linear_int8_argmax_equals_the_int8_logits_scan) {
             t.grad_enabled = true;
             cr_expect(!op_linear_int8_argmax(&t, x, w, bb, al, none), "training: op_linear does not offer the weight");
             t.grad_enabled = false;
-            t.int8 = false;
+            t.eng.precision = PRECISION_FP32;
             cr_expect(!op_linear_int8_argmax(&t, x, w, bb, al, none), "a float32 tape");
             tape_free(&t);
         }
@@ -1360,8 +1360,7 @@ Test(gemm, a_row_by_a_frozen_weight_is_the_same_in_any_batch) {
         if (prec == 1 && !has_bf16) continue;
         Tape t;
         tape_init(&t, 1 << 22);
-        t.bf16 = prec == 1;
-        t.int8 = prec == 2;
+        t.eng.precision = (Precision)prec; /* 0 fp32, 1 bf16, 2 int8 */
         t.grad_enabled = false;
         w->frozen = 40 + prec;
         Tensor *all = op_linear(&t, x, w, b);

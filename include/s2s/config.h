@@ -12,6 +12,7 @@
 #define S2S_CONFIG_H
 
 #include "s2s/common.h"
+#include "s2s/engine.h" /* Precision, GemmLib */
 
 #include <stdint.h>
 
@@ -32,8 +33,6 @@ typedef enum AttnKind { ATTN_DUMMY, ATTN_MEANPOOL, ATTN_DOT, ATTN_SCALED_DOT, AT
 typedef enum Combine { COMBINE_CONCAT, COMBINE_LUONG } Combine;
 typedef enum Tie { TIE_NONE, TIE_DECODER, TIE_ALL } Tie;
 typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD, OPTIMIZER_ADAMW } Optimizer;
-typedef enum Precision { PRECISION_FP32, PRECISION_BF16, PRECISION_INT8 } Precision; /* int8: decoding only */
-typedef enum GemmLib { GEMM_LIB_ONEDNN, GEMM_LIB_OPENBLAS } GemmLib;
 typedef enum Metric { METRIC_EXACT_MATCH, METRIC_TOKEN_ACCURACY, METRIC_TF_TOKEN_ACCURACY, METRIC_VALID_LOSS, METRIC_BLEU } Metric;
 typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE, LR_INVERSE_SQRT } LrSchedule;
 typedef enum OverlapSum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } OverlapSum;

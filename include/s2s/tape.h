@@ -17,6 +17,7 @@
 #define S2S_TAPE_H
 
 #include "s2s/arena.h"
+#include "s2s/engine.h"
 #include "s2s/tensor.h"
 
 #include <stdint.h>
@@ -98,10 +99,6 @@ typedef struct Tape {
     int cap_nodes;
     bool grad_enabled; /* record nodes (training); false for inference */
     bool training;     /* dropout active */
-    bool bf16;         /* GEMM operands in bfloat16, float32 accumulation (gemm.h) */
-    bool openblas;     /* float32 GEMMs by OpenBLAS instead of oneDNN (gemm.h) */
-    bool int8;         /* products against frozen weights in int8, the rest float32 (gemm.h) */
-    bool bf16_matmul;  /* bf16 products through matmul primitives: set where the CPU has AMX (gemm.h) */
     bool free_values;  /* backward recycles dead forward values as it does dead gradients (above) */
     bool recompute;    /* ops recompute in backward what costs a small product, instead of keeping it */
     TapeScreen screen; /* op_linear_argmax's approximate products (zero: auto) */
@@ -111,9 +108,7 @@ typedef struct Tape {
      * inputs' gradients as it goes, rather than computing its logits again in backward */
     bool loss_grads_early;
     double flops;      /* GEMM floating-point operations so far (for benchmarks; never reset) */
-    struct GemmPlans *gemm_plans; /* matmul primitives and packed weights (gemm.c), made on first use */
-    struct ArgmaxCache *argmax_cache; /* op_linear_argmax's per-column bound factors per frozen weight */
-    struct GemmStats *gemm_stats; /* borrowed: when set, every product is timed into it (gemm.h) */
+    Engine eng;        /* where and how it computes: precision, GEMM library, plans, caches (engine.h) */
     /* borrowed: when set, called after each node's turn in backward, last node first (a
      * data-parallel step starts summing the gradients that are final) */
     void (*after_node)(void *ctx, int node);
@@ -124,7 +119,13 @@ typedef struct Tape {
     int n_free_grads, cap_free_grads;
 } Tape;
 
+/* A tape on the default engine (float32, oneDNN); tape_init_engine: on the engine these
+ * settings make (engine_init: bf16 checked against this CPU, threads set). */
 void tape_init(Tape *t, size_t arena_bytes);
+S2sStatus tape_init_engine(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err);
+static inline bool tape_bf16(const Tape *t) { return t->eng.precision == PRECISION_BF16; }
+static inline bool tape_int8(const Tape *t) { return t->eng.precision == PRECISION_INT8; }
+static inline bool tape_openblas(const Tape *t) { return t->eng.gemm == GEMM_LIB_OPENBLAS; }
 /* What a tape does besides computing: record for gradients, apply dropout. */
 typedef struct TapeMode {
     bool grad_enabled, training;

@@ -46,9 +46,9 @@ static double gemm_rate(int M, int N, int K, bool bf16, bool openblas) {
     double best = 0;
     Tape t; /* for the bf16 path's conversions */
     tape_init(&t, 1 << 20);
-    t.bf16 = bf16;
-    t.bf16_matmul = bf16 && gemm_cpu_has_amx(); /* as model_tape_init: the step's own path */
-    t.openblas = openblas;
+    t.eng.precision = bf16 ? PRECISION_BF16 : PRECISION_FP32;
+    t.eng.bf16_matmul = bf16 && gemm_cpu_has_amx(); /* as engine_init: the step's own path */
+    t.eng.gemm = openblas ? GEMM_LIB_OPENBLAS : GEMM_LIB_ONEDNN;
     for (int r = 0; r < 6; r++) {
         double t0 = now_s();
         gemm_tape(&t, false, true, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N); /* bf16: conversions included, as in the step */
@@ -324,7 +324,7 @@ static int bench_load(const Opts *o, Bench *w) {
         return 2;
     }
     const ConfigTrain *tc = &w->cfg.train;
-    if (model_tape_init(&w->t, tc->precision, tc->gemm, tc->threads, "speed: \"precision\": \"bf16\"", &err)) {
+    if (tape_init_engine(&w->t, tc->precision, tc->gemm, tc->threads, "speed: \"precision\": \"bf16\"", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
@@ -365,7 +365,7 @@ static int train_step(const Opts *o, Bench *w, const Batch *b, int k, Adam *adam
     t->loss_grads_early = true;
     Rng drop;
     rng_init(&drop, (uint64_t)k, RNG_STREAM_DROPOUT);
-    params_freeze(&w->m.params, t->bf16); /* as the trainer's step */
+    params_freeze(&w->m.params, tape_bf16(t)); /* as the trainer's step */
     params_zero_grad(&w->m.params);
     ModelOutput out = model_forward(t, &w->m, b, &drop, &loss);
     double objective = out.loss->data[0]; /* before backward frees the values */
@@ -417,7 +417,7 @@ static int time_training(const Opts *o, Bench *w, const Dist *dist) {
         if (k == o->warmup) {
             t0 = now_s();
             flops = t->flops;
-            if (o->profile) t->gemm_stats = &stats;
+            if (o->profile) t->eng.gemm_stats = &stats;
         }
         int lo = plan.start[k], nb = plan.start[k + 1] - plan.start[k];
         if (dist->size > 1) { /* this rank's share, as the trainer takes it */
@@ -436,12 +436,12 @@ static int time_training(const Opts *o, Bench *w, const Dist *dist) {
     if (!rc) {
         double dt = now_s() - t0, step_gflops = (t->flops - flops) / dt / 1e9;
         double rss = peak_rss_mb(); /* the steps': the reference GEMMs below allocate their own */
-        t->gemm_stats = NULL;
-        if (o->profile) print_gemm_profile(t, &stats, dt, t->bf16 ? "bf16" : "fp32", "train");
+        t->eng.gemm_stats = NULL;
+        if (o->profile) print_gemm_profile(t, &stats, dt, tape_bf16(t) ? "bf16" : "fp32", "train");
         int rows = (int)(positions / (done > 0 ? done : 1)), K = w->m.enc_dim + w->cfg.model.decoder_hidden;
-        double ref = gemm_rate(rows, w->m.trg_vocab, K, false, t->openblas);
-        double ref16 = t->bf16 ? gemm_rate(rows, w->m.trg_vocab, K, true, false) : 0;
-        const char *lib = GEMM_LIB_NAMES[t->bf16 ? GEMM_LIB_ONEDNN : tc->gemm]; /* bf16 is oneDNN's only */
+        double ref = gemm_rate(rows, w->m.trg_vocab, K, false, tape_openblas(t));
+        double ref16 = tape_bf16(t) ? gemm_rate(rows, w->m.trg_vocab, K, true, false) : 0;
+        const char *lib = GEMM_LIB_NAMES[tape_bf16(t) ? GEMM_LIB_ONEDNN : tc->gemm]; /* bf16 is oneDNN's only */
         if (dist->rank == 0)
         printf("{\"event\":\"train\",\"ranks\":%d,\"machines\":%d,\"overlap_sum\":%s,\"params\":%zu,\"sum_ms_per_batch\":%.2f,\"threads\":%d,\"precision\":\"%s\",\"gemm\":\"%s\",\"attention\":\"%s\",\"batches\":%d,\"trg_tokens\":%ld,"
                "\"trg_positions\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"ms_per_batch\":%.1f,\"gemm_gflops\":%.1f,"
@@ -464,9 +464,9 @@ static int time_training(const Opts *o, Bench *w, const Dist *dist) {
 static void time_decoding(const Opts *o, Bench *w) {
     Tape *t = &w->t;
     const char *prec = PRECISION_NAMES[w->cfg.train.precision];
-    const char *lib = GEMM_LIB_NAMES[t->bf16 ? GEMM_LIB_ONEDNN : w->cfg.train.gemm];
+    const char *lib = GEMM_LIB_NAMES[tape_bf16(t) ? GEMM_LIB_ONEDNN : w->cfg.train.gemm];
     const Dataset *test = &w->d.test;
-    params_freeze(&w->m.params, t->bf16);
+    params_freeze(&w->m.params, tape_bf16(t));
     decode_rate(t, &w->m, test, o->decode_batch, 1, 0, &(long){0}); /* warm-up (pages, thread pools) */
     for (int r = 0; r < DECODE_RUN_COUNT; r++)
         for (int k = 0; k < o->repeat && (o->modes >> r & 1); k++) {
@@ -474,9 +474,9 @@ static void time_decoding(const Opts *o, Bench *w) {
             bool prof = o->profile && run->full && k == 0;
             long out_tokens;
             GemmStats dstats = {0};
-            if (prof) t->gemm_stats = &dstats;
+            if (prof) t->eng.gemm_stats = &dstats;
             double rate = decode_rate(t, &w->m, test, o->decode_batch, run->beam, run->full, &out_tokens);
-            t->gemm_stats = NULL;
+            t->eng.gemm_stats = NULL;
             printf("{\"event\":\"decode\",\"precision\":\"%s\",\"gemm\":\"%s\",\"mode\":\"%s\",\"beam\":%d,\"weights\":\"%s\","
                    "\"batch\":%d,\"sentences\":%d,\"sent_per_s\":%.1f,\"out_tokens\":%ld,\"peak_rss_mb\":%.1f,\"rep\":%d}\n",
                    prec, lib, run->name, run->beam, o->model_path ? "trained" : "random", o->decode_batch, test->n, rate,

@@ -413,7 +413,7 @@ static int load_models(const Opts *o, Ctx *c) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
-        if (model_tape_init(&mb->tape, prec, mb->cfg.train.gemm, o->threads, "translate: --bf16", &err)) {
+        if (tape_init_engine(&mb->tape, prec, mb->cfg.train.gemm, o->threads, "translate: --bf16", &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return 2;
         }
@@ -434,7 +434,7 @@ static int load_models(const Opts *o, Ctx *c) {
         if (!c->tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
     if (!c->tr.max_len) c->tr.max_len = c->cfg.train.max_decode_len;
-    if (model_tape_init(&c->tape, prec, c->cfg.train.gemm, o->threads, "translate: --bf16", &err)) {
+    if (tape_init_engine(&c->tape, prec, c->cfg.train.gemm, o->threads, "translate: --bf16", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }

@@ -45,7 +45,7 @@ static bool frozen_weight(const Tensor *Bw, const float *B, bool ta, int M) {
 }
 
 bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int N) {
-    return t->int8 && Bw && Bw->frozen && N >= GEMM_BF16_MIN_SIDE;
+    return tape_int8(t) && Bw && Bw->frozen && N >= GEMM_BF16_MIN_SIDE;
 }
 
 typedef struct BiasFill {
@@ -108,7 +108,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
                 Bbf = gemm_to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
                 k.ldb = ldb = tb ? K : N;
             }
-            if (t->bf16_matmul) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
+            if (t->eng.bf16_matmul) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
                 gemm_matmul_run(t, &k, alpha, beta, Abf, Bbf, 0, C, bias);
                 path = GEMM_PATH_BF16_MATMUL;
             } else { /* gemm_bf16_check ran before any tape turned bf16 on */
@@ -128,7 +128,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, bias_first(bias, C, M, N, ldc, beta), C);
         return GEMM_PATH_ROW;
     }
-    if (t->openblas) {
+    if (tape_openblas(t)) {
         beta = bias_first(bias, C, M, N, ldc, beta);
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
                     lda, B, ldb, beta, C, ldc);
@@ -183,7 +183,7 @@ static void gemm_timed(Tape *t, bool ta, bool tb, int M, int N, int K, float alp
                 C[(size_t)i * ldc + j] = bias ? bias[j] : beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
         return;
     }
-    if (!t->gemm_stats) {
+    if (!t->eng.gemm_stats) {
         gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
         return;
     }
@@ -192,7 +192,7 @@ static void gemm_timed(Tape *t, bool ta, bool tb, int M, int N, int K, float alp
     GemmPath path = gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     GemmShapeStat x = {.path = path, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
-    gemm_stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    gemm_stats_add(t->eng.gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 }
 
 void gemm_tape_op(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,

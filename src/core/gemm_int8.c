@@ -177,7 +177,7 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
     S2S_ASSERT(kind == TAPE_SCREEN_F32 || kind == TAPE_SCREEN_BF16 || kind == TAPE_SCREEN_INT8);
     S2S_ASSERT(kind == TAPE_SCREEN_INT8 ? raw && raw->sums && raw->row_scale : C != NULL);
     struct timespec t0, t1;
-    if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (t->eng.gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     Pack *pk = NULL;
     if (kind == TAPE_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
         PlanKey k;
@@ -210,14 +210,14 @@ GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K,
     }
     t->flops += 2.0 * M * N * K;
     bool q8 = pk->q8; /* gemm_q8's sums: A in 7 bits */
-    if (t->gemm_stats) {
+    if (t->eng.gemm_stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         GemmPath path = q8                         ? GEMM_PATH_Q8
                         : kind == TAPE_SCREEN_INT8 ? GEMM_PATH_INT8
                         : kind == TAPE_SCREEN_BF16 ? GEMM_PATH_BF16_PACKED
                                                    : GEMM_PATH_PACKED;
         GemmShapeStat x = {.path = path, .tb = true, .M = M, .N = N, .K = K};
-        gemm_stats_add(t->gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        gemm_stats_add(t->eng.gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
     bool q = kind == TAPE_SCREEN_INT8;
     return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL, q ? pk->colsum : NULL,

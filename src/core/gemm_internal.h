@@ -42,7 +42,7 @@ uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n);
  * (how many rows are left, how long the longest source is): a batch decodes as its sentences
  * alone. */
 static inline bool gemm_bf16_takes(const Tape *t, int M, int N, bool by_weight) {
-    if (!t->bf16 || N < GEMM_BF16_MIN_SIDE) return false;
+    if (!tape_bf16(t) || N < GEMM_BF16_MIN_SIDE) return false;
     return t->grad_enabled ? M >= GEMM_BF16_MIN_SIDE : by_weight;
 }
 
@@ -116,7 +116,7 @@ void gemm_plans_free(GemmPlans *p);
 /* A weight used by many products of one op, in bf16: its snapshot (params_freeze) or a
  * copy rounded once in the arena; NULL on a float32 tape. */
 static inline const uint16_t *gemm_bf16_weight(Tape *t, const Tensor *w) {
-    return !t->bf16 ? NULL : w->bf16 ? w->bf16 : gemm_bf16_copy(t, w->data, w->size);
+    return !tape_bf16(t) ? NULL : w->bf16 ? w->bf16 : gemm_bf16_copy(t, w->data, w->size);
 }
 
 #endif

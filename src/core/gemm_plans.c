@@ -10,11 +10,11 @@
 /* ---- matmul primitives, cached per shape (GemmPlans) ---- */
 
 GemmPlans *gemm_plans_get(Tape *t) {
-    if (t->gemm_plans) return t->gemm_plans;
+    if (t->eng.gemm_plans) return t->eng.gemm_plans;
     GemmPlans *p = s2s_xcalloc(1, sizeof *p);
     DNNL_OK(dnnl_engine_create(&p->engine, dnnl_cpu, 0));
     DNNL_OK(dnnl_stream_create(&p->stream, p->engine, dnnl_stream_default_flags));
-    return t->gemm_plans = p;
+    return t->eng.gemm_plans = p;
 }
 
 static void plan_destroy(Plan *pl) {

@@ -238,12 +238,12 @@ bool gemm_small_batched(Tape *t, bool ta, bool tb, int M, int N, int K, int batc
     t->flops += 2.0 * M * N * K * batch;
     SmallJob j = {ta, tb, M, N, K, lda, ldb, ldc, A, B, sa, sb, sc, beta, C};
     struct timespec t0, t1;
-    if (t->gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (t->eng.gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     par_for((size_t)batch, (size_t)M * N * K, small_range, &j);
-    if (t->gemm_stats) {
+    if (t->eng.gemm_stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         GemmShapeStat x = {.path = GEMM_PATH_SMALL, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
-        gemm_stats_add(t->gemm_stats, &x, batch, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        gemm_stats_add(t->eng.gemm_stats, &x, batch, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
     return true;
 }

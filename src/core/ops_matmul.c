@@ -467,8 +467,8 @@ struct ArgmaxCache {
 };
 
 static struct ArgmaxCache *argmax_cache(Tape *t) {
-    if (!t->argmax_cache) t->argmax_cache = s2s_xcalloc(1, sizeof *t->argmax_cache);
-    return t->argmax_cache;
+    if (!t->eng.argmax_cache) t->eng.argmax_cache = s2s_xcalloc(1, sizeof *t->eng.argmax_cache);
+    return t->eng.argmax_cache;
 }
 
 /* The coarse screen's state of a frozen weight (a slot, the oldest replaced). */
@@ -520,7 +520,7 @@ static void argmax_cols_fill(ArgmaxCols *ac, float *block, double u, const float
  * made in the arena. */
 static const ArgmaxCols *argmax_cols(Tape *t, TapeScreen kind, const Tensor *w, const Tensor *b, const float *bias,
                                      GemmScreenCols wc, int V, int D) {
-    double u = kind == TAPE_SCREEN_BF16 || (!w->frozen && t->bf16) ? 0x1p-8 : 0.0; /* a bf16 tape's own product */
+    double u = kind == TAPE_SCREEN_BF16 || (!w->frozen && tape_bf16(t)) ? 0x1p-8 : 0.0; /* a bf16 tape's own product */
     ArgmaxCols key = {.w = w->data, .b = b ? b->data : NULL, .w_stamp = w->frozen, .b_stamp = b ? b->frozen : 0,
                       .kind = 2 * (int)kind + wc.coarse, .V = V, .D = D};
     if (!w->frozen || (b && !b->frozen)) {
@@ -629,9 +629,9 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     long exact = 0;
     for (int r = 0; r < N; r++) exact += j.exact[r];
     if (wc.coarse && exact > (long)N * COARSE_MAX_EXACT(V)) cs->fine_left = FINE_CALLS;
-    if (t->gemm_stats) { /* ./speed --gemm-profile: how much the screen left to the exact logits */
-        t->gemm_stats->argmax_rows += N;
-        t->gemm_stats->argmax_exact += exact;
+    if (t->eng.gemm_stats) { /* ./speed --gemm-profile: how much the screen left to the exact logits */
+        t->eng.gemm_stats->argmax_rows += N;
+        t->eng.gemm_stats->argmax_exact += exact;
     }
     arena_rewind(&t->arena, m);
 }

@@ -116,7 +116,7 @@ typedef struct StepJob {
  * between the per-step products, and waking libgomp's between them made both wait
  * (float32 training with "gemm": "openblas" ran 2,403 → 1,666 tok/s). */
 static void rows_pass(const Tape *t, int B, int G, ParFn fn, void *job) {
-    if (t->openblas) fn(job, 0, (size_t)B);
+    if (tape_openblas(t)) fn(job, 0, (size_t)B);
     else par_for((size_t)B, (size_t)G * STEP_ROW_COST, fn, job);
 }
 

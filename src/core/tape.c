@@ -35,9 +35,17 @@ void tape_init(Tape *t, size_t arena_bytes) {
     t->training = true;
 }
 
+S2sStatus tape_init_engine(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err) {
+    Engine e;
+    S2sStatus st = engine_init(&e, precision, gemm, threads, who, err);
+    if (st) return st;
+    tape_init(t, 1 << 20);
+    t->eng = e;
+    return S2S_OK;
+}
+
 void tape_free(Tape *t) {
-    gemm_plans_free(t->gemm_plans);
-    ops_argmax_cache_free(t->argmax_cache);
+    engine_free(&t->eng);
     arena_free(&t->arena);
     free(t->nodes);
     free(t->free_grads);

@@ -19,7 +19,7 @@ S2sModel *s2s_open(const char *path, int threads, S2sError *err) {
         free(s);
         return NULL;
     }
-    if (model_tape_init(&s->tape, PRECISION_FP32, s->cfg.train.gemm, threads, "s2s_open", err)) {
+    if (tape_init_engine(&s->tape, PRECISION_FP32, s->cfg.train.gemm, threads, "s2s_open", err)) {
         model_free(&s->m);
         vocab_free(&s->src);
         vocab_free(&s->trg);

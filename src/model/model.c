@@ -2,7 +2,6 @@
  * config's checks, parameters declared and allocated, sizes estimated before anything is
  * allocated, weights initialised, and the training forward handed to the family. */
 #include "model_internal.h"
-#include "s2s/gemm.h"
 
 #include <string.h>
 
@@ -51,28 +50,6 @@ int model_tied_names(const ConfigModel *cfg, const char *names[2]) {
 void model_tie(Seq2Seq *m) {
     if (m->cfg.tie_embeddings != TIE_NONE) m->dec_emb.w = m->out.w;
     if (m->cfg.tie_embeddings == TIE_ALL) m->enc_emb.w = m->out.w;
-}
-
-S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err) {
-    bool bf16 = false, openblas = false, int8 = false;
-    switch (precision) {
-    case PRECISION_FP32: break;
-    case PRECISION_BF16: bf16 = true; break;
-    case PRECISION_INT8: int8 = true; break;
-    }
-    switch (gemm) {
-    case GEMM_LIB_ONEDNN: break;
-    case GEMM_LIB_OPENBLAS: openblas = true; break;
-    }
-    S2sStatus st;
-    if (bf16 && (st = gemm_bf16_check(who, err))) return st;
-    gemm_set_threads(threads);
-    tape_init(t, 1 << 20);
-    t->bf16 = bf16;
-    t->bf16_matmul = bf16 && gemm_cpu_has_amx(); /* AMX is reached through primitives only */
-    t->openblas = openblas;
-    t->int8 = int8;
-    return S2S_OK;
 }
 
 size_t model_param_count(const ConfigModel *cfg, int src_vocab, int trg_vocab) {

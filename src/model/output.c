@@ -40,7 +40,7 @@ void model_pick(Tape *t, Seq2Seq *m, Tensor *x, int N, int32_t *best) {
     uint8_t *allowed = arena_alloc(&t->arena, (size_t)V);
     memset(allowed, 1, (size_t)V);
     allowed[TOK_PAD] = allowed[TOK_SOS] = 0; /* not outputs (model_argmax_rows) */
-    if (t->int8) { /* its own logits are the ones to pick from */
+    if (tape_int8(t)) { /* its own logits are the ones to pick from */
         if (!op_linear_int8_argmax(t, x, m->out.w, m->out.b, allowed, best))
             model_argmax_rows(linear_forward(t, &m->out, x), N, best);
         return;

@@ -126,7 +126,7 @@ static Served *served_load(Server *s, int fd, const char *path, S2sError *err) {
         free(m);
         return NULL;
     }
-    if (model_tape_init(&m->tape, PRECISION_FP32, m->cfg.train.gemm, s->o->threads, "serve", err)) {
+    if (tape_init_engine(&m->tape, PRECISION_FP32, m->cfg.train.gemm, s->o->threads, "serve", err)) {
         served_free(m);
         return NULL;
     }

@@ -279,7 +279,7 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     if (limit > 0 && data_est > limit)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: the generated data need about %.1f GB; this machine allows %.1f GB",
                         cfg->path[0] ? cfg->path : "config", gb(data_est), gb(limit));
-    if ((st = model_tape_init(&r->tape, cfg->train.precision, cfg->train.gemm, cfg->train.threads, "\"precision\": \"bf16\"",
+    if ((st = tape_init_engine(&r->tape, cfg->train.precision, cfg->train.gemm, cfg->train.threads, "\"precision\": \"bf16\"",
                               err)))
         return st;
     if ((st = task_load(&r->data, &cfg->task, err))) return st;

@@ -73,7 +73,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     uint64_t stream = run_mix((uint64_t)r->cfg->seed, (uint64_t)r->st.step);
     if (r->dist && r->dist->size > 1) stream = run_mix(stream, (uint64_t)r->dist->rank); /* each rank its own masks */
     rng_init(&drop, stream, RNG_STREAM_DROPOUT);
-    params_freeze(&r->model.params, t->bf16); /* fixed until the update: GEMMs may pack them */
+    params_freeze(&r->model.params, tape_bf16(t)); /* fixed until the update: GEMMs may pack them */
     double loss = 0;
     *n_tokens = 0;
     *nll = 0;
@@ -228,7 +228,7 @@ static S2sStatus validate(Run *r, TrainSummary *sum, EvalResult *test_now, bool 
     EvalOptions eo = eval_options(r, r->data.valid_refs, false);
     bool ema = r->model.params.ema != NULL;
     if (ema) params_swap_ema(&r->model.params); /* the average is validated and becomes model.bin */
-    params_freeze(&r->model.params, r->tape.bf16); /* weights fixed until the next step */
+    params_freeze(&r->model.params, tape_bf16(&r->tape)); /* weights fixed until the next step */
     eval_dataset(&r->tape, &r->model, &r->data.valid, &eo, &sum->valid, NULL);
     if (test_now) {
         EvalOptions to = eval_options(r, r->data.test_refs, false);
@@ -355,7 +355,7 @@ static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
     if (st) return st;
     EvalOptions eo = eval_options(r, r->data.test_refs, true);
     IdSeqs hyps;
-    params_freeze(&r->model.params, r->tape.bf16);
+    params_freeze(&r->model.params, tape_bf16(&r->tape));
     eval_dataset(&r->tape, &r->model, &r->data.test, &eo, &sum->test, &hyps);
     params_thaw(&r->model.params);
     if (sum->test.interrupted) {

@@ -33,7 +33,7 @@ static int check_eval(const Dist *d) {
     Tape t;
     if (config_parse(&c, EVAL_CONFIG, "dist_check", &err) || task_load(&td, &c.task, &err) ||
         model_init(&m, &c.model, td.src_vocab.size, td.trg_vocab.size, &err) ||
-        model_tape_init(&t, c.train.precision, c.train.gemm, 1, "dist_check", &err)) {
+        tape_init_engine(&t, c.train.precision, c.train.gemm, 1, "dist_check", &err)) {
         fprintf(stderr, "rank %d: %s\n", d->rank, err.msg);
         return 1;
     }
