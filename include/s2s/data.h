@@ -23,7 +23,9 @@ typedef struct Vocab {
     int size, cap;
     int32_t *slots;  /* open-addressing hash: id + 1, or 0 for empty */
     int n_slots;
-    struct SubwordModel *sub; /* owned: the subword model whose pieces these are (subword.h), or NULL (words) */
+    struct SubwordModel *sub; /* owned: the subword model whose pieces these are (subword.h), or NULL (words);
+                                 attached by subword_attach, which leaves sub_free */
+    void (*sub_free)(struct SubwordModel *m);
 } Vocab;
 
 /* An empty vocabulary holding only the four specials. */
@@ -84,6 +86,7 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
 
 /* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
+/* On failure td may hold part of the data: task_load frees it. */
 S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
 /* The training pairs (td->train's, in its order) segmented anew with BPE-dropout, each merge
  * left out with probability p_src in the sources and p_trg in the targets (0: as always),

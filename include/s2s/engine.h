@@ -21,6 +21,7 @@ typedef struct Engine {
     bool bf16_matmul;    /* bf16 products through matmul primitives: set where the CPU has AMX */
     struct GemmPlans *gemm_plans;     /* matmul primitives and packed weights (gemm_plans.c), made on first use */
     struct ArgmaxCache *argmax_cache; /* op_linear_argmax's per-column bound factors per frozen weight */
+    void (*argmax_cache_free)(struct ArgmaxCache *c); /* left by its maker (ops_matmul.c) */
     struct GemmStats *gemm_stats;     /* borrowed: when set, every product is timed into it (gemm.h) */
 } Engine;
 

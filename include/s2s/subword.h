@@ -36,5 +36,7 @@ char *subword_decode(const SubwordModel *m, const int32_t *ids, int n);
 char *subword_bytes(const SubwordModel *m, size_t *len);
 SubwordModel *subword_copy(const SubwordModel *m);
 void subword_free(SubwordModel *m);
+/* v owns m from now on (vocab_free frees it). */
+void subword_attach(Vocab *v, SubwordModel *m);
 
 #endif

@@ -1,6 +1,5 @@
 /* engine.c — an execution context set up and freed (see engine.h). */
 #include "gemm_internal.h"
-#include "ops_internal.h"
 #include "s2s/engine.h"
 
 #include <string.h>
@@ -18,6 +17,6 @@ S2sStatus engine_init(Engine *e, Precision precision, GemmLib gemm, int threads,
 
 void engine_free(Engine *e) {
     gemm_plans_free(e->gemm_plans);
-    ops_argmax_cache_free(e->argmax_cache);
+    if (e->argmax_cache) e->argmax_cache_free(e->argmax_cache);
     memset(e, 0, sizeof *e);
 }

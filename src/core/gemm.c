@@ -9,30 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct Bf16Job {
-    const float *x;
-    uint16_t *y;
-    size_t cols, ld;
-} Bf16Job;
-
-static void bf16_rows(void *ctx, size_t r0, size_t r1) {
-    const Bf16Job *j = ctx;
-    if (j->ld == j->cols) {
-        bf16_from_f32(j->x + r0 * j->ld, j->y + r0 * j->cols, (r1 - r0) * j->cols);
-        return;
-    }
-    for (size_t r = r0; r < r1; r++) bf16_from_f32(j->x + r * j->ld, j->y + r * j->cols, j->cols);
-}
-
-/* The stored matrix behind op(X) (rows × cols with leading dimension ld), packed into bf16,
- * split over the threads (large operands: a step rounds tens of millions of values). */
-const uint16_t *gemm_to_bf16(Tape *t, const float *x, int rows, int cols, int ld) {
-    uint16_t *y = arena_alloc(&t->arena, (size_t)rows * cols * sizeof *y);
-    Bf16Job j = {x, y, (size_t)cols, (size_t)ld};
-    par_for((size_t)rows, (size_t)cols, bf16_rows, &j);
-    return y;
-}
-
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc) {
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
@@ -147,25 +123,6 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
 const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT] = {
     "row",         "sgemm",       "openblas", "matmul", "matmul_packed", "bf16_gemm",
     "bf16_matmul", "bf16_packed", "int8",     "small",  "q8"};
-
-void gemm_stats_add(GemmStats *st, const GemmShapeStat *x, long calls, double seconds) {
-    for (int i = 0; i < st->n; i++) {
-        GemmShapeStat *s = &st->items[i];
-        if (s->path == x->path && s->ta == x->ta && s->tb == x->tb && s->M == x->M && s->N == x->N && s->K == x->K) {
-            s->calls += calls;
-            s->seconds += seconds;
-            return;
-        }
-    }
-    if (st->n == st->cap) {
-        st->cap = st->cap ? 2 * st->cap : 64;
-        st->items = s2s_xrealloc(st->items, (size_t)st->cap * sizeof *st->items);
-    }
-    st->items[st->n] = *x;
-    st->items[st->n].calls = calls;
-    st->items[st->n].seconds = seconds;
-    st->n++;
-}
 
 void gemm_stats_free(GemmStats *st) {
     free(st->items);

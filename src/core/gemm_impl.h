@@ -76,12 +76,12 @@ struct GemmPlans {
  * weight every time. Taller ones (a whole sequence's output layer) pack as they go anyway. */
 #define PACK_MAX_ROWS 1024
 
-/* gemm_cpu.c */
+/* gemm_base.c */
 bool gemm_cpu_isa_has(dnnl_cpu_isa_t want);
 int gemm_serial_begin(int M, int N, int K);
 void gemm_serial_end(int restore);
 
-/* gemm.c */
+/* gemm_base.c: bf16 copies, statistics */
 const uint16_t *gemm_to_bf16(Tape *t, const float *x, int rows, int cols, int ld);
 void gemm_stats_add(GemmStats *st, const GemmShapeStat *x, long calls, double seconds);
 

@@ -467,7 +467,10 @@ struct ArgmaxCache {
 };
 
 static struct ArgmaxCache *argmax_cache(Tape *t) {
-    if (!t->eng.argmax_cache) t->eng.argmax_cache = s2s_xcalloc(1, sizeof *t->eng.argmax_cache);
+    if (!t->eng.argmax_cache) {
+        t->eng.argmax_cache = s2s_xcalloc(1, sizeof *t->eng.argmax_cache);
+        t->eng.argmax_cache_free = ops_argmax_cache_free; /* the engine frees it, knowing no op */
+    }
     return t->eng.argmax_cache;
 }
 

@@ -180,8 +180,8 @@ static void attach_model(TaskData *td, SubwordModel *m, SubwordModel *trg) {
     SubwordModel *m2 = trg ? trg : subword_copy(m);
     subword_vocab(m, &td->src_vocab); /* vocab_init first: the model is attached after */
     subword_vocab(m2, &td->trg_vocab);
-    td->src_vocab.sub = m;
-    td->trg_vocab.sub = m2;
+    subword_attach(&td->src_vocab, m);
+    subword_attach(&td->trg_vocab, m2);
 }
 
 /* A BPE model learned from lines[0..n) (task.bpe_merges or task.bpe_vocab_size); `what` names
@@ -311,6 +311,5 @@ out:
     split_free(&tr);
     split_free(&va);
     split_free(&te);
-    if (st) task_free(td);
-    return st;
+    return st; /* on failure task_load frees what td holds */
 }

@@ -118,6 +118,11 @@ SubwordModel *subword_copy(const SubwordModel *m) {
     return c;
 }
 
+void subword_attach(Vocab *v, SubwordModel *m) {
+    v->sub = m;
+    v->sub_free = subword_free;
+}
+
 void subword_free(SubwordModel *m) {
     if (!m) return;
     if (m->bpe) {

@@ -11,7 +11,11 @@ S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     memset(td, 0, sizeof *td);
     switch (task->type) {
     case TASK_REVERSE: return reverse_make(td, task, err);
-    case TASK_TRANSLATE: return parallel_load(td, task, err);
+    case TASK_TRANSLATE: {
+        S2sStatus st = parallel_load(td, task, err);
+        if (st) task_free(td); /* what it had loaded before it failed */
+        return st;
+    }
     }
     S2S_ASSERT_MSG(false, "task.type %d is none of the config's", (int)task->type);
     return S2S_ERR_CONFIG;

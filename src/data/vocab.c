@@ -1,6 +1,5 @@
 /* vocab.c — token ↔ id with an open-addressing hash (FNV-1a). */
 #include "s2s/data.h"
-#include "s2s/subword.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +29,7 @@ void vocab_init(Vocab *v) {
 }
 
 void vocab_free(Vocab *v) {
-    subword_free(v->sub);
+    if (v->sub) v->sub_free(v->sub); /* subword_attach left it: a vocabulary knows no subword code */
     for (int i = 0; i < v->size; i++) free(v->tokens[i]);
     free(v->tokens);
     free(v->slots);

@@ -49,7 +49,7 @@ S2sStatus model_attach_subword(Vocab *w, Subword kind, const char *bytes, size_t
         subword_free(m);
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt: the %s vocabulary is not the subword model's pieces", path, which);
     }
-    w->sub = m;
+    subword_attach(w, m);
     return S2S_OK;
 }
 

@@ -20,8 +20,6 @@
 #define CONN_PER_CLIENT 128 /* of them from one address (make bench-serve holds 64) */
 #define CONN_RESERVE 16    /* slots kept for newcomers */
 
-extern const char SERVE_PAGE[]; /* page.html, built in by the Makefile */
-
 /* One request's body, gathered across the handler's calls. */
 typedef struct Upload {
     char *body;
@@ -32,58 +30,6 @@ typedef struct Upload {
 ServeOptions serve_defaults(void) {
     return (ServeOptions){.host = NULL, .port = 8080, .threads = 0, .max_body = 1 << 20, .max_sentences = 256,
                           .timeout_s = 30, .batch_wait_ms = 0, .out = NULL, .stop = NULL};
-}
-
-/* ---- answers ---- */
-
-/* j as the answer (deleted here), with an Allow header when allow is not NULL. */
-static enum MHD_Result send_json_allow(struct MHD_Connection *c, unsigned status, cJSON *j, const char *allow) {
-    char *text = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    if (!text) return MHD_NO; /* out of memory: the connection is closed */
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-enum MHD_Result serve_send_json(struct MHD_Connection *c, unsigned status, cJSON *j) {
-    return send_json_allow(c, status, j, NULL);
-}
-
-enum MHD_Result serve_send_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
-    char msg[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "error", msg);
-    return serve_send_json(c, status, j);
-}
-
-/* 405 with the methods the path takes */
-static enum MHD_Result send_405(struct MHD_Connection *c, const char *path, const char *allow) {
-    cJSON *j = cJSON_CreateObject();
-    char msg[300];
-    snprintf(msg, sizeof msg, "%.200s takes %s", path, allow);
-    cJSON_AddStringToObject(j, "error", msg);
-    return send_json_allow(c, MHD_HTTP_METHOD_NOT_ALLOWED, j, allow);
-}
-
-static enum MHD_Result send_page(struct MHD_Connection *c) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(SERVE_PAGE), (void *)SERVE_PAGE, MHD_RESPMEM_PERSISTENT);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ok;
 }
 
 /* ---- the request's head: what is refused before a byte of the body is read ---- */
@@ -130,15 +76,15 @@ static bool is_get(const char *method) { return !strcmp(method, MHD_HTTP_METHOD_
 
 static enum MHD_Result route(Server *s, struct MHD_Connection *c, const char *url, const char *method, const Upload *u) {
     if (!strcmp(url, "/api/translate")) {
-        if (strcmp(method, MHD_HTTP_METHOD_POST)) return send_405(c, url, "POST");
+        if (strcmp(method, MHD_HTTP_METHOD_POST)) return serve_send_405(c, url, "POST");
         return serve_post_translate(s, c, u->body, u->len);
     }
-    if (!strcmp(url, "/")) return is_get(method) ? send_page(c) : send_405(c, url, "GET, HEAD");
+    if (!strcmp(url, "/")) return is_get(method) ? serve_send_page(c) : serve_send_405(c, url, "GET, HEAD");
     if (!strcmp(url, "/api/runs") || !strncmp(url, "/api/runs/", 10)) {
-        if (!is_get(method)) return send_405(c, url, "GET, HEAD");
+        if (!is_get(method)) return serve_send_405(c, url, "GET, HEAD");
         return url[9] ? serve_get_run_path(s, c, url + 10) : serve_get_runs(s, c);
     }
-    if (!strcmp(url, "/api/models")) return is_get(method) ? serve_send_json(c, MHD_HTTP_OK, serve_models_json(s)) : send_405(c, url, "GET, HEAD");
+    if (!strcmp(url, "/api/models")) return is_get(method) ? serve_send_json(c, MHD_HTTP_OK, serve_models_json(s)) : serve_send_405(c, url, "GET, HEAD");
     return serve_send_error(c, MHD_HTTP_NOT_FOUND,
                             "no such path: %.200s (the page: GET /; the API: POST /api/translate, GET /api/models, GET /api/runs)", url);
 }

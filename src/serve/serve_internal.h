@@ -105,9 +105,12 @@ void serve_conns_busy(Conns *cs, struct MHD_Connection *c, bool busy);
 /* Closes the connections past their deadline; called by the server's main loop. */
 void serve_conns_sweep(Conns *cs);
 
-/* ---- http.c: answers ---- */
+/* ---- reply.c: answers ---- */
 enum MHD_Result serve_send_json(struct MHD_Connection *c, unsigned status, cJSON *j);
 enum MHD_Result serve_send_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* 405 with the methods the path takes (an Allow header too) */
+enum MHD_Result serve_send_405(struct MHD_Connection *c, const char *path, const char *allow);
+enum MHD_Result serve_send_page(struct MHD_Connection *c);
 
 #endif

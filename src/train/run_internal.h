@@ -61,10 +61,11 @@ static inline bool run_is_adam(const Config *c) { return optim_is_adam(c->train.
 
 /* trainer.c */
 double run_metric_value(Metric metric, const EvalResult *r);
+
+/* run_setup.c: the training pairs and batches of epoch e (functions of the seed, the epoch
+ * and the data), the checks, setup and teardown */
 const Dataset *run_epoch_data(Run *r, int e);
 void run_epoch_plan(Run *r, int e, BatchPlan *plan);
-
-/* run_setup.c */
 S2sStatus run_check_memory(Run *r, S2sError *err);
 S2sStatus run_setup(Run *r, S2sError *err);
 void run_teardown(Run *r);

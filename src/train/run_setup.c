@@ -14,6 +14,29 @@
 
 /* ---- setup ---- */
 
+/* The training pairs of epoch e: the task's, or with BPE-dropout their segmentation for that
+ * epoch (a function of the seed and the epoch, so a resumed run sees the same pieces). */
+const Dataset *run_epoch_data(Run *r, int e) {
+    float p = r->cfg->task.bpe_dropout;
+    if (p <= 0) return &r->data.train;
+    if (r->sampled_epoch != e) {
+        dataset_free(&r->sampled);
+        Rng g;
+        rng_init(&g, run_mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_SUBWORD);
+        Sides s = r->cfg->task.bpe_dropout_sides;
+        task_sample_train(&r->data, s == SIDES_TARGET ? 0.0f : p, s == SIDES_SOURCE ? 0.0f : p, &g, &r->sampled);
+        r->sampled_epoch = e;
+    }
+    return &r->sampled;
+}
+
+/* The batches of epoch e (the plan is a function of the seed, the epoch and the data). */
+void run_epoch_plan(Run *r, int e, BatchPlan *plan) {
+    Rng shuf;
+    rng_init(&shuf, run_mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_SHUFFLE);
+    batchplan_make(plan, run_epoch_data(r, e), r->cfg->train.batch_size, r->cfg->train.batch_tokens, 100, &shuf);
+}
+
 static double gb(double bytes) { return bytes / 1e9; }
 
 /* Refuses, before anything large is allocated, a run whose parameters, optimizer state, data

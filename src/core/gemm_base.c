@@ -1,8 +1,13 @@
-/* gemm_cpu.c — what this CPU and its libraries offer the GEMMs (oneDNN's ISA, OpenBLAS's
- * core, a bf16 self-check), and the threads they run on (a small product on one). */
+/* gemm_base.c — what every gemm file stands on: what this CPU and its libraries offer
+ * (oneDNN's ISA, OpenBLAS's core, a bf16 self-check), the threads the products run on (a
+ * small one on one), operands copied into bf16, and the per-shape statistics. */
 #include "gemm_impl.h"
 #include "s2s/bf16.h"
+#include "s2s/par.h"
 
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Products below this many multiply-adds run on one thread: waking OpenMP's threads costs
  * more than they save, and far more when the cores are busy with other work. */
@@ -61,3 +66,50 @@ int gemm_serial_begin(int M, int N, int K) {
 void gemm_serial_end(int restore) {
     if (restore) omp_set_num_threads(restore);
 }
+
+typedef struct Bf16Job {
+    const float *x;
+    uint16_t *y;
+    size_t cols, ld;
+} Bf16Job;
+
+
+static void bf16_rows(void *ctx, size_t r0, size_t r1) {
+    const Bf16Job *j = ctx;
+    if (j->ld == j->cols) {
+        bf16_from_f32(j->x + r0 * j->ld, j->y + r0 * j->cols, (r1 - r0) * j->cols);
+        return;
+    }
+    for (size_t r = r0; r < r1; r++) bf16_from_f32(j->x + r * j->ld, j->y + r * j->cols, j->cols);
+}
+
+
+/* The stored matrix behind op(X) (rows × cols with leading dimension ld), packed into bf16,
+ * split over the threads (large operands: a step rounds tens of millions of values). */
+const uint16_t *gemm_to_bf16(Tape *t, const float *x, int rows, int cols, int ld) {
+    uint16_t *y = arena_alloc(&t->arena, (size_t)rows * cols * sizeof *y);
+    Bf16Job j = {x, y, (size_t)cols, (size_t)ld};
+    par_for((size_t)rows, (size_t)cols, bf16_rows, &j);
+    return y;
+}
+
+
+void gemm_stats_add(GemmStats *st, const GemmShapeStat *x, long calls, double seconds) {
+    for (int i = 0; i < st->n; i++) {
+        GemmShapeStat *s = &st->items[i];
+        if (s->path == x->path && s->ta == x->ta && s->tb == x->tb && s->M == x->M && s->N == x->N && s->K == x->K) {
+            s->calls += calls;
+            s->seconds += seconds;
+            return;
+        }
+    }
+    if (st->n == st->cap) {
+        st->cap = st->cap ? 2 * st->cap : 64;
+        st->items = s2s_xrealloc(st->items, (size_t)st->cap * sizeof *st->items);
+    }
+    st->items[st->n] = *x;
+    st->items[st->n].calls = calls;
+    st->items[st->n].seconds = seconds;
+    st->n++;
+}
+
