@@ -1,5 +1,5 @@
-/* nn.h — layers over padded, time-major batches: linear, embedding, and GRU/LSTM
- * (multi-layer, uni- or bidirectional).
+/* nn.h — layers over padded, time-major batches: linear, embedding, multi-head attention's
+ * core, and GRU/LSTM (multi-layer, uni- or bidirectional).
  *
  * A layer struct borrows its parameter tensors from a ParamStore (declared by *_init under
  * PyTorch's names, so weights load by name) and owns nothing else; forward functions
@@ -25,6 +25,16 @@ typedef struct Embedding {
 void embedding_init(Embedding *e, ParamStore *ps, const char *prefix, int vocab, int dim);
 /* ids (n), each in [0, V) → (n, E) */
 Tensor *embedding_forward(Tape *t, const Embedding *e, const int32_t *ids, int n);
+
+/* Multi-head scaled-dot attention's core, shared by the multihead attention variant and the
+ * Transformer: q (T, B, E), k and v (S, B, E), already projected, split into heads of
+ * E / heads wide (the heads fold into the batch: (T, B·heads, E / heads) time-major);
+ * softmax(q_h · k_h / √(E / heads)) under mask (op_softmax's: score row (b·heads + h)·T + i
+ * uses mask row r / (rows / mask_rows)), dropout drop_p on the weights (drop_rng NULL: none),
+ * times v_h. Returns the context (T, B, E), the heads side by side; *weights gets the weights
+ * (B·heads, T, S) before dropout, when not NULL. */
+Tensor *mha_forward(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
+                    float drop_p, Rng *drop_rng, Tensor **weights);
 
 #define RNN_MAX_LAYERS 8
 

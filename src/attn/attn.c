@@ -163,18 +163,15 @@ Tensor *attn_heads_mean(Tape *t, const Tensor *w, int heads) {
 
 static Tensor *multihead_forward(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *m,
                                  AttnWeights *aw, AttnCache *cache) {
-    int T = dec->shape[0], B = dec->shape[1], S = enc->shape[0], E = a->dec_dim, H = a->heads, Dh = E / H;
+    int B = dec->shape[1], H = a->heads;
     Tensor *q = linear_forward(t, &a->q, dec);                                 /* (T, B, E) */
     Tensor *k = projected(t, &a->k, enc, cache ? &cache->keys : NULL);        /* (S, B, E) */
     Tensor *v = projected(t, &a->val, enc, cache ? &cache->values : NULL);    /* (S, B, E) */
-    Tensor *qh = tape_reshape3(t, q, T, B * H, Dh), *kh = tape_reshape3(t, k, S, B * H, Dh);
-    Tensor *vh = tape_reshape3(t, v, S, B * H, Dh);
-    Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
-    Tensor *w = op_softmax(t, scores, m, B);                                   /* (B·H, T, S) */
-    Tensor *ctx = op_matmul(t, w, vh, MM_B_TM | MM_OUT_TM);                    /* (T, B·H, Dh) */
+    Tensor *w;                                                                 /* (B·H, T, S) */
+    Tensor *ctx = mha_forward(t, q, k, v, H, m, B, 0.0f, NULL, &w);           /* (T, B, E) */
     aw->mean = H == 1 ? w : attn_heads_mean(t, w, H);
     aw->heads = aw->want_heads && H > 1 ? w : NULL;
-    return linear_forward(t, &a->o, tape_reshape3(t, ctx, T, B, E));
+    return linear_forward(t, &a->o, ctx);
 }
 
 const AttnVariant ATTN_VARIANTS[ATTN_KIND_COUNT] = {

@@ -96,15 +96,8 @@ static Tensor *drop(Tape *t, Tensor *x, TfDropout d) { return d.rng && d.p > 0 ?
  * (B·heads·T, S) one anything (causal with padding). *w gets the weights (B·heads, T, S). */
 static Tensor *attend(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *kv_in, const uint8_t *mask,
                       int mask_rows, TfDropout dr, Tensor **w) {
-    int T = q_in->shape[0], B = q_in->shape[1], S = kv_in->shape[0], d = tf->d, H = tf->heads, Dh = d / H;
     Tensor *q = linear_forward(t, &a->q, q_in), *k = linear_forward(t, &a->k, kv_in), *v = linear_forward(t, &a->v, kv_in);
-    Tensor *qh = tape_reshape3(t, q, T, B * H, Dh), *kh = tape_reshape3(t, k, S, B * H, Dh), *vh = tape_reshape3(t, v, S, B * H, Dh);
-    /* PyTorch scales q before the product; the same up to rounding */
-    Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
-    Tensor *p = op_softmax(t, scores, mask, mask_rows);
-    if (w) *w = p;
-    Tensor *ctx = op_matmul(t, drop(t, p, dr), vh, MM_B_TM | MM_OUT_TM); /* (T, B·H, Dh) = (T, B, d) */
-    return linear_forward(t, &a->out, tape_reshape3(t, ctx, T, B, d));
+    return linear_forward(t, &a->out, mha_forward(t, q, k, v, tf->heads, mask, mask_rows, dr.p, dr.rng, w));
 }
 
 static Tensor *feed_forward(Tape *t, const Transformer *tf, const Linear *l1, const Linear *l2, Tensor *x, TfDropout dr) {
@@ -187,15 +180,12 @@ static void cache_put(Tensor *cache, int pos, const Tensor *x) {
  * as in training, not G one-row products over G copies). */
 static Tensor *attend_cached(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *k, Tensor *v,
                              const uint8_t *mask, int G, Tensor **w) {
-    int N = q_in->shape[1], B = N / G, L = k->shape[0], d = tf->d, H = tf->heads, Dh = d / H;
+    int N = q_in->shape[1], B = N / G, d = tf->d;
     S2S_ASSERT(k->shape[1] == B);
     Tensor *q = tape_reshape2(t, linear_forward(t, &a->q, q_in), N, d);
     if (G > 1) q = op_transpose_rows(t, q, B, G); /* row g·B + b */
-    Tensor *qh = tape_reshape3(t, q, G, B * H, Dh), *kh = tape_reshape3(t, k, L, B * H, Dh), *vh = tape_reshape3(t, v, L, B * H, Dh);
-    Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
-    Tensor *p = op_softmax(t, scores, mask, B); /* (B·H, G, L) */
-    if (w) *w = p;
-    Tensor *ctx = tape_reshape2(t, op_matmul(t, p, vh, MM_B_TM | MM_OUT_TM), N, d); /* (G, B·H, Dh) */
+    Tensor *ctx = mha_forward(t, tape_reshape3(t, q, G, B, d), k, v, tf->heads, mask, B, 0.0f, NULL, w); /* (G, B, d); w (B·H, G, L) */
+    ctx = tape_reshape2(t, ctx, N, d);
     if (G > 1) ctx = op_transpose_rows(t, ctx, G, B);
     return linear_forward(t, &a->out, tape_reshape3(t, ctx, 1, N, d));
 }

@@ -1,0 +1,21 @@
+/* mha.c — the scaled-dot multi-head attention core that the multihead attention variant and
+ * the Transformer's self- and cross-attention (training and cached decoding) share. */
+#include "s2s/nn.h"
+
+#include <math.h>
+
+Tensor *mha_forward(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
+                    float drop_p, Rng *drop_rng, Tensor **weights) {
+    int T = q->shape[0], B = q->shape[1], S = k->shape[0], E = q->shape[2], Dh = E / heads;
+    S2S_ASSERT(q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && heads > 0 && E % heads == 0);
+    S2S_ASSERT(k->shape[1] == B && v->shape[1] == B && k->shape[2] == E && v->shape[2] == E && v->shape[0] == S);
+    Tensor *qh = tape_reshape3(t, q, T, B * heads, Dh), *kh = tape_reshape3(t, k, S, B * heads, Dh);
+    Tensor *vh = tape_reshape3(t, v, S, B * heads, Dh);
+    /* PyTorch scales q before the product; the same up to rounding */
+    Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
+    Tensor *p = op_softmax(t, scores, mask, mask_rows); /* (B·heads, T, S) */
+    if (weights) *weights = p;
+    if (drop_rng && drop_p > 0) p = op_dropout(t, p, drop_p, drop_rng);
+    Tensor *ctx = op_matmul(t, p, vh, MM_B_TM | MM_OUT_TM); /* (T, B·heads, Dh) */
+    return tape_reshape3(t, ctx, T, B, E);
+}
