@@ -1,5 +1,6 @@
-/* bpe.c — byte-pair-encoding subword models (see bpe.h). */
-#include "s2s/bpe.h"
+/* bpe.c — byte-pair-encoding subword models (see bpe.h): the pieces and merges, encoding
+ * (with BPE-dropout), decoding and the model file; learning is bpe_learn.c. */
+#include "bpe_internal.h"
 #include "s2s/file.h"
 #include "s2s/text.h"
 
@@ -16,19 +17,18 @@ static uint64_t hash_str(const char *s) {
     return h;
 }
 
-static uint64_t hash_pair(uint64_t k) {
+uint64_t bpe_hash_pair(uint64_t k) {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
     k ^= k >> 33;
     return k;
 }
 
-static uint64_t pair_key(int32_t l, int32_t r) { return (uint64_t)(uint32_t)l << 32 | (uint32_t)r; }
+uint64_t bpe_pair_key(int32_t l, int32_t r) { return (uint64_t)(uint32_t)l << 32 | (uint32_t)r; }
 
 /* text → id of a character or merged piece (ids in b->pieces.tokens are the truth) */
-typedef struct BpeTextMap TextMap;
 
-static int32_t textmap_find(const TextMap *m, char *const *tokens, const char *s) {
+int32_t bpe_textmap_find(const TextMap *m, char *const *tokens, const char *s) {
     if (!m->n) return -1;
     for (size_t i = hash_str(s) & (m->n - 1);; i = (i + 1) & (m->n - 1)) {
         if (!m->slot[i]) return -1;
@@ -79,14 +79,14 @@ int bpe_size(const Bpe *b) { return b->pieces.size; }
 const char *bpe_piece(const Bpe *b, int id) { return id >= 0 && id < b->pieces.size ? b->pieces.tokens[id] : NULL; }
 
 int32_t bpe_piece_id(const Bpe *b, const char *piece) {
-    int32_t id = textmap_find(&b->text, b->pieces.tokens, piece);
+    int32_t id = bpe_textmap_find(&b->text, b->pieces.tokens, piece);
     if (id >= 0) return id;
     id = vocab_find(&b->pieces, piece); /* bytes and specials */
     return id >= 0 && id < BPE_FIRST_CHAR ? id : TOK_UNK;
 }
 
 /* A character: in the vocabulary's own index too (encoding looks characters up there). */
-static int32_t add_char(Bpe *b, const char *text) {
+int32_t bpe_add_char(Bpe *b, const char *text) {
     int32_t id = vocab_add(&b->pieces, text);
     S2S_ASSERT(id == b->pieces.size - 1); /* new: the callers check */
     textmap_put(&b->text, b->pieces.tokens, id);
@@ -97,7 +97,7 @@ static int32_t add_char(Bpe *b, const char *text) {
  * paths can spell the same piece), else appended past the vocabulary's index, which would
  * fold it into a special or a byte piece of the same spelling. No vocab_add follows. */
 static int32_t add_merged(Bpe *b, const char *text) {
-    int32_t id = textmap_find(&b->text, b->pieces.tokens, text);
+    int32_t id = bpe_textmap_find(&b->text, b->pieces.tokens, text);
     if (id >= 0) return id;
     Vocab *v = &b->pieces;
     if (v->size == v->cap) {
@@ -122,7 +122,7 @@ static void rank_put(Bpe *b, uint64_t key, int32_t rank) {
         b->n_slots = n;
         for (size_t k = 0; k < on; k++)
             if (orank[k]) {
-                size_t i = hash_pair(ok[k]) & (n - 1);
+                size_t i = bpe_hash_pair(ok[k]) & (n - 1);
                 while (b->pair_rank[i]) i = (i + 1) & (n - 1);
                 b->pair_key[i] = ok[k];
                 b->pair_rank[i] = orank[k];
@@ -130,7 +130,7 @@ static void rank_put(Bpe *b, uint64_t key, int32_t rank) {
         free(ok);
         free(orank);
     }
-    size_t i = hash_pair(key) & (b->n_slots - 1);
+    size_t i = bpe_hash_pair(key) & (b->n_slots - 1);
     while (b->pair_rank[i] && b->pair_key[i] != key) i = (i + 1) & (b->n_slots - 1);
     if (!b->pair_rank[i]) { /* the first merge of a pair is its rank */
         b->pair_key[i] = key;
@@ -140,14 +140,14 @@ static void rank_put(Bpe *b, uint64_t key, int32_t rank) {
 
 static int32_t rank_of(const Bpe *b, int32_t l, int32_t r) {
     if (!b->n_slots) return -1;
-    uint64_t key = pair_key(l, r);
-    for (size_t i = hash_pair(key) & (b->n_slots - 1);; i = (i + 1) & (b->n_slots - 1)) {
+    uint64_t key = bpe_pair_key(l, r);
+    for (size_t i = bpe_hash_pair(key) & (b->n_slots - 1);; i = (i + 1) & (b->n_slots - 1)) {
         if (!b->pair_rank[i]) return -1;
         if (b->pair_key[i] == key) return b->pair_rank[i] - 1;
     }
 }
 
-static void add_merge(Bpe *b, int32_t l, int32_t r) {
+void bpe_add_merge(Bpe *b, int32_t l, int32_t r) {
     const char *tl = b->pieces.tokens[l], *tr = b->pieces.tokens[r];
     size_t nl = strlen(tl), nr = strlen(tr);
     char *t = s2s_xmalloc(nl + nr + 1);
@@ -159,12 +159,12 @@ static void add_merge(Bpe *b, int32_t l, int32_t r) {
         b->cap_merges = b->cap_merges ? 2 * b->cap_merges : 1024;
         b->merges = s2s_xrealloc(b->merges, (size_t)b->cap_merges * sizeof *b->merges);
     }
-    rank_put(b, pair_key(l, r), b->n_merges);
+    rank_put(b, bpe_pair_key(l, r), b->n_merges);
     b->merges[b->n_merges++] = (BpeMerge){l, r, id};
 }
 
 /* Whether left + right spells a special or a byte piece. */
-static bool spells_reserved(const Bpe *b, int32_t l, int32_t r) {
+bool bpe_spells_reserved(const Bpe *b, int32_t l, int32_t r) {
     const char *tl = b->pieces.tokens[l], *tr = b->pieces.tokens[r];
     if (tl[0] != '<') return false;
     char t[16];
@@ -176,71 +176,11 @@ static bool spells_reserved(const Bpe *b, int32_t l, int32_t r) {
     return id >= 0 && id < BPE_FIRST_CHAR;
 }
 
-/* ---- learning ---- */
-
-typedef struct Word {
-    int32_t *sym;
-    int len;
-    long count;
-} Word;
-
-typedef struct PairStat {
-    uint64_t key;
-    long count;
-    int32_t *words; /* where the pair may occur (stale entries allowed) */
-    int n_words, cap_words;
-} PairStat;
-
-typedef struct Pairs {
-    PairStat *s; /* open addressing by key; count < 0 never used, key 0 with used flag */
-    bool *used;
-    size_t n, filled;
-} Pairs;
-
-static PairStat *pairs_get(Pairs *p, uint64_t key) {
-    if ((p->filled + 1) * 2 >= p->n) {
-        size_t n = p->n ? 2 * p->n : 4096;
-        PairStat *os = p->s;
-        bool *ou = p->used;
-        size_t on = p->n;
-        p->s = s2s_xcalloc(n, sizeof *p->s);
-        p->used = s2s_xcalloc(n, sizeof *p->used);
-        p->n = n;
-        for (size_t k = 0; k < on; k++)
-            if (ou[k]) {
-                size_t i = hash_pair(os[k].key) & (n - 1);
-                while (p->used[i]) i = (i + 1) & (n - 1);
-                p->s[i] = os[k];
-                p->used[i] = true;
-            }
-        free(os);
-        free(ou);
-    }
-    size_t i = hash_pair(key) & (p->n - 1);
-    while (p->used[i] && p->s[i].key != key) i = (i + 1) & (p->n - 1);
-    if (!p->used[i]) {
-        p->used[i] = true;
-        p->s[i].key = key;
-        p->filled++;
-    }
-    return &p->s[i];
-}
-
-/* A binary heap of (first, second) pairs, smallest first: learning keys pairs by (−count, ids),
- * encoding candidates by (rank, position). */
-typedef struct HeapItem {
-    int64_t first;
-    uint64_t second;
-} HeapItem;
-
-typedef struct Heap {
-    HeapItem *h;
-    size_t n, cap;
-} Heap;
+/* ---- the heap learning and encoding share ---- */
 
 static bool heap_before(const HeapItem *a, const HeapItem *b) { return a->first != b->first ? a->first < b->first : a->second < b->second; }
 
-static void heap_push(Heap *q, HeapItem it) {
+void bpe_heap_push(Heap *q, HeapItem it) {
     if (q->n == q->cap) {
         q->cap = q->cap ? 2 * q->cap : 64;
         q->h = s2s_xrealloc(q->h, q->cap * sizeof *q->h);
@@ -253,7 +193,7 @@ static void heap_push(Heap *q, HeapItem it) {
     q->h[i] = it;
 }
 
-static HeapItem heap_pop(Heap *q) {
+HeapItem bpe_heap_pop(Heap *q) {
     HeapItem top = q->h[0], last = q->h[--q->n];
     size_t i = 0;
     for (;;) {
@@ -266,194 +206,6 @@ static HeapItem heap_pop(Heap *q) {
     }
     if (q->n) q->h[i] = last;
     return top;
-}
-
-/* adds sign × count for each adjacent pair of w (and, adding, notes the word) */
-static void count_word(Pairs *p, Heap *q, const Word *w, int32_t wi, int sign) {
-    for (int k = 0; k + 1 < w->len; k++) {
-        PairStat *s = pairs_get(p, pair_key(w->sym[k], w->sym[k + 1]));
-        if (s->count < 0) continue; /* banned (spells a reserved piece) */
-        s->count += sign * w->count;
-        if (sign > 0) {
-            if (!s->n_words || s->words[s->n_words - 1] != wi) {
-                if (s->n_words == s->cap_words) {
-                    s->cap_words = s->cap_words ? 2 * s->cap_words : 4;
-                    s->words = s2s_xrealloc(s->words, (size_t)s->cap_words * sizeof *s->words);
-                }
-                s->words[s->n_words++] = wi;
-            }
-        }
-        if (q) heap_push(q, (HeapItem){-s->count, s->key}); /* the most frequent first, then the smaller ids */
-    }
-}
-
-typedef struct CharCount {
-    uint32_t cp;
-    long count;
-} CharCount;
-
-static int cmp_chars(const void *a, const void *b) {
-    const CharCount *x = a, *y = b;
-    if (x->count != y->count) return x->count > y->count ? -1 : 1;
-    return x->cp < y->cp ? -1 : x->cp > y->cp;
-}
-
-#define WORD_MARK 0x2581u
-
-S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o, int *learned, S2sError *err) {
-    S2S_ASSERT(b->n_merges == 0 && b->n_chars == 0);
-    *learned = 0;
-    /* word types and their counts */
-    Vocab words;
-    vocab_init(&words);
-    long *wcount = NULL;
-    int wcap = 0;
-    char **toks = NULL;
-    int tcap = 0;
-    for (size_t i = 0; i < n; i++) {
-        char *copy = s2s_xmalloc(strlen(lines[i]) + 1);
-        strcpy(copy, lines[i]);
-        int k = text_split(copy, &toks, &tcap);
-        for (int j = 0; j < k; j++) vocab_count(&words, toks[j], &wcount, &wcap);
-        free(copy);
-    }
-    free(toks);
-    /* characters by frequency (the word mark once per word) */
-    CharCount *cc = NULL;
-    size_t ncc = 0, ccap = 0;
-    long total_words = 0;
-    for (int id = 0; id < words.size; id++) {
-        if (id >= wcap || !wcount[id]) continue;
-        total_words += wcount[id];
-        for (const char *s = words.tokens[id]; *s;) {
-            uint32_t cp;
-            s += utf8_next(s, &cp);
-            size_t k = 0;
-            while (k < ncc && cc[k].cp != cp) k++; /* few distinct characters: a scan will do */
-            if (k == ncc) {
-                if (ncc == ccap) {
-                    ccap = ccap ? 2 * ccap : 256;
-                    cc = s2s_xrealloc(cc, ccap * sizeof *cc);
-                }
-                cc[ncc++] = (CharCount){cp, 0};
-            }
-            cc[k].count += wcount[id];
-        }
-    }
-    if (total_words) {
-        if (ncc == ccap) cc = s2s_xrealloc(cc, (ccap = ccap + 1) * sizeof *cc);
-        cc[ncc++] = (CharCount){WORD_MARK, total_words};
-        /* the mark may also be a character of the text: fold the two */
-        size_t w = 0;
-        for (size_t k = 0; k < ncc; k++) {
-            size_t j = 0;
-            while (j < w && cc[j].cp != cc[k].cp) j++;
-            if (j < w) cc[j].count += cc[k].count;
-            else cc[w++] = cc[k];
-        }
-        ncc = w;
-    }
-    if (ncc) qsort(cc, ncc, sizeof *cc, cmp_chars);
-    S2sStatus st = S2S_OK;
-    int base = BPE_FIRST_CHAR + (int)ncc, target = o->merges;
-    if (o->vocab_size > 0) {
-        if (o->vocab_size < base) {
-            st = s2s_fail(err, S2S_ERR_CONFIG,
-                          "a vocabulary of %d pieces cannot hold the 4 specials, 256 bytes and the text's %zu characters (%d)",
-                          o->vocab_size, ncc, base);
-            goto out;
-        }
-        target = o->vocab_size - base;
-    }
-    for (size_t k = 0; k < ncc; k++) {
-        char t[5];
-        t[utf8_put(cc[k].cp, t)] = '\0';
-        add_char(b, t);
-    }
-    b->n_chars = (int)ncc;
-    /* words as symbol ids */
-    Word *ws = NULL;
-    int nw = 0;
-    for (int id = 0; id < words.size; id++) {
-        if (id >= wcap || !wcount[id]) continue;
-        ws = s2s_xrealloc(ws, (size_t)(nw + 1) * sizeof *ws);
-        Word *w = &ws[nw++];
-        w->count = wcount[id];
-        w->len = 0;
-        w->sym = s2s_xmalloc((strlen(words.tokens[id]) + 1) * sizeof *w->sym);
-        char t[5];
-        t[utf8_put(WORD_MARK, t)] = '\0';
-        w->sym[w->len++] = textmap_find(&b->text, b->pieces.tokens, t);
-        for (const char *s = words.tokens[id]; *s;) {
-            uint32_t cp;
-            size_t k = utf8_next(s, &cp);
-            memcpy(t, s, k);
-            t[k] = '\0';
-            s += k;
-            w->sym[w->len++] = textmap_find(&b->text, b->pieces.tokens, t);
-        }
-    }
-    Pairs pairs = {0};
-    Heap heap = {0};
-    for (int i = 0; i < nw; i++) count_word(&pairs, NULL, &ws[i], i, +1);
-    for (size_t k = 0; k < pairs.n; k++)
-        if (pairs.used[k] && pairs.s[k].count > 0) heap_push(&heap, (HeapItem){-pairs.s[k].count, pairs.s[k].key});
-    int min_count = o->min_count > 0 ? o->min_count : 1;
-    int32_t *visited = s2s_xcalloc((size_t)(nw ? nw : 1), sizeof *visited); /* merge number + 1 that last rewrote it */
-    while (*learned < target && heap.n) {
-        HeapItem top = heap_pop(&heap);
-        PairStat *s = pairs_get(&pairs, top.second);
-        if (s->count != -top.first) continue; /* stale */
-        if (s->count < min_count) break;
-        int32_t l = (int32_t)(top.second >> 32), r = (int32_t)(uint32_t)top.second;
-        if (spells_reserved(b, l, r)) { /* "<unk>" or "<0x41>" as a piece would be read as that */
-            s->count = -1; /* never again: count_word keeps it below every real count */
-            continue;
-        }
-        add_merge(b, l, r);
-        int32_t m = b->merges[b->n_merges - 1].piece;
-        (*learned)++;
-        /* rewrite the words that hold the pair: their pairs out, the merge, their pairs in */
-        int32_t *list = s->words;
-        int nlist = s->n_words;
-        s->words = NULL;
-        s->n_words = s->cap_words = 0;
-        for (int k = 0; k < nlist; k++) {
-            int32_t wi = list[k];
-            if (visited[wi] == *learned) continue;
-            visited[wi] = *learned;
-            Word *w = &ws[wi];
-            bool has = false;
-            for (int j = 0; j + 1 < w->len && !has; j++) has = w->sym[j] == l && w->sym[j + 1] == r;
-            if (!has) continue;
-            count_word(&pairs, &heap, w, wi, -1);
-            int out = 0;
-            for (int j = 0; j < w->len; j++) {
-                if (j + 1 < w->len && w->sym[j] == l && w->sym[j + 1] == r) {
-                    w->sym[out++] = m;
-                    j++;
-                } else {
-                    w->sym[out++] = w->sym[j];
-                }
-            }
-            w->len = out;
-            count_word(&pairs, &heap, w, wi, +1);
-        }
-        free(list);
-    }
-    free(visited);
-    for (size_t k = 0; k < pairs.n; k++)
-        if (pairs.used[k]) free(pairs.s[k].words);
-    free(pairs.s);
-    free(pairs.used);
-    free(heap.h);
-    for (int i = 0; i < nw; i++) free(ws[i].sym);
-    free(ws);
-out:
-    free(cc);
-    free(wcount);
-    vocab_free(&words);
-    return st;
 }
 
 /* ---- encoding ---- */
@@ -500,14 +252,14 @@ static void encode_word(const Bpe *b, Seq *s, Heap *q, Heap *aside, float dropou
     q->n = 0;
     for (int i = 0; i + 1 < s->n; i++) {
         int32_t r = rank_of(b, s->sym[i], s->sym[i + 1]);
-        if (r >= 0) heap_push(q, (HeapItem){r, (uint64_t)i});
+        if (r >= 0) bpe_heap_push(q, (HeapItem){r, (uint64_t)i});
     }
     while (q->n) {
-        HeapItem c = heap_pop(q);
+        HeapItem c = bpe_heap_pop(q);
         int i = (int)c.second, j = s->next[i];
         if (s->sym[i] < 0 || j >= s->n || rank_of(b, s->sym[i], s->sym[j]) != c.first) continue; /* stale */
         if (dropout > 0 && rng_uniform(rng) < dropout) { /* left out of this merge only */
-            heap_push(aside, c); /* when every candidate is left out, the heap empties: the word is done */
+            bpe_heap_push(aside, c); /* when every candidate is left out, the heap empties: the word is done */
             continue;
         }
         s->sym[i] = b->merges[c.first].piece;
@@ -516,13 +268,13 @@ static void encode_word(const Bpe *b, Seq *s, Heap *q, Heap *aside, float dropou
         if (s->next[j] < s->n) s->prev[s->next[j]] = i;
         if (s->prev[i] >= 0) {
             int32_t r = rank_of(b, s->sym[s->prev[i]], s->sym[i]);
-            if (r >= 0) heap_push(q, (HeapItem){r, (uint64_t)s->prev[i]});
+            if (r >= 0) bpe_heap_push(q, (HeapItem){r, (uint64_t)s->prev[i]});
         }
         if (s->next[i] < s->n) {
             int32_t r = rank_of(b, s->sym[i], s->sym[s->next[i]]);
-            if (r >= 0) heap_push(q, (HeapItem){r, (uint64_t)i});
+            if (r >= 0) bpe_heap_push(q, (HeapItem){r, (uint64_t)i});
         }
-        while (aside->n) heap_push(q, heap_pop(aside)); /* candidates again for the next merge */
+        while (aside->n) bpe_heap_push(q, bpe_heap_pop(aside)); /* candidates again for the next merge */
     }
     aside->n = 0;
     for (int i = 0; i < s->n; i = s->next[i]) push_ids(ids, cap, n, s->sym[i]);
@@ -678,7 +430,7 @@ S2sStatus bpe_parse(Bpe *b, const char *text, size_t len, const char *origin, S2
                 st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: expected one character (not whitespace)", origin, no);
                 goto out;
             }
-            if (textmap_find(&b->text, b->pieces.tokens, line) >= 0) {
+            if (bpe_textmap_find(&b->text, b->pieces.tokens, line) >= 0) {
                 st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: the character \"%s\" twice", origin, no, line);
                 goto out;
             }
@@ -686,7 +438,7 @@ S2sStatus bpe_parse(Bpe *b, const char *text, size_t len, const char *origin, S2
                 st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: \"%s\" is already a piece", origin, no, line);
                 goto out;
             }
-            add_char(b, line);
+            bpe_add_char(b, line);
             b->n_chars++;
         } else {
             char *sp = strchr(line, ' ');
@@ -695,13 +447,13 @@ S2sStatus bpe_parse(Bpe *b, const char *text, size_t len, const char *origin, S2
                 goto out;
             }
             *sp = '\0';
-            int32_t l = textmap_find(&b->text, b->pieces.tokens, line), r = textmap_find(&b->text, b->pieces.tokens, sp + 1);
+            int32_t l = bpe_textmap_find(&b->text, b->pieces.tokens, line), r = bpe_textmap_find(&b->text, b->pieces.tokens, sp + 1);
             if (l < 0 || r < 0) {
                 st = s2s_fail(err, S2S_ERR_CORRUPT, "%s:%ld: \"%s\" is not a character or an earlier merge's piece", origin, no,
                               l < 0 ? line : sp + 1);
                 goto out;
             }
-            add_merge(b, l, r);
+            bpe_add_merge(b, l, r);
         }
         line = nl + 1;
     }

@@ -67,12 +67,11 @@ __attribute__((format(printf, 2, 3))) static void text_add(Text *t, const char *
     }
 }
 
-S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
-    /* Markdown: the homework's table (mean and variance of the test metric and of the best
-     * validation loss), with sd, range, epochs, time and the tests. Time is the sum of the
-     * training epochs (validation and test decoding excluded). */
-    Text tx = {s2s_xmalloc(4096), 0, 4096};
-#define MD(...) text_add(&tx, __VA_ARGS__)
+/* summary.md: the homework's table (mean and variance of the test metric and of the best
+ * validation loss), with sd, range, epochs, time and the tests. Time is the sum of the
+ * training epochs (validation and test decoding excluded). */
+static void summary_md(const Comparison *c, Text *t) {
+#define MD(...) text_add(t, __VA_ARGS__)
     MD("| %s | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
        "minutes training |\n",
        c->header[0] ? c->header : "attention", c->metric_name, c->translation ? "" : " token acc (%) |");
@@ -115,27 +114,27 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
                    p->diff, p->lo, p->hi, 1.0 / c->resamples);
         }
     }
-    char path[700];
-    snprintf(path, sizeof path, "%s/summary.md", dir);
-    S2sStatus st = file_write_atomic(path, tx.s, tx.len, err);
-    if (out) fputs(tx.s, out);
-    /* CSV */
-    tx.len = 0;
+#undef MD
+}
+
+/* summary.csv: a row a variant */
+static void summary_csv(const Comparison *c, Text *t) {
+#define MD(...) text_add(t, __VA_ARGS__)
     /* new columns go at the end, so readers by position keep working */
     MD("variant,runs,metric,mean,sd,variance,min,max,token_acc_mean,valid_loss_mean,epochs_mean,seconds_mean,"
        "token_acc_sd,valid_loss_sd,valid_loss_variance,valid_loss_min,valid_loss_max\n");
-    for (int v = 0; v < c->n_variants && !st; v++) {
+    for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
         MD("%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.1f,%.6f,%.6f,%.6f,%.6f,%.6f\n", s->name, s->runs,
            c->metric_key, s->metric.mean, s->metric.sd, s->metric.var, s->metric.min, s->metric.max,
            s->token_acc.mean, s->valid_loss.mean, s->epochs.mean, s->seconds.mean, s->token_acc.sd, s->valid_loss.sd,
            s->valid_loss.var, s->valid_loss.min, s->valid_loss.max);
     }
-    snprintf(path, sizeof path, "%s/summary.csv", dir);
-    if (!st) st = file_write_atomic(path, tx.s, tx.len, err);
 #undef MD
-    free(tx.s);
-    /* JSON */
+}
+
+/* summary.json: every variant's statistics, runs and curve, and the paired tests */
+static char *summary_json(const Comparison *c) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "metric", c->metric_key);
     cJSON_AddStringToObject(j, "varies", c->header);
@@ -187,25 +186,49 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
     cJSON_AddNumberToObject(j, "resamples", c->resamples);
     char *txt = cJSON_Print(j);
     cJSON_Delete(j);
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    if (!st) st = file_write_atomic(path, txt, strlen(txt), err);
-    free(txt);
-    /* bars (mean) with ±sd error bars and a point for every run; then the curves */
-    if (!st) {
-        Font *font = font_open(NULL);
-        BarGroup g[COMPARE_MAX_VARIANTS];
-        for (int v = 0; v < c->n_variants; v++) {
-            const Stat *m = &c->v[v].metric;
-            g[v] = (BarGroup){c->v[v].name, m->mean, m->sd, m->max, m->n, c->v[v].points, c->v[v].n_points};
-        }
-        char title[COMPARE_NAME + 64];
-        snprintf(title, sizeof title, "test %s by %s (mean ± sd; dots: runs)", c->metric_name,
-                 c->header[0] && strcmp(c->header, "attention") ? c->header : "attention variant");
-        BarChart chart = {title, g, c->n_variants};
-        snprintf(path, sizeof path, "%s/summary.png", dir);
-        st = bars_write_png(path, &chart, font, err);
-        if (!st) st = write_curves(c, dir, font, err);
-        font_close(font);
+    return txt;
+}
+
+/* summary.png: bars (mean) with ±sd error bars and a point for every run; then curves.png */
+static S2sStatus summary_pictures(const Comparison *c, const char *dir, S2sError *err) {
+    char path[700];
+    S2sStatus st;
+    Font *font = font_open(NULL);
+    BarGroup g[COMPARE_MAX_VARIANTS];
+    for (int v = 0; v < c->n_variants; v++) {
+        const Stat *m = &c->v[v].metric;
+        g[v] = (BarGroup){c->v[v].name, m->mean, m->sd, m->max, m->n, c->v[v].points, c->v[v].n_points};
     }
+    char title[COMPARE_NAME + 64];
+    snprintf(title, sizeof title, "test %s by %s (mean ± sd; dots: runs)", c->metric_name,
+             c->header[0] && strcmp(c->header, "attention") ? c->header : "attention variant");
+    BarChart chart = {title, g, c->n_variants};
+    snprintf(path, sizeof path, "%s/summary.png", dir);
+    st = bars_write_png(path, &chart, font, err);
+    if (!st) st = write_curves(c, dir, font, err);
+    font_close(font);
     return st;
+}
+
+S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err) {
+    Text tx = {s2s_xmalloc(4096), 0, 4096};
+    summary_md(c, &tx);
+    char path[700];
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    S2sStatus st = file_write_atomic(path, tx.s, tx.len, err);
+    if (out) fputs(tx.s, out);
+    if (!st) {
+        tx.len = 0;
+        summary_csv(c, &tx);
+        snprintf(path, sizeof path, "%s/summary.csv", dir);
+        st = file_write_atomic(path, tx.s, tx.len, err);
+    }
+    free(tx.s);
+    if (!st) {
+        char *txt = summary_json(c);
+        snprintf(path, sizeof path, "%s/summary.json", dir);
+        st = file_write_atomic(path, txt, strlen(txt), err);
+        free(txt);
+    }
+    return st ? st : summary_pictures(c, dir, err);
 }

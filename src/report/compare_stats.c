@@ -92,6 +92,95 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Each run's variant (var_of), the variants named in order of appearance; the runs must be
+ * of one task and one BLEU. */
+static S2sStatus group_runs(const RunResult *runs, int n, Comparison *c, int *var_of, S2sError *err) {
+    for (int i = 0; i < n; i++) {
+        if (runs[i].translation != c->translation)
+            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs", runs[i].dir, runs[i].translation ? "translation" : "reversal",
+                            c->translation ? "translation" : "reversal");
+        if (runs[i].sacre != c->sacre) /* two BLEUs: never in one table */
+            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs (sacreBLEU on raw text and multi-bleu on words do not compare)",
+                            runs[i].dir, runs[i].sacre ? "subword" : "word", c->sacre ? "subword" : "word");
+        int v = 0;
+        while (v < c->n_variants && strcmp(c->v[v].name, runs[i].variant)) v++;
+        if (v == c->n_variants) {
+            if (v == COMPARE_MAX_VARIANTS) return s2s_fail(err, S2S_ERR_DATA, "more than %d variants", COMPARE_MAX_VARIANTS);
+            snprintf(c->v[c->n_variants++].name, sizeof c->v[0].name, "%s", runs[i].variant);
+        }
+        var_of[i] = v;
+    }
+    return S2S_OK;
+}
+
+/* Variant v's statistics over its runs, its runs' metrics by seed, its mean validation curve. */
+static void summarize_variant(const RunResult *runs, int n, const int *var_of, int v, Comparison *c, double *buf) {
+    int k = 0;
+    double *m = buf, *t = buf + n, *l = buf + 2 * n, *e = buf + 3 * n, *s = buf + 4 * n;
+    for (int i = 0; i < n; i++) {
+        if (var_of[i] != v) continue;
+        m[k] = c->translation ? runs[i].test_bleu : runs[i].test_exact;
+        t[k] = runs[i].test_token_acc;
+        l[k] = runs[i].best_valid_loss;
+        e[k] = runs[i].epochs;
+        s[k] = runs[i].seconds;
+        k++;
+    }
+    VariantSummary *vs = &c->v[v];
+    vs->runs = k;
+    vs->n_points = 0;
+    for (int i = 0; i < n && vs->n_points < COMPARE_MAX_POINTS; i++)
+        if (var_of[i] == v) {
+            vs->points[vs->n_points] = m[vs->n_points];
+            vs->point_seeds[vs->n_points++] = runs[i].seed;
+        }
+    vs->curve_n = 0;
+    for (int i = 0; i < n; i++)
+        if (var_of[i] == v && runs[i].curve_n > vs->curve_n) vs->curve_n = runs[i].curve_n;
+    for (int ep = 0; ep < vs->curve_n; ep++) {
+        double sum = 0;
+        int cnt = 0;
+        for (int i = 0; i < n; i++)
+            if (var_of[i] == v && ep < runs[i].curve_n && isfinite(runs[i].valid_curve[ep])) {
+                sum += runs[i].valid_curve[ep];
+                cnt++;
+            }
+        vs->curve[ep] = cnt ? sum / cnt : NAN;
+    }
+    vs->metric = compare_stat(m, k);
+    vs->token_acc = compare_stat(t, k);
+    vs->valid_loss = compare_stat(l, k);
+    vs->epochs = compare_stat(e, k);
+    vs->seconds = compare_stat(s, k);
+}
+
+/* The paired bootstrap of variants a and b over the seeds both have (runs pa[s], pb[s]). */
+static void pair_test(SentStats **ss, const int *pa, const int *pb, int np, int N, int resamples, const Comparison *c,
+                      PairTest *pt) {
+    int *idx = s2s_xmalloc((size_t)N * sizeof *idx);
+    for (int i = 0; i < N; i++) idx[i] = i;
+    double d = 0;
+    for (int s = 0; s < np; s++) d += metric_on(ss[pa[s]], idx, N, c) - metric_on(ss[pb[s]], idx, N, c);
+    pt->diff = d / np;
+    double *diffs = s2s_xmalloc((size_t)resamples * sizeof *diffs);
+    Rng rng;
+    rng_init(&rng, 12345, 77);
+    int against = 0;
+    for (int k = 0; k < resamples; k++) {
+        for (int i = 0; i < N; i++) idx[i] = (int)rng_below(&rng, (uint32_t)N);
+        double x = 0;
+        for (int s = 0; s < np; s++) x += metric_on(ss[pa[s]], idx, N, c) - metric_on(ss[pb[s]], idx, N, c);
+        diffs[k] = x / np;
+        against += pt->diff >= 0 ? diffs[k] <= 0 : diffs[k] >= 0;
+    }
+    qsort(diffs, (size_t)resamples, sizeof *diffs, cmp_double);
+    pt->lo = diffs[(int)(0.025 * (resamples - 1))];
+    pt->hi = diffs[(int)ceil(0.975 * (resamples - 1))];
+    pt->p = (double)against / resamples;
+    free(diffs);
+    free(idx);
+}
+
 S2sStatus compare_summarize(RunResult *runs, int n, int resamples, Comparison *c, S2sError *err) {
     memset(c, 0, sizeof *c);
     if (n == 0) return s2s_fail(err, S2S_ERR_DATA, "no finished runs to compare");
@@ -102,75 +191,21 @@ S2sStatus compare_summarize(RunResult *runs, int n, int resamples, Comparison *c
     c->metric_key = !c->translation ? "exact_match" : c->sacre ? "sacrebleu" : "bleu";
     c->resamples = resamples;
     int *var_of = s2s_xmalloc((size_t)n * sizeof *var_of);
-    for (int i = 0; i < n; i++) {
-        if (runs[i].translation != c->translation) {
-            free(var_of);
-            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs", runs[i].dir, runs[i].translation ? "translation" : "reversal",
-                            c->translation ? "translation" : "reversal");
-        }
-        if (runs[i].sacre != c->sacre) { /* two BLEUs: never in one table */
-            free(var_of);
-            return s2s_fail(err, S2S_ERR_DATA, "%s: a %s run among %s runs (sacreBLEU on raw text and multi-bleu on words do not compare)",
-                            runs[i].dir, runs[i].sacre ? "subword" : "word", c->sacre ? "subword" : "word");
-        }
-        int v = 0;
-        while (v < c->n_variants && strcmp(c->v[v].name, runs[i].variant)) v++;
-        if (v == c->n_variants) {
-            if (v == COMPARE_MAX_VARIANTS) {
-                free(var_of);
-                return s2s_fail(err, S2S_ERR_DATA, "more than %d variants", COMPARE_MAX_VARIANTS);
-            }
-            snprintf(c->v[c->n_variants++].name, sizeof c->v[0].name, "%s", runs[i].variant);
-        }
-        var_of[i] = v;
+    S2sStatus st = group_runs(runs, n, c, var_of, err);
+    if (st) {
+        free(var_of);
+        return st;
     }
     double *buf = s2s_xmalloc((size_t)n * 5 * sizeof *buf);
-    for (int v = 0; v < c->n_variants; v++) {
-        int k = 0;
-        double *m = buf, *t = buf + n, *l = buf + 2 * n, *e = buf + 3 * n, *s = buf + 4 * n;
-        for (int i = 0; i < n; i++) {
-            if (var_of[i] != v) continue;
-            m[k] = c->translation ? runs[i].test_bleu : runs[i].test_exact;
-            t[k] = runs[i].test_token_acc;
-            l[k] = runs[i].best_valid_loss;
-            e[k] = runs[i].epochs;
-            s[k] = runs[i].seconds;
-            k++;
-        }
-        VariantSummary *vs = &c->v[v];
-        vs->runs = k;
-        vs->n_points = 0;
-        for (int i = 0; i < n && vs->n_points < COMPARE_MAX_POINTS; i++)
-            if (var_of[i] == v) {
-                vs->points[vs->n_points] = m[vs->n_points];
-                vs->point_seeds[vs->n_points++] = runs[i].seed;
-            }
-        vs->curve_n = 0;
-        for (int i = 0; i < n; i++)
-            if (var_of[i] == v && runs[i].curve_n > vs->curve_n) vs->curve_n = runs[i].curve_n;
-        for (int ep = 0; ep < vs->curve_n; ep++) {
-            double sum = 0;
-            int cnt = 0;
-            for (int i = 0; i < n; i++)
-                if (var_of[i] == v && ep < runs[i].curve_n && isfinite(runs[i].valid_curve[ep])) {
-                    sum += runs[i].valid_curve[ep];
-                    cnt++;
-                }
-            vs->curve[ep] = cnt ? sum / cnt : NAN;
-        }
-        vs->metric = compare_stat(m, k);
-        vs->token_acc = compare_stat(t, k);
-        vs->valid_loss = compare_stat(l, k);
-        vs->epochs = compare_stat(e, k);
-        vs->seconds = compare_stat(s, k);
-    }
+    for (int v = 0; v < c->n_variants; v++) summarize_variant(runs, n, var_of, v, c, buf);
     free(buf);
     /* paired bootstrap between every two variants, over the seeds both have */
     SentStats **ss = s2s_xmalloc((size_t)n * sizeof *ss);
     for (int i = 0; i < n; i++) ss[i] = sentence_stats(&runs[i]);
+    int *pa = s2s_xmalloc((size_t)n * sizeof *pa), *pb = s2s_xmalloc((size_t)n * sizeof *pb);
     for (int a = 0; a < c->n_variants; a++)
         for (int b = a + 1; b < c->n_variants; b++) {
-            int *pa = s2s_xmalloc((size_t)n * sizeof *pa), *pb = s2s_xmalloc((size_t)n * sizeof *pb), np = 0;
+            int np = 0;
             for (int i = 0; i < n; i++) {
                 if (var_of[i] != a) continue;
                 for (int j = 0; j < n; j++)
@@ -182,38 +217,10 @@ S2sStatus compare_summarize(RunResult *runs, int n, int resamples, Comparison *c
             }
             PairTest *pt = &c->pairs[c->n_pairs++];
             *pt = (PairTest){a, b, np, NAN, NAN, NAN, NAN};
-            if (!np) {
-                free(pa);
-                free(pb);
-                continue;
-            }
-            int N = runs[pa[0]].n;
-            int *idx = s2s_xmalloc((size_t)N * sizeof *idx);
-            for (int i = 0; i < N; i++) idx[i] = i;
-            double d = 0;
-            for (int s = 0; s < np; s++) d += metric_on(ss[pa[s]], idx, N, c) - metric_on(ss[pb[s]], idx, N, c);
-            pt->diff = d / np;
-            double *diffs = s2s_xmalloc((size_t)resamples * sizeof *diffs);
-            Rng rng;
-            rng_init(&rng, 12345, 77);
-            int against = 0;
-            for (int k = 0; k < resamples; k++) {
-                for (int i = 0; i < N; i++) idx[i] = (int)rng_below(&rng, (uint32_t)N);
-                double x = 0;
-                for (int s = 0; s < np; s++)
-                    x += metric_on(ss[pa[s]], idx, N, c) - metric_on(ss[pb[s]], idx, N, c);
-                diffs[k] = x / np;
-                against += pt->diff >= 0 ? diffs[k] <= 0 : diffs[k] >= 0;
-            }
-            qsort(diffs, (size_t)resamples, sizeof *diffs, cmp_double);
-            pt->lo = diffs[(int)(0.025 * (resamples - 1))];
-            pt->hi = diffs[(int)ceil(0.975 * (resamples - 1))];
-            pt->p = (double)against / resamples;
-            free(diffs);
-            free(idx);
-            free(pa);
-            free(pb);
+            if (np) pair_test(ss, pa, pb, np, runs[pa[0]].n, resamples, c, pt);
         }
+    free(pa);
+    free(pb);
     for (int i = 0; i < n; i++) free(ss[i]);
     free(ss);
     free(var_of);
