@@ -60,6 +60,10 @@ $(CLIS): %: $(BUILD)/bin/%
 	cp $< $@.tmp && mv -f $@.tmp $@
 endif
 
+# prepared.o keys prepared data by the build of the data code (its __DATE__ and __TIME__):
+# rebuilt whenever a file of src/data changes, so no run reads data another build encoded
+$(BUILD)/src/data/prepared.o: $(filter-out src/data/prepared.c,$(wildcard src/data/*.c src/data/*.h))
+
 help:
 	@echo "make demo       build, train the reversal model, use it"
 	@echo "make            build build/libs2s.a and the programs ($(CLIS))"
@@ -173,7 +177,7 @@ bench-serve: all $(BUILD)/bench/serve_load
 # libFuzzer (clang): each target for FUZZ_SECONDS, its corpus in tests/fuzz/corpus/<target>
 # (new inputs are kept there; they replay in make test). Crashes land in build/fuzz/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := config model text state attend bpe safetensors serve
+FUZZ_TARGETS := config model text state attend bpe safetensors serve prepared
 FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 fuzz: | $(DEPS_STAMP)
 	@bash scripts/deps.sh --with-clang

@@ -43,3 +43,4 @@ Test(fuzz, attend_corpus) { cr_expect_gt(replay("attend", fuzz_attend), 0); }
 Test(fuzz, bpe_corpus) { cr_expect_gt(replay("bpe", fuzz_bpe), 0); }
 Test(fuzz, safetensors_corpus) { cr_expect_gt(replay("safetensors", fuzz_safetensors), 0); }
 Test(fuzz, serve_corpus) { cr_expect_gt(replay("serve", fuzz_serve), 0); }
+Test(fuzz, prepared_corpus) { cr_expect_gt(replay("prepared", fuzz_prepared), 0); }

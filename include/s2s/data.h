@@ -63,6 +63,10 @@ typedef struct TaskData {
     int train_skipped;              /* training pairs dropped (empty side, too long) */
     char **train_src_text, **train_trg_text; /* (train.n) the training pairs' raw text, kept for
                                               * BPE-dropout (task.bpe_dropout > 0), else NULL */
+    /* translate with task.cache_dir: the prepared data file, and what this load did with it */
+    char prepared[CONFIG_STR + 32];
+    enum { PREPARED_NONE, PREPARED_READ, PREPARED_WRITTEN, PREPARED_UNWRITTEN } prepared_state;
+    char prepared_note[160]; /* PREPARED_UNWRITTEN: why (the run goes on without it) */
 } TaskData;
 
 /* Loads or generates the task's data (reverse; translate comes from files). */
@@ -86,6 +90,11 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
 
 /* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
+/* The two files of a split (data_dir/prefix.lang, or .gz where only that is there), n bytes each. */
+void parallel_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n);
+/* The same through task.cache_dir: the prepared data read when they are there for these files
+ * and settings, else made by parallel_load and written there (prepared.h). */
+S2sStatus parallel_load_prepared(TaskData *td, const ConfigTask *task, S2sError *err);
 /* On failure td may hold part of the data: task_load frees it. */
 S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
 /* The training pairs (td->train's, in its order) segmented anew with BPE-dropout, each merge

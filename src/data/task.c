@@ -12,7 +12,7 @@ S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     switch (task->type) {
     case TASK_REVERSE: return reverse_make(td, task, err);
     case TASK_TRANSLATE: {
-        S2sStatus st = parallel_load(td, task, err);
+        S2sStatus st = parallel_load_prepared(td, task, err);
         if (st) task_free(td); /* what it had loaded before it failed */
         return st;
     }

@@ -95,6 +95,9 @@ static const Key KEYS[] = {
      "translate: none (the files' words, tokenised), bpe (raw text in byte-pair pieces learned from the training text) or "
      "sentencepiece (raw text in the pieces of task.spm_model)", W_TRANSLATE},
     {"task.spm_model", K_STR, OFF(task.spm_model), 0, 0, NULL, "translate, sentencepiece: the .model file (spm_train's)", W_SPM},
+    {"task.cache_dir", K_STR, OFF(task.cache_dir), 0, 0, NULL,
+     "translate: the folder of prepared data: the files read, the subwords learned and both sides encoded once, then "
+     "reused by every run of the same files and settings (\"\": prepare every run)", W_TRANSLATE},
     {"task.bpe_merges", K_INT, OFF(task.bpe_merges), 1, 4e6, NULL, "translate, bpe: merges learned (for each model)", W_BPE},
     {"task.bpe_joint", K_BOOL, OFF(task.bpe_joint), 0, 0, NULL,
      "translate, bpe: one model learned from both languages, one vocabulary (true), or a model and vocabulary for each "
@@ -217,6 +220,7 @@ void config_defaults(Config *c) {
     strcpy(t->train_prefix, "train.lc.norm.tok");
     strcpy(t->valid_prefix, "val.lc.norm.tok");
     strcpy(t->test_prefix, "test_2016_flickr.lc.norm.tok");
+    strcpy(t->cache_dir, "runs/.cache");
     t->min_freq = 2;
     t->bpe_merges = 8000;
     t->bpe_joint = true;

@@ -415,6 +415,12 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         fprintf(opt->out, "data: %d training pairs%s, vocabulary %d source / %d target (with 4 specials)\n",
                 r->data.train.n, r->data.train_skipped ? " (some left out: empty or too long)" : "",
                 r->data.src_vocab.size, r->data.trg_vocab.size);
+    if (opt->out && r->data.prepared_state != PREPARED_NONE)
+        fprintf(opt->out, "data: %s %s%s%s\n",
+                r->data.prepared_state == PREPARED_READ      ? "prepared data read from"
+                : r->data.prepared_state == PREPARED_WRITTEN ? "prepared into"
+                                                             : "not prepared: cannot write",
+                r->data.prepared, r->data.prepared_note[0] ? " — " : "", r->data.prepared_note);
     if (opt->out)
         fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
                 cfg->model.type == MODEL_TRANSFORMER ? "transformer" : ATTN_KIND_NAMES[cfg->model.attention]);

@@ -1,6 +1,6 @@
 /* targets.h — the fuzzed entry points: the config parser, the model-file loader, the text
  * path (line reader, UTF-8 check, tokenizer, encoding, BLEU), the training state of last.bin
- * the attention calculator's input, safetensors files and ./serve's translate requests. Each takes any bytes and must neither
+ * the attention calculator's input, safetensors files, ./serve's translate requests and prepared data files. Each takes any bytes and must neither
  * crash nor leak; libFuzzer drives them (make fuzz), and their corpora replay in make test. */
 #ifndef S2S_FUZZ_TARGETS_H
 #define S2S_FUZZ_TARGETS_H
@@ -16,5 +16,6 @@ int fuzz_attend(const uint8_t *data, size_t size);
 int fuzz_bpe(const uint8_t *data, size_t size);
 int fuzz_safetensors(const uint8_t *data, size_t size);
 int fuzz_serve(const uint8_t *data, size_t size);
+int fuzz_prepared(const uint8_t *data, size_t size);
 
 #endif

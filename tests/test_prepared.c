@@ -1,0 +1,305 @@
+/* test_prepared.c — a translation task's data prepared once (prepared.h): the second load
+ * reads what the first wrote and gets the same data (word vocabularies, a joint BPE model with
+ * the training text kept for BPE-dropout, one BPE model a side); a changed file or setting is
+ * another key; truncated, foreign, damaged and foreign-version files are refused with a message
+ * and replaced; a folder that cannot be written is a note, not a failure; and training gives
+ * the same model file with and without the prepared data. */
+#include "test_util.h"
+#include "s2s/data.h"
+#include "s2s/file.h"
+#include "s2s/prepared.h"
+#include "s2s/subword.h"
+
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static const char *const DE[] = {"ein mann läuft auf der straße", "eine frau spielt mit einem ball", "ein kind spielt im park",
+                                 "der hund läuft", "ein mann mit einem hund", "eine frau im park"};
+static const char *const EN[] = {"a man runs on the street", "a woman plays with a ball", "a child plays in the park",
+                                 "the dog runs", "a man with a dog", "a woman in the park"};
+
+/* dir/{train,val,test}.{de,en}: train n lines, valid and test 3, from the sentences above. */
+static void write_corpus(const char *dir, int n) {
+    const char *splits[3] = {"train", "val", "test"};
+    for (int k = 0; k < 3; k++)
+        for (int side = 0; side < 2; side++) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s.%s", dir, splits[k], side ? "en" : "de");
+            FILE *f = fopen(path, "w");
+            cr_assert(f != NULL, "%s", path);
+            for (int i = 0; i < (k ? 3 : n); i++) fprintf(f, "%s\n", (side ? EN : DE)[(i * 7 + k) % 6]);
+            fclose(f);
+        }
+}
+
+static ConfigTask task_in(const char *dir, const char *cache, Subword subword, bool joint, float dropout) {
+    Config c;
+    config_defaults(&c);
+    ConfigTask t = c.task;
+    t.type = TASK_TRANSLATE;
+    snprintf(t.data_dir, sizeof t.data_dir, "%.200s", dir);
+    snprintf(t.train_prefix, sizeof t.train_prefix, "train");
+    snprintf(t.valid_prefix, sizeof t.valid_prefix, "val");
+    snprintf(t.test_prefix, sizeof t.test_prefix, "test");
+    snprintf(t.cache_dir, sizeof t.cache_dir, "%.200s", cache);
+    t.min_freq = 1;
+    t.subword = subword;
+    t.bpe_merges = 25;
+    t.bpe_joint = joint;
+    t.bpe_dropout = dropout;
+    return t;
+}
+
+/* Two loads of the same task: written, then read, the same data to the last id and line. */
+static void same_twice(ConfigTask t) {
+    TaskData a, b;
+    S2sError err;
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(a.prepared_state, PREPARED_WRITTEN, "first load: %d (%s)", a.prepared_state, a.prepared_note);
+    cr_assert_eq(task_load(&b, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(b.prepared_state, PREPARED_READ, "second load: %d", b.prepared_state);
+    cr_expect_str_eq(a.prepared, b.prepared);
+    cr_expect_eq(task_fingerprint(&a), task_fingerprint(&b), "the data read back differ");
+    cr_expect_eq(a.train_skipped, b.train_skipped);
+    cr_expect_eq(!a.src_vocab.sub, !b.src_vocab.sub);
+    cr_expect_eq(!a.train_src_text, !b.train_src_text);
+    for (int i = 0; a.train_src_text && b.train_src_text && i < a.train.n; i++) {
+        cr_expect_str_eq(a.train_src_text[i], b.train_src_text[i]);
+        cr_expect_str_eq(a.train_trg_text[i], b.train_trg_text[i]);
+    }
+    if (a.src_vocab.sub && b.src_vocab.sub) { /* the models encode alike */
+        int32_t *x = NULL, *y = NULL;
+        int cx = 0, cy = 0;
+        int nx = subword_encode(a.trg_vocab.sub, "a woman plays", &x, &cx), ny = subword_encode(b.trg_vocab.sub, "a woman plays", &y, &cy);
+        cr_expect_eq(nx, ny);
+        cr_expect(nx == ny && !memcmp(x, y, (size_t)nx * sizeof *x));
+        free(x);
+        free(y);
+    }
+    task_free(&a);
+    task_free(&b);
+}
+
+Test(prepared, a_second_load_reads_what_the_first_wrote) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 24);
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache", d);
+    same_twice(task_in(d, cache, SUBWORD_NONE, true, 0.0f));
+    same_twice(task_in(d, cache, SUBWORD_BPE, true, 0.1f));  /* the training text kept */
+    same_twice(task_in(d, cache, SUBWORD_BPE, false, 0.0f)); /* a model a side */
+    tu_rm_rf(d);
+    free(d);
+}
+
+Test(prepared, a_changed_file_or_setting_is_another_key) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 24);
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache", d);
+    ConfigTask t = task_in(d, cache, SUBWORD_BPE, true, 0.0f);
+    TaskData a, b, c;
+    S2sError err;
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    FILE *f = fopen(tu_path(d, "val.en"), "a"); /* one more word in the last validation line */
+    fputs("x\n", f);
+    fclose(f);
+    write_corpus(d, 24);
+    f = fopen(tu_path(d, "test.en"), "w");
+    fputs("a man\na dog\nthe park now\n", f);
+    fclose(f);
+    cr_assert_eq(task_load(&b, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(b.prepared_state, PREPARED_WRITTEN, "a changed test file was not noticed");
+    cr_expect_str_neq(a.prepared, b.prepared);
+    cr_expect_neq(task_fingerprint(&a), task_fingerprint(&b));
+    t.bpe_merges = 20;
+    cr_assert_eq(task_load(&c, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(c.prepared_state, PREPARED_WRITTEN, "another bpe_merges was not noticed");
+    cr_expect_str_neq(b.prepared, c.prepared);
+    task_free(&a);
+    task_free(&b);
+    task_free(&c);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* Rewrites path with its bytes changed by edit; returns the refusal's message. */
+static char *refusal(const char *path, uint64_t key, void (*edit)(char *buf, size_t *len)) {
+    size_t len;
+    char *buf = tu_slurp(path, &len);
+    cr_assert(buf != NULL);
+    char *copy = malloc(len + 64);
+    memcpy(copy, buf, len);
+    edit(copy, &len);
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    FILE *f = fopen(bad, "wb");
+    fwrite(copy, 1, len, f);
+    fclose(f);
+    TaskData td;
+    S2sError err;
+    S2sStatus st = prepared_read(bad, key, &td, &err);
+    cr_expect_eq(st, S2S_ERR_CORRUPT, "an edited file was read");
+    free(buf);
+    free(copy);
+    return strdup(err.msg);
+}
+
+static void truncate_it(char *b, size_t *len) { (void)b, *len -= 10; }
+static void flip_a_byte(char *b, size_t *len) { b[*len / 2] ^= 0x40; }
+static void foreign(char *b, size_t *len) { memcpy(b, "PK\x03\x04", 4), (void)len; }
+static void version_9(char *b, size_t *len) { b[7] = '9', (void)len; }
+static void lie_about_ids(char *b, size_t *len) { /* the first vocabulary's count past the file, CRC made to fit */
+    uint32_t big = 0x7fffffff;
+    memcpy(b + 32 + 4 + 1, &big, 4);
+    uint32_t crc = (uint32_t)crc32(0L, (const unsigned char *)b + 32, (unsigned)(*len - 32));
+    memcpy(b + 24, &crc, 4);
+}
+
+Test(prepared, damaged_files_are_refused_then_replaced) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 24);
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache", d);
+    ConfigTask t = task_in(d, cache, SUBWORD_NONE, true, 0.0f);
+    TaskData a;
+    S2sError err;
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    uint64_t key;
+    cr_assert_eq(sscanf(strrchr(a.prepared, '/') + 1, "%16" SCNx64, &key), 1);
+    struct {
+        void (*edit)(char *, size_t *);
+        const char *says;
+    } cases[] = {{truncate_it, "truncated"},
+                 {flip_a_byte, "damaged"},
+                 {foreign, "not a prepared data file"},
+                 {version_9, "version 9"},
+                 {lie_about_ids, "do not hold together"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *msg = refusal(a.prepared, key, cases[i].edit);
+        cr_expect(strstr(msg, cases[i].says) && strstr(msg, ".s2sdata.bad"), "case %zu: %s", i, msg);
+        free(msg);
+    }
+    cr_expect_eq(prepared_read(a.prepared, key + 1, &(TaskData){0}, &err), S2S_ERR_CORRUPT, "another key was read");
+    cr_expect(strstr(err.msg, "prepared for other data or settings"), "%s", err.msg);
+    /* a damaged file under the key's own name: refused, the data made again and written over it */
+    tu_sh("truncate -s 100 %s", a.prepared);
+    TaskData b;
+    cr_assert_eq(task_load(&b, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(b.prepared_state, PREPARED_WRITTEN);
+    cr_expect(strstr(b.prepared_note, "replaced") && strstr(b.prepared_note, "truncated"), "%s", b.prepared_note);
+    cr_expect_eq(task_fingerprint(&a), task_fingerprint(&b));
+    task_free(&a);
+    task_free(&b);
+    tu_rm_rf(d);
+    free(d);
+}
+
+Test(prepared, a_folder_that_cannot_be_written_is_a_note) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 24);
+    FILE *f = fopen(tu_path(d, "plain"), "w"); /* a file where the folder would be */
+    fclose(f);
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/plain/cache", d);
+    ConfigTask t = task_in(d, cache, SUBWORD_NONE, true, 0.0f);
+    TaskData a;
+    S2sError err;
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(a.prepared_state, PREPARED_UNWRITTEN);
+    cr_expect(strstr(a.prepared_note, "plain"), "%s", a.prepared_note);
+    cr_expect_gt(a.train.n, 0);
+    task_free(&a);
+    snprintf(t.cache_dir, sizeof t.cache_dir, "%s", "");
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(a.prepared_state, PREPARED_NONE, "task.cache_dir \"\" prepared nothing");
+    task_free(&a);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* ./train on the prepared data trains the model it trains on the text: the same model.bin. */
+Test(prepared, the_same_model_file_with_and_without) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 40);
+    const char *runs[3] = {"first", "second", "none"};
+    for (int k = 0; k < 3; k++) {
+        int rc = tu_sh("%s/train --config configs/multi30k.json --out %s/%s --set data_dir=%s --set train_prefix=train "
+                       "--set valid_prefix=val --set test_prefix=test --set min_freq=1 --set subword=bpe --set bpe_merges=30 "
+                       "--set bpe_dropout=0.1 --set cache_dir=%s --set train.epochs=2 --set train.batch_size=8 "
+                       "--set model.embedding=16 --set model.encoder_hidden=16 --set model.decoder_hidden=16 --set model.kq=8 "
+                       "> %s/%s.out 2>&1",
+                       tu_bin(), d, runs[k], d, k < 2 ? tu_path(d, "cache") : "", d, runs[k]);
+        char out[600];
+        snprintf(out, sizeof out, "%s/%s.out", d, runs[k]);
+        char *text = tu_slurp(out, NULL);
+        cr_assert_eq(rc, 0, "%s", text);
+        const char *says[3] = {"data: prepared into ", "data: prepared data read from ", NULL};
+        if (says[k]) cr_expect(strstr(text, says[k]), "%s", text);
+        else cr_expect(!strstr(text, "prepared"), "%s", text);
+        free(text);
+    }
+    cr_expect_eq(tu_sh("cmp -s %s/first/model.bin %s/second/model.bin", d, d), 0, "prepared data read back: another model");
+    /* without: the model file's config says task.cache_dir "", so its bytes differ there; the
+     * weights (the safetensors data after the header) and the test outputs may not */
+    for (int k = 0; k < 3; k += 2)
+        cr_assert_eq(tu_sh("%s/export %s/%s/model.bin --out %s/%s.st > /dev/null", tu_bin(), d, runs[k], d, runs[k]), 0);
+    size_t la, lb;
+    char *a = tu_slurp(tu_path(d, "first.st"), &la), *b = tu_slurp(tu_path(d, "none.st"), &lb);
+    cr_assert(a && b && la > 8 && lb > 8);
+    uint64_t ha = 0, hb = 0;
+    memcpy(&ha, a, 8);
+    memcpy(&hb, b, 8);
+    cr_expect(la - 8 - ha == lb - 8 - hb && !memcmp(a + 8 + ha, b + 8 + hb, la - 8 - ha), "without prepared data: other weights");
+    free(a);
+    free(b);
+    cr_expect_eq(tu_sh("cmp -s %s/first/test.hyp %s/none/test.hyp", d, d), 0, "without prepared data: other test outputs");
+    tu_rm_rf(d);
+    free(d);
+}
+
+static int count_prepared(const char *dir) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls %s/*.s2sdata 2>/dev/null | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p && fscanf(p, "%d", &n) != 1) n = -1;
+    if (p) pclose(p);
+    return n;
+}
+
+/* The folder keeps the 16 files used last: the first one, read again before the others are
+ * made, stays; the second, never read again, goes. */
+Test(prepared, the_folder_keeps_the_files_used_last) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 24);
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache", d);
+    char first[sizeof ((TaskData *)0)->prepared], second[sizeof first];
+    for (int k = 1; k <= 20; k++) {
+        ConfigTask t = task_in(d, cache, SUBWORD_NONE, true, 0.0f);
+        t.max_vocab = 100 + k; /* another key each time */
+        TaskData a;
+        S2sError err;
+        cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+        cr_expect_eq(a.prepared_state, PREPARED_WRITTEN);
+        if (k == 1) snprintf(first, sizeof first, "%s", a.prepared);
+        if (k == 2) snprintf(second, sizeof second, "%s", a.prepared);
+        task_free(&a);
+        if (k % 4 == 0) { /* the first used again */
+            t.max_vocab = 101;
+            cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+            cr_expect_eq(a.prepared_state, PREPARED_READ);
+            task_free(&a);
+        }
+    }
+    cr_expect_eq(count_prepared(cache), 16);
+    cr_expect(file_exists(first), "the file used last was removed");
+    cr_expect(!file_exists(second), "a file unused since was kept");
+    tu_rm_rf(d);
+    free(d);
+}
