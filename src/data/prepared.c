@@ -363,7 +363,7 @@ static void prune(const char *dir) {
         if (len != 16 + 8 || strcmp(e->d_name + 16, ".s2sdata") != 0) continue;
         if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
         if (n == cap) a = s2s_xrealloc(a, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *a);
-        snprintf(a[n].name, sizeof a[n].name, "%s", e->d_name);
+        memcpy(a[n].name, e->d_name, len + 1); /* 24 bytes, checked above */
         a[n++].t = sb.st_mtim;
     }
     if (n > PREPARED_KEEP) {
