@@ -47,6 +47,7 @@ typedef struct Dataset {
     int *src_len, *trg_len;
     size_t n_ids, cap_ids;
     int cap;
+    bool borrowed; /* the arrays point into a prepared data file's mapping (prepared.h): not freed */
 } Dataset;
 
 void dataset_init(Dataset *d);
@@ -67,6 +68,8 @@ typedef struct TaskData {
     char prepared[CONFIG_STR + 32];
     enum { PREPARED_NONE, PREPARED_READ, PREPARED_WRITTEN, PREPARED_UNWRITTEN } prepared_state;
     char prepared_note[160]; /* PREPARED_UNWRITTEN: why (the run goes on without it) */
+    void *map;                /* PREPARED_READ: the file's mapping the splits point into (task_free unmaps) */
+    size_t map_len;
 } TaskData;
 
 /* Loads or generates the task's data (reverse; translate comes from files). */

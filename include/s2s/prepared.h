@@ -6,14 +6,15 @@
  * A prepared file is named by its key: a 64-bit digest of the task's settings and of the bytes
  * of every input file (the six text files, a SentencePiece model), so a changed file or setting
  * makes another key, never a stale match. The file has a header (magic, version, key, length,
- * CRC-32 of the rest) and is written whole or not at all. Reading checks every count against
- * the bytes that remain; the loaded TaskData owns its memory as task_load's does. */
+ * CRC-32 of the rest) and is written whole or not at all. Reading maps the file: the splits'
+ * arrays are used in place (Dataset.borrowed), after every count is checked against the bytes
+ * that remain and every id against its vocabulary; the TaskData owns the mapping (task_free). */
 #ifndef S2S_PREPARED_H
 #define S2S_PREPARED_H
 
 #include "s2s/data.h"
 
-#define PREPARED_VERSION 1
+#define PREPARED_VERSION 2
 
 /* The digest of a file's bytes into *h (FNV-1a over its size and CRC-32 and Adler-32). */
 S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err);
@@ -25,7 +26,8 @@ S2sStatus prepared_write(const char *path, const TaskData *td, uint64_t key, S2s
  * file that is not a whole prepared file of this version and key (truncated, foreign, damaged):
  * the message names the file and what is wrong. */
 S2sStatus prepared_read(const char *path, uint64_t key, TaskData *td, S2sError *err);
-/* The same from a file image (for fuzzing); path names it in messages. */
+/* The same from a file image (8-aligned; for fuzzing), path naming it in messages; the splits
+ * point into the image, which must outlive td. */
 S2sStatus prepared_parse(const void *buf, size_t len, uint64_t key, const char *path, TaskData *td, S2sError *err);
 
 #endif

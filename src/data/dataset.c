@@ -7,6 +7,10 @@
 void dataset_init(Dataset *d) { memset(d, 0, sizeof *d); }
 
 void dataset_free(Dataset *d) {
+    if (d->borrowed) { /* the mapping's: its owner unmaps it */
+        memset(d, 0, sizeof *d);
+        return;
+    }
     free(d->ids);
     free(d->src_off);
     free(d->trg_off);
@@ -26,6 +30,7 @@ static void push_ids(Dataset *d, const int32_t *x, int n) {
 }
 
 void dataset_add(Dataset *d, const int32_t *src, int src_len, const int32_t *trg, int trg_len) {
+    S2S_ASSERT(!d->borrowed); /* a mapped split is read-only */
     if (d->n == d->cap) {
         d->cap = d->cap ? 2 * d->cap : 256;
         d->src_off = s2s_xrealloc(d->src_off, (size_t)d->cap * sizeof *d->src_off);

@@ -15,7 +15,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,11 +75,21 @@ static void put_vocab(Out *o, const Vocab *v, const Vocab *src) {
     free(bytes);
 }
 
+static void put_pad8(Out *o) {
+    static const unsigned char zero[8] = {0};
+    if (o->n % 8) put(o, zero, 8 - o->n % 8);
+}
+
+/* A split: counts, then (8-aligned, to be read in place) the offsets, the lengths and the ids. */
 static void put_dataset(Out *o, const Dataset *d) {
     put_u32(o, (uint32_t)d->n);
     put_u64(o, d->n_ids);
+    put_pad8(o);
+    put(o, d->src_off, (size_t)d->n * sizeof *d->src_off);
+    put(o, d->trg_off, (size_t)d->n * sizeof *d->trg_off);
     put(o, d->src_len, (size_t)d->n * sizeof *d->src_len);
     put(o, d->trg_len, (size_t)d->n * sizeof *d->trg_len);
+    put_pad8(o);
     put(o, d->ids, d->n_ids * sizeof *d->ids);
 }
 
@@ -195,28 +207,35 @@ static bool get_vocab(In *in, Vocab *v, const Vocab *src, const char *path, S2sE
     return true;
 }
 
+static void skip_pad8(In *in) {
+    if (in->at % 8) take(in, 8 - in->at % 8);
+}
+
+/* A split read in place: its arrays point into the image (8-aligned), every pair checked:
+ * offsets back to back, lengths within the ids, every id within its vocabulary. */
 static bool get_dataset(In *in, Dataset *d, int V_src, int V_trg) {
     uint32_t n = get_u32(in);
     uint64_t n_ids = get_u64(in);
-    if (in->bad || n > (in->n - in->at) / 8 || n_ids > (in->n - in->at) / 4) return in->bad = true, false;
-    const int32_t *sl = take(in, (size_t)n * 4), *tl = take(in, (size_t)n * 4), *ids = take(in, (size_t)n_ids * 4);
-    if (!sl || !tl || !ids) return false;
+    skip_pad8(in);
+    if (in->bad || n > (in->n - in->at) / 24 || n_ids > (in->n - in->at) / 4) return in->bad = true, false;
+    const size_t *so = take(in, (size_t)n * 8), *to = take(in, (size_t)n * 8);
+    const int *sl = take(in, (size_t)n * 4), *tl = take(in, (size_t)n * 4);
+    skip_pad8(in);
+    const int32_t *ids = take(in, (size_t)n_ids * 4);
+    if (!so || !to || !sl || !tl || !ids) return false;
     uint64_t at = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int32_t a, b;
-        memcpy(&a, sl + i, 4);
-        memcpy(&b, tl + i, 4);
-        if (a < 0 || b < 0 || (uint64_t)a + (uint64_t)b > n_ids - at) return in->bad = true, false;
-        int32_t *s = s2s_xmalloc(((size_t)a + (size_t)b + 1) * sizeof *s);
-        memcpy(s, ids + at, ((size_t)a + (size_t)b) * sizeof *s);
-        for (int k = 0; k < a + b; k++)
-            if (s[k] < 0 || s[k] >= (k < a ? V_src : V_trg)) in->bad = true;
-        if (!in->bad) dataset_add(d, s, a, s + a, b);
-        free(s);
-        if (in->bad) return false;
-        at += (uint64_t)a + (uint64_t)b;
+        if (sl[i] < 0 || tl[i] < 0 || so[i] != at || to[i] != at + (uint64_t)sl[i] ||
+            (uint64_t)sl[i] + (uint64_t)tl[i] > n_ids - at)
+            return in->bad = true, false;
+        for (int k = 0; k < sl[i] + tl[i]; k++)
+            if (ids[at + k] < 0 || ids[at + k] >= (k < sl[i] ? V_src : V_trg)) return in->bad = true, false;
+        at += (uint64_t)sl[i] + (uint64_t)tl[i];
     }
-    return at == n_ids;
+    if (at != n_ids) return in->bad = true, false;
+    *d = (Dataset){.n = (int)n, .ids = (int32_t *)ids, .src_off = (size_t *)so, .trg_off = (size_t *)to,
+                   .src_len = (int *)sl, .trg_len = (int *)tl, .n_ids = (size_t)n_ids, .borrowed = true};
+    return true;
 }
 
 static bool get_lines(In *in, char ***out, int n) {
@@ -280,14 +299,27 @@ S2sStatus prepared_parse(const void *buf, size_t len, uint64_t key, const char *
 
 S2sStatus prepared_read(const char *path, uint64_t key, TaskData *td, S2sError *err) {
     memset(td, 0, sizeof *td);
-    if (!file_exists(path)) return s2s_fail(err, S2S_ERR_IO, "%s: not prepared yet", path);
-    char *buf;
-    size_t len;
-    S2sStatus st = file_read_all(path, (size_t)1 << 40, &buf, &len, err);
-    if (st) return st;
-    st = prepared_parse(buf, len, key, path, td, err);
-    free(buf);
-    return st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT) return s2s_fail(err, S2S_ERR_IO, "%s: not prepared yet", path);
+    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a regular file", path);
+    }
+    size_t len = (size_t)sb.st_size;
+    /* mapped, not read: the splits are used in place, and pages nobody touches cost nothing */
+    void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: %s", path, len ? strerror(errno) : "empty");
+    S2sStatus st = prepared_parse(map, len, key, path, td, err);
+    if (st) {
+        munmap(map, len);
+        return st;
+    }
+    td->map = map;
+    td->map_len = len;
+    return S2S_OK;
 }
 
 S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err) {

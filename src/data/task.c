@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     memset(td, 0, sizeof *td);
@@ -171,4 +172,7 @@ void task_free(TaskData *td) {
     dataset_free(&td->valid);
     dataset_free(&td->test);
     td->valid_refs = td->test_refs = NULL;
+    if (td->map) munmap(td->map, td->map_len); /* after the splits that point into it */
+    td->map = NULL;
+    td->map_len = 0;
 }
