@@ -303,3 +303,44 @@ Test(prepared, the_folder_keeps_the_files_used_last) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* task.bpe_model: the model ./subword learn wrote segments both sides (no model is learned),
+ * the prepared data's key follows its bytes, a missing file is named, and a model a side
+ * (bpe_joint false) is refused with the two keys named. */
+Test(prepared, a_bpe_model_from_subword_learn) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 24);
+    cr_assert_eq(tu_sh("%s/subword learn --input %s/train.de --input %s/train.en --merges 12 --out %s/m.bpe > /dev/null 2>&1",
+                       tu_bin(), d, d, d), 0);
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache", d);
+    ConfigTask t = task_in(d, cache, SUBWORD_BPE, true, 0.0f);
+    snprintf(t.bpe_model, sizeof t.bpe_model, "%.200s/m.bpe", d);
+    TaskData a;
+    S2sError err;
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    size_t len, mlen;
+    char *file = tu_slurp(t.bpe_model, &len), *mine = subword_bytes(a.src_vocab.sub, &mlen);
+    cr_expect(len == mlen && !memcmp(file, mine, len), "the data's model is not the file's");
+    free(file);
+    free(mine);
+    cr_expect(a.trg_vocab.sub != NULL && a.trg_vocab.size == a.src_vocab.size, "the target side has its own pieces");
+    char first[sizeof a.prepared];
+    snprintf(first, sizeof first, "%s", a.prepared);
+    task_free(&a);
+    cr_assert_eq(tu_sh("%s/subword learn --input %s/train.en --merges 10 --out %s/m.bpe > /dev/null 2>&1", tu_bin(), d, d), 0);
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_str_neq(a.prepared, first, "another model file, the same prepared data");
+    task_free(&a);
+    snprintf(t.bpe_model, sizeof t.bpe_model, "%.200s/none.bpe", d);
+    cr_expect_neq(task_load(&a, &t, &err), S2S_OK);
+    cr_expect(strstr(err.msg, "none.bpe"), "%s", err.msg);
+    Config c;
+    config_defaults(&c);
+    c.task = task_in(d, cache, SUBWORD_BPE, false, 0.0f);
+    snprintf(c.task.bpe_model, sizeof c.task.bpe_model, "%.200s/m.bpe", d);
+    cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "task.bpe_model") && strstr(err.msg, "task.bpe_joint"), "%s", err.msg);
+    tu_rm_rf(d);
+    free(d);
+}

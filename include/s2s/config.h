@@ -77,6 +77,7 @@ typedef struct ConfigTask {
     float bpe_dropout;      /* BPE-dropout in training: merges left out with this probability (0: off) */
     Sides bpe_dropout_sides; /* on both sides' text, or on one */
     char spm_model[CONFIG_STR]; /* sentencepiece: the .model file (spm_train's) */
+    char bpe_model[CONFIG_STR]; /* bpe: a model from ./subword learn for both sides, or "": learn one */
     char cache_dir[CONFIG_STR]; /* prepared data (prepared.h), reused while files and settings stay; "": none */
 } ConfigTask;
 

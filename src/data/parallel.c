@@ -208,6 +208,17 @@ static S2sStatus learn_bpe(SubwordModel **out, char *const *lines, size_t n, con
     return S2S_OK;
 }
 
+/* A subword model the user gives (a file of ./subword learn's or spm_train's). */
+static S2sStatus read_model(const char *path, Subword kind, SubwordModel **m, S2sError *err) {
+    char *bytes;
+    size_t len;
+    S2sStatus st = file_read_all(path, (size_t)1 << 30, &bytes, &len, err);
+    if (st) return st;
+    st = subword_from_bytes(m, kind, bytes, len, path, err);
+    free(bytes);
+    return st;
+}
+
 void task_sample_train(const TaskData *td, float p_src, float p_trg, Rng *rng, Dataset *out) {
     S2S_ASSERT_MSG(td->train_src_text && td->train_trg_text, "the training text was not kept (task.bpe_dropout is 0)");
     dataset_init(out);
@@ -236,7 +247,14 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
         keep[i] = ls > 0 && lt > 0 && (t->max_train_len <= 0 || (ls <= t->max_train_len && lt <= t->max_train_len));
         td->train_skipped += !keep[i];
     }
-    if (t->subword == SUBWORD_BPE) { /* from the kept pairs: one model for both languages, or one each */
+    if (t->subword == SUBWORD_BPE && t->bpe_model[0]) { /* the user's, from ./subword learn, for both */
+        SubwordModel *m;
+        if ((st = read_model(t->bpe_model, SUBWORD_BPE, &m, err))) {
+            free(keep);
+            goto out;
+        }
+        attach_model(td, m, NULL);
+    } else if (t->subword == SUBWORD_BPE) { /* from the kept pairs: one model for both languages, or one each */
         char **both = s2s_xmalloc((size_t)(2 * tr.n + 1) * sizeof *both);
         size_t nb = 0;
         SubwordModel *m = NULL, *mt = NULL;
@@ -265,16 +283,8 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, S2sError *err) {
         }
         attach_model(td, m, mt);
     } else if (t->subword == SUBWORD_SENTENCEPIECE) { /* the user's model, for both languages */
-        char *bytes;
-        size_t len;
-        if ((st = file_read_all(t->spm_model, (size_t)1 << 30, &bytes, &len, err))) {
-            free(keep);
-            goto out;
-        }
         SubwordModel *m;
-        st = subword_from_bytes(&m, SUBWORD_SENTENCEPIECE, bytes, len, t->spm_model, err);
-        free(bytes);
-        if (st) {
+        if ((st = read_model(t->spm_model, SUBWORD_SENTENCEPIECE, &m, err))) {
             free(keep);
             goto out;
         }

@@ -365,6 +365,7 @@ static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
         if (!st) st = prepared_hash_file(pt, &h, err);
     }
     if (!st && t->subword == SUBWORD_SENTENCEPIECE) st = prepared_hash_file(t->spm_model, &h, err);
+    if (!st && t->subword == SUBWORD_BPE && t->bpe_model[0]) st = prepared_hash_file(t->bpe_model, &h, err);
     *key = h;
     return st;
 }

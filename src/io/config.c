@@ -98,6 +98,9 @@ static const Key KEYS[] = {
     {"task.cache_dir", K_STR, OFF(task.cache_dir), 0, 0, NULL,
      "translate: the folder of prepared data: the files read, the subwords learned and both sides encoded once, then "
      "reused by every run of the same files and settings (\"\": prepare every run)", W_TRANSLATE},
+    {"task.bpe_model", K_STR, OFF(task.bpe_model), 0, 0, NULL,
+     "translate, bpe: a model file from ./subword learn that segments both sides, instead of one learned from the "
+     "training text (\"\": learn; bpe_merges and bpe_vocab_size then do not apply)", W_BPE},
     {"task.bpe_merges", K_INT, OFF(task.bpe_merges), 1, 4e6, NULL, "translate, bpe: merges learned (for each model)", W_BPE},
     {"task.bpe_joint", K_BOOL, OFF(task.bpe_joint), 0, 0, NULL,
      "translate, bpe: one model learned from both languages, one vocabulary (true), or a model and vocabulary for each "
@@ -557,6 +560,9 @@ S2sStatus config_check(const Config *c, S2sError *err) {
                 return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: '%c' appears twice", o, ch);
         }
     }
+    if (c->task.subword == SUBWORD_BPE && c->task.bpe_model[0] && !c->task.bpe_joint)
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.bpe_model segments both sides with one model; task.bpe_joint false "
+                        "asks for a model a side (set it true, or leave task.bpe_model empty)", o);
     if (c->task.subword == SUBWORD_SENTENCEPIECE && !c->task.spm_model[0])
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword is sentencepiece: task.spm_model must name the .model file", o);
     if (c->task.bpe_dropout > 0 && c->task.subword != SUBWORD_BPE)
