@@ -96,6 +96,16 @@ $(BUILD)/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The build's identity for --version: the commit ("-dirty" with changes not
+# committed, "unknown" outside a git checkout); args.o is rebuilt when it changes (the stamp
+# is rewritten only then)
+BUILD_ID := $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || h=$$h-dirty; echo $$h; } || echo unknown)
+$(BUILD)/gen/build_id: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' > $@
+$(BUILD)/src/io/args.o $(BUILD)/pic/src/io/args.o: $(BUILD)/gen/build_id
+$(BUILD)/src/io/args.o $(BUILD)/pic/src/io/args.o: private CFLAGS += -DS2S_BUILD='"$(BUILD_ID)"'
+
 # ./serve's web page, built into the library as one string (SERVE_PAGE)
 $(BUILD)/gen/serve_page.c: src/serve/page.html
 	@mkdir -p $(dir $@)
@@ -151,7 +161,7 @@ test: $(TEST_BIN) all
 
 # The inner loop: an allow-list of unit suites (no program run, no model trained end to end),
 # seconds in all; a new suite joins it by name.
-FAST_SUITES := arena batch budget config layers optim parallel params reverse rng tape tensor text utf8 vocab \
+FAST_SUITES := arena batch budget config docs layers optim parallel params reverse rng tape tensor text utf8 vocab \
                checkpoint file tokenize fuzz viz ops recipe transformer golden sacrebleu attend spm par beam gemm \
                gradcheck bleu
 FAST_FILTER := @($(subst $(eval) ,|,$(strip $(FAST_SUITES))))/*

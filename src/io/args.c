@@ -73,13 +73,17 @@ static void getopt_error(char *buf, size_t n, char *const argv[], int optind, in
     snprintf(buf, n, "%s: %s", name, why);
 }
 
+#ifndef S2S_BUILD /* the Makefile gives the commit */
+#define S2S_BUILD "unknown"
+#endif
+
 int args_common(int c, const char *prog, void (*usage)(FILE *), char *const argv[], int optind, int optopt) {
     if (c == 'h') {
         usage(stdout);
         return 0;
     }
     if (c == ARGS_VERSION) {
-        printf("%s (s2s %s)\n", prog, S2S_VERSION);
+        printf("%s (s2s %s, build %s)\n", prog, S2S_VERSION, S2S_BUILD);
         return 0;
     }
     char msg[256];

@@ -1,0 +1,106 @@
+/* test_docs.c — the documentation's links hold: every relative link of README.md and docs/
+ * names a file that exists, and a link to a heading (#anchor) names a heading that the target
+ * page has (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens). */
+#include "test_util.h"
+#include "s2s/file.h"
+
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GitHub's anchor of a heading's text: letters, digits, '-' and '_' kept (lower case), spaces
+ * become '-', everything else goes (bytes past ASCII are kept: GitHub keeps letters). */
+static void anchor_of(const char *heading, char *out, size_t n) {
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)heading; *p && k + 1 < n; p++) {
+        if (isalnum(*p) || *p == '-' || *p == '_' || *p >= 0x80) out[k++] = (char)tolower(*p);
+        else if (*p == ' ') out[k++] = '-';
+    }
+    out[k] = '\0';
+}
+
+/* Whether the Markdown file at path has a heading whose anchor is `anchor`. */
+static bool has_anchor(const char *path, const char *anchor) {
+    char *text = tu_slurp(path, NULL);
+    if (!text) return false;
+    bool found = false, fenced = false;
+    for (char *line = strtok(text, "\n"); line && !found; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "```", 3)) fenced = !fenced;
+        if (fenced || line[0] != '#') continue;
+        const char *h = line;
+        while (*h == '#') h++;
+        while (*h == ' ') h++;
+        char a[512];
+        anchor_of(h, a, sizeof a);
+        found = !strcmp(a, anchor);
+    }
+    free(text);
+    return found;
+}
+
+/* Checks every ](target) of the file; returns how many links it checked. */
+static int check_links(const char *path) {
+    char *text = tu_slurp(path, NULL);
+    cr_assert(text != NULL, "%s", path);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = '\0';
+    else dir[0] = '\0';
+    int n = 0;
+    bool fenced = false;
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        if (!strncmp(line, "```", 3)) fenced = !fenced;
+        if (fenced || !strncmp(line, "    ", 4)) continue; /* code */
+        for (char *p = strstr(line, "]("); p; p = strstr(p + 2, "](")) {
+            char *end = strchr(p + 2, ')');
+            if (!end) break;
+            char target[512];
+            snprintf(target, sizeof target, "%.*s", (int)(end - p - 2), p + 2);
+            if (!target[0] || strstr(target, "://") || !strncmp(target, "mailto:", 7)) continue;
+            char *hash = strchr(target, '#');
+            char anchor[256] = "";
+            if (hash) {
+                snprintf(anchor, sizeof anchor, "%s", hash + 1);
+                *hash = '\0';
+            }
+            char file[1100];
+            if (target[0]) snprintf(file, sizeof file, "%s%s", dir, target);
+            else snprintf(file, sizeof file, "%s", path); /* #anchor: this page */
+            n++;
+            cr_expect(file_exists(file), "%s: the link %s names no file (%s)", path, target, file);
+            if (anchor[0] && strlen(file) > 3 && !strcmp(file + strlen(file) - 3, ".md"))
+                cr_expect(has_anchor(file, anchor), "%s: the link %s#%s names no heading of %s", path, target, anchor, file);
+        }
+    }
+    free(text);
+    return n;
+}
+
+Test(docs, every_relative_link_resolves) {
+    int n = check_links("README.md");
+    glob_t g;
+    const char *patterns[2] = {"docs/*.md", "docs/*/*.md"};
+    for (int k = 0; k < 2; k++) {
+        if (glob(patterns[k], 0, NULL, &g) != 0) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) n += check_links(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    cr_expect_gt(n, 20, "only %d links found: the scan missed them", n);
+}
+
+/* The anchor rule itself, on headings the pages use. */
+Test(docs, anchors_as_github_makes_them) {
+    char a[256];
+    anchor_of("The training recipe: smoothing, tying, averaging, ensembles", a, sizeof a);
+    cr_expect_str_eq(a, "the-training-recipe-smoothing-tying-averaging-ensembles");
+    anchor_of("Set-up: two commands", a, sizeof a);
+    cr_expect_str_eq(a, "set-up-two-commands");
+    anchor_of("A `make` target (fast)", a, sizeof a);
+    cr_expect_str_eq(a, "a-make-target-fast");
+}
