@@ -239,6 +239,8 @@ install: all $(SO) $(BUILD)/s2s.pc
 	ln -sf libs2s.so.$(SO_MAJOR) $(DESTDIR)$(PREFIX)/lib/libs2s.so
 	install -m 644 include/s2s/*.h $(DESTDIR)$(PREFIX)/include/s2s/
 	install -m 644 $(BUILD)/s2s.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/s2s.pc
+	install -d $(DESTDIR)$(PREFIX)/share/s2s/configs
+	install -m 644 configs/*.json $(DESTDIR)$(PREFIX)/share/s2s/configs/
 	@if command -v help2man >/dev/null 2>&1; then \
 	  for p in $(CLIS); do help2man -N --no-discard-stderr -n "s2s $$p" --version-string=$(VERSION) \
 	    -o $(DESTDIR)$(PREFIX)/share/man/man1/s2s-$$p.1 $(BUILD)/bin/$$p || exit 1; done; \
@@ -247,7 +249,7 @@ uninstall:
 	rm -f $(INSTALLED_PROGRAMS) $(CLIS:%=$(DESTDIR)$(PREFIX)/share/man/man1/s2s-%.1) \
 	  $(DESTDIR)$(PREFIX)/lib/libs2s.a $(DESTDIR)$(PREFIX)/lib/libs2s.so $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(SO_MAJOR) \
 	  $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/pkgconfig/s2s.pc
-	rm -rf $(DESTDIR)$(PREFIX)/include/s2s
+	rm -rf $(DESTDIR)$(PREFIX)/include/s2s $(DESTDIR)$(PREFIX)/share/s2s
 
 # An install into a temporary prefix, a program built against it with pkg-config (shared and
 # static), translating a line with a model trained here; then uninstall leaves nothing.

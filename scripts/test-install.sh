@@ -35,6 +35,11 @@ grep -q "/nonexistent" "$T/err" || fail "the error does not name the file: $(cat
 for p in train translate compare import export; do
     "$P/bin/s2s-$p" --help > /dev/null || fail "s2s-$p --help"
 done
+# the installed programs find the installed configs from any folder (not this tree's configs/)
+(cd "$T" && "$P/bin/s2s-train" --config reverse --out "$T/run" --set task.train_size=300 --set task.valid_size=20 \
+    --set task.test_size=20 --set train.epochs=1 > "$T/train.log" 2>&1) || { cat "$T/train.log"; fail "s2s-train --config reverse outside the tree"; }
+grep -q "share/s2s/configs/reverse.json" "$T/train.log" || fail "s2s-train did not take the installed config: $(head -2 "$T/train.log")"
+[ "$(cd "$T" && printf 'abcd\n' | "$P/bin/s2s-translate" "$T/run/model.bin" | wc -l)" = 1 ] || fail "s2s-translate on that model"
 if command -v help2man > /dev/null; then
     [ -s "$P/share/man/man1/s2s-train.1" ] || fail "no man page for s2s-train"
 fi

@@ -148,7 +148,9 @@ typedef struct Config {
 /* The defaults of every key. */
 void config_defaults(Config *c);
 /* A config argument as users type it: an existing path, else configs/NAME, else
- * configs/NAME.json. Writes the path to use into out. */
+ * configs/NAME.json, else (a bare name) the installed configs beside the program
+ * (PREFIX/share/s2s/configs/NAME or NAME.json, for PREFIX/bin/s2s-train). Writes the path to
+ * use into out. */
 void config_find_file(const char *name, char *out, size_t n);
 /* Reads a JSON file over the defaults. */
 S2sStatus config_load(Config *c, const char *path, S2sError *err);

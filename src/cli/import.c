@@ -17,7 +17,7 @@ static void usage(FILE *f) {
                "names. Every name, shape and dtype is checked against the model that the config and the\n"
                "vocabularies make; what is not given comes from the file's metadata (as ./export writes it).\n"
                "  --out FILE        the model file (written whole, or not at all)\n"
-               "  --config CFG      the model's config (a bare name is looked up in configs/)\n"
+               "  --config CFG      the model's config (a bare name: configs/, then the installed configs)\n"
                "  --set key=value   overrides a key of that config\n"
                "  --src-vocab FILE  the source vocabulary: one token a line, in id order, <pad> <unk> <sos> <eos> first\n"
                "  --trg-vocab FILE  the target vocabulary, the same way\n"

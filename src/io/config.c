@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <limits.h>
 
 /* K_NAME: a string that becomes a file name (runs/<name>): no '/', no "." or "..".
  * K_ENUM: one of a table of names, kept as the enum value of its index. */
@@ -485,31 +487,6 @@ S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError
     }
 done:
     cJSON_Delete(root);
-    return st;
-}
-
-void config_find_file(const char *name, char *out, size_t n) {
-    const char *cand[3] = {"%s", "configs/%s", "configs/%s.json"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(out, n, cand[i], name);
-        if (file_is_regular(out)) return; /* a folder named like a config is not one */
-        if (strchr(name, '/')) break;     /* a path is taken as given */
-    }
-    snprintf(out, n, "%s", name);
-}
-
-S2sStatus config_load(Config *c, const char *path, S2sError *err) {
-    char *buf;
-    size_t n;
-    S2sStatus st = file_read_all(path, (size_t)1 << 20, &buf, &n, err); /* a config is a few KB */
-    if (st) return st;
-    if (strlen(buf) != n) {
-        free(buf);
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: contains a NUL byte; expected JSON text", path);
-    }
-    st = config_parse(c, buf, path, err);
-    free(buf);
-    if (st == S2S_OK) snprintf(c->path, sizeof c->path, "%s", path);
     return st;
 }
 
