@@ -48,7 +48,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
+.PHONY: all deps demo doctest test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -69,6 +69,7 @@ help:
 	@echo "make            build build/libs2s.a and the programs ($(CLIS))"
 	@echo "make test       build and run every test (SANITIZE=1: under ASan+UBSan)"
 	@echo "make test-fast  unit, gradient and golden tests, without the training runs (seconds)"
+	@echo "make doctest    every command README.md shows, run in a sandbox with short trainings"
 	@echo "make test-golden GOLDEN_DIR=path   only the PyTorch golden tests"
 	@echo "make deps       install missing Debian packages"
 	@echo "make install PREFIX=/usr/local   programs (s2s-train ...), libs2s.a/.so, headers, s2s.pc, man pages"
@@ -165,6 +166,10 @@ FAST_SUITES := arena batch budget config docs layers optim parallel params rever
                checkpoint file tokenize fuzz viz ops recipe transformer golden sacrebleu attend spm par beam gemm \
                gradcheck bleu
 FAST_FILTER := @($(subst $(eval) ,|,$(strip $(FAST_SUITES))))/*
+# Every command README.md shows, in a sandbox, with short trainings (scripts/doctest.sh)
+doctest: all
+	bash scripts/doctest.sh $(BUILD)/bin README.md
+
 test-fast: $(TEST_BIN) all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  $(TEST_BIN) --filter '$(FAST_FILTER)' $(TEST_ARGS)

@@ -1,6 +1,7 @@
-/* test_docs.c — the documentation's links hold: every relative link of README.md and docs/
- * names a file that exists, and a link to a heading (#anchor) names a heading that the target
- * page has (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens). */
+/* test_docs.c — the documentation holds: every relative link of README.md and docs/ names a
+ * file that exists, a link to a heading (#anchor) names a heading that the target page has
+ * (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens), and every command
+ * README.md shows runs (scripts/doctest.sh). */
 #include "test_util.h"
 #include "s2s/file.h"
 
@@ -92,6 +93,24 @@ Test(docs, every_relative_link_resolves) {
         globfree(&g);
     }
     cr_expect_gt(n, 20, "only %d links found: the scan missed them", n);
+}
+
+/* Every command README.md shows runs (scripts/doctest.sh: a sandbox, short trainings). */
+Test(doctest, every_readme_command_runs, .timeout = 600) {
+    char *d = tu_tmpdir();
+    int rc = tu_sh("bash scripts/doctest.sh %s README.md > %s/out.txt 2>&1", tu_bin(), d);
+    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+    if (rc == 77) {
+        free(out);
+        tu_rm_rf(d);
+        free(d);
+        TU_SKIP("no Multi30k data: the README's commands not run");
+    }
+    cr_expect_eq(rc, 0, "%s", out ? out : "(no output)");
+    cr_expect(out && strstr(out, "commands of README.md ran"), "%s", out ? out : "(no output)");
+    free(out);
+    tu_rm_rf(d);
+    free(d);
 }
 
 /* The anchor rule itself, on headings the pages use. */
