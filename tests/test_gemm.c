@@ -489,7 +489,7 @@ Test(gemm, float32_both_libraries_all_transposes) {
     check_matmul_f32(MM_TRANS_B, 5, 1, 24, 200);
     check_matmul_f32(0, 5, 1, 300, 24);
     /* they sum in different orders: identical bits everywhere would mean one library ran twice */
-    cr_expect_gt(differ, 0, "oneDNN and OpenBLAS gave bit-identical products: Tape.openblas is not obeyed");
+    cr_expect_gt(differ, 0, "oneDNN and OpenBLAS gave bit-identical products: the engine's gemm library is not obeyed");
 }
 
 /* The dot every exact logit and one-row product is defined by, written out: 16 partial sums

@@ -1,29 +1,29 @@
 /* gemm.h — the matrix-product back ends and their thread settings.
  *
  * float32 GEMMs (the exact reference) go to oneDNN's dnnl_sgemm, or to OpenBLAS's cblas_sgemm
- * where a tape says so (Tape.openblas, config "gemm": "openblas"). Both are float32 with float32
+ * where a tape says so (its engine's gemm, config "gemm": "openblas"). Both are float32 with float32
  * accumulation; they differ in summation order only. oneDNN is the default because it
  * multiplies with AVX-512 on this machine's CPUs whatever OPENBLAS_CORETYPE says (1.1–2.2×
  * OpenBLAS at the model's shapes here); a one-row A (a decoding step's attention) is
  * multiplied on the calling thread by plain vectorised loops in both. Where a tape runs in
- * bfloat16 (Tape.bf16), both operands are rounded to bfloat16 (round to nearest even) and
+ * bfloat16 (engine precision bf16), both operands are rounded to bfloat16 (round to nearest even) and
  * multiplied by oneDNN with float32 accumulation into a float32 result, as on CPUs with
  * avx512_bf16; weights, gradients and optimizer state stay float32. Products with a side
  * shorter than 8 (matrix-vector-like) stay float32 even then: they are memory-bound.
  *
  * Some products go through oneDNN matmul primitives instead of its GEMM calls, each made once
- * per shape and kept in the tape (Tape.gemm_plans, freed by tape_free): float32 products
+ * per shape and kept in the tape's engine (gemm_plans, freed by tape_free): float32 products
  * with a transposed B at most 1024 rows tall (decoding and recurrent steps, where dnnl_sgemm
  * repacks B on every call), every product in those shapes whose caller offers B as a weight
  * frozen by params_freeze (the weight is packed once per freeze into the kernel's own
  * layout, converted to bf16 by the same reorder on a bf16 tape; callers offer it where it is
  * used many times per freeze: a recurrent weight at every step, any weight in decoding or
- * evaluation, never a linear layer's in a training step), and every bf16 product where Tape.bf16_matmul
- * says so: model_tape_init sets it on CPUs with AMX (oneDNN's GEMM calls do not use AMX);
+ * evaluation, never a linear layer's in a training step), and every bf16 product where the
+ * engine's bf16_matmul says so: engine_init sets it on CPUs with AMX (oneDNN's GEMM calls do not use AMX);
  * tests set it on any CPU to check that path. The choice depends on the shape and the CPU only, never on a
  * timing, so a run's numbers stay the same from run to run.
  *
- * An int8 tape (Tape.int8, decoding only: `./translate --int8`) multiplies by frozen weights
+ * An int8 tape (engine precision int8, decoding only: `./translate --int8`) multiplies by frozen weights
  * in int8: each weight quantised once per freeze per output channel (scale = max |w| / 127,
  * round to nearest even, ±127; 63 for 127 without AVX-512 VNNI: gemm_int8_weight_max), the
  * activations per row at every call (±127, stored with an offset of 128 as the VNNI
@@ -52,7 +52,7 @@ void gemm_set_threads(int n);
  * which `make bench` checks. */
 const char *gemm_openblas_core(void);
 
-/* Whether oneDNN runs AMX kernels on this CPU (then bf16 tapes set Tape.bf16_matmul). */
+/* Whether oneDNN runs AMX kernels on this CPU (then bf16 engines set bf16_matmul). */
 bool gemm_cpu_has_amx(void);
 /* Whether this CPU multiplies bfloat16 natively (avx512_bf16 or AMX), not by emulation. */
 bool gemm_cpu_has_bf16(void);

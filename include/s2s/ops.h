@@ -42,7 +42,7 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
  * step per element, through the 1-norms), and only the columns whose upper bound reaches
  * the lower bound of the column with the best screen value get their exact dot product
  * (the screen's values scaled back inside that pass, never stored; the bounds' per-column
- * factors kept on the tape per frozen W and b, Tape.argmax_cache): 0.5-4 per row with trained
+ * factors kept on the tape per frozen W and b, its engine's argmax_cache): 0.5-4 per row with trained
  * Multi30k models, more with random weights (flat logits: about 115 on the homework model).
  * Without VNNI the int8 screen runs coarse first (gemm_q8: x in 7 bits, about twice the
  * bound, a faster kernel) and goes back to 8-bit x for the next 64 calls on a weight whose

@@ -1,4 +1,4 @@
-/* evaluate.c — loss, perplexity and accuracies over a dataset, batched by length; under mpirun
+/* eval.c — loss, perplexity and accuracies over a dataset, batched by length; under mpirun
  * the batches are shared among the ranks and the figures gathered (the same on every rank, and
  * the same as one process with the ranks' thread count). */
 #include "s2s/multibleu.h"

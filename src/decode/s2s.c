@@ -1,4 +1,4 @@
-/* api.c — the stable entry points (s2s.h) over the model loader and the translator. */
+/* s2s.c — the stable entry points (s2s.h) over the model loader and the translator. */
 #include "s2s/s2s.h"
 #include "s2s/model.h"
 #include "s2s/translator.h"
