@@ -10,10 +10,10 @@ outputs (--score --logits), and the logits computed here are compared with those
 absolute difference is printed, and over --tol the check fails (exit 1). Needs Debian's
 python3-torch; exits 0 with a message where it is missing. Not part of the product."""
 import argparse
+import importlib.util
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -27,22 +27,14 @@ except ImportError:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("S2S_BIN_DIR", ROOT)
 F = torch.float64
-DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        b = f.read()
-    n = struct.unpack("<Q", b[:8])[0]
-    header = json.loads(b[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    out = {}
-    for name, e in header.items():
-        s, t = e["data_offsets"]
-        raw = bytearray(b[8 + n + s:8 + n + t])
-        x = torch.frombuffer(raw, dtype=DTYPES[e["dtype"]]) if t > s else torch.zeros(0)
-        out[name] = x.reshape(e["shape"]).to(F)
-    return out, meta
+    """scripts/torch-check.py's reader: (tensors in float64, metadata)."""
+    spec = importlib.util.spec_from_file_location("torch_check", os.path.join(ROOT, "scripts", "torch-check.py"))
+    tc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tc)
+    return tc.read_safetensors(path)
 
 
 def linear(x, W, b=None):
@@ -79,11 +71,6 @@ class Rnn:
         self.out_w = P["decoder.out.weight"]
         self.src_emb = self.out_w if tie == "all" else P.get("encoder.embedding.weight")
         self.trg_emb = self.out_w if tie != "none" else P.get("decoder.embedding.weight")
-
-    def embed(self, table, ids, V):
-        if self.m.get("embedding_type", "learned") == "onehot":
-            return torch.eye(V, dtype=F)[ids]
-        return table[ids]
 
     def enc_weights(self, k, d):
         sfx = f"_l{k}" + ("_reverse" if d else "")
@@ -161,13 +148,11 @@ class Rnn:
         return linear(torch.cat(ctx), P[a + "out_proj.weight"], P[a + "out_proj.bias"])
 
     def logits(self, src, trg):
-        V_src = self.P["encoder.embedding.weight"].shape[0] if self.src_emb is not None else None
-        enc, finals = self.encode(self.embed(self.src_emb, src, V_src or len(src)))
+        enc, finals = self.encode(self.src_emb[src])  # one-hot embeddings are the identity in the file
         hs, cs = self.start(finals)
-        V = self.out_w.shape[0]
         rows = []
         for y in [2] + trg[:-1]:  # <sos>, then the target: teacher-forced
-            x = self.embed(self.trg_emb, torch.tensor(y), V)
+            x = self.trg_emb[y]
             for k in range(self.L):
                 hs[k], c = cell(self.kind, x, hs[k], cs[k], self.dec_weights(k))
                 cs[k] = c if c is not None else cs[k]

@@ -11,7 +11,7 @@
 
 /* Small reversal models covering what the page states: both cells, one to three layers, both
  * directions (the shared bridge, an LSTM's cells at 0), every attention variant (multihead with
- * the encoder as wide as the decoder and not), both combines, tying, one-hot embeddings, and
+ * the encoder as wide as the decoder and not), both combines, tying (decoder and all), one-hot embeddings, and
  * Transformers post- and pre-norm with learned and sinusoidal positions, GELU and ReLU. */
 static const char *const MODELS[][2] = {
     {"gru-bi2-general", "model.cell=gru model.bidirectional=true model.layers=2 attention=general model.combine=concat "
@@ -19,6 +19,8 @@ static const char *const MODELS[][2] = {
     {"lstm-bi2-additive", "model.cell=lstm model.bidirectional=true model.layers=2 attention=additive model.combine=luong"},
     {"lstm-uni2-scaled-tied", "model.cell=lstm model.bidirectional=false model.encoder_hidden=20 model.layers=2 "
                               "attention=scaled_dot model.combine=luong model.embedding=20 model.tie_embeddings=decoder"},
+    {"gru-uni-luong-tied-all", "model.cell=gru model.bidirectional=false model.encoder_hidden=20 attention=general "
+                               "model.combine=luong model.embedding=20 model.tie_embeddings=all"},
     {"gru-uni-dot-onehot", "model.cell=gru model.bidirectional=false model.encoder_hidden=20 attention=dot "
                            "model.combine=concat model.embedding_type=onehot"},
     {"lstm-bi-multihead", "model.cell=lstm model.bidirectional=true attention=multihead model.heads=2"},

@@ -95,9 +95,6 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
 /* The two files of a split (data_dir/prefix.lang, or .gz where only that is there), n bytes each. */
 void parallel_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n);
-/* The same through task.cache_dir: the prepared data read when they are there for these files
- * and settings, else made by parallel_load and written there (prepared.h). */
-S2sStatus parallel_load_prepared(TaskData *td, const ConfigTask *task, S2sError *err);
 /* On failure td may hold part of the data: task_load frees it. */
 S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
 /* The training pairs (td->train's, in its order) segmented anew with BPE-dropout, each merge

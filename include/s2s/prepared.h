@@ -16,6 +16,9 @@
 
 #define PREPARED_VERSION 2
 
+/* A translation task's data through task.cache_dir: the prepared data read when they are there
+ * for these files, settings and build, else made by parallel_load and written there. */
+S2sStatus prepared_load(TaskData *td, const ConfigTask *task, S2sError *err);
 /* The digest of a file's bytes into *h (FNV-1a over its size and CRC-32 and Adler-32). */
 S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err);
 /* The prepared file's path for key in dir: dir/<16 hex digits>.s2sdata. */

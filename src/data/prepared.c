@@ -407,7 +407,7 @@ static void prune(const char *dir) {
     free(a);
 }
 
-S2sStatus parallel_load_prepared(TaskData *td, const ConfigTask *t, S2sError *err) {
+S2sStatus prepared_load(TaskData *td, const ConfigTask *t, S2sError *err) {
     uint64_t key;
     char path[sizeof td->prepared];
     if (!t->cache_dir[0] || task_key(t, &key, err)) return parallel_load(td, t, err); /* a missing file: its own message */

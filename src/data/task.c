@@ -3,6 +3,7 @@
  * themselves (reverse.c, parallel.c) know nothing of each other. */
 #include "s2s/subword.h"
 #include "s2s/data.h"
+#include "s2s/prepared.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@ S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
     switch (task->type) {
     case TASK_REVERSE: return reverse_make(td, task, err);
     case TASK_TRANSLATE: {
-        S2sStatus st = parallel_load_prepared(td, task, err);
+        S2sStatus st = prepared_load(td, task, err);
         if (st) task_free(td); /* what it had loaded before it failed */
         return st;
     }
