@@ -48,7 +48,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps demo doctest test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
+.PHONY: bench-data all deps demo doctest test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -60,9 +60,9 @@ $(CLIS): %: $(BUILD)/bin/%
 	cp $< $@.tmp && mv -f $@.tmp $@
 endif
 
-# prepared.o keys prepared data by the build of the data code (its __DATE__ and __TIME__):
+# prepared_cache.o keys prepared data by the build of the data code (its __DATE__ and __TIME__):
 # rebuilt whenever a file of src/data changes, so no run reads data another build encoded
-$(BUILD)/src/data/prepared.o: $(filter-out src/data/prepared.c,$(wildcard src/data/*.c src/data/*.h))
+$(BUILD)/src/data/prepared_cache.o: $(filter-out src/data/prepared_cache.c,$(wildcard src/data/*.c src/data/*.h))
 
 help:
 	@echo "make demo       build, train the reversal model, use it"
@@ -164,11 +164,12 @@ test: $(TEST_BIN) all
 # seconds in all; a new suite joins it by name.
 FAST_SUITES := arena batch budget config docs layers optim parallel params reverse rng tape tensor text utf8 vocab \
                checkpoint file tokenize fuzz viz ops recipe transformer golden sacrebleu attend spm par beam gemm \
-               gradcheck bleu
+               gradcheck bleu corpus
 FAST_FILTER := @($(subst $(eval) ,|,$(strip $(FAST_SUITES))))/*
 # Every command README.md shows, in a sandbox, with short trainings (scripts/doctest.sh)
 doctest: all
 	bash scripts/doctest.sh $(BUILD)/bin README.md
+	bash scripts/doctest.sh $(BUILD)/bin docs/corpus.md
 
 test-fast: $(TEST_BIN) all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
@@ -183,6 +184,12 @@ test-golden: $(TEST_BIN)
 bench: all $(BUILD)/bench/dist_bench $(BUILD)/bench/peak
 	@bash scripts/deps.sh --with-bench
 	bash scripts/bench.sh
+
+# Corpora of 29k, 1M and 10M pairs grown from Multi30k, prepared once and trained on: preparation
+# time, training peak RSS, time to the first step, tokens/s (scripts/bench-data.py); appends to
+# bench/results.jsonl
+bench-data: all
+	python3 scripts/bench-data.py $(BUILD)/bin
 
 # ./serve under load: 1 and 64 kept-alive connections against the reversal and Multi30k
 # models (BENCH_SERVE_SECONDS each, default 30); appends to bench/results.jsonl

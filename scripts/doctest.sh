@@ -2,8 +2,9 @@
 # doctest.sh — runs the commands README.md shows, in a sandbox, in order; fails on the first
 # that fails, naming it.
 #   scripts/doctest.sh BIN_DIR [FILE]       (FILE: README.md)
-# The commands: the indented lines of FILE and the `code` of its table rows whose first word is
-# ./PROGRAM (the text after " # " is a comment); `make` lines are the set-up CI runs itself.
+# The commands: the indented lines of FILE that start with ./PROGRAM or `python3 scripts/`, and
+# the `code` of its table rows whose first word is ./PROGRAM (the text after " # " is a comment);
+# `make` lines are the set-up CI runs itself.
 # Short variants, so the whole tour runs in seconds, applied in the sandbox only:
 #   ./train with --config   gets --set train.max_steps=30 --set train.warmup_steps=10
 #                           --set train.max_decode_len=8
@@ -20,6 +21,7 @@ box=$(mktemp -d)
 trap 'rm -rf "$box"' EXIT
 for p in "$bin"/*; do ln -s "$p" "$box/$(basename "$p")"; done
 ln -s "$root/configs" "$box/configs"
+ln -s "$root/scripts" "$box/scripts"
 [ -d "$root/data/multi30k/raw" ] || bash "$root/scripts/get-multi30k.sh" > /dev/null || {
     echo "doctest: no Multi30k (scripts/get-multi30k.sh); the README's commands need it"; exit 77; }
 ln -s "$root/data" "$box/data"
@@ -37,7 +39,7 @@ grep -qw avx512_bf16 /proc/cpuinfo || bf16=no
 cmds=$(awk '
     /^```/ { fenced = !fenced; next }
     fenced { next }
-    /^    \.\// { sub(/^    /, ""); sub(/ +# .*$/, ""); print; next }
+    /^    (\.\/|python3 scripts\/)/ { sub(/^    /, ""); sub(/ +# .*$/, ""); print; next }
     /^\|/ { line = $0
             while (match(line, /`\.\/[^`]*`/)) { print substr(line, RSTART + 1, RLENGTH - 2); line = substr(line, RSTART + RLENGTH) } }
 ' "$file")

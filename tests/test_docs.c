@@ -95,23 +95,43 @@ Test(docs, every_relative_link_resolves) {
     cr_expect_gt(n, 20, "only %d links found: the scan missed them", n);
 }
 
-/* Every command README.md shows runs (scripts/doctest.sh: a sandbox, short trainings). */
-Test(doctest, every_readme_command_runs, .timeout = 600) {
+/* Every command of a page runs (scripts/doctest.sh: a sandbox, short trainings). */
+static void page_runs(const char *page) {
     char *d = tu_tmpdir();
-    int rc = tu_sh("bash scripts/doctest.sh %s README.md > %s/out.txt 2>&1", tu_bin(), d);
+    int rc = tu_sh("bash scripts/doctest.sh %s %s > %s/out.txt 2>&1", tu_bin(), page, d);
     char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
     if (rc == 77) {
         free(out);
         tu_rm_rf(d);
         free(d);
-        TU_SKIP("no Multi30k data: the README's commands not run");
+        TU_SKIP("no Multi30k data: the commands of %s not run", page);
     }
+    char said[200];
+    snprintf(said, sizeof said, "commands of %s ran", page);
     cr_expect_eq(rc, 0, "%s", out ? out : "(no output)");
-    cr_expect(out && strstr(out, "commands of README.md ran"), "%s", out ? out : "(no output)");
+    cr_expect(out && strstr(out, said), "%s", out ? out : "(no output)");
     free(out);
     tu_rm_rf(d);
     free(d);
 }
+
+Test(doctest, every_readme_command_runs, .timeout = 600) { page_runs("README.md"); }
+
+/* The corpus page's table is the one bench/results.jsonl makes (scripts/bench-data.py --table). */
+Test(docs, the_corpus_table_is_the_benchmarks) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("python3 scripts/bench-data.py --table > %s/table.md", d), 0);
+    char *table = tu_slurp(tu_path(d, "table.md"), NULL), *page = tu_slurp("docs/corpus.md", NULL);
+    cr_assert(table && page && strlen(table) > 100, "no table made");
+    cr_expect(strstr(page, table) != NULL, "docs/corpus.md does not show the table of bench/results.jsonl:\n%s", table);
+    free(table);
+    free(page);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* The corpus tutorial, from two text files to a served model. */
+Test(doctest, the_corpus_tutorial_runs, .timeout = 600) { page_runs("docs/corpus.md"); }
 
 /* The anchor rule itself, on headings the pages use. */
 Test(docs, anchors_as_github_makes_them) {

@@ -54,7 +54,10 @@ Test(parallel, loads_and_builds_vocabularies_by_frequency) {
     S2sError err;
     cr_assert_eq(task_load(&d, &t, &err), S2S_OK, "%s", err.msg);
     cr_expect_eq(d.train.n, 4, "the pair with an empty side is left out");
-    cr_expect_eq(d.train_skipped, 1);
+    cr_expect_eq(d.train_counts.read, 5);
+    cr_expect_eq(d.train_counts.kept, 4);
+    cr_expect_eq(d.train_counts.dropped[DROP_EMPTY], 1);
+    cr_expect_eq(d.train_counts.first[DROP_EMPTY], 4, "the empty source is on line 4");
     /* de counts: ein 3, . 3, hund 2, läuft 2 (≥ 2); the rest once */
     cr_expect_eq(d.src_vocab.size, TOK_SPECIALS + 4);
     cr_expect_str_eq(d.src_vocab.tokens[4], ".", "ties in frequency go by byte order");

@@ -64,7 +64,8 @@ static void same_twice(ConfigTask t) {
     cr_expect_eq(b.prepared_state, PREPARED_READ, "second load: %d", b.prepared_state);
     cr_expect_str_eq(a.prepared, b.prepared);
     cr_expect_eq(task_fingerprint(&a), task_fingerprint(&b), "the data read back differ");
-    cr_expect_eq(a.train_skipped, b.train_skipped);
+    cr_expect(!memcmp(&a.train_counts, &b.train_counts, sizeof a.train_counts), "other counts read back");
+    cr_expect_eq(a.train.streamed && b.train.streamed, true, "the training pairs are not streamed from the file");
     cr_expect_eq(!a.src_vocab.sub, !b.src_vocab.sub);
     cr_expect_eq(!a.train_src_text, !b.train_src_text);
     for (int i = 0; a.train_src_text && b.train_src_text && i < a.train.n; i++) {
@@ -96,6 +97,11 @@ Test(prepared, a_second_load_reads_what_the_first_wrote) {
     free(d);
 }
 
+static void set_dedup(ConfigTask *t) { t->dedup = true; }
+static void set_ratio(ConfigTask *t) { t->max_length_ratio = 2.5f; }
+static void set_sample(ConfigTask *t) { t->subword_sample = 10; }
+static void set_data_seed(ConfigTask *t) { t->data_seed = 9; }
+
 Test(prepared, a_changed_file_or_setting_is_another_key) {
     char *d = tu_tmpdir();
     write_corpus(d, 24);
@@ -120,6 +126,30 @@ Test(prepared, a_changed_file_or_setting_is_another_key) {
     cr_assert_eq(task_load(&c, &t, &err), S2S_OK, "%s", err.msg);
     cr_expect_eq(c.prepared_state, PREPARED_WRITTEN, "another bpe_merges was not noticed");
     cr_expect_str_neq(b.prepared, c.prepared);
+    /* the filters and the sample BPE learns from are settings too */
+    void (*change[4])(ConfigTask *) = {set_dedup, set_ratio, set_sample, set_data_seed};
+    for (int k = 0; k < 4; k++) {
+        TaskData e;
+        char before[sizeof e.prepared];
+        snprintf(before, sizeof before, "%s", c.prepared);
+        change[k](&t);
+        cr_assert_eq(task_load(&e, &t, &err), S2S_OK, "%s", err.msg);
+        cr_expect_eq(e.prepared_state, PREPARED_WRITTEN, "change %d was not noticed", k);
+        task_free(&c);
+        c = e;
+    }
+    /* the same file rewritten with the same size within the same second: its change time differs */
+    char *bytes = tu_slurp(tu_path(d, "train.de"), NULL);
+    bytes[0] = bytes[0] == 'e' ? 'E' : 'e';
+    f = fopen(tu_path(d, "train.de"), "w");
+    fputs(bytes, f);
+    fclose(f);
+    free(bytes);
+    TaskData g;
+    cr_assert_eq(task_load(&g, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(g.prepared_state, PREPARED_WRITTEN, "a rewritten training file was not noticed");
+    cr_expect_str_neq(g.prepared, c.prepared);
+    task_free(&g);
     task_free(&a);
     task_free(&b);
     task_free(&c);
@@ -153,10 +183,16 @@ static void truncate_it(char *b, size_t *len) { (void)b, *len -= 10; }
 static void flip_a_byte(char *b, size_t *len) { b[*len / 2] ^= 0x40; }
 static void foreign(char *b, size_t *len) { memcpy(b, "PK\x03\x04", 4), (void)len; }
 static void version_9(char *b, size_t *len) { b[7] = '9', (void)len; }
-static void lie_about_ids(char *b, size_t *len) { /* the first vocabulary's count past the file, CRC made to fit */
-    uint32_t big = 0x7fffffff;
-    memcpy(b + 32 + 4 + 1, &big, 4);
-    uint32_t crc = (uint32_t)crc32(0L, (const unsigned char *)b + 32, (unsigned)(*len - 32));
+static void lie_about_pairs(char *b, size_t *len) { /* the header's count of training pairs, one too many */
+    uint64_t n;
+    memcpy(&n, b + 40, 8);
+    n++;
+    memcpy(b + 40, &n, 8);
+    (void)len;
+}
+static void id_past_vocab(char *b, size_t *len) { /* the first training id 0xffff, the CRC made to fit */
+    b[64] = b[65] = (char)0xff;
+    uint32_t crc = (uint32_t)crc32(0L, (const unsigned char *)b + 64, (unsigned)(*len - 64));
     memcpy(b + 24, &crc, 4);
 }
 
@@ -178,7 +214,8 @@ Test(prepared, damaged_files_are_refused_then_replaced) {
                  {flip_a_byte, "damaged"},
                  {foreign, "not a prepared data file"},
                  {version_9, "version 9"},
-                 {lie_about_ids, "do not hold together"}};
+                 {lie_about_pairs, "do not hold together (its index)"},
+                 {id_past_vocab, "an id past its vocabulary"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *msg = refusal(a.prepared, key, cases[i].edit);
         cr_expect(strstr(msg, cases[i].says) && strstr(msg, ".s2sdata.bad"), "case %zu: %s", i, msg);
@@ -298,6 +335,17 @@ Test(prepared, the_folder_keeps_the_files_used_last) {
         }
     }
     cr_expect_eq(count_prepared(cache), 16);
+    /* a killed preparation's temporary file goes once stale (ten minutes unwritten), a fresh one stays */
+    cr_assert_eq(tu_sh("cd %s && touch -d '-11 minutes' 0123456789abcdef.s2sdata.tmp.AbCdEf && touch "
+                       "fedcba9876543210.s2sdata.tmp.XyZxYz", cache), 0);
+    ConfigTask t = task_in(d, cache, SUBWORD_NONE, true, 0.0f);
+    t.max_vocab = 99;
+    TaskData a;
+    S2sError err;
+    cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
+    task_free(&a);
+    cr_expect(!file_exists(tu_path(cache, "0123456789abcdef.s2sdata.tmp.AbCdEf")), "a stale temporary file stayed");
+    cr_expect(file_exists(tu_path(cache, "fedcba9876543210.s2sdata.tmp.XyZxYz")), "a live temporary file went");
     cr_expect(file_exists(first), "the file used last was removed");
     cr_expect(!file_exists(second), "a file unused since was kept");
     tu_rm_rf(d);
@@ -341,6 +389,49 @@ Test(prepared, a_bpe_model_from_subword_learn) {
     snprintf(c.task.bpe_model, sizeof c.task.bpe_model, "%.200s/m.bpe", d);
     cr_expect_eq(config_check(&c, &err), S2S_ERR_CONFIG);
     cr_expect(strstr(err.msg, "task.bpe_model") && strstr(err.msg, "task.bpe_joint"), "%s", err.msg);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* ./train --prepare prepares and says what it kept; the run after reads what it wrote; --prepare with a run's options is a usage error. */
+Test(prepared, train_prepare_only) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 24); /* six sentences, each four times: dedup keeps six */
+    char sets[1200];
+    snprintf(sets, sizeof sets,
+             "--set data_dir=%s --set train_prefix=train --set valid_prefix=val --set test_prefix=test --set min_freq=1 "
+             "--set cache_dir=%s/cache --set dedup=true --set train.max_steps=2 --set model.embedding=16 "
+             "--set model.encoder_hidden=16 --set model.decoder_hidden=16 --set model.kq=8",
+             d, d);
+    cr_assert_eq(tu_sh("%s/train --config configs/multi30k.json --prepare %s > %s/prep.out 2>&1", tu_bin(), sets, d), 0);
+    char *out = tu_slurp(tu_path(d, "prep.out"), NULL);
+    cr_expect(out && strstr(out, "data: 6 training pairs (18 of 24 left out: 18 duplicate (the first on line 7))") &&
+                  strstr(out, "data: prepared into "),
+              "%s", out);
+    free(out);
+    cr_assert_eq(tu_sh("%s/train --config configs/multi30k.json --out %s/run %s > %s/run.out 2>&1", tu_bin(), d, sets, d), 0);
+    out = tu_slurp(tu_path(d, "run.out"), NULL);
+    cr_expect(out && strstr(out, "data: prepared data read from "), "%s", out);
+    free(out);
+    cr_expect_eq(tu_sh("%s/train --config configs/multi30k.json --prepare --out %s/x > /dev/null 2>&1", tu_bin(), d), 2);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* A disk that fills while the data are prepared (a file size limit here): no prepared file and no
+ * temporary one is left behind, and the run goes on with the data in memory, saying why. */
+Test(prepared, a_full_disk_leaves_no_file) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 3000);
+    int rc = tu_sh("bash -c 'trap \"\" XFSZ; ulimit -f 40; exec %s/train --config configs/multi30k.json --prepare "
+                   "--set data_dir=%s --set train_prefix=train --set valid_prefix=val --set test_prefix=test "
+                   "--set min_freq=1 --set cache_dir=%s/cache' > %s/out.txt 2>&1",
+                   tu_bin(), d, d, d);
+    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(out && strstr(out, "data: 3000 training pairs") && strstr(out, "not prepared: cannot write"), "%s", out);
+    free(out);
+    cr_expect_eq(tu_sh("ls %s/cache | grep -v '[.]key$' | grep -q .", d), 1, "a file was left in the cache folder");
     tu_rm_rf(d);
     free(d);
 }

@@ -13,6 +13,7 @@
 #include "s2s/text.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 enum { TOK_PAD = 0, TOK_UNK = 1, TOK_SOS = 2, TOK_EOS = 3, TOK_SPECIALS = 4 };
 
@@ -47,12 +48,28 @@ typedef struct Dataset {
     int *src_len, *trg_len;
     size_t n_ids, cap_ids;
     int cap;
-    bool borrowed; /* the arrays point into a prepared data file's mapping (prepared.h): not freed */
+    /* streamed: a prepared file's training split (prepared.h), whose ids stay in the file and
+     * are read a batch at a time (batch_read); ids, src_off and trg_off are NULL then */
+    bool streamed;
+    int fd;                   /* streamed: the prepared file (owned) */
+    int id_bytes;             /* streamed: 2 or 4 bytes an id, little-endian */
+    uint64_t ids_at;          /* streamed: the file offset of the first id */
+    uint64_t *every64;        /* streamed: (n / 64 + 1) the number of ids before pair 64 k */
+    int vocab_src, vocab_trg; /* streamed: every id read is checked against these */
 } Dataset;
 
 void dataset_init(Dataset *d);
 void dataset_free(Dataset *d);
 void dataset_add(Dataset *d, const int32_t *src, int src_len, const int32_t *trg, int trg_len);
+
+/* Why a training pair was left out (corpus.h applies the filters). */
+typedef enum DropReason { DROP_NOT_UTF8, DROP_EMPTY, DROP_DUPLICATE, DROP_TOO_LONG, DROP_RATIO, DROP_REASONS } DropReason;
+
+typedef struct CorpusCounts {
+    long read, kept;                /* pairs in the training files; pairs kept */
+    long dropped[DROP_REASONS];
+    long first[DROP_REASONS];       /* the line where each reason first dropped a pair (0: never) */
+} CorpusCounts;
 
 /* A task's data: vocabularies and the three splits. For translation, the reference
  * sentences of valid and test as text too (BLEU is computed on the words, not on ids that
@@ -61,19 +78,20 @@ typedef struct TaskData {
     Vocab src_vocab, trg_vocab;
     Dataset train, valid, test;
     char **valid_refs, **test_refs; /* (valid.n), (test.n) tokenised lines, or NULL */
-    int train_skipped;              /* training pairs dropped (empty side, too long) */
+    CorpusCounts train_counts;      /* the training files' pairs: read, kept, dropped by reason */
     char **train_src_text, **train_trg_text; /* (train.n) the training pairs' raw text, kept for
                                               * BPE-dropout (task.bpe_dropout > 0), else NULL */
     /* translate with task.cache_dir: the prepared data file, and what this load did with it */
     char prepared[CONFIG_STR + 32];
     enum { PREPARED_NONE, PREPARED_READ, PREPARED_WRITTEN, PREPARED_UNWRITTEN } prepared_state;
     char prepared_note[160]; /* PREPARED_UNWRITTEN: why (the run goes on without it) */
-    void *map;                /* PREPARED_READ: the file's mapping the splits point into (task_free unmaps) */
-    size_t map_len;
+    uint64_t fingerprint;     /* a prepared file's task_fingerprint, kept in it (0: compute it) */
 } TaskData;
 
 /* Loads or generates the task's data (reverse; translate comes from files). */
 S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err);
+/* The same, drawing a progress line on progress (a terminal, or NULL) while a corpus is prepared. */
+S2sStatus task_load_progress(TaskData *td, const ConfigTask *task, FILE *progress, S2sError *err);
 void task_free(TaskData *td);
 /* Bytes task_load will hold, from the config alone (generated data; 0 for files). */
 double task_memory_estimate(const ConfigTask *task);
@@ -95,8 +113,11 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
 /* The two files of a split (data_dir/prefix.lang, or .gz where only that is there), n bytes each. */
 void parallel_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n);
-/* On failure td may hold part of the data: task_load frees it. */
-S2sStatus parallel_load(TaskData *td, const ConfigTask *task, S2sError *err);
+/* On failure td may hold part of the data: task_load frees it. progress: a terminal for the
+ * progress line of a long corpus, or NULL. */
+S2sStatus parallel_load(TaskData *td, const ConfigTask *task, FILE *progress, S2sError *err);
+/* Only the validation and test splits, with td's vocabularies. */
+S2sStatus parallel_load_eval(TaskData *td, const ConfigTask *task, S2sError *err);
 /* The training pairs (td->train's, in its order) segmented anew with BPE-dropout, each merge
  * left out with probability p_src in the sources and p_trg in the targets (0: as always),
  * rng drawn from; into out (initialised here). The task must have kept its training text
@@ -135,12 +156,20 @@ typedef struct Batch {
     uint8_t *src_mask; /* (B, S): 1 at real source tokens */
     int *index;        /* (B) each row's example in the dataset */
     size_t cap_src, cap_trg, cap_b;
+    unsigned char *raw; /* a streamed row's bytes */
+    size_t cap_raw;
 } Batch;
 
 void batch_init(Batch *b);
 void batch_free(Batch *b);
-/* Rows idx[0..n) of d, padded. */
+/* Rows idx[0..n) of d (held in memory), padded. */
 void batch_fill(Batch *b, const Dataset *d, const int *idx, int n);
+/* The same from any dataset: a streamed one's rows are read from its file (S2S_ERR_IO for a
+ * failed read, S2S_ERR_CORRUPT for a file changed under the run). */
+S2sStatus batch_read(Batch *b, const Dataset *d, const int *idx, int n, S2sError *err);
+/* Hashes d's ids (as int32 values) into h with FNV-1a; a streamed dataset's are read from its
+ * file. false: a read failed. */
+bool dataset_hash_ids(const Dataset *d, uint64_t *h);
 
 /* An epoch's batches: a permutation of the examples cut into consecutive runs. */
 typedef struct BatchPlan {

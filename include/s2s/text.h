@@ -48,6 +48,10 @@ size_t utf8_next(const char *s, uint32_t *cp);
 /* The UTF-8 bytes of code point c (at most 4) into out; their count returned. */
 size_t utf8_put(uint32_t c, char *out);
 
+/* A text file to read ("path.gz" through gzip), or NULL with errno. pos_fd (may be NULL): a
+ * descriptor sharing the file's offset, so lseek(*pos_fd, 0, SEEK_CUR) tells how far the
+ * reading is in the file's bytes (compressed ones for .gz); the caller closes it. */
+FILE *text_open(const char *path, int *pos_fd);
 /* Reads a text file into lines (without newlines, a final CR dropped); a path ending in
  * ".gz" is read through gzip. Each line must be valid UTF-8 without NUL bytes and at most
  * TEXT_MAX_LINE bytes; errors name the file and line. */

@@ -21,6 +21,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: train --config FILE [--seed N] [--out DIR] [--overwrite] [--pause-at N] [--set key=value]...\n"
             "       train --resume DIR [--epochs N] [--pause-at N]\n"
+            "       train --config FILE --prepare [--set key=value]...\n"
             "\n"
             "  --config FILE     a JSON config; a bare name is looked up in configs/ (reverse → configs/reverse.json),\n"
             "                    then among the installed configs (PREFIX/share/s2s/configs)\n"
@@ -33,6 +34,8 @@ static void usage(FILE *f) {
             "  --resume DIR      continue the run in DIR from its last.bin\n"
             "  --epochs N        train to N epochs in all; with --resume it extends a run, a finished one too\n"
             "                    (linear and cosine schedules then span the new length)\n"
+            "  --prepare         only prepare the data into task.cache_dir (read the corpus, learn the subwords,\n"
+            "                    encode both sides) for the runs that follow, and say what was kept\n"
             "  --list-keys       print every config key with its type, default and meaning\n"
             "  --version         print the version\n"
             "\n"
@@ -58,21 +61,40 @@ static void list_keys(void) { /* the schema: key, type, default, meaning */
     }
 }
 
+/* The config of --config with --seed, --set and --epochs applied, checked. */
+static S2sStatus make_config(Config *cfg, const char *config_arg, const char *seed_arg, const char **sets, int n_sets,
+                             long epochs, S2sError *err) {
+    char path[PATH_MAX], set[300];
+    config_defaults(cfg);
+    config_find_file(config_arg, path, sizeof path);
+    S2sStatus st = config_load(cfg, path, err);
+    if (!st && seed_arg) {
+        snprintf(set, sizeof set, "seed=%s", seed_arg);
+        st = config_set(cfg, set, err);
+    }
+    for (int i = 0; i < n_sets && !st; i++) st = config_set(cfg, sets[i], err);
+    if (!st && epochs > 0) {
+        snprintf(set, sizeof set, "train.epochs=%ld", epochs);
+        st = config_set(cfg, set, err);
+    }
+    return st ? st : train_check_config(cfg, err);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* epoch lines appear as they happen, also in a log file */
     const char *config_arg = NULL, *out_arg = NULL, *resume = NULL, *seed_arg = NULL;
     const char *sets[256];
     int n_sets = 0;
     long pause_at = 0, epochs = 0;
-    bool overwrite = false;
+    bool overwrite = false, prepare = false;
     S2sError err = {0};
-    enum { O_LIST = ARGS_OWN, O_OVERWRITE, O_PAUSE_AT, O_EPOCHS, O_OLD_MAX_STEPS };
+    enum { O_LIST = ARGS_OWN, O_OVERWRITE, O_PAUSE_AT, O_EPOCHS, O_OLD_MAX_STEPS, O_PREPARE };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},       {"config", required_argument, NULL, 'c'},
         {"out", required_argument, NULL, 'o'},  {"resume", required_argument, NULL, 'r'},
         {"seed", required_argument, NULL, 's'}, {"set", required_argument, NULL, 'S'},
         {"pause-at", required_argument, NULL, O_PAUSE_AT}, {"max-steps", required_argument, NULL, O_OLD_MAX_STEPS}, {"overwrite", no_argument, NULL, O_OVERWRITE},
-        {"epochs", required_argument, NULL, O_EPOCHS},
+        {"epochs", required_argument, NULL, O_EPOCHS}, {"prepare", no_argument, NULL, O_PREPARE},
         {"list-keys", no_argument, NULL, O_LIST}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int c;
@@ -84,6 +106,7 @@ int main(int argc, char **argv) {
         case 'r': resume = optarg; break;
         case 's': seed_arg = optarg; break;
         case O_OVERWRITE: overwrite = true; break;
+        case O_PREPARE: prepare = true; break;
         case O_PAUSE_AT:
             if (args_long("--pause-at", optarg, 1, 1000000000000000L, &pause_at, &err)) return fail(err.msg, 2);
             break;
@@ -108,33 +131,22 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (prepare && (resume || out_arg || overwrite || pause_at))
+        return fail("--prepare takes --config (and --set); it trains nothing and writes no run", 2);
     if (resume && (n_sets || seed_arg || out_arg || overwrite))
         return fail("--resume takes the run's own config and folder; --set, --seed, --out and --overwrite do not apply", 2);
 
     Config cfg;
-    config_defaults(&cfg);
-    char path[PATH_MAX], out_dir[PATH_MAX];
-    if (config_arg) {
-        config_find_file(config_arg, path, sizeof path);
-        if (config_load(&cfg, path, &err)) return fail(err.msg, 2);
-        if (seed_arg) {
-            char set[300];
-            snprintf(set, sizeof set, "seed=%s", seed_arg);
-            if (config_set(&cfg, set, &err)) return fail(err.msg, 2);
-        }
-        for (int i = 0; i < n_sets; i++)
-            if (config_set(&cfg, sets[i], &err)) return fail(err.msg, 2);
-        if (epochs > 0) {
-            char set[64];
-            snprintf(set, sizeof set, "train.epochs=%ld", epochs);
-            if (config_set(&cfg, set, &err)) return fail(err.msg, 2);
-        }
-        if (train_check_config(&cfg, &err)) return fail(err.msg, 2);
-        if (out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
-        else snprintf(out_dir, sizeof out_dir, "runs/%s", cfg.name); /* the name is a plain name (config.c) */
-    } else {
-        snprintf(out_dir, sizeof out_dir, "%s", resume);
+    char out_dir[PATH_MAX];
+    if (config_arg && make_config(&cfg, config_arg, seed_arg, sets, n_sets, epochs, &err)) return fail(err.msg, 2);
+    if (prepare) {
+        S2sStatus st = train_prepare(&cfg, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &err);
+        return st ? fail(err.msg, st == S2S_ERR_CONFIG ? 2 : 1) : 0;
     }
+    if (config_arg && out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);
+    else if (config_arg) snprintf(out_dir, sizeof out_dir, "runs/%s", cfg.name); /* the name is a plain name (config.c) */
+    else snprintf(out_dir, sizeof out_dir, "%s", resume);
+    if (!config_arg) config_defaults(&cfg);
 
     catch_stop_signals();
 

@@ -1,16 +1,16 @@
 /* dataset.c — flat id storage, padded batches, and length-bucketed batch plans. */
 #include "s2s/data.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void dataset_init(Dataset *d) { memset(d, 0, sizeof *d); }
 
 void dataset_free(Dataset *d) {
-    if (d->borrowed) { /* the mapping's: its owner unmaps it */
-        memset(d, 0, sizeof *d);
-        return;
-    }
+    if (d->streamed) close(d->fd);
+    free(d->every64);
     free(d->ids);
     free(d->src_off);
     free(d->trg_off);
@@ -30,7 +30,7 @@ static void push_ids(Dataset *d, const int32_t *x, int n) {
 }
 
 void dataset_add(Dataset *d, const int32_t *src, int src_len, const int32_t *trg, int trg_len) {
-    S2S_ASSERT(!d->borrowed); /* a mapped split is read-only */
+    S2S_ASSERT(!d->streamed); /* a prepared file's split is read-only */
     if (d->n == d->cap) {
         d->cap = d->cap ? 2 * d->cap : 256;
         d->src_off = s2s_xrealloc(d->src_off, (size_t)d->cap * sizeof *d->src_off);
@@ -56,17 +56,19 @@ void batch_free(Batch *b) {
     free(b->trg_len);
     free(b->src_mask);
     free(b->index);
+    free(b->raw);
     memset(b, 0, sizeof *b);
 }
 
-void batch_fill(Batch *b, const Dataset *d, const int *idx, int n) {
+/* Sizes b for rows idx[0..n) of d: B, S, T set, buffers grown (only ever: after the largest
+ * batch, no allocation). */
+static void batch_shape(Batch *b, const Dataset *d, const int *idx, int n) {
     S2S_ASSERT(n > 0);
     int S = 0, T = 0;
     for (int i = 0; i < n; i++) {
         if (d->src_len[idx[i]] > S) S = d->src_len[idx[i]];
         if (d->trg_len[idx[i]] > T) T = d->trg_len[idx[i]];
     }
-    /* buffers only grow: after the largest batch, no allocation */
     if ((size_t)n > b->cap_b) {
         b->cap_b = (size_t)n;
         b->src_len = s2s_xrealloc(b->src_len, b->cap_b * sizeof(int));
@@ -85,40 +87,132 @@ void batch_fill(Batch *b, const Dataset *d, const int *idx, int n) {
     b->B = n;
     b->S = S;
     b->T = T;
+}
+
+/* Row i of b: example e's source s (sl ids) and target t (tl), padded. */
+static void batch_row(Batch *b, int i, int e, const int32_t *s, int sl, const int32_t *t, int tl) {
+    int n = b->B;
+    b->index[i] = e;
+    b->src_len[i] = sl;
+    b->trg_len[i] = tl;
+    for (int k = 0; k < b->S; k++) {
+        bool real = k < sl;
+        b->src[(size_t)k * n + i] = real ? s[k] : TOK_PAD;
+        b->src_mask[(size_t)i * b->S + k] = real;
+    }
+    for (int k = 0; k < b->T; k++) b->trg[(size_t)k * n + i] = k < tl ? t[k] : TOK_PAD;
+}
+
+void batch_fill(Batch *b, const Dataset *d, const int *idx, int n) {
+    S2S_ASSERT_MSG(!d->streamed, "a streamed dataset is read with batch_read");
+    batch_shape(b, d, idx, n);
     for (int i = 0; i < n; i++) {
         int e = idx[i];
-        b->index[i] = e;
-        b->src_len[i] = d->src_len[e];
-        b->trg_len[i] = d->trg_len[e];
-        const int32_t *s = d->ids + d->src_off[e], *t = d->ids + d->trg_off[e];
-        for (int k = 0; k < S; k++) {
-            bool real = k < d->src_len[e];
-            b->src[(size_t)k * n + i] = real ? s[k] : TOK_PAD;
-            b->src_mask[(size_t)i * S + k] = real;
-        }
-        for (int k = 0; k < T; k++) b->trg[(size_t)k * n + i] = k < d->trg_len[e] ? t[k] : TOK_PAD;
+        batch_row(b, i, e, d->ids + d->src_off[e], d->src_len[e], d->ids + d->trg_off[e], d->trg_len[e]);
     }
 }
 
-/* Sort key: source length, then target length, then index (a total order: the plan is
- * the same on every libc). */
-typedef struct SortItem {
-    int src, trg, idx;
-} SortItem;
-
-static int cmp_item(const void *a, const void *b) {
-    const SortItem *x = a, *y = b;
-    if (x->src != y->src) return x->src - y->src;
-    if (x->trg != y->trg) return x->trg - y->trg;
-    return x->idx - y->idx;
+/* The number of ids before pair e of a streamed dataset. */
+static uint64_t streamed_at(const Dataset *d, int e) {
+    uint64_t at = d->every64[e / 64];
+    for (int j = e / 64 * 64; j < e; j++) at += (uint64_t)d->src_len[j] + (uint64_t)d->trg_len[j];
+    return at;
 }
 
+/* Reads ids [at, at + n) of a streamed dataset into out as int32 (raw: a scratch buffer). */
+static bool streamed_ids(const Dataset *d, uint64_t at, size_t n, int32_t *out, unsigned char **raw, size_t *cap) {
+    errno = 0;
+    size_t bytes = n * (size_t)d->id_bytes;
+    if (bytes > *cap) *raw = s2s_xrealloc(*raw, *cap = bytes);
+    for (size_t got = 0; got < bytes;) {
+        ssize_t k = pread(d->fd, *raw + got, bytes - got, (off_t)(d->ids_at + at * (uint64_t)d->id_bytes + got));
+        if (k <= 0) return false; /* an error, or the file cut short under us */
+        got += (size_t)k;
+    }
+    const unsigned char *p = *raw;
+    if (d->id_bytes == 2)
+        for (size_t i = 0; i < n; i++) out[i] = (int32_t)(p[2 * i] | p[2 * i + 1] << 8);
+    else
+        for (size_t i = 0; i < n; i++)
+            out[i] = (int32_t)((uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+                               (uint32_t)p[4 * i + 3] << 24);
+    return true;
+}
+
+S2sStatus batch_read(Batch *b, const Dataset *d, const int *idx, int n, S2sError *err) {
+    if (!d->streamed) {
+        batch_fill(b, d, idx, n);
+        return S2S_OK;
+    }
+    batch_shape(b, d, idx, n);
+    int32_t *row = s2s_xmalloc((size_t)(b->S + b->T) * sizeof *row);
+    S2sStatus st = S2S_OK;
+    for (int i = 0; i < n && !st; i++) {
+        int e = idx[i], sl = d->src_len[e], tl = d->trg_len[e];
+        if (!streamed_ids(d, streamed_at(d, e), (size_t)sl + (size_t)tl, row, &b->raw, &b->cap_raw)) {
+            st = s2s_fail(err, S2S_ERR_IO, "the prepared training data: reading pair %d: %s", e + 1,
+                          errno ? strerror(errno) : "the file is shorter than it was");
+            break;
+        }
+        for (int k = 0; k < sl + tl; k++)
+            if (row[k] < 0 || row[k] >= (k < sl ? d->vocab_src : d->vocab_trg))
+                st = s2s_fail(err, S2S_ERR_CORRUPT, "the prepared training data changed under the run (pair %d has id %d)",
+                              e + 1, row[k]);
+        if (!st) batch_row(b, i, e, row, sl, row + sl, tl);
+    }
+    free(row);
+    return st;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+bool dataset_hash_ids(const Dataset *d, uint64_t *h) {
+    if (!d->streamed) {
+        *h = fnv(*h, d->ids, d->n_ids * sizeof *d->ids);
+        return true;
+    }
+    enum { STEP = 1 << 18 };
+    int32_t *buf = s2s_xmalloc(STEP * sizeof *buf);
+    unsigned char *raw = NULL;
+    size_t cap = 0;
+    bool ok = true;
+    for (uint64_t at = 0; at < d->n_ids && ok; at += STEP) {
+        size_t k = d->n_ids - at < STEP ? (size_t)(d->n_ids - at) : STEP;
+        if ((ok = streamed_ids(d, at, k, buf, &raw, &cap))) *h = fnv(*h, buf, k * sizeof *buf);
+    }
+    free(raw);
+    free(buf);
+    return ok;
+}
+
+/* Sorts order[0..n) by source length, then target length, then index (a total order: the plan
+ * is the same on every libc): one 64-bit key each (lengths below 2^16 in the high bits), sorted
+ * by bytes from the lowest (radix), the bytes that are the same in every key skipped. */
 static void sort_range(const Dataset *d, int *order, int n) {
-    SortItem *it = s2s_xmalloc((size_t)n * sizeof *it);
-    for (int i = 0; i < n; i++) it[i] = (SortItem){d->src_len[order[i]], d->trg_len[order[i]], order[i]};
-    qsort(it, (size_t)n, sizeof *it, cmp_item);
-    for (int i = 0; i < n; i++) order[i] = it[i].idx;
-    free(it);
+    uint64_t *key = s2s_xmalloc((size_t)n * 2 * sizeof *key), *tmp = key + n, and_all = ~0ull, or_all = 0;
+    for (int i = 0; i < n; i++) {
+        int e = order[i];
+        S2S_ASSERT(d->src_len[e] < 65536 && d->trg_len[e] < 65536);
+        key[i] = (uint64_t)d->src_len[e] << 48 | (uint64_t)d->trg_len[e] << 32 | (uint32_t)e;
+        and_all &= key[i];
+        or_all |= key[i];
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!(((and_all ^ or_all) >> shift) & 0xff)) continue; /* this byte orders nothing */
+        size_t count[257] = {0};
+        for (int i = 0; i < n; i++) count[((key[i] >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (int i = 0; i < n; i++) tmp[count[(key[i] >> shift) & 0xff]++] = key[i];
+        uint64_t *t = key;
+        key = tmp;
+        tmp = t;
+    }
+    for (int i = 0; i < n; i++) order[i] = (int)(uint32_t)key[i];
+    free(key < tmp ? key : tmp); /* the block's start, whichever half holds the keys now */
 }
 
 void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int max_tokens, int window, Rng *rng) {

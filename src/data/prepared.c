@@ -1,21 +1,23 @@
 /* prepared.c — a translation task's data written once and read back (see prepared.h).
  *
- * Layout, little-endian: "s2sdata1" (the version in its last byte), u64 key, u64 payload
- * bytes, u32 CRC-32 of the payload, u32 0; then the payload: u32 train_skipped; the source and
- * the target vocabulary (u8 0: words, u32 count, each u32 length + bytes; u8 1: a subword
- * model, u32 kind, u64 length + bytes; u8 2 for the target: the source's model); the three
- * splits (u32 pairs, u64 ids, then pairs × i32 source lengths, pairs × i32 target lengths,
- * ids × i32 ids, each pair's source then target); the validation and test references and the
- * training text (u8 present, then one string per pair or two per training pair). */
+ * Layout, little-endian. A 64-byte header: "s2sdata" and the version digit, u64 key, u64
+ * payload bytes (all after the header), u32 CRC-32 of the payload, u32 bytes an id (2 or 4),
+ * u64 where the index starts, u64 training pairs, u64 training ids, u64 0. Then the training
+ * ids, each pair's source then target, written as the corpus is encoded; then the index: u64
+ * task_fingerprint, the counts (read, kept, dropped and first line by reason), u16 source and
+ * u16 target lengths of every training pair, the number of ids before every 64th pair, the two
+ * vocabularies (u8 0: words, u32 count, each u32 length + bytes; u8 1: a subword model, u32
+ * kind, u64 length + bytes; u8 2 for the target: the source's model), the validation and test
+ * splits (u32 pairs, u64 ids, i32 lengths, i32 ids), their references and, for BPE-dropout, the
+ * training text (u8 present, then the strings, u32 length + bytes). */
 #include "s2s/prepared.h"
+#include "s2s/corpus.h"
 #include "s2s/file.h"
 #include "s2s/subword.h"
 #include "s2s/text.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <inttypes.h>
@@ -25,9 +27,19 @@
 #include <zlib.h>
 
 #define MAGIC "s2sdata"
-#define HEADER 32
+#define HEADER 64
 
-/* ---- writing: a growing buffer ---- */
+static uLong crc_more(uLong crc, const void *p, size_t n) {
+    for (const unsigned char *b = p; n;) { /* zlib takes uInt lengths */
+        uInt k = n > (1u << 30) ? 1u << 30 : (uInt)n;
+        crc = crc32(crc, b, k);
+        b += k;
+        n -= k;
+    }
+    return crc;
+}
+
+/* ---- the index: a growing buffer ---- */
 
 typedef struct Out {
     unsigned char *b;
@@ -80,16 +92,12 @@ static void put_pad8(Out *o) {
     if (o->n % 8) put(o, zero, 8 - o->n % 8);
 }
 
-/* A split: counts, then (8-aligned, to be read in place) the offsets, the lengths and the ids. */
+/* An in-memory split (validation, test): counts, lengths, ids. */
 static void put_dataset(Out *o, const Dataset *d) {
     put_u32(o, (uint32_t)d->n);
     put_u64(o, d->n_ids);
-    put_pad8(o);
-    put(o, d->src_off, (size_t)d->n * sizeof *d->src_off);
-    put(o, d->trg_off, (size_t)d->n * sizeof *d->trg_off);
     put(o, d->src_len, (size_t)d->n * sizeof *d->src_len);
     put(o, d->trg_len, (size_t)d->n * sizeof *d->trg_len);
-    put_pad8(o);
     put(o, d->ids, d->n_ids * sizeof *d->ids);
 }
 
@@ -98,38 +106,134 @@ static void put_lines(Out *o, char *const *lines, int n) {
     for (int i = 0; lines && i < n; i++) put_str(o, lines[i]);
 }
 
-S2sStatus prepared_write(const char *path, const TaskData *td, uint64_t key, S2sError *err) {
-    Out o = {0};
-    unsigned char header[HEADER] = {0};
-    put(&o, header, HEADER); /* filled in below */
-    put_u32(&o, (uint32_t)td->train_skipped);
-    put_vocab(&o, &td->src_vocab, NULL);
-    put_vocab(&o, &td->trg_vocab, &td->src_vocab);
-    const Dataset *splits[3] = {&td->train, &td->valid, &td->test};
-    for (int k = 0; k < 3; k++) put_dataset(&o, splits[k]);
-    put_lines(&o, td->valid_refs, td->valid.n);
-    put_lines(&o, td->test_refs, td->test.n);
-    put_lines(&o, td->train_src_text, td->train.n);
-    put_lines(&o, td->train_trg_text, td->train.n);
-    uint64_t payload = o.n - HEADER;
-    uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
-    for (size_t at = HEADER; at < o.n;) { /* zlib takes uInt lengths */
-        size_t k = o.n - at > (1u << 30) ? (1u << 30) : o.n - at;
-        crc = (uint32_t)crc32(crc, o.b + at, (uInt)k);
-        at += k;
+static void put_counts(Out *o, const CorpusCounts *c) {
+    put_u64(o, (uint64_t)c->read);
+    put_u64(o, (uint64_t)c->kept);
+    for (int i = 0; i < DROP_REASONS; i++) put_u64(o, (uint64_t)c->dropped[i]);
+    for (int i = 0; i < DROP_REASONS; i++) put_u64(o, (uint64_t)c->first[i]);
+}
+
+/* The index of a prepared file: td's training split is the streamed one being written. */
+static void put_index(Out *o, const TaskData *td, uint64_t fingerprint) {
+    const Dataset *d = &td->train;
+    put_u64(o, fingerprint);
+    put_counts(o, &td->train_counts);
+    uint16_t *len = s2s_xmalloc((size_t)d->n * sizeof *len + 1);
+    for (int side = 0; side < 2; side++) {
+        for (int i = 0; i < d->n; i++) len[i] = (uint16_t)(side ? d->trg_len[i] : d->src_len[i]);
+        put(o, len, (size_t)d->n * sizeof *len);
     }
-    memcpy(o.b, MAGIC, 7);
-    o.b[7] = (unsigned char)('0' + PREPARED_VERSION);
-    memcpy(o.b + 8, &key, 8);
-    memcpy(o.b + 16, &payload, 8);
-    memcpy(o.b + 24, &crc, 4);
-    S2sStatus st = file_write_atomic(path, o.b, o.n, err);
+    free(len);
+    put_pad8(o);
+    put(o, d->every64, ((size_t)d->n / 64 + 1) * sizeof *d->every64);
+    put_vocab(o, &td->src_vocab, NULL);
+    put_vocab(o, &td->trg_vocab, &td->src_vocab);
+    put_dataset(o, &td->valid);
+    put_dataset(o, &td->test);
+    put_lines(o, td->valid_refs, td->valid.n);
+    put_lines(o, td->test_refs, td->test.n);
+    put_lines(o, td->train_src_text, td->train.n);
+    put_lines(o, td->train_trg_text, td->train.n);
+}
+
+/* ---- writing: the training ids as they are encoded ---- */
+
+typedef struct FileSink {
+    FileTmp *tmp;
+    TaskData *td;
+    Dataset *d;        /* td->train, growing as a streamed split (its ids go to the file) */
+    uLong crc;
+    int cap, cap_text;
+    bool keep_text;
+    unsigned char *buf;
+    size_t cap_buf;
+} FileSink;
+
+static S2sStatus file_pair(void *ctx, const int32_t *src, int ns, const int32_t *trg, int nt, const char *st,
+                           const char *tt, S2sError *err) {
+    FileSink *s = ctx;
+    Dataset *d = s->d;
+    if (d->n == 2000000000) return s2s_fail(err, S2S_ERR_DATA, "more than %d training pairs", d->n);
+    if (d->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1 << 16;
+        d->src_len = s2s_xrealloc(d->src_len, (size_t)s->cap * sizeof *d->src_len);
+        d->trg_len = s2s_xrealloc(d->trg_len, (size_t)s->cap * sizeof *d->trg_len);
+        d->every64 = s2s_xrealloc(d->every64, ((size_t)s->cap / 64 + 1) * sizeof *d->every64);
+    }
+    if (s->keep_text) {
+        if (d->n == s->cap_text) {
+            s->cap_text = s->cap_text ? 2 * s->cap_text : 1024;
+            s->td->train_src_text = s2s_xrealloc(s->td->train_src_text, (size_t)s->cap_text * sizeof(char *));
+            s->td->train_trg_text = s2s_xrealloc(s->td->train_trg_text, (size_t)s->cap_text * sizeof(char *));
+        }
+        s->td->train_src_text[d->n] = strdup(st);
+        s->td->train_trg_text[d->n] = strdup(tt);
+    }
+    if (d->n % 64 == 0) d->every64[d->n / 64] = d->n_ids;
+    d->src_len[d->n] = ns;
+    d->trg_len[d->n] = nt;
+    d->n++;
+    size_t k = (size_t)(ns + nt) * (size_t)d->id_bytes;
+    if (k > s->cap_buf) s->buf = s2s_xrealloc(s->buf, s->cap_buf = k);
+    unsigned char *p = s->buf;
+    for (int i = 0; i < ns + nt; i++) {
+        uint32_t v = (uint32_t)(i < ns ? src[i] : trg[i - ns]);
+        for (int b = 0; b < d->id_bytes; b++) *p++ = (unsigned char)(v >> 8 * b);
+    }
+    d->n_ids += (uint64_t)(ns + nt);
+    s->crc = crc_more(s->crc, s->buf, k);
+    if (fwrite(s->buf, 1, k, s->tmp->f) != k)
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", s->tmp->path, strerror(errno));
+    return S2S_OK;
+}
+
+S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, uint64_t key, FILE *progress, S2sError *err) {
+    S2sStatus st = corpus_vocab(td, t, progress, err);
+    if (st) return st;
+    FileTmp tmp;
+    if ((st = file_tmp_open(&tmp, path, err))) return st;
+    Dataset *d = &td->train;
+    dataset_init(d);
+    d->streamed = true;
+    d->fd = -1;
+    d->id_bytes = td->src_vocab.size <= 65536 && td->trg_vocab.size <= 65536 ? 2 : 4;
+    d->ids_at = HEADER;
+    d->vocab_src = td->src_vocab.size;
+    d->vocab_trg = td->trg_vocab.size;
+    FileSink sink = {&tmp, td, d, crc32(0L, Z_NULL, 0), 0, 0, t->bpe_dropout > 0, NULL, 0};
+    unsigned char header[HEADER] = {0};
+    if (fwrite(header, 1, HEADER, tmp.f) != HEADER)
+        st = s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", tmp.path, strerror(errno));
+    CorpusSink cs = {&sink, file_pair};
+    if (!st) st = corpus_encode(td, t, &cs, progress, &td->train_counts, err);
+    free(sink.buf);
+    if (!st) st = parallel_load_eval(td, t, err);
+    if (!st && fflush(tmp.f) != 0) st = s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", tmp.path, strerror(errno));
+    if (!st && (d->fd = open(tmp.tmp, O_RDONLY | O_CLOEXEC)) < 0) /* the file the run streams from, once renamed */
+        st = s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", tmp.tmp, strerror(errno));
+    if (!st && !(td->fingerprint = task_fingerprint(td)))
+        st = s2s_fail(err, S2S_ERR_IO, "%s: cannot read back what was written", tmp.tmp);
+    if (st) {
+        file_tmp_abort(&tmp);
+        return st;
+    }
+    static const unsigned char zero[8] = {0};
+    uint64_t ids_end = HEADER + d->n_ids * (uint64_t)d->id_bytes;
+    size_t pad = (size_t)(-ids_end % 8); /* the index starts 8-aligned: its own alignments are the file's */
+    Out o = {0};
+    put_index(&o, td, td->fingerprint);
+    uint64_t index_at = ids_end + pad, payload = index_at + o.n - HEADER, n = (uint64_t)d->n, zero64 = 0;
+    uint32_t crc = (uint32_t)crc_more(crc_more(sink.crc, zero, pad), o.b, o.n), id_bytes = (uint32_t)d->id_bytes;
+    memcpy(header, MAGIC, 7);
+    header[7] = (unsigned char)('0' + PREPARED_VERSION);
+    uint64_t fields[7] = {key, payload, (uint64_t)crc | (uint64_t)id_bytes << 32, index_at, n, d->n_ids, zero64};
+    memcpy(header + 8, fields, sizeof fields);
+    bool bad = fwrite(zero, 1, pad, tmp.f) != pad || fwrite(o.b, 1, o.n, tmp.f) != o.n || fseek(tmp.f, 0, SEEK_SET) != 0 || fwrite(header, 1, HEADER, tmp.f) != HEADER;
     free(o.b);
-    return st;
+    return file_tmp_commit(&tmp, bad, err);
 }
 
 /* ---- reading: every count against the bytes that remain ---- */
-
 typedef struct In {
     const unsigned char *b;
     size_t n, at;
@@ -211,31 +315,32 @@ static void skip_pad8(In *in) {
     if (in->at % 8) take(in, 8 - in->at % 8);
 }
 
-/* A split read in place: its arrays point into the image (8-aligned), every pair checked:
- * offsets back to back, lengths within the ids, every id within its vocabulary. */
+/* An in-memory split, copied out of the index, every id within its vocabulary. */
 static bool get_dataset(In *in, Dataset *d, int V_src, int V_trg) {
     uint32_t n = get_u32(in);
     uint64_t n_ids = get_u64(in);
-    skip_pad8(in);
-    if (in->bad || n > (in->n - in->at) / 24 || n_ids > (in->n - in->at) / 4) return in->bad = true, false;
-    const size_t *so = take(in, (size_t)n * 8), *to = take(in, (size_t)n * 8);
-    const int *sl = take(in, (size_t)n * 4), *tl = take(in, (size_t)n * 4);
-    skip_pad8(in);
-    const int32_t *ids = take(in, (size_t)n_ids * 4);
-    if (!so || !to || !sl || !tl || !ids) return false;
+    if (in->bad || n > (in->n - in->at) / 8 || n_ids > (in->n - in->at) / 4) return in->bad = true, false;
+    const unsigned char *sl = take(in, (size_t)n * 4), *tl = take(in, (size_t)n * 4), *ids = take(in, (size_t)n_ids * 4);
+    if (!sl || !tl || !ids) return false;
     uint64_t at = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (sl[i] < 0 || tl[i] < 0 || so[i] != at || to[i] != at + (uint64_t)sl[i] ||
-            (uint64_t)sl[i] + (uint64_t)tl[i] > n_ids - at)
-            return in->bad = true, false;
-        for (int k = 0; k < sl[i] + tl[i]; k++)
-            if (ids[at + k] < 0 || ids[at + k] >= (k < sl[i] ? V_src : V_trg)) return in->bad = true, false;
-        at += (uint64_t)sl[i] + (uint64_t)tl[i];
+    int32_t *buf = NULL;
+    int cap = 0;
+    dataset_init(d);
+    for (uint32_t i = 0; i < n && !in->bad; i++) {
+        int32_t ls, lt;
+        memcpy(&ls, sl + 4 * i, 4);
+        memcpy(&lt, tl + 4 * i, 4);
+        if (ls < 0 || lt < 0 || (uint64_t)ls + (uint64_t)lt > n_ids - at) return in->bad = true, free(buf), false;
+        if (ls + lt > cap) buf = s2s_xrealloc(buf, (size_t)(cap = ls + lt) * sizeof *buf);
+        memcpy(buf, ids + 4 * at, (size_t)(ls + lt) * 4);
+        for (int k = 0; k < ls + lt; k++)
+            if (buf[k] < 0 || buf[k] >= (k < ls ? V_src : V_trg)) in->bad = true;
+        dataset_add(d, buf, ls, buf + ls, lt);
+        at += (uint64_t)ls + (uint64_t)lt;
     }
-    if (at != n_ids) return in->bad = true, false;
-    *d = (Dataset){.n = (int)n, .ids = (int32_t *)ids, .src_off = (size_t *)so, .trg_off = (size_t *)to,
-                   .src_len = (int *)sl, .trg_len = (int *)tl, .n_ids = (size_t)n_ids, .borrowed = true};
-    return true;
+    free(buf);
+    if (at != n_ids) in->bad = true;
+    return !in->bad;
 }
 
 static bool get_lines(In *in, char ***out, int n) {
@@ -250,51 +355,147 @@ static bool get_lines(In *in, char ***out, int n) {
     return true;
 }
 
-/* The header: this version's magic, the key, the payload's length and CRC. */
-static S2sStatus check_header(const unsigned char *b, size_t len, uint64_t key, const char *path, S2sError *err) {
+static bool get_counts(In *in, CorpusCounts *c) {
+    c->read = (long)get_u64(in);
+    c->kept = (long)get_u64(in);
+    for (int i = 0; i < DROP_REASONS; i++) c->dropped[i] = (long)get_u64(in);
+    for (int i = 0; i < DROP_REASONS; i++) c->first[i] = (long)get_u64(in);
+    return !in->bad;
+}
+
+/* The training split's lengths and every-64th-pair counts, checked against each other and the
+ * ids the header announces. */
+static bool get_lengths(In *in, Dataset *d, uint64_t n, uint64_t n_ids) {
+    if (n == 0 || n > 2000000000 || n > (in->n - in->at) / 4) return in->bad = true, false;
+    const unsigned char *ls = take(in, (size_t)n * 2), *lt = take(in, (size_t)n * 2);
+    skip_pad8(in);
+    const unsigned char *e64 = take(in, ((size_t)n / 64 + 1) * 8);
+    if (!ls || !lt || !e64) return false;
+    d->n = (int)n;
+    d->n_ids = n_ids;
+    d->src_len = s2s_xmalloc((size_t)n * sizeof *d->src_len);
+    d->trg_len = s2s_xmalloc((size_t)n * sizeof *d->trg_len);
+    d->every64 = s2s_xmalloc(((size_t)n / 64 + 1) * sizeof *d->every64);
+    memcpy(d->every64, e64, ((size_t)n / 64 + 1) * 8);
+    uint64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        d->src_len[i] = ls[2 * i] | ls[2 * i + 1] << 8;
+        d->trg_len[i] = lt[2 * i] | lt[2 * i + 1] << 8;
+        if (i % 64 == 0 && d->every64[i / 64] != at) return in->bad = true, false;
+        if (d->src_len[i] < 1 || d->trg_len[i] < 2) return in->bad = true, false;
+        at += (uint64_t)d->src_len[i] + (uint64_t)d->trg_len[i];
+    }
+    if (at != n_ids) in->bad = true;
+    return !in->bad;
+}
+
+/* The header's fields, checked against this version, the key and the file's size. */
+typedef struct Header {
+    uint64_t payload, index_at, pairs, ids;
+    uint32_t crc, id_bytes;
+} Header;
+
+static S2sStatus check_header(const unsigned char *b, size_t len, uint64_t key, const char *path, Header *h, S2sError *err) {
     if (len < HEADER || memcmp(b, MAGIC, 7) != 0)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a prepared data file", path);
     if (b[7] != '0' + PREPARED_VERSION)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: a prepared data file of version %c; this build reads version %d", path,
                         b[7], PREPARED_VERSION);
-    uint64_t k, payload;
-    uint32_t crc;
-    memcpy(&k, b + 8, 8);
-    memcpy(&payload, b + 16, 8);
-    memcpy(&crc, b + 24, 4);
-    if (k != key)
+    uint64_t f[7];
+    memcpy(f, b + 8, sizeof f);
+    *h = (Header){f[1], f[3], f[4], f[5], (uint32_t)f[2], (uint32_t)(f[2] >> 32)};
+    if (f[0] != key)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: prepared for other data or settings (key %016" PRIx64 ", expected %016" PRIx64 ")",
-                        path, k, key);
-    if (payload != len - HEADER)
+                        path, f[0], key);
+    if (h->payload != len - HEADER)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: truncated or extended: %zu bytes after the header, the header says %" PRIu64,
-                        path, len - HEADER, payload);
-    uint32_t c = (uint32_t)crc32(0L, Z_NULL, 0);
-    for (size_t at = HEADER; at < len;) {
-        size_t n = len - at > (1u << 30) ? (1u << 30) : len - at;
-        c = (uint32_t)crc32(c, b + at, (uInt)n);
-        at += n;
-    }
-    if (c != crc) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: damaged (CRC-32 %08x, the header says %08x)", path, c, crc);
+                        path, len - HEADER, h->payload);
+    if ((h->id_bytes != 2 && h->id_bytes != 4) || h->ids > (len - HEADER) / h->id_bytes ||
+        h->index_at < HEADER + h->ids * h->id_bytes || h->index_at > len || h->index_at % 8)
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: a prepared data file whose header does not hold together", path);
     return S2S_OK;
 }
 
-S2sStatus prepared_parse(const void *buf, size_t len, uint64_t key, const char *path, TaskData *td, S2sError *err) {
-    memset(td, 0, sizeof *td);
-    S2sStatus st = check_header(buf, len, key, path, err);
-    if (st) return st;
-    In in = {buf, len, HEADER, false};
-    td->train_skipped = (int)get_u32(&in);
-    bool ok = get_vocab(&in, &td->src_vocab, NULL, path, err) && get_vocab(&in, &td->trg_vocab, &td->src_vocab, path, err);
-    Dataset *splits[3] = {&td->train, &td->valid, &td->test};
-    for (int k = 0; k < 3; k++) dataset_init(splits[k]);
-    for (int k = 0; k < 3 && ok; k++) ok = get_dataset(&in, splits[k], td->src_vocab.size, td->trg_vocab.size);
+/* The index (the file's bytes from index_at on) into td; the training split streams from fd. */
+static bool parse_index(const unsigned char *b, size_t n, const Header *h, TaskData *td, const char *path, S2sError *err) {
+    In in = {b, n, 0, false};
+    td->fingerprint = get_u64(&in);
+    bool ok = get_counts(&in, &td->train_counts) && get_lengths(&in, &td->train, h->pairs, h->ids);
+    ok = ok && get_vocab(&in, &td->src_vocab, NULL, path, err) && get_vocab(&in, &td->trg_vocab, &td->src_vocab, path, err);
+    ok = ok && get_dataset(&in, &td->valid, td->src_vocab.size, td->trg_vocab.size) &&
+         get_dataset(&in, &td->test, td->src_vocab.size, td->trg_vocab.size);
     ok = ok && get_lines(&in, &td->valid_refs, td->valid.n) && get_lines(&in, &td->test_refs, td->test.n) &&
          get_lines(&in, &td->train_src_text, td->train.n) && get_lines(&in, &td->train_trg_text, td->train.n);
-    ok = ok && !in.bad && in.at == in.n && td->train.n > 0;
-    if (ok) return S2S_OK;
-    task_free(td);
-    return s2s_fail(err, S2S_ERR_CORRUPT, "%s: a prepared data file whose contents do not hold together (at byte %zu)", path,
-                    in.at);
+    return ok && !in.bad && in.at == in.n;
+}
+
+/* One pass over the payload: its CRC into *crc, and (d not NULL) every training id checked
+ * within its vocabulary (false: one is not). *read_ok false: the file could not be read whole. */
+static bool check_ids(int fd, const Header *h, const Dataset *d, size_t len, uint32_t *crc_out, bool *read_ok) {
+    enum { STEP = 1 << 22 };
+    unsigned char *buf = s2s_xmalloc(STEP);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    uint64_t ids_end = HEADER + h->ids * h->id_bytes;
+    int pair = 0, k = 0;
+    bool ok = true;
+    *read_ok = true;
+    for (uint64_t at = HEADER; at < len;) {
+        size_t want = len - at < STEP ? (size_t)(len - at) : STEP;
+        if (pread(fd, buf, want, (off_t)at) != (ssize_t)want) { /* an error, or a file cut short since */
+            *read_ok = false;
+            break;
+        }
+        crc = crc_more(crc, buf, want);
+        for (size_t i = 0; d && ok && at + i < ids_end && i < want; i += h->id_bytes) {
+            uint32_t v = buf[i] | (uint32_t)buf[i + 1] << 8;
+            if (h->id_bytes == 4) v |= (uint32_t)buf[i + 2] << 16 | (uint32_t)buf[i + 3] << 24;
+            ok = v < (uint32_t)(k < d->src_len[pair] ? d->vocab_src : d->vocab_trg);
+            if (++k == d->src_len[pair] + d->trg_len[pair]) pair++, k = 0;
+        }
+        at += want; /* HEADER and STEP are multiples of 4: no id straddles two steps */
+    }
+    free(buf);
+    *crc_out = (uint32_t)crc;
+    return ok;
+}
+
+/* A prepared file open as fd into td: the header, then the index read into memory, then one
+ * pass over the ids; td's training split keeps fd (closed with it). */
+static S2sStatus read_fd(int fd, const char *path, uint64_t key, TaskData *td, S2sError *err) {
+    memset(td, 0, sizeof *td);
+    struct stat sb;
+    unsigned char hb[HEADER];
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a regular file", path);
+    }
+    size_t len = (size_t)sb.st_size;
+    Header h = {0};
+    S2sStatus st = len >= HEADER && pread(fd, hb, HEADER, 0) == HEADER ? check_header(hb, len, key, path, &h, err)
+                                                                        : s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a prepared data file", path);
+    if (st) {
+        close(fd);
+        return st;
+    }
+    size_t n = len - (size_t)h.index_at;
+    unsigned char *index = s2s_xmalloc(n ? n : 1);
+    Dataset *d = &td->train;
+    d->streamed = true;
+    d->fd = fd;
+    d->id_bytes = (int)h.id_bytes;
+    d->ids_at = HEADER;
+    bool parsed = pread(fd, index, n, (off_t)h.index_at) == (ssize_t)n && parse_index(index, n, &h, td, path, err);
+    free(index);
+    d->vocab_src = td->src_vocab.size;
+    d->vocab_trg = td->trg_vocab.size;
+    uint32_t crc;
+    bool read_ok, ids_ok = check_ids(fd, &h, parsed ? d : NULL, len, &crc, &read_ok);
+    if (read_ok && crc == h.crc && parsed && ids_ok) return S2S_OK;
+    task_free(td); /* closes fd */
+    if (!read_ok) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: cannot be read whole", path);
+    if (crc != h.crc) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: damaged (CRC-32 %08x, the header says %08x)", path, crc, h.crc);
+    return s2s_fail(err, S2S_ERR_CORRUPT, "%s: a prepared data file whose contents do not hold together (%s)", path,
+                    parsed ? "an id past its vocabulary" : "its index");
 }
 
 S2sStatus prepared_read(const char *path, uint64_t key, TaskData *td, S2sError *err) {
@@ -302,135 +503,19 @@ S2sStatus prepared_read(const char *path, uint64_t key, TaskData *td, S2sError *
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && errno == ENOENT) return s2s_fail(err, S2S_ERR_IO, "%s: not prepared yet", path);
     if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)sb.st_size;
-    /* mapped, not read: the splits are used in place, and pages nobody touches cost nothing */
-    void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-    close(fd);
-    if (map == MAP_FAILED) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: %s", path, len ? strerror(errno) : "empty");
-    S2sStatus st = prepared_parse(map, len, key, path, td, err);
-    if (st) {
-        munmap(map, len);
-        return st;
-    }
-    td->map = map;
-    td->map_len = len;
-    return S2S_OK;
+    return read_fd(fd, path, key, td, err);
 }
 
-S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char buf[1 << 16];
-    uLong crc = crc32(0L, Z_NULL, 0), ad = adler32(0L, Z_NULL, 0);
-    uint64_t size = 0;
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        crc = crc32(crc, buf, (uInt)n);
-        ad = adler32(ad, buf, (uInt)n);
-        size += n;
-    }
-    bool bad = ferror(f);
+S2sStatus prepared_parse(const void *buf, size_t len, uint64_t key, const char *path, TaskData *td, S2sError *err) {
+    memset(td, 0, sizeof *td);
+    FILE *f = tmpfile(); /* the reader streams from a descriptor */
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "a temporary file: %s", strerror(errno));
+    int fd = dup(fileno(f));
+    bool ok = fd >= 0 && fwrite(buf, 1, len, f) == len && fflush(f) == 0;
     fclose(f);
-    if (bad) return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
-    uint64_t parts[3] = {size, crc, ad};
-    const unsigned char *p = (const unsigned char *)parts;
-    for (size_t i = 0; i < sizeof parts; i++) *h = (*h ^ p[i]) * 0x100000001b3ull; /* FNV-1a */
-    return S2S_OK;
-}
-
-void prepared_path(char *out, size_t n, const char *dir, uint64_t key) {
-    snprintf(out, n, "%s/%016" PRIx64 ".s2sdata", dir, key);
-}
-
-/* The key of a task's prepared data: this build of the data code (parallel.o is rebuilt with
- * every data file), the settings that shape the data, and the bytes of every input file. */
-static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
-    char settings[512];
-    snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d", S2S_VERSION, __DATE__, __TIME__,
-             PREPARED_VERSION, (int)t->subword, t->bpe_merges, (int)t->bpe_joint, t->bpe_vocab_size, t->bpe_dropout > 0,
-             t->min_freq, t->max_vocab, t->max_train_len, (int)t->source_markers);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *c = settings; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-    const char *prefixes[3] = {t->train_prefix, t->valid_prefix, t->test_prefix};
-    S2sStatus st = S2S_OK;
-    for (int k = 0; k < 3 && !st; k++) {
-        char ps[CONFIG_STR + 96], pt[CONFIG_STR + 96];
-        parallel_split_paths(t, prefixes[k], ps, pt, sizeof ps);
-        st = prepared_hash_file(ps, &h, err);
-        if (!st) st = prepared_hash_file(pt, &h, err);
+    if (!ok) {
+        if (fd >= 0) close(fd);
+        return s2s_fail(err, S2S_ERR_IO, "a temporary file: cannot write");
     }
-    if (!st && t->subword == SUBWORD_SENTENCEPIECE) st = prepared_hash_file(t->spm_model, &h, err);
-    if (!st && t->subword == SUBWORD_BPE && t->bpe_model[0]) st = prepared_hash_file(t->bpe_model, &h, err);
-    *key = h;
-    return st;
-}
-
-/* A cache folder keeps the PREPARED_KEEP files used last (a read renews a file's time); older
- * ones go after a write, so changed settings and files do not fill the disk. */
-#define PREPARED_KEEP 16
-
-typedef struct Aged {
-    char name[64];
-    struct timespec t;
-} Aged;
-
-static int newer_first(const void *a, const void *b) {
-    const struct timespec *x = &((const Aged *)a)->t, *y = &((const Aged *)b)->t;
-    if (x->tv_sec != y->tv_sec) return x->tv_sec < y->tv_sec ? 1 : -1;
-    return x->tv_nsec < y->tv_nsec ? 1 : x->tv_nsec > y->tv_nsec ? -1 : 0;
-}
-
-static void prune(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    Aged *a = NULL;
-    int n = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        struct stat sb;
-        if (len != 16 + 8 || strcmp(e->d_name + 16, ".s2sdata") != 0) continue;
-        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
-        if (n == cap) a = s2s_xrealloc(a, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *a);
-        memcpy(a[n].name, e->d_name, len + 1); /* 24 bytes, checked above */
-        a[n++].t = sb.st_mtim;
-    }
-    if (n > PREPARED_KEEP) {
-        qsort(a, (size_t)n, sizeof *a, newer_first);
-        for (int i = PREPARED_KEEP; i < n; i++) unlinkat(dirfd(d), a[i].name, 0);
-    }
-    closedir(d);
-    free(a);
-}
-
-S2sStatus prepared_load(TaskData *td, const ConfigTask *t, S2sError *err) {
-    uint64_t key;
-    char path[sizeof td->prepared];
-    if (!t->cache_dir[0] || task_key(t, &key, err)) return parallel_load(td, t, err); /* a missing file: its own message */
-    prepared_path(path, sizeof path, t->cache_dir, key);
-    S2sError why;
-    S2sStatus st = prepared_read(path, key, td, &why);
-    if (!st) {
-        snprintf(td->prepared, sizeof td->prepared, "%s", path);
-        td->prepared_state = PREPARED_READ;
-        utimensat(AT_FDCWD, path, NULL, 0); /* used now: the last to go */
-        return S2S_OK;
-    }
-    if ((st = parallel_load(td, t, err))) return st;
-    snprintf(td->prepared, sizeof td->prepared, "%s", path);
-    S2sError werr;
-    if (file_mkdirs(t->cache_dir, &werr) || prepared_write(path, td, key, &werr)) {
-        td->prepared_state = PREPARED_UNWRITTEN;
-        snprintf(td->prepared_note, sizeof td->prepared_note, "%.150s", werr.msg);
-    } else {
-        td->prepared_state = PREPARED_WRITTEN;
-        prune(t->cache_dir);
-        if (why.status == S2S_ERR_CORRUPT) /* a damaged file under its key: replaced */
-            snprintf(td->prepared_note, sizeof td->prepared_note, "replaced: %.140s", why.msg);
-    }
-    return S2S_OK;
+    return read_fd(fd, path, key, td, err);
 }

@@ -7,14 +7,15 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
-S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) {
+S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) { return task_load_progress(td, task, NULL, err); }
+
+S2sStatus task_load_progress(TaskData *td, const ConfigTask *task, FILE *progress, S2sError *err) {
     memset(td, 0, sizeof *td);
     switch (task->type) {
     case TASK_REVERSE: return reverse_make(td, task, err);
     case TASK_TRANSLATE: {
-        S2sStatus st = prepared_load(td, task, err);
+        S2sStatus st = prepared_load(td, task, progress, err);
         if (st) task_free(td); /* what it had loaded before it failed */
         return st;
     }
@@ -132,6 +133,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 }
 
 uint64_t task_fingerprint(const TaskData *td) {
+    if (td->fingerprint) return td->fingerprint; /* a prepared file's, computed as it was written */
     uint64_t h = 1469598103934665603ull;
     const Vocab *v[2] = {&td->src_vocab, &td->trg_vocab};
     for (int k = 0; k < 2; k++) {
@@ -145,7 +147,7 @@ uint64_t task_fingerprint(const TaskData *td) {
             h = fnv(h, &d[k]->src_len[i], sizeof(int));
             h = fnv(h, &d[k]->trg_len[i], sizeof(int));
         }
-        h = fnv(h, d[k]->ids, d[k]->n_ids * sizeof *d[k]->ids);
+        if (!dataset_hash_ids(d[k], &h)) return 0;
     }
     char *const *refs[2] = {td->valid_refs, td->test_refs};
     int nrefs[2] = {td->valid.n, td->test.n};
@@ -157,7 +159,9 @@ uint64_t task_fingerprint(const TaskData *td) {
 size_t task_data_bytes(const TaskData *td) {
     const Dataset *d[3] = {&td->train, &td->valid, &td->test};
     size_t b = 0;
-    for (int k = 0; k < 3; k++) b += d[k]->cap_ids * sizeof(int32_t) + (size_t)d[k]->cap * (2 * sizeof(size_t) + 2 * sizeof(int));
+    for (int k = 0; k < 3; k++)
+        b += d[k]->streamed ? (size_t)d[k]->n * (2 * sizeof(int)) + ((size_t)d[k]->n / 64 + 1) * sizeof(uint64_t)
+                            : d[k]->cap_ids * sizeof(int32_t) + (size_t)d[k]->cap * (2 * sizeof(size_t) + 2 * sizeof(int));
     return b;
 }
 
@@ -173,7 +177,4 @@ void task_free(TaskData *td) {
     dataset_free(&td->valid);
     dataset_free(&td->test);
     td->valid_refs = td->test_refs = NULL;
-    if (td->map) munmap(td->map, td->map_len); /* after the splits that point into it */
-    td->map = NULL;
-    td->map_len = 0;
 }

@@ -3,6 +3,8 @@
 #include "s2s/text.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,22 +134,31 @@ static ssize_t gz_cookie_read(void *cookie, char *buf, size_t n) {
 
 static int gz_cookie_close(void *cookie) { return gzclose_r((gzFile)cookie) == Z_OK ? 0 : EOF; }
 
-/* A gzip file as a FILE for reading (NULL and errno on failure). */
-static FILE *gz_fopen(const char *path) {
-    gzFile g = gzopen(path, "rb");
-    if (!g) return NULL;
-    FILE *f = fopencookie(g, "rb", (cookie_io_functions_t){.read = gz_cookie_read, .close = gz_cookie_close});
-    if (!f) gzclose_r(g);
-    return f;
-}
-
 static bool ends_with(const char *s, const char *tail) {
     size_t n = strlen(s), k = strlen(tail);
     return n >= k && !strcmp(s + n - k, tail);
 }
 
+FILE *text_open(const char *path, int *pos_fd) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    int pos = pos_fd ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1; /* shares the file offset */
+    FILE *f = NULL;
+    if (ends_with(path, ".gz")) {
+        gzFile g = gzdopen(fd, "rb");
+        if (g && !(f = fopencookie(g, "rb", (cookie_io_functions_t){.read = gz_cookie_read, .close = gz_cookie_close})))
+            gzclose_r(g);
+        if (!g) close(fd);
+    } else if (!(f = fdopen(fd, "rb"))) {
+        close(fd);
+    }
+    if (!f && pos >= 0) close(pos);
+    if (pos_fd) *pos_fd = f ? pos : -1;
+    return f;
+}
+
 S2sStatus text_read_lines(const char *path, char ***out, int *n_out, S2sError *err) {
-    FILE *f = ends_with(path, ".gz") ? gz_fopen(path) : fopen(path, "rb");
+    FILE *f = text_open(path, NULL);
     if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     LineReader r;
     line_reader_init(&r, f, TEXT_MAX_LINE);

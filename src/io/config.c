@@ -89,10 +89,21 @@ static const Key KEYS[] = {
     {"task.trg_lang", K_STR, OFF(task.trg_lang), 0, 0, NULL, "translate: target language suffix", W_TRANSLATE},
     {"task.train_prefix", K_STR, OFF(task.train_prefix), 0, 0, NULL, "translate: training file prefix", W_TRANSLATE},
     {"task.valid_prefix", K_STR, OFF(task.valid_prefix), 0, 0, NULL, "translate: validation file prefix", W_TRANSLATE},
-    {"task.test_prefix", K_STR, OFF(task.test_prefix), 0, 0, NULL, "translate: test file prefix", W_TRANSLATE},
+    {"task.test_prefix", K_STR, OFF(task.test_prefix), 0, 0, NULL,
+     "translate: test file prefix (\"\": no test split; the run ends with model.bin, untested)", W_TRANSLATE},
     {"task.min_freq", K_INT, OFF(task.min_freq), 1, 1e9, NULL, "translate: vocabulary minimum count", W_TRANSLATE},
     {"task.max_vocab", K_INT, OFF(task.max_vocab), 0, 1e8, NULL, "translate: vocabulary size limit (0: none)", W_TRANSLATE},
-    {"task.max_train_len", K_INT, OFF(task.max_train_len), 0, 1e6, NULL, "translate: drop longer training pairs (0: keep all)", W_TRANSLATE},
+    {"task.max_train_len", K_INT, OFF(task.max_train_len), 0, 65000, NULL,
+     "translate: drop training pairs with more tokens on a side (subword pieces with a subword model, else words; 0: "
+     "keep all, up to 65000)", W_TRANSLATE},
+    {"task.max_length_ratio", K_FLOAT, OFF(task.max_length_ratio), 0, 1e6, NULL,
+     "translate: drop training pairs whose longer side has more than this many times the tokens of the shorter (0: "
+     "keep all)", W_TRANSLATE},
+    {"task.dedup", K_BOOL, OFF(task.dedup), 0, 0, NULL,
+     "translate: drop training pairs seen before in the training files (the same source and target text)", W_TRANSLATE},
+    {"task.subword_sample", K_INT, OFF(task.subword_sample), 1, 2e9, NULL,
+     "translate, bpe: BPE is learned from this many training pairs (all of them when there are no more; else a sample "
+     "drawn with task.data_seed)", W_BPE},
     {"task.subword", K_ENUM, OFF(task.subword), 0, 0, SUBWORD_NAMES,
      "translate: none (the files' words, tokenised), bpe (raw text in byte-pair pieces learned from the training text) or "
      "sentencepiece (raw text in the pieces of task.spm_model)", W_TRANSLATE},
@@ -229,6 +240,7 @@ void config_defaults(Config *c) {
     t->min_freq = 2;
     t->bpe_merges = 8000;
     t->bpe_joint = true;
+    t->subword_sample = 1000000;
     ConfigModel *m = &c->model;
     m->cell = MODEL_CELL_LSTM;
     m->layers = 1;

@@ -84,5 +84,7 @@ cJSON *run_eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool gre
 S2sStatus run_write_test_outputs(Run *r, const IdSeqs *hyps, S2sError *err);
 void run_draw_epoch(Run *r);
 void run_progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta);
+/* The "data:" lines: pairs, what the filters left out, vocabularies, the prepared file. */
+void run_print_data(FILE *out, const TaskData *td);
 
 #endif

@@ -2,6 +2,7 @@
  * the folder is touched, a new run's folder and weights, a resumed run's state checked against
  * its config, data and log. */
 #include "run_internal.h"
+#include "s2s/corpus.h"
 #include "s2s/runlog.h"
 
 #include <errno.h>
@@ -305,7 +306,12 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     if ((st = tape_init_engine(&r->tape, cfg->train.precision, cfg->train.gemm, cfg->train.threads, "\"precision\": \"bf16\"",
                               err)))
         return st;
-    if ((st = task_load(&r->data, &cfg->task, err))) return st;
+    /* ranks share one machine's prepared file: rank 0 prepares it, the others read it after */
+    bool ranks = r->dist && r->dist->size > 1;
+    if (ranks && r->dist->rank != 0) dist_barrier(r->dist);
+    st = task_load_progress(&r->data, &cfg->task, r->opt->progress, err);
+    if (ranks && r->dist->rank == 0) dist_barrier(r->dist); /* rank 0's failure aborts them all (cli/train.c) */
+    if (st) return st;
     r->data_hash = task_fingerprint(&r->data);
     if ((st = run_check_memory(r, err))) return st;
     return r->opt->resume ? S2S_OK : check_warmup(r, err);
@@ -432,4 +438,31 @@ void run_teardown(Run *r) {
     task_free(&r->data);
     dataset_free(&r->sampled);
     rundir_close(&r->dir);
+}
+
+void run_print_data(FILE *out, const TaskData *td) {
+    const CorpusCounts *c = &td->train_counts;
+    char left[400] = "";
+    if (c->read > c->kept) {
+        memcpy(left, " (", 3);
+        corpus_counts_text(c, left + 2, sizeof left - 3);
+        strcat(left, ")");
+    }
+    fprintf(out, "data: %d training pairs%s, vocabulary %d source / %d target (with 4 specials)\n", td->train.n, left,
+            td->src_vocab.size, td->trg_vocab.size);
+    if (td->prepared_state != PREPARED_NONE)
+        fprintf(out, "data: %s %s%s%s\n",
+                td->prepared_state == PREPARED_READ      ? "prepared data read from"
+                : td->prepared_state == PREPARED_WRITTEN ? "prepared into"
+                                                         : "not prepared: cannot write",
+                td->prepared, td->prepared_note[0] ? " — " : "", td->prepared_note);
+}
+
+S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *err) {
+    TaskData td;
+    S2sStatus st = task_load_progress(&td, &cfg->task, progress, err);
+    if (st) return st;
+    if (out) run_print_data(out, &td);
+    task_free(&td);
+    return S2S_OK;
 }

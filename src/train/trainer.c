@@ -129,8 +129,8 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
             lo += a;
             n = z - a;
         }
-        if (n > 0) batch_fill(&b, run_epoch_data(r, r->st.epoch), plan.order + lo, n);
-        else b.B = 0; /* more ranks than this batch has sentences: this one sits it out */
+        if (n > 0 && (st = batch_read(&b, run_epoch_data(r, r->st.epoch), plan.order + lo, n, err))) break;
+        if (n == 0) b.B = 0; /* more ranks than this batch has sentences: this one sits it out */
         int ntok;
         const char *what = "loss";
         /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
@@ -267,7 +267,8 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     double epoch_s = run_now() - r->epoch_t0; /* the batches of this session, without validation */
     bool ema = r->model.params.ema != NULL, better;
     EvalResult test_now = {0};
-    S2sStatus st = validate(r, sum, tc->test_each_epoch ? &test_now : NULL, &better, err);
+    bool test_now_too = tc->test_each_epoch && r->data.test.n > 0;
+    S2sStatus st = validate(r, sum, test_now_too ? &test_now : NULL, &better, err);
     if (st) return st;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, LOG_TYPE, LOG_EPOCH);
@@ -285,7 +286,7 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
     cJSON_AddNumberToObject(j, LOG_EPOCH_S, epoch_s);
     /* wall time of the run so far, evaluations included (time-to-quality) */
     cJSON_AddNumberToObject(j, LOG_ELAPSED_S, r->st.seconds + run_now() - r->t0);
-    if (tc->test_each_epoch) run_eval_json(j, LOG_TEST_, &test_now, true);
+    if (test_now_too) run_eval_json(j, LOG_TEST_, &test_now, true);
     if ((st = run_log_line(r, j, err))) return st;
     if (r->root) run_prune_checkpoints(r);
     FILE *out = r->opt->out;
@@ -320,6 +321,10 @@ static S2sStatus end_epoch(Run *r, TrainSummary *sum, S2sError *err) {
 /* The test split, on this run's best checkpoint; a signal stops it (resumable: the run is
  * tested when resumed). */
 static S2sStatus final_test(Run *r, TrainSummary *sum, S2sError *err) {
+    if (r->data.test.n == 0) { /* task.test_prefix "": model.bin is the result */
+        if (r->opt->out) fprintf(r->opt->out, "test: none (task.test_prefix is \"\")\n");
+        return S2S_OK;
+    }
     if (!isfinite(r->st.best))
         return s2s_fail(err, S2S_ERR_NUMERIC,
                         "the run ended without a best checkpoint: no validation gave a %s that is a number",
@@ -411,16 +416,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         run_teardown(r);
         return st;
     }
-    if (opt->out)
-        fprintf(opt->out, "data: %d training pairs%s, vocabulary %d source / %d target (with 4 specials)\n",
-                r->data.train.n, r->data.train_skipped ? " (some left out: empty or too long)" : "",
-                r->data.src_vocab.size, r->data.trg_vocab.size);
-    if (opt->out && r->data.prepared_state != PREPARED_NONE)
-        fprintf(opt->out, "data: %s %s%s%s\n",
-                r->data.prepared_state == PREPARED_READ      ? "prepared data read from"
-                : r->data.prepared_state == PREPARED_WRITTEN ? "prepared into"
-                                                             : "not prepared: cannot write",
-                r->data.prepared, r->data.prepared_note[0] ? " — " : "", r->data.prepared_note);
+    if (opt->out) run_print_data(opt->out, &r->data);
     if (opt->out)
         fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
                 cfg->model.type == MODEL_TRANSFORMER ? "transformer" : ATTN_KIND_NAMES[cfg->model.attention]);

@@ -258,9 +258,9 @@ int fuzz_prepared(const uint8_t *data, size_t size) {
     uint8_t *b = malloc(size ? size : 1);
     if (size) memcpy(b, data, size);
     uint64_t key = 0;
-    if (size >= 32) {
-        uint64_t payload = size - 32;
-        uint32_t crc = (uint32_t)crc32(0L, b + 32, (uInt)(size - 32));
+    if (size >= 64) { /* past the header's length and CRC, to the parsing behind them */
+        uint64_t payload = size - 64;
+        uint32_t crc = (uint32_t)crc32(0L, b + 64, (uInt)(size - 64));
         memcpy(&key, b + 8, 8);
         memcpy(b + 16, &payload, 8);
         memcpy(b + 24, &crc, 4);

@@ -1,0 +1,196 @@
+/* prepared_cache.c — the folder of prepared data (task.cache_dir): a task's key (its settings,
+ * this build of the data code, its input files), the file found under it or prepared there,
+ * and the folder kept to the files used last (see prepared.h). */
+#include "s2s/prepared.h"
+#include "s2s/file.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char buf[1 << 16];
+    uLong crc = crc32(0L, Z_NULL, 0), ad = adler32(0L, Z_NULL, 0);
+    uint64_t size = 0;
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        crc = crc32(crc, buf, (uInt)n);
+        ad = adler32(ad, buf, (uInt)n);
+        size += n;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
+    uint64_t parts[3] = {size, crc, ad};
+    const unsigned char *p = (const unsigned char *)parts;
+    for (size_t i = 0; i < sizeof parts; i++) *h = (*h ^ p[i]) * 0x100000001b3ull; /* FNV-1a */
+    return S2S_OK;
+}
+
+void prepared_path(char *out, size_t n, const char *dir, uint64_t key) {
+    snprintf(out, n, "%s/%016" PRIx64 ".s2sdata", dir, key);
+}
+
+/* The files a task's data are made from: the six text files and a given subword model. */
+static int task_inputs(const ConfigTask *t, char paths[8][CONFIG_STR + 96]) {
+    const char *prefixes[3] = {t->train_prefix, t->valid_prefix, t->test_prefix};
+    int n = 0;
+    for (int k = 0; k < 3; k++)
+        if (prefixes[k][0]) { /* the test split may be "" (none) */
+            parallel_split_paths(t, prefixes[k], paths[n], paths[n + 1], sizeof paths[n]);
+            n += 2;
+        }
+    const char *model = t->subword == SUBWORD_SENTENCEPIECE ? t->spm_model : t->subword == SUBWORD_BPE ? t->bpe_model : "";
+    if (model[0]) snprintf(paths[n++], sizeof paths[0], "%s", model);
+    return n;
+}
+
+/* Reading every input file for its digest costs seconds on a large corpus, each run. A memo in
+ * the cache folder, named by a digest of the settings and the paths, keeps each file's identity
+ * (device, inode, size, modification and change times to the nanosecond) beside the key they
+ * gave; while every identity stays the same, the key is taken from it. Every write to a file
+ * sets its change time, which no user can set back: a changed file is never matched. */
+enum { MEMO_FIELDS = 7 };
+
+static void file_identity(const struct stat *sb, uint64_t id[MEMO_FIELDS]) {
+    uint64_t v[MEMO_FIELDS] = {(uint64_t)sb->st_dev, (uint64_t)sb->st_ino, (uint64_t)sb->st_size,
+                               (uint64_t)sb->st_mtim.tv_sec, (uint64_t)sb->st_mtim.tv_nsec, (uint64_t)sb->st_ctim.tv_sec,
+                               (uint64_t)sb->st_ctim.tv_nsec};
+    memcpy(id, v, sizeof v);
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (h ^ 0xff) * 0x100000001b3ull;
+}
+
+/* The key of a task's prepared data: this build of the data code (prepared.o is rebuilt with
+ * every data file), the settings that shape the data, and the bytes of every input file. */
+static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
+    char settings[640];
+    snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d|%d %.9g %d %d", S2S_VERSION, __DATE__,
+             __TIME__, PREPARED_VERSION, (int)t->subword, t->bpe_merges, (int)t->bpe_joint, t->bpe_vocab_size,
+             t->bpe_dropout > 0, t->min_freq, t->max_vocab, t->max_train_len, (int)t->source_markers, (int)t->dedup,
+             (double)t->max_length_ratio, t->subword_sample, t->data_seed);
+    uint64_t h = fnv_str(0xcbf29ce484222325ull, settings), memo_name = h;
+    char paths[8][CONFIG_STR + 96], memo[CONFIG_STR + 64];
+    int n = task_inputs(t, paths);
+    uint64_t ids[8 * MEMO_FIELDS + 1];
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        if (stat(paths[i], &sb) != 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", paths[i], strerror(errno));
+        file_identity(&sb, ids + i * MEMO_FIELDS);
+        memo_name = fnv_str(memo_name, paths[i]);
+    }
+    snprintf(memo, sizeof memo, "%s/%016" PRIx64 ".key", t->cache_dir, memo_name);
+    size_t len = 0, want = ((size_t)n * MEMO_FIELDS + 1) * sizeof *ids;
+    char *seen = NULL;
+    S2sError ignored;
+    if (file_read_all(memo, 4096, &seen, &len, &ignored) == S2S_OK && len == want && !memcmp(seen, ids, want - 8)) {
+        memcpy(key, seen + want - 8, 8); /* every file as it was: the key they gave */
+        free(seen);
+        return S2S_OK;
+    }
+    free(seen);
+    S2sStatus st = S2S_OK;
+    for (int i = 0; i < n && !st; i++) st = prepared_hash_file(paths[i], &h, err);
+    *key = h;
+    ids[n * MEMO_FIELDS] = h;
+    if (!st && file_mkdirs(t->cache_dir, &ignored) == S2S_OK) file_write_atomic(memo, ids, want, &ignored); /* a memo only */
+    return st;
+}
+
+/* A cache folder keeps the PREPARED_KEEP files used last (a read renews a file's time), and
+ * four times as many key memos; older ones go after a write, so changed settings and files do
+ * not fill the disk. */
+#define PREPARED_KEEP 16
+
+typedef struct Aged {
+    char name[64];
+    struct timespec t;
+} Aged;
+
+static int newer_first(const void *a, const void *b) {
+    const struct timespec *x = &((const Aged *)a)->t, *y = &((const Aged *)b)->t;
+    if (x->tv_sec != y->tv_sec) return x->tv_sec < y->tv_sec ? 1 : -1;
+    return x->tv_nsec < y->tv_nsec ? 1 : x->tv_nsec > y->tv_nsec ? -1 : 0;
+}
+
+/* A preparation killed part way leaves its temporary file (`KEY.s2sdata.tmp.XXXXXX`); one that
+ * nobody has written to for ten minutes is such a one (a live preparation writes all along). */
+static bool stale_tmp(const char *name, const struct stat *sb) {
+    return strlen(name) > 16 + 13 && !strncmp(name + 16, ".s2sdata.tmp.", 13) && S_ISREG(sb->st_mode) &&
+           time(NULL) - sb->st_mtim.tv_sec > 600;
+}
+
+static void prune(const char *dir, const char *suffix, int keep) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    Aged *a = NULL;
+    int n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        struct stat sb;
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && stale_tmp(e->d_name, &sb)) {
+            unlinkat(dirfd(d), e->d_name, 0);
+            continue;
+        }
+        if (len != 16 + strlen(suffix) || strcmp(e->d_name + 16, suffix) != 0) continue;
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
+        if (n == cap) a = s2s_xrealloc(a, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *a);
+        memcpy(a[n].name, e->d_name, len + 1); /* 16 + the suffix's bytes, checked above */
+        a[n++].t = sb.st_mtim;
+    }
+    if (n > keep) {
+        qsort(a, (size_t)n, sizeof *a, newer_first);
+        for (int i = keep; i < n; i++) unlinkat(dirfd(d), a[i].name, 0);
+    }
+    closedir(d);
+    free(a);
+}
+
+S2sStatus prepared_load(TaskData *td, const ConfigTask *t, FILE *progress, S2sError *err) {
+    uint64_t key = 0;
+    char path[sizeof td->prepared];
+    if (!t->cache_dir[0] || task_key(t, &key, err)) return parallel_load(td, t, progress, err); /* a missing file: its own message */
+    prepared_path(path, sizeof path, t->cache_dir, key);
+    S2sError why;
+    S2sStatus st = prepared_read(path, key, td, &why);
+    if (!st) {
+        snprintf(td->prepared, sizeof td->prepared, "%s", path);
+        td->prepared_state = PREPARED_READ;
+        utimensat(AT_FDCWD, path, NULL, 0); /* used now: the last to go */
+        return S2S_OK;
+    }
+    S2sError werr;
+    if (!(st = file_mkdirs(t->cache_dir, &werr)) && !(st = prepared_build(path, td, t, key, progress, &werr))) {
+        snprintf(td->prepared, sizeof td->prepared, "%s", path);
+        td->prepared_state = PREPARED_WRITTEN;
+        prune(t->cache_dir, ".s2sdata", PREPARED_KEEP);
+        prune(t->cache_dir, ".key", 4 * PREPARED_KEEP);
+        if (why.status == S2S_ERR_CORRUPT) /* a damaged file under its key: replaced */
+            snprintf(td->prepared_note, sizeof td->prepared_note, "replaced: %.140s", why.msg);
+        return S2S_OK;
+    }
+    task_free(td);
+    if (st == S2S_ERR_DATA || st == S2S_ERR_CONFIG) { /* the data's fault, not the folder's: said as it is */
+        *err = werr;
+        return st;
+    }
+    /* the folder could not take the file: the run goes on with the data in memory */
+    if ((st = parallel_load(td, t, progress, err))) return st;
+    snprintf(td->prepared, sizeof td->prepared, "%s", path);
+    td->prepared_state = PREPARED_UNWRITTEN;
+    snprintf(td->prepared_note, sizeof td->prepared_note, "%.150s", werr.msg);
+    return S2S_OK;
+}
