@@ -435,3 +435,33 @@ Test(prepared, a_full_disk_leaves_no_file) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* Training on the streamed pairs (each batch read ahead of its step) paused in mid-epoch and
+ * resumed gives the model file of the run that never stopped. */
+Test(prepared, resumed_mid_epoch_on_streamed_data) {
+    char *d = tu_tmpdir();
+    write_corpus(d, 60);
+    char sets[1200];
+    snprintf(sets, sizeof sets,
+             "--set data_dir=%s --set train_prefix=train --set valid_prefix=val --set test_prefix=test --set min_freq=1 "
+             "--set subword=bpe --set bpe_merges=30 --set cache_dir=%s/cache --set train.epochs=2 --set train.batch_size=8 "
+             "--set model.embedding=16 --set model.encoder_hidden=16 --set model.decoder_hidden=16 --set model.kq=8",
+             d, d);
+    cr_assert_eq(tu_sh("%s/train --config configs/multi30k.json --out %s/whole %s > %s/whole.out 2>&1", tu_bin(), d, sets, d), 0,
+                 "%s", tu_slurp(tu_path(d, "whole.out"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "whole.out"), "prepared"), "%s", tu_slurp(tu_path(d, "whole.out"), NULL));
+    cr_assert_eq(tu_sh("%s/train --config configs/multi30k.json --out %s/parts --pause-at 3 %s > %s/p1.out 2>&1", tu_bin(), d,
+                       sets, d),
+                 0, "%s", tu_slurp(tu_path(d, "p1.out"), NULL));
+    cr_assert_eq(tu_sh("%s/train --resume %s/parts --pause-at 11 > %s/p2.out 2>&1", tu_bin(), d, d), 0, "%s",
+                 tu_slurp(tu_path(d, "p2.out"), NULL));
+    cr_assert_eq(tu_sh("%s/train --resume %s/parts > %s/p3.out 2>&1", tu_bin(), d, d), 0, "%s", tu_slurp(tu_path(d, "p3.out"), NULL));
+    cr_expect_eq(tu_sh("cmp -s %s/whole/model.bin %s/parts/model.bin", d, d), 0, "paused and resumed: another model");
+    char why[300] = "";
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/whole/last.bin", d);
+    snprintf(b, sizeof b, "%s/parts/last.bin", d);
+    cr_expect(tu_same_checkpoint(a, b, why, sizeof why), "paused and resumed: last.bin: %s", why);
+    tu_rm_rf(d);
+    free(d);
+}

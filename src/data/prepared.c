@@ -47,6 +47,7 @@ typedef struct Out {
 } Out;
 
 static void put(Out *o, const void *p, size_t n) {
+    if (!n) return; /* an empty split's arrays are NULL */
     if (o->n + n > o->cap) {
         while (o->n + n > o->cap) o->cap = o->cap ? 2 * o->cap : 1 << 16;
         o->b = s2s_xrealloc(o->b, o->cap);

@@ -13,6 +13,7 @@
 #include "s2s/visuals.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -84,6 +85,29 @@ cJSON *run_eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool gre
 S2sStatus run_write_test_outputs(Run *r, const IdSeqs *hyps, S2sError *err);
 void run_draw_epoch(Run *r);
 void run_progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta);
+/* An epoch's batches read one ahead of the step (run_ahead.c): a thread reads batch k + 1 of
+ * a streamed dataset from its file while step k runs; the same rows as reading each in turn. */
+typedef struct RunAhead {
+    const Dataset *d;        /* borrowed */
+    const BatchPlan *plan;   /* borrowed */
+    int ranks, rank;         /* the rows of a batch this rank trains on */
+    Batch b[2];              /* batch k is in b[k % 2] */
+    S2sStatus st[2];
+    S2sError err[2];
+    int have[2], want, busy; /* the batch each slot holds, the one asked for, the one being read (−1: none) */
+    bool threaded, quit;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} RunAhead;
+
+/* Starts reading batch `first` of plan (a thread for a streamed dataset). */
+void ahead_start(RunAhead *a, const Dataset *d, const BatchPlan *plan, int first, const Dist *dist);
+/* Batch k (*b, valid until the call for k + 2), and batch k + 1 asked for; batches in order. A
+ * failed read is its status and message. */
+S2sStatus ahead_get(RunAhead *a, int k, Batch **b, S2sError *err);
+void ahead_stop(RunAhead *a);
+
 /* The "data:" lines: pairs, what the filters left out, vocabularies, the prepared file. */
 void run_print_data(FILE *out, const TaskData *td);
 

@@ -115,28 +115,22 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
     if (st) return st;
     BatchPlan plan;
     run_epoch_plan(r, r->st.epoch, &plan);
-    Batch b;
-    batch_init(&b);
+    RunAhead ahead; /* the next batch read while this one trains */
+    ahead_start(&ahead, run_epoch_data(r, r->st.epoch), &plan, r->st.batch, r->dist);
     double tick = run_now(), last_draw = 0, window_tokens = 0, window_t = tick;
     r->epoch_t0 = tick;
     r->epoch_tokens = 0;
     long done_here = 0;
     while (r->st.batch < plan.n_batches) {
         int k = r->st.batch;
-        int lo = plan.start[k], n = plan.start[k + 1] - plan.start[k];
-        if (r->dist && r->dist->size > 1) { /* this rank's share: a contiguous part of the batch's sentences */
-            int P = r->dist->size, me = r->dist->rank, a = (int)((long)n * me / P), z = (int)((long)n * (me + 1) / P);
-            lo += a;
-            n = z - a;
-        }
-        if (n > 0 && (st = batch_read(&b, run_epoch_data(r, r->st.epoch), plan.order + lo, n, err))) break;
-        if (n == 0) b.B = 0; /* more ranks than this batch has sentences: this one sits it out */
+        Batch *b; /* this rank's share of batch k (B 0: more ranks than it has sentences) */
+        if ((st = ahead_get(&ahead, k, &b, err))) break;
         int ntok;
         const char *what = "loss";
         /* the schedule follows the configured epochs; st.lr is its base (lr_decay lowers it) */
         double done_share = (r->st.epoch + (double)k / plan.n_batches) / tc->epochs;
         float lr = (float)(r->st.lr * optim_lr_factor(tc->lr_schedule, done_share, r->st.step + 1, tc->warmup_steps));
-        double loss, objective = train_step(r, &b, lr, &ntok, &loss, &what);
+        double loss, objective = train_step(r, b, lr, &ntok, &loss, &what);
         if (!isfinite(objective)) loss = objective;
         if (!isfinite(loss)) {
             st = s2s_fail(err, S2S_ERR_NUMERIC,
@@ -192,7 +186,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
         }
     }
     if (r->opt->progress) fprintf(r->opt->progress, "\r\033[K");
-    batch_free(&b);
+    ahead_stop(&ahead);
     batchplan_free(&plan);
     return st;
 }
