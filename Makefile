@@ -48,7 +48,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: bench-data all deps demo doctest test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
+.PHONY: bench-data print-clis all deps demo doctest test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
@@ -220,7 +220,7 @@ fuzz: | $(DEPS_STAMP)
 	done
 
 # ---- installing: programs as s2s-<name>, libs2s.a and libs2s.so (soname libs2s.so.0), the
-# headers under include/s2s/, s2s.pc, man pages made from --help (help2man) ----
+# headers under include/s2s/, s2s.pc, man pages (scripts/man.sh: docs/man/*.txt and --help) ----
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)
@@ -253,10 +253,13 @@ install: all $(SO) $(BUILD)/s2s.pc
 	install -m 644 $(BUILD)/s2s.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/s2s.pc
 	install -d $(DESTDIR)$(PREFIX)/share/s2s/configs
 	install -m 644 configs/*.json $(DESTDIR)$(PREFIX)/share/s2s/configs/
-	@if command -v help2man >/dev/null 2>&1; then \
-	  for p in $(CLIS); do help2man -N --no-discard-stderr -n "s2s $$p" --version-string=$(VERSION) \
-	    -o $(DESTDIR)$(PREFIX)/share/man/man1/s2s-$$p.1 $(BUILD)/bin/$$p || exit 1; done; \
-	else echo "install: help2man is not installed: no man pages (each program has --help)"; fi
+	for p in $(CLIS); do bash scripts/man.sh $$p $(BUILD)/bin/$$p $(VERSION) \
+	  > $(DESTDIR)$(PREFIX)/share/man/man1/s2s-$$p.1 || exit 1; done
+
+# the programs' names, for scripts
+print-clis:
+	@echo $(CLIS)
+
 uninstall:
 	rm -f $(INSTALLED_PROGRAMS) $(CLIS:%=$(DESTDIR)$(PREFIX)/share/man/man1/s2s-%.1) \
 	  $(DESTDIR)$(PREFIX)/lib/libs2s.a $(DESTDIR)$(PREFIX)/lib/libs2s.so $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(SO_MAJOR) \

@@ -40,9 +40,16 @@ done
     --set task.test_size=20 --set train.epochs=1 > "$T/train.log" 2>&1) || { cat "$T/train.log"; fail "s2s-train --config reverse outside the tree"; }
 grep -q "share/s2s/configs/reverse.json" "$T/train.log" || fail "s2s-train did not take the installed config: $(head -2 "$T/train.log")"
 [ "$(cd "$T" && printf 'abcd\n' | "$P/bin/s2s-translate" "$T/run/model.bin" | wc -l)" = 1 ] || fail "s2s-translate on that model"
-if command -v help2man > /dev/null; then
-    [ -s "$P/share/man/man1/s2s-train.1" ] || fail "no man page for s2s-train"
-fi
+# man pages with a real NAME line, a description and examples, found through the prefix's MANPATH
+for p in $(make -s --no-print-directory print-clis); do
+    page="$P/share/man/man1/s2s-$p.1"
+    [ -s "$page" ] || fail "no man page for s2s-$p"
+    text=$(MANPATH="$P/share/man" MANWIDTH=100 man "s2s-$p" 2> /dev/null) || fail "man s2s-$p"
+    for want in "s2s-$p - " DESCRIPTION OPTIONS EXAMPLES "s2s-$p "; do
+        grep -qF -- "$want" <<< "$text" || fail "man s2s-$p has no '$want'"
+    done
+    [ "$(grep -A1 '^NAME' <<< "$text" | tail -1 | sed 's/.* - //')" != "s2s $p" ] || fail "man s2s-$p: a NAME line of no meaning"
+done
 make -s uninstall PREFIX="$P" > /dev/null
 left=$(find "$P" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"
