@@ -73,7 +73,7 @@ Test(corpus, every_filter_drops_what_it_should_and_says_where) {
             cr_expect_eq(c->first[i], line[i], "%s: first at %ld", DROP_NAMES[i], c->first[i]);
         }
         char text[400];
-        corpus_counts_text(c, text, sizeof text);
+        corpus_counts_text(c, &t, text, sizeof text);
         cr_expect(strstr(text, "5 of 7 left out: ") && strstr(text, "1 duplicate (the first on line 4)"), "%s", text);
         task_free(&td);
         /* read back from the prepared file: the same counts */
@@ -242,6 +242,78 @@ Test(corpus, the_test_split_is_optional) {
                  0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "test: none"), "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     cr_expect(file_exists(tu_path(d, "run/model.bin")));
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* Two corpora, "big:1,small:2.5": read one after the other (each pair counted to its own), an
+ * epoch takes big's 40 pairs once and small's 10 two and a half times (each twice, and a half
+ * drawn anew each epoch); the same seed and epoch, the same draw; prepared and read back, the
+ * same counts. A malformed list is refused naming the key. */
+Test(corpus, weighted_corpora_are_sampled_as_configured) {
+    char *d = tu_tmpdir();
+    FILE *a = fopen(tu_path(d, "big.de"), "w"), *b = fopen(tu_path(d, "big.en"), "w");
+    for (int i = 0; i < 40; i++) fprintf(a, "gross %d\n", i), fprintf(b, "big %d\n", i);
+    fclose(a);
+    fclose(b);
+    a = fopen(tu_path(d, "small.de"), "w"), b = fopen(tu_path(d, "small.en"), "w");
+    for (int i = 0; i < 10; i++) fprintf(a, "klein %d\n", i), fprintf(b, "small %d\n", i);
+    fclose(a);
+    fclose(b);
+    eval_files(d);
+    ConfigTask t = task_in(d, tu_path(d, "cache"));
+    snprintf(t.train_prefix, sizeof t.train_prefix, "big:1,small:2.5");
+    TrainCorpora c;
+    S2sError err;
+    cr_assert(config_train_corpora(&t, &c, &err), "%s", err.msg);
+    cr_expect(c.n == 2 && !strcmp(c.prefix[1], "small") && c.weight[1] == 2.5f && config_corpora_weighted(&c));
+    TaskData td, back;
+    cr_assert_eq(task_load(&td, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(td.train.n, 50);
+    cr_expect(td.train_counts.kept_by[0] == 40 && td.train_counts.kept_by[1] == 10, "%ld %ld", td.train_counts.kept_by[0],
+              td.train_counts.kept_by[1]);
+    cr_assert_eq(task_load(&back, &t, &err), S2S_OK, "%s", err.msg);
+    cr_expect_eq(back.prepared_state, PREPARED_READ);
+    cr_expect(!memcmp(&td.train_counts, &back.train_counts, sizeof td.train_counts), "other counts read back");
+    int *first = NULL, n_first = 0;
+    for (int epoch = 0; epoch < 3; epoch++) {
+        Rng g, h;
+        rng_init(&g, (uint64_t)epoch, RNG_STREAM_CORPORA);
+        rng_init(&h, (uint64_t)epoch, RNG_STREAM_CORPORA);
+        int *o, *o2, n = task_weighted_epoch(&td.train_counts, &c, &g, &o), n2 = task_weighted_epoch(&td.train_counts, &c, &h, &o2);
+        cr_expect_eq(n, 65, "40 + 25 pairs an epoch, not %d", n);
+        cr_expect(n == n2 && !memcmp(o, o2, (size_t)n * sizeof *o), "the same seed, another draw");
+        int seen[50] = {0};
+        for (int i = 0; i < n; i++) seen[o[i]]++;
+        int halves = 0;
+        for (int i = 0; i < 40; i++) cr_expect_eq(seen[i], 1, "big's pair %d taken %d times", i, seen[i]);
+        for (int i = 40; i < 50; i++) {
+            cr_expect(seen[i] == 2 || seen[i] == 3, "small's pair %d taken %d times", i, seen[i]);
+            halves += seen[i] == 3;
+        }
+        cr_expect_eq(halves, 5);
+        if (epoch == 0) first = o, n_first = n;
+        else {
+            cr_expect(memcmp(o, first, (size_t)n_first * sizeof *o) != 0, "epoch %d drew epoch 0's half again", epoch);
+            free(o);
+        }
+        free(o2);
+    }
+    free(first);
+    CorpusCounts none = td.train_counts; /* a corpus the filters emptied takes nothing */
+    none.kept_by[1] = 0;
+    Rng g;
+    rng_init(&g, 1, RNG_STREAM_CORPORA);
+    int *o, n = task_weighted_epoch(&none, &c, &g, &o);
+    cr_expect_eq(n, 40);
+    free(o);
+    task_free(&td);
+    task_free(&back);
+    snprintf(t.train_prefix, sizeof t.train_prefix, "big:x,small");
+    cr_expect(!config_train_corpora(&t, &c, &err));
+    cr_expect(strstr(err.msg, "task.train_prefix") && strstr(err.msg, "weight of \"big\""), "%s", err.msg);
+    snprintf(t.train_prefix, sizeof t.train_prefix, "big,,small");
+    cr_expect(!config_train_corpora(&t, &c, &err));
     tu_rm_rf(d);
     free(d);
 }

@@ -84,6 +84,20 @@ typedef struct ConfigTask {
     char cache_dir[CONFIG_STR]; /* prepared data (prepared.h), reused while files and settings stay; "": none */
 } ConfigTask;
 
+/* task.train_prefix as a list of training corpora: "train", or "big:1,indomain:4" (prefixes, each
+ * with an optional sampling weight, 1 when not given). */
+#define TASK_MAX_CORPORA 8
+typedef struct TrainCorpora {
+    int n;
+    char prefix[TASK_MAX_CORPORA][64];
+    float weight[TASK_MAX_CORPORA]; /* an epoch takes weight × the corpus's pairs (≥ 0) */
+} TrainCorpora;
+
+/* The corpora of t->train_prefix into *c; false for a malformed list, with err naming the key. */
+bool config_train_corpora(const ConfigTask *t, TrainCorpora *c, S2sError *err);
+/* Whether any corpus is weighted other than 1 (an epoch then samples; else it takes each pair once). */
+bool config_corpora_weighted(const TrainCorpora *c);
+
 typedef struct ConfigModel {
     ModelType type;         /* rnn (the encoder-decoder of the course) or transformer */
     ModelCell cell;

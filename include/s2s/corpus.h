@@ -4,6 +4,9 @@
  * config names), and every kept pair encoded (on the GEMM threads, chunk by chunk) and handed
  * to a sink in the files' order, so that memory does not grow with the corpus.
  *
+ * task.train_prefix may name several corpora (config.h, TrainCorpora): they are read one after
+ * the other, as one corpus, each pair counted to its own.
+ *
  * The filters, in order: a side that is not UTF-8 (or longer than TEXT_MAX_LINE bytes), an
  * empty side, a pair seen before (task.dedup), more tokens than task.max_train_len on a side
  * (subword pieces with a subword model, else words; CORPUS_MAX_LEN at most in any case), a
@@ -39,7 +42,8 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, FILE *progress, S2sErr
  * S2S_ERR_DATA naming the files and the counts. */
 S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSink *sink, FILE *progress, CorpusCounts *c,
                         S2sError *err);
-/* "20 of 1020 left out: 15 duplicate (the first on line 7), 5 too long (…)" into out. */
-void corpus_counts_text(const CorpusCounts *c, char *out, size_t n);
+/* "20 of 1020 left out: 15 duplicate (the first on line 7), 5 too long (…)" into out; with
+ * several corpora, the line's corpus named ("line 7 of news"). */
+void corpus_counts_text(const CorpusCounts *c, const ConfigTask *t, char *out, size_t n);
 
 #endif

@@ -69,6 +69,8 @@ typedef struct CorpusCounts {
     long read, kept;                /* pairs in the training files; pairs kept */
     long dropped[DROP_REASONS];
     long first[DROP_REASONS];       /* the line where each reason first dropped a pair (0: never) */
+    int first_corpus[DROP_REASONS]; /* ... of which corpus (task.train_prefix's order) */
+    long kept_by[TASK_MAX_CORPORA]; /* pairs kept of each corpus: corpus i's are the next kept_by[i] */
 } CorpusCounts;
 
 /* A task's data: vocabularies and the three splits. For translation, the reference
@@ -183,6 +185,13 @@ typedef struct BatchPlan {
  * (evaluation), sorted by length overall. A batch holds at most batch_size sentences and,
  * when max_tokens > 0, at most max_tokens padded positions (sentences × the longest side). */
 void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int max_tokens, int window, Rng *rng);
+/* The same over the examples order[0..n) (repeats allowed; the plan takes the array over). */
+void batchplan_make_from(BatchPlan *p, const Dataset *d, int *order, int n, int batch_size, int max_tokens, int window,
+                         Rng *rng);
+/* An epoch's examples of weighted corpora: corpus i (counts->kept_by[i] examples, in order) taken
+ * weight[i] times — each example floor(weight) times, and a random part of the fraction, drawn
+ * from rng. Returns the count (*order malloc'd). */
+int task_weighted_epoch(const CorpusCounts *counts, const TrainCorpora *c, Rng *rng, int **order);
 void batchplan_free(BatchPlan *p);
 
 #endif

@@ -14,6 +14,7 @@ typedef enum RngStream {
     RNG_STREAM_SHUFFLE = 3, /* batch order */
     RNG_STREAM_DATA = 4,    /* generated datasets */
     RNG_STREAM_SUBWORD = 5, /* BPE-dropout's segmentations */
+    RNG_STREAM_CORPORA = 6, /* the pairs an epoch draws from weighted corpora */
 } RngStream;
 
 typedef struct Rng {

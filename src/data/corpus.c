@@ -59,13 +59,16 @@ int data_count_tokens(const char *line) {
 /* ---- reading pairs ---- */
 
 typedef struct PairReader {
+    const ConfigTask *t;
+    TrainCorpora corpora;
+    int corpus;       /* the one being read */
     char ps[CONFIG_STR + 96], pt[CONFIG_STR + 96];
     FILE *fs, *ft;
     LineReader rs, rt;
     int pos_fd;       /* the source file's offset, for the progress line */
     double size;      /* the source file's bytes */
-    long line;        /* of the pair last read */
-    const char *s, *t;
+    long line;        /* of the pair last read, in its corpus */
+    const char *s, *t_line;
     bool long_side;   /* a side over TEXT_MAX_LINE bytes */
     bool bad_utf8;
 } PairReader;
@@ -80,23 +83,29 @@ static void reader_close(PairReader *r) {
     r->pos_fd = -1;
 }
 
-static S2sStatus reader_open(PairReader *r, const ConfigTask *t, S2sError *err) {
-    memset(r, 0, sizeof *r);
-    r->pos_fd = -1;
-    parallel_split_paths(t, t->train_prefix, r->ps, r->pt, sizeof r->ps);
+/* The files of corpus r->corpus, opened. */
+static S2sStatus files_open(PairReader *r, S2sError *err) {
+    r->line = 0;
+    parallel_split_paths(r->t, r->corpora.prefix[r->corpus], r->ps, r->pt, sizeof r->ps);
     if (!(r->fs = text_open(r->ps, &r->pos_fd)))
         return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)",
                         r->ps, strerror(errno));
-    if (!(r->ft = text_open(r->pt, NULL))) {
-        S2sStatus st = s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", r->pt, strerror(errno));
-        reader_close(r);
-        return st;
-    }
+    if (!(r->ft = text_open(r->pt, NULL))) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", r->pt, strerror(errno));
     struct stat sb;
     r->size = fstat(r->pos_fd, &sb) == 0 ? (double)sb.st_size : 0;
     line_reader_init(&r->rs, r->fs, TEXT_MAX_LINE);
     line_reader_init(&r->rt, r->ft, TEXT_MAX_LINE);
     return S2S_OK;
+}
+
+static S2sStatus reader_open(PairReader *r, const ConfigTask *t, S2sError *err) {
+    memset(r, 0, sizeof *r);
+    r->pos_fd = -1;
+    r->t = t;
+    if (!config_train_corpora(t, &r->corpora, err)) return S2S_ERR_CONFIG;
+    S2sStatus st = files_open(r, err);
+    if (st) reader_close(r);
+    return st;
 }
 
 /* One side's next line into *s: false at its end (*st set on a read error). */
@@ -117,21 +126,29 @@ static bool side_next(LineReader *lr, const char *path, const char **s, bool *to
     return true;
 }
 
-/* The next pair: S2S_OK with *more, or at the end of both files; an error for files of
- * different lengths (both named, with the line) or a read error. */
+/* The next pair: S2S_OK with *more, or at the end of the last corpus's files; an error for
+ * files of different lengths (both named, with the line) or a read error. */
 static S2sStatus reader_next(PairReader *r, bool *more, S2sError *err) {
-    S2sStatus st = S2S_OK;
-    r->long_side = r->bad_utf8 = false;
-    bool a = side_next(&r->rs, r->ps, &r->s, &r->long_side, &r->bad_utf8, &st, err);
-    if (st) return st;
-    bool b = side_next(&r->rt, r->pt, &r->t, &r->long_side, &r->bad_utf8, &st, err);
-    if (st) return st;
-    *more = a && b;
-    if (a != b)
-        return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has %s; parallel files must match line by line",
-                        a ? r->pt : r->ps, r->line, a ? r->ps : r->pt, "more");
-    if (*more) r->line++;
-    return S2S_OK;
+    for (;;) {
+        S2sStatus st = S2S_OK;
+        r->long_side = r->bad_utf8 = false;
+        bool a = side_next(&r->rs, r->ps, &r->s, &r->long_side, &r->bad_utf8, &st, err);
+        if (st) return st;
+        bool b = side_next(&r->rt, r->pt, &r->t_line, &r->long_side, &r->bad_utf8, &st, err);
+        if (st) return st;
+        if (a != b)
+            return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; parallel files must match line by line",
+                            a ? r->pt : r->ps, r->line, a ? r->ps : r->pt);
+        *more = a;
+        if (a) {
+            r->line++;
+            return S2S_OK;
+        }
+        if (r->corpus + 1 == r->corpora.n) return S2S_OK; /* the last corpus's end */
+        reader_close(r);
+        r->corpus++;
+        if ((st = files_open(r, err))) return st;
+    }
 }
 
 /* ---- progress on a terminal ---- */
@@ -208,8 +225,11 @@ static DropReason length_check(const ConfigTask *t, int ls, int lt) {
     return DROP_REASONS;
 }
 
-static void count_drop(CorpusCounts *c, DropReason why, long line) {
-    if (!c->dropped[why]++) c->first[why] = line;
+static void count_drop(CorpusCounts *c, DropReason why, long line, int corpus) {
+    if (!c->dropped[why]++) {
+        c->first[why] = line;
+        c->first_corpus[why] = corpus;
+    }
 }
 
 /* The text's verdict on the pair just read: DROP_REASONS keeps it. words: lengths in words
@@ -217,23 +237,26 @@ static void count_drop(CorpusCounts *c, DropReason why, long line) {
 static DropReason text_check(const ConfigTask *t, const PairReader *r, Seen *seen, bool words) {
     if (r->bad_utf8) return DROP_NOT_UTF8;
     if (r->long_side) return DROP_TOO_LONG;
-    int ls = data_count_tokens(r->s), lt = data_count_tokens(r->t);
+    int ls = data_count_tokens(r->s), lt = data_count_tokens(r->t_line);
     if (!ls || !lt) return DROP_EMPTY;
     if (words) {
         DropReason why = length_check(t, ls, lt);
         if (why != DROP_REASONS) return why;
     }
-    if (t->dedup && !seen_add(seen, pair_digest(r->s, r->t))) return DROP_DUPLICATE;
+    if (t->dedup && !seen_add(seen, pair_digest(r->s, r->t_line))) return DROP_DUPLICATE;
     return DROP_REASONS;
 }
 
-void corpus_counts_text(const CorpusCounts *c, char *out, size_t n) {
+void corpus_counts_text(const CorpusCounts *c, const ConfigTask *t, char *out, size_t n) {
+    TrainCorpora names;
+    S2sError ignored;
+    bool several = config_train_corpora(t, &names, &ignored) && names.n > 1;
     int k = snprintf(out, n, "%ld of %ld left out", c->read - c->kept, c->read);
     const char *sep = ": ";
     for (int i = 0; i < DROP_REASONS && k >= 0 && (size_t)k < n; i++)
         if (c->dropped[i]) {
-            k += snprintf(out + k, n - (size_t)k, "%s%ld %s (the first on line %ld)", sep, c->dropped[i], DROP_NAMES[i],
-                          c->first[i]);
+            k += snprintf(out + k, n - (size_t)k, "%s%ld %s (the first on line %ld%s%s)", sep, c->dropped[i], DROP_NAMES[i],
+                          c->first[i], several ? " of " : "", several ? names.prefix[c->first_corpus[i]] : "");
             sep = ", ";
         }
 }
@@ -387,7 +410,7 @@ static S2sStatus learn_from_sample(TaskData *td, const ConfigTask *t, Sample *s,
 
 static S2sStatus no_pairs(const PairReader *r, const CorpusCounts *c, S2sError *err) {
     char why[400];
-    corpus_counts_text(c, why, sizeof why);
+    corpus_counts_text(c, r->t, why, sizeof why);
     return s2s_fail(err, S2S_ERR_DATA, "%s, %s: no usable training pair (%s)", r->ps, r->pt, why);
 }
 
@@ -426,15 +449,15 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, FILE *progress, S2sErr
         c.read++;
         DropReason why = text_check(t, &r, &seen, words);
         if (why != DROP_REASONS) {
-            count_drop(&c, why, r.line);
+            count_drop(&c, why, r.line, r.corpus);
             continue;
         }
         c.kept++;
         if (words) {
             count_words(&vs, &cs, &caps, r.s, &toks, &tcap);
-            count_words(&vt, &ct, &capt, r.t, &toks, &tcap);
+            count_words(&vt, &ct, &capt, r.t_line, &toks, &tcap);
         } else {
-            sample_add(&sample, r.s, r.t);
+            sample_add(&sample, r.s, r.t_line);
         }
         if (!(r.line & 1023)) progress_draw(&pg, &r, false);
     }
@@ -467,6 +490,7 @@ typedef struct Chunk {
     size_t len, cap;
     size_t src_at[CHUNK], trg_at[CHUNK];
     long line[CHUNK];
+    int corpus[CHUNK];
     int32_t *ids[CHUNK][2];
     int cap_ids[CHUNK][2], n_ids[CHUNK][2];
     int n;
@@ -501,10 +525,11 @@ static S2sStatus chunk_flush(Chunk *ch, const ConfigTask *t, const CorpusSink *s
         int ns = ch->n_ids[i][0], nt = ch->n_ids[i][1];
         DropReason why = ns == 0 || nt <= 2 ? DROP_EMPTY : length_check(t, ns, nt - 2);
         if (why != DROP_REASONS) {
-            count_drop(c, why, ch->line[i]);
+            count_drop(c, why, ch->line[i], ch->corpus[i]);
             continue;
         }
         c->kept++;
+        c->kept_by[ch->corpus[i]]++;
         st = sink->pair(sink->ctx, ch->ids[i][0], ns, ch->ids[i][1], nt, ch->text + ch->src_at[i], ch->text + ch->trg_at[i], err);
     }
     ch->n = 0;
@@ -529,11 +554,12 @@ S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSin
         c->read++;
         DropReason why = text_check(t, &r, &seen, words);
         if (why != DROP_REASONS) {
-            count_drop(c, why, r.line);
+            count_drop(c, why, r.line, r.corpus);
             continue;
         }
         ch->src_at[ch->n] = chunk_put(ch, r.s);
-        ch->trg_at[ch->n] = chunk_put(ch, r.t);
+        ch->trg_at[ch->n] = chunk_put(ch, r.t_line);
+        ch->corpus[ch->n] = r.corpus;
         ch->line[ch->n++] = r.line;
         if (ch->n == CHUNK) {
             st = chunk_flush(ch, t, sink, c, err);

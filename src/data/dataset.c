@@ -216,26 +216,33 @@ static void sort_range(const Dataset *d, int *order, int n) {
 }
 
 void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int max_tokens, int window, Rng *rng) {
-    S2S_ASSERT(batch_size > 0 && max_tokens >= 0 && d->n > 0);
+    S2S_ASSERT(d->n > 0);
+    int *order = s2s_xmalloc((size_t)d->n * sizeof *order);
+    for (int i = 0; i < d->n; i++) order[i] = i;
+    batchplan_make_from(p, d, order, d->n, batch_size, max_tokens, window, rng);
+}
+
+void batchplan_make_from(BatchPlan *p, const Dataset *d, int *order, int n, int batch_size, int max_tokens, int window,
+                         Rng *rng) {
+    S2S_ASSERT(batch_size > 0 && max_tokens >= 0 && n > 0);
     memset(p, 0, sizeof *p);
-    p->n = d->n;
-    p->order = s2s_xmalloc((size_t)d->n * sizeof *p->order);
-    for (int i = 0; i < d->n; i++) p->order[i] = i;
+    p->n = n;
+    p->order = order;
     if (rng) {
-        rng_shuffle_int(rng, p->order, d->n);
+        rng_shuffle_int(rng, p->order, p->n);
         int w = batch_size * (window > 0 ? window : 1);
-        for (int s = 0; s < d->n; s += w) sort_range(d, p->order + s, d->n - s < w ? d->n - s : w);
+        for (int s = 0; s < p->n; s += w) sort_range(d, p->order + s, p->n - s < w ? p->n - s : w);
     } else {
-        sort_range(d, p->order, d->n);
+        sort_range(d, p->order, p->n);
     }
     /* cut: at most batch_size sentences, and with a token budget, at most max_tokens padded
      * positions (rows × the longest side in the batch) */
-    p->start = s2s_xmalloc((size_t)(d->n + 1) * sizeof *p->start);
+    p->start = s2s_xmalloc((size_t)(p->n + 1) * sizeof *p->start);
     p->n_batches = 0;
-    for (int i = 0; i < d->n;) {
+    for (int i = 0; i < p->n;) {
         p->start[p->n_batches++] = i;
         int longest = 0, count = 0;
-        while (i < d->n && count < batch_size) {
+        while (i < p->n && count < batch_size) {
             int e = p->order[i], l = d->src_len[e] > d->trg_len[e] ? d->src_len[e] : d->trg_len[e];
             int nl = l > longest ? l : longest;
             if (max_tokens > 0 && count > 0 && (long)nl * (count + 1) > max_tokens) break;
@@ -244,25 +251,25 @@ void batchplan_make(BatchPlan *p, const Dataset *d, int batch_size, int max_toke
             i++;
         }
     }
-    p->start[p->n_batches] = d->n;
+    p->start[p->n_batches] = p->n;
     if (rng) { /* shuffle the batches, not just their contents */
         int *perm = s2s_xmalloc((size_t)p->n_batches * sizeof *perm);
         for (int k = 0; k < p->n_batches; k++) perm[k] = k;
         rng_shuffle_int(rng, perm, p->n_batches);
-        int *order = s2s_xmalloc((size_t)d->n * sizeof *order);
+        int *shuffled = s2s_xmalloc((size_t)p->n * sizeof *shuffled);
         int *start = s2s_xmalloc((size_t)(p->n_batches + 1) * sizeof *start);
         int pos = 0;
         for (int k = 0; k < p->n_batches; k++) {
             int a = p->start[perm[k]], b = p->start[perm[k] + 1];
             start[k] = pos;
-            memcpy(order + pos, p->order + a, (size_t)(b - a) * sizeof *order);
+            memcpy(shuffled + pos, p->order + a, (size_t)(b - a) * sizeof *shuffled);
             pos += b - a;
         }
         start[p->n_batches] = pos;
         free(p->order);
         free(p->start);
         free(perm);
-        p->order = order;
+        p->order = shuffled;
         p->start = start;
     }
 }
@@ -271,4 +278,33 @@ void batchplan_free(BatchPlan *p) {
     free(p->order);
     free(p->start);
     memset(p, 0, sizeof *p);
+}
+
+int task_weighted_epoch(const CorpusCounts *counts, const TrainCorpora *c, Rng *rng, int **order) {
+    long total = 0, at = 0;
+    for (int i = 0; i < c->n; i++) total += (long)(c->weight[i] * (double)counts->kept_by[i] + 0.5);
+    S2S_ASSERT(total < 2000000000L);
+    int *o = s2s_xmalloc((size_t)(total ? total : 1) * sizeof *o), n = 0;
+    for (int i = 0; i < c->n; i++) {
+        long m = counts->kept_by[i], want = (long)(c->weight[i] * (double)m + 0.5);
+        if (m == 0) continue; /* every pair of it filtered out */
+        for (long r = 0; r + m <= want; r += m) /* whole passes over the corpus */
+            for (long k = 0; k < m; k++) o[n++] = (int)(at + k);
+        long part = m ? want % m : 0;
+        if (part) { /* a random part of it: the first `part` of a partial shuffle */
+            int *pick = s2s_xmalloc((size_t)m * sizeof *pick);
+            for (long k = 0; k < m; k++) pick[k] = (int)(at + k);
+            for (long k = 0; k < part; k++) {
+                long j = k + (long)rng_below(rng, (uint32_t)(m - k));
+                int x = pick[k];
+                pick[k] = pick[j];
+                pick[j] = x;
+                o[n++] = pick[k];
+            }
+            free(pick);
+        }
+        at += m;
+    }
+    *order = o;
+    return n;
 }

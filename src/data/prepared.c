@@ -112,6 +112,8 @@ static void put_counts(Out *o, const CorpusCounts *c) {
     put_u64(o, (uint64_t)c->kept);
     for (int i = 0; i < DROP_REASONS; i++) put_u64(o, (uint64_t)c->dropped[i]);
     for (int i = 0; i < DROP_REASONS; i++) put_u64(o, (uint64_t)c->first[i]);
+    for (int i = 0; i < DROP_REASONS; i++) put_u32(o, (uint32_t)c->first_corpus[i]);
+    for (int i = 0; i < TASK_MAX_CORPORA; i++) put_u64(o, (uint64_t)c->kept_by[i]);
 }
 
 /* The index of a prepared file: td's training split is the streamed one being written. */
@@ -361,7 +363,13 @@ static bool get_counts(In *in, CorpusCounts *c) {
     c->kept = (long)get_u64(in);
     for (int i = 0; i < DROP_REASONS; i++) c->dropped[i] = (long)get_u64(in);
     for (int i = 0; i < DROP_REASONS; i++) c->first[i] = (long)get_u64(in);
-    return !in->bad;
+    for (int i = 0; i < DROP_REASONS; i++) c->first_corpus[i] = (int)(get_u32(in) % TASK_MAX_CORPORA);
+    long kept = 0;
+    for (int i = 0; i < TASK_MAX_CORPORA; i++) {
+        c->kept_by[i] = (long)(get_u64(in) & 0x7fffffff);
+        kept += c->kept_by[i];
+    }
+    return !in->bad && kept == c->kept;
 }
 
 /* The training split's lengths and every-64th-pair counts, checked against each other and the
@@ -421,7 +429,8 @@ static S2sStatus check_header(const unsigned char *b, size_t len, uint64_t key, 
 static bool parse_index(const unsigned char *b, size_t n, const Header *h, TaskData *td, const char *path, S2sError *err) {
     In in = {b, n, 0, false};
     td->fingerprint = get_u64(&in);
-    bool ok = get_counts(&in, &td->train_counts) && get_lengths(&in, &td->train, h->pairs, h->ids);
+    bool ok = get_counts(&in, &td->train_counts) && (uint64_t)td->train_counts.kept == h->pairs &&
+              get_lengths(&in, &td->train, h->pairs, h->ids);
     ok = ok && get_vocab(&in, &td->src_vocab, NULL, path, err) && get_vocab(&in, &td->trg_vocab, &td->src_vocab, path, err);
     ok = ok && get_dataset(&in, &td->valid, td->src_vocab.size, td->trg_vocab.size) &&
          get_dataset(&in, &td->test, td->src_vocab.size, td->trg_vocab.size);

@@ -41,13 +41,20 @@ void prepared_path(char *out, size_t n, const char *dir, uint64_t key) {
     snprintf(out, n, "%s/%016" PRIx64 ".s2sdata", dir, key);
 }
 
-/* The files a task's data are made from: the six text files and a given subword model. */
-static int task_inputs(const ConfigTask *t, char paths[8][CONFIG_STR + 96]) {
-    const char *prefixes[3] = {t->train_prefix, t->valid_prefix, t->test_prefix};
+/* The files a task's data are made from: every training corpus's two, the evaluation splits'
+ * (the test split may be "": none) and a given subword model. */
+enum { MAX_INPUTS = 2 * TASK_MAX_CORPORA + 5 };
+
+static int task_inputs(const ConfigTask *t, char paths[MAX_INPUTS][CONFIG_STR + 96]) {
+    TrainCorpora c;
+    S2sError ignored;
+    if (!config_train_corpora(t, &c, &ignored)) c.n = 0; /* refused by config_check before */
     int n = 0;
-    for (int k = 0; k < 3; k++)
-        if (prefixes[k][0]) { /* the test split may be "" (none) */
-            parallel_split_paths(t, prefixes[k], paths[n], paths[n + 1], sizeof paths[n]);
+    for (int i = 0; i < c.n; i++, n += 2) parallel_split_paths(t, c.prefix[i], paths[n], paths[n + 1], sizeof paths[n]);
+    const char *evals[2] = {t->valid_prefix, t->test_prefix};
+    for (int k = 0; k < 2; k++)
+        if (evals[k][0]) {
+            parallel_split_paths(t, evals[k], paths[n], paths[n + 1], sizeof paths[n]);
             n += 2;
         }
     const char *model = t->subword == SUBWORD_SENTENCEPIECE ? t->spm_model : t->subword == SUBWORD_BPE ? t->bpe_model : "";
@@ -83,9 +90,9 @@ static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
              t->bpe_dropout > 0, t->min_freq, t->max_vocab, t->max_train_len, (int)t->source_markers, (int)t->dedup,
              (double)t->max_length_ratio, t->subword_sample, t->data_seed);
     uint64_t h = fnv_str(0xcbf29ce484222325ull, settings), memo_name = h;
-    char paths[8][CONFIG_STR + 96], memo[CONFIG_STR + 64];
+    char paths[MAX_INPUTS][CONFIG_STR + 96], memo[CONFIG_STR + 64];
     int n = task_inputs(t, paths);
-    uint64_t ids[8 * MEMO_FIELDS + 1];
+    uint64_t ids[MAX_INPUTS * MEMO_FIELDS + 1];
     for (int i = 0; i < n; i++) {
         struct stat sb;
         if (stat(paths[i], &sb) != 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", paths[i], strerror(errno));

@@ -87,7 +87,9 @@ static const Key KEYS[] = {
     {"task.data_dir", K_STR, OFF(task.data_dir), 0, 0, NULL, "translate: folder of the tokenised files", W_TRANSLATE},
     {"task.src_lang", K_STR, OFF(task.src_lang), 0, 0, NULL, "translate: source language suffix", W_TRANSLATE},
     {"task.trg_lang", K_STR, OFF(task.trg_lang), 0, 0, NULL, "translate: target language suffix", W_TRANSLATE},
-    {"task.train_prefix", K_STR, OFF(task.train_prefix), 0, 0, NULL, "translate: training file prefix", W_TRANSLATE},
+    {"task.train_prefix", K_STR, OFF(task.train_prefix), 0, 0, NULL,
+     "translate: training file prefix; several corpora as prefix:weight,prefix:weight (an epoch takes weight times "
+     "each corpus's pairs: 3 each pair thrice, 0.5 a random half; 1 when not given)", W_TRANSLATE},
     {"task.valid_prefix", K_STR, OFF(task.valid_prefix), 0, 0, NULL, "translate: validation file prefix", W_TRANSLATE},
     {"task.test_prefix", K_STR, OFF(task.test_prefix), 0, 0, NULL,
      "translate: test file prefix (\"\": no test split; the run ends with model.bin, untested)", W_TRANSLATE},
@@ -535,6 +537,12 @@ S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
 
 S2sStatus config_check(const Config *c, S2sError *err) {
     const char *o = c->path[0] ? c->path : "config";
+    TrainCorpora corpora;
+    if (c->task.type == TASK_TRANSLATE && !config_train_corpora(&c->task, &corpora, err)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s", o, msg);
+    }
     if (c->task.min_len > c->task.max_len)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.min_len (%d) must not exceed task.max_len (%d)", o, c->task.min_len,
                         c->task.max_len);

@@ -108,7 +108,8 @@ void ahead_start(RunAhead *a, const Dataset *d, const BatchPlan *plan, int first
 S2sStatus ahead_get(RunAhead *a, int k, Batch **b, S2sError *err);
 void ahead_stop(RunAhead *a);
 
-/* The "data:" lines: pairs, what the filters left out, vocabularies, the prepared file. */
-void run_print_data(FILE *out, const TaskData *td);
+/* The "data:" lines: pairs (of each corpus, with its weight), what the filters left out,
+ * vocabularies, the prepared file. */
+void run_print_data(FILE *out, const TaskData *td, const ConfigTask *t);
 
 #endif

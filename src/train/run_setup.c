@@ -31,11 +31,35 @@ const Dataset *run_epoch_data(Run *r, int e) {
     return &r->sampled;
 }
 
-/* The batches of epoch e (the plan is a function of the seed, the epoch and the data). */
+/* The batches of epoch e (the plan is a function of the seed, the epoch and the data); of
+ * weighted corpora, the pairs the epoch draws (run_check_weights made sure there are some). */
 void run_epoch_plan(Run *r, int e, BatchPlan *plan) {
     Rng shuf;
     rng_init(&shuf, run_mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_SHUFFLE);
-    batchplan_make(plan, run_epoch_data(r, e), r->cfg->train.batch_size, r->cfg->train.batch_tokens, 100, &shuf);
+    const ConfigTrain *tc = &r->cfg->train;
+    TrainCorpora c;
+    S2sError ignored;
+    if (r->cfg->task.type == TASK_TRANSLATE && config_train_corpora(&r->cfg->task, &c, &ignored) && config_corpora_weighted(&c)) {
+        Rng draw;
+        rng_init(&draw, run_mix((uint64_t)r->cfg->seed, (uint64_t)e), RNG_STREAM_CORPORA);
+        int *order, n = task_weighted_epoch(&r->data.train_counts, &c, &draw, &order);
+        batchplan_make_from(plan, run_epoch_data(r, e), order, n, tc->batch_size, tc->batch_tokens, 100, &shuf);
+        return;
+    }
+    batchplan_make(plan, run_epoch_data(r, e), tc->batch_size, tc->batch_tokens, 100, &shuf);
+}
+
+/* Weighted corpora whose epoch would take no pair are refused before a step. */
+static S2sStatus run_check_weights(const Run *r, S2sError *err) {
+    TrainCorpora c;
+    if (r->cfg->task.type != TASK_TRANSLATE || !config_train_corpora(&r->cfg->task, &c, err)) return S2S_OK;
+    double total = 0;
+    for (int i = 0; i < c.n; i++) total += (double)(long)(c.weight[i] * (double)r->data.train_counts.kept_by[i] + 0.5);
+    if (total < 1) return s2s_fail(err, S2S_ERR_CONFIG, "task.train_prefix \"%s\": the weights take no training pair an epoch",
+                                   r->cfg->task.train_prefix);
+    if (total > 2e9) return s2s_fail(err, S2S_ERR_CONFIG, "task.train_prefix \"%s\": the weights take more than 2e9 pairs an epoch",
+                                     r->cfg->task.train_prefix);
+    return S2S_OK;
 }
 
 static double gb(double bytes) { return bytes / 1e9; }
@@ -311,7 +335,7 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     if (ranks && r->dist->rank != 0) dist_barrier(r->dist);
     st = task_load_progress(&r->data, &cfg->task, r->opt->progress, err);
     if (ranks && r->dist->rank == 0) dist_barrier(r->dist); /* rank 0's failure aborts them all (cli/train.c) */
-    if (st) return st;
+    if (st || (st = run_check_weights(r, err))) return st;
     r->data_hash = task_fingerprint(&r->data);
     if ((st = run_check_memory(r, err))) return st;
     return r->opt->resume ? S2S_OK : check_warmup(r, err);
@@ -440,12 +464,20 @@ void run_teardown(Run *r) {
     rundir_close(&r->dir);
 }
 
-void run_print_data(FILE *out, const TaskData *td) {
+void run_print_data(FILE *out, const TaskData *td, const ConfigTask *t) {
     const CorpusCounts *c = &td->train_counts;
-    char left[400] = "";
-    if (c->read > c->kept) {
-        memcpy(left, " (", 3);
-        corpus_counts_text(c, left + 2, sizeof left - 3);
+    char left[600] = "";
+    size_t k = 0;
+    TrainCorpora names;
+    S2sError ignored;
+    if (t->type == TASK_TRANSLATE && config_train_corpora(t, &names, &ignored) && names.n > 1)
+        for (int i = 0; i < names.n; i++)
+            k += (size_t)snprintf(left + k, sizeof left - k, "%s%s %ld × %g", i ? ", " : " (", names.prefix[i], c->kept_by[i],
+                                  (double)names.weight[i]);
+    if (k) k += (size_t)snprintf(left + k, sizeof left - k, ")");
+    if (c->read > c->kept && k + 40 < sizeof left) {
+        memcpy(left + k, " (", 3);
+        corpus_counts_text(c, t, left + k + 2, sizeof left - k - 3);
         strcat(left, ")");
     }
     fprintf(out, "data: %d training pairs%s, vocabulary %d source / %d target (with 4 specials)\n", td->train.n, left,
@@ -462,7 +494,7 @@ S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *
     TaskData td;
     S2sStatus st = task_load_progress(&td, &cfg->task, progress, err);
     if (st) return st;
-    if (out) run_print_data(out, &td);
+    if (out) run_print_data(out, &td, &cfg->task);
     task_free(&td);
     return S2S_OK;
 }

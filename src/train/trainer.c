@@ -410,7 +410,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         run_teardown(r);
         return st;
     }
-    if (opt->out) run_print_data(opt->out, &r->data);
+    if (opt->out) run_print_data(opt->out, &r->data, &cfg->task);
     if (opt->out)
         fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
                 cfg->model.type == MODEL_TRANSFORMER ? "transformer" : ATTN_KIND_NAMES[cfg->model.attention]);
