@@ -325,3 +325,41 @@ Test(dist, gradients_are_final_when_their_bucket_leaves) {
         model_free(&m);
     }
 }
+
+/* Two ranks on a translation corpus prepared on the spot: rank 0 prepares the one file while
+ * rank 1 waits, both then stream their own rows of every batch from it; the run gives the model
+ * two ranks train on the text in memory, and a second run reads the file. */
+Test(dist, two_ranks_share_one_prepared_file, .timeout = 240) {
+    char *d = require_mpi();
+    const char *de[4] = {"ein hund läuft", "eine frau spielt", "ein kind im park", "der mann liest"};
+    const char *en[4] = {"a dog runs", "a woman plays", "a child in the park", "the man reads"};
+    const char *splits[3] = {"train", "val", "test"};
+    for (int k = 0; k < 3; k++) {
+        char ps[64], pt[64];
+        snprintf(ps, sizeof ps, "%s.de", splits[k]);
+        snprintf(pt, sizeof pt, "%s.en", splits[k]);
+        FILE *fs = fopen(tu_path(d, ps), "w"), *ft = fopen(tu_path(d, pt), "w");
+        for (int i = 0; i < (k ? 4 : 200); i++) fprintf(fs, "%s %d\n", de[i % 4], i % 9), fprintf(ft, "%s %d\n", en[i % 4], i % 9);
+        fclose(fs);
+        fclose(ft);
+    }
+    char sets[900];
+    snprintf(sets, sizeof sets,
+             "--set data_dir=%s --set train_prefix=train --set valid_prefix=val --set test_prefix=test --set min_freq=1 "
+             "--set subword=bpe --set bpe_merges=20 --set train.epochs=2 --set train.batch_size=16 --set train.threads=1 "
+             "--set model.embedding=16 --set model.encoder_hidden=16 --set model.decoder_hidden=16 --set model.kq=8",
+             d);
+    const char *runs[3] = {"file", "again", "memory"};
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(tu_sh(MPIRUN " -np 2 %s/train --config configs/multi30k.json --out %s/%s %s --set cache_dir=%s > %s/%s.txt 2>&1",
+                           tu_bin(), d, runs[k], sets, k < 2 ? tu_path(d, "cache") : "\"\"", d, runs[k]),
+                     0, "%s", tu_slurp(tu_path(d, k == 0 ? "file.txt" : k == 1 ? "again.txt" : "memory.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "file.txt"), "data: prepared into "), "%s", tu_slurp(tu_path(d, "file.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "again.txt"), "data: prepared data read from "), "%s", tu_slurp(tu_path(d, "again.txt"), NULL));
+    cr_expect_eq(tu_sh("test $(ls %s/cache/*.s2sdata | wc -l) = 1", d), 0, "the ranks prepared more than one file");
+    cr_expect(tu_same_file(tu_path(d, "file/model.bin"), tu_path(d, "again/model.bin")), "read back: another model");
+    cr_expect_eq(weight_gap(tu_path(d, "file/model.bin"), tu_path(d, "memory/model.bin")), 0.0,
+                 "streamed and in memory: other weights");
+    tu_rm_rf(d);
+    free(d);
+}
