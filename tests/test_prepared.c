@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static const char *const DE[] = {"ein mann läuft auf der straße", "eine frau spielt mit einem ball", "ein kind spielt im park",
@@ -462,6 +463,36 @@ Test(prepared, resumed_mid_epoch_on_streamed_data) {
     snprintf(a, sizeof a, "%s/whole/last.bin", d);
     snprintf(b, sizeof b, "%s/parts/last.bin", d);
     cr_expect(tu_same_checkpoint(a, b, why, sizeof why), "paused and resumed: last.bin: %s", why);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* Ctrl-C while a corpus is prepared stops ./train at once (at the next chunk of pairs), exit
+ * 130, with no prepared file, no temporary file and no run folder left. */
+Test(prepared, a_signal_stops_the_preparation, .timeout = 120) {
+    char *d = tu_tmpdir();
+    FILE *fs = fopen(tu_path(d, "train.de"), "w"), *ft = fopen(tu_path(d, "train.en"), "w");
+    for (int i = 0; i < 300000; i++) {
+        fprintf(fs, "haus%d baum%d hund%d katze%d mann%d frau%d kind%d\n", i % 97, i % 89, i % 83, i % 79, i % 73, i % 71, i % 67);
+        fprintf(ft, "house%d tree%d dog%d cat%d man%d woman%d child%d\n", i % 61, i % 59, i % 53, i % 47, i % 43, i % 41, i % 37);
+    }
+    fclose(fs);
+    fclose(ft);
+    cr_assert_eq(tu_sh("cd %s && head -3 train.de > val.de && head -3 train.en > val.en && cp val.de test.de && cp val.en test.en",
+                       d), 0);
+    char cwd[400];
+    cr_assert(getcwd(cwd, sizeof cwd) != NULL);
+    int rc = tu_sh("cd %s && { %s/train --config %s/configs/multi30k.json --out run --set data_dir=. --set train_prefix=train "
+                   "--set valid_prefix=val --set test_prefix=test --set subword=bpe --set bpe_merges=50 --set cache_dir=cache "
+                   "> out.txt 2>&1 & pid=$!; for i in $(seq 3000); do ls cache/*.s2sdata.tmp.* > /dev/null 2>&1 && break; "
+                   "sleep 0.01; done; kill -INT $pid; wait $pid; }",
+                   d, tu_bin(), cwd);
+    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+    cr_expect_eq(rc, 130, "exit %d: %s", rc, out);
+    cr_expect(out && strstr(out, "stopped by a signal while encoding"), "%s", out);
+    free(out);
+    cr_expect_eq(tu_sh("ls %s/cache | grep -q s2sdata", d), 1, "a prepared or temporary file was left");
+    cr_expect(!file_exists(tu_path(d, "run")), "a run folder was left");
     tu_rm_rf(d);
     free(d);
 }

@@ -35,12 +35,12 @@ typedef struct CorpusSink {
 
 /* td's two vocabularies (and subword models) for the task's training files: a pass over them
  * counting words or sampling task.subword_sample pairs to learn BPE from, none when the config
- * names the model. progress: a terminal to draw a progress line on, or NULL. */
-S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, FILE *progress, S2sError *err);
+ * names the model. hooks (or NULL): a terminal to draw a progress line on, a stop flag (data.h). */
+S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, const TaskLoadHooks *hooks, S2sError *err);
 /* Every training pair read, filtered, encoded with td's vocabularies and handed to sink in the
  * files' order; *c counts what was read, kept and dropped. A corpus with no pair left is an
  * S2S_ERR_DATA naming the files and the counts. */
-S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSink *sink, FILE *progress, CorpusCounts *c,
+S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSink *sink, const TaskLoadHooks *hooks, CorpusCounts *c,
                         S2sError *err);
 /* "20 of 1020 left out: 15 duplicate (the first on line 7), 5 too long (…)" into out; with
  * several corpora, the line's corpus named ("line 7 of news"). */

@@ -12,6 +12,7 @@
 #include "s2s/rng.h"
 #include "s2s/text.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -92,8 +93,16 @@ typedef struct TaskData {
 
 /* Loads or generates the task's data (reverse; translate comes from files). */
 S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err);
-/* The same, drawing a progress line on progress (a terminal, or NULL) while a corpus is prepared. */
-S2sStatus task_load_progress(TaskData *td, const ConfigTask *task, FILE *progress, S2sError *err);
+/* What a long load reports to and listens to: a terminal for the progress line of a corpus
+ * being prepared (or NULL), and a flag a signal sets to stop it (or NULL). */
+typedef struct TaskLoadHooks {
+    FILE *progress;
+    const atomic_int *stop;
+} TaskLoadHooks;
+
+/* The same with hooks (NULL: none). A stop asked for while a corpus is prepared ends the load
+ * with S2S_ERR_IO ("stopped"), leaving no prepared file. */
+S2sStatus task_load_hooks(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err);
 void task_free(TaskData *td);
 /* Bytes task_load will hold, from the config alone (generated data; 0 for files). */
 double task_memory_estimate(const ConfigTask *task);
@@ -115,9 +124,8 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
  * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
 /* The two files of a split (data_dir/prefix.lang, or .gz where only that is there), n bytes each. */
 void parallel_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n);
-/* On failure td may hold part of the data: task_load frees it. progress: a terminal for the
- * progress line of a long corpus, or NULL. */
-S2sStatus parallel_load(TaskData *td, const ConfigTask *task, FILE *progress, S2sError *err);
+/* On failure td may hold part of the data: task_load frees it. hooks: as task_load_hooks's. */
+S2sStatus parallel_load(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err);
 /* Only the validation and test splits, with td's vocabularies. */
 S2sStatus parallel_load_eval(TaskData *td, const ConfigTask *task, S2sError *err);
 /* The training pairs (td->train's, in its order) segmented anew with BPE-dropout, each merge

@@ -23,7 +23,7 @@
 /* A translation task's data through task.cache_dir: the prepared data read when they are there
  * for these files, settings and build, else prepared there (corpus.h) and then streamed; without
  * a cache folder, or one that cannot take the file, parallel_load's data in memory. */
-S2sStatus prepared_load(TaskData *td, const ConfigTask *task, FILE *progress, S2sError *err);
+S2sStatus prepared_load(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err);
 /* The digest of a file's bytes into *h (FNV-1a over its size and CRC-32 and Adler-32). */
 S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err);
 /* The prepared file's path for key in dir: dir/<16 hex digits>.s2sdata. */
@@ -31,7 +31,8 @@ void prepared_path(char *out, size_t n, const char *dir, uint64_t key);
 /* td prepared into path for key: its vocabularies made (corpus_vocab), the training pairs
  * encoded straight into the file (corpus_encode), the evaluation splits read; td's training
  * split is then the file's, streamed. On failure nothing is left at path. */
-S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, uint64_t key, FILE *progress, S2sError *err);
+S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, uint64_t key, const TaskLoadHooks *hooks,
+                         S2sError *err);
 /* Reads path into td. S2S_ERR_IO when there is no such file (prepare it); S2S_ERR_CORRUPT for a
  * file that is not a whole prepared file of this version and key (truncated, foreign, damaged):
  * the message names the file and what is wrong. */

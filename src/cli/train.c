@@ -170,6 +170,7 @@ int main(int argc, char **argv) {
     int rc = 0;
     if (st) {
         rc = st == S2S_ERR_CONFIG ? 2 : 1;
+        if (atomic_load(&g_stop) && st == S2S_ERR_IO) rc = 128 + atomic_load(&g_stop); /* stopped while preparing the data */
         if (dist.size > 1) fprintf(stderr, "train: rank %d: %s\n", dist.rank, err.msg);
         else fail(err.msg, rc);
         if (dist.size > 1) dist_abort(&dist, rc); /* the other ranks must not wait for this one */

@@ -155,6 +155,7 @@ static S2sStatus reader_next(PairReader *r, bool *more, S2sError *err) {
 
 typedef struct Progress {
     FILE *f;
+    const atomic_int *stop; /* a signal's request to stop, or NULL */
     const char *what;
     double t0, last;
 } Progress;
@@ -181,6 +182,15 @@ static void progress_draw(Progress *p, const PairReader *r, bool done) {
     fprintf(p->f, "\r%s %s: %ld pairs, %.0f%%, %.0f pairs/s, %d:%02d left\033[K", p->what, r->ps, r->line, 100 * share, rate,
             (int)left / 60, (int)left % 60);
     fflush(p->f);
+}
+
+/* Every so many pairs: the progress line, and a stop a signal asked for. */
+static S2sStatus progress_step(Progress *p, const PairReader *r, S2sError *err) {
+    if (p->stop && atomic_load(p->stop))
+        return s2s_fail(err, S2S_ERR_IO, "stopped by a signal while %s %s (line %ld); nothing was prepared", p->what, r->ps,
+                        r->line);
+    progress_draw(p, r, false);
+    return S2S_OK;
 }
 
 /* ---- the text filters (the same in both passes) ---- */
@@ -414,7 +424,7 @@ static S2sStatus no_pairs(const PairReader *r, const CorpusCounts *c, S2sError *
     return s2s_fail(err, S2S_ERR_DATA, "%s, %s: no usable training pair (%s)", r->ps, r->pt, why);
 }
 
-S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, FILE *progress, S2sError *err) {
+S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, const TaskLoadHooks *hooks, S2sError *err) {
     if (t->subword == SUBWORD_SENTENCEPIECE || (t->subword == SUBWORD_BPE && t->bpe_model[0])) { /* the user's, for both */
         SubwordModel *m;
         S2sStatus st = t->subword == SUBWORD_SENTENCEPIECE ? read_model(t->spm_model, SUBWORD_SENTENCEPIECE, &m, err)
@@ -426,7 +436,7 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, FILE *progress, S2sErr
     PairReader r;
     S2sStatus st = reader_open(&r, t, err);
     if (st) return st;
-    Progress pg = {progress, words ? "counting words in" : "sampling", 0, 0};
+    Progress pg = {hooks ? hooks->progress : NULL, hooks ? hooks->stop : NULL, words ? "counting words in" : "sampling", 0, 0};
     pg.t0 = pg.last = now_s();
     Seen seen = {0};
     Vocab vs, vt;
@@ -459,7 +469,7 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, FILE *progress, S2sErr
         } else {
             sample_add(&sample, r.s, r.t_line);
         }
-        if (!(r.line & 1023)) progress_draw(&pg, &r, false);
+        if (!(r.line & 1023) && (st = progress_step(&pg, &r, err))) break;
     }
     if (!st) progress_draw(&pg, &r, true);
     if (!st && c.kept == 0) st = no_pairs(&r, &c, err);
@@ -537,13 +547,13 @@ static S2sStatus chunk_flush(Chunk *ch, const ConfigTask *t, const CorpusSink *s
     return st;
 }
 
-S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSink *sink, FILE *progress, CorpusCounts *c,
+S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSink *sink, const TaskLoadHooks *hooks, CorpusCounts *c,
                         S2sError *err) {
     memset(c, 0, sizeof *c);
     PairReader r;
     S2sStatus st = reader_open(&r, t, err);
     if (st) return st;
-    Progress pg = {progress, "encoding", 0, 0};
+    Progress pg = {hooks ? hooks->progress : NULL, hooks ? hooks->stop : NULL, "encoding", 0, 0};
     pg.t0 = pg.last = now_s();
     bool words = !td->src_vocab.sub;
     Seen seen = {0};
@@ -561,10 +571,7 @@ S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSin
         ch->trg_at[ch->n] = chunk_put(ch, r.t_line);
         ch->corpus[ch->n] = r.corpus;
         ch->line[ch->n++] = r.line;
-        if (ch->n == CHUNK) {
-            st = chunk_flush(ch, t, sink, c, err);
-            progress_draw(&pg, &r, false);
-        }
+        if (ch->n == CHUNK && !(st = chunk_flush(ch, t, sink, c, err))) st = progress_step(&pg, &r, err);
     }
     if (!st && ch->n) st = chunk_flush(ch, t, sink, c, err);
     if (!st) progress_draw(&pg, &r, true);

@@ -136,13 +136,13 @@ static S2sStatus mem_pair(void *ctx, const int32_t *src, int ns, const int32_t *
     return S2S_OK;
 }
 
-S2sStatus parallel_load(TaskData *td, const ConfigTask *t, FILE *progress, S2sError *err) {
+S2sStatus parallel_load(TaskData *td, const ConfigTask *t, const TaskLoadHooks *hooks, S2sError *err) {
     memset(td, 0, sizeof *td);
-    S2sStatus st = corpus_vocab(td, t, progress, err);
+    S2sStatus st = corpus_vocab(td, t, hooks, err);
     if (st) return st;
     MemSink m = {td, t->bpe_dropout > 0, 0};
     CorpusSink sink = {&m, mem_pair};
-    if ((st = corpus_encode(td, t, &sink, progress, &td->train_counts, err))) return st;
+    if ((st = corpus_encode(td, t, &sink, hooks, &td->train_counts, err))) return st;
     return parallel_load_eval(td, t, err);
 }
 

@@ -190,8 +190,9 @@ static S2sStatus file_pair(void *ctx, const int32_t *src, int ns, const int32_t 
     return S2S_OK;
 }
 
-S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, uint64_t key, FILE *progress, S2sError *err) {
-    S2sStatus st = corpus_vocab(td, t, progress, err);
+S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, uint64_t key, const TaskLoadHooks *hooks,
+                         S2sError *err) {
+    S2sStatus st = corpus_vocab(td, t, hooks, err);
     if (st) return st;
     FileTmp tmp;
     if ((st = file_tmp_open(&tmp, path, err))) return st;
@@ -208,7 +209,7 @@ S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, ui
     if (fwrite(header, 1, HEADER, tmp.f) != HEADER)
         st = s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", tmp.path, strerror(errno));
     CorpusSink cs = {&sink, file_pair};
-    if (!st) st = corpus_encode(td, t, &cs, progress, &td->train_counts, err);
+    if (!st) st = corpus_encode(td, t, &cs, hooks, &td->train_counts, err);
     free(sink.buf);
     if (!st) st = parallel_load_eval(td, t, err);
     if (!st && fflush(tmp.f) != 0) st = s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", tmp.path, strerror(errno));

@@ -166,10 +166,10 @@ static void prune(const char *dir, const char *suffix, int keep) {
     free(a);
 }
 
-S2sStatus prepared_load(TaskData *td, const ConfigTask *t, FILE *progress, S2sError *err) {
+S2sStatus prepared_load(TaskData *td, const ConfigTask *t, const TaskLoadHooks *hooks, S2sError *err) {
     uint64_t key = 0;
     char path[sizeof td->prepared];
-    if (!t->cache_dir[0] || task_key(t, &key, err)) return parallel_load(td, t, progress, err); /* a missing file: its own message */
+    if (!t->cache_dir[0] || task_key(t, &key, err)) return parallel_load(td, t, hooks, err); /* a missing file: its own message */
     prepared_path(path, sizeof path, t->cache_dir, key);
     S2sError why;
     S2sStatus st = prepared_read(path, key, td, &why);
@@ -180,7 +180,7 @@ S2sStatus prepared_load(TaskData *td, const ConfigTask *t, FILE *progress, S2sEr
         return S2S_OK;
     }
     S2sError werr;
-    if (!(st = file_mkdirs(t->cache_dir, &werr)) && !(st = prepared_build(path, td, t, key, progress, &werr))) {
+    if (!(st = file_mkdirs(t->cache_dir, &werr)) && !(st = prepared_build(path, td, t, key, hooks, &werr))) {
         snprintf(td->prepared, sizeof td->prepared, "%s", path);
         td->prepared_state = PREPARED_WRITTEN;
         prune(t->cache_dir, ".s2sdata", PREPARED_KEEP);
@@ -190,12 +190,13 @@ S2sStatus prepared_load(TaskData *td, const ConfigTask *t, FILE *progress, S2sEr
         return S2S_OK;
     }
     task_free(td);
-    if (st == S2S_ERR_DATA || st == S2S_ERR_CONFIG) { /* the data's fault, not the folder's: said as it is */
+    bool stopped = hooks && hooks->stop && atomic_load(hooks->stop);
+    if (st == S2S_ERR_DATA || st == S2S_ERR_CONFIG || stopped) { /* the data's fault or a signal, not the folder's */
         *err = werr;
         return st;
     }
     /* the folder could not take the file: the run goes on with the data in memory */
-    if ((st = parallel_load(td, t, progress, err))) return st;
+    if ((st = parallel_load(td, t, hooks, err))) return st;
     snprintf(td->prepared, sizeof td->prepared, "%s", path);
     td->prepared_state = PREPARED_UNWRITTEN;
     snprintf(td->prepared_note, sizeof td->prepared_note, "%.150s", werr.msg);

@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) { return task_load_progress(td, task, NULL, err); }
+S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) { return task_load_hooks(td, task, NULL, err); }
 
-S2sStatus task_load_progress(TaskData *td, const ConfigTask *task, FILE *progress, S2sError *err) {
+S2sStatus task_load_hooks(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err) {
     memset(td, 0, sizeof *td);
     switch (task->type) {
     case TASK_REVERSE: return reverse_make(td, task, err);
     case TASK_TRANSLATE: {
-        S2sStatus st = prepared_load(td, task, progress, err);
+        S2sStatus st = prepared_load(td, task, hooks, err);
         if (st) task_free(td); /* what it had loaded before it failed */
         return st;
     }

@@ -333,7 +333,8 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     /* ranks share one machine's prepared file: rank 0 prepares it, the others read it after */
     bool ranks = r->dist && r->dist->size > 1;
     if (ranks && r->dist->rank != 0) dist_barrier(r->dist);
-    st = task_load_progress(&r->data, &cfg->task, r->opt->progress, err);
+    TaskLoadHooks hooks = {r->opt->progress, r->opt->stop};
+    st = task_load_hooks(&r->data, &cfg->task, &hooks, err);
     if (ranks && r->dist->rank == 0) dist_barrier(r->dist); /* rank 0's failure aborts them all (cli/train.c) */
     if (st || (st = run_check_weights(r, err))) return st;
     r->data_hash = task_fingerprint(&r->data);
@@ -492,7 +493,8 @@ void run_print_data(FILE *out, const TaskData *td, const ConfigTask *t) {
 
 S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *err) {
     TaskData td;
-    S2sStatus st = task_load_progress(&td, &cfg->task, progress, err);
+    TaskLoadHooks hooks = {progress, NULL};
+    S2sStatus st = task_load_hooks(&td, &cfg->task, &hooks, err);
     if (st) return st;
     if (out) run_print_data(out, &td, &cfg->task);
     task_free(&td);
