@@ -317,3 +317,46 @@ Test(corpus, weighted_corpora_are_sampled_as_configured) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* A long preparation draws its progress line (pairs, percent, pairs/s, time left) and ends it
+ * with the pass's total; a short one draws nothing. */
+Test(corpus, a_long_preparation_shows_its_progress, .timeout = 120) {
+    char *d = tu_tmpdir();
+    FILE *fs = fopen(tu_path(d, "train.de"), "w"), *ft = fopen(tu_path(d, "train.en"), "w");
+    for (int i = 0; i < 300000; i++) {
+        fprintf(fs, "haus%d baum%d hund%d katze%d mann%d frau%d kind%d\n", i % 97, i % 89, i % 83, i % 79, i % 73, i % 71, i % 67);
+        fprintf(ft, "house%d tree%d dog%d cat%d man%d woman%d child%d\n", i % 61, i % 59, i % 53, i % 47, i % 43, i % 41, i % 37);
+    }
+    fclose(fs);
+    fclose(ft);
+    eval_files(d);
+    ConfigTask t = task_in(d, "");
+    t.subword = SUBWORD_BPE;
+    t.bpe_merges = 50;
+    FILE *line = tmpfile();
+    cr_assert(line != NULL);
+    TaskLoadHooks hooks = {line, NULL};
+    TaskData td;
+    S2sError err;
+    cr_assert_eq(task_load_hooks(&td, &t, &hooks, &err), S2S_OK, "%s", err.msg);
+    task_free(&td);
+    long n = ftell(line);
+    char *text = calloc(1, (size_t)n + 1);
+    rewind(line);
+    cr_assert_eq(fread(text, 1, (size_t)n, line), (size_t)n);
+    fclose(line);
+    cr_expect(strstr(text, "encoding ") && strstr(text, "pairs/s") && strstr(text, " left") &&
+                  strstr(text, "300000 pairs in "),
+              "%s", text);
+    free(text);
+    line = tmpfile();
+    hooks.progress = line;
+    write_lines(d, "train.de", "ein hund .\n");
+    write_lines(d, "train.en", "a dog .\n");
+    cr_assert_eq(task_load_hooks(&td, &t, &hooks, &err), S2S_OK, "%s", err.msg);
+    task_free(&td);
+    cr_expect_eq(ftell(line), 0, "a short preparation drew a progress line");
+    fclose(line);
+    tu_rm_rf(d);
+    free(d);
+}
