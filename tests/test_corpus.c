@@ -322,13 +322,7 @@ Test(corpus, weighted_corpora_are_sampled_as_configured) {
  * with the pass's total; a short one draws nothing. */
 Test(corpus, a_long_preparation_shows_its_progress, .timeout = 120) {
     char *d = tu_tmpdir();
-    FILE *fs = fopen(tu_path(d, "train.de"), "w"), *ft = fopen(tu_path(d, "train.en"), "w");
-    for (int i = 0; i < 300000; i++) {
-        fprintf(fs, "haus%d baum%d hund%d katze%d mann%d frau%d kind%d\n", i % 97, i % 89, i % 83, i % 79, i % 73, i % 71, i % 67);
-        fprintf(ft, "house%d tree%d dog%d cat%d man%d woman%d child%d\n", i % 61, i % 59, i % 53, i % 47, i % 43, i % 41, i % 37);
-    }
-    fclose(fs);
-    fclose(ft);
+    tu_write_pairs(d, "train", 300000);
     eval_files(d);
     ConfigTask t = task_in(d, "");
     t.subword = SUBWORD_BPE;

@@ -471,13 +471,7 @@ Test(prepared, resumed_mid_epoch_on_streamed_data) {
  * 130, with no prepared file, no temporary file and no run folder left. */
 Test(prepared, a_signal_stops_the_preparation, .timeout = 120) {
     char *d = tu_tmpdir();
-    FILE *fs = fopen(tu_path(d, "train.de"), "w"), *ft = fopen(tu_path(d, "train.en"), "w");
-    for (int i = 0; i < 300000; i++) {
-        fprintf(fs, "haus%d baum%d hund%d katze%d mann%d frau%d kind%d\n", i % 97, i % 89, i % 83, i % 79, i % 73, i % 71, i % 67);
-        fprintf(ft, "house%d tree%d dog%d cat%d man%d woman%d child%d\n", i % 61, i % 59, i % 53, i % 47, i % 43, i % 41, i % 37);
-    }
-    fclose(fs);
-    fclose(ft);
+    tu_write_pairs(d, "train", 300000);
     cr_assert_eq(tu_sh("cd %s && head -3 train.de > val.de && head -3 train.en > val.en && cp val.de test.de && cp val.en test.en",
                        d), 0);
     char cwd[400];

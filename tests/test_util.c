@@ -399,3 +399,17 @@ int tu_load_params(ParamStore *ps, const cJSON *params, const char *prefix) {
     }
     return n;
 }
+
+void tu_write_pairs(const char *dir, const char *prefix, int n) {
+    char ps[600], pt[600];
+    snprintf(ps, sizeof ps, "%s/%s.de", dir, prefix);
+    snprintf(pt, sizeof pt, "%s/%s.en", dir, prefix);
+    FILE *fs = fopen(ps, "w"), *ft = fopen(pt, "w");
+    cr_assert(fs && ft, "%s, %s", ps, pt);
+    for (int i = 0; i < n; i++) {
+        fprintf(fs, "haus%d baum%d hund%d katze%d mann%d frau%d kind%d\n", i % 97, i % 89, i % 83, i % 79, i % 73, i % 71, i % 67);
+        fprintf(ft, "house%d tree%d dog%d cat%d man%d woman%d child%d\n", i % 61, i % 59, i % 53, i % 47, i % 43, i % 41, i % 37);
+    }
+    fclose(fs);
+    fclose(ft);
+}

@@ -46,6 +46,9 @@ const char *tu_bin(void);
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Sets config keys as --set does ("attention=dot"); asserts that each is accepted. */
 void tu_config_set(Config *c, const char *assignment);
+/* dir/PREFIX.de and dir/PREFIX.en: n made-up parallel lines of seven words, varied enough for
+ * BPE (a corpus that takes seconds to prepare when n is in the hundreds of thousands). */
+void tu_write_pairs(const char *dir, const char *prefix, int n);
 /* A new empty folder under /tmp (malloc'd path); removed with tu_rm_rf. */
 char *tu_tmpdir(void);
 void tu_rm_rf(const char *dir);

@@ -200,6 +200,8 @@ void batchplan_make_from(BatchPlan *p, const Dataset *d, int *order, int n, int 
  * weight[i] times — each example floor(weight) times, and a random part of the fraction, drawn
  * from rng. Returns the count (*order malloc'd). */
 int task_weighted_epoch(const CorpusCounts *counts, const TrainCorpora *c, Rng *rng, int **order);
+/* How many pairs that is (task_weighted_epoch's count). */
+long task_weighted_pairs(const CorpusCounts *counts, const TrainCorpora *c);
 void batchplan_free(BatchPlan *p);
 
 #endif

@@ -45,6 +45,16 @@ int data_encode_line(const Vocab *v, const char *line, bool marked, float dropou
     return n;
 }
 
+void data_keep_text(TaskData *td, int i, int *cap, const char *src, const char *trg) {
+    if (i == *cap) {
+        *cap = *cap ? 2 * *cap : 1024;
+        td->train_src_text = s2s_xrealloc(td->train_src_text, (size_t)*cap * sizeof(char *));
+        td->train_trg_text = s2s_xrealloc(td->train_trg_text, (size_t)*cap * sizeof(char *));
+    }
+    td->train_src_text[i] = strdup(src);
+    td->train_trg_text[i] = strdup(trg);
+}
+
 int data_count_tokens(const char *line) {
     int n = 0;
     for (const char *p = line; *p;) {
@@ -220,11 +230,8 @@ static bool seen_add(Seen *s, uint64_t h) { /* false: there already */
 }
 
 static uint64_t pair_digest(const char *s, const char *t) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    h = (h ^ 0xff) * 0x100000001b3ull; /* a byte no UTF-8 text has: the two sides stay apart */
-    for (const char *p = t; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    return h;
+    static const unsigned char apart = 0xff; /* a byte no UTF-8 text has: the two sides stay apart */
+    return data_fnv(data_fnv(data_fnv(DATA_FNV_BASIS, s, strlen(s)), &apart, 1), t, strlen(t));
 }
 
 /* Token counts a pair may not exceed (ls, lt: the sides' tokens, target markers excluded). */
@@ -538,6 +545,8 @@ static S2sStatus chunk_flush(Chunk *ch, const ConfigTask *t, const CorpusSink *s
             count_drop(c, why, ch->line[i], ch->corpus[i]);
             continue;
         }
+        if (c->kept == 2000000000) /* a Dataset counts its pairs in an int */
+            return s2s_fail(err, S2S_ERR_DATA, "more than %ld training pairs", c->kept);
         c->kept++;
         c->kept_by[ch->corpus[i]]++;
         st = sink->pair(sink->ctx, ch->ids[i][0], ns, ch->ids[i][1], nt, ch->text + ch->src_at[i], ch->text + ch->trg_at[i], err);

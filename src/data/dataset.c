@@ -1,5 +1,6 @@
 /* dataset.c — flat id storage, padded batches, and length-bucketed batch plans. */
 #include "s2s/data.h"
+#include "data_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -164,15 +165,9 @@ S2sStatus batch_read(Batch *b, const Dataset *d, const int *idx, int n, S2sError
     return st;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
-    return h;
-}
-
 bool dataset_hash_ids(const Dataset *d, uint64_t *h) {
     if (!d->streamed) {
-        *h = fnv(*h, d->ids, d->n_ids * sizeof *d->ids);
+        *h = data_fnv(*h, d->ids, d->n_ids * sizeof *d->ids);
         return true;
     }
     enum { STEP = 1 << 18 };
@@ -182,7 +177,7 @@ bool dataset_hash_ids(const Dataset *d, uint64_t *h) {
     bool ok = true;
     for (uint64_t at = 0; at < d->n_ids && ok; at += STEP) {
         size_t k = d->n_ids - at < STEP ? (size_t)(d->n_ids - at) : STEP;
-        if ((ok = streamed_ids(d, at, k, buf, &raw, &cap))) *h = fnv(*h, buf, k * sizeof *buf);
+        if ((ok = streamed_ids(d, at, k, buf, &raw, &cap))) *h = data_fnv(*h, buf, k * sizeof *buf);
     }
     free(raw);
     free(buf);
@@ -278,33 +273,4 @@ void batchplan_free(BatchPlan *p) {
     free(p->order);
     free(p->start);
     memset(p, 0, sizeof *p);
-}
-
-int task_weighted_epoch(const CorpusCounts *counts, const TrainCorpora *c, Rng *rng, int **order) {
-    long total = 0, at = 0;
-    for (int i = 0; i < c->n; i++) total += (long)(c->weight[i] * (double)counts->kept_by[i] + 0.5);
-    S2S_ASSERT(total < 2000000000L);
-    int *o = s2s_xmalloc((size_t)(total ? total : 1) * sizeof *o), n = 0;
-    for (int i = 0; i < c->n; i++) {
-        long m = counts->kept_by[i], want = (long)(c->weight[i] * (double)m + 0.5);
-        if (m == 0) continue; /* every pair of it filtered out */
-        for (long r = 0; r + m <= want; r += m) /* whole passes over the corpus */
-            for (long k = 0; k < m; k++) o[n++] = (int)(at + k);
-        long part = m ? want % m : 0;
-        if (part) { /* a random part of it: the first `part` of a partial shuffle */
-            int *pick = s2s_xmalloc((size_t)m * sizeof *pick);
-            for (long k = 0; k < m; k++) pick[k] = (int)(at + k);
-            for (long k = 0; k < part; k++) {
-                long j = k + (long)rng_below(rng, (uint32_t)(m - k));
-                int x = pick[k];
-                pick[k] = pick[j];
-                pick[j] = x;
-                o[n++] = pick[k];
-            }
-            free(pick);
-        }
-        at += m;
-    }
-    *order = o;
-    return n;
 }

@@ -122,16 +122,8 @@ static S2sStatus mem_pair(void *ctx, const int32_t *src, int ns, const int32_t *
                           S2sError *err) {
     MemSink *m = ctx;
     TaskData *td = m->td;
-    if (td->train.n == 2000000000) return s2s_fail(err, S2S_ERR_DATA, "more than %d training pairs", td->train.n);
-    if (m->keep_text) {
-        if (td->train.n == m->cap_text) {
-            m->cap_text = m->cap_text ? 2 * m->cap_text : 1024;
-            td->train_src_text = s2s_xrealloc(td->train_src_text, (size_t)m->cap_text * sizeof(char *));
-            td->train_trg_text = s2s_xrealloc(td->train_trg_text, (size_t)m->cap_text * sizeof(char *));
-        }
-        td->train_src_text[td->train.n] = strdup(st);
-        td->train_trg_text[td->train.n] = strdup(tt);
-    }
+    (void)err;
+    if (m->keep_text) data_keep_text(td, td->train.n, &m->cap_text, st, tt);
     dataset_add(&td->train, src, ns, trg, nt);
     return S2S_OK;
 }

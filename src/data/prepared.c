@@ -15,6 +15,7 @@
 #include "s2s/file.h"
 #include "s2s/subword.h"
 #include "s2s/text.h"
+#include "data_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -156,22 +157,13 @@ static S2sStatus file_pair(void *ctx, const int32_t *src, int ns, const int32_t 
                            const char *tt, S2sError *err) {
     FileSink *s = ctx;
     Dataset *d = s->d;
-    if (d->n == 2000000000) return s2s_fail(err, S2S_ERR_DATA, "more than %d training pairs", d->n);
     if (d->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 1 << 16;
         d->src_len = s2s_xrealloc(d->src_len, (size_t)s->cap * sizeof *d->src_len);
         d->trg_len = s2s_xrealloc(d->trg_len, (size_t)s->cap * sizeof *d->trg_len);
         d->every64 = s2s_xrealloc(d->every64, ((size_t)s->cap / 64 + 1) * sizeof *d->every64);
     }
-    if (s->keep_text) {
-        if (d->n == s->cap_text) {
-            s->cap_text = s->cap_text ? 2 * s->cap_text : 1024;
-            s->td->train_src_text = s2s_xrealloc(s->td->train_src_text, (size_t)s->cap_text * sizeof(char *));
-            s->td->train_trg_text = s2s_xrealloc(s->td->train_trg_text, (size_t)s->cap_text * sizeof(char *));
-        }
-        s->td->train_src_text[d->n] = strdup(st);
-        s->td->train_trg_text[d->n] = strdup(tt);
-    }
+    if (s->keep_text) data_keep_text(s->td, d->n, &s->cap_text, st, tt);
     if (d->n % 64 == 0) d->every64[d->n / 64] = d->n_ids;
     d->src_len[d->n] = ns;
     d->trg_len[d->n] = nt;

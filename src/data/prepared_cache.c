@@ -3,6 +3,7 @@
  * and the folder kept to the files used last (see prepared.h). */
 #include "s2s/prepared.h"
 #include "s2s/file.h"
+#include "data_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,8 +33,7 @@ S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err) {
     fclose(f);
     if (bad) return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
     uint64_t parts[3] = {size, crc, ad};
-    const unsigned char *p = (const unsigned char *)parts;
-    for (size_t i = 0; i < sizeof parts; i++) *h = (*h ^ p[i]) * 0x100000001b3ull; /* FNV-1a */
+    *h = data_fnv(*h, parts, sizeof parts);
     return S2S_OK;
 }
 
@@ -76,20 +76,21 @@ static void file_identity(const struct stat *sb, uint64_t id[MEMO_FIELDS]) {
     memcpy(id, v, sizeof v);
 }
 
+/* A string and then a byte no text has, so that strings one after the other stay apart. */
 static uint64_t fnv_str(uint64_t h, const char *s) {
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return (h ^ 0xff) * 0x100000001b3ull;
+    static const unsigned char apart = 0xff;
+    return data_fnv(data_fnv(h, s, strlen(s)), &apart, 1);
 }
 
-/* The key of a task's prepared data: this build of the data code (prepared.o is rebuilt with
- * every data file), the settings that shape the data, and the bytes of every input file. */
+/* The key of a task's prepared data: this build of the data code (prepared_cache.o is rebuilt
+ * with every data file), the settings that shape the data, and the bytes of every input file. */
 static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
     char settings[640];
     snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d|%d %.9g %d %d", S2S_VERSION, __DATE__,
              __TIME__, PREPARED_VERSION, (int)t->subword, t->bpe_merges, (int)t->bpe_joint, t->bpe_vocab_size,
              t->bpe_dropout > 0, t->min_freq, t->max_vocab, t->max_train_len, (int)t->source_markers, (int)t->dedup,
              (double)t->max_length_ratio, t->subword_sample, t->data_seed);
-    uint64_t h = fnv_str(0xcbf29ce484222325ull, settings), memo_name = h;
+    uint64_t h = fnv_str(DATA_FNV_BASIS, settings), memo_name = h;
     char paths[MAX_INPUTS][CONFIG_STR + 96], memo[CONFIG_STR + 64];
     int n = task_inputs(t, paths);
     uint64_t ids[MAX_INPUTS * MEMO_FIELDS + 1];

@@ -4,6 +4,7 @@
 #include "s2s/subword.h"
 #include "s2s/data.h"
 #include "s2s/prepared.h"
+#include "data_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,33 +127,27 @@ double task_memory_estimate(const ConfigTask *task) {
     return n * ((2.0 * task->max_len + 4) * sizeof(int32_t) + 2 * sizeof(size_t) + 2 * sizeof(int) + 4 * sizeof(uint64_t));
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 uint64_t task_fingerprint(const TaskData *td) {
     if (td->fingerprint) return td->fingerprint; /* a prepared file's, computed as it was written */
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = DATA_FNV_BASIS;
     const Vocab *v[2] = {&td->src_vocab, &td->trg_vocab};
     for (int k = 0; k < 2; k++) {
-        h = fnv(h, &v[k]->size, sizeof v[k]->size);
-        for (int i = 0; i < v[k]->size; i++) h = fnv(h, v[k]->tokens[i], strlen(v[k]->tokens[i]) + 1);
+        h = data_fnv(h, &v[k]->size, sizeof v[k]->size);
+        for (int i = 0; i < v[k]->size; i++) h = data_fnv(h, v[k]->tokens[i], strlen(v[k]->tokens[i]) + 1);
     }
     const Dataset *d[3] = {&td->train, &td->valid, &td->test};
     for (int k = 0; k < 3; k++) {
-        h = fnv(h, &d[k]->n, sizeof d[k]->n);
+        h = data_fnv(h, &d[k]->n, sizeof d[k]->n);
         for (int i = 0; i < d[k]->n; i++) {
-            h = fnv(h, &d[k]->src_len[i], sizeof(int));
-            h = fnv(h, &d[k]->trg_len[i], sizeof(int));
+            h = data_fnv(h, &d[k]->src_len[i], sizeof(int));
+            h = data_fnv(h, &d[k]->trg_len[i], sizeof(int));
         }
         if (!dataset_hash_ids(d[k], &h)) return 0;
     }
     char *const *refs[2] = {td->valid_refs, td->test_refs};
     int nrefs[2] = {td->valid.n, td->test.n};
     for (int k = 0; k < 2; k++)
-        for (int i = 0; refs[k] && i < nrefs[k]; i++) h = fnv(h, refs[k][i], strlen(refs[k][i]) + 1);
+        for (int i = 0; refs[k] && i < nrefs[k]; i++) h = data_fnv(h, refs[k][i], strlen(refs[k][i]) + 1);
     return h;
 }
 
@@ -177,4 +172,43 @@ void task_free(TaskData *td) {
     dataset_free(&td->valid);
     dataset_free(&td->test);
     td->valid_refs = td->test_refs = NULL;
+}
+
+/* The pairs an epoch takes of corpus i: its weight × its pairs, rounded. */
+static long weighted_pairs(const CorpusCounts *counts, const TrainCorpora *c, int i) {
+    return (long)(c->weight[i] * (double)counts->kept_by[i] + 0.5);
+}
+
+long task_weighted_pairs(const CorpusCounts *counts, const TrainCorpora *c) {
+    long total = 0;
+    for (int i = 0; i < c->n; i++) total += weighted_pairs(counts, c, i);
+    return total;
+}
+
+int task_weighted_epoch(const CorpusCounts *counts, const TrainCorpora *c, Rng *rng, int **order) {
+    long total = task_weighted_pairs(counts, c), at = 0;
+    S2S_ASSERT(total < 2000000000L);
+    int *o = s2s_xmalloc((size_t)(total ? total : 1) * sizeof *o), n = 0;
+    for (int i = 0; i < c->n; i++) {
+        long m = counts->kept_by[i], want = weighted_pairs(counts, c, i);
+        if (m == 0) continue; /* every pair of it filtered out */
+        for (long r = 0; r + m <= want; r += m) /* whole passes over the corpus */
+            for (long k = 0; k < m; k++) o[n++] = (int)(at + k);
+        long part = want % m;
+        if (part) { /* a random part of it: the first `part` of a partial shuffle */
+            int *pick = s2s_xmalloc((size_t)m * sizeof *pick);
+            for (long k = 0; k < m; k++) pick[k] = (int)(at + k);
+            for (long k = 0; k < part; k++) {
+                long j = k + (long)rng_below(rng, (uint32_t)(m - k));
+                int x = pick[k];
+                pick[k] = pick[j];
+                pick[j] = x;
+                o[n++] = pick[k];
+            }
+            free(pick);
+        }
+        at += m;
+    }
+    *order = o;
+    return n;
 }

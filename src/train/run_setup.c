@@ -53,11 +53,10 @@ void run_epoch_plan(Run *r, int e, BatchPlan *plan) {
 static S2sStatus run_check_weights(const Run *r, S2sError *err) {
     TrainCorpora c;
     if (r->cfg->task.type != TASK_TRANSLATE || !config_train_corpora(&r->cfg->task, &c, err)) return S2S_OK;
-    double total = 0;
-    for (int i = 0; i < c.n; i++) total += (double)(long)(c.weight[i] * (double)r->data.train_counts.kept_by[i] + 0.5);
+    long total = task_weighted_pairs(&r->data.train_counts, &c);
     if (total < 1) return s2s_fail(err, S2S_ERR_CONFIG, "task.train_prefix \"%s\": the weights take no training pair an epoch",
                                    r->cfg->task.train_prefix);
-    if (total > 2e9) return s2s_fail(err, S2S_ERR_CONFIG, "task.train_prefix \"%s\": the weights take more than 2e9 pairs an epoch",
+    if (total >= 2000000000L) return s2s_fail(err, S2S_ERR_CONFIG, "task.train_prefix \"%s\": the weights take 2e9 pairs or more an epoch",
                                      r->cfg->task.train_prefix);
     return S2S_OK;
 }
