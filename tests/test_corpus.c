@@ -354,3 +354,31 @@ Test(corpus, a_long_preparation_shows_its_progress, .timeout = 120) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* With two corpora the progress line counts the pairs of both: 200,000 and 100,000, 300,000. */
+Test(corpus, the_progress_counts_every_corpus, .timeout = 120) {
+    char *d = tu_tmpdir();
+    tu_write_pairs(d, "big", 200000);
+    tu_write_pairs(d, "small", 100000);
+    eval_files(d);
+    ConfigTask t = task_in(d, "");
+    snprintf(t.train_prefix, sizeof t.train_prefix, "big,small:2");
+    t.subword = SUBWORD_BPE;
+    t.bpe_merges = 50;
+    FILE *line = tmpfile();
+    cr_assert(line != NULL);
+    TaskLoadHooks hooks = {line, NULL};
+    TaskData td;
+    S2sError err;
+    cr_assert_eq(task_load_hooks(&td, &t, &hooks, &err), S2S_OK, "%s", err.msg);
+    task_free(&td);
+    long n = ftell(line);
+    char *text = calloc(1, (size_t)n + 1);
+    rewind(line);
+    cr_assert_eq(fread(text, 1, (size_t)n, line), (size_t)n);
+    fclose(line);
+    cr_expect(strstr(text, "small.de: 300000 pairs in "), "%s", text);
+    free(text);
+    tu_rm_rf(d);
+    free(d);
+}

@@ -78,6 +78,7 @@ typedef struct PairReader {
     int pos_fd;       /* the source file's offset, for the progress line */
     double size;      /* the source file's bytes */
     long line;        /* of the pair last read, in its corpus */
+    long pairs;       /* read so far, of every corpus */
     const char *s, *t_line;
     bool long_side;   /* a side over TEXT_MAX_LINE bytes */
     bool bad_utf8;
@@ -152,6 +153,7 @@ static S2sStatus reader_next(PairReader *r, bool *more, S2sError *err) {
         *more = a;
         if (a) {
             r->line++;
+            r->pairs++;
             return S2S_OK;
         }
         if (r->corpus + 1 == r->corpora.n) return S2S_OK; /* the last corpus's end */
@@ -182,14 +184,14 @@ static void progress_draw(Progress *p, const PairReader *r, bool done) {
     double now = now_s();
     if (done ? p->last == p->t0 : now - p->last < 0.5) return;
     p->last = now;
-    double el = now - p->t0, rate = el > 0 ? (double)r->line / el : 0;
+    double el = now - p->t0, rate = el > 0 ? (double)r->pairs / el : 0;
     if (done) {
-        fprintf(p->f, "\r%s %s: %ld pairs in %.1f s (%.0f pairs/s)\033[K\n", p->what, r->ps, r->line, el, rate);
+        fprintf(p->f, "\r%s %s: %ld pairs in %.1f s (%.0f pairs/s)\033[K\n", p->what, r->ps, r->pairs, el, rate);
         return;
     }
     double at = r->pos_fd >= 0 ? (double)lseek(r->pos_fd, 0, SEEK_CUR) : 0, share = r->size > 0 ? at / r->size : 0;
     double left = share > 0.01 ? el * (1 - share) / share : 0;
-    fprintf(p->f, "\r%s %s: %ld pairs, %.0f%%, %.0f pairs/s, %d:%02d left\033[K", p->what, r->ps, r->line, 100 * share, rate,
+    fprintf(p->f, "\r%s %s: %ld pairs, %.0f%%, %.0f pairs/s, %d:%02d left\033[K", p->what, r->ps, r->pairs, 100 * share, rate,
             (int)left / 60, (int)left % 60);
     fflush(p->f);
 }
@@ -476,7 +478,7 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, const TaskLoadHooks *h
         } else {
             sample_add(&sample, r.s, r.t_line);
         }
-        if (!(r.line & 1023) && (st = progress_step(&pg, &r, err))) break;
+        if (!(r.pairs & 1023) && (st = progress_step(&pg, &r, err))) break;
     }
     if (!st) progress_draw(&pg, &r, true);
     if (!st && c.kept == 0) st = no_pairs(&r, &c, err);
