@@ -808,10 +808,12 @@ Test(gemm, linear_bias_on_every_path) {
         bool frozen, bf16, bf16_matmul, openblas;
         GemmPath path;
     } cases[] = {
-        {40, true, false, false, false, GEMM_PATH_PACKED},      {40, false, false, false, false, GEMM_PATH_MATMUL},
+        {40, true, false, false, false, gemm_rows_apply() ? GEMM_PATH_ROWS : GEMM_PATH_PACKED},
+        {40, false, false, false, false, GEMM_PATH_MATMUL},
         {1100, false, false, false, false, GEMM_PATH_SGEMM},    {1, false, false, false, false, GEMM_PATH_ROW},
         {40, false, false, false, true, GEMM_PATH_OPENBLAS},    {40, true, true, false, false, GEMM_PATH_BF16_PACKED},
         {40, false, true, false, false, GEMM_PATH_BF16_GEMM},   {40, false, true, true, false, GEMM_PATH_BF16_MATMUL},
+        {1100, true, false, false, false, gemm_rows_apply() ? GEMM_PATH_ROWS : GEMM_PATH_PACKED},
     };
     int K = 48, N = 24;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -826,7 +828,9 @@ Test(gemm, linear_bias_on_every_path) {
         w->frozen = cases[c].frozen ? 3 : 0;
         Tape t;
         tape_init(&t, 1 << 20);
-        t.grad_enabled = false; /* frozen weights are offered outside training */
+        /* frozen weights are offered outside training; the other cases as a training step
+         * multiplies (a tape without gradients takes gemm_rows where it applies: below) */
+        t.grad_enabled = !cases[c].frozen;
         t.eng.precision = (cases[c].bf16) ? PRECISION_BF16 : PRECISION_FP32;
         t.eng.bf16_matmul = cases[c].bf16_matmul;
         t.eng.gemm = (cases[c].openblas) ? GEMM_LIB_OPENBLAS : GEMM_LIB_ONEDNN;
@@ -848,6 +852,48 @@ Test(gemm, linear_bias_on_every_path) {
         tensor_free(w);
         tensor_free(b);
     }
+}
+
+/* gemm_rows on any CPU: against double products (both layouts of B, alpha, beta, a bias,
+ * tails of rows and columns), and every row the same bits whatever the rows of the call. */
+Test(gemm, rows_kernel_sums_each_row_alone) {
+    const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {13, 17, 40}, {200, 33, 512}, {6, 16, 64}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int mode = 0; mode < 3; mode++) { /* plain, alpha and beta, bias */
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldb = tb ? K + 3 : N + 2, lda = K + 1;
+                Rng rng;
+                rng_init(&rng, 90 + (uint64_t)s, 0);
+                float *A = malloc(sizeof(float) * (size_t)M * lda), *B = malloc(sizeof(float) * (size_t)(tb ? N : K) * ldb);
+                float *C = malloc(sizeof(float) * (size_t)M * N), *C0 = malloc(sizeof(float) * (size_t)M * N);
+                float *bias = malloc(sizeof(float) * (size_t)N), *P = malloc(sizeof(float) * gemm_rows_packed_floats(N, K));
+                for (int i = 0; i < M * lda; i++) A[i] = rng_uniform_range(&rng, -1, 1);
+                for (int i = 0; i < (tb ? N : K) * ldb; i++) B[i] = rng_uniform_range(&rng, -1, 1);
+                for (int i = 0; i < M * N; i++) C0[i] = C[i] = rng_uniform_range(&rng, -1, 1);
+                for (int i = 0; i < N; i++) bias[i] = rng_uniform_range(&rng, 2, 3);
+                float alpha = mode == 1 ? 0.5f : 1.0f, beta = mode == 1 ? 2.0f : 0.0f;
+                gemm_rows_pack(B, ldb, tb, K, N, P);
+                gemm_rows(M, N, K, alpha, A, lda, P, beta, C, N, mode == 2 ? bias : NULL);
+                double worst = 0;
+                for (int r = 0; r < M; r++)
+                    for (int n = 0; n < N; n++) {
+                        double want = 0;
+                        for (int k = 0; k < K; k++)
+                            want += (double)A[(size_t)r * lda + k] * (tb ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
+                        want = alpha * want + beta * C0[(size_t)r * N + n] + (mode == 2 ? bias[n] : 0.0);
+                        worst = fmax(worst, fabs(want - C[(size_t)r * N + n]) / (1.0 + fabs(want)));
+                    }
+                cr_expect_lt(worst, 1e-5 * sqrt((double)K), "%d x %d x %d tb %d mode %d: off by %g", M, N, K, tb, mode, worst);
+                for (int r = 0; r < M; r++) { /* each row alone, beta's C as it was */
+                    float row[64 * 8];
+                    S2S_ASSERT(N <= 64 * 8);
+                    memcpy(row, C0 + (size_t)r * N, sizeof(float) * (size_t)N);
+                    gemm_rows(1, N, K, alpha, A + (size_t)r * lda, lda, P, beta, row, N, mode == 2 ? bias : NULL);
+                    cr_expect_eq(memcmp(row, C + (size_t)r * N, sizeof(float) * (size_t)N), 0,
+                                 "%d x %d x %d tb %d mode %d: row %d alone differs", M, N, K, tb, mode, r);
+                }
+                free(A), free(B), free(C), free(C0), free(bias), free(P);
+            }
 }
 
 /* op_linear_xent in chunks equals op_linear then op_cross_entropy: the loss and every
@@ -1340,6 +1386,45 @@ Test(gemm, linear_argmax_survives_a_rounding_that_reorders) {
     }
     tensor_free(w);
     tensor_free(x);
+}
+
+/* Where gemm_rows_for_activations applies, a decoding tape's products of activations (attention
+ * against the encoder states) sum each row alone too: rows in blocks of 2 and 7 equal the
+ * same rows among 300, B transposed or not, A transposed or not. */
+Test(gemm, decoding_products_of_activations_sum_each_row_alone) {
+    if (!gemm_rows_for_activations()) TU_SKIP("oneDNN's brgemm kernels and this build's FMA chains agree: gemm_rows does not apply");
+    int M = 300, K = 37, N = 29;
+    Rng rng;
+    rng_init(&rng, 81, 0);
+    float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)K * N);
+    float *all = malloc(sizeof(float) * (size_t)M * N), *part = malloc(sizeof(float) * (size_t)M * N);
+    for (int i = 0; i < M * K; i++) A[i] = rng_uniform_range(&rng, -1, 1);
+    for (int i = 0; i < K * N; i++) B[i] = rng_uniform_range(&rng, -1, 1);
+    Tape t;
+    tape_init(&t, 1 << 22);
+    t.grad_enabled = false;
+    for (int tb = 0; tb < 2; tb++) {
+        int ldb = tb ? K : N;
+        gemm_tape(&t, false, tb, M, N, K, 1.0f, A, K, B, ldb, 0.0f, all, N);
+        for (int blk = 2; blk <= 7; blk += 5) {
+            for (int r0 = 0; r0 < M; r0 += blk) {
+                int m = M - r0 < blk ? M - r0 : blk;
+                if (m < 2) { memcpy(part + (size_t)r0 * N, all + (size_t)r0 * N, sizeof(float) * (size_t)N); continue; }
+                gemm_tape(&t, false, tb, m, N, K, 1.0f, A + (size_t)r0 * K, K, B, ldb, 0.0f, part + (size_t)r0 * N, N);
+            }
+            cr_expect_eq(memcmp(part, all, sizeof(float) * (size_t)M * N), 0, "tb %d: blocks of %d differ from 300 rows", tb, blk);
+        }
+    }
+    /* op(A) = A^T (A stored K x M) gives the rows of A's columns alone as well */
+    float *At = malloc(sizeof(float) * (size_t)M * K);
+    for (int r = 0; r < M; r++)
+        for (int k = 0; k < K; k++) At[(size_t)k * M + r] = A[(size_t)r * K + k];
+    float *viaT = malloc(sizeof(float) * (size_t)M * N);
+    gemm_tape(&t, true, false, M, N, K, 1.0f, At, M, B, N, 0.0f, viaT, N);
+    gemm_tape(&t, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, all, N);
+    cr_expect_eq(memcmp(viaT, all, sizeof(float) * (size_t)M * N), 0, "A transposed differs from A");
+    tape_free(&t);
+    free(A), free(B), free(all), free(part), free(At), free(viaT);
 }
 
 /* When decoding, a row's product by a frozen weight has the same bits however many rows come

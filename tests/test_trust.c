@@ -241,10 +241,7 @@ Test(decode, a_line_decodes_the_same_alone_and_in_any_batch, .timeout = 600) {
                 }
             }
         }
-        /* forced decoding too: every logit of every pair, alone and among 37. Not in a build
-         * without AVX (ARCH=): there an RNN's differ in the last bits, cause not yet found
-         * (docs/reliability.md) */
-#if defined(__AVX__)
+        /* forced decoding too: every logit of every pair, alone and among 37 */
         for (int p = 0; p < 3; p++) {
             if (tu_sh("cd %s && echo ab | %s/translate r%d/model.bin %s > /dev/null 2>&1", d, tu_bin(), mi, precs[p]) != 0) continue;
             cr_assert_eq(tu_sh("cd %s && %s/translate r%d/model.bin --input in.txt > hyp.txt && for k in 1 37; do "
@@ -255,9 +252,6 @@ Test(decode, a_line_decodes_the_same_alone_and_in_any_batch, .timeout = 600) {
             cr_expect(tu_same_file(tu_path(d, "lg1.json"), tu_path(d, "lg37.json")) && tu_same_file(tu_path(d, "sc1.txt"), tu_path(d, "sc37.txt")),
                       "model %d %s: forced decoding's logits differ alone and among 37", mi, precs[p]);
         }
-#else
-        if (mi == 0) fprintf(stderr, "[SKIP] decode: forced decoding's logits are not compared in a build without AVX\n");
-#endif
         /* most lines ran to their cap: the test is about them */
         cr_assert_eq(tu_sh("cd %s && %s/translate r%d/model.bin --batch 1 --input in.txt > alone.txt", d, tu_bin(), mi), 0);
         cr_expect_eq(tu_sh("cd %s && awk 'NR==FNR { n[FNR] = length($0); next } length($0) == 2 * n[FNR] + 10 { c++ } "

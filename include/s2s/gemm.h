@@ -31,7 +31,12 @@
  * summed exactly in int32 by oneDNN, then scaled back to float32. Without VNNI, in builds
  * with AVX2, products against W^T (every linear layer's) run on our own kernel instead
  * (gemm_q8.c: the activations to ±63, stored + 63, so that two of vpmaddubsw's pair sums
- * add in int16 exactly: gemm_int8_act_max). Products at least 8 wide
+ * add in int16 exactly: gemm_int8_act_max). On CPUs without AVX-512, where oneDNN's float32
+ * kernels pick their blocking by the number of rows, float32 products by a frozen weight, and
+ * every float32 product of two rows or more on a tape without gradients, run on our own kernel
+ * instead (gemm_rows.c), each element one chain of multiply-adds in k order (the chain
+ * gemm_small's batched products sum too): a sentence decodes to the same bits alone and in
+ * any batch there too. Products at least 8 wide
  * on both sides only; the rest (attention against the encoder states, thin products) stays
  * float32. Conversions and the primitives' scratch memory borrow the tape's arena for the
  * length of one call. */
@@ -83,6 +88,7 @@ typedef enum GemmPath {
     GEMM_PATH_INT8,         /* int8 matmul primitive, weight packed */
     GEMM_PATH_SMALL,        /* batched small products (attention heads), plain loops */
     GEMM_PATH_Q8,           /* int8 on gemm_q8 (AVX2 without VNNI: int8 tapes, greedy's screen) */
+    GEMM_PATH_ROWS,         /* float32 by a frozen weight on gemm_rows (CPUs without AVX-512) */
     GEMM_PATH_COUNT
 } GemmPath;
 extern const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT];

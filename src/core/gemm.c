@@ -44,6 +44,41 @@ static float bias_first(const float *bias, float *C, int M, int N, int ldc, floa
     return 1.0f;
 }
 
+/* Whether a float32 product runs on gemm_rows, so that no sentence's numbers depend on the
+ * batch it is in: a product by a frozen weight where oneDNN's kernels sum a row by the rows
+ * around it (gemm_rows_apply), and on a tape without gradients (decoding, evaluation) a
+ * product of two activations of two rows or more where gemm_rows_for_activations says so
+ * (one-row products have gemm_row's order everywhere). Not on an OpenBLAS tape: that back
+ * end is asked for by name. */
+static bool rows_takes(const Tape *t, int M, bool frozen) {
+    if (tape_openblas(t) || tape_bf16(t)) return false;
+    if (frozen) return gemm_rows_apply();
+    return !t->grad_enabled && M >= 2 && gemm_rows_for_activations();
+}
+
+/* A product on gemm_rows: a frozen op(B) packed once per freeze, any other packed (and a
+ * transposed A copied) into the arena for this call. */
+static void rows_product(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                         const float *B, int ldb, uint64_t stamp, float beta, float *C, int ldc, const float *bias) {
+    ArenaMark m = arena_mark(&t->arena);
+    const float *P;
+    if (stamp) {
+        P = gemm_rows_pack_get(gemm_plans_get(t), B, ldb, tb, stamp, N, K)->buf;
+    } else {
+        float *p = arena_alloc(&t->arena, gemm_rows_packed_floats(N, K) * sizeof *p);
+        gemm_rows_pack(B, ldb, tb, K, N, p);
+        P = p;
+    }
+    if (ta) { /* op(A) = A^T: rows of K floats */
+        float *a = arena_alloc(&t->arena, (size_t)M * K * sizeof *a);
+        for (int k = 0; k < K; k++)
+            for (int r = 0; r < M; r++) a[(size_t)r * K + k] = A[(size_t)k * lda + r];
+        A = a, lda = K;
+    }
+    gemm_rows(M, N, K, alpha, A, lda, P, beta, C, ldc, bias);
+    arena_rewind(&t->arena, m);
+}
+
 /* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name.
  * bias (alpha 1, beta 0): in the epilogue of the int8 and matmul paths, else C first. */
 static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -97,6 +132,10 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         arena_rewind(&t->arena, m);
         return path;
     }
+    if (rows_takes(t, M, frozen)) {
+        rows_product(t, ta, tb, M, N, K, alpha, A, lda, B, ldb, frozen ? Bw->frozen : 0, beta, C, ldc, bias);
+        return GEMM_PATH_ROWS;
+    }
     if (M == 1 && !frozen) { /* a row times a matrix (one decoding step's attention): a GEMM's
                               * packing, or waking BLAS threads for it, would cost more than the
                               * product; a frozen weight is packed already, and one row of it goes
@@ -122,7 +161,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
 
 const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT] = {
     "row",         "sgemm",       "openblas", "matmul", "matmul_packed", "bf16_gemm",
-    "bf16_matmul", "bf16_packed", "int8",     "small",  "q8"};
+    "bf16_matmul", "bf16_packed", "int8",     "small",  "q8",  "rows"};
 
 void gemm_stats_free(GemmStats *st) {
     free(st->items);

@@ -9,10 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Products below this many multiply-adds run on one thread: waking OpenMP's threads costs
- * more than they save, and far more when the cores are busy with other work. */
-#define GEMM_SERIAL_MACS (1L << 24)
-
 void gemm_set_threads(int n) {
     if (n <= 0) return;
     openblas_set_num_threads(n);

@@ -52,6 +52,7 @@ typedef struct Pack {
     uint64_t stamp;   /* its Tensor.frozen when packed */
     bool tb;          /* packed from op(W) = W^T (another matrix than W, even when square) */
     bool q8;          /* in gemm_q8's layout (md unused), else in md's */
+    bool rows;        /* in gemm_rows's layout (md unused) */
     dnnl_memory_desc_t md;
     void *buf;
     float *scale;    /* int8: per column of op(B), max |column| / gemm_int8_weight_max() */
@@ -95,6 +96,9 @@ Pack *gemm_pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint6
 void gemm_plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias);
 Pack *gemm_matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
                       float *C, const float *bias);
+
+/* op(B) (K × N, stored with ldb) in gemm_rows's layout, packed once per freeze. */
+Pack *gemm_rows_pack_get(GemmPlans *p, const float *B, int ldb, bool tb, uint64_t stamp, int N, int K);
 
 /* gemm_int8.c */
 bool gemm_q8_applies(void);

@@ -110,6 +110,25 @@ size_t gemm_q8_packed_bytes(int N, int K);
 void gemm_q8_pack(const int8_t *qw, int N, int K, int8_t *out);
 void gemm_q8(const uint8_t *A, int M, int K, const int8_t *packed, int N, int32_t *C, int ldc);
 
+/* Products below this many multiply-adds run on one thread: waking OpenMP's threads costs
+ * more than they save, and far more when the cores are busy with other work. */
+#define GEMM_SERIAL_MACS (1L << 24)
+/* C (M × N, leading dimension ldc) = alpha A op(B) + beta C + bias for a frozen op(B) (K × N)
+ * packed by gemm_rows_pack into gemm_rows_packed_floats: each element one chain of
+ * multiply-adds over k in order, so every row has the same bits in any call (gemm_rows.c).
+ * bias (N, or NULL) needs alpha 1 and beta 0; beta 0 reads nothing of C. */
+size_t gemm_rows_packed_floats(int N, int K);
+/* Whether float32 products by frozen weights run on gemm_rows on this CPU: where oneDNN has
+ * no brgemm matmul (below AVX-512), its kernels' sums depend on the rows a call has. */
+bool gemm_rows_apply(void);
+/* Whether a decoding tape's products of two activations (two rows or more) run on gemm_rows:
+ * where gemm_rows_apply says so, and in builds without FMA, whose own chains (gemm_small's
+ * batched products) round each multiply where oneDNN's brgemm kernels fuse it, so that a
+ * product alone (oneDNN) and in a batch (gemm_small) would differ. */
+bool gemm_rows_for_activations(void);
+void gemm_rows_pack(const float *B, int ldb, bool tb, int K, int N, float *out);
+void gemm_rows(int M, int N, int K, float alpha, const float *A, int lda, const float *packed, float beta, float *C,
+               int ldc, const float *bias);
 /* The tape's matmul primitives and packed weights (gemm_plans.c); tape_free calls it. */
 void gemm_plans_free(GemmPlans *p);
 

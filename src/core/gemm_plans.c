@@ -171,7 +171,7 @@ Pack *gemm_pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint6
     bool tb = pl->key.tb;
     for (int i = 0; i < p->n_packs; i++) {
         Pack *q = &p->packs[i];
-        if (q->src == B && q->stamp == stamp && q->tb == tb && !q->q8 && dnnl_memory_desc_equal(&q->md, &pl->w_md))
+        if (q->src == B && q->stamp == stamp && q->tb == tb && !q->q8 && !q->rows && dnnl_memory_desc_equal(&q->md, &pl->w_md))
             return q;
     }
     Pack *q = gemm_pack_slot(p, B, stamp);
@@ -206,6 +206,28 @@ Pack *gemm_pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint6
     dnnl_primitive_destroy(r);
     dnnl_primitive_desc_destroy(rpd);
     free(quant);
+    return q;
+}
+
+bool gemm_rows_apply(void) { return !gemm_cpu_isa_has(dnnl_cpu_isa_avx512_core); }
+
+bool gemm_rows_for_activations(void) {
+#if defined(__FMA__)
+    return gemm_rows_apply();
+#else
+    return true;
+#endif
+}
+
+Pack *gemm_rows_pack_get(GemmPlans *p, const float *B, int ldb, bool tb, uint64_t stamp, int N, int K) {
+    for (int i = 0; i < p->n_packs; i++) {
+        Pack *q = &p->packs[i];
+        if (q->rows && q->src == B && q->stamp == stamp && q->tb == tb) return q;
+    }
+    Pack *q = gemm_pack_slot(p, B, stamp);
+    *q = (Pack){.src = B, .stamp = stamp, .tb = tb, .rows = true,
+                .buf = s2s_xmalloc(gemm_rows_packed_floats(N, K) * sizeof(float))};
+    gemm_rows_pack(B, ldb, tb, K, N, q->buf);
     return q;
 }
 
