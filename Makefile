@@ -69,7 +69,7 @@ help:
 	@echo "make            build build/libs2s.a and the programs ($(CLIS))"
 	@echo "make test       build and run every test (SANITIZE=1: under ASan+UBSan)"
 	@echo "make test-fast  unit, gradient and golden tests, without the training runs (seconds)"
-	@echo "make doctest    every command README.md shows, run in a sandbox with short trainings"
+	@echo "make doctest    every command of README.md, the tutorials and the how-to guides, in a sandbox"
 	@echo "make test-golden GOLDEN_DIR=path   only the PyTorch golden tests"
 	@echo "make deps       install missing Debian packages"
 	@echo "make install PREFIX=/usr/local   programs (s2s-train ...), libs2s.a/.so, headers, s2s.pc, man pages"
@@ -166,10 +166,11 @@ FAST_SUITES := arena batch budget config docs layers optim parallel params rever
                checkpoint file tokenize fuzz viz ops recipe transformer golden sacrebleu attend spm par beam gemm \
                gradcheck bleu corpus
 FAST_FILTER := @($(subst $(eval) ,|,$(strip $(FAST_SUITES))))/*
-# Every command README.md shows, in a sandbox, with short trainings (scripts/doctest.sh)
+# Every command README.md, the tutorials and the how-to guides show, in a sandbox, with short
+# trainings (scripts/doctest.py)
+DOC_PAGES := README.md $(wildcard docs/tutorials/*.md docs/how-to/*.md)
 doctest: all
-	bash scripts/doctest.sh $(BUILD)/bin README.md
-	bash scripts/doctest.sh $(BUILD)/bin docs/corpus.md
+	python3 scripts/doctest.py $(BUILD)/bin $(DOC_PAGES)
 
 test-fast: $(TEST_BIN) all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \

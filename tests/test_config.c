@@ -1,5 +1,5 @@
 /* test_config.c — the config schema: defaults, errors with positions and suggestions,
- * --set, the resolved output, and that docs/config.md documents every key. */
+ * --set, the resolved output, and that docs/reference/config.md documents every key. */
 #include "test_util.h"
 #include "s2s/attn.h"
 #include "s2s/config.h"
@@ -164,8 +164,8 @@ Test(config, resolved_json_reads_back_identically) {
 }
 
 Test(config, every_key_is_documented) {
-    FILE *f = fopen("docs/config.md", "rb");
-    cr_assert(f != NULL, "docs/config.md is missing");
+    FILE *f = fopen("docs/reference/config.md", "rb");
+    cr_assert(f != NULL, "docs/reference/config.md is missing");
     static char doc[1 << 16];
     size_t n = fread(doc, 1, sizeof doc - 1, f);
     doc[n] = '\0';
@@ -173,7 +173,7 @@ Test(config, every_key_is_documented) {
     for (int i = 0; i < config_key_count(); i++) {
         char needle[96];
         snprintf(needle, sizeof needle, "`%s`", config_key_info(i).path);
-        cr_expect(strstr(doc, needle) != NULL, "docs/config.md does not document %s", config_key_info(i).path);
+        cr_expect(strstr(doc, needle) != NULL, "docs/reference/config.md does not document %s", config_key_info(i).path);
     }
 }
 

@@ -1,7 +1,8 @@
 /* test_docs.c — the documentation holds: every relative link of README.md and docs/ names a
  * file that exists, a link to a heading (#anchor) names a heading that the target page has
- * (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens), and every command
- * README.md shows runs (scripts/doctest.sh). */
+ * (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens), every command the
+ * README, the tutorials and the how-to guides show runs (scripts/doctest.py), and every
+ * generated page is what its generator makes now. */
 #include "test_util.h"
 #include "s2s/file.h"
 
@@ -95,10 +96,11 @@ Test(docs, every_relative_link_resolves) {
     cr_expect_gt(n, 20, "only %d links found: the scan missed them", n);
 }
 
-/* Every command of a page runs (scripts/doctest.sh: a sandbox, short trainings). */
+/* Every command of a page runs (scripts/doctest.py: a sandbox, short trainings), and prints
+ * what the page shows where it shows it. */
 static void page_runs(const char *page) {
     char *d = tu_tmpdir();
-    int rc = tu_sh("bash scripts/doctest.sh %s %s > %s/out.txt 2>&1", tu_bin(), page, d);
+    int rc = tu_sh("python3 scripts/doctest.py %s %s > %s/out.txt 2>&1", tu_bin(), page, d);
     char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
     if (rc == 77) {
         free(out);
@@ -115,23 +117,106 @@ static void page_runs(const char *page) {
     free(d);
 }
 
-Test(doctest, every_readme_command_runs, .timeout = 600) { page_runs("README.md"); }
+/* The pages whose commands run: the README, every tutorial and every how-to guide. */
+static const char *const PAGES[] = {
+    "README.md",
+    "docs/tutorials/reversal.md",
+    "docs/tutorials/multi30k.md",
+    "docs/tutorials/corpus.md",
+    "docs/tutorials/transformer.md",
+    "docs/how-to/subwords.md",
+    "docs/how-to/scoring.md",
+    "docs/how-to/translating.md",
+    "docs/how-to/training.md",
+    "docs/how-to/serving.md",
+    "docs/how-to/export.md",
+    "docs/how-to/mpi.md",
+    "docs/how-to/install.md",
+    "docs/how-to/compare.md",
+};
+
+Test(doctest, readme, .timeout = 900) { page_runs(PAGES[0]); }
+Test(doctest, tutorial_reversal, .timeout = 900) { page_runs(PAGES[1]); }
+Test(doctest, tutorial_multi30k, .timeout = 900) { page_runs(PAGES[2]); }
+Test(doctest, tutorial_corpus, .timeout = 900) { page_runs(PAGES[3]); }
+Test(doctest, tutorial_transformer, .timeout = 900) { page_runs(PAGES[4]); }
+Test(doctest, howto_subwords, .timeout = 900) { page_runs(PAGES[5]); }
+Test(doctest, howto_scoring, .timeout = 900) { page_runs(PAGES[6]); }
+Test(doctest, howto_translating, .timeout = 900) { page_runs(PAGES[7]); }
+Test(doctest, howto_training, .timeout = 900) { page_runs(PAGES[8]); }
+Test(doctest, howto_serving, .timeout = 900) { page_runs(PAGES[9]); }
+Test(doctest, howto_export, .timeout = 900) { page_runs(PAGES[10]); }
+Test(doctest, howto_mpi, .timeout = 900) { page_runs(PAGES[11]); }
+Test(doctest, howto_install, .timeout = 900) { page_runs(PAGES[12]); }
+Test(doctest, howto_compare, .timeout = 900) { page_runs(PAGES[13]); }
+
+/* A new tutorial or guide cannot be left out of the list above. */
+Test(docs, every_tutorial_and_guide_is_run) {
+    const char *patterns[2] = {"docs/tutorials/*.md", "docs/how-to/*.md"};
+    int n = 0;
+    for (int k = 0; k < 2; k++) {
+        glob_t g;
+        if (glob(patterns[k], 0, NULL, &g) != 0) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++, n++) {
+            bool listed = false;
+            for (size_t p = 0; p < sizeof PAGES / sizeof *PAGES; p++) listed |= !strcmp(PAGES[p], g.gl_pathv[i]);
+            cr_expect(listed, "%s: its commands are run by no doctest (tests/test_docs.c, PAGES)", g.gl_pathv[i]);
+        }
+        globfree(&g);
+    }
+    cr_expect_gt(n, 8, "only %d pages found", n);
+}
 
 /* The corpus page's table is the one bench/results.jsonl makes (scripts/bench-data.py --table). */
 Test(docs, the_corpus_table_is_the_benchmarks) {
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("python3 scripts/bench-data.py --table > %s/table.md", d), 0);
-    char *table = tu_slurp(tu_path(d, "table.md"), NULL), *page = tu_slurp("docs/corpus.md", NULL);
+    char *table = tu_slurp(tu_path(d, "table.md"), NULL), *page = tu_slurp("docs/tutorials/corpus.md", NULL);
     cr_assert(table && page && strlen(table) > 100, "no table made");
-    cr_expect(strstr(page, table) != NULL, "docs/corpus.md does not show the table of bench/results.jsonl:\n%s", table);
+    cr_expect(strstr(page, table) != NULL, "docs/tutorials/corpus.md does not show the table of bench/results.jsonl:\n%s", table);
     free(table);
     free(page);
     tu_rm_rf(d);
     free(d);
 }
 
-/* The corpus tutorial, from two text files to a served model. */
-Test(doctest, the_corpus_tutorial_runs, .timeout = 600) { page_runs("docs/corpus.md"); }
+/* A generated page is what its generator makes now: the results and benchmarks (and the
+ * README's table) from bench/results.jsonl, the programs' reference from their --help, the
+ * tensor tables from the exported models. */
+static void generated(const char *cmd) {
+    char *d = tu_tmpdir();
+    int rc = tu_sh("%s > %s/out.txt 2>&1", cmd, d);
+    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+    cr_expect_eq(rc, 0, "%s: %s", cmd, out ? out : "(no output)");
+    free(out);
+    tu_rm_rf(d);
+    free(d);
+}
+Test(docs, the_results_pages_are_the_results_file) { generated("python3 scripts/results.py page --check"); }
+Test(docs, the_programs_page_is_their_help) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "python3 scripts/programs-doc.py %s --check", tu_bin());
+    generated(cmd);
+}
+Test(docs, the_tensor_tables_are_what_export_writes, .timeout = 300) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "python3 scripts/model-files.py %s --check", tu_bin());
+    generated(cmd);
+}
+
+/* The generators' checks can fail: a page changed by hand is caught. */
+Test(docs, a_stale_generated_page_is_caught) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/ && mkdir -p %s/docs && "
+                       "echo '| stale |' >> %s/docs/results.md", d, d, d), 0);
+    cr_expect_neq(tu_sh("cd %s && python3 scripts/results.py page --check > /dev/null 2>&1", d), 0,
+                  "results.py --check passed a page changed by hand");
+    cr_assert_eq(tu_sh("echo stale >> %s/docs/reference/programs.md", d), 0);
+    cr_expect_neq(tu_sh("cd %s && python3 scripts/programs-doc.py %s --check > /dev/null 2>&1", d, tu_bin()), 0,
+                  "programs-doc.py --check passed a page changed by hand");
+    tu_rm_rf(d);
+    free(d);
+}
 
 /* The anchor rule itself, on headings the pages use. */
 Test(docs, anchors_as_github_makes_them) {

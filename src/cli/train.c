@@ -40,7 +40,7 @@ static void usage(FILE *f) {
             "  --version         print the version\n"
             "\n"
             "Writes DIR/config.json (resolved), DIR/log.jsonl, DIR/model.bin (best) and DIR/last.bin (latest).\n"
-            "Keys and defaults: docs/config.md.\n");
+            "Keys and defaults: docs/reference/config.md.\n");
 }
 
 static int fail(const char *msg, int code) {

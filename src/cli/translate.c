@@ -54,7 +54,7 @@ static void usage(FILE *f) {
             "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n"
             "  --bf16         multiply in bfloat16 (float32 sums): faster, outputs may differ slightly\n"
             "  --int8         multiply by the weights in int8 (per-channel scales; exact int32 sums): faster\n"
-            "                 still, outputs may differ more (docs/guide.md: int8 decoding)\n"
+            "                 still, outputs may differ more (docs/how-to/translating.md)\n"
             "  --threads N    GEMM threads (default: the libraries')\n"
             "  --version      print the version\n");
 }

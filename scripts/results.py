@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""The measurements pages, made from bench/results.jsonl, and the results it holds.
+
+  python3 scripts/results.py page [--check]
+      writes docs/results.md (the quality of the models: "quality" lines), docs/benchmarks.md
+      and docs/benchmarks.svg (speed: the lines make bench, make bench-data and make
+      bench-serve append), and the results table of README.md (between its results:begin
+      and results:end markers); --check exits 1, naming the file, when one is not what the
+      lines give (make test runs it so).
+  python3 scripts/results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--bin DIR] [--busy]
+      appends one "quality" line per run: its config, seed, precision, threads, training time
+      and test metrics (its log's test line: greedy decoding), the machine and the build; with
+      --beam it also decodes the run's test set with ./translate --beam K --alpha A (choose A on
+      validation: scripts/tune-alpha.sh) and scores it with ./bleu. --busy marks a run that
+      shared the machine. Several runs: one line each (seeds of one system).
+
+A figure in the docs is a line of the file: nothing here is typed twice. Not part of the
+product."""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "bench", "results.jsonl")
+SIG = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+
+
+def load():
+    with open(DATA, encoding="utf-8") as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def quality(lines, **want):
+    """The quality lines whose fields equal want's (a list or tuple: any of its values)."""
+    out = []
+    for r in lines:
+        if r.get("bench") != "quality":
+            continue
+        if all((r.get(k) in v) if isinstance(v, (list, tuple)) else r.get(k) == v for k, v in want.items()):
+            out.append(r)
+    return sorted(out, key=lambda r: r.get("seed", 0))
+
+
+def get(r, path):
+    for p in path.split("."):
+        r = r.get(p) if isinstance(r, dict) else None
+    return r
+
+
+def recorded_mean(lines, system, metric, seeds):
+    for r in lines:
+        if r.get("bench") == "quality-mean" and r["system"] == system and r["metric"] == metric and r["seeds"] == seeds:
+            return r["mean"]
+    return None
+
+
+def stat(lines, runs, metric, sd=True, digits=2):
+    """A metric over runs: the value (one run), or the mean ± sd (several); a mean the file
+    recorded when some runs lack the figure; '—' when there is none."""
+    vals = [get(r, metric) for r in runs]
+    have = [v for v in vals if v is not None]
+    if not runs or not have:
+        return "—"
+    if len(runs) == 1:
+        return f"{have[0]:.{digits}f}"
+    if len(have) < len(vals):
+        m = recorded_mean(lines, runs[0]["system"], metric, [r["seed"] for r in runs])
+        return "—" if m is None else f"{m:.{digits}f}"
+    m = sum(have) / len(have)
+    if not sd:
+        return f"{m:.{digits}f}"
+    s = math.sqrt(sum((v - m) ** 2 for v in have) / (len(have) - 1))
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
+
+
+def by_seed(runs, metric):
+    return ", ".join("—" if get(r, metric) is None else f"{get(r, metric):.2f}" for r in runs)
+
+
+def minutes(runs):
+    t = [r["train_s"] for r in runs if r.get("train_s")]
+    if not t:
+        return "—"
+    lo, hi = min(t) / 60, max(t) / 60
+    return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}"
+
+
+def machine(r):
+    fam = f" (family {r['cpu_family']}" + (f", model {r['cpu_model']})" if r.get("cpu_model") is not None else ")") \
+        if r.get("cpu_family") else ""
+    return f"{r.get('cpu', '?')}{fam}"
+
+
+def how(runs):
+    """Precision, threads, quiet or busy, machine: what the minutes were measured on."""
+    r = runs[0]
+    bits = [r.get("precision", "fp32")]
+    th = sorted({x.get("threads") for x in runs if x.get("threads")})
+    if th:
+        bits.append(" or ".join(map(str, th)) + (" thread" if th == [1] else " threads"))
+    q = {x.get("quiet") for x in runs}
+    bits.append("quiet" if q == {True} else "busy" if q == {False} else "quiet and busy" if None not in q else "")
+    return ", ".join(b for b in bits if b) + "; " + machine(r)
+
+
+def alphas(runs):
+    a = [get(r, "beam.alpha") for r in runs if get(r, "beam.alpha") is not None]
+    return "" if not a else " (α " + ", ".join(f"{x:g}" for x in a) + ")"
+
+
+# ---- docs/results.md ----
+
+B, BR, BT, BRT = "multi30k-best", "multi30k-best-rnn", "multi30k-best-tok", "multi30k-best-rnn-tok"
+E, ET = f"{B} + {BR}", f"{BT} + {BRT}"
+ENS = f"./translate runs/{B}/model.bin runs/{BR}/model.bin --beam 5 --alpha 1.5"
+BEST = [  # (label, command, selection)
+    ("best single model (Transformer)", f"./train --config {B}", dict(system=B, precision="fp32", commit="1ab73e0")),
+    ("the same, bf16", f"./train --config {B} --set precision=bf16", dict(system=B, precision="bf16")),
+    ("the same, three seeds", f"./train --config {B} --seed N --set threads=1", dict(system=B, threads=1)),
+    ("best RNN (bi-GRU, scaled-dot)", f"./train --config {BR}", dict(system=BR, precision="fp32", seed=1)),
+    ("the same, bf16", f"./train --config {BR} --set precision=bf16", dict(system=BR, precision="bf16")),
+    ("the same, three seeds", f"./train --config {BR} --seed N", dict(system=BR, precision="fp32")),
+    ("ensemble of the two", ENS, dict(system=E, precision="fp32")),
+    ("the same, both bf16", ENS, dict(system=E, precision="bf16")),
+]
+BEST_TOK = [
+    ("Transformer on the tokenised files", f"./train --config {BT}", dict(system=BT, precision="fp32")),
+    ("RNN on the tokenised files, three seeds", f"./train --config {BRT} --seed N", dict(system=BRT, precision="fp32")),
+    ("ensemble of the two", f"./translate runs/{BT}/model.bin runs/{BRT}/model.bin --beam 5 --alpha 1",
+     dict(system=ET, precision="fp32")),
+    ("Transformer, bf16", f"./train --config {BT} --set precision=bf16", dict(system=BT, precision="bf16")),
+    ("RNN, bf16", f"./train --config {BRT} --set precision=bf16", dict(system=BRT, precision="bf16")),
+    ("ensemble of the two, both bf16", f"./translate runs/{BT}/model.bin runs/{BRT}/model.bin --beam 5 --alpha 2",
+     dict(system=ET, precision="bf16")),
+]
+TR = "multi30k-transformer"
+ABLATION = [
+    (TR, f"./train --config {TR}", TR),
+    ("+ label smoothing 0.1", "`--set label_smoothing=0.1`", TR + " +ls"),
+    ("+ tied embeddings (all)", "`--set tie_embeddings=all`", TR + " +ls +tie"),
+    ("+ moving average 0.999", "`--set ema_decay=0.999`", TR + " +ls +tie +ema"),
+    ("+ dropout 0.3", "`--set dropout=0.3`", TR + " +ls +tie +ema +dropout0.3"),
+    ("RNN on the same BPE", "./train --config multi30k-bpe", "multi30k-bpe"),
+    ("+ BPE-dropout 0.1", "`--set bpe_dropout=0.1`", "multi30k-bpe +bpe_dropout"),
+    ("+ label smoothing 0.1", f"./train --config {BR}", BR),
+    ("Transformer + smoothing + tying + BPE-dropout + lr 0.001", f"./train --config {B}", B),
+]
+ABLATION_VS = {  # which row each is tested against
+    TR + " +ls": TR, TR + " +ls +tie": TR + " +ls", TR + " +ls +tie +ema": TR + " +ls +tie",
+    TR + " +ls +tie +ema +dropout0.3": TR + " +ls +tie +ema", "multi30k-bpe": TR,
+    "multi30k-bpe +bpe_dropout": "multi30k-bpe", B: TR + " +ls +tie",
+}
+WORDS = [
+    ("BPE (`multi30k-bpe.json`)", dict(system="multi30k-bpe")),
+    ("BPE + BPE-dropout 0.1", dict(system="multi30k-bpe +bpe_dropout")),
+    ("BPE + BPE-dropout + label smoothing (`multi30k-best-rnn.json`)", dict(system=BR, precision="fp32")),
+    ("words (`multi30k.json`, the homework)", dict(system="multi30k attention=scaled_dot", precision="fp32")),
+    ("words + label smoothing 0.1", dict(system="multi30k label_smoothing=0.1")),
+    ("BPE + BPE-dropout + label smoothing on the tokenised files (`multi30k-best-rnn-tok.json`)",
+     dict(system=BRT, precision="fp32")),
+]
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def best_rows(lines, spec, tok=False):
+    rows = []
+    for label, cmd, sel in spec:
+        runs = quality(lines, **sel)
+        if not runs:
+            continue
+        cmd = cmd if cmd.startswith("`") else f"`{cmd}`"
+        seeds = ", ".join(str(r["seed"]) for r in runs) if len({r["system"] for r in runs}) == 1 else "1"
+        if tok:
+            rows.append([label, cmd, seeds, stat(lines, runs, "greedy.multibleu"),
+                         stat(lines, runs, "beam.multibleu", sd=False) + alphas(runs), minutes(runs), how(runs)])
+        else:
+            rows.append([label, cmd, seeds, stat(lines, runs, "greedy.sacrebleu"),
+                         stat(lines, runs, "beam.sacrebleu", sd=False) + alphas(runs),
+                         stat(lines, runs, "beam.chrf", sd=False), stat(lines, runs, "greedy.multibleu", sd=False),
+                         stat(lines, runs, "beam.multibleu", sd=False), minutes(runs), how(runs)])
+    return rows
+
+
+def compare_line(lines, a, b):
+    for r in lines:
+        if r.get("bench") == "quality-compare" and r["a"] == a and r["b"] == b:
+            p = f"p < {r['p_below']:g}" if "p_below" in r else f"p = {r['p']:g}"
+            return f"{r['diff']:+.2f} [{r['lo']:+.2f}, {r['hi']:+.2f}], {p}"
+    return ""
+
+
+def results_page(lines):
+    o = ["""# Results
+
+What the models score, and how long they train. Every figure is a `"quality"` line of
+[`bench/results.jsonl`](../bench/results.jsonl), with the build that trained it, the machine,
+its threads and whether the machine was quiet; `python3 scripts/results.py page` makes this page
+from them (the tests check it is up to date) and `python3 scripts/results.py record RUN
+--system NAME --beam 5 --alpha A` adds a run. Speed is on [benchmarks](benchmarks.md).
+
+How the scores are made: test_2016_flickr (1,000 sentences), read once per final model; beam
+search's α chosen on the validation set (`scripts/tune-alpha.sh`), never on the test set.
+**sacreBLEU** is 13a BLEU on the cased, detokenised text against the raw references, signature
+`""" + SIG + """`; **multi-bleu** is `multi-bleu.perl`'s BLEU on the official lowercased
+tokenised text (the homework's figure; a raw-text model's outputs lowercased and tokenised by
+`./bleu --normalize en` first). The two are not comparable ([scoring](how-to/scoring.md)).
+Minutes are the run's own training time (validation included), on the machine named; "busy"
+runs shared the two cores with other work. Mean ± sd over seeds where a row has several.
+"""]
+    o.append("## Multi30k: the best systems\n")
+    o.append("Raw cased text in and out (joint BPE of 8,000 merges).\n")
+    o.append(table(["system", "command", "seeds", "sacreBLEU greedy", "sacreBLEU beam 5", "chrF2 beam", "multi-bleu greedy",
+                    "multi-bleu beam 5", "minutes", "measured with"], best_rows(lines, BEST)))
+    o.append("The same two models trained on the official lowercased tokenised files (their outputs are in that\n"
+             "form, so they have no cased score):\n")
+    o.append(table(["system", "command", "seeds", "multi-bleu greedy", "multi-bleu beam 5", "minutes", "measured with"],
+                   best_rows(lines, BEST_TOK, tok=True)))
+    o.append("## Multi30k: what each piece of the recipe adds\n")
+    o.append("Three seeds a row, each row adding one piece to the row above it (the RNN rows start again from the\n"
+             "RNN); greedy sacreBLEU with a paired bootstrap test of the row against the one it builds on (1,000\n"
+             "resamples of the test sentences, runs paired by seed: the difference, its 95 % interval, p).\n")
+    rows = []
+    for label, cmd, system in ABLATION:
+        runs = quality(lines, system=system, precision="fp32")
+        if system == B:
+            runs = [r for r in runs if r.get("threads") == 1]
+        if not runs:
+            continue
+        vloss = recorded_mean(lines, system, "best_valid_loss", [1, 2, 3])
+        vs = ABLATION_VS.get(system)
+        rows.append([label, cmd if cmd.startswith("`") else f"`{cmd}`", stat(lines, runs, "greedy.sacrebleu"),
+                     by_seed(runs, "greedy.sacrebleu"), stat(lines, runs, "beam.sacrebleu", sd=False),
+                     "—" if vloss is None else f"{vloss:.3f}", compare_line(lines, system, vs) if vs else ""])
+    o.append(table(["row", "config", "sacreBLEU greedy", "by seed", "beam 5", "best valid loss", "against"], rows))
+    o.append("## Multi30k: subwords and words\n")
+    o.append("The word model reads and writes the official lowercased tokenised text; the subword models raw cased\n"
+             "text, lowercased and tokenised for this line (but the last, trained on the tokenised files).\n"
+             "multi-bleu, three seeds:\n")
+    rows = []
+    for label, sel in WORDS:
+        runs = quality(lines, **sel)
+        if not runs:
+            continue
+        rows.append([label, stat(lines, runs, "greedy.multibleu"), by_seed(runs, "greedy.multibleu"),
+                     stat(lines, runs, "beam.multibleu", sd=False), by_seed(runs, "beam.multibleu")])
+    o.append(table(["model", "greedy", "by seed", "beam 5", "by seed"], rows))
+    o.append("## The homework: three attention variants\n")
+    o.append("`./compare --config multi30k --attention dummy,meanpool,scaled_dot --seeds 1,2,3`: the homework's\n"
+             "model on the official tokenised files, multi-bleu, greedy (the homework's columns) and beam 5.\n")
+    rows = []
+    for att in ("dummy", "meanpool", "scaled_dot"):
+        runs = quality(lines, system=f"multi30k attention={att}", precision="fp32")
+        if not runs:
+            continue
+        g = [get(r, "greedy.multibleu") for r in runs]
+        m = sum(g) / len(g)
+        var = sum((v - m) ** 2 for v in g) / (len(g) - 1)
+        vloss = recorded_mean(lines, f"multi30k attention={att}", "best_valid_loss", [1, 2, 3])
+        rows.append([att, by_seed(runs, "greedy.multibleu"), stat(lines, runs, "greedy.multibleu"), f"{var:.3f}",
+                     "—" if vloss is None else f"{vloss:.3f}", stat(lines, runs, "beam.multibleu")])
+    o.append(table(["attention", "BLEU by seed", "mean ± sd", "variance", "best valid loss (mean)", "beam 5"], rows))
+    o.append(reversal(lines))
+    return "\n".join(o)
+
+
+def reversal(lines):
+    runs = [r for r in lines if r.get("bench") == "quality" and r.get("task") == "reverse"]
+    o = ["## String reversal\n",
+         "1,000 test strings never seen in training; exact match and token accuracy by greedy decoding,\n"
+         "teacher-forced token accuracy (the practical's figure) for its exact setup (`reverse-ist*`).\n"]
+    rows = []
+    for system in dict.fromkeys(r["system"] for r in runs):
+        rs = sorted((r for r in runs if r["system"] == system), key=lambda r: r["seed"])
+        rows.append([f"`{system}`", ", ".join(str(r["seed"]) for r in rs), stat(lines, rs, "greedy.exact_match", digits=1),
+                     stat(lines, rs, "greedy.token_accuracy", digits=1), stat(lines, rs, "greedy.tf_token_accuracy", digits=1),
+                     minutes(rs) if max(r.get("train_s", 0) for r in rs) >= 60 else
+                     "–".join(sorted({f"{r['train_s']:.0f} s" for r in rs if r.get("train_s")})) or "—", how(rs)])
+    o.append(table(["config", "seeds", "exact match %", "token accuracy %", "teacher-forced %", "training", "measured with"],
+                   rows) if rows else "No reversal results recorded yet.\n")
+    return "\n".join(o)
+
+
+def readme_table(lines):
+    """The README's table: the best single model, the best RNN, their ensemble, the homework."""
+    def pick(**sel):
+        return quality(lines, **sel)
+    one, three = pick(system=B, precision="fp32", commit="1ab73e0"), pick(system=B, threads=1)
+    bf = pick(system=B, precision="bf16")
+    rnn1, rnn3, rnnbf = pick(system=BR, precision="fp32", seed=1), pick(system=BR, precision="fp32"), pick(system=BR, precision="bf16")
+    ens, ensbf = pick(system=E, precision="fp32"), pick(system=E, precision="bf16")
+    hw = pick(system="multi30k attention=scaled_dot", precision="fp32")
+    rows = [
+        ["best single model (Transformer)", f"`./train --config {B}`", f"{minutes(one)} ({minutes(bf)} in bf16)",
+         stat(lines, one, "beam.sacrebleu"), stat(lines, one, "beam.multibleu"),
+         f"{stat(lines, three, 'greedy.sacrebleu')} / {stat(lines, three, 'beam.sacrebleu', sd=False)}"],
+        ["best RNN (bi-GRU, attention)", f"`./train --config {BR}`", f"{minutes(rnn1)} ({minutes(rnnbf)} in bf16)",
+         stat(lines, rnn1, "beam.sacrebleu"), stat(lines, rnn1, "beam.multibleu"),
+         f"{stat(lines, rnn3, 'greedy.sacrebleu')} / {stat(lines, rnn3, 'beam.sacrebleu', sd=False)}"],
+        ["ensemble of the two", f"`{ENS}`", f"{minutes(ens)} ({minutes(ensbf)} in bf16), both", stat(lines, ens, "beam.sacrebleu"),
+         stat(lines, ens, "beam.multibleu"), "one seed"],
+        ["the homework's model (words, scaled-dot)", "`./train --config multi30k`", "—", "—",
+         stat(lines, hw[:1], "beam.multibleu"),
+         f"multi-bleu {stat(lines, hw, 'greedy.multibleu')} / {stat(lines, hw, 'beam.multibleu', sd=False)}"],
+    ]
+    m = machine(one[0]) if one else "?"
+    return (table(["system", "command", "minutes", "sacreBLEU", "multi-bleu", "three seeds: greedy / beam 5"], rows) +
+            f"\nMulti30k German→English, test_2016_flickr, beam 5 (α chosen on validation), seed 1: cased\n"
+            f"sacreBLEU on the raw text (`{SIG}`) and\n"
+            f"multi-bleu on the official lowercased tokenised text; three seeds: sacreBLEU greedy (mean ± sd) and\n"
+            f"beam 5 (mean), one thread each. Minutes of training on 2 cores of an {m}, float32\n"
+            f"(bf16 where the CPU has avx512_bf16). Every row, its machine and build: [docs/results.md](docs/results.md).\n")
+
+
+# ---- docs/benchmarks.md ----
+
+def speed_machine(r):
+    fam = f", family {r['cpu_family']}, model {r['cpu_model']}" if r.get("cpu_family") else ", family not recorded"
+    isa = f", {r['cpu_isa']}" if r.get("cpu_isa") else ""
+    return f"{r.get('cpu', '?')}{fam}{isa}, {r.get('cores', '?')} cores"
+
+
+def num(r, k, fmt="{:,.0f}"):
+    return fmt.format(r[k]) if isinstance(r.get(k), (int, float)) else "—"
+
+
+def svg_plot(series, path):
+    """A line per series of (x, y) points: training tokens/s by make bench run, per machine."""
+    W, H, L, T, R, Bm = 720, 300, 60, 20, 200, 40
+    pts = [p for _, s in series for p in s]
+    if not pts:
+        return
+    xmax = max(x for x, _ in pts) or 1
+    ymax = max(y for _, y in pts) * 1.1
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    sx = lambda x: L + (W - L - R) * x / xmax
+    sy = lambda y: H - Bm - (H - T - Bm) * y / ymax
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+         f'<rect width="{W}" height="{H}" fill="white"/>',
+         f'<line x1="{L}" y1="{H - Bm}" x2="{W - R}" y2="{H - Bm}" stroke="black"/>',
+         f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - Bm}" stroke="black"/>']
+    step = 10 ** math.floor(math.log10(ymax / 2)) if ymax > 0 else 1
+    y = 0
+    while y <= ymax:
+        o.append(f'<text x="{L - 5}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:,.0f}</text>')
+        o.append(f'<line x1="{L}" y1="{sy(y):.1f}" x2="{W - R}" y2="{sy(y):.1f}" stroke="#ddd"/>')
+        y += step * (2 if ymax / step > 10 else 1)
+    o.append(f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle">make bench runs, oldest first</text>')
+    o.append(f'<text x="14" y="{(T + H - Bm) / 2}" transform="rotate(-90 14 {(T + H - Bm) / 2})" '
+             f'text-anchor="middle">training target tokens/s</text>')
+    for i, (name, s) in enumerate(series):
+        c = colors[i % len(colors)]
+        d = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in s)
+        o.append(f'<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{d}"/>')
+        for x, y in s:
+            o.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2" fill="{c}"/>')
+        o.append(f'<text x="{W - R + 10}" y="{T + 14 * i + 10}" fill="{c}">{name}</text>')
+    o.append("</svg>")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(o) + "\n")
+
+
+def benchmarks_page(lines, svg):
+    bench = [r for r in lines if "bench" not in r and "event" not in r and "train_tok_per_s" in r]
+    o = ["""# Benchmarks
+
+Speed, measured by `make bench` against PyTorch on the same machine in the same run (the method:
+[speed](speed.md)), by `make bench-data` (corpora of 29,000 to 10 million pairs) and by `make
+bench-serve` (the server under load). Every figure is a line of
+[`bench/results.jsonl`](../bench/results.jsonl); this page is made from it by `python3
+scripts/results.py page`. Tables are per machine: a virtual machine may name its CPU only
+"AMD EPYC", so the family, model and widest matrix instructions are given where the line
+recorded them.
+
+## Training and decoding against PyTorch
+
+The homework model (`configs/multi30k.json`, bi-GRU 512, 17.5 M parameters) trained on
+length-bucketed Multi30k batches, target tokens per second; `× PyTorch` is our rate over
+PyTorch's in the same run (its float32 on OpenBLAS, its bf16 autocast). Decoding:
+test_2016_flickr sentences per second, greedy and beam 5, with the trained model where the run
+had one. The latest run of each machine:
+"""]
+    groups = {}
+    for r in bench:
+        groups.setdefault(speed_machine(r), []).append(r)
+    rows = []
+    for m, rs in groups.items():
+        r = rs[-1]
+        rows.append([m, f"`{r['commit']}`", num(r, "train_tok_per_s"),
+                     num(r, "train_ratio", "{:.2f}"), num(r, "train_bf16_tok_per_s"), num(r, "train_bf16_ratio", "{:.2f}"),
+                     num(r, "transformer_train_tok_per_s"), num(r, "transformer_train_ratio", "{:.2f}"),
+                     num(r, "trained_greedy_sent_per_s"), num(r, "trained_beam5_sent_per_s"),
+                     num(r, "trained_greedy_int8_sent_per_s"), num(r, "peak_rss_mb"), num(r, "rss_ratio", "{:.2f}")])
+    o.append(table(["machine", "build", "RNN fp32 tok/s", "× PyTorch", "RNN bf16 tok/s", "× PyTorch", "Transformer fp32 tok/s",
+                    "× PyTorch", "greedy sent/s", "beam 5 sent/s", "greedy int8 sent/s", "peak RSS MB", "RSS × PyTorch"], rows))
+    o.append("![training tokens/s by run](benchmarks.svg)\n")
+    series = []
+    for m, rs in groups.items():
+        short = m.split(",")[0] + ("" if "family not" in m else " " + m.split(",")[1].strip())
+        series.append((f"{short} fp32", [(i, r["train_tok_per_s"]) for i, r in enumerate(bench) if r in rs]))
+        tp = [(i, r["torch_train_tok_per_s"]) for i, r in enumerate(bench) if r in rs and "torch_train_tok_per_s" in r]
+        if tp:
+            series.append((f"{short} PyTorch fp32", tp))
+    svg_plot(series, svg)
+    o.append("Every run, per machine (newest last):\n")
+    for m, rs in groups.items():
+        o.append(f"**{m}**\n")
+        o.append(table(["build", "RNN fp32 tok/s", "× PyTorch", "bf16 tok/s", "× PyTorch", "greedy sent/s", "beam 5 sent/s"],
+                       [[f"`{r['commit']}`", num(r, "train_tok_per_s"), num(r, "train_ratio", "{:.2f}"),
+                         num(r, "train_bf16_tok_per_s"), num(r, "train_bf16_ratio", "{:.2f}"),
+                         num(r, "trained_greedy_sent_per_s"), num(r, "trained_beam5_sent_per_s")] for r in rs]))
+    data = [r for r in lines if r.get("bench") == "data"]
+    if data:
+        o.append("## Corpora of millions of pairs\n")
+        o.append("`make bench-data`: corpora grown from Multi30k, prepared once and streamed, a Transformer of 10 M\n"
+                 "parameters ([your own corpus](tutorials/corpus.md) explains the columns). The latest line of each size:\n")
+        last = {}
+        for r in data:
+            last[(speed_machine(r), r["pairs"])] = r
+        o.append(table(["machine", "pairs", "prepare", "prepared file", "training peak RSS", "start to first step", "tokens/s"],
+                       [[m, f"{n:,}", num(r, "prepare_s", "{:.1f} s"), num(r, "prepared_mb", "{:,.0f} MB"),
+                         num(r, "train_peak_mb", "{:,.0f} MB"), num(r, "first_step_s", "{:.2f} s"), num(r, "train_tok_per_s")]
+                        for (m, n), r in sorted(last.items())]))
+    serve = [r for r in lines if r.get("event") == "serve_load"]
+    if serve:
+        o.append("## The server under load\n")
+        o.append("`make bench-serve`: 1 and 64 kept-alive connections for 30 s, one sentence a request; client and\n"
+                 "server share the machine's cores.\n")
+        o.append(table(["build", "machine", "model", "connections", "requests/s", "p50 ms", "p99 ms", "errors",
+                        "server MB: idle → end"],
+                       [[f"`{r['commit']}`", speed_machine(r), f"`{r['model']}`", str(r["connections"]),
+                         num(r, "requests_per_s"), num(r, "p50_ms", "{:.2f}"), num(r, "p99_ms", "{:.2f}"),
+                         f"{r['errors']} of {r['requests']:,}",
+                         f"{num(r, 'server_rss_idle_mb', '{:.1f}')} → {num(r, 'server_rss_end_mb', '{:.1f}')}"] for r in serve]))
+    return "\n".join(o)
+
+
+# ---- record ----
+
+def cpu_info():
+    info = open("/proc/cpuinfo").read().splitlines()
+    g = lambda k: next((l.split(":", 1)[1].strip() for l in info if l.startswith(k)), "")
+    flags = " " + g("flags") + " "
+    isa = "none"
+    for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16"):
+        if f" {f} " in flags:
+            isa = f
+    return {"cpu": g("model name"), "cpu_family": int(g("cpu family") or 0), "cpu_model": int(g("model\t") or 0),
+            "cpu_isa": isa, "cores": os.cpu_count()}
+
+
+def record(args):
+    runs, system, beam, alpha, bindir, busy = [], None, 0, 1.0, os.path.join(ROOT, "build", "bin"), False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("--system", "--beam", "--alpha", "--bin") and i + 1 >= len(args):
+            sys.exit(f"results: {a} needs a value")
+        if a == "--system":
+            system, i = args[i + 1], i + 2
+        elif a == "--beam":
+            beam, i = int(args[i + 1]), i + 2
+        elif a == "--alpha":
+            alpha, i = float(args[i + 1]), i + 2
+        elif a == "--bin":
+            bindir, i = os.path.abspath(args[i + 1]), i + 2
+        elif a == "--busy":
+            busy, i = True, i + 1
+        elif a.startswith("-"):
+            sys.exit(f"results: {a}: unknown option")
+        else:
+            runs.append(a)
+            i += 1
+    if not runs or not system:
+        sys.exit("usage: results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--bin DIR] [--busy]")
+    ver = subprocess.run([os.path.join(bindir, "train"), "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"build ([0-9a-f]+(-dirty)?|unknown)", ver)
+    commit = m.group(1) if m else "unknown"
+    lines = []
+    for run in runs:
+        cfg = json.load(open(os.path.join(run, "config.json")))
+        log = [json.loads(l) for l in open(os.path.join(run, "log.jsonl")) if l.strip()]
+        test = next((l for l in reversed(log) if l.get("type") == "test"), None)
+        if test is None:
+            sys.exit(f"results: {run}: no test line (the run has not ended)")
+        epochs = [l for l in log if l.get("type") == "epoch"]
+        task, tr = cfg["task"], cfg["train"]
+        r = {"bench": "quality", "task": "reverse" if task["type"] == "reverse" else "translate", "system": system,
+             "configs": [cfg.get("name")], "seed": cfg.get("seed"), "precision": tr.get("precision", "fp32"),
+             "commit": commit, **cpu_info(), "threads": tr.get("threads") or os.cpu_count(), "quiet": not busy,
+             "train_s": round(epochs[-1]["elapsed_s"], 1) if epochs and "elapsed_s" in epochs[-1] else None,
+             "epochs": test.get("epochs"), "test": task.get("test_prefix", "test")}
+        greedy = {}
+        for k, name in (("test_sacrebleu", "sacrebleu"), ("test_chrf", "chrf"), ("test_bleu", "multibleu")):
+            if k in test:
+                greedy[name] = round(test[k], 2)
+        for k in ("exact_match", "token_accuracy", "tf_token_accuracy"):
+            if "test_" + k in test:
+                greedy[k] = round(100 * test["test_" + k], 2)
+        r["greedy"] = greedy
+        if beam and task["type"] != "reverse":
+            r["beam"] = beam_scores(bindir, run, cfg, beam, alpha)
+        r["source"] = "scripts/results.py record"
+        lines.append({k: v for k, v in r.items() if v is not None})
+    with open(DATA, "a", encoding="utf-8") as f:
+        for r in lines:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            print(json.dumps(r, ensure_ascii=False))
+
+
+def beam_scores(bindir, run, cfg, beam, alpha):
+    task = cfg["task"]
+    d, p = task["data_dir"], task["test_prefix"]
+    pick = lambda lang: next((f for f in (f"{d}/{p}.{lang}", f"{d}/{p}.{lang}.gz") if os.path.exists(f)), None)
+    src, ref = pick(task["src_lang"]), pick(task["trg_lang"])
+    subword = task.get("subword", "none") not in ("none", "")
+    with tempfile.TemporaryDirectory() as tmp:
+        def plain(path, name):
+            if not path.endswith(".gz"):
+                return path
+            out = os.path.join(tmp, name)
+            subprocess.run(f"zcat '{path}' > '{out}'", shell=True, check=True)
+            return out
+        src, ref, hyp = plain(src, "src"), plain(ref, "ref"), os.path.join(tmp, "hyp")
+        cmd = [os.path.join(bindir, "translate"), os.path.join(run, "model.bin"), "--beam", str(beam), "--alpha",
+               f"{alpha:g}", "--input", src, "--output", hyp] + ([] if subword else ["--tokenized"])
+        subprocess.run(cmd, check=True, capture_output=True)
+        bleu = os.path.join(bindir, "bleu")
+        out = {"k": beam, "alpha": alpha}
+        score = lambda *a: float(re.search(r"= ([0-9.]+)", subprocess.run([bleu, *a], capture_output=True, text=True,
+                                                                        check=True).stdout).group(1))
+        if subword:
+            out["sacrebleu"] = score("--sacrebleu", "--width", "2", ref, hyp)
+            out["chrf"] = score("--chrf", "--width", "2", ref, hyp)
+        else:
+            out["multibleu"] = score(ref, hyp)
+        return out
+
+
+# ---- main ----
+
+def replace_between(text, begin, end, new, what):
+    if begin not in text or end not in text:
+        sys.exit(f"results: {what} has no {begin} … {end} markers")
+    i, j = text.index(begin) + len(begin), text.index(end)
+    return text[:i] + new + text[j:]
+
+
+def page(check):
+    lines = load()
+    results, readme_path = results_page(lines), os.path.join(ROOT, "README.md")
+    readme = open(readme_path, encoding="utf-8").read()
+    readme_new = replace_between(readme, "<!-- results:begin -->\n", "<!-- results:end -->", readme_table(lines),
+                                 "README.md")
+    with tempfile.TemporaryDirectory() as tmp:
+        svg = os.path.join(tmp, "benchmarks.svg")
+        bench = benchmarks_page(lines, svg)
+        svg_text = open(svg, encoding="utf-8").read() if os.path.exists(svg) else ""
+    outputs = [("docs/results.md", results), ("docs/benchmarks.md", bench), ("docs/benchmarks.svg", svg_text),
+               ("README.md", readme_new)]
+    stale = []
+    for rel, text in outputs:
+        path = os.path.join(ROOT, rel)
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        if old != text:
+            stale.append(rel)
+            if not check:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+    if check:
+        if stale:
+            sys.stderr.write("results: not what bench/results.jsonl gives: " + ", ".join(stale) +
+                             " (run: python3 scripts/results.py page)\n")
+            sys.exit(1)
+        print("results: the pages are bench/results.jsonl's")
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("page", "record"):
+        sys.exit(__doc__)
+    if sys.argv[1] == "page":
+        page("--check" in sys.argv[2:])
+    else:
+        record(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    main()
