@@ -68,3 +68,26 @@ Test(multi30k, smoke_run_on_a_subset, .timeout = 300) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* ./speed times training steps on a prepared corpus, whose training pairs stream from the
+ * prepared file: it read them with batch_fill, which asserted (make bench aborted on every
+ * translation config). */
+Test(multi30k, speed_trains_on_a_streamed_corpus, .timeout = 300) {
+    const char *m30k = tu_multi30k_dir("tok/train.lc.norm.tok.de");
+    if (!m30k) cr_skip_test("Multi30k not found (set MULTI30K_DIR)");
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("set -e; for l in de en; do head -2000 %s/tok/train.lc.norm.tok.$l > %s/train.$l;"
+                       " head -50 %s/tok/val.lc.norm.tok.$l > %s/val.$l; head -50 %s/tok/test_2016_flickr.lc.norm.tok.$l > %s/test.$l;"
+                       " done", m30k, d, m30k, d, m30k, d),
+                 0);
+    const char *sets = "--set data_dir=%s --set train_prefix=train --set valid_prefix=val --set test_prefix=test "
+                       "--set cache_dir=%s/cache --set embedding=32 --set encoder_hidden=48 --set decoder_hidden=64 --set kq=32";
+    char cmd[1200], set[700];
+    snprintf(set, sizeof set, sets, d, d);
+    snprintf(cmd, sizeof cmd, "%s/speed --config multi30k %s --warmup 1 --iters 2 --no-decode > %s/out.txt 2> %s/err.txt", tu_bin(),
+             set, d, d);
+    cr_assert_eq(tu_sh("%s", cmd), 0, "%s", tu_slurp(tu_path(d, "err.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "out.txt"), "\"event\":\"train\""));
+    tu_rm_rf(d);
+    free(d);
+}

@@ -425,7 +425,12 @@ static int time_training(const Opts *o, Bench *w, const Dist *dist) {
             lo += a;
             nb = z - a;
         }
-        batch_fill(&b, &w->d.train, plan.order + lo, nb);
+        S2sError err;
+        if (batch_read(&b, &w->d.train, plan.order + lo, nb, &err) != S2S_OK) { /* a prepared corpus streams */
+            fprintf(stderr, "speed: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
         int n_tok = train_step(o, w, &b, k, &adam, dist, &gsum, &sum_s);
         if (k >= o->warmup) {
             tokens += n_tok;
