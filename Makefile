@@ -1,4 +1,8 @@
 # s2s — build, test, bench. `make help` lists the targets.
+# Every core builds, unless make was given -j (make -j1 builds one file at a time).
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 CC ?= cc
 SANITIZE ?= 0
 GOLDEN_DIR ?= ../shared/golden
