@@ -89,6 +89,14 @@ def minutes(runs):
     return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}"
 
 
+def seconds(runs):
+    t = [r["train_s"] for r in runs if r.get("train_s")]
+    if not t:
+        return "—"
+    lo, hi = min(t), max(t)
+    return f"{lo:.0f} s" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f} s"
+
+
 def machine(r):
     fam = f" (family {r['cpu_family']}" + (f", model {r['cpu_model']})" if r.get("cpu_model") is not None else ")") \
         if r.get("cpu_family") else ""
@@ -282,8 +290,7 @@ def reversal(lines):
         rs = sorted((r for r in runs if r["system"] == system), key=lambda r: r["seed"])
         rows.append([f"`{system}`", ", ".join(str(r["seed"]) for r in rs), stat(lines, rs, "greedy.exact_match", digits=1),
                      stat(lines, rs, "greedy.token_accuracy", digits=1), stat(lines, rs, "greedy.tf_token_accuracy", digits=1),
-                     minutes(rs) if max(r.get("train_s", 0) for r in rs) >= 60 else
-                     "–".join(sorted({f"{r['train_s']:.0f} s" for r in rs if r.get("train_s")})) or "—", how(rs)])
+                     seconds(rs), how(rs)])
     o.append(table(["config", "seeds", "exact match %", "token accuracy %", "teacher-forced %", "training", "measured with"],
                    rows) if rows else "No reversal results recorded yet.\n")
     return "\n".join(o)
@@ -386,7 +393,7 @@ The homework model (`configs/multi30k.json`, bi-GRU 512, 17.5 M parameters) trai
 length-bucketed Multi30k batches, target tokens per second; `× PyTorch` is our rate over
 PyTorch's in the same run (its float32 on OpenBLAS, its bf16 autocast). Decoding:
 test_2016_flickr sentences per second, greedy and beam 5, with the trained model where the run
-had one. The latest run of each machine:
+had one. The latest run of each machine (the lines keep which build each run measured):
 """]
     groups = {}
     for r in bench:
@@ -394,12 +401,12 @@ had one. The latest run of each machine:
     rows = []
     for m, rs in groups.items():
         r = rs[-1]
-        rows.append([m, f"`{r['commit']}`", num(r, "train_tok_per_s"),
+        rows.append([m, str(len(rs)), num(r, "train_tok_per_s"),
                      num(r, "train_ratio", "{:.2f}"), num(r, "train_bf16_tok_per_s"), num(r, "train_bf16_ratio", "{:.2f}"),
                      num(r, "transformer_train_tok_per_s"), num(r, "transformer_train_ratio", "{:.2f}"),
                      num(r, "trained_greedy_sent_per_s"), num(r, "trained_beam5_sent_per_s"),
                      num(r, "trained_greedy_int8_sent_per_s"), num(r, "peak_rss_mb"), num(r, "rss_ratio", "{:.2f}")])
-    o.append(table(["machine", "build", "RNN fp32 tok/s", "× PyTorch", "RNN bf16 tok/s", "× PyTorch", "Transformer fp32 tok/s",
+    o.append(table(["machine", "runs", "RNN fp32 tok/s", "× PyTorch", "RNN bf16 tok/s", "× PyTorch", "Transformer fp32 tok/s",
                     "× PyTorch", "greedy sent/s", "beam 5 sent/s", "greedy int8 sent/s", "peak RSS MB", "RSS × PyTorch"], rows))
     o.append("![training tokens/s by run](benchmarks.svg)\n")
     series = []
@@ -410,13 +417,26 @@ had one. The latest run of each machine:
         if tp:
             series.append((f"{short} PyTorch fp32", tp))
     svg_plot(series, svg)
-    o.append("Every run, per machine (newest last):\n")
+    o.append("Every run, per machine, oldest first:\n")
     for m, rs in groups.items():
         o.append(f"**{m}**\n")
-        o.append(table(["build", "RNN fp32 tok/s", "× PyTorch", "bf16 tok/s", "× PyTorch", "greedy sent/s", "beam 5 sent/s"],
-                       [[f"`{r['commit']}`", num(r, "train_tok_per_s"), num(r, "train_ratio", "{:.2f}"),
+        o.append(table(["run", "RNN fp32 tok/s", "× PyTorch", "bf16 tok/s", "× PyTorch", "greedy sent/s", "beam 5 sent/s"],
+                       [[str(i + 1), num(r, "train_tok_per_s"), num(r, "train_ratio", "{:.2f}"),
                          num(r, "train_bf16_tok_per_s"), num(r, "train_bf16_ratio", "{:.2f}"),
-                         num(r, "trained_greedy_sent_per_s"), num(r, "trained_beam5_sent_per_s")] for r in rs]))
+                         num(r, "trained_greedy_sent_per_s"), num(r, "trained_beam5_sent_per_s")] for i, r in enumerate(rs)]))
+    mpi = {m: [r for r in rs if "train_mpi2_tok_per_s" in r] for m, rs in groups.items()}
+    if any(mpi.values()):
+        o.append("## Two MPI ranks against one process\n")
+        o.append("The same global batches as one process of 2 threads and as `mpirun -np 2` ranks of 1 thread, and the\n"
+                 "gradient sum alone (the homework model's 70 MB gradient) over shared memory and TCP loopback; the\n"
+                 "latest run of each machine ([MPI](how-to/mpi.md); `scripts/scaling-model.py` predicts more machines\n"
+                 "from these figures):\n")
+        o.append(table(["machine", "one process tok/s", "2 ranks tok/s", "ratio", "the sum's share of a step",
+                        "sum, shared memory ms", "sum, TCP ms"],
+                       [[m, num(rs[-1], "train_tok_per_s"), num(rs[-1], "train_mpi2_tok_per_s"),
+                         num(rs[-1], "train_mpi2_vs_one_process", "{:.2f}"), num(rs[-1], "mpi2_sum_share", "{:.1%}"),
+                         num(rs[-1], "sum_shm_ms", "{:.1f}"), num(rs[-1], "sum_tcp_ms", "{:.1f}")]
+                        for m, rs in mpi.items() if rs]))
     data = [r for r in lines if r.get("bench") == "data"]
     if data:
         o.append("## Corpora of millions of pairs\n")
@@ -434,9 +454,9 @@ had one. The latest run of each machine:
         o.append("## The server under load\n")
         o.append("`make bench-serve`: 1 and 64 kept-alive connections for 30 s, one sentence a request; client and\n"
                  "server share the machine's cores.\n")
-        o.append(table(["build", "machine", "model", "connections", "requests/s", "p50 ms", "p99 ms", "errors",
+        o.append(table(["machine", "model", "connections", "requests/s", "p50 ms", "p99 ms", "errors",
                         "server MB: idle → end"],
-                       [[f"`{r['commit']}`", speed_machine(r), f"`{r['model']}`", str(r["connections"]),
+                       [[speed_machine(r), f"`{r['model']}`", str(r["connections"]),
                          num(r, "requests_per_s"), num(r, "p50_ms", "{:.2f}"), num(r, "p99_ms", "{:.2f}"),
                          f"{r['errors']} of {r['requests']:,}",
                          f"{num(r, 'server_rss_idle_mb', '{:.1f}')} → {num(r, 'server_rss_end_mb', '{:.1f}')}"] for r in serve]))
@@ -497,7 +517,8 @@ def record(args):
              "configs": [cfg.get("name")], "seed": cfg.get("seed"), "precision": tr.get("precision", "fp32"),
              "commit": commit, **cpu_info(), "threads": tr.get("threads") or os.cpu_count(), "quiet": not busy,
              "train_s": round(epochs[-1]["elapsed_s"], 1) if epochs and "elapsed_s" in epochs[-1] else None,
-             "epochs": test.get("epochs"), "test": task.get("test_prefix", "test")}
+             "epochs": test.get("epochs"),
+             "test": f"{task.get('test_size')} strings" if task["type"] == "reverse" else task.get("test_prefix", "test")}
         greedy = {}
         for k, name in (("test_sacrebleu", "sacrebleu"), ("test_chrf", "chrf"), ("test_bleu", "multibleu")):
             if k in test:

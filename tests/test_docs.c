@@ -9,9 +9,11 @@
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* GitHub's anchor of a heading's text: letters, digits, '-' and '_' kept (lower case), spaces
  * become '-', everything else goes (bytes past ASCII are kept: GitHub keeps letters). */
@@ -202,6 +204,29 @@ Test(docs, the_tensor_tables_are_what_export_writes, .timeout = 300) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "python3 scripts/model-files.py %s --check", tu_bin());
     generated(cmd);
+}
+
+/* results.py record: a finished run becomes a line of the results file (its config, seed,
+ * machine, build, test metrics), and the results page then shows it; a run without its test
+ * line is refused. */
+Test(docs, a_recorded_run_reaches_the_results_page, .timeout = 120) {
+    char *d = tu_tmpdir(), cwd[PATH_MAX], cfg[PATH_MAX + 32];
+    cr_assert(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(cfg, sizeof cfg, "%s/configs/reverse.json", cwd);
+    cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/ && cd %s && %s/train --config %s --set train_size=200 "
+                       "--set epochs=1 --out run > /dev/null 2>&1", d, d, tu_bin(), cfg), 0);
+    cr_assert_eq(tu_sh("cd %s && python3 scripts/results.py record run --system reverse-probe --bin %s > rec.txt", d, tu_bin()), 0);
+    char *rec = tu_slurp(tu_path(d, "rec.txt"), NULL);
+    cr_assert(rec != NULL);
+    cr_expect(strstr(rec, "\"system\": \"reverse-probe\"") && strstr(rec, "\"exact_match\"") && strstr(rec, "\"cpu\""), "%s", rec);
+    cr_expect_eq(tu_sh("cd %s && python3 scripts/results.py page && grep -q 'reverse-probe' docs/results.md", d), 0);
+    cr_expect_eq(tu_sh("cd %s && %s/train --config %s --set train_size=200 --out paused --pause-at 2 > /dev/null 2>&1 && "
+                       "! python3 scripts/results.py record paused --system p --bin %s 2> err.txt && grep -q 'no test line' err.txt",
+                       d, tu_bin(), cfg, tu_bin()),
+                 0, "a paused run was recorded");
+    free(rec);
+    tu_rm_rf(d);
+    free(d);
 }
 
 /* The generators' checks can fail: a page changed by hand is caught. */
