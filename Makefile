@@ -1,7 +1,9 @@
 # s2s — build, test, bench. `make help` lists the targets.
-# Every core builds, unless make was given -j (make -j1 builds one file at a time).
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
-MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+# Every core builds (make JOBS=1: one file at a time). GNU make 4.3 does not show a -j given
+# on the command line to the makefile, so JOBS decides; sub-makes share the top one's jobs.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(JOBS)
 endif
 CC ?= cc
 SANITIZE ?= 0
@@ -274,7 +276,7 @@ uninstall:
 # An install into a temporary prefix, a program built against it with pkg-config (shared and
 # static), translating a line with a model trained here; then uninstall leaves nothing.
 test-install: all
-	bash scripts/test-install.sh
+	+bash scripts/test-install.sh
 
 clean:
 	rm -rf build $(CLIS)
