@@ -88,7 +88,7 @@ typedef enum GemmPath {
     GEMM_PATH_INT8,         /* int8 matmul primitive, weight packed */
     GEMM_PATH_SMALL,        /* batched small products (attention heads), plain loops */
     GEMM_PATH_Q8,           /* int8 on gemm_q8 (AVX2 without VNNI: int8 tapes, greedy's screen) */
-    GEMM_PATH_ROWS,         /* float32 by a frozen weight on gemm_rows (CPUs without AVX-512) */
+    GEMM_PATH_ROWS,         /* float32 on gemm_rows, each row alone (CPUs without AVX-512) */
     GEMM_PATH_COUNT
 } GemmPath;
 extern const char *const GEMM_PATH_NAMES[GEMM_PATH_COUNT];

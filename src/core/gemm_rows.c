@@ -1,5 +1,6 @@
-/* gemm_rows.c — float32 products by a frozen weight in which every row of A is summed
- * alone, the same bits whatever the rows around it (see gemm_internal.h).
+/* gemm_rows.c — float32 products in which every row of A is summed alone, the same bits
+ * whatever the rows around it (see gemm_internal.h): by a frozen weight, and on decoding
+ * tapes by another activation.
  *
  * From AVX-512 on, oneDNN's float32 matmul runs brgemm kernels whose k order is the same for
  * every row; below it (AVX2: Zen 3, older Xeons) it runs its gemm:jit kernels, which pick
@@ -136,7 +137,9 @@ static void rows_tile(const RowsJob *j, int r0, int MR, size_t jb, int k0, int k
 static void rows_panels(void *ctx, size_t b0, size_t b1) {
     const RowsJob *j = ctx;
     size_t np = b1 - b0;
-    float (*part)[RW_COLS] = j->K > RW_KC ? s2s_xmalloc((size_t)RW_MC * np * sizeof *part) : NULL;
+    /* a decoding step has a few rows: its partial sums need a few tiles, not a whole chunk */
+    size_t mc = j->M < RW_MC ? (size_t)(j->M + RW_ROWS - 1) / RW_ROWS * RW_ROWS : RW_MC;
+    float (*part)[RW_COLS] = j->K > RW_KC ? s2s_xmalloc(mc * np * sizeof *part) : NULL;
     for (int m0 = 0; m0 < j->M; m0 += RW_MC) {
         int m1 = j->M - m0 < RW_MC ? j->M : m0 + RW_MC;
         for (int k0 = 0; k0 < j->K; k0 += RW_KC) {
