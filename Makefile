@@ -44,9 +44,13 @@ CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno -fno-trapp
 LDFLAGS = $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
-                      src/train/*.c src/metrics/*.c src/report/*.c src/decode/*.c src/io/*.c src/viz/*.c src/serve/*.c)
+                      src/train/*.c src/metrics/*.c src/report/*.c src/decode/*.c src/io/*.c src/viz/*.c src/serve/*.c \
+                      src/api/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
 LIB := $(BUILD)/libs2s.a
+VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)
+SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+SO := $(BUILD)/libs2s.so.$(VERSION)
 CLI_SRC := $(wildcard src/cli/*.c)
 CLIS := $(notdir $(CLI_SRC:.c=))
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
@@ -54,14 +58,14 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(BUILD)/tests/s2s_tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: bench-data print-clis all deps demo doctest test test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
+.PHONY: bench-data print-clis all deps demo doctest test test-python test-fast test-golden test-install fuzz bench bench-serve clean help FORCE shared install uninstall
 # Programs are built per build flavour in $(BUILD)/bin; the plain build also copies them to
 # the repo root, where users type ./train. Tests run the flavour they were built with.
 BIN := $(CLIS:%=$(BUILD)/bin/%)
 ifeq ($(SANITIZE),1)
-all: $(LIB) $(BIN)
+all: $(LIB) $(BIN) $(SO)
 else
-all: $(LIB) $(CLIS)
+all: $(LIB) $(CLIS) $(SO)
 $(CLIS): %: $(BUILD)/bin/%
 	cp $< $@.tmp && mv -f $@.tmp $@
 endif
@@ -165,6 +169,15 @@ demo: all
 test: $(TEST_BIN) all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_GOLDEN_DIR=$(GOLDEN_DIR) S2S_GOLDEN_CUSTOM=$(GOLDEN_CUSTOM) S2S_BIN_DIR=$(BUILD)/bin \
 	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(TEST_BIN) $(TEST_ARGS)
+	@$(MAKE) --no-print-directory test-python
+
+# The Python package (python/s2s) over this build's shared library, against this build's
+# programs; under SANITIZE=1 the interpreter runs with the sanitizers' runtime preloaded.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+SAN_PRELOAD = $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0)
+test-python: all
+	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_BIN_DIR=$(BUILD)/bin S2S_LIBRARY=$(CURDIR)/$(SO) \
+	  PYTHONPATH=$(CURDIR)/python PYTHONDONTWRITEBYTECODE=1 $(SAN_PRELOAD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 # The inner loop: an allow-list of unit suites (no program run, no model trained end to end),
 # seconds in all; a new suite joins it by name.
@@ -230,9 +243,6 @@ fuzz: | $(DEPS_STAMP)
 # headers under include/s2s/, s2s.pc, man pages (scripts/man.sh: docs/man/*.txt and --help) ----
 PREFIX ?= /usr/local
 DESTDIR ?=
-VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)
-SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
-SO := $(BUILD)/libs2s.so.$(VERSION)
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/serve_page.o
 $(BUILD)/pic/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

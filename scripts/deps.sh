@@ -3,7 +3,8 @@
 # by `make`, `make test` and `make demo`); safe to run again.
 set -euo pipefail
 PKGS=(libopenblas-dev libdnnl-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
-      libcriterion-dev pkg-config sentencepiece man-db libopenmpi-dev openmpi-bin libmicrohttpd-dev)
+      libcriterion-dev pkg-config sentencepiece man-db libopenmpi-dev openmpi-bin libmicrohttpd-dev
+      python3 python3-numpy python3-pytest)
 for a in "$@"; do
     case $a in
     --with-clang) PKGS+=(clang libclang-rt-14-dev) ;;

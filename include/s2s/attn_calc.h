@@ -47,5 +47,9 @@ typedef struct AttnCalcResult {
  * float range are an error, never silent infinities. */
 S2sStatus attn_calc(const AttnCalcInput *in, AttnCalcResult *out, S2sError *err);
 void attn_calc_free(AttnCalcResult *r);
+/* The result as JSON (./attend --json): {"heads": [{"scores", "weights", "output"}...],
+ * "output"}, digits enough to read every float back
+ * exactly; malloc'd. */
+char *attn_calc_to_json(const AttnCalcResult *r);
 
 #endif

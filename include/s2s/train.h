@@ -29,6 +29,8 @@ typedef struct TrainOptions {
                                      run too (0: as its config says) */
     const struct Dist *dist;      /* the ranks of a data-parallel run (dist.h), or NULL: one
                                      process. Rank 0 alone writes into out_dir. */
+    void (*on_log)(void *user, const char *line); /* every log.jsonl line once written, or NULL */
+    void *log_user;
 } TrainOptions;
 
 typedef struct TrainSummary {

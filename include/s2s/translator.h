@@ -11,6 +11,8 @@
 #include "s2s/model.h"
 #include "s2s/viz.h"
 
+#include <cjson/cJSON.h>
+
 #define TRANSLATE_MAX_NBEST 32
 
 typedef struct Translator {
@@ -67,6 +69,9 @@ typedef struct TranslatedLine {
 void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out);
 void translator_free_results(TranslatedLine *out, int n);
 void translator_free_attention(LineAttention *a);
+/* A line's attention as JSON: {"source", "target", "weights": [row][source]} and, with heads,
+ * "layers": [layer][head][row][source] (./translate --attention, ./serve's answers). */
+cJSON *translator_attention_json(const LineAttention *a);
 
 /* Whether a model may join an ensemble with the first: the same task (type, languages) and
  * vocabularies, and the same subword model; else one line naming `path` and the first

@@ -176,3 +176,29 @@ void attn_calc_input_free(AttnCalcInput *in) {
     for (int i = 0; i < in->n_owned; i++) tensor_free(in->owned[i]);
     memset(in, 0, sizeof *in);
 }
+
+static cJSON *json_matrix(const Tensor *t) {
+    cJSON *m = cJSON_CreateArray();
+    for (int r = 0; r < t->shape[0]; r++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int c = 0; c < t->shape[1]; c++) cJSON_AddItemToArray(row, cJSON_CreateNumber(t->data[(size_t)r * t->shape[1] + c]));
+        cJSON_AddItemToArray(m, row);
+    }
+    return m;
+}
+
+char *attn_calc_to_json(const AttnCalcResult *r) {
+    cJSON *o = cJSON_CreateObject(), *hs = cJSON_AddArrayToObject(o, "heads");
+    for (int h = 0; h < r->n_heads; h++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToObject(x, "scores", json_matrix(r->scores[h]));
+        cJSON_AddItemToObject(x, "weights", json_matrix(r->weights[h]));
+        cJSON_AddItemToObject(x, "output", json_matrix(r->outputs[h]));
+        cJSON_AddItemToArray(hs, x);
+    }
+    cJSON_AddItemToObject(o, "output", json_matrix(r->output));
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    S2S_ASSERT_MSG(s, "cJSON_Print: out of memory");
+    return s;
+}

@@ -10,7 +10,6 @@
 #include "s2s/file.h"
 #include "s2s/viz.h"
 
-#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <math.h>
@@ -38,32 +37,12 @@ static void print_table(const char *title, const Tensor *t) {
     }
 }
 
-static cJSON *json_matrix(const Tensor *t) {
-    cJSON *m = cJSON_CreateArray();
-    for (int r = 0; r < t->shape[0]; r++) {
-        cJSON *row = cJSON_CreateArray();
-        for (int c = 0; c < t->shape[1]; c++) cJSON_AddItemToArray(row, cJSON_CreateNumber(t->data[(size_t)r * t->shape[1] + c]));
-        cJSON_AddItemToArray(m, row);
-    }
-    return m;
-}
-
 /* The result on stdout: each head's scores, weights and output as tables (or JSON). */
 static void print_result(const AttnCalcInput *in, const AttnCalcResult *r, bool as_json) {
     if (as_json) {
-        cJSON *o = cJSON_CreateObject(), *hs = cJSON_AddArrayToObject(o, "heads");
-        for (int h = 0; h < r->n_heads; h++) {
-            cJSON *x = cJSON_CreateObject();
-            cJSON_AddItemToObject(x, "scores", json_matrix(r->scores[h]));
-            cJSON_AddItemToObject(x, "weights", json_matrix(r->weights[h]));
-            cJSON_AddItemToObject(x, "output", json_matrix(r->outputs[h]));
-            cJSON_AddItemToArray(hs, x);
-        }
-        cJSON_AddItemToObject(o, "output", json_matrix(r->output));
-        char *s = cJSON_Print(o);
+        char *s = attn_calc_to_json(r);
         printf("%s\n", s);
         free(s);
-        cJSON_Delete(o);
     } else {
         for (int h = 0; h < r->n_heads; h++) {
             if (r->n_heads > 1) printf("== head %d\n", h + 1);

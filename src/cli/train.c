@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
     catch_stop_signals();
 
     TrainOptions opt = {out_dir, resume != NULL, overwrite, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, pause_at,
-                        (int)epochs, NULL};
+                        (int)epochs, NULL, NULL, NULL};
     /* under mpirun: one rank of a data-parallel run; rank 0 alone prints and writes */
     Dist dist;
     if (dist_init(&dist, &argc, &argv, &err)) return fail(err.msg, 1);

@@ -47,6 +47,9 @@ static void usage(FILE *f) {
             "  --logits FILE  with --score: also write each pair's ids and logits as JSON lines to FILE\n"
             "                 ({\"line\", \"src\", \"trg\" (<eos> last), \"logits\": one row per target token}), to\n"
             "                 compare with another implementation (scripts/torch-check.py)\n"
+            "  --attention FILE  greedy, one model: write each line's attention as JSON lines to FILE ({\"line\",\n"
+            "                 \"source\", \"target\" (<eos> last when it ended), \"weights\": a row per target token,\n"
+            "                 and a Transformer's or multihead model's \"layers\": [layer][head][row][source]})\n"
             "  --max-len N    longest output (default: the model's, else 2 x the line's source + 10, each line its\n"
             "                 own: a line decodes the same alone and in any batch)\n"
             "  --ref FILE     references, one a line for each input line: print BLEU on stderr (multi-bleu.perl's on\n"
@@ -104,6 +107,7 @@ typedef struct Ctx {
     Tape *more_t[MODEL_MAX_ENSEMBLE];
     LineReader score;    /* --score: the targets, read along */
     FILE *logits;        /* --logits: the pairs' ids and logits, or NULL */
+    FILE *attn;          /* --attention: the lines' attention, or NULL */
     bool scoring;
     Translator tr;
     long failed, line_no;
@@ -169,6 +173,14 @@ static void translate_block(Ctx *c, Line *lines, int n, FILE *out) {
             fprintf(out, "%s\n", r->text[0]);
         }
         if (c->has_ref) score_against_ref(c, r->text[0]);
+        if (c->attn) {
+            cJSON *j = r->attention ? translator_attention_json(r->attention) : cJSON_CreateObject();
+            cJSON_AddItemToObjectCS(j, "line", cJSON_CreateNumber((double)no)); /* last: each line reads the same */
+            char *txt = cJSON_PrintUnformatted(j);
+            fprintf(c->attn, "%s\n", txt ? txt : "{}");
+            free(txt);
+            cJSON_Delete(j);
+        }
     }
     fflush(out);
     c->line_no += n;
@@ -298,7 +310,7 @@ static int usage_error(const S2sError *err) {
 
 /* The command line. */
 typedef struct Opts {
-    const char *model, *in_path, *out_path, *ref_path, *score_path, *logits_path;
+    const char *model, *in_path, *out_path, *ref_path, *score_path, *logits_path, *attention_path;
     const char *more_paths[MODEL_MAX_ENSEMBLE];
     int block, threads;
     bool bf16, int8;
@@ -316,6 +328,8 @@ static int check_options(const Opts *o, const Ctx *c) {
         why = "--score scores given targets: it takes no --beam, --n-best, --ref or --heatmap";
     } else if (o->logits_path && (!o->score_path || c->n_more)) {
         why = "--logits writes the logits of --score's pairs under one model: give --score and one model";
+    } else if (o->attention_path && (o->score_path || c->n_more || c->tr.beam > 1)) {
+        why = "--attention writes one model's attention in greedy decoding: no --score, --beam or second model";
     } else if (c->n_more && c->tr.heatmap_dir) {
         why = "--heatmap draws one model's attention; give one model";
     } else if (c->tr.n_best > c->tr.beam) {
@@ -331,9 +345,9 @@ static int check_options(const Opts *o, const Ctx *c) {
     ArgsFile ins[MODEL_MAX_ENSEMBLE + 3] = {{"--input", o->in_path}, {"--ref", o->ref_path}, {"--score", o->score_path},
                                             {"MODEL", o->model}};
     for (int k = 0; k < c->n_more; k++) ins[4 + k] = (ArgsFile){"MODEL", o->more_paths[k]};
-    ArgsFile outs[2] = {{"--output", o->out_path}, {"--logits", o->logits_path}};
+    ArgsFile outs[3] = {{"--output", o->out_path}, {"--logits", o->logits_path}, {"--attention", o->attention_path}};
     S2sError err;
-    if (args_distinct_files(ins, 4 + c->n_more, outs, 2, &err)) {
+    if (args_distinct_files(ins, 4 + c->n_more, outs, 3, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 2;
     }
@@ -349,7 +363,8 @@ static int parse_options(int argc, char **argv, Opts *o, Ctx *c) {
     c->tr.n_best = 1;
     c->tr.alpha = 1.0f;
     S2sError err;
-    enum { O_TOKENIZED = ARGS_OWN, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE, O_LOGITS };
+    enum { O_TOKENIZED = ARGS_OWN, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE, O_LOGITS,
+           O_ATTENTION };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
@@ -359,7 +374,7 @@ static int parse_options(int argc, char **argv, Opts *o, Ctx *c) {
         {"max-len", required_argument, NULL, O_MAX_LEN}, {"batch", required_argument, NULL, O_BATCH},
         {"beam", required_argument, NULL, O_BEAM}, {"n-best", required_argument, NULL, O_NBEST},
         {"alpha", required_argument, NULL, O_ALPHA}, {"score", required_argument, NULL, O_SCORE},
-        {"logits", required_argument, NULL, O_LOGITS},
+        {"logits", required_argument, NULL, O_LOGITS}, {"attention", required_argument, NULL, O_ATTENTION},
         {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
@@ -380,6 +395,7 @@ static int parse_options(int argc, char **argv, Opts *o, Ctx *c) {
         case O_ALPHA: if (args_float("--alpha", optarg, 0, 10, &c->tr.alpha, &err)) return usage_error(&err); break;
         case O_SCORE: o->score_path = optarg; break;
         case O_LOGITS: o->logits_path = optarg; break;
+        case O_ATTENTION: o->attention_path = optarg; break;
         default: return args_common(opt, "translate", usage, argv, optind, optopt);
         }
     }
@@ -446,7 +462,7 @@ static int load_models(const Opts *o, Ctx *c) {
  * even name the input file), the references and targets read along. */
 typedef struct Files {
     FILE *in, *out, *ref, *targets;
-    FileTmp out_tmp, logits_tmp;
+    FileTmp out_tmp, json_tmp; /* --logits or --attention */
 } Files;
 
 static int open_files(const Opts *o, Ctx *c, Files *f) {
@@ -482,14 +498,16 @@ static int open_files(const Opts *o, Ctx *c, Files *f) {
         if (!f->out_tmp.direct) remove_on_signal(f->out_tmp.tmp);
         f->out = f->out_tmp.f;
     }
-    if (o->logits_path) { /* whole or not at all too */
-        if (file_tmp_open(&f->logits_tmp, o->logits_path, &err)) {
+    const char *json_path = o->logits_path ? o->logits_path : o->attention_path;
+    if (json_path) { /* whole or not at all too */
+        if (file_tmp_open(&f->json_tmp, json_path, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             if (o->out_path) file_tmp_abort(&f->out_tmp);
             return 1;
         }
-        c->logits = f->logits_tmp.f;
-        c->tr.score_logits = true;
+        *(o->logits_path ? &c->logits : &c->attn) = f->json_tmp.f;
+        c->tr.score_logits = o->logits_path != NULL;
+        c->tr.want_attention = o->attention_path != NULL;
     }
     return -1;
 }
@@ -567,10 +585,10 @@ static int close_files(const Opts *o, Ctx *c, Files *f, int rc) {
         fprintf(stderr, "translate: standard output: write error\n");
         rc = 1;
     }
-    if (o->logits_path) {
+    if (o->logits_path || o->attention_path) {
         if (rc) {
-            file_tmp_abort(&f->logits_tmp);
-        } else if (file_tmp_commit(&f->logits_tmp, ferror(c->logits) != 0, &err)) {
+            file_tmp_abort(&f->json_tmp);
+        } else if (file_tmp_commit(&f->json_tmp, ferror(f->json_tmp.f) != 0, &err)) {
             fprintf(stderr, "translate: %s\n", err.msg);
             rc = 1;
         }

@@ -187,31 +187,6 @@ bool serve_check_request(const char *body, size_t len, int max_sentences, char *
     return ok;
 }
 
-static cJSON *attention_json(const LineAttention *a) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON *src = cJSON_AddArrayToObject(j, "source"), *out = cJSON_AddArrayToObject(j, "target"),
-          *w = cJSON_AddArrayToObject(j, "weights");
-    for (int k = 0; k < a->n_src; k++) cJSON_AddItemToArray(src, cJSON_CreateString(a->src[k]));
-    for (int r = 0; r < a->n_out; r++) {
-        cJSON_AddItemToArray(out, cJSON_CreateString(a->out[r]));
-        cJSON_AddItemToArray(w, cJSON_CreateFloatArray(a->w + (size_t)r * a->n_src, a->n_src));
-    }
-    if (a->heads) { /* "layers": [layer][head][output row][source column] */
-        cJSON *layers = cJSON_AddArrayToObject(j, "layers");
-        for (int l = 0; l < a->n_layers; l++) {
-            cJSON *hl = cJSON_CreateArray();
-            for (int h = 0; h < a->n_heads; h++) {
-                cJSON *m = cJSON_CreateArray();
-                const float *p = a->heads + ((size_t)l * a->n_heads + h) * a->n_out * a->n_src;
-                for (int r = 0; r < a->n_out; r++) cJSON_AddItemToArray(m, cJSON_CreateFloatArray(p + (size_t)r * a->n_src, a->n_src));
-                cJSON_AddItemToArray(hl, m);
-            }
-            cJSON_AddItemToArray(layers, hl);
-        }
-    }
-    return j;
-}
-
 /* A line's entry of the answer: its text, then its error, n-best list or attention. */
 static cJSON *line_json(const TranslateRequest *q, int i, const TranslatedLine *t) {
     cJSON *e = cJSON_CreateObject();
@@ -228,7 +203,7 @@ static cJSON *line_json(const TranslateRequest *q, int i, const TranslatedLine *
             cJSON_AddItemToArray(nb, h);
         }
     }
-    if (t->attention) cJSON_AddItemToObject(e, "attention", attention_json(t->attention));
+    if (t->attention) cJSON_AddItemToObject(e, "attention", translator_attention_json(t->attention));
     return e;
 }
 

@@ -16,6 +16,7 @@ S2sStatus run_log_line(Run *r, cJSON *j, S2sError *err) {
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     bool bad = fprintf(r->log, "%s\n", txt) < 0 || fflush(r->log) != 0;
+    if (!bad && r->opt->on_log) r->opt->on_log(r->opt->log_user, txt);
     free(txt);
     if (bad) return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", r->dir.log, strerror(errno));
     return S2S_OK;

@@ -1,0 +1,166 @@
+"""The programs' tools as functions: the attention calculator (./attend), corpus scores
+(./bleu: multi-bleu.perl's BLEU, sacreBLEU's BLEU and chrF with their signatures) and
+subword models (./subword learn, encode, decode). Same numbers as the programs: the same C.
+"""
+
+import ctypes
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+from . import _lib
+from ._lib import lib
+
+
+def _matrix(m, name):
+    if m is None:
+        return None
+    if hasattr(m, "tolist"):
+        m = m.tolist()
+    if not isinstance(m, (list, tuple)):
+        raise TypeError(f"{name}: expected a matrix (a list of rows or an array)")
+    return [list(map(float, row)) if isinstance(row, (list, tuple)) else row for row in m]
+
+
+def attend(Q=None, K=None, V=None, X=None, W_q=None, W_k=None, W_v=None, W_o=None, heads=None, scaled=True,
+           causal=False):
+    """Attention of queries Q over keys K and values V (or X for all three), as ./attend:
+    optional projections X·W, heads (a number to split into, or a list of dicts with their
+    own Q, K, V, X, W_q, W_k, W_v), an output projection W_o, scaling by √d_k, a causal
+    mask. Returns {"heads": [{"scores", "weights", "output"}...], "output"} as float32 arrays
+    (scores before the mask)."""
+    np = _numpy()
+    spec = {"scaled": bool(scaled), "causal": bool(causal)}
+    for k, v in (("Q", Q), ("K", K), ("V", V), ("X", X), ("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
+        if v is not None:
+            spec[k] = _matrix(v, k)
+    if isinstance(heads, (list, tuple)):
+        spec["heads"] = [{k: _matrix(v, f"heads[{i}].{k}") for k, v in h.items()} for i, h in enumerate(heads)]
+    elif heads is not None:
+        spec["heads"] = int(heads)
+    err = _lib.CError()
+    out = _lib.take_string(lib.s2s_attend(json.dumps(spec).encode(), ctypes.byref(err)))
+    if out is None:
+        err.raise_()
+    r = json.loads(out)
+    arr = lambda m: np.array(m, dtype=np.float32)  # noqa: E731 - the JSON holds every float exactly
+    return {"heads": [{k: arr(h[k]) for k in ("scores", "weights", "output")} for h in r["heads"]],
+            "output": arr(r["output"])}
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover
+        raise ImportError("arrays need numpy (Debian: apt install python3-numpy)") from None
+    return numpy
+
+
+@dataclass
+class CorpusScore:
+    """A corpus score: the number, ./bleu's line, and for sacreBLEU's metrics its signature."""
+    score: float
+    line: str
+    signature: Optional[str] = None
+
+    def __str__(self):
+        return self.line
+
+    def __float__(self):
+        return self.score
+
+
+def _refs(refs, n):
+    if refs and isinstance(refs[0], (str, bytes)):
+        refs = [refs]  # one stream
+    for r, s in enumerate(refs):
+        if len(s) != n:
+            raise ValueError(f"reference stream {r + 1} has {len(s)} lines, the hypotheses {n}")
+    return [x for s in refs for x in s], len(refs)
+
+
+def score_corpus(hypotheses, references, metric="bleu", **options):
+    """hypotheses against references (one list, or a list of reference streams) with ./bleu's
+    options as keywords: tokenize, lowercase, smooth_method, smooth_value, word_order,
+    char_order, beta, whitespace, eps_smoothing, normalize, width."""
+    opts = dict(options, metric=metric)
+    ha, n = _lib.string_array(hypotheses, "hypotheses")
+    flat, nrefs = _refs(list(references), n)
+    ra, _ = _lib.string_array(flat, "references")
+    err = _lib.CError()
+    out = _lib.take_string(lib.s2s_score_corpus(json.dumps(opts).encode(), ha, ra, n, nrefs, ctypes.byref(err)))
+    if out is None:
+        err.raise_()
+    r = json.loads(out)
+    return CorpusScore(r["score"], r["line"], r.get("signature"))
+
+
+def bleu(hypotheses, references, normalize=None):
+    """BLEU as multi-bleu.perl on whitespace tokens (./bleu REF HYP)."""
+    return score_corpus(hypotheses, references, "bleu", **({"normalize": normalize} if normalize else {}))
+
+
+def sacrebleu(hypotheses, references, tokenize="13a", lowercase=False, **options):
+    """BLEU as sacreBLEU 2.x on raw text (./bleu --tokenize T [-lc])."""
+    return score_corpus(hypotheses, references, "sacrebleu", tokenize=tokenize, lowercase=lowercase, **options)
+
+
+def chrf(hypotheses, references, word_order=0, **options):
+    """chrF (word_order 2: chrF++) as sacreBLEU (./bleu --chrf)."""
+    return score_corpus(hypotheses, references, "chrf", word_order=word_order, **options)
+
+
+class Subword:
+    """A subword model file: ours (./subword learn, byte-pair encoding) or SentencePiece's."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self._h = None
+        err = _lib.CError()
+        self._h = lib.s2s_subword_open(_lib.path_arg(path), ctypes.byref(err))
+        if not self._h:
+            err.raise_()
+
+    def close(self):
+        if self._h:
+            lib.s2s_subword_free(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, fn, text):
+        if not self._h:
+            raise _lib.Error(f"{self.path}: the subword model is closed", "config")
+        err = _lib.CError()
+        out = _lib.take_string(fn(self._h, _lib.encode(text), ctypes.byref(err)))
+        if out is None:
+            err.raise_()
+        return out
+
+    def encode(self, line):
+        """Raw text → its pieces as a list (▁ marks a word's start)."""
+        s = self._call(lib.s2s_subword_encode, line)
+        return s.split(" ") if s else []
+
+    def decode(self, pieces):
+        """Pieces (a list, or a str with spaces between) → raw text."""
+        if not isinstance(pieces, (str, bytes)):
+            pieces = " ".join(pieces)
+        return self._call(lib.s2s_subword_decode, pieces)
+
+
+def learn_subwords(lines, out, merges=0, vocab_size=0, min_count=2):
+    """Learns a byte-pair-encoding model from lines of raw text into the file out (merges, or
+    vocab_size: every piece counted); returns the merges learned (./subword learn)."""
+    arr, n = _lib.string_array(lines)
+    err = _lib.CError()
+    k = lib.s2s_subword_learn(arr, n, int(merges), int(vocab_size), int(min_count), _lib.path_arg(out), ctypes.byref(err))
+    if k < 0:
+        err.raise_()
+    return k
