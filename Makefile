@@ -174,7 +174,7 @@ test: $(TEST_BIN) all
 # The Python package (python/s2s) over this build's shared library, against this build's
 # programs; under SANITIZE=1 the interpreter runs with the sanitizers' runtime preloaded.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
-SAN_PRELOAD = $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0)
+SAN_PRELOAD = $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 S2S_SANITIZED=1)
 test-python: all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_BIN_DIR=$(BUILD)/bin S2S_LIBRARY=$(CURDIR)/$(SO) \
 	  PYTHONPATH=$(CURDIR)/python PYTHONDONTWRITEBYTECODE=1 $(SAN_PRELOAD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
@@ -258,6 +258,9 @@ $(BUILD)/s2s.pc: include/s2s/common.h Makefile
 shared: $(SO)
 
 INSTALLED_PROGRAMS := $(CLIS:%=$(DESTDIR)$(PREFIX)/bin/s2s-%)
+# The Python package goes where Debian's python3 looks under PREFIX (/usr/local:
+# /usr/local/lib/python3.X/dist-packages); it finds PREFIX/lib/libs2s.so.0 beside it.
+PY_SITE = $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || echo python3)/dist-packages
 install: all $(SO) $(BUILD)/s2s.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/s2s \
 	  $(DESTDIR)$(PREFIX)/share/man/man1
@@ -272,6 +275,8 @@ install: all $(SO) $(BUILD)/s2s.pc
 	install -m 644 configs/*.json $(DESTDIR)$(PREFIX)/share/s2s/configs/
 	for p in $(CLIS); do bash scripts/man.sh $$p $(BUILD)/bin/$$p $(VERSION) \
 	  > $(DESTDIR)$(PREFIX)/share/man/man1/s2s-$$p.1 || exit 1; done
+	install -d $(DESTDIR)$(PY_SITE)/s2s
+	install -m 644 python/s2s/*.py $(DESTDIR)$(PY_SITE)/s2s/
 
 # the programs' names, for scripts
 print-clis:
@@ -281,7 +286,7 @@ uninstall:
 	rm -f $(INSTALLED_PROGRAMS) $(CLIS:%=$(DESTDIR)$(PREFIX)/share/man/man1/s2s-%.1) \
 	  $(DESTDIR)$(PREFIX)/lib/libs2s.a $(DESTDIR)$(PREFIX)/lib/libs2s.so $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(SO_MAJOR) \
 	  $(DESTDIR)$(PREFIX)/lib/libs2s.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/pkgconfig/s2s.pc
-	rm -rf $(DESTDIR)$(PREFIX)/include/s2s $(DESTDIR)$(PREFIX)/share/s2s
+	rm -rf $(DESTDIR)$(PREFIX)/include/s2s $(DESTDIR)$(PREFIX)/share/s2s $(DESTDIR)$(PY_SITE)/s2s
 
 # An install into a temporary prefix, a program built against it with pkg-config (shared and
 # static), translating a line with a model trained here; then uninstall leaves nothing.

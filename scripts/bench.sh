@@ -17,7 +17,7 @@ BASE=../shared/bench
 [ -d data/multi30k/tok ] || bash scripts/get-multi30k.sh
 mkdir -p bench
 out=$(mktemp)
-trap 'rm -f "$out" "$out.err"' EXIT
+trap 'rm -rf "$out" "$out.err" "$out.py" "$out.de"' EXIT
 # PyTorch's float32 baseline (and our gemm=openblas line) run on OpenBLAS, whose kernel set
 # comes from OPENBLAS_CORETYPE when the environment sets it (this project's AMD machines set
 # Haswell: AVX2 on an AVX-512 CPU), else from its own detection, which can also fall short
@@ -193,6 +193,18 @@ if [ -f "$MODEL" ]; then
         ./speed --model "$MODEL" --no-train --set precision="$prec" | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
     done
 fi
+# Python (the s2s package over libs2s.so) against ./translate on the 1,000 test sentences,
+# greedy and beam 5, the same outputs required: the trained model, or one paused after 30 steps
+pymodel=$MODEL
+if [ ! -f "$pymodel" ]; then
+    ./train --config multi30k --pause-at 30 --out "$out.py" --overwrite > /dev/null
+    pymodel=$out.py/last.bin
+fi
+zcat data/multi30k/raw/test_2016_flickr.de.gz > "$out.de"
+for beam in 1 5; do
+    /usr/bin/python3 scripts/bench-python.py "$pymodel" "$out.de" --beam "$beam" --rounds 3 | tee -a "$out"
+done
+rm -rf "$out.py" "$out.de"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 # one line: ours, torch's, ratios (awk keeps this free of Python)

@@ -4,11 +4,12 @@
 set -euo pipefail
 PKGS=(libopenblas-dev libdnnl-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
       libcriterion-dev pkg-config sentencepiece man-db libopenmpi-dev openmpi-bin libmicrohttpd-dev
-      python3 python3-numpy python3-pytest)
+      python3 python3-numpy python3-pytest python3-nbclient python3-nbformat python3-ipykernel)
 for a in "$@"; do
     case $a in
     --with-clang) PKGS+=(clang libclang-rt-14-dev) ;;
     --with-browser) PKGS+=(chromium) ;; # ./serve's page tested in headless Chromium
+    --with-torch) PKGS+=(python3-torch) ;; # the PyTorch loader (s2s.pytorch) and scripts/torch-check.py tested
     --with-bench) PKGS+=(python3-torch libopenblas0-openmp libtcmalloc-minimal4) ;; # make bench: the PyTorch baseline, on OpenBLAS's OpenMP build, with tcmalloc
     esac
 done

@@ -50,7 +50,14 @@ for p in $(make -s --no-print-directory print-clis); do
     done
     [ "$(grep -A1 '^NAME' <<< "$text" | tail -1 | sed 's/.* - //')" != "s2s $p" ] || fail "man s2s-$p: a NAME line of no meaning"
 done
+# the Python package, where Debian's python3 looks under the prefix, over the installed library
+site=$(ls -d "$P"/lib/python3*/dist-packages)
+py=$(cd "$T" && PYTHONPATH="$site" /usr/bin/python3 -c 'import sys, s2s
+m = s2s.Model(sys.argv[1])
+print(s2s.library); print(m.translate("abcd"))' "$OLDPWD/$M") || fail "the installed Python package"
+[ "$(sed -n 1p <<< "$py")" = "$site/s2s/../../../libs2s.so.0" ] || fail "the package took $(sed -n 1p <<< "$py"), not the prefix's libs2s.so.0"
+[ "$(sed -n 2p <<< "$py")" = "$(printf 'abcd\n' | ./translate "$M")" ] || fail "the installed package translated 'abcd' as '$(sed -n 2p <<< "$py")'"
 make -s uninstall PREFIX="$P" > /dev/null
 left=$(find "$P" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"
-echo "test-install: installed to a temporary prefix, built and ran against libs2s.so.0 and libs2s.a, uninstalled: OK"
+echo "test-install: installed to a temporary prefix, built and ran against libs2s.so.0 and libs2s.a, the Python package over it, uninstalled: OK"

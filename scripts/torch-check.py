@@ -5,8 +5,7 @@
                    [--write-fixture DIR]
 
 1. here -> PyTorch: ./export writes MODEL.bin as safetensors; the PyTorch reference model of
-   the same architecture (tests/golden-extra/make_transformer.py's TfSeq2Seq, or
-   ../shared/golden/make_golden.py's RNN Seq2Seq, in float64) loads it; for the first N lines
+   the same architecture (s2s.pytorch, the package's loader, in float64) loads it; for the first N lines
    of FILE, ./translate's greedy outputs are scored (--score --logits) and PyTorch computes
    the logits of the same (source, output) ids: the largest absolute difference is printed,
    and PyTorch's own greedy decoding must give the same outputs.
@@ -19,7 +18,6 @@ logits). Needs Debian's python3-torch; exits 0 with a message where torch is mis
 Not part of the product: a check, run by hand or by the tests where torch is installed."""
 import argparse
 import json
-import math
 import os
 import struct
 import subprocess
@@ -34,24 +32,26 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "golden-extra"))
+
+def _loader():
+    """python/s2s/pytorch.py, the package's PyTorch loader, as a module of its own: its models
+    need PyTorch alone, not the C library the package loads at import."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "python", "s2s", "pytorch.py")
+    spec = importlib.util.spec_from_file_location("s2s_pytorch", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pytorch = _loader()
 PAD, UNK, SOS, EOS = 0, 1, 2, 3
-DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        b = f.read()
-    n = struct.unpack("<Q", b[:8])[0]
-    header = json.loads(b[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    data = b[8 + n:]
-    out = {}
-    for name, e in header.items():
-        s, t = e["data_offsets"]
-        x = torch.frombuffer(bytearray(data[s:t]), dtype=DTYPES[e["dtype"]]) if t > s else torch.zeros(0)
-        out[name] = x.reshape(e["shape"]).double()
-    return out, meta
+    """(tensors in float64, metadata)"""
+    tensors, meta = pytorch.read_safetensors(path)
+    return {k: v.double() for k, v in tensors.items()}, meta
 
 
 def write_safetensors(path, tensors, meta):
@@ -67,88 +67,30 @@ def write_safetensors(path, tensors, meta):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-class Rnn(torch.nn.Module):
-    """../shared/golden's encoder-decoder (make_extra.py adds multi-head attention)."""
-
-    def __init__(self, m, V_src, V_trg):
-        super().__init__()
-        import make_extra  # noqa: F401  (extends make_golden's Seq2Seq)
-        import make_golden as mg
-        for key, ok in (("layers", 1), ("embedding_type", "learned"), ("tie_embeddings", "none")):
-            if m.get(key, ok) != ok:
-                raise SystemExit(f"torch-check: the reference RNN has model.{key} {ok!r}; this model has {m[key]!r}")
-        c = dict(cell=m["cell"], bidirectional=m["bidirectional"], src_vocab=V_src, trg_vocab=V_trg, emb=m["embedding"],
-                 enc_hid=m["encoder_hidden"], dec_hid=m["decoder_hidden"], kq=m["kq"], combine=m["combine"],
-                 attention=m["attention"], heads=m.get("heads", 1))
-        self.net = mg.Seq2Seq(c)
-
-    def forward(self, src, trg):
-        out = self.net(src, torch.tensor([src.shape[0]]), trg)
-        return out[0] if isinstance(out, tuple) else out
-
-
-class Transformer(torch.nn.Module):
-    def __init__(self, m, V_src, V_trg):
-        super().__init__()
-        import make_transformer as mt
-        c = dict(d_model=m["d_model"], heads=m["heads"], layers=m["layers"], ff=m["ff"], activation=m["activation"],
-                 norm=m["norm"], positions=m["positions"], max_positions=m["max_positions"], src_vocab=V_src,
-                 trg_vocab=V_trg)
-        self.net = mt.TfSeq2Seq(c)
-        self.tie = m.get("tie_embeddings", "none")
-
-    def tie_weights(self):
-        if self.tie in ("decoder", "all"):
-            self.net.trg_embed.weight = self.net.generator.weight
-        if self.tie == "all":
-            self.net.src_embed.weight = self.net.generator.weight
-
-    def forward(self, src, trg):
-        return self.net(src, trg)
-
-
-def build(cfg, V_src, V_trg):
-    m = cfg["model"]
-    model = Transformer(m, V_src, V_trg) if m.get("type", "rnn") == "transformer" else Rnn(m, V_src, V_trg)
-    if isinstance(model, Transformer):
-        model.tie_weights()
-    return model.double().eval()
+def build(cfg, src_vocab, trg_vocab):
+    """The package's PyTorch module of the config (python/s2s/pytorch.py), in float64."""
+    return pytorch.S2sModule(cfg, src_vocab, trg_vocab).double().eval()
 
 
 def names(model):
-    return {k[len("net."):]: v for k, v in model.state_dict(keep_vars=True).items()}
+    """The model's tensors under the file's names (a tied tensor once)."""
+    own = model.net.state_dict(keep_vars=True)
+    return {f: own[k] for k, f in model.net.file_names().items() if k == f or f not in own}
 
 
 def load(model, tensors):
-    own = names(model)
-    with torch.no_grad():
-        for k, p in own.items():
-            if k in tensors:
-                p.copy_(tensors[k])
-            elif k in ("trg_embed.weight", "src_embed.weight") and "generator.weight" in tensors:
-                p.copy_(tensors["generator.weight"])  # tied: the same tensor
-            else:
-                raise SystemExit(f"torch-check: the file has no {k}")
+    model.load_tensors({k: v.double() for k, v in tensors.items()}, "the exported file")
 
 
 def logits(model, src, trg):
+    """The logits (len(trg), V) before each of trg (<eos> last), with gradients."""
     s = torch.tensor(src).unsqueeze(1)
-    y = torch.tensor([SOS] + trg).unsqueeze(1)
-    out = model(s, y)
-    if isinstance(out, tuple):
-        out = out[0]
-    return out.squeeze(1)  # (len(trg), V)
+    out, _ = model(s, torch.tensor([len(src)]), torch.tensor([SOS] + trg).unsqueeze(1))
+    return out.squeeze(1)
 
 
 def greedy(model, src, max_len):
-    ys = []
-    with torch.no_grad():
-        for _ in range(max_len):
-            nxt = int(logits(model, src, ys + [PAD])[-1].argmax())
-            if nxt == EOS:
-                break
-            ys.append(nxt)
-    return ys
+    return model.greedy(src, max_len)
 
 
 def detokenize(cfg, vocab, ids):
@@ -238,8 +180,7 @@ def main():
         tensors, meta = read_safetensors(st)
         cfg = json.loads(meta["s2s.config"])
         vocab = json.loads(meta["s2s.trg_vocab"])
-        V_src, V_trg = len(json.loads(meta["s2s.src_vocab"])), len(vocab)
-        model = build(cfg, V_src, V_trg)
+        model = build(cfg, json.loads(meta["s2s.src_vocab"]), vocab)
         load(model, tensors)
         w1, s1, n1, rows, _ = compare(a.bin, a.model, model, cfg, vocab, src, tmp, "here -> PyTorch")
         # PyTorch trains a little on those pairs, then its weights come here

@@ -1082,7 +1082,11 @@ Test(cli, bench_summary_is_json_with_or_without_bf16) {
         "{\"event\":\"decode\",\"precision\":\"fp32\",\"mode\":\"beam\",\"beam\":5,\"sent_per_s\":50.0}\n"
         "{\"event\":\"decode\",\"precision\":\"int8\",\"mode\":\"greedy_full\",\"beam\":1,\"sent_per_s\":300.0}\n"
         "{\"torch\": \"fp32\", \"event\": \"bench\", \"tok_per_s\": 2000.0, \"peak_rss_mb\": 1000.0}\n"
-        "{\"event\": \"decode_bench\", \"sent_per_s\": 100.0}\n";
+        "{\"event\": \"decode_bench\", \"sent_per_s\": 100.0}\n"
+        "{\"event\": \"python_translate\", \"lines\": 1000, \"beam\": 1, \"rounds\": 3, \"translate_s\": 3.4, "
+        "\"python_s\": 3.23, \"python_vs_translate\": 0.95, \"identical\": true, \"library\": \"libs2s.so.0.6.0\"}\n"
+        "{\"event\": \"python_translate\", \"lines\": 1000, \"beam\": 5, \"rounds\": 3, \"translate_s\": 20.0, "
+        "\"python_s\": 20.4, \"python_vs_translate\": 1.02, \"identical\": true, \"library\": \"libs2s.so.0.6.0\"}\n";
     const char *bf16 =
         "{\"event\":\"train\",\"ranks\":1,\"params\":1000,\"precision\":\"bf16\",\"gemm\":\"onednn\",\"batches\":4,"
         "\"trg_tokens\":400,\"tok_per_s\":6000.0,\"gemm_gflops\":300.0,\"sgemm_gflops_output_shape\":150.0,"
@@ -1109,6 +1113,9 @@ Test(cli, bench_summary_is_json_with_or_without_bf16) {
         cr_expect_float_eq(tu_get(j, "step_gemm_of_peak")->valuedouble, 0.5, 1e-9);
         cr_expect_float_eq(tu_get(j, "sgemm_of_peak")->valuedouble, 0.75, 1e-9);
         cr_expect_float_eq(tu_get(j, "peak_int8_gops")->valuedouble, with ? 800.0 : 400.0, 1e-9);
+        cr_expect_float_eq(tu_get(j, "python_vs_translate")->valuedouble, 0.95, 1e-9);
+        cr_expect_float_eq(tu_get(j, "python_beam5_vs_translate")->valuedouble, 1.02, 1e-9);
+        cr_expect(cJSON_IsTrue(tu_get(j, "python_identical")));
         const char *keys[] = {"train_bf16_tok_per_s", "bf16_gemm_gflops", "random_greedy_full_bf16_sent_per_s",
                               "greedy_full_bf16_ratio", "beam5_bf16_vs_torch_greedy", "peak_bf16_gflops",
                               "step_gemm_bf16_of_peak", "bf16_gemm_of_peak"};

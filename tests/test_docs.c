@@ -135,6 +135,7 @@ static const char *const PAGES[] = {
     "docs/how-to/mpi.md",
     "docs/how-to/install.md",
     "docs/how-to/compare.md",
+    "docs/how-to/python.md",
 };
 
 Test(doctest, readme, .timeout = 900) { page_runs(PAGES[0]); }
@@ -151,6 +152,7 @@ Test(doctest, howto_export, .timeout = 900) { page_runs(PAGES[10]); }
 Test(doctest, howto_mpi, .timeout = 900) { page_runs(PAGES[11]); }
 Test(doctest, howto_install, .timeout = 900) { page_runs(PAGES[12]); }
 Test(doctest, howto_compare, .timeout = 900) { page_runs(PAGES[13]); }
+Test(doctest, howto_python, .timeout = 900) { page_runs(PAGES[14]); }
 
 /* A new tutorial or guide cannot be left out of the list above. */
 Test(docs, every_tutorial_and_guide_is_run) {

@@ -40,6 +40,8 @@ typedef struct AttnCalcResult {
     Tensor *scores[ATTN_CALC_MAX_HEADS];  /* (nq, nk), before the mask */
     Tensor *weights[ATTN_CALC_MAX_HEADS]; /* (nq, nk) */
     Tensor *outputs[ATTN_CALC_MAX_HEADS]; /* (nq, dv) */
+    Tensor *q[ATTN_CALC_MAX_HEADS], *k[ATTN_CALC_MAX_HEADS], *v[ATTN_CALC_MAX_HEADS]; /* each head's Q, K, V as
+                                                                                         scored (projected, split) */
     Tensor *output;    /* concat of heads, times W_o when given */
 } AttnCalcResult;
 
@@ -47,7 +49,7 @@ typedef struct AttnCalcResult {
  * float range are an error, never silent infinities. */
 S2sStatus attn_calc(const AttnCalcInput *in, AttnCalcResult *out, S2sError *err);
 void attn_calc_free(AttnCalcResult *r);
-/* The result as JSON (./attend --json): {"heads": [{"scores", "weights", "output"}...],
+/* The result as JSON (./attend --json): {"heads": [{"Q", "K", "V", "scores", "weights", "output"}...],
  * "output"}, digits enough to read every float back
  * exactly; malloc'd. */
 char *attn_calc_to_json(const AttnCalcResult *r);

@@ -44,6 +44,8 @@ char *s2s_model_config(const S2sModel *m); /* the model's resolved config as JSO
 long s2s_model_params(const S2sModel *m);  /* its parameter count */
 const char *s2s_model_precision(const S2sModel *m); /* "fp32", "bf16" or "int8" */
 bool s2s_model_has_attention(const S2sModel *m);
+/* A model file as safetensors, as ./export writes it (bf16: bfloat16 weights). */
+S2sStatus s2s_export(const char *model_path, const char *out_path, bool bf16, S2sError *err);
 
 /* ---- translating lines: one call, its results an object ---- */
 typedef struct S2sTranslations S2sTranslations;
@@ -112,8 +114,8 @@ char *s2s_training_summary(const S2sTraining *t);
 void s2s_training_free(S2sTraining *t);
 
 /* ---- the attention calculator, metrics, subwords ---- */
-/* ./attend --json: the input JSON in, the result JSON out ({"heads": [{"scores", "weights",
- * "output"}...], "output"}); NULL with err for bad JSON or shapes. */
+/* ./attend --json: the input JSON in, the result JSON out ({"heads": [{"Q", "K", "V", "scores",
+ * "weights", "output"}...], "output"}); NULL with err for bad JSON or shapes. */
 char *s2s_attend(const char *input_json, S2sError *err);
 /* A corpus score as ./bleu prints it. options: a JSON object of ./bleu's options, all
  * optional: "metric" ("bleu": multi-bleu.perl on tokens, the default; "sacrebleu"; "chrf"),
@@ -123,6 +125,11 @@ char *s2s_attend(const char *input_json, S2sError *err);
  * JSON {"score", "line" (./bleu's line), and for sacreBLEU "signature"}. */
 char *s2s_score_corpus(const char *options, const char *const *hyps, const char *const *refs, int n, int nrefs,
                        S2sError *err);
+
+/* A heatmap as ./translate --heatmap draws one: w (rows × cols, row-major, values in 0..1),
+ * the rows' and columns' labels (or NULL), a title (or NULL), as a PNG at path. */
+S2sStatus s2s_draw_heatmap(const char *path, const float *w, int rows, int cols, const char *const *row_labels,
+                           const char *const *col_labels, const char *title, S2sError *err);
 
 typedef struct S2sSubword S2sSubword;
 /* Learns a BPE model from lines[0..n) (merges, or vocab_size when > 0) into out_path, as

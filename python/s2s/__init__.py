@@ -16,12 +16,14 @@ models, subword models and trainings are independent. Long calls release the GIL
 from ._lib import ABI_VERSION, ConfigError, DataError, Error, FileError, NumericError, lib
 from .model import Attention, Hypothesis, Model, Score
 from .runs import Run
-from .tools import CorpusScore, Subword, attend, bleu, chrf, learn_subwords, sacrebleu, score_corpus
+from .tools import (CorpusScore, Subword, attend, bleu, chrf, export, heatmap, learn_subwords, sacrebleu,
+                    score_corpus)
 from .training import Training, resume, train
+
 
 __version__ = lib.s2s_version().decode()
 library = lib.path
 
 __all__ = ["ABI_VERSION", "Attention", "ConfigError", "CorpusScore", "DataError", "Error", "FileError", "Hypothesis",
-           "Model", "NumericError", "Run", "Score", "Subword", "Training", "attend", "bleu", "chrf", "learn_subwords",
-           "resume", "sacrebleu", "score_corpus", "train"]
+           "Model", "NumericError", "Run", "Score", "Subword", "Training", "attend", "bleu", "chrf", "export", "heatmap",
+           "learn_subwords", "resume", "sacrebleu", "score_corpus", "train"]

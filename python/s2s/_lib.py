@@ -79,6 +79,7 @@ PROTOTYPES = {
     "s2s_model_params": (ctypes.c_long, [P]),
     "s2s_model_precision": (S, [P]),
     "s2s_model_has_attention": (B, [P]),
+    "s2s_export": (I, [S, S, B, E]),
     "s2s_translate_lines": (P, [P, PS, I, I, I, F, I, I, E]),
     "s2s_translations_count": (I, [P]),
     "s2s_translations_status": (I, [P, I, PS]),
@@ -109,6 +110,7 @@ PROTOTYPES = {
     "s2s_training_summary": (P, [P]),
     "s2s_training_free": (None, [P]),
     "s2s_attend": (P, [S, E]),
+    "s2s_draw_heatmap": (I, [S, PF, I, I, PS, PS, S, E]),
     "s2s_score_corpus": (P, [S, PS, PS, I, I, E]),
     "s2s_subword_learn": (I, [PS, I, I, I, I, S, E]),
     "s2s_subword_open": (P, [S, E]),
@@ -122,7 +124,7 @@ def _candidates():
     env = os.environ.get("S2S_LIBRARY")
     if env:
         return [env]
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.realpath(__file__))  # a linked python/ still finds its tree's build/
     tree = sorted(glob.glob(os.path.join(here, "..", "..", "build", "libs2s.so.*.*.*")))
     beside = [os.path.join(here, "..", "..", "..", "libs2s.so.0")]  # PREFIX/lib/pythonX.Y/dist-packages/s2s
     return tree + [p for p in beside if os.path.exists(p)] + ["libs2s.so.0"]

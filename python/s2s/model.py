@@ -34,6 +34,24 @@ class Attention:
     weights: "object"  # numpy.ndarray (n_out, n_src), float32
     heads: "object" = None
 
+    def draw(self, path, title=None):
+        """The weights as a heatmap PNG (rows: the output's tokens; columns: the source's)."""
+        from .tools import heatmap
+        if self.weights is None:
+            raise ValueError("this model's attention has no weights to draw (dummy attention)")
+        return heatmap(self.weights, path, self.output, self.source, title)
+
+    def _repr_png_(self):  # a notebook shows the heatmap
+        import os
+        import tempfile
+        if self.weights is None:
+            return None
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "attention.png")
+            self.draw(p)
+            with open(p, "rb") as f:
+                return f.read()
+
 
 @dataclass
 class Score:

@@ -27,8 +27,10 @@ def attend(Q=None, K=None, V=None, X=None, W_q=None, W_k=None, W_v=None, W_o=Non
     """Attention of queries Q over keys K and values V (or X for all three), as ./attend:
     optional projections X·W, heads (a number to split into, or a list of dicts with their
     own Q, K, V, X, W_q, W_k, W_v), an output projection W_o, scaling by √d_k, a causal
-    mask. Returns {"heads": [{"scores", "weights", "output"}...], "output"} as float32 arrays
-    (scores before the mask)."""
+    mask. Returns {"heads": [{"Q", "K", "V", "scores", "weights", "output"}...], "output"} as
+    float32 arrays: each head's queries, keys and values as scored (projected, split), the
+    scores before the mask, the weights, the head's output; the output (heads side by side,
+    times W_o when given)."""
     np = _numpy()
     spec = {"scaled": bool(scaled), "causal": bool(causal)}
     for k, v in (("Q", Q), ("K", K), ("V", V), ("X", X), ("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
@@ -44,7 +46,7 @@ def attend(Q=None, K=None, V=None, X=None, W_q=None, W_k=None, W_v=None, W_o=Non
         err.raise_()
     r = json.loads(out)
     arr = lambda m: np.array(m, dtype=np.float32)  # noqa: E731 - the JSON holds every float exactly
-    return {"heads": [{k: arr(h[k]) for k in ("scores", "weights", "output")} for h in r["heads"]],
+    return {"heads": [{k: arr(h[k]) for k in ("Q", "K", "V", "scores", "weights", "output")} for h in r["heads"]],
             "output": arr(r["output"])}
 
 
@@ -164,3 +166,32 @@ def learn_subwords(lines, out, merges=0, vocab_size=0, min_count=2):
     if k < 0:
         err.raise_()
     return k
+
+
+def heatmap(weights, path, row_labels=None, col_labels=None, title=None):
+    """Draws a matrix (rows × columns, values in 0..1: attention weights) as a PNG at path, as
+    ./translate --heatmap draws attention; returns path."""
+    np = _numpy()
+    w = np.ascontiguousarray(np.asarray(weights, dtype=np.float32))
+    if w.ndim != 2:
+        raise ValueError(f"heatmap: a matrix, not an array of {w.ndim} dimensions")
+    rows, cols = w.shape
+    labels = []
+    for name, lab, n in (("row_labels", row_labels, rows), ("col_labels", col_labels, cols)):
+        if lab is not None and len(lab) != n:
+            raise ValueError(f"heatmap: {len(lab)} {name} for {n}")
+        labels.append(_lib.string_array([str(x) for x in lab], name)[0] if lab is not None else None)
+    err = _lib.CError()
+    st = lib.s2s_draw_heatmap(_lib.path_arg(path), w.ctypes.data_as(_lib.PF), rows, cols, labels[0], labels[1],
+                              _lib.encode(title) if title else None, ctypes.byref(err))
+    if st:
+        err.raise_()
+    return path
+
+
+def export(model_path, out_path, bf16=False):
+    """A model file as safetensors under its PyTorch names, as ./export; returns out_path."""
+    err = _lib.CError()
+    if lib.s2s_export(_lib.path_arg(model_path), _lib.path_arg(out_path), bool(bf16), ctypes.byref(err)):
+        err.raise_()
+    return out_path

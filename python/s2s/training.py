@@ -41,8 +41,9 @@ class Training:
     """A run about to train (s2s.train) or resume (s2s.resume). Iterate it for the events, or
     call run(); either runs it once."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, pause_at=0):
         self._h = handle
+        self._pause_at = int(pause_at)
         self._stopped = False
         self._status = None
         self._err = _lib.CError()
@@ -74,7 +75,7 @@ class Training:
             on_event(json.loads(line.decode("utf-8")))
 
         def body():
-            self._status = lib.s2s_training_run(self._h, int(pause_at), events, None, ctypes.byref(self._err))
+            self._status = lib.s2s_training_run(self._h, pause_at, events, None, ctypes.byref(self._err))
 
         self._events_fn = events  # kept alive while C holds it
         t = threading.Thread(target=body, name=f"s2s-train {self.dir}", daemon=True)
@@ -131,9 +132,7 @@ def train(config, out=None, set=None, overwrite=False, pause_at=0):
         h = lib.s2s_training_new(_lib.path_arg(config), None, arr, n, _lib.path_arg(out), bool(overwrite), ctypes.byref(err))
     if not h:
         err.raise_()
-    t = Training(h)
-    t._pause_at = pause_at
-    return t
+    return Training(h, pause_at)
 
 
 def resume(run_dir, epochs=0, pause_at=0):
@@ -142,6 +141,4 @@ def resume(run_dir, epochs=0, pause_at=0):
     h = lib.s2s_training_resume(_lib.path_arg(run_dir), int(epochs), ctypes.byref(err))
     if not h:
         err.raise_()
-    t = Training(h)
-    t._pause_at = pause_at
-    return t
+    return Training(h, pause_at)

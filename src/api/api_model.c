@@ -1,10 +1,13 @@
 /* api_model.c — s2s.h's models: a model file loaded as ./translate loads it, its lines
  * translated and its pairs scored by the translator (the one decoding path of the programs),
  * the results kept in objects read by index. */
+#include "s2s/checkpoint.h"
 #include "s2s/model.h"
 #include "s2s/s2s.h"
+#include "s2s/text.h"
 #include "s2s/translator.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,10 +74,23 @@ long s2s_model_params(const S2sModel *s) { return (long)model_param_count(&s->m.
 const char *s2s_model_precision(const S2sModel *s) { return PRECISION_NAMES[s->precision]; }
 bool s2s_model_has_attention(const S2sModel *s) { return model_has_attention(&s->m); }
 
+S2sStatus s2s_export(const char *model_path, const char *out_path, bool bf16, S2sError *err) {
+    if (!model_path || !out_path) return s2s_fail(err, S2S_ERR_CONFIG, "export: a model file and an output file, both");
+    return ckpt_export(model_path, out_path, bf16, err);
+}
+
 static Translator translator_of(S2sModel *s, int beam, int n_best, float alpha, int max_len) {
     return (Translator){.model = &s->m, .cfg = &s->cfg, .src = &s->src, .trg = &s->trg, .tape = &s->tape,
                         .max_len = max_len ? max_len : s->cfg.train.max_decode_len, .beam = beam, .n_best = n_best,
                         .alpha = alpha};
+}
+
+/* lines[0..n) with those past ./translate's bound (1 MiB) as NULL, which the translator takes
+ * for a line the caller could not read; the caller then says why. */
+static const char **bounded(const char *const *lines, int n) {
+    const char **b = s2s_xmalloc((size_t)(n ? n : 1) * sizeof *b);
+    for (int i = 0; i < n; i++) b[i] = lines[i] && strlen(lines[i]) <= TEXT_MAX_LINE ? lines[i] : NULL;
+    return b;
 }
 
 /* Arguments a caller (a binding) may get wrong: an error, never an assert. */
@@ -108,7 +124,12 @@ S2sTranslations *s2s_translate_lines(S2sModel *s, const char *const *lines, int 
     S2sTranslations *r = s2s_xcalloc(1, sizeof *r);
     r->n = n;
     r->out = s2s_xcalloc((size_t)(n ? n : 1), sizeof *r->out);
-    translator_run(&t, lines, n, 0, r->out);
+    const char **b = bounded(lines, n);
+    translator_run(&t, b, n, 0, r->out);
+    for (int i = 0; i < n; i++)
+        if (!b[i])
+            snprintf(r->out[i].error, sizeof r->out[i].error, "%s", lines[i] ? "longer than 1 MiB: not a sentence" : "no line (NULL)");
+    free(b);
     return r;
 }
 
@@ -198,7 +219,14 @@ S2sScores *s2s_score_pairs(S2sModel *s, const char *const *sources, const char *
     S2sScores *r = s2s_xcalloc(1, sizeof *r);
     r->n = n;
     r->out = s2s_xcalloc((size_t)(n ? n : 1), sizeof *r->out);
-    translator_score(&t, sources, targets, n, r->out);
+    const char **bs = bounded(sources, n), **bt = bounded(targets, n);
+    for (int i = 0; i < n; i++)
+        if (!bs[i] || !bt[i]) bs[i] = bt[i] = NULL;
+    translator_score(&t, bs, bt, n, r->out);
+    for (int i = 0; i < n; i++)
+        if (!bs[i]) snprintf(r->out[i].error, sizeof r->out[i].error, "%s", "a source or target longer than 1 MiB (or NULL)");
+    free(bs);
+    free(bt);
     return r;
 }
 

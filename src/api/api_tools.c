@@ -9,6 +9,7 @@
 #include "s2s/sacrebleu.h"
 #include "s2s/spm.h"
 #include "s2s/text.h"
+#include "s2s/viz.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -28,6 +29,20 @@ char *s2s_attend(const char *input_json, S2sError *err) {
     }
     attn_calc_input_free(&in);
     return out;
+}
+
+S2sStatus s2s_draw_heatmap(const char *path, const float *w, int rows, int cols, const char *const *row_labels,
+                           const char *const *col_labels, const char *title, S2sError *err) {
+    if (!path || !w) return s2s_fail(err, S2S_ERR_CONFIG, "heatmap: a file and the weights, both");
+    if (rows < 1 || cols < 1 || rows > 4096 || cols > 4096)
+        return s2s_fail(err, S2S_ERR_CONFIG, "heatmap: %d x %d cells: expected 1 to 4096 each way", rows, cols);
+    for (size_t i = 0; i < (size_t)rows * cols; i++)
+        if (!isfinite(w[i])) return s2s_fail(err, S2S_ERR_NUMERIC, "heatmap: cell %zu is not a finite number", i);
+    Heatmap hm = {w, rows, cols, row_labels, col_labels, title};
+    Font *font = font_open(NULL); /* NULL: no labels, still a picture */
+    S2sStatus st = heatmap_write_png(path, &hm, font, err);
+    font_close(font);
+    return st;
 }
 
 /* ---- corpus scores ---- */

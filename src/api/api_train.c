@@ -2,6 +2,7 @@
  * JSON text, --set overrides), then train_run with the log's lines handed to a callback and
  * a stop flag another thread (or a signal handler) sets: the run then ends after its step,
  * resumable, as ./train's does on Ctrl-C. */
+#include "s2s/model.h"
 #include "s2s/s2s.h"
 #include "s2s/train.h"
 
@@ -47,7 +48,9 @@ static S2sStatus read_config(S2sTraining *t, const char *path, const char *json,
     }
     for (int i = 0; i < n_sets && !st; i++)
         st = sets[i] ? config_set(&t->cfg, sets[i], err) : s2s_fail(err, S2S_ERR_CONFIG, "override %d: none given", i);
-    return st ? st : train_check_config(&t->cfg, err);
+    if (!st) st = train_check_config(&t->cfg, err);
+    /* the model's own checks too, as a run would make them first: a bad config fails here */
+    return st ? st : model_check_config(&t->cfg.model, t->cfg.path[0] ? t->cfg.path : "config", err);
 }
 
 S2sTraining *s2s_training_new(const char *path, const char *config_json, const char *const *sets, int n_sets,

@@ -31,6 +31,9 @@ void attn_calc_free(AttnCalcResult *r) {
         tensor_free(r->scores[h]);
         tensor_free(r->weights[h]);
         tensor_free(r->outputs[h]);
+        tensor_free(r->q[h]);
+        tensor_free(r->k[h]);
+        tensor_free(r->v[h]);
     }
     tensor_free(r->output);
     memset(r, 0, sizeof *r);
@@ -122,6 +125,9 @@ S2sStatus attn_calc(const AttnCalcInput *in, AttnCalcResult *out, S2sError *err)
         out->scores[h] = heap_copy(sc);
         out->weights[h] = heap_copy(w);
         out->outputs[h] = heap_copy(o);
+        out->q[h] = heap_copy(q);
+        out->k[h] = heap_copy(k);
+        out->v[h] = heap_copy(v);
         out->n_heads = h + 1;
         concat = concat ? op_concat(&t, concat, o) : o;
     }

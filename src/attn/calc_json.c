@@ -191,6 +191,9 @@ char *attn_calc_to_json(const AttnCalcResult *r) {
     cJSON *o = cJSON_CreateObject(), *hs = cJSON_AddArrayToObject(o, "heads");
     for (int h = 0; h < r->n_heads; h++) {
         cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToObject(x, "Q", json_matrix(r->q[h]));
+        cJSON_AddItemToObject(x, "K", json_matrix(r->k[h]));
+        cJSON_AddItemToObject(x, "V", json_matrix(r->v[h]));
         cJSON_AddItemToObject(x, "scores", json_matrix(r->scores[h]));
         cJSON_AddItemToObject(x, "weights", json_matrix(r->weights[h]));
         cJSON_AddItemToObject(x, "output", json_matrix(r->outputs[h]));
