@@ -175,9 +175,12 @@ test: $(TEST_BIN) all
 # programs; under SANITIZE=1 the interpreter runs with the sanitizers' runtime preloaded.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 SAN_PRELOAD = $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 S2S_SANITIZED=1)
+# The slow builds (sanitized, portable) skip the notebook's and the docs' trainings: their calls
+# are the package tests', and the other builds run them.
+PY_QUICK = $(if $(or $(filter 1,$(SANITIZE)),$(if $(ARCH),,1)),S2S_PY_QUICK=1)
 test-python: all
 	OPENBLAS_NUM_THREADS=$(TEST_THREADS) OMP_NUM_THREADS=$(TEST_THREADS) S2S_BIN_DIR=$(BUILD)/bin S2S_LIBRARY=$(CURDIR)/$(SO) \
-	  PYTHONPATH=$(CURDIR)/python PYTHONDONTWRITEBYTECODE=1 $(SAN_PRELOAD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+	  PYTHONPATH=$(CURDIR)/python PYTHONDONTWRITEBYTECODE=1 $(SAN_PRELOAD) $(PY_QUICK) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 # The inner loop: an allow-list of unit suites (no program run, no model trained end to end),
 # seconds in all; a new suite joins it by name.

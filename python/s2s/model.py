@@ -116,9 +116,12 @@ class Model:
         self.close()
 
     def __del__(self):
-        if getattr(self, "_h", None):
-            lib.s2s_close(self._h)
-            self._h = None
+        try:  # at the interpreter's exit the module may be gone already
+            if getattr(self, "_h", None):
+                lib.s2s_close(self._h)
+                self._h = None
+        except Exception:  # pragma: no cover
+            pass
 
     def __repr__(self):
         m = self.config.get("model", {})

@@ -128,7 +128,11 @@ class Subword:
             lib.s2s_subword_free(self._h)
             self._h = None
 
-    __del__ = close
+    def __del__(self):
+        try:  # at the interpreter's exit the module may be gone already
+            self.close()
+        except Exception:  # pragma: no cover
+            pass
 
     def __enter__(self):
         return self

@@ -51,9 +51,12 @@ class Training:
         self.summary = None
 
     def __del__(self):
-        if getattr(self, "_h", None):
-            lib.s2s_training_free(self._h)
-            self._h = None
+        try:  # at the interpreter's exit the module may be gone already
+            if getattr(self, "_h", None):
+                lib.s2s_training_free(self._h)
+                self._h = None
+        except Exception:  # pragma: no cover
+            pass
 
     @property
     def config(self):

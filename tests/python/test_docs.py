@@ -28,6 +28,8 @@ def model_r(tmp_path_factory):
     return d
 
 
+@pytest.mark.skipif(os.environ.get("S2S_PY_QUICK") == "1",
+                    reason="a slow build (sanitized or portable): its calls are test_package's, the other builds run it")
 @pytest.mark.parametrize("page", PAGES)
 def test_the_pages_python_runs(page, model_r, tmp_path, monkeypatch):
     code = blocks(page)

@@ -273,3 +273,13 @@ def test_attention_draws_as_translate_heatmap_does(tiny_run, tiny_model, tmp_pat
         s2s.heatmap(a.weights, tmp_path / "x.png", row_labels=["a"])
     with pytest.raises(s2s.Error, match="finite"):
         s2s.heatmap(np.full((2, 2), np.nan), tmp_path / "x.png")
+
+
+def test_threads_share_a_model_and_run_models_side_by_side(tiny_run, tiny_model):
+    from concurrent.futures import ThreadPoolExecutor
+    want = tiny_model.translate(LINES, beam=3)
+    other = s2s.Model(tiny_run[0] / "model.bin")
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda m: m.translate(LINES, beam=3), [tiny_model, other] * 4))
+    assert got == [want] * 8
+    other.close()
