@@ -157,6 +157,15 @@ def _load():
 lib = _load()
 
 
+def numpy():
+    """numpy, which the arrays need (imported when first asked for)."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        raise ImportError("arrays need numpy (Debian: apt install python3-numpy)") from None
+    return np
+
+
 def take_string(address):
     """A char * the library malloc'd, as str; freed."""
     if not address:

@@ -65,16 +65,8 @@ class Score:
     target_ids: Optional[List[int]] = None
 
 
-def _numpy():
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover
-        raise ImportError("arrays need numpy (Debian: apt install python3-numpy)") from None
-    return numpy
-
-
 def _array(ptr, shape):
-    np = _numpy()
+    np = _lib.numpy()
     n = 1
     for d in shape:
         n *= d

@@ -31,7 +31,7 @@ def attend(Q=None, K=None, V=None, X=None, W_q=None, W_k=None, W_v=None, W_o=Non
     float32 arrays: each head's queries, keys and values as scored (projected, split), the
     scores before the mask, the weights, the head's output; the output (heads side by side,
     times W_o when given)."""
-    np = _numpy()
+    np = _lib.numpy()
     spec = {"scaled": bool(scaled), "causal": bool(causal)}
     for k, v in (("Q", Q), ("K", K), ("V", V), ("X", X), ("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o)):
         if v is not None:
@@ -48,14 +48,6 @@ def attend(Q=None, K=None, V=None, X=None, W_q=None, W_k=None, W_v=None, W_o=Non
     arr = lambda m: np.array(m, dtype=np.float32)  # noqa: E731 - the JSON holds every float exactly
     return {"heads": [{k: arr(h[k]) for k in ("Q", "K", "V", "scores", "weights", "output")} for h in r["heads"]],
             "output": arr(r["output"])}
-
-
-def _numpy():
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover
-        raise ImportError("arrays need numpy (Debian: apt install python3-numpy)") from None
-    return numpy
 
 
 @dataclass
@@ -175,7 +167,7 @@ def learn_subwords(lines, out, merges=0, vocab_size=0, min_count=2):
 def heatmap(weights, path, row_labels=None, col_labels=None, title=None):
     """Draws a matrix (rows × columns, values in 0..1: attention weights) as a PNG at path, as
     ./translate --heatmap draws attention; returns path."""
-    np = _numpy()
+    np = _lib.numpy()
     w = np.ascontiguousarray(np.asarray(weights, dtype=np.float32))
     if w.ndim != 2:
         raise ValueError(f"heatmap: a matrix, not an array of {w.ndim} dimensions")

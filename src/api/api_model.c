@@ -70,7 +70,7 @@ void s2s_close(S2sModel *s) {
 }
 
 char *s2s_model_config(const S2sModel *s) { return config_to_json(&s->cfg); }
-long s2s_model_params(const S2sModel *s) { return (long)model_param_count(&s->m.cfg, s->m.src_vocab, s->m.trg_vocab); }
+long s2s_model_params(const S2sModel *s) { return (long)params_numel(&s->m.params); }
 const char *s2s_model_precision(const S2sModel *s) { return PRECISION_NAMES[s->precision]; }
 bool s2s_model_has_attention(const S2sModel *s) { return model_has_attention(&s->m); }
 

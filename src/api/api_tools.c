@@ -126,7 +126,6 @@ static S2sStatus score_options(const char *json, ScoreOpts *o, S2sError *err) {
         bleu_only |= !strncmp(v->string, "smooth_", 7) || !strcmp(v->string, "tokenize");
         chrf_only |= !strcmp(v->string, "word_order") || !strcmp(v->string, "char_order") || !strcmp(v->string, "beta") ||
                      !strcmp(v->string, "whitespace") || !strcmp(v->string, "eps_smoothing");
-        if (!strcmp(v->string, "lowercase") && o->metric == SCORE_BLEU) bleu_only = true; /* checked below */
     }
     cJSON_Delete(root);
     if (st) return st;

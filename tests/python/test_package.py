@@ -126,6 +126,8 @@ def test_several_references_are_bleus(tmp_path):
         s2s.sacrebleu(HYP, [REF, REF2[:2]])
     with pytest.raises(s2s.ConfigError, match="sacreBLEU"):
         s2s.score_corpus(HYP, REF, "bleu", tokenize="13a")
+    with pytest.raises(s2s.ConfigError, match="sacreBLEU"):
+        s2s.score_corpus(HYP, REF, "bleu", lowercase=True)
     with pytest.raises(s2s.ConfigError, match="unknown key"):
         s2s.sacrebleu(HYP, REF, smoothing="exp")
 
