@@ -170,8 +170,8 @@ class Rnn:
 class Tf:
     def __init__(self, m, P):
         self.m, self.P, d = m, P, m["d_model"]
-        self.net = torch.nn.Transformer(d_model=d, nhead=m["heads"], num_encoder_layers=m["layers"],
-                                        num_decoder_layers=m["layers"], dim_feedforward=m["ff"], dropout=0.0,
+        self.net = torch.nn.Transformer(d_model=d, nhead=m["heads"], num_encoder_layers=m.get("encoder_layers") or m["layers"],
+                                        num_decoder_layers=m.get("decoder_layers") or m["layers"], dim_feedforward=m["ff"], dropout=0.0,
                                         activation=m["activation"], norm_first=m["norm"] == "pre",
                                         layer_norm_eps=1e-5).to(F).eval()
         own = {k: v for k, v in self.net.state_dict().items()}

@@ -119,6 +119,9 @@ static void run_model_case(const char *file) {
     mc.heads = get(c, "heads")->valueint;
     mc.ff = get(c, "ff")->valueint;
     mc.layers = get(c, "layers")->valueint;
+    const cJSON *el = cJSON_GetObjectItemCaseSensitive(c, "encoder_layers"), *dl = cJSON_GetObjectItemCaseSensitive(c, "decoder_layers");
+    mc.encoder_layers = el ? el->valueint : 0;
+    mc.decoder_layers = dl ? dl->valueint : 0;
     mc.max_positions = get(c, "max_positions")->valueint;
     mc.dropout = 0.0f;
     int Vs = get(c, "src_vocab")->valueint, Vt = get(c, "trg_vocab")->valueint;
@@ -175,3 +178,4 @@ static void run_model_case(const char *file) {
 
 Test(transformer, model_equals_pytorch_post_norm_sinusoidal) { run_model_case("model_post_sinusoidal_relu.json"); }
 Test(transformer, model_equals_pytorch_pre_norm_learned_positions) { run_model_case("model_pre_learned_gelu.json"); }
+Test(transformer, model_equals_pytorch_deep_encoder_shallow_decoder) { run_model_case("model_pre_deep_encoder.json"); }

@@ -114,6 +114,7 @@ typedef struct ConfigModel {
     Tie tie_embeddings;     /* decoder: its input embedding is the output layer's weight; all: the source's too */
     /* transformer (layers, heads and dropout are the keys above) */
     int d_model, ff;        /* model width; feed-forward width */
+    int encoder_layers, decoder_layers; /* each stack's layers (0: `layers`): a deep encoder, a shallow decoder */
     NormPlace norm;         /* post (the original) or pre */
     Positions positions;    /* sinusoidal, or learned (up to max_positions) */
     int max_positions;

@@ -26,12 +26,13 @@ S2sStatus visuals_heatmap(const char *path, const char *title, const Vocab *src,
 S2sStatus visuals_heatmap_heads(const char *path, const char *title, const Vocab *src, const Vocab *trg,
                                 const DecodedAttention *a, int heads, const float *heads_attn, Font *font, S2sError *err);
 
-/* A Transformer's layers for one sentence, a panel each: cross[l] (rows × ns: each decoder
- * layer's cross-attention, the heads' mean; rows = nout + ended as in a) into path_cross, and
- * self[l] (ns × ns: each encoder layer's self-attention, the heads' mean) into path_self. */
+/* A Transformer's layers for one sentence, a panel each: cross[0..dec_layers) (rows × ns: each
+ * decoder layer's cross-attention, the heads' mean; rows = nout + ended as in a) into path_cross,
+ * and self[0..enc_layers) (ns × ns: each encoder layer's self-attention, the heads' mean) into
+ * path_self. */
 S2sStatus visuals_layers(const char *path_cross, const char *path_self, const char *title, const Vocab *src,
-                         const Vocab *trg, const DecodedAttention *a, int layers, const float *const *cross,
-                         const float *const *self, Font *font, S2sError *err);
+                         const Vocab *trg, const DecodedAttention *a, int dec_layers, int enc_layers,
+                         const float *const *cross, const float *const *self, Font *font, S2sError *err);
 
 /* dir/curves.png from the epoch lines of dir/log.jsonl: train and validation loss above, the
  * validation metric (exact match or BLEU) below. */

@@ -213,7 +213,8 @@ class TransformerSeq2Seq(nn.Module):
         if m["positions"] == "learned":
             self.src_pos = nn.Embedding(m["max_positions"], d)
             self.trg_pos = nn.Embedding(m["max_positions"], d)
-        self.transformer = nn.Transformer(d, m["heads"], m["layers"], m["layers"], m["ff"], dropout=0.0,
+        enc, dec = m.get("encoder_layers") or m["layers"], m.get("decoder_layers") or m["layers"]
+        self.transformer = nn.Transformer(d, m["heads"], enc, dec, m["ff"], dropout=0.0,
                                           activation=m["activation"], norm_first=m["norm"] == "pre")
         self.generator = nn.Linear(d, V_trg)
         tie = m.get("tie_embeddings", "none")

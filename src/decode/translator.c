@@ -71,8 +71,8 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
             for (int i = 0; i < rows; i++)
                 memcpy(heads + (((size_t)l * rows + i) * H + h) * ns, cross[l]->data + ((size_t)h * rows + i) * ns, (size_t)ns * sizeof *heads);
     line_maps_free(t, &lm);
-    S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls < t->model->tf.stack.enc_layers ? Ls : t->model->tf.stack.enc_layers,
-                                  cp, sp, t->font, err);
+    S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls, t->model->tf.stack.enc_layers, cp, sp,
+                                  t->font, err);
     for (int l = 0; l < Ls && !st && H > 1; l++) { /* DIR/NNNN_layerL_heads.png */
         char path[PATH_MAX + 48], ttl[160];
         const char *dot = strrchr(path_cross, '_'); /* …/NNNN_layers.png → …/NNNN */

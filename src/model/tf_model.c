@@ -8,15 +8,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A stack's layers: encoder_layers or decoder_layers, where 0 means `layers`. */
+static int tf_layers(const ConfigModel *c, bool encoder) {
+    int n = encoder ? c->encoder_layers : c->decoder_layers;
+    return n > 0 ? n : c->layers;
+}
+
 static S2sStatus tf_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
     if (c->d_model % c->heads != 0)
         return s2s_fail(err, S2S_ERR_CONFIG,
                         "%s: model.heads: a transformer splits d_model (%d) into heads of equal width, so heads (%d) must "
                         "divide it",
                         origin, c->d_model, c->heads);
-    if (c->layers > TF_MAX_LAYERS)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.layers: a transformer has at most %d layers a stack, got %d", origin,
-                        TF_MAX_LAYERS, c->layers);
     if (c->embedding_type != EMBEDDING_LEARNED)
         return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.embedding_type: a transformer learns its embeddings (d_model wide)",
                         origin);
@@ -33,7 +36,7 @@ static void tf_declare(Seq2Seq *m) {
         m->tf.src_pos = params_add(ps, "src_pos.weight", 2, (int[]){c->max_positions, d});
         m->tf.trg_pos = params_add(ps, "trg_pos.weight", 2, (int[]){c->max_positions, d});
     }
-    transformer_init(&m->tf.stack, ps, "transformer", d, c->heads, c->ff, c->layers, c->layers, c->norm == NORM_PRE,
+    transformer_init(&m->tf.stack, ps, "transformer", d, c->heads, c->ff, tf_layers(c, true), tf_layers(c, false), c->norm == NORM_PRE,
                      c->activation == ACTIVATION_GELU ? TF_GELU : TF_RELU);
     linear_init(&m->out, ps, "generator", d, m->trg_vocab, true);
     model_tie(m);
@@ -60,8 +63,8 @@ static void tf_init_weights(Seq2Seq *m, Rng *rng) {
  * (≈ 3 ff), the score maps (heads · S or T per position, a few copies), the logits. */
 static double tf_step_bytes(const ConfigModel *c, int src_vocab, int trg_vocab, ModelStepKind kind, int B, int S, int T) {
     (void)src_vocab; /* the embeddings are d wide whatever the vocabulary */
-    double d = c->d_model, ff = c->ff, H = c->heads, L = c->layers, b = B, s = S, t = T;
-    double enc = L * b * s * (12 * d + 3 * ff + 3 * H * s), dec = L * b * t * (20 * d + 3 * ff + 3 * H * (t + s));
+    double d = c->d_model, ff = c->ff, H = c->heads, Le = tf_layers(c, true), L = tf_layers(c, false), b = B, s = S, t = T;
+    double enc = Le * b * s * (12 * d + 3 * ff + 3 * H * s), dec = L * b * t * (20 * d + 3 * ff + 3 * H * (t + s));
     double floats;
     switch (kind) {
     case MODEL_STEP_TRAIN: floats = 2.0 * (enc + dec) + 3.0 * b * t * trg_vocab; break;

@@ -61,27 +61,28 @@ S2sStatus visuals_heatmap_heads(const char *path, const char *title, const Vocab
 }
 
 S2sStatus visuals_layers(const char *path_cross, const char *path_self, const char *title, const Vocab *src,
-                         const Vocab *trg, const DecodedAttention *a, int layers, const float *const *cross,
-                         const float *const *self, Font *font, S2sError *err) {
-    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns;
-    if (rows == 0 || ns == 0 || layers < 1) return S2S_OK;
+                         const Vocab *trg, const DecodedAttention *a, int dec_layers, int enc_layers,
+                         const float *const *cross, const float *const *self, Font *font, S2sError *err) {
+    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns, layers = dec_layers > enc_layers ? dec_layers : enc_layers;
+    if (rows == 0 || ns == 0 || dec_layers < 1 || enc_layers < 1) return S2S_OK;
     const char **rl = s2s_xmalloc((size_t)rows * sizeof *rl), **cl = s2s_xmalloc((size_t)ns * sizeof *cl);
     for (int i = 0; i < a->nout; i++) rl[i] = trg->tokens[a->out[i]];
     if (a->ended) rl[a->nout] = "<eos>";
     for (int j = 0; j < ns; j++) cl[j] = src->tokens[a->src[j]];
     char(*titles)[128] = s2s_xmalloc((size_t)layers * sizeof *titles);
     Heatmap *maps = s2s_xmalloc((size_t)layers * sizeof *maps);
-    int per_row = layers <= 3 ? layers : layers <= 6 ? 3 : 4;
-    for (int l = 0; l < layers; l++) {
+    int per_row = dec_layers <= 3 ? dec_layers : dec_layers <= 6 ? 3 : 4;
+    for (int l = 0; l < dec_layers; l++) {
         snprintf(titles[l], sizeof titles[l], "%.80s%slayer %d: cross-attention", title ? title : "", title ? " - " : "", l + 1);
         maps[l] = (Heatmap){cross[l], rows, ns, rl, cl, titles[l]};
     }
-    S2sStatus st = heatmap_grid_write_png(path_cross, maps, layers, per_row, font, err);
-    for (int l = 0; l < layers && !st; l++) {
+    S2sStatus st = heatmap_grid_write_png(path_cross, maps, dec_layers, per_row, font, err);
+    per_row = enc_layers <= 3 ? enc_layers : enc_layers <= 6 ? 3 : 4;
+    for (int l = 0; l < enc_layers && !st; l++) {
         snprintf(titles[l], sizeof titles[l], "%.80s%sencoder layer %d: self-attention", title ? title : "", title ? " - " : "", l + 1);
         maps[l] = (Heatmap){self[l], ns, ns, cl, cl, titles[l]};
     }
-    if (!st) st = heatmap_grid_write_png(path_self, maps, layers, per_row, font, err);
+    if (!st) st = heatmap_grid_write_png(path_self, maps, enc_layers, per_row, font, err);
     free(maps);
     free(titles);
     free(rl);

@@ -94,7 +94,8 @@ class TfSeq2Seq(nn.Module):
         if self.positions == "learned":
             self.src_pos = nn.Embedding(c["max_positions"], d)
             self.trg_pos = nn.Embedding(c["max_positions"], d)
-        self.transformer = nn.Transformer(d, c["heads"], c["layers"], c["layers"], c["ff"], dropout=0.0,
+        enc, dec = c.get("encoder_layers") or c["layers"], c.get("decoder_layers") or c["layers"]
+        self.transformer = nn.Transformer(d, c["heads"], enc, dec, c["ff"], dropout=0.0,
                                           activation=c["activation"], norm_first=c["norm"] == "pre")
         self.generator = nn.Linear(d, c["trg_vocab"])
 
@@ -159,15 +160,25 @@ MODEL_CASES = [
     ("model_pre_learned_gelu", dict(src_vocab=7, trg_vocab=10, d_model=12, heads=4, ff=16, layers=1, norm="pre",
                                     positions="learned", activation="gelu", max_positions=10,
                                     src_len=[1, 6], trg_len=[4, 2]), 32),
+    # a deep encoder over a shallow decoder (model.encoder_layers, decoder_layers)
+    ("model_pre_deep_encoder", dict(src_vocab=9, trg_vocab=8, d_model=8, heads=2, ff=12, layers=2, encoder_layers=3,
+                                    decoder_layers=1, norm="pre", positions="sinusoidal", activation="relu",
+                                    max_positions=16, src_len=[4, 6, 2], trg_len=[5, 1, 3]), 33),
 ]
 
 if __name__ == "__main__":
+    import sys
+    only = sys.argv[1:]  # names to write (default: every case)
     os.makedirs(os.path.join(HERE, "transformer"), exist_ok=True)
     for name, c in CASES:
+        if only and name not in only:
+            continue
         with open(os.path.join(HERE, "transformer", "stack_" + name + ".json"), "w") as f:
             json.dump({"torch": torch.__version__, **case(name, **c)}, f)
         print("wrote", name)
     for name, c, seed in MODEL_CASES:
+        if only and name not in only:
+            continue
         with open(os.path.join(HERE, "transformer", name + ".json"), "w") as f:
             json.dump({"torch": torch.__version__, **model_case(name, c, seed)}, f)
         print("wrote", name)

@@ -42,6 +42,8 @@ CASES = {
     "transformer-pre-learned-gelu-tied": {"type": "transformer", "d_model": 16, "heads": 4, "ff": 24, "layers": 1,
                                           "norm": "pre", "positions": "learned", "max_positions": 8,
                                           "activation": "gelu", "tie_embeddings": "all"},
+    "transformer-deep-encoder-3x1": {"type": "transformer", "d_model": 16, "heads": 2, "ff": 24, "encoder_layers": 3,
+                                     "decoder_layers": 1, "norm": "pre", "tie_embeddings": "all"},
 }
 
 SRC = ["abcd", "fedcbaabc", "ab", "eeeeeeee", "cafe", "bdfbdfbdf"]
