@@ -136,6 +136,7 @@ static const char *const PAGES[] = {
     "docs/how-to/install.md",
     "docs/how-to/compare.md",
     "docs/how-to/python.md",
+    "docs/how-to/distill.md",
 };
 
 Test(doctest, readme, .timeout = 900) { page_runs(PAGES[0]); }
@@ -153,6 +154,7 @@ Test(doctest, howto_mpi, .timeout = 900) { page_runs(PAGES[11]); }
 Test(doctest, howto_install, .timeout = 900) { page_runs(PAGES[12]); }
 Test(doctest, howto_compare, .timeout = 900) { page_runs(PAGES[13]); }
 Test(doctest, howto_python, .timeout = 900) { page_runs(PAGES[14]); }
+Test(doctest, howto_distill, .timeout = 900) { page_runs(PAGES[15]); }
 
 /* A new tutorial or guide cannot be left out of the list above. */
 Test(docs, every_tutorial_and_guide_is_run) {

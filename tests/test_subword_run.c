@@ -13,42 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Sentences of 3-7 words; the target says each source word with its own word, in order, and
- * starts with a capital and ends with a full stop, as raw text does. */
-static void write_corpus(const char *dir, const char *prefix, int n, unsigned seed) {
-    static const char *de[] = {"Mann", "Frau", "Hund", "läuft", "sitzt", "rot", "groß", "Straße", "über", "Fahrrad", "Kind", "Ball"};
-    static const char *en[] = {"man", "woman", "dog", "runs", "sits", "red", "big", "street", "over", "bicycle", "child", "ball"};
-    char ps[512], pt[512];
-    snprintf(ps, sizeof ps, "%s/%s.de", dir, prefix);
-    snprintf(pt, sizeof pt, "%s/%s.en", dir, prefix);
-    FILE *fs = fopen(ps, "w"), *ft = fopen(pt, "w");
-    cr_assert(fs && ft);
-    for (int i = 0; i < n; i++) {
-        int len = 3 + (int)(seed % 5);
-        for (int k = 0; k < len; k++) {
-            seed = seed * 1103515245u + 12345u;
-            int w = (int)((seed >> 16) % 12);
-            fprintf(fs, "%s%s", k ? " " : "Ein ", de[w]);
-            fprintf(ft, "%s%s", k ? " " : "A ", en[w]);
-        }
-        fprintf(fs, ".\n");
-        fprintf(ft, ".\n");
-    }
-    fclose(fs);
-    fclose(ft);
-}
-
-/* A temporary folder with train, val and test corpora of n_train and n_eval pairs (gzip files
- * when gz). */
-static char *corpus_dir(int n_train, int n_eval, bool gz) {
-    char *d = tu_tmpdir();
-    write_corpus(d, "train", n_train, 1);
-    write_corpus(d, "val", n_eval, 2);
-    write_corpus(d, "test", n_eval, 3);
-    if (gz) cr_assert_eq(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d), 0);
-    return d;
-}
-
 /* d/c.json: a small GRU with dot attention on d's corpora, Adam 0.005 in batches of 32;
  * task_keys and train_keys add keys to those objects (JSON text starting with a comma, or ""). */
 static void write_config(const char *d, unsigned seed, const char *task_keys, int embedding, int hidden, int epochs,
@@ -72,7 +36,7 @@ static void drop_subword(ParamStore *ps, CkptSave *s, void *ctx) {
 }
 
 Test(subword, raw_text_run_end_to_end, .timeout = 240) {
-    char *d = corpus_dir(1500, 60, true);
+    char *d = tu_word_corpus_dir(1500, 60, true);
     write_config(d, 1, ", \"subword\": \"bpe\", \"bpe_merges\": 60", 32, 64, 25, ", \"metric\": \"bleu\"");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
@@ -147,7 +111,7 @@ static void drop_target_subword(ParamStore *ps, CkptSave *s, void *ctx) {
  * model file carries both models, raw text in and out; a file that lost the target's model is
  * refused, naming it. */
 Test(subword, a_model_for_each_language, .timeout = 240) {
-    char *d = corpus_dir(1500, 60, false);
+    char *d = tu_word_corpus_dir(1500, 60, false);
     write_config(d, 1, ", \"subword\": \"bpe\", \"bpe_merges\": 40, \"bpe_joint\": false", 32, 64, 25, ", \"metric\": \"bleu\"");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/run > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
@@ -204,7 +168,7 @@ static bool same_weights(const char *a, const char *b) {
  * run paused mid-epoch and resumed ends with the same weights as one run; the model differs
  * from the run without dropout; validation and the model file keep the plain segmentation. */
 Test(subword, bpe_dropout_run_resumes_bit_for_bit, .timeout = 240) {
-    char *d = corpus_dir(400, 30, false);
+    char *d = tu_word_corpus_dir(400, 30, false);
     write_config(d, 3, ", \"subword\": \"bpe\", \"bpe_merges\": 60, \"bpe_dropout\": 0.2", 16, 24, 3, ", \"metric\": \"bleu\", \"threads\": 1");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/one > %s/out.txt 2>&1", tu_bin(), d, d, d), 0, "%s",
                  tu_slurp(tu_path(d, "out.txt"), NULL));
@@ -242,7 +206,7 @@ Test(subword, bpe_dropout_run_resumes_bit_for_bit, .timeout = 240) {
  * text in and out. Skipped without Debian's sentencepiece (make deps installs it). */
 Test(subword, sentencepiece_model_run_end_to_end, .timeout = 240) {
     if (tu_sh("command -v spm_train > /dev/null") != 0) cr_skip_test("Debian's sentencepiece is not installed");
-    char *d = corpus_dir(1500, 60, false);
+    char *d = tu_word_corpus_dir(1500, 60, false);
     cr_assert_eq(tu_sh("cd %s && cat train.de train.en > both.txt && spm_train --input=both.txt --model_prefix=m --vocab_size=60 "
                        "> /dev/null 2>&1",
                        d),
@@ -270,7 +234,7 @@ Test(subword, sentencepiece_model_run_end_to_end, .timeout = 240) {
 /* BPE-dropout on one side: the other side's pieces stay those of the plain segmentation,
  * while the dropped side's differ somewhere (each of 400 pairs sampled at p = 0.3). */
 Test(subword, bpe_dropout_on_one_side) {
-    char *d = corpus_dir(400, 10, false);
+    char *d = tu_word_corpus_dir(400, 10, false);
     Config c;
     config_defaults(&c);
     char set[600];
@@ -316,7 +280,7 @@ Test(subword, bpe_dropout_on_one_side) {
  * gave it; a target word outside the vocabulary is refused on its line; models of another
  * vocabulary cannot join. */
 Test(subword, ensembles_n_best_and_forced_scores, .timeout = 240) {
-    char *d = corpus_dir(800, 40, true);
+    char *d = tu_word_corpus_dir(800, 40, true);
     write_config(d, 1, "", 16, 32, 3, ", \"metric\": \"valid_loss\"");
     cr_assert_eq(tu_sh("%s/train --config %s/c.json --out %s/a > /dev/null 2>&1 && %s/train --config %s/c.json --seed 2 "
                        "--set model.type=transformer --set d_model=16 --set heads=2 --set ff=32 --set layers=1 --out %s/b > /dev/null 2>&1",

@@ -413,3 +413,37 @@ void tu_write_pairs(const char *dir, const char *prefix, int n) {
     fclose(fs);
     fclose(ft);
 }
+
+/* Sentences of 3-7 words; the target says each source word with its own word, in order, and
+ * starts with a capital and ends with a full stop, as raw text does. */
+void tu_word_corpus(const char *dir, const char *prefix, int n, unsigned seed) {
+    static const char *de[] = {"Mann", "Frau", "Hund", "läuft", "sitzt", "rot", "groß", "Straße", "über", "Fahrrad", "Kind", "Ball"};
+    static const char *en[] = {"man", "woman", "dog", "runs", "sits", "red", "big", "street", "over", "bicycle", "child", "ball"};
+    char ps[512], pt[512];
+    snprintf(ps, sizeof ps, "%s/%s.de", dir, prefix);
+    snprintf(pt, sizeof pt, "%s/%s.en", dir, prefix);
+    FILE *fs = fopen(ps, "w"), *ft = fopen(pt, "w");
+    S2S_ASSERT(fs && ft);
+    for (int i = 0; i < n; i++) {
+        int len = 3 + (int)(seed % 5);
+        for (int k = 0; k < len; k++) {
+            seed = seed * 1103515245u + 12345u;
+            int w = (int)((seed >> 16) % 12);
+            fprintf(fs, "%s%s", k ? " " : "Ein ", de[w]);
+            fprintf(ft, "%s%s", k ? " " : "A ", en[w]);
+        }
+        fprintf(fs, ".\n");
+        fprintf(ft, ".\n");
+    }
+    fclose(fs);
+    fclose(ft);
+}
+
+char *tu_word_corpus_dir(int n_train, int n_eval, bool gz) {
+    char *d = tu_tmpdir();
+    tu_word_corpus(d, "train", n_train, 1);
+    tu_word_corpus(d, "val", n_eval, 2);
+    tu_word_corpus(d, "test", n_eval, 3);
+    if (gz) S2S_ASSERT(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d) == 0);
+    return d;
+}

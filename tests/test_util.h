@@ -68,6 +68,13 @@ bool tu_same_checkpoint(const char *a, const char *b, char *why, size_t n);
 typedef struct CkptSave CkptSave;
 typedef void (*TuCkptEdit)(ParamStore *ps, CkptSave *s, void *ctx);
 void tu_rewrite_checkpoint(const char *path, TuCkptEdit edit, void *ctx);
+/* dir/prefix.de and dir/prefix.en: n pairs of 3-7 words, the target saying each source word
+ * with its own word in order, starting with a capital and ending with a full stop as raw text
+ * does; seed picks the words. */
+void tu_word_corpus(const char *dir, const char *prefix, int n, unsigned seed);
+/* A temporary folder with such train, val and test corpora of n_train and n_eval pairs (gzip
+ * files when gz); malloc'd. */
+char *tu_word_corpus_dir(int n_train, int n_eval, bool gz);
 /* dir/name in one of four static buffers (so up to four can be used in one expression). */
 const char *tu_path(const char *dir, const char *name);
 /* Whether the file at path contains text. */

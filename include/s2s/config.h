@@ -36,6 +36,7 @@ typedef enum Optimizer { OPTIMIZER_ADAM, OPTIMIZER_SGD, OPTIMIZER_ADAMW } Optimi
 typedef enum Metric { METRIC_EXACT_MATCH, METRIC_TOKEN_ACCURACY, METRIC_TF_TOKEN_ACCURACY, METRIC_VALID_LOSS, METRIC_BLEU } Metric;
 typedef enum LrSchedule { LR_CONSTANT, LR_LINEAR, LR_COSINE, LR_INVERSE_SQRT } LrSchedule;
 typedef enum OverlapSum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } OverlapSum;
+typedef enum TeacherMix { TEACHER_REPLACE, TEACHER_ADD } TeacherMix;
 
 /* The names of the choices, as configs, model files and messages spell them. */
 extern const char *const TASK_TYPE_NAMES[];
@@ -56,6 +57,7 @@ extern const char *const GEMM_LIB_NAMES[];
 extern const char *const METRIC_NAMES[];
 extern const char *const LR_SCHEDULE_NAMES[];
 extern const char *const OVERLAP_SUM_NAMES[];
+extern const char *const TEACHER_MIX_NAMES[];
 
 typedef struct ConfigTask {
     TaskType type;
@@ -82,6 +84,12 @@ typedef struct ConfigTask {
     char spm_model[CONFIG_STR]; /* sentencepiece: the .model file (spm_train's) */
     char bpe_model[CONFIG_STR]; /* bpe: a model from ./subword learn for both sides, or "": learn one */
     char cache_dir[CONFIG_STR]; /* prepared data (prepared.h), reused while files and settings stay; "": none */
+    /* sequence-level distillation (distill.h): the training sources' targets are a teacher's translations */
+    char teacher[CONFIG_STR];   /* model files, comma-separated (an ensemble), that translate the training sources; "": none */
+    int teacher_beam;           /* their beam */
+    float teacher_alpha;        /* their length normalisation */
+    char teacher_output[CONFIG_STR]; /* a file of translations of the training sources, one a source line (instead of teacher) */
+    TeacherMix teacher_mix;     /* replace: the teacher's targets only; add: the original pairs too */
 } ConfigTask;
 
 /* task.train_prefix as a list of training corpora: "train", or "big:1,indomain:4" (prefixes, each
@@ -93,10 +101,15 @@ typedef struct TrainCorpora {
     float weight[TASK_MAX_CORPORA]; /* an epoch takes weight × the corpus's pairs (≥ 0) */
 } TrainCorpora;
 
-/* The corpora of t->train_prefix into *c; false for a malformed list, with err naming the key. */
+/* The corpora of t->train_prefix into *c; false for a malformed list, with err naming the key.
+ * Distilling with teacher_mix add, a last corpus "teacher" follows: the first corpus's sources
+ * with the teacher's translations (weight 1). */
 bool config_train_corpora(const ConfigTask *t, TrainCorpora *c, S2sError *err);
 /* Whether any corpus is weighted other than 1 (an epoch then samples; else it takes each pair once). */
 bool config_corpora_weighted(const TrainCorpora *c);
+/* Whether the task distils: a teacher to translate its training sources, or their translations given. */
+bool config_distills(const ConfigTask *t);
+#define TEACHER_CORPUS "teacher" /* the name of the teacher's corpus (teacher_mix add) */
 
 typedef struct ConfigModel {
     ModelType type;         /* rnn (the encoder-decoder of the course) or transformer */

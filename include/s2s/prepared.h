@@ -26,6 +26,10 @@
 S2sStatus prepared_load(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err);
 /* The digest of a file's bytes into *h (FNV-1a over its size and CRC-32 and Adler-32). */
 S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err);
+/* Leaves in dir the keep newest (by modification time) regular files named by 16 hex digits and
+ * suffix (".s2sdata"), and removes the others, and preparations' temporary files nobody has
+ * written to for ten minutes. */
+void prepared_prune(const char *dir, const char *suffix, int keep);
 /* The prepared file's path for key in dir: dir/<16 hex digits>.s2sdata. */
 void prepared_path(char *out, size_t n, const char *dir, uint64_t key);
 /* td prepared into path for key: its vocabularies made (corpus_vocab), the training pairs

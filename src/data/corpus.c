@@ -77,6 +77,7 @@ typedef struct PairReader {
     LineReader rs, rt;
     int pos_fd;       /* the source file's offset, for the progress line */
     double size;      /* the source file's bytes */
+    bool originals;   /* the original pairs only, distilling or not (the vocabularies are learned from them) */
     long line;        /* of the pair last read, in its corpus */
     long pairs;       /* read so far, of every corpus */
     const char *s, *t_line;
@@ -94,10 +95,15 @@ static void reader_close(PairReader *r) {
     r->pos_fd = -1;
 }
 
-/* The files of corpus r->corpus, opened. */
+/* The files of corpus r->corpus, opened. Distilling, the teacher's translations are the targets
+ * of the first corpus's sources: in its place (teacher_mix replace), or as a corpus of their own
+ * after it (add). */
 static S2sStatus files_open(PairReader *r, S2sError *err) {
     r->line = 0;
-    parallel_split_paths(r->t, r->corpora.prefix[r->corpus], r->ps, r->pt, sizeof r->ps);
+    bool teacher = !r->originals && r->t->teacher_output[0] &&
+                   (r->t->teacher_mix == TEACHER_REPLACE || r->corpus == r->corpora.n - 1);
+    parallel_split_paths(r->t, r->corpora.prefix[teacher ? 0 : r->corpus], r->ps, r->pt, sizeof r->ps);
+    if (teacher) snprintf(r->pt, sizeof r->pt, "%s", r->t->teacher_output);
     if (!(r->fs = text_open(r->ps, &r->pos_fd)))
         return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)",
                         r->ps, strerror(errno));
@@ -109,11 +115,15 @@ static S2sStatus files_open(PairReader *r, S2sError *err) {
     return S2S_OK;
 }
 
-static S2sStatus reader_open(PairReader *r, const ConfigTask *t, S2sError *err) {
+static S2sStatus reader_open(PairReader *r, const ConfigTask *t, bool originals, S2sError *err) {
     memset(r, 0, sizeof *r);
     r->pos_fd = -1;
     r->t = t;
+    r->originals = originals;
+    if (t->teacher[0] && !t->teacher_output[0]) /* distill_prepare translates first and names the file */
+        return s2s_fail(err, S2S_ERR_CONFIG, "task.teacher: the teacher's translations are not made yet (distill_prepare)");
     if (!config_train_corpora(t, &r->corpora, err)) return S2S_ERR_CONFIG;
+    if (originals && t->teacher_output[0] && t->teacher_mix == TEACHER_ADD) r->corpora.n--; /* not the teacher's */
     S2sStatus st = files_open(r, err);
     if (st) reader_close(r);
     return st;
@@ -147,6 +157,10 @@ static S2sStatus reader_next(PairReader *r, bool *more, S2sError *err) {
         if (st) return st;
         bool b = side_next(&r->rt, r->pt, &r->t_line, &r->long_side, &r->bad_utf8, &st, err);
         if (st) return st;
+        bool teacher = !r->originals && !strcmp(r->pt, r->t->teacher_output);
+        if (a != b && teacher)
+            return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; the teacher's translations need one line "
+                            "a source line", a ? r->pt : r->ps, r->line, a ? r->ps : r->pt);
         if (a != b)
             return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; parallel files must match line by line",
                             a ? r->pt : r->ps, r->line, a ? r->ps : r->pt);
@@ -443,7 +457,7 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, const TaskLoadHooks *h
     }
     bool words = t->subword == SUBWORD_NONE;
     PairReader r;
-    S2sStatus st = reader_open(&r, t, err);
+    S2sStatus st = reader_open(&r, t, true, err);
     if (st) return st;
     Progress pg = {hooks ? hooks->progress : NULL, hooks ? hooks->stop : NULL, words ? "counting words in" : "sampling", 0, 0};
     pg.t0 = pg.last = now_s();
@@ -562,7 +576,7 @@ S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSin
                         S2sError *err) {
     memset(c, 0, sizeof *c);
     PairReader r;
-    S2sStatus st = reader_open(&r, t, err);
+    S2sStatus st = reader_open(&r, t, false, err);
     if (st) return st;
     Progress pg = {hooks ? hooks->progress : NULL, hooks ? hooks->stop : NULL, "encoding", 0, 0};
     pg.t0 = pg.last = now_s();

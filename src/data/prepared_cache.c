@@ -41,16 +41,18 @@ void prepared_path(char *out, size_t n, const char *dir, uint64_t key) {
     snprintf(out, n, "%s/%016" PRIx64 ".s2sdata", dir, key);
 }
 
-/* The files a task's data are made from: every training corpus's two, the evaluation splits'
- * (the test split may be "": none) and a given subword model. */
-enum { MAX_INPUTS = 2 * TASK_MAX_CORPORA + 5 };
+/* The files a task's data are made from: every training corpus's two, a teacher's translations,
+ * the evaluation splits' (the test split may be "": none) and a given subword model. */
+enum { MAX_INPUTS = 2 * TASK_MAX_CORPORA + 6 };
 
 static int task_inputs(const ConfigTask *t, char paths[MAX_INPUTS][CONFIG_STR + 96]) {
     TrainCorpora c;
     S2sError ignored;
     if (!config_train_corpora(t, &c, &ignored)) c.n = 0; /* refused by config_check before */
+    if (t->teacher_output[0] && t->teacher_mix == TEACHER_ADD) c.n--; /* the teacher's corpus: its file below */
     int n = 0;
     for (int i = 0; i < c.n; i++, n += 2) parallel_split_paths(t, c.prefix[i], paths[n], paths[n + 1], sizeof paths[n]);
+    if (t->teacher_output[0]) snprintf(paths[n++], sizeof paths[0], "%s", t->teacher_output);
     const char *evals[2] = {t->valid_prefix, t->test_prefix};
     for (int k = 0; k < 2; k++)
         if (evals[k][0]) {
@@ -86,10 +88,10 @@ static uint64_t fnv_str(uint64_t h, const char *s) {
  * with every data file), the settings that shape the data, and the bytes of every input file. */
 static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
     char settings[640];
-    snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d|%d %.9g %d %d", S2S_VERSION, __DATE__,
+    snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d|%d %.9g %d %d|%d", S2S_VERSION, __DATE__,
              __TIME__, PREPARED_VERSION, (int)t->subword, t->bpe_merges, (int)t->bpe_joint, t->bpe_vocab_size,
              t->bpe_dropout > 0, t->min_freq, t->max_vocab, t->max_train_len, (int)t->source_markers, (int)t->dedup,
-             (double)t->max_length_ratio, t->subword_sample, t->data_seed);
+             (double)t->max_length_ratio, t->subword_sample, t->data_seed, t->teacher_output[0] ? (int)t->teacher_mix : -1);
     uint64_t h = fnv_str(DATA_FNV_BASIS, settings), memo_name = h;
     char paths[MAX_INPUTS][CONFIG_STR + 96], memo[CONFIG_STR + 64];
     int n = task_inputs(t, paths);
@@ -141,7 +143,7 @@ static bool stale_tmp(const char *name, const struct stat *sb) {
            time(NULL) - sb->st_mtim.tv_sec > 600;
 }
 
-static void prune(const char *dir, const char *suffix, int keep) {
+void prepared_prune(const char *dir, const char *suffix, int keep) {
     DIR *d = opendir(dir);
     if (!d) return;
     Aged *a = NULL;
@@ -184,8 +186,8 @@ S2sStatus prepared_load(TaskData *td, const ConfigTask *t, const TaskLoadHooks *
     if (!(st = file_mkdirs(t->cache_dir, &werr)) && !(st = prepared_build(path, td, t, key, hooks, &werr))) {
         snprintf(td->prepared, sizeof td->prepared, "%s", path);
         td->prepared_state = PREPARED_WRITTEN;
-        prune(t->cache_dir, ".s2sdata", PREPARED_KEEP);
-        prune(t->cache_dir, ".key", 4 * PREPARED_KEEP);
+        prepared_prune(t->cache_dir, ".s2sdata", PREPARED_KEEP);
+        prepared_prune(t->cache_dir, ".key", 4 * PREPARED_KEEP);
         if (why.status == S2S_ERR_CORRUPT) /* a damaged file under its key: replaced */
             snprintf(td->prepared_note, sizeof td->prepared_note, "replaced: %.140s", why.msg);
         return S2S_OK;

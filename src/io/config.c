@@ -33,6 +33,8 @@ typedef enum When {
     W_TF,          /* model.type transformer */
     W_TF_LEARNED,  /* transformer with learned positions */
     W_ADAM,        /* optimizer adam or adamw */
+    W_TEACHER,     /* translate with task.teacher */
+    W_DISTILL,     /* translate with task.teacher or task.teacher_output */
 } When;
 
 typedef struct Key {
@@ -45,6 +47,7 @@ typedef struct Key {
     When when; /* under which configs the key changes anything (config_key_applies) */
 } Key;
 
+const char *const TEACHER_MIX_NAMES[] = {"replace", "add", NULL};
 const char *const TASK_TYPE_NAMES[] = {"reverse", "translate", NULL};
 const char *const SUBWORD_NAMES[] = {"none", "bpe", "sentencepiece", NULL};
 const char *const SIDES_NAMES[] = {"both", "source", "target", NULL};
@@ -128,6 +131,19 @@ static const Key KEYS[] = {
      "anew every epoch (0: off; validation, test and translation never drop)", W_BPE},
     {"task.bpe_dropout_sides", K_ENUM, OFF(task.bpe_dropout_sides), 0, 0, SIDES_NAMES,
      "translate, bpe: which training text BPE-dropout segments anew (both, source, target)", W_BPE_DROPOUT},
+    {"task.teacher", K_STR, OFF(task.teacher), 0, 0, NULL,
+     "translate: sequence-level distillation: model files (comma-separated: an ensemble) that translate the training "
+     "sources into task.cache_dir, once; the student trains on their translations (\"\": none)", W_TRANSLATE},
+    {"task.teacher_beam", K_INT, OFF(task.teacher_beam), 1, 64, NULL, "translate, teacher: the teacher's beam (1: greedy)",
+     W_TEACHER},
+    {"task.teacher_alpha", K_FLOAT, OFF(task.teacher_alpha), 0, 10, NULL,
+     "translate, teacher: the teacher's length normalisation (beam search's alpha)", W_TEACHER},
+    {"task.teacher_output", K_STR, OFF(task.teacher_output), 0, 0, NULL,
+     "translate: instead of task.teacher, a file of translations of the training sources made beforehand (one line a "
+     "source line, in order)", W_TRANSLATE},
+    {"task.teacher_mix", K_ENUM, OFF(task.teacher_mix), 0, 0, TEACHER_MIX_NAMES,
+     "translate, distilling: train on the sources with the teacher's translations (replace), or on those and the "
+     "original pairs (add)", W_DISTILL},
     {"model.type", K_ENUM, OFF(model.type), 0, 0, MODEL_TYPE_NAMES,
      "rnn (recurrent encoder and decoder with attention) or transformer (PyTorch's nn.Transformer)", W_ALWAYS},
     {"model.cell", K_ENUM, OFF(model.cell), 0, 0, MODEL_CELL_NAMES, "recurrent cell", W_RNN},
@@ -248,6 +264,8 @@ void config_defaults(Config *c) {
     t->bpe_merges = 8000;
     t->bpe_joint = true;
     t->subword_sample = 1000000;
+    t->teacher_beam = 5;
+    t->teacher_alpha = 1.0f;
     ConfigModel *m = &c->model;
     m->cell = MODEL_CELL_LSTM;
     m->layers = 1;
@@ -540,44 +558,6 @@ S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
     return st;
 }
 
-S2sStatus config_check(const Config *c, S2sError *err) {
-    const char *o = c->path[0] ? c->path : "config";
-    TrainCorpora corpora;
-    if (c->task.type == TASK_TRANSLATE && !config_train_corpora(&c->task, &corpora, err)) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: %s", o, msg);
-    }
-    if (c->task.min_len > c->task.max_len)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.min_len (%d) must not exceed task.max_len (%d)", o, c->task.min_len,
-                        c->task.max_len);
-    if (c->task.type == TASK_REVERSE) {
-        size_t n = strlen(c->task.alphabet);
-        if (n == 0) return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: expected at least one character", o);
-        for (size_t i = 0; i < n; i++) {
-            unsigned char ch = (unsigned char)c->task.alphabet[i];
-            if (ch < 33 || ch > 126)
-                return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: expected printable ASCII without spaces", o);
-            if (memchr(c->task.alphabet, ch, i))
-                return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.alphabet: '%c' appears twice", o, ch);
-        }
-    }
-    if (c->task.subword == SUBWORD_BPE && c->task.bpe_model[0] && !c->task.bpe_joint)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.bpe_model segments both sides with one model; task.bpe_joint false "
-                        "asks for a model a side (set it true, or leave task.bpe_model empty)", o);
-    if (c->task.subword == SUBWORD_SENTENCEPIECE && !c->task.spm_model[0])
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword is sentencepiece: task.spm_model must name the .model file", o);
-    if (c->task.bpe_dropout > 0 && c->task.subword != SUBWORD_BPE)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.bpe_dropout: BPE-dropout needs task.subword bpe (it is %s)", o,
-                        SUBWORD_NAMES[c->task.subword]);
-    if (c->task.type == TASK_REVERSE && c->task.subword != SUBWORD_NONE)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.subword: %s is for translation; reversal reads characters", o,
-                        SUBWORD_NAMES[c->task.subword]);
-    if (c->name[0] == '\0' || strchr(c->name, '/') || strcmp(c->name, ".") == 0 || strcmp(c->name, "..") == 0)
-        return s2s_fail(err, S2S_ERR_CONFIG, "%s: name: expected a plain run name (no '/'), got \"%s\"", o, c->name);
-    return S2S_OK;
-}
-
 char *config_to_json(const Config *c) {
     cJSON *root = cJSON_CreateObject();
     for (int i = 0; i < N_KEYS; i++) {
@@ -670,6 +650,8 @@ bool config_key_applies(const Config *c, int i) {
     case W_TF: return !rnn;
     case W_TF_LEARNED: return !rnn && m->positions == POSITIONS_LEARNED;
     case W_ADAM: return c->train.optimizer != OPTIMIZER_SGD;
+    case W_TEACHER: return translate && t->teacher[0];
+    case W_DISTILL: return translate && config_distills(t);
     }
     S2S_ASSERT_MSG(false, "key %s: applicability %d is none of the table's", KEYS[i].path, (int)KEYS[i].when);
     return true;

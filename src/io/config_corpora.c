@@ -30,10 +30,17 @@ bool config_train_corpora(const ConfigTask *t, TrainCorpora *c, S2sError *err) {
             c->weight[c->n] = (float)w;
         }
         c->n++;
-        if (!*end) return true;
+        if (!*end) break;
         p = end + 1;
     }
+    if (config_distills(t) && t->teacher_mix == TEACHER_ADD && c->n < TASK_MAX_CORPORA) {
+        snprintf(c->prefix[c->n], sizeof c->prefix[0], "%s", TEACHER_CORPUS);
+        c->weight[c->n++] = 1.0f;
+    }
+    return true;
 }
+
+bool config_distills(const ConfigTask *t) { return t->teacher[0] || t->teacher_output[0]; }
 
 bool config_corpora_weighted(const TrainCorpora *c) {
     for (int i = 0; i < c->n; i++)

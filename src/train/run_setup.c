@@ -3,6 +3,7 @@
  * its config, data and log. */
 #include "run_internal.h"
 #include "s2s/corpus.h"
+#include "s2s/distill.h"
 #include "s2s/runlog.h"
 
 #include <errno.h>
@@ -333,7 +334,9 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     bool ranks = r->dist && r->dist->size > 1;
     if (ranks && r->dist->rank != 0) dist_barrier(r->dist);
     TaskLoadHooks hooks = {r->opt->progress, r->opt->stop};
-    st = task_load_hooks(&r->data, &cfg->task, &hooks, err);
+    ConfigTask task; /* distilling: with the teacher's translations, made first where they are not */
+    st = distill_prepare(cfg, &task, ranks && r->dist->rank != 0 ? NULL : r->opt->out, &hooks, err);
+    if (!st) st = task_load_hooks(&r->data, &task, &hooks, err);
     if (ranks && r->dist->rank == 0) dist_barrier(r->dist); /* rank 0's failure aborts them all (cli/train.c) */
     if (st || (st = run_check_weights(r, err))) return st;
     r->data_hash = task_fingerprint(&r->data);
@@ -475,6 +478,8 @@ void run_print_data(FILE *out, const TaskData *td, const ConfigTask *t) {
             k += (size_t)snprintf(left + k, sizeof left - k, "%s%s %ld × %g", i ? ", " : " (", names.prefix[i], c->kept_by[i],
                                   (double)names.weight[i]);
     if (k) k += (size_t)snprintf(left + k, sizeof left - k, ")");
+    if (t->type == TASK_TRANSLATE && config_distills(t) && t->teacher_mix == TEACHER_REPLACE)
+        k += (size_t)snprintf(left + k, sizeof left - k, " (the teacher's targets)");
     if (c->read > c->kept && k + 40 < sizeof left) {
         memcpy(left + k, " (", 3);
         corpus_counts_text(c, t, left + k + 2, sizeof left - k - 3);
@@ -493,7 +498,9 @@ void run_print_data(FILE *out, const TaskData *td, const ConfigTask *t) {
 S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *err) {
     TaskData td;
     TaskLoadHooks hooks = {progress, NULL};
-    S2sStatus st = task_load_hooks(&td, &cfg->task, &hooks, err);
+    ConfigTask task;
+    S2sStatus st = distill_prepare(cfg, &task, out, &hooks, err);
+    if (!st) st = task_load_hooks(&td, &task, &hooks, err);
     if (st) return st;
     if (out) run_print_data(out, &td, &cfg->task);
     task_free(&td);
