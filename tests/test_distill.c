@@ -89,6 +89,24 @@ Test(distill, teacher_translations_made_once_resumed_and_trained_on, .timeout = 
     snprintf(args, sizeof args, "--prepare --set task.teacher_output=%s/ref.en", d);
     cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     expect_out_has(d, "data: 1500 training pairs (the teacher's targets)");
+    /* the beam's 2 best a source: ./translate --n-best's, two pairs a source line; a .part cut
+     * inside a source's pair of lines goes on from that source's first */
+    snprintf(args, sizeof args, "--prepare --set task.teacher=%s/teacher/model.bin --set teacher_beam=3 --set teacher_nbest=2", d);
+    cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    expect_out_has(d, "(beam 3, alpha 1, the 2 best) translate 1500 training sources");
+    expect_out_has(d, "data: 3000 training pairs (the teacher's targets)");
+    cr_assert_eq(tu_sh("%s/translate %s/teacher/model.bin --beam 3 --n-best 2 < %s/train.de 2>/dev/null | awk -F' [|][|][|] ' "
+                       "'{ print $2 }' > %s/nbest.en && f=$(ls -t %s/cache/*.teacher.en | head -n 1) && cmp -s $f %s/nbest.en && "
+                       "head -n 701 $f > $f.part && rm $f",
+                       tu_bin(), d, d, d, d, d),
+                 0, "the n-best file differs from ./translate --n-best 2's");
+    cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    expect_out_has(d, "translate 1150 training sources");
+    expect_out_has(d, "(350 translated before)");
+    cr_expect_eq(tu_sh("cmp -s $(ls -t %s/cache/*.teacher.en | head -n 1) %s/nbest.en", d, d), 0);
+    snprintf(args, sizeof args, "--prepare --set task.teacher=%s/teacher/model.bin --set teacher_beam=3 --set teacher_nbest=4", d);
+    cr_expect_eq(train(d, args), 2);
+    expect_out_has(d, "task.teacher_nbest (4): the beam's n best are at most its 3");
     /* --prepare translates too, and says so */
     snprintf(args, sizeof args, "--prepare --set task.teacher=%s/teacher/model.bin --set teacher_beam=1", d);
     cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
@@ -120,7 +138,7 @@ Test(distill, bad_teachers_and_translation_files, .timeout = 240) {
     snprintf(args, sizeof args, "--out %s/s --set task.teacher_output=%s/short.en", d, d);
     cr_expect_eq(train(d, args), 1);
     expect_out_has(d, "short.en has 100 lines but");
-    expect_out_has(d, "the teacher's translations need one line a source line");
+    expect_out_has(d, "the teacher's translations need 1 a source line");
     /* ... and one longer */
     cr_assert_eq(tu_sh("cat %s/train.en %s/train.en > %s/long.en", d, d, d), 0);
     snprintf(args, sizeof args, "--out %s/s --set task.teacher_output=%s/long.en", d, d);

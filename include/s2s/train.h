@@ -55,9 +55,9 @@ S2sStatus train_check_config(const Config *cfg, S2sError *err);
  * with it). Returns S2S_ERR_NUMERIC for a NaN/Inf loss (last.bin and model.bin keep the last
  * good state), S2S_ERR_CONFIG for a config or a folder the run cannot use. */
 S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err);
-/* The config's data loaded as a run loads them — prepared into task.cache_dir when they are not
- * there yet — and described on out ("data:" lines); no run folder is touched. progress: a
- * terminal for the progress line, or NULL. */
+/* The config's data loaded as a run loads them — checked, prepared into task.cache_dir when they
+ * are not there yet (a teacher's translations made first, distill.h) — and described on out
+ * ("data:" lines); no run folder is touched. progress: a terminal for the progress line, or NULL. */
 S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *err);
 
 #endif

@@ -78,6 +78,9 @@ typedef struct PairReader {
     int pos_fd;       /* the source file's offset, for the progress line */
     double size;      /* the source file's bytes */
     bool originals;   /* the original pairs only, distilling or not (the vocabularies are learned from them) */
+    int nbest;        /* target lines a source line has: the teacher's n best, else 1 */
+    int rep;          /* the current source line's target last read (0 .. nbest − 1) */
+    bool src_long, src_bad; /* the current source line's flags, for each of its targets */
     long line;        /* of the pair last read, in its corpus */
     long pairs;       /* read so far, of every corpus */
     const char *s, *t_line;
@@ -104,6 +107,8 @@ static S2sStatus files_open(PairReader *r, S2sError *err) {
                    (r->t->teacher_mix == TEACHER_REPLACE || r->corpus == r->corpora.n - 1);
     parallel_split_paths(r->t, r->corpora.prefix[teacher ? 0 : r->corpus], r->ps, r->pt, sizeof r->ps);
     if (teacher) snprintf(r->pt, sizeof r->pt, "%s", r->t->teacher_output);
+    r->nbest = teacher && r->t->teacher_nbest > 1 ? r->t->teacher_nbest : 1;
+    r->rep = r->nbest - 1; /* the first call reads a source line */
     if (!(r->fs = text_open(r->ps, &r->pos_fd)))
         return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)",
                         r->ps, strerror(errno));
@@ -152,21 +157,27 @@ static bool side_next(LineReader *lr, const char *path, const char **s, bool *to
 static S2sStatus reader_next(PairReader *r, bool *more, S2sError *err) {
     for (;;) {
         S2sStatus st = S2S_OK;
+        bool a = true, fresh = r->rep + 1 >= r->nbest; /* a new source line, or its next teacher's translation */
         r->long_side = r->bad_utf8 = false;
-        bool a = side_next(&r->rs, r->ps, &r->s, &r->long_side, &r->bad_utf8, &st, err);
-        if (st) return st;
+        if (fresh) {
+            a = side_next(&r->rs, r->ps, &r->s, &r->long_side, &r->bad_utf8, &st, err);
+            if (st) return st;
+            r->src_long = r->long_side, r->src_bad = r->bad_utf8, r->rep = 0;
+        } else {
+            r->long_side = r->src_long, r->bad_utf8 = r->src_bad, r->rep++;
+        }
         bool b = side_next(&r->rt, r->pt, &r->t_line, &r->long_side, &r->bad_utf8, &st, err);
         if (st) return st;
         bool teacher = !r->originals && !strcmp(r->pt, r->t->teacher_output);
         if (a != b && teacher)
-            return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; the teacher's translations need one line "
-                            "a source line", a ? r->pt : r->ps, r->line, a ? r->ps : r->pt);
+            return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; the teacher's translations need %d a source "
+                            "line", a ? r->pt : r->ps, a ? r->rt.line_no : r->rs.line_no, a ? r->ps : r->pt, r->nbest);
         if (a != b)
             return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; parallel files must match line by line",
                             a ? r->pt : r->ps, r->line, a ? r->ps : r->pt);
         *more = a;
         if (a) {
-            r->line++;
+            r->line += fresh;
             r->pairs++;
             return S2S_OK;
         }

@@ -88,10 +88,10 @@ static uint64_t fnv_str(uint64_t h, const char *s) {
  * with every data file), the settings that shape the data, and the bytes of every input file. */
 static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
     char settings[640];
-    snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d|%d %.9g %d %d|%d", S2S_VERSION, __DATE__,
+    snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d|%d %.9g %d %d|%d %d", S2S_VERSION, __DATE__,
              __TIME__, PREPARED_VERSION, (int)t->subword, t->bpe_merges, (int)t->bpe_joint, t->bpe_vocab_size,
              t->bpe_dropout > 0, t->min_freq, t->max_vocab, t->max_train_len, (int)t->source_markers, (int)t->dedup,
-             (double)t->max_length_ratio, t->subword_sample, t->data_seed, t->teacher_output[0] ? (int)t->teacher_mix : -1);
+             (double)t->max_length_ratio, t->subword_sample, t->data_seed, t->teacher_output[0] ? (int)t->teacher_mix : -1, t->teacher_nbest);
     uint64_t h = fnv_str(DATA_FNV_BASIS, settings), memo_name = h;
     char paths[MAX_INPUTS][CONFIG_STR + 96], memo[CONFIG_STR + 64];
     int n = task_inputs(t, paths);

@@ -19,6 +19,9 @@ S2sStatus config_check(const Config *c, S2sError *err) {
         if (c->task.teacher[0] && !c->task.cache_dir[0])
             return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.teacher: the teacher's translations are kept in task.cache_dir, "
                             "which is \"\"", o);
+        if (c->task.teacher[0] && c->task.teacher_nbest > c->task.teacher_beam)
+            return s2s_fail(err, S2S_ERR_CONFIG, "%s: task.teacher_nbest (%d): the beam's n best are at most its %d "
+                            "hypotheses (task.teacher_beam)", o, c->task.teacher_nbest, c->task.teacher_beam);
         int named = 1;
         for (const char *p = c->task.train_prefix; *p; p++) named += *p == ',';
         if (named != 1)

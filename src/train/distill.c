@@ -110,8 +110,8 @@ static S2sStatus output_path(const Teacher *t, const ConfigTask *task, const cha
                              size_t n, S2sError *err) {
     uint64_t h = 0;
     char settings[96];
-    snprintf(settings, sizeof settings, "distill 1|%d|%.9g|%d|%s", task->teacher_beam, (double)task->teacher_alpha, max_len,
-             task->trg_lang);
+    snprintf(settings, sizeof settings, "distill 1|%d|%.9g|%d|%s|%d", task->teacher_beam, (double)task->teacher_alpha, max_len,
+             task->trg_lang, task->teacher_nbest);
     S2sStatus st = S2S_OK;
     for (const char *p = settings; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     for (int k = 0; k < t->n && !st; k++) st = prepared_hash_file(t->path[k], &h, err);
@@ -148,7 +148,7 @@ static bool is_file(int fd, const char *path) {
  * that translates into it (./compare's jobs of one teacher); *finished when that one made the
  * whole file meanwhile (nothing to do), else the .part cut after its last whole line and *done
  * its lines. */
-static S2sStatus part_open(const char *part, const char *path, int *fd, long *done, bool *finished, FILE *log,
+static S2sStatus part_open(const char *part, const char *path, int per_line, int *fd, long *done, bool *finished, FILE *log,
                            const TaskLoadHooks *hooks, S2sError *err) {
     *finished = false;
     *fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -168,10 +168,11 @@ static S2sStatus part_open(const char *part, const char *path, int *fd, long *do
     char buf[1 << 16];
     off_t at = 0, whole = 0;
     ssize_t k;
+    long lines = 0;
     *done = 0;
     while ((k = read(*fd, buf, sizeof buf)) > 0) {
         for (ssize_t i = 0; i < k; i++)
-            if (buf[i] == '\n') ++*done, whole = at + i + 1;
+            if (buf[i] == '\n' && ++lines % per_line == 0) ++*done, whole = at + i + 1; /* a source's last translation */
         at += k;
     }
     if (k < 0 || ftruncate(*fd, whole) != 0 || lseek(*fd, whole, SEEK_SET) != whole)
@@ -185,13 +186,16 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One block's translations appended and synced: the best of each, "" for a line without one
- * (the corpus filters drop an empty target), line breaks in an output made spaces. */
-static S2sStatus write_block(FILE *f, const TranslatedLine *out, int n, const char *part, S2sError *err) {
-    for (int i = 0; i < n; i++) {
-        for (const char *p = out[i].status == S2S_OK ? out[i].text[0] : ""; *p; p++) fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
-        fputc('\n', f);
-    }
+/* One block's translations appended and synced: the n best of each line, best first, "" for
+ * one the beam did not find or a line without any (the corpus filters drop an empty target),
+ * line breaks in an output made spaces. */
+static S2sStatus write_block(FILE *f, const TranslatedLine *out, int n, int n_best, const char *part, S2sError *err) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n_best; j++) {
+            const char *text = out[i].status == S2S_OK && out[i].text[j] ? out[i].text[j] : "";
+            for (const char *p = text; *p; p++) fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
+            fputc('\n', f);
+        }
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", part, strerror(errno));
     return S2S_OK;
 }
@@ -230,7 +234,7 @@ static S2sStatus translate_rest(const Translator *tr, const char *source, FILE *
         }
         if (!st) {
             translator_run(tr, (const char *const *)b->line, n, at, b->out);
-            st = write_block(f, b->out, n, part, err);
+            st = write_block(f, b->out, n, tr->n_best, part, err);
             translator_free_results(b->out, n);
         }
         for (int i = 0; i < n; i++) free(b->line[i]);
@@ -259,20 +263,22 @@ static S2sStatus make_output(Teacher *t, const ConfigTask *task, const char *sou
     int fd;
     long done = 0;
     bool finished;
-    if ((st = part_open(part, path, &fd, &done, &finished, log, hooks, err)) || finished) {
+    if ((st = part_open(part, path, task->teacher_nbest, &fd, &done, &finished, log, hooks, err)) || finished) {
         if (fd >= 0) close(fd);
         if (!st && log) fprintf(log, "teacher: translations read from %s\n", path);
         return st;
     }
     if (done > total) {
         close(fd);
-        return s2s_fail(err, S2S_ERR_CORRUPT, "%s has %ld lines, more than the %ld of %s; delete it", part, done, total, source);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s holds translations of %ld lines, more than the %ld of %s; delete it", part,
+                        done, total, source);
     }
     if (log) {
         fprintf(log, "teacher: %s", t->path[0]);
         for (int k = 1; k < t->n; k++) fprintf(log, " + %s", t->path[k]);
-        fprintf(log, " (beam %d, alpha %g) translate %ld training sources into %s", task->teacher_beam, (double)task->teacher_alpha,
-                total - done, path);
+        fprintf(log, " (beam %d, alpha %g", task->teacher_beam, (double)task->teacher_alpha);
+        if (task->teacher_nbest > 1) fprintf(log, ", the %d best", task->teacher_nbest);
+        fprintf(log, ") translate %ld training sources into %s", total - done, path);
         if (done) fprintf(log, " (%ld translated before)", done);
         fputc('\n', log);
         fflush(log);
@@ -280,8 +286,8 @@ static S2sStatus make_output(Teacher *t, const ConfigTask *task, const char *sou
     Seq2Seq *more[MODEL_MAX_ENSEMBLE];
     Tape *more_t[MODEL_MAX_ENSEMBLE];
     for (int k = 1; k < t->n; k++) more[k - 1] = &t->m[k], more_t[k - 1] = &t->tape[k];
-    Translator tr = {&t->m[0], &t->cfg[0], &t->src[0], &t->trg[0], &t->tape[0], max_len, task->teacher_beam, 1,
-                     task->teacher_alpha, false, NULL, NULL, NULL, more, more_t, t->n - 1, false, false};
+    Translator tr = {&t->m[0], &t->cfg[0], &t->src[0], &t->trg[0], &t->tape[0], max_len, task->teacher_beam,
+                     task->teacher_nbest, task->teacher_alpha, false, NULL, NULL, NULL, more, more_t, t->n - 1, false, false};
     FILE *f = fdopen(fd, "a");
     if (!f) {
         close(fd);

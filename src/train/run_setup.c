@@ -499,7 +499,8 @@ S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *
     TaskData td;
     TaskLoadHooks hooks = {progress, NULL};
     ConfigTask task;
-    S2sStatus st = distill_prepare(cfg, &task, out, &hooks, err);
+    S2sStatus st = config_check(cfg, err);
+    if (!st) st = distill_prepare(cfg, &task, out, &hooks, err);
     if (!st) st = task_load_hooks(&td, &task, &hooks, err);
     if (st) return st;
     if (out) run_print_data(out, &td, &cfg->task);
