@@ -3,7 +3,7 @@
 ./translate on the same source lines, greedy and beam, float32 / bf16 / int8, one sentence a
 batch and 64, the systems taken in turn each round so that a machine's drift falls on all.
 
-  scripts/decode-speed.py --src FILE [--lines N] [--rounds R] [--threads T] [--beam K]
+  scripts/decode-speed.py --src FILE[.gz] [--lines N] [--rounds R] [--threads T] [--beam K]
                           [--modes greedy,beam] [--precisions fp32,bf16,int8] [--batches 1,64]
                           [--record bench/results.jsonl] NAME=MODEL[+MODEL...] ...
 
@@ -13,6 +13,7 @@ program's wall clock less its start (the same command on no lines: loading the m
 needs a CPU with avx512_bf16 (./translate refuses it elsewhere): it is left out there, and said.
 Parameters come from the s2s package (python/s2s) over the built library."""
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -98,7 +99,8 @@ def main():
         precisions.remove("bf16")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src")
-        with open(a.src, encoding="utf-8") as f, open(src, "w", encoding="utf-8") as out:
+        opener = gzip.open if a.src.endswith(".gz") else open
+        with opener(a.src, "rt", encoding="utf-8") as f, open(src, "w", encoding="utf-8") as out:
             lines = [l for _, l in zip(range(a.lines), f)]
             out.writelines(lines)
         empty = os.path.join(tmp, "empty")

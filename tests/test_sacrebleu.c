@@ -147,3 +147,64 @@ Test(sacrebleu, bleu_by_hand) {
     for (int k = 0; k < 4; k++) cr_expect_float_eq(s.precision[k], p[k], 1e-9, "order %d", k + 1);
     cr_expect_float_eq(s.score, exp(1.0 - 1.1) * pow(90.0 * 62.5 * (100.0 / 3.0) * 25.0, 0.25), 1e-9);
 }
+
+/* The paired bootstrap: its full difference is the two corpus scores' (sb_bleu), its interval
+ * holds it, a system against itself differs by nothing with p = 1, a much better one wins every
+ * resample (p = 0), and the same seed gives the same figures. */
+Test(sacrebleu, paired_bootstrap) {
+    enum { N = 40 };
+    char *ref[N], *good[N], *bad[N];
+    const char *words[] = {"a", "dog", "runs", "over", "the", "red", "street", "with", "a", "ball"};
+    for (int i = 0; i < N; i++) {
+        char r[200] = "", g[200] = "", b[200] = "";
+        for (int k = 0; k < 6 + i % 5; k++) {
+            const char *w = words[(i * 7 + k * 3) % 10];
+            strcat(r, k ? " " : ""), strcat(r, w);
+            strcat(g, k ? " " : ""), strcat(g, k == 2 && i % 3 == 0 ? "walks" : w);
+            strcat(b, k ? " " : ""), strcat(b, k % 2 ? "cat" : w);
+        }
+        ref[i] = strdup(r), good[i] = strdup(g), bad[i] = strdup(b);
+    }
+    SbBleuOpts o = sb_bleu_defaults();
+    char *const *const refs[1] = {ref};
+    SbStats sg[N], sbad[N];
+    sb_bleu_stats(&o, good, refs, 1, N, sg, NULL);
+    sb_bleu_stats(&o, bad, refs, 1, N, sbad, NULL);
+    SbBleu bg, bb;
+    sb_bleu(&o, good, refs, 1, N, &bg);
+    sb_bleu(&o, bad, refs, 1, N, &bb);
+    SbPaired t, u, same;
+    sb_paired_bootstrap(&o, sbad, sg, N, 500, 7, &t);
+    cr_expect_eq(t.a, bb.score);
+    cr_expect_eq(t.b, bg.score);
+    cr_expect_eq(t.diff, bg.score - bb.score);
+    cr_expect(t.diff > 10 && t.lo <= t.diff && t.diff <= t.hi && t.lo > 0, "%g [%g, %g]", t.diff, t.lo, t.hi);
+    cr_expect_eq(t.p, 0.0);
+    sb_paired_bootstrap(&o, sbad, sg, N, 500, 7, &u);
+    cr_expect(u.lo == t.lo && u.hi == t.hi && u.p == t.p, "the same seed, the same test");
+    sb_paired_bootstrap(&o, sg, sbad, N, 500, 7, &u); /* the other way round: the signs flip */
+    cr_expect(u.diff == -t.diff && u.hi < 0 && u.p == 0.0, "%g [%g, %g] p %g", u.diff, u.lo, u.hi, u.p);
+    sb_paired_bootstrap(&o, sg, sg, N, 200, 7, &same);
+    cr_expect(same.diff == 0 && same.lo == 0 && same.hi == 0 && same.p == 1.0);
+    for (int i = 0; i < N; i++) free(ref[i]), free(good[i]), free(bad[i]);
+}
+
+/* ./bleu --paired-bootstrap: the test's line; its options refused where they cannot apply. */
+Test(sacrebleu, paired_bootstrap_program) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("cd %s && printf 'a dog runs over the street\\na man sits on a red bench\\n' > ref && "
+                       "printf 'a dog runs over the street\\na man sits on a bench\\n' > hyp && "
+                       "printf 'a cat runs\\na man\\n' > base && printf 'x\\n' > one", d),
+                 0);
+    cr_expect_eq(tu_sh("cd %s && %s/bleu --sacrebleu ref hyp --paired-bootstrap base --resamples 100 > out 2>&1", d, tu_bin()), 0);
+    cr_expect(tu_file_has(tu_path(d, "out"), "paired bootstrap (100 resamples of 2 lines): BLEU"), "%s", tu_slurp(tu_path(d, "out"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "out"), " (base): +"), "%s", tu_slurp(tu_path(d, "out"), NULL));
+    cr_expect_eq(tu_sh("cd %s && %s/bleu ref hyp --paired-bootstrap base 2> out", d, tu_bin()), 2);
+    cr_expect(tu_file_has(tu_path(d, "out"), "--paired-bootstrap tests sacreBLEU's BLEU"));
+    cr_expect_eq(tu_sh("cd %s && %s/bleu --sacrebleu ref hyp --resamples 10 2> out", d, tu_bin()), 2);
+    cr_expect_eq(tu_sh("cd %s && %s/bleu --sacrebleu ref hyp --paired-bootstrap one > /dev/null 2> out", d, tu_bin()), 1);
+    cr_expect(tu_file_has(tu_path(d, "out"), "one has 1 lines, the hypotheses 2"), "%s", tu_slurp(tu_path(d, "out"), NULL));
+    cr_expect_eq(tu_sh("cd %s && %s/bleu --sacrebleu ref hyp --paired-bootstrap nothing > /dev/null 2> out", d, tu_bin()), 1);
+    tu_rm_rf(d);
+    free(d);
+}

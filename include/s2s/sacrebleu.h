@@ -16,6 +16,7 @@
 #include "s2s/common.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* the sacreBLEU release whose definitions these are (its signature's version field) */
 #define SACREBLEU_VERSION "2.6.0"
@@ -69,6 +70,16 @@ void sb_bleu_stats(const SbBleuOpts *o, char *const *hyp, char *const *const *re
                    SbStats *sum);
 void sb_stats_add(SbStats *sum, const SbStats *s);
 void sb_bleu_score(const SbBleuOpts *o, const SbStats *sum, SbBleu *out);
+/* The paired bootstrap test of system b against system a on the same n lines (Koehn, 2004;
+ * the per-line statistics of each against the same references): both corpus scores and their
+ * difference b − a; resamples sets of n lines drawn with replacement (from seed), the difference
+ * on each; its 95 % interval, and p: the share of resamples whose difference has not the full
+ * difference's sign (0 counted against). The test ./compare runs between runs. */
+typedef struct SbPaired {
+    double a, b, diff, lo, hi, p;
+} SbPaired;
+void sb_paired_bootstrap(const SbBleuOpts *o, const SbStats *a, const SbStats *b, int n, int resamples, uint64_t seed,
+                         SbPaired *out);
 double sb_chrf(const SbChrfOpts *o, char *const *hyp, char *const *const *refs, int nrefs, int n);
 
 /* sacreBLEU's text lines, width decimals ("BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|

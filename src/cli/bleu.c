@@ -32,11 +32,16 @@ static void usage(FILE *f) {
             "  --ref FILE                 another reference (repeatable, up to %d in all)\n"
             "  --width N                  decimals of the scores (default 1)\n"
             "  --normalize LANG           multi-bleu: first lowercase and tokenise the hypotheses as the Multi30k\n"
-            "                             files are (the references must already be so)\n",
+            "                             files are (the references must already be so)\n"
+            "  --paired-bootstrap BASE    sacreBLEU: test HYP against another system's outputs BASE on the same\n"
+            "                             lines (paired bootstrap, Koehn 2004): both scores, HYP - BASE, its 95%%\n"
+            "                             interval and p (the share of resamples without the difference's sign)\n"
+            "  --resamples N              the bootstrap's resamples of the lines (default 1000)\n",
             SACREBLEU_VERSION, MAX_REFS);
 }
 
-enum { O_TOK = ARGS_OWN, O_SACRE, O_SMOOTH, O_SMOOTH_V, O_CHRF, O_WORD, O_CHAR, O_BETA, O_WS, O_EPS, O_REF, O_WIDTH, O_NORM };
+enum { O_TOK = ARGS_OWN, O_SACRE, O_SMOOTH, O_SMOOTH_V, O_CHRF, O_WORD, O_CHAR, O_BETA, O_WS, O_EPS, O_REF, O_WIDTH, O_NORM,
+       O_PAIRED, O_RESAMPLES };
 
 static int bad(const char *msg) {
     fprintf(stderr, "bleu: %s (see bleu --help)\n", msg);
@@ -49,8 +54,8 @@ typedef struct Opts {
     SbChrfOpts co;
     bool sacre, chrf, lc, smooth_set, chrf_set;
     const char *ref_paths[MAX_REFS];
-    int n_paths, width;
-    const char *norm_lang, *hyp_path;
+    int n_paths, width, resamples;
+    const char *norm_lang, *hyp_path, *base_path;
 } Opts;
 
 /* A value's option into o: 0, or the exit code of a bad value (2). */
@@ -88,6 +93,8 @@ static int take_value(int c, const char *arg, Opts *o) {
         o->ref_paths[o->n_paths++] = arg;
         return 0;
     case O_WIDTH: return args_int("--width", arg, 0, 17, &o->width, &err) ? bad(err.msg) : 0;
+    case O_PAIRED: o->base_path = arg; return 0;
+    case O_RESAMPLES: return args_int("--resamples", arg, 1, 1000000, &o->resamples, &err) ? bad(err.msg) : 0;
     case O_NORM:
         if (!*arg || strlen(arg) > 7) return bad("--normalize: expected a language code (en, de, ...)");
         o->norm_lang = arg;
@@ -114,8 +121,11 @@ static int parse(int argc, char **argv, Opts *o) {
                                          {"ref", required_argument, NULL, O_REF},
                                          {"width", required_argument, NULL, O_WIDTH},
                                          {"normalize", required_argument, NULL, O_NORM},
+                                         {"paired-bootstrap", required_argument, NULL, O_PAIRED},
+                                         {"resamples", required_argument, NULL, O_RESAMPLES},
                                          {NULL, 0, NULL, 0}};
-    *o = (Opts){.bo = sb_bleu_defaults(), .co = sb_chrf_defaults(), .n_paths = 1, .width = 1};
+    *o = (Opts){.bo = sb_bleu_defaults(), .co = sb_chrf_defaults(), .n_paths = 1, .width = 1, .resamples = 1000};
+    bool resamples_set = false;
     opterr = 0;
     /* -lc: sacreBLEU's spelling, as one option */
     for (int i = 1; i < argc; i++)
@@ -128,6 +138,8 @@ static int parse(int argc, char **argv, Opts *o) {
         case O_WS: o->co.whitespace = o->chrf_set = true; break;
         case O_EPS: o->co.eps_smoothing = o->chrf_set = true; break;
         case O_TOK: case O_SMOOTH: case O_SMOOTH_V: case O_WORD: case O_CHAR: case O_BETA: case O_REF: case O_WIDTH: case O_NORM:
+        case O_PAIRED: case O_RESAMPLES:
+            resamples_set |= c == O_RESAMPLES;
             if ((rc = take_value(c, optarg, o))) return rc;
             break;
         default: return args_common(c, "bleu", usage, argv, optind, optopt);
@@ -144,6 +156,8 @@ static int parse(int argc, char **argv, Opts *o) {
     if (!o->sacre && o->smooth_set) return bad("--smooth-method and --smooth-value are BLEU's: add --tokenize");
     if (!o->chrf && o->chrf_set) return bad("--word-order, --char-order, --beta, --chrf-whitespace and --eps-smoothing need --chrf");
     if (o->norm_lang && !multi) return bad("--normalize is for multi-bleu (sacreBLEU tokenises by itself)");
+    if (o->base_path && !o->sacre) return bad("--paired-bootstrap tests sacreBLEU's BLEU: add --sacrebleu (or --tokenize)");
+    if (resamples_set && !o->base_path) return bad("--resamples is the paired bootstrap's: add --paired-bootstrap BASE");
     if (o->chrf && o->co.char_order + o->co.word_order == 0) return bad("--char-order 0 and --word-order 0 leave chrF nothing to count");
     o->bo.lowercase = o->co.lowercase = o->lc;
     o->ref_paths[0] = argv[optind];
@@ -182,6 +196,34 @@ static void print_scores(const Opts *o, char **hyp, char **const *refs, int nh) 
     }
 }
 
+/* The paired bootstrap of the hypotheses against o->base_path's, printed; the exit code. */
+static int paired_test(const Opts *o, char **hyp, char **const *refs, int nh) {
+    S2sError err;
+    char **base;
+    int nb;
+    if (text_read_lines(o->base_path, &base, &nb, &err)) {
+        fprintf(stderr, "bleu: %s\n", err.msg);
+        return 1;
+    }
+    if (nb != nh) {
+        fprintf(stderr, "bleu: %s has %d lines, the hypotheses %d\n", o->base_path, nb, nh);
+        text_free_lines(base, nb);
+        return 1;
+    }
+    SbStats *sa = s2s_xmalloc((size_t)nh * sizeof *sa), *sb = s2s_xmalloc((size_t)nh * sizeof *sb);
+    sb_bleu_stats(&o->bo, base, (char *const *const *)refs, o->n_paths, nh, sa, NULL);
+    sb_bleu_stats(&o->bo, hyp, (char *const *const *)refs, o->n_paths, nh, sb, NULL);
+    SbPaired t;
+    sb_paired_bootstrap(&o->bo, sa, sb, nh, o->resamples, 12345, &t);
+    int w = o->width + 1;
+    printf("paired bootstrap (%d resamples of %d lines): BLEU %.*f against %.*f (%s): %+.*f [%+.*f, %+.*f], p = %.4f\n",
+           o->resamples, nh, o->width, t.b, o->width, t.a, o->base_path, w, t.diff, w, t.lo, w, t.hi, t.p);
+    free(sa);
+    free(sb);
+    text_free_lines(base, nb);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     Opts o;
     int rc = parse(argc, argv, &o);
@@ -214,6 +256,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     print_scores(&o, hyp, (char **const *)refs, nh);
+    if (o.base_path) rc = paired_test(&o, hyp, (char **const *)refs, nh);
 out:
     for (int r = 0; r < loaded; r++) text_free_lines(refs[r], nr[r]);
     if (hyp) text_free_lines(hyp, nh);
