@@ -106,6 +106,8 @@ typedef struct TrainCorpora {
  * Distilling with teacher_mix add, a last corpus "teacher" follows: the first corpus's sources
  * with the teacher's translations (weight 1). */
 bool config_train_corpora(const ConfigTask *t, TrainCorpora *c, S2sError *err);
+/* The same without the teacher's corpus: the corpora of the files themselves. */
+bool config_original_corpora(const ConfigTask *t, TrainCorpora *c, S2sError *err);
 /* Whether any corpus is weighted other than 1 (an epoch then samples; else it takes each pair once). */
 bool config_corpora_weighted(const TrainCorpora *c);
 /* Whether the task distils: a teacher to translate its training sources, or their translations given. */

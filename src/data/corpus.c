@@ -78,6 +78,7 @@ typedef struct PairReader {
     int pos_fd;       /* the source file's offset, for the progress line */
     double size;      /* the source file's bytes */
     bool originals;   /* the original pairs only, distilling or not (the vocabularies are learned from them) */
+    bool teacher;     /* the open corpus's targets are the teacher's translations */
     int nbest;        /* target lines a source line has: the teacher's n best, else 1 */
     int rep;          /* the current source line's target last read (0 .. nbest − 1) */
     bool src_long, src_bad; /* the current source line's flags, for each of its targets */
@@ -103,11 +104,11 @@ static void reader_close(PairReader *r) {
  * after it (add). */
 static S2sStatus files_open(PairReader *r, S2sError *err) {
     r->line = 0;
-    bool teacher = !r->originals && r->t->teacher_output[0] &&
-                   (r->t->teacher_mix == TEACHER_REPLACE || r->corpus == r->corpora.n - 1);
-    parallel_split_paths(r->t, r->corpora.prefix[teacher ? 0 : r->corpus], r->ps, r->pt, sizeof r->ps);
-    if (teacher) snprintf(r->pt, sizeof r->pt, "%s", r->t->teacher_output);
-    r->nbest = teacher && r->t->teacher_nbest > 1 ? r->t->teacher_nbest : 1;
+    r->teacher = !r->originals && r->t->teacher_output[0] &&
+                 (r->t->teacher_mix == TEACHER_REPLACE || r->corpus == r->corpora.n - 1);
+    parallel_split_paths(r->t, r->corpora.prefix[r->teacher ? 0 : r->corpus], r->ps, r->pt, sizeof r->ps);
+    if (r->teacher) snprintf(r->pt, sizeof r->pt, "%s", r->t->teacher_output);
+    r->nbest = r->teacher && r->t->teacher_nbest > 1 ? r->t->teacher_nbest : 1;
     r->rep = r->nbest - 1; /* the first call reads a source line */
     if (!(r->fs = text_open(r->ps, &r->pos_fd)))
         return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)",
@@ -127,8 +128,8 @@ static S2sStatus reader_open(PairReader *r, const ConfigTask *t, bool originals,
     r->originals = originals;
     if (t->teacher[0] && !t->teacher_output[0]) /* distill_prepare translates first and names the file */
         return s2s_fail(err, S2S_ERR_CONFIG, "task.teacher: the teacher's translations are not made yet (distill_prepare)");
-    if (!config_train_corpora(t, &r->corpora, err)) return S2S_ERR_CONFIG;
-    if (originals && t->teacher_output[0] && t->teacher_mix == TEACHER_ADD) r->corpora.n--; /* not the teacher's */
+    if (!(originals ? config_original_corpora(t, &r->corpora, err) : config_train_corpora(t, &r->corpora, err)))
+        return S2S_ERR_CONFIG;
     S2sStatus st = files_open(r, err);
     if (st) reader_close(r);
     return st;
@@ -168,8 +169,7 @@ static S2sStatus reader_next(PairReader *r, bool *more, S2sError *err) {
         }
         bool b = side_next(&r->rt, r->pt, &r->t_line, &r->long_side, &r->bad_utf8, &st, err);
         if (st) return st;
-        bool teacher = !r->originals && !strcmp(r->pt, r->t->teacher_output);
-        if (a != b && teacher)
+        if (a != b && r->teacher)
             return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; the teacher's translations need %d a source "
                             "line", a ? r->pt : r->ps, a ? r->rt.line_no : r->rs.line_no, a ? r->ps : r->pt, r->nbest);
         if (a != b)

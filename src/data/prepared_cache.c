@@ -48,8 +48,7 @@ enum { MAX_INPUTS = 2 * TASK_MAX_CORPORA + 6 };
 static int task_inputs(const ConfigTask *t, char paths[MAX_INPUTS][CONFIG_STR + 96]) {
     TrainCorpora c;
     S2sError ignored;
-    if (!config_train_corpora(t, &c, &ignored)) c.n = 0; /* refused by config_check before */
-    if (t->teacher_output[0] && t->teacher_mix == TEACHER_ADD) c.n--; /* the teacher's corpus: its file below */
+    if (!config_original_corpora(t, &c, &ignored)) c.n = 0; /* refused by config_check before; the teacher's file below */
     int n = 0;
     for (int i = 0; i < c.n; i++, n += 2) parallel_split_paths(t, c.prefix[i], paths[n], paths[n + 1], sizeof paths[n]);
     if (t->teacher_output[0]) snprintf(paths[n++], sizeof paths[0], "%s", t->teacher_output);

@@ -40,6 +40,12 @@ bool config_train_corpora(const ConfigTask *t, TrainCorpora *c, S2sError *err) {
     return true;
 }
 
+bool config_original_corpora(const ConfigTask *t, TrainCorpora *c, S2sError *err) {
+    if (!config_train_corpora(t, c, err)) return false;
+    if (c->n > 0 && !strcmp(c->prefix[c->n - 1], TEACHER_CORPUS) && config_distills(t) && t->teacher_mix == TEACHER_ADD) c->n--;
+    return true;
+}
+
 bool config_distills(const ConfigTask *t) { return t->teacher[0] || t->teacher_output[0]; }
 
 bool config_corpora_weighted(const TrainCorpora *c) {

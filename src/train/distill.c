@@ -1,5 +1,6 @@
 /* distill.c — the teacher's translations of the training sources, made once into the cache
  * folder and resumed where a stop left them (distill.h). */
+#include "run_internal.h" /* run_now */
 #include "s2s/distill.h"
 #include "s2s/file.h"
 #include "s2s/prepared.h"
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct Teacher {
@@ -180,12 +180,6 @@ static S2sStatus part_open(const char *part, const char *path, int per_line, int
     return S2S_OK;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* One block's translations appended and synced: the n best of each line, best first, "" for
  * one the beam did not find or a line without any (the corpus filters drop an empty target),
  * line breaks in an output made spaces. */
@@ -220,7 +214,7 @@ static S2sStatus translate_rest(const Translator *tr, const char *source, FILE *
         LineStatus ls = line_read(&lr, &s, &len);
         if (ls != LINE_OK && ls != LINE_TOO_LONG) st = s2s_fail(err, S2S_ERR_DATA, "%s: fewer than %ld lines now", source, total);
     }
-    double t0 = now_s();
+    double t0 = run_now();
     for (long at = done; at < total && !st;) {
         int n = 0;
         for (; n < DISTILL_BLOCK && at + n < total; n++) {
@@ -240,7 +234,7 @@ static S2sStatus translate_rest(const Translator *tr, const char *source, FILE *
         for (int i = 0; i < n; i++) free(b->line[i]);
         at += n;
         if (hooks && hooks->progress)
-            fprintf(hooks->progress, "\rteacher: %ld of %ld lines, %.1f a second ", at, total, (double)(at - done) / (now_s() - t0 + 1e-9));
+            fprintf(hooks->progress, "\rteacher: %ld of %ld lines, %.1f a second ", at, total, (double)(at - done) / (run_now() - t0 + 1e-9));
         if (!st && at < total && hooks && hooks->stop && atomic_load(hooks->stop))
             st = s2s_fail(err, S2S_ERR_IO, "stopped: the teacher translated %ld of %ld lines into %s; the same command goes on "
                           "from there", at, total, part);
