@@ -41,8 +41,9 @@ int tensor_rows(const Tensor *t);   /* product of the leading dimensions */
 bool tensor_same_shape(const Tensor *a, const Tensor *b);
 /* Rows rows[0..n) (ascending) of a time-major (S, N, D) tensor, in place: it becomes
  * (S, n, D). Every source lies at or after its destination, so a forward pass never reads
- * what it overwrote (decoding drops finished sentences this way). */
-void tensor_keep_rows_tm(Tensor *x, const int32_t *rows, int n);
+ * what it overwrote (decoding drops finished sentences this way). Only the first `steps`
+ * positions are moved (a cache filled that far; S for all): those after hold garbage. */
+void tensor_keep_rows_tm(Tensor *x, int steps, const int32_t *rows, int n);
 /* "(3, 4, 5)": for messages; buf holds at least 48 bytes. */
 const char *tensor_shape_str(const Tensor *t, char *buf, size_t n);
 

@@ -73,7 +73,8 @@ void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int l
     enum { CHUNK = 256 }; /* C = sum_k a[k] B[k, :], rows of B added in order, a chunk of columns at a time */
     for (int j0 = 0; j0 < N; j0 += CHUNK) {
         int n = N - j0 < CHUNK ? N - j0 : CHUNK;
-        float acc[CHUNK] = {0};
+        float acc[CHUNK];
+        memset(acc, 0, (size_t)n * sizeof *acc); /* a head's 32 columns, not the whole chunk */
         for (int k = 0; k < K; k++) {
             const float *b = B + (size_t)k * ldb + j0;
             float ak = A[(size_t)k * inc];

@@ -58,12 +58,14 @@ const char *tensor_shape_str(const Tensor *t, char *buf, size_t n) {
     return buf;
 }
 
-void tensor_keep_rows_tm(Tensor *x, const int32_t *rows, int n) {
-    S2S_ASSERT(x->ndim == 3 && n >= 0 && n <= x->shape[1]);
+void tensor_keep_rows_tm(Tensor *x, int steps, const int32_t *rows, int n) {
+    S2S_ASSERT(x->ndim == 3 && n >= 0 && n <= x->shape[1] && steps >= 0 && steps <= x->shape[0]);
     int S = x->shape[0], N = x->shape[1], D = x->shape[2];
-    for (int s = 0; s < S; s++)
-        for (int i = 0; i < n; i++)
-            memmove(x->data + ((size_t)s * n + i) * D, x->data + ((size_t)s * N + rows[i]) * D, (size_t)D * sizeof(float));
+    for (int s = 0; s < steps; s++)
+        for (int i = 0; i < n; i++) {
+            size_t to = (size_t)s * n + i, from = (size_t)s * N + rows[i];
+            if (to != from) memmove(x->data + to * D, x->data + from * D, (size_t)D * sizeof(float));
+        }
     x->shape[1] = n;
     x->size = (size_t)S * n * D;
 }

@@ -59,7 +59,7 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
         sent[i] = rows[i * G] / G;
         for (int k = 0; k < G; k++) S2S_ASSERT(rows[i * G + k] == sent[i] * G + k);
     }
-    tensor_keep_rows_tm(ds->enc, sent, ns);
+    tensor_keep_rows_tm(ds->enc, ds->enc->shape[0], sent, ns);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_mask) */
     for (int i = 0; i < ns; i++) memmove(mask + (size_t)i * S, mask + (size_t)sent[i] * S, (size_t)S);
     m->family->decode_keep_rows(m, ds, rows, n, sent, ns);

@@ -222,28 +222,39 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
 void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const int32_t *sents) {
     S2S_ASSERT(n % c->group == 0);
     for (int l = 0; l < TF_MAX_LAYERS; l++) {
-        if (c->self_k[l]) tensor_keep_rows_tm(c->self_k[l], rows, n);
-        if (c->self_v[l]) tensor_keep_rows_tm(c->self_v[l], rows, n);
-        if (c->cross_k[l]) tensor_keep_rows_tm(c->cross_k[l], sents, n / c->group);
-        if (c->cross_v[l]) tensor_keep_rows_tm(c->cross_v[l], sents, n / c->group);
+        /* only the positions decoded so far: moving the whole capacity cost 5 % of a beam search */
+        if (c->self_k[l]) tensor_keep_rows_tm(c->self_k[l], c->len, rows, n);
+        if (c->self_v[l]) tensor_keep_rows_tm(c->self_v[l], c->len, rows, n);
+        if (c->cross_k[l]) tensor_keep_rows_tm(c->cross_k[l], c->cross_k[l]->shape[0], sents, n / c->group);
+        if (c->cross_v[l]) tensor_keep_rows_tm(c->cross_v[l], c->cross_v[l]->shape[0], sents, n / c->group);
     }
     c->N = n;
 }
 
 void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
-    int N = c->N;
+    int N = c->N, moved = 0;
+    /* a hypothesis that stays in its row (often most of a beam) is not copied */
+    int32_t *dest = s2s_xmalloc((size_t)N * sizeof *dest);
+    for (int i = 0; i < N; i++)
+        if (parent[i] != i) dest[moved++] = i;
+    if (moved == 0) {
+        free(dest);
+        return;
+    }
     for (int l = 0; l < TF_MAX_LAYERS && c->self_k[l]; l++) {
         Tensor *x[2] = {c->self_k[l], c->self_v[l]};
         int D = x[0]->shape[2];
-        float *tmp = s2s_xmalloc((size_t)N * D * sizeof *tmp);
+        float *tmp = s2s_xmalloc((size_t)moved * D * sizeof *tmp);
         for (int k = 0; k < 2; k++)
-            for (int s = 0; s < c->len; s++) {
+            for (int s = 0; s < c->len; s++) { /* the moved rows read, all of them, before any is written */
                 float *row = x[k]->data + (size_t)s * N * D;
-                for (int i = 0; i < N; i++) memcpy(tmp + (size_t)i * D, row + (size_t)parent[i] * D, (size_t)D * sizeof *tmp);
-                memcpy(row, tmp, (size_t)N * D * sizeof *tmp);
+                for (int m = 0; m < moved; m++)
+                    memcpy(tmp + (size_t)m * D, row + (size_t)parent[dest[m]] * D, (size_t)D * sizeof *tmp);
+                for (int m = 0; m < moved; m++) memcpy(row + (size_t)dest[m] * D, tmp + (size_t)m * D, (size_t)D * sizeof *tmp);
             }
         free(tmp);
     }
+    free(dest);
     /* the cross-attention's keys and values are the memory's, the same for a sentence's rows:
      * a parent is always a row of the same sentence */
 }
