@@ -222,7 +222,7 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
 void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const int32_t *sents) {
     S2S_ASSERT(n % c->group == 0);
     for (int l = 0; l < TF_MAX_LAYERS; l++) {
-        /* only the positions decoded so far: moving the whole capacity cost 5 % of a beam search */
+        /* only the positions decoded so far: the rest of the capacity holds nothing yet */
         if (c->self_k[l]) tensor_keep_rows_tm(c->self_k[l], c->len, rows, n);
         if (c->self_v[l]) tensor_keep_rows_tm(c->self_v[l], c->len, rows, n);
         if (c->cross_k[l]) tensor_keep_rows_tm(c->cross_k[l], c->cross_k[l]->shape[0], sents, n / c->group);
@@ -241,10 +241,10 @@ void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
         free(dest);
         return;
     }
+    int D = c->self_k[0]->shape[2]; /* d in every layer */
+    float *tmp = s2s_xmalloc((size_t)moved * D * sizeof *tmp);
     for (int l = 0; l < TF_MAX_LAYERS && c->self_k[l]; l++) {
         Tensor *x[2] = {c->self_k[l], c->self_v[l]};
-        int D = x[0]->shape[2];
-        float *tmp = s2s_xmalloc((size_t)moved * D * sizeof *tmp);
         for (int k = 0; k < 2; k++)
             for (int s = 0; s < c->len; s++) { /* the moved rows read, all of them, before any is written */
                 float *row = x[k]->data + (size_t)s * N * D;
@@ -252,8 +252,8 @@ void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
                     memcpy(tmp + (size_t)m * D, row + (size_t)parent[dest[m]] * D, (size_t)D * sizeof *tmp);
                 for (int m = 0; m < moved; m++) memcpy(row + (size_t)dest[m] * D, tmp + (size_t)m * D, (size_t)D * sizeof *tmp);
             }
-        free(tmp);
     }
+    free(tmp);
     free(dest);
     /* the cross-attention's keys and values are the memory's, the same for a sentence's rows:
      * a parent is always a row of the same sentence */
