@@ -1,9 +1,9 @@
 /* test_distill.c — sequence-level distillation end to end on a small made-up corpus: the
  * teacher's translations are ./translate's beam output byte for byte, made once and read by
  * the next student, resumed after a stop where the last whole line ends; the student trains on
- * them (alone, or with the original pairs); a file of translations given instead; and the bad
- * inputs: a teacher of other pieces, a short translations file, both at once, several corpora,
- * a missing teacher. */
+ * them (alone, or with the original pairs); a teacher in int8 or bf16; a file of translations
+ * given instead; and the bad inputs: a teacher of other pieces, a short translations file, both
+ * at once, several corpora, a missing teacher. */
 #include "test_util.h"
 #include "s2s/config.h"
 #include "s2s/model.h"
@@ -111,6 +111,27 @@ Test(distill, teacher_translations_made_once_resumed_and_trained_on, .timeout = 
     snprintf(args, sizeof args, "--prepare --set task.teacher=%s/teacher/model.bin --set teacher_beam=1", d);
     cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
     expect_out_has(d, "(beam 1, alpha 1) translate 1500 training sources");
+    /* a faster teacher: ./translate --int8's (--bf16's) translations, under a key of their own;
+     * bf16 on a CPU without it is refused, naming the key */
+    const char *precs[2] = {"int8", "bf16"};
+    for (int k = 0; k < 2; k++) {
+        bool can = k == 0 || tu_sh("%s/translate %s/teacher/model.bin --bf16 < /dev/null > /dev/null 2>&1", tu_bin(), d) == 0;
+        snprintf(args, sizeof args, "--prepare --set task.teacher=%s/teacher/model.bin --set teacher_beam=3 --set teacher_precision=%s",
+                 d, precs[k]);
+        if (!can) {
+            cr_expect_eq(train(d, args), 2);
+            expect_out_has(d, "task.teacher_precision bf16: oneDNN cannot run bfloat16 GEMMs on this CPU");
+            continue;
+        }
+        cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+        char want[96];
+        snprintf(want, sizeof want, "(beam 3, alpha 1, %s) translate 1500 training sources", precs[k]);
+        expect_out_has(d, want);
+        cr_expect_eq(tu_sh("%s/translate %s/teacher/model.bin --beam 3 --%s < %s/train.de > %s/p.en 2>/dev/null && "
+                           "cmp -s $(ls -t %s/cache/*.teacher.en | head -n 1) %s/p.en",
+                           tu_bin(), d, precs[k], d, d, d, d),
+                     0, "the %s teacher's file differs from ./translate --%s's", precs[k], precs[k]);
+    }
     tu_rm_rf(d);
     free(d);
 }
@@ -186,8 +207,8 @@ Test(distill, the_guide_s_configs_and_table) {
     char want[64];
     snprintf(want, sizeof want, "of the teacher ensemble's %.1f M", (double)teachers / 1e6);
     cr_expect(strstr(page, want), "the page should say \"%s\"", want);
-    const char *students[3] = {"multi30k-student", "multi30k-student-6x2", "multi30k-student-tiny"};
-    for (int k = 0; k < 3; k++) {
+    const char *students[] = {"multi30k-student", "multi30k-student-6x2", "multi30k-student-6x1", "multi30k-student-tiny"};
+    for (int k = 0; k < (int)(sizeof students / sizeof *students); k++) {
         Config c, t;
         config_defaults(&c);
         config_defaults(&t);

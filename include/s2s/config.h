@@ -88,6 +88,7 @@ typedef struct ConfigTask {
     char teacher[CONFIG_STR];   /* model files, comma-separated (an ensemble), that translate the training sources; "": none */
     int teacher_beam;           /* their beam */
     float teacher_alpha;        /* their length normalisation */
+    Precision teacher_precision; /* their products' operands (bf16, int8: faster, outputs may differ slightly) */
     int teacher_nbest;          /* translations a source (the beam's n best), each a training pair */
     char teacher_output[CONFIG_STR]; /* a file of translations of the training sources, one a source line (instead of teacher) */
     TeacherMix teacher_mix;     /* replace: the teacher's targets only; add: the original pairs too */

@@ -138,6 +138,9 @@ static const Key KEYS[] = {
      W_TEACHER},
     {"task.teacher_alpha", K_FLOAT, OFF(task.teacher_alpha), 0, 10, NULL,
      "translate, teacher: the teacher's length normalisation (beam search's alpha)", W_TEACHER},
+    {"task.teacher_precision", K_ENUM, OFF(task.teacher_precision), 0, 0, PRECISION_NAMES,
+     "translate, teacher: the teacher's products in float32, bf16 (CPUs with avx512_bf16 or AMX) or int8 weights, as "
+     "./translate --bf16 / --int8: faster, its translations may differ slightly", W_TEACHER},
     {"task.teacher_nbest", K_INT, OFF(task.teacher_nbest), 1, 32, NULL,
      "translate, distilling: translations a source line, the beam's n best (at most teacher_beam), each a training pair "
      "(the translations file holds that many lines a source line, best first)", W_DISTILL},
@@ -269,6 +272,7 @@ void config_defaults(Config *c) {
     t->subword_sample = 1000000;
     t->teacher_beam = 5;
     t->teacher_alpha = 1.0f;
+    t->teacher_precision = PRECISION_FP32;
     t->teacher_nbest = 1;
     ConfigModel *m = &c->model;
     m->cell = MODEL_CELL_LSTM;

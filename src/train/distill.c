@@ -53,7 +53,8 @@ static S2sStatus teacher_paths(Teacher *t, const char *list, S2sError *err) {
 }
 
 /* The teacher's models loaded, frozen, each with its tape, agreeing as an ensemble. */
-static S2sStatus teacher_load(Teacher *t, const ConfigTrain *tc, S2sError *err) {
+static S2sStatus teacher_load(Teacher *t, const ConfigTask *task, const ConfigTrain *tc, S2sError *err) {
+    Precision prec = task->teacher_precision;
     for (int k = 0; k < t->n; k++) {
         S2sStatus st = model_load_file(&t->m[k], &t->cfg[k], &t->src[k], &t->trg[k], t->path[k], err);
         if (st) return st;
@@ -61,10 +62,10 @@ static S2sStatus teacher_load(Teacher *t, const ConfigTrain *tc, S2sError *err) 
         if (k && (st = translator_check_ensemble(&t->cfg[0], &t->src[0], &t->trg[0], &t->cfg[k], &t->src[k], &t->trg[k],
                                                  t->path[k], err)))
             return st;
-        if ((st = tape_init_engine(&t->tape[k], PRECISION_FP32, t->cfg[k].train.gemm, tc->threads, "task.teacher", err)))
+        if ((st = tape_init_engine(&t->tape[k], prec, t->cfg[k].train.gemm, tc->threads, "task.teacher_precision bf16", err)))
             return st;
         t->taped++;
-        params_freeze(&t->m[k].params, false);
+        params_freeze(&t->m[k].params, prec == PRECISION_BF16);
     }
     return S2S_OK;
 }
@@ -104,14 +105,16 @@ static S2sStatus check_vocab(const Teacher *t, const ConfigTask *student, const 
     return st;
 }
 
-/* cache_dir/KEY.teacher.LANG: KEY a digest of the teacher's files, its beam, α and length limit,
- * and the source file's bytes. Not of the build: a new build does not translate again. */
+/* cache_dir/KEY.teacher.LANG: KEY a digest of the teacher's files, its beam, α, length limit and
+ * precision (named only when not fp32: the keys of float32 teachers stay what they were), and
+ * the source file's bytes. Not of the build: a new build does not translate again. */
 static S2sStatus output_path(const Teacher *t, const ConfigTask *task, const char *source, int max_len, char *out,
                              size_t n, S2sError *err) {
     uint64_t h = 0;
-    char settings[96];
-    snprintf(settings, sizeof settings, "distill 1|%d|%.9g|%d|%s|%d", task->teacher_beam, (double)task->teacher_alpha, max_len,
-             task->trg_lang, task->teacher_nbest);
+    char settings[112];
+    snprintf(settings, sizeof settings, "distill 1|%d|%.9g|%d|%s|%d%s%s", task->teacher_beam, (double)task->teacher_alpha,
+             max_len, task->trg_lang, task->teacher_nbest, task->teacher_precision != PRECISION_FP32 ? "|" : "",
+             task->teacher_precision != PRECISION_FP32 ? PRECISION_NAMES[task->teacher_precision] : "");
     S2sStatus st = S2S_OK;
     for (const char *p = settings; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     for (int k = 0; k < t->n && !st; k++) st = prepared_hash_file(t->path[k], &h, err);
@@ -272,6 +275,7 @@ static S2sStatus make_output(Teacher *t, const ConfigTask *task, const char *sou
         for (int k = 1; k < t->n; k++) fprintf(log, " + %s", t->path[k]);
         fprintf(log, " (beam %d, alpha %g", task->teacher_beam, (double)task->teacher_alpha);
         if (task->teacher_nbest > 1) fprintf(log, ", the %d best", task->teacher_nbest);
+        if (task->teacher_precision != PRECISION_FP32) fprintf(log, ", %s", PRECISION_NAMES[task->teacher_precision]);
         fprintf(log, ") translate %ld training sources into %s", total - done, path);
         if (done) fprintf(log, " (%ld translated before)", done);
         fputc('\n', log);
@@ -307,7 +311,7 @@ S2sStatus distill_prepare(const Config *cfg, ConfigTask *task, FILE *log, const 
     parallel_split_paths(&cfg->task, c.prefix[0], source, target, sizeof source);
     Teacher *t = s2s_xcalloc(1, sizeof *t);
     S2sStatus st = teacher_paths(t, cfg->task.teacher, err);
-    if (!st) st = teacher_load(t, &cfg->train, err);
+    if (!st) st = teacher_load(t, &cfg->task, &cfg->train, err);
     if (!st) st = check_vocab(t, &cfg->task, hooks, err);
     int max_len = t->n ? t->cfg[0].train.max_decode_len : 0;
     if (!st) st = output_path(t, &cfg->task, source, max_len, path, sizeof path, err);
