@@ -17,6 +17,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -93,6 +94,11 @@ def main():
             ap.error("a system is NAME=MODEL[+MODEL...], got " + s)
         systems.append((name, models.split("+")))
     machine = cpu()
+    version = subprocess.run([translate, "--version"], capture_output=True, text=True).stdout
+    build = re.search(r"build ([0-9a-f]+(-dirty)?|unknown)", version)
+    flags = " " + machine.get("cpu_flags", "") + " "
+    isa = ([f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f} " in flags] or ["none"])[-1]
+    started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())  # one run's lines share it
     precisions = a.precisions.split(",")
     if "bf16" in precisions and "avx512_bf16" not in machine["cpu_flags"]:
         print("decode-speed: no avx512_bf16 on this CPU: bf16 left out", file=sys.stderr)
@@ -115,7 +121,11 @@ def main():
                         extra.append("--" + prec)
                     start, _ = run(translate, models, empty, extra, a.threads)
                     dt, _ = run(translate, models, src, extra, a.threads)
-                    times.setdefault((name, mode, prec, batch), []).append(max(dt - start, 1e-9))
+                    if dt <= start:  # too few lines: the start-up's noise is the measurement
+                        sys.exit("decode-speed: %s (%s, %s, batch %d) translated %d lines in %.3f s, no longer than its "
+                                 "start-up alone (%.3f s): give more --lines" % (name, mode, prec, batch, len(lines), dt,
+                                                                               start))
+                    times.setdefault((name, mode, prec, batch), []).append(dt - start)
         counts = {name: params(models) for name, models in systems}
         n = len(lines)
         print("| system | parameters | mode | precision | batch | sentences/s | × %s |" % systems[0][0])
@@ -135,6 +145,8 @@ def main():
                                           "sent_per_s": round(sps, 2), "vs_first": round(sps / base, 3),
                                           "cpu": machine["cpu"], "cpu_family": machine.get("cpu_family"),
                                           "cpu_model": machine.get("cpu_model"),
+                                          "cpu_isa": isa, "cores": os.cpu_count(),
+                                          "commit": build.group(1) if build else "unknown", "run": started,
                                           "source": "scripts/decode-speed.py"}) + "\n")
         if rec:
             rec.close()

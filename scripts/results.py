@@ -125,6 +125,8 @@ def alphas(runs):
 B, BR, BT, BRT = "multi30k-best", "multi30k-best-rnn", "multi30k-best-tok", "multi30k-best-rnn-tok"
 E, ET = f"{B} + {BR}", f"{BT} + {BRT}"
 ENS = f"./translate runs/{B}/model.bin runs/{BR}/model.bin --beam 5 --alpha 1.5"
+S61 = "multi30k-student-6x1"  # distilled from the ensemble (docs/how-to/distill.md)
+S61_CMD = f"./train --config {S61} --set precision=bf16 --set task.teacher_precision=bf16"
 BEST = [  # (label, command, selection)
     ("best single model (Transformer)", f"./train --config {B}", dict(system=B, precision="fp32", commit="1ab73e0")),
     ("the same, bf16", f"./train --config {B} --set precision=bf16", dict(system=B, precision="bf16")),
@@ -134,6 +136,7 @@ BEST = [  # (label, command, selection)
     ("the same, three seeds", f"./train --config {BR} --seed N", dict(system=BR, precision="fp32")),
     ("ensemble of the two", ENS, dict(system=E, precision="fp32")),
     ("the same, both bf16", ENS, dict(system=E, precision="bf16")),
+    ("distilled student of the ensemble (Transformer 6 / 1)", S61_CMD, dict(system=S61)),
 ]
 BEST_TOK = [
     ("Transformer on the tokenised files", f"./train --config {BT}", dict(system=BT, precision="fp32")),
@@ -305,6 +308,7 @@ def readme_table(lines):
     rnn1, rnn3, rnnbf = pick(system=BR, precision="fp32", seed=1), pick(system=BR, precision="fp32"), pick(system=BR, precision="bf16")
     ens, ensbf = pick(system=E, precision="fp32"), pick(system=E, precision="bf16")
     hw = pick(system="multi30k attention=scaled_dot", precision="fp32")
+    student = pick(system=S61)
     rows = [
         ["best single model (Transformer)", f"`./train --config {B}`", f"{minutes(one)} ({minutes(bf)} in bf16)",
          stat(lines, one, "beam.sacrebleu"), stat(lines, one, "beam.multibleu"),
@@ -314,6 +318,9 @@ def readme_table(lines):
          f"{stat(lines, rnn3, 'greedy.sacrebleu')} / {stat(lines, rnn3, 'beam.sacrebleu', sd=False)}"],
         ["ensemble of the two", f"`{ENS}`", f"{minutes(ens)} ({minutes(ensbf)} in bf16), both", stat(lines, ens, "beam.sacrebleu"),
          stat(lines, ens, "beam.multibleu"), "one seed"],
+    ] + ([["distilled student of the ensemble (Transformer 6 / 1)", f"`{S61_CMD}`",
+           f"{minutes(student)} in bf16 (and the ensemble's translating)",
+           stat(lines, student, "beam.sacrebleu"), stat(lines, student, "beam.multibleu"), "one seed"]] if student else []) + [
         ["the homework's model (words, scaled-dot)", "`./train --config multi30k`", "—", "—",
          stat(lines, hw[:1], "beam.multibleu"),
          f"multi-bleu {stat(lines, hw, 'greedy.multibleu')} / {stat(lines, hw, 'beam.multibleu', sd=False)}"],
@@ -449,6 +456,21 @@ had one. The latest run of each machine (the lines keep which build each run mea
                        [[m, f"{n:,}", num(r, "prepare_s", "{:.1f} s"), num(r, "prepared_mb", "{:,.0f} MB"),
                          num(r, "train_peak_mb", "{:,.0f} MB"), num(r, "first_step_s", "{:.2f} s"), num(r, "train_tok_per_s")]
                         for (m, n), r in sorted(last.items())]))
+    dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
+    if dec:
+        last = max(r["run"] for r in dec)
+        rs = [r for r in dec if r["run"] == last]
+        r0 = rs[0]
+        o.append("## Decoding: a student against its teacher\n")
+        o.append("`scripts/decode-speed.py` ([distilling](how-to/distill.md)): each system translates the same "
+                 f"{r0['lines']:,}\ntest_2016_flickr sentences with `./translate` ({r0['threads']} threads, the median of "
+                 f"{r0['rounds']} rounds, the systems\ntaken in turn each round), its start-up left out; `×` is the rate "
+                 f"over the first system's. The latest\nrun: {speed_machine(r0)}, build {r0.get('commit', '?')}.\n")
+        o.append(table(["system", "models", "parameters", "mode", "precision", "batch", "sentences/s", "×"],
+                       [[r["system"], " + ".join(f"`{m}`" for m in r["models"]),
+                         f"{r['params'] / 1e6:.2f} M" if r.get("params") else "?",
+                         "greedy" if r["mode"] == "greedy" else f"beam {r['beam']}", r["precision"], str(r["batch"]),
+                         f"{r['sent_per_s']:.1f}", f"{r['vs_first']:.2f}"] for r in rs]))
     serve = [r for r in lines if r.get("event") == "serve_load"]
     if serve:
         o.append("## The server under load\n")
