@@ -319,7 +319,7 @@ def readme_table(lines):
         ["ensemble of the two", f"`{ENS}`", f"{minutes(ens)} ({minutes(ensbf)} in bf16), both", stat(lines, ens, "beam.sacrebleu"),
          stat(lines, ens, "beam.multibleu"), "one seed"],
     ] + ([["distilled student of the ensemble (Transformer 6 / 1)", f"`{S61_CMD}`",
-           f"{minutes(student)} in bf16 (and the ensemble's translating)",
+           f"{minutes(student)} in bf16 (the teacher's translating apart)",
            stat(lines, student, "beam.sacrebleu"), stat(lines, student, "beam.multibleu"), "one seed"]] if student else []) + [
         ["the homework's model (words, scaled-dot)", "`./train --config multi30k`", "—", "—",
          stat(lines, hw[:1], "beam.multibleu"),
