@@ -17,12 +17,13 @@ import gzip
 import json
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import results  # scripts/results.py: the machine and build, as its quality lines record them
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -94,10 +95,7 @@ def main():
             ap.error("a system is NAME=MODEL[+MODEL...], got " + s)
         systems.append((name, models.split("+")))
     machine = cpu()
-    version = subprocess.run([translate, "--version"], capture_output=True, text=True).stdout
-    build = re.search(r"build ([0-9a-f]+(-dirty)?|unknown)", version)
-    flags = " " + machine.get("cpu_flags", "") + " "
-    isa = ([f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f} " in flags] or ["none"])[-1]
+    build, isa = results.build_of(translate), results.cpu_info()["cpu_isa"]
     started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())  # one run's lines share it
     precisions = a.precisions.split(",")
     if "bf16" in precisions and "avx512_bf16" not in machine["cpu_flags"]:
@@ -145,8 +143,7 @@ def main():
                                           "sent_per_s": round(sps, 2), "vs_first": round(sps / base, 3),
                                           "cpu": machine["cpu"], "cpu_family": machine.get("cpu_family"),
                                           "cpu_model": machine.get("cpu_model"),
-                                          "cpu_isa": isa, "cores": os.cpu_count(),
-                                          "commit": build.group(1) if build else "unknown", "run": started,
+                                          "cpu_isa": isa, "cores": os.cpu_count(), "commit": build, "run": started,
                                           "source": "scripts/decode-speed.py"}) + "\n")
         if rec:
             rec.close()

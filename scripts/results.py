@@ -487,6 +487,13 @@ had one. The latest run of each machine (the lines keep which build each run mea
 
 # ---- record ----
 
+def build_of(program):
+    """The build a program says it is (its --version), or "unknown"."""
+    ver = subprocess.run([program, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"build ([0-9a-f]+(-dirty)?|unknown)", ver)
+    return m.group(1) if m else "unknown"
+
+
 def cpu_info():
     info = open("/proc/cpuinfo").read().splitlines()
     g = lambda k: next((l.split(":", 1)[1].strip() for l in info if l.startswith(k)), "")
@@ -523,9 +530,7 @@ def record(args):
             i += 1
     if not runs or not system:
         sys.exit("usage: results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--bin DIR] [--busy]")
-    ver = subprocess.run([os.path.join(bindir, "train"), "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"build ([0-9a-f]+(-dirty)?|unknown)", ver)
-    commit = m.group(1) if m else "unknown"
+    commit = build_of(os.path.join(bindir, "train"))
     lines = []
     for run in runs:
         cfg = json.load(open(os.path.join(run, "config.json")))
