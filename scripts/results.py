@@ -471,6 +471,10 @@ had one. The latest run of each machine (the lines keep which build each run mea
                          f"{r['params'] / 1e6:.2f} M" if r.get("params") else "?",
                          "greedy" if r["mode"] == "greedy" else f"beam {r['beam']}", r["precision"], str(r["batch"]),
                          f"{r['sent_per_s']:.1f}", f"{r['vs_first']:.2f}"] for r in rs]))
+        o.append("At batch 1 a step's float32 products have one row per hypothesis, so the step costs what reading\n"
+                 "the decoder's weights costs: one model's beam of 4 takes about as long as its beam of 2, and bf16\n"
+                 "halves it. A single model's greedy search reads most of its output layer as an int8 screen; an\n"
+                 "ensemble's members cannot, since each needs its full distribution, so each member reads all of it.\n")
     serve = [r for r in lines if r.get("event") == "serve_load"]
     if serve:
         o.append("## The server under load\n")
