@@ -45,6 +45,8 @@ typedef struct Plan {
     dnnl_memory_t a, b, c, scratch, bias; /* handles set per call (bias: NULL without) */
     dnnl_memory_desc_t w_md;        /* the weights' layout (blocked when packed) */
     size_t scratch_bytes;
+    bool amx;                       /* oneDNN chose an AMX kernel */
+    int pad_rows;                   /* bf16 by a packed weight on an AMX CPU: the rows it runs as (0: not yet known) */
 } Plan;
 
 typedef struct Pack {

@@ -100,6 +100,8 @@ static Plan *plan_make(GemmPlans *p, const PlanKey *k, float alpha, float beta) 
     pl->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *s_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     pl->scratch_bytes = dnnl_memory_desc_get_size(s_md);
+    const char *impl = NULL;
+    pl->amx = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl && strstr(impl, "amx");
     DNNL_OK(dnnl_primitive_create(&pl->prim, pd));
     DNNL_OK(dnnl_memory_create(&pl->a, &a_md, p->engine, DNNL_MEMORY_NONE));
     DNNL_OK(dnnl_memory_create(&pl->b, &pl->w_md, p->engine, DNNL_MEMORY_NONE));
@@ -249,6 +251,47 @@ void gemm_plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, con
     arena_rewind(&t->arena, m);
 }
 
+/* oneDNN 2.x multiplies a bf16 row by a packed weight with AVX-512 bf16 kernels when the rows are
+ * few (one, or up to 8 for a small weight) and with AMX above: the two round differently, so a
+ * sentence's logits would change with the batch beside it. On an AMX CPU such a product runs
+ * as the fewest rows (a power of two) that take AMX, the rest zero: every row through one kernel. */
+static PlanKey key_rows(const PlanKey *k, int rows) {
+    PlanKey kp = *k;
+    if (rows != k->M) kp.M = rows, kp.lda = k->K, kp.ldc = k->N; /* A and C copied in and out */
+    return kp;
+}
+
+static int amx_rows(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
+    Plan *pl = gemm_plan_get(p, k, alpha, beta);
+    if (pl->pad_rows) return pl->pad_rows;
+    int rows = k->M;
+    for (int r = 2; !pl->amx && gemm_cpu_has_amx() && r <= PACK_MAX_ROWS; r *= 2) {
+        PlanKey kp = key_rows(k, r);
+        if (r > k->M && gemm_plan_get(p, &kp, alpha, beta)->amx) {
+            rows = r;
+            break;
+        }
+    }
+    gemm_plan_get(p, k, alpha, beta)->pad_rows = rows; /* again: a full cache may have been cleared meanwhile */
+    return rows; /* k->M also where no height takes AMX: then none does */
+}
+
+/* A (k->M rows, bf16) times the packed B through pl, a plan for the same product of `rows` rows. */
+static void matmul_padded(Tape *t, GemmPlans *p, const Plan *pl, const PlanKey *k, int rows, float beta, const uint16_t *A,
+                          const void *B, float *C, const float *bias) {
+    ArenaMark m = arena_mark(&t->arena);
+    uint16_t *Ap = arena_calloc(&t->arena, (size_t)rows * k->K * sizeof *Ap);
+    float *Cp = arena_alloc(&t->arena, (size_t)rows * k->N * sizeof *Cp);
+    for (int r = 0; r < k->M; r++) {
+        memcpy(Ap + (size_t)r * k->K, A + (size_t)r * k->lda, (size_t)k->K * sizeof *Ap);
+        if (beta != 0.0f) memcpy(Cp + (size_t)r * k->N, C + (size_t)r * k->ldc, (size_t)k->N * sizeof *Cp);
+    }
+    if (beta != 0.0f) memset(Cp + (size_t)k->M * k->N, 0, (size_t)(rows - k->M) * k->N * sizeof *Cp);
+    gemm_plan_execute(t, p, pl, Ap, B, Cp, bias);
+    for (int r = 0; r < k->M; r++) memcpy(C + (size_t)r * k->ldc, Cp + (size_t)r * k->N, (size_t)k->N * sizeof *C);
+    arena_rewind(&t->arena, m);
+}
+
 /* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
  * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0; bias:
  * a row added to every row of the product (alpha 1), or NULL. */
@@ -262,13 +305,16 @@ Pack *gemm_matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *
     k->bias = bias != NULL;
     memcpy(&k->alpha, &alpha, sizeof alpha);
     memcpy(&k->beta, &beta, sizeof beta);
-    Plan *pl = gemm_plan_get(p, k, alpha, beta);
+    int rows = k->bf16 && Bstamp && !k->ta ? amx_rows(p, k, alpha, beta) : k->M;
+    PlanKey kp = key_rows(k, rows);
+    Plan *pl = gemm_plan_get(p, &kp, alpha, beta); /* the padded plan's layout for the weight, too */
     Pack *pk = NULL;
     if (Bstamp) {
         pk = gemm_pack_get(p, pl, B, k->ldb, Bstamp);
         B = pk->buf;
     }
-    gemm_plan_execute(t, p, pl, A, B, C, bias);
+    if (rows != k->M) matmul_padded(t, p, pl, k, rows, beta, A, B, C, bias);
+    else gemm_plan_execute(t, p, pl, A, B, C, bias);
     gemm_serial_end(restore);
     return pk;
 }
