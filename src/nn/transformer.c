@@ -110,14 +110,25 @@ static Tensor *feed_forward(Tape *t, const Transformer *tf, const Linear *l1, co
 Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout dr, Tensor **self) {
     S2S_ASSERT(x->ndim == 3 && x->shape[2] == tf->d);
     int B = x->shape[1];
+    /* Without gradients nothing needs a layer's temporaries once its output is out: each layer's
+     * output is copied into one tensor and the arena rewound, so a batch touches one layer's
+     * worth of memory, not the stack's (the first batch's page faults were most of a batch-64
+     * decode). The attention maps (self) live on the arena, so they keep everything. */
+    Tensor *carry = !t->grad_enabled && !self ? tape_tensor(t, 3, x->shape) : NULL;
     for (int l = 0; l < tf->enc_layers; l++) {
         const TfEncoderLayer *e = &tf->enc[l];
+        ArenaMark mark = arena_mark(&t->arena);
         Tensor *h = tf->norm_first ? norm(t, tf, &e->norm1, x) : x;
         Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, src_mask, B, dr, self ? &self[l] : NULL), dr);
         x = tf->norm_first ? op_add(t, x, sa) : norm(t, tf, &e->norm1, op_add(t, x, sa));
         h = tf->norm_first ? norm(t, tf, &e->norm2, x) : x;
         Tensor *ff = drop(t, feed_forward(t, tf, &e->linear1, &e->linear2, h, dr), dr);
         x = tf->norm_first ? op_add(t, x, ff) : norm(t, tf, &e->norm2, op_add(t, x, ff));
+        if (carry) { /* x may be carry itself: copied only once the layer is done with it */
+            memcpy(carry->data, x->data, carry->size * sizeof *carry->data);
+            arena_rewind(&t->arena, mark);
+            x = carry;
+        }
     }
     return norm(t, tf, &tf->enc_norm, x);
 }
