@@ -36,7 +36,9 @@
  * every float32 product of two rows or more on a tape without gradients, run on our own kernel
  * instead (gemm_rows.c), each element one chain of multiply-adds in k order (the chain
  * gemm_small's batched products sum too): a sentence decodes to the same bits alone and in
- * any batch there too. Products at least 8 wide
+ * any batch there too. On CPUs with AMX, oneDNN's bf16 matmul takes AVX-512 kernels for a few
+ * rows and AMX above, which round differently: a bf16 product by a frozen weight runs as the
+ * fewest rows that take AMX (gemm_plans.c). Products at least 8 wide
  * on both sides only; the rest (attention against the encoder states, thin products) stays
  * float32. Conversions and the primitives' scratch memory borrow the tape's arena for the
  * length of one call. */
