@@ -125,8 +125,14 @@ def alphas(runs):
 B, BR, BT, BRT = "multi30k-best", "multi30k-best-rnn", "multi30k-best-tok", "multi30k-best-rnn-tok"
 E, ET = f"{B} + {BR}", f"{BT} + {BRT}"
 ENS = f"./translate runs/{B}/model.bin runs/{BR}/model.bin --beam 5 --alpha 1.5"
-S61 = "multi30k-student-6x1"  # distilled from the ensemble (docs/how-to/distill.md)
-S61_CMD = f"./train --config {S61} --set precision=bf16 --set task.teacher_precision=bf16"
+# students distilled from the ensemble (docs/how-to/distill.md): (system, layers encoder / decoder)
+STUDENTS = [("multi30k-student-6x1", "6 / 1"), ("multi30k-student-6x2", "6 / 2")]
+
+
+def student_cmd(system):
+    return f"./train --config {system} --set precision=bf16 --set task.teacher_precision=bf16"
+
+
 BEST = [  # (label, command, selection)
     ("best single model (Transformer)", f"./train --config {B}", dict(system=B, precision="fp32", commit="1ab73e0")),
     ("the same, bf16", f"./train --config {B} --set precision=bf16", dict(system=B, precision="bf16")),
@@ -136,8 +142,8 @@ BEST = [  # (label, command, selection)
     ("the same, three seeds", f"./train --config {BR} --seed N", dict(system=BR, precision="fp32")),
     ("ensemble of the two", ENS, dict(system=E, precision="fp32")),
     ("the same, both bf16", ENS, dict(system=E, precision="bf16")),
-    ("distilled student of the ensemble (Transformer 6 / 1)", S61_CMD, dict(system=S61)),
-]
+] + [(f"distilled student of the ensemble (Transformer {layers})", student_cmd(system), dict(system=system))
+       for system, layers in STUDENTS]
 BEST_TOK = [
     ("Transformer on the tokenised files", f"./train --config {BT}", dict(system=BT, precision="fp32")),
     ("RNN on the tokenised files, three seeds", f"./train --config {BRT} --seed N", dict(system=BRT, precision="fp32")),
@@ -308,7 +314,7 @@ def readme_table(lines):
     rnn1, rnn3, rnnbf = pick(system=BR, precision="fp32", seed=1), pick(system=BR, precision="fp32"), pick(system=BR, precision="bf16")
     ens, ensbf = pick(system=E, precision="fp32"), pick(system=E, precision="bf16")
     hw = pick(system="multi30k attention=scaled_dot", precision="fp32")
-    student = pick(system=S61)
+    students = [(system, layers, pick(system=system)) for system, layers in STUDENTS]
     rows = [
         ["best single model (Transformer)", f"`./train --config {B}`", f"{minutes(one)} ({minutes(bf)} in bf16)",
          stat(lines, one, "beam.sacrebleu"), stat(lines, one, "beam.multibleu"),
@@ -318,9 +324,10 @@ def readme_table(lines):
          f"{stat(lines, rnn3, 'greedy.sacrebleu')} / {stat(lines, rnn3, 'beam.sacrebleu', sd=False)}"],
         ["ensemble of the two", f"`{ENS}`", f"{minutes(ens)} ({minutes(ensbf)} in bf16), both", stat(lines, ens, "beam.sacrebleu"),
          stat(lines, ens, "beam.multibleu"), "one seed"],
-    ] + ([["distilled student of the ensemble (Transformer 6 / 1)", f"`{S61_CMD}`",
-           f"{minutes(student)} in bf16 (the teacher's translating apart)",
-           stat(lines, student, "beam.sacrebleu"), stat(lines, student, "beam.multibleu"), "one seed"]] if student else []) + [
+    ] + [[f"distilled student of the ensemble (Transformer {layers})", f"`{student_cmd(system)}`",
+          f"{minutes(student)} in bf16 (the teacher's translating apart)",
+          stat(lines, student, "beam.sacrebleu"), stat(lines, student, "beam.multibleu"), "one seed"]
+         for system, layers, student in students if student] + [
         ["the homework's model (words, scaled-dot)", "`./train --config multi30k`", "—", "—",
          stat(lines, hw[:1], "beam.multibleu"),
          f"multi-bleu {stat(lines, hw, 'greedy.multibleu')} / {stat(lines, hw, 'beam.multibleu', sd=False)}"],
