@@ -261,24 +261,31 @@ static PlanKey key_rows(const PlanKey *k, int rows) {
     return kp;
 }
 
-static int amx_rows(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
+/* The plan to run a bf16 product by a packed weight with: k's own, or the padded one. The
+ * height is found once per plan; probing may clear a full cache, so k's plan is fetched again. */
+static Plan *amx_plan(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
     Plan *pl = gemm_plan_get(p, k, alpha, beta);
-    if (pl->pad_rows) return pl->pad_rows;
-    int rows = k->M;
-    for (int r = 2; !pl->amx && gemm_cpu_has_amx() && r <= PACK_MAX_ROWS; r *= 2) {
-        PlanKey kp = key_rows(k, r);
-        if (r > k->M && gemm_plan_get(p, &kp, alpha, beta)->amx) {
-            rows = r;
-            break;
+    if (!pl->pad_rows) {
+        int rows = k->M; /* also where no height takes AMX: then none does */
+        for (int r = 2; !pl->amx && gemm_cpu_has_amx() && r <= PACK_MAX_ROWS; r *= 2) {
+            PlanKey kp = key_rows(k, r);
+            if (r > k->M && gemm_plan_get(p, &kp, alpha, beta)->amx) {
+                rows = r;
+                break;
+            }
         }
+        (pl = gemm_plan_get(p, k, alpha, beta))->pad_rows = rows;
     }
-    gemm_plan_get(p, k, alpha, beta)->pad_rows = rows; /* again: a full cache may have been cleared meanwhile */
-    return rows; /* k->M also where no height takes AMX: then none does */
+    if (pl->pad_rows == k->M) return pl;
+    PlanKey kp = key_rows(k, pl->pad_rows);
+    return gemm_plan_get(p, &kp, alpha, beta);
 }
 
-/* A (k->M rows, bf16) times the packed B through pl, a plan for the same product of `rows` rows. */
-static void matmul_padded(Tape *t, GemmPlans *p, const Plan *pl, const PlanKey *k, int rows, float beta, const uint16_t *A,
+/* A (k->M rows, bf16) times the packed B through pl, the padded plan of the same product (the
+ * padding rows of C, never read, are left as they are). */
+static void matmul_padded(Tape *t, GemmPlans *p, const Plan *pl, const PlanKey *k, float beta, const uint16_t *A,
                           const void *B, float *C, const float *bias) {
+    int rows = pl->key.M;
     ArenaMark m = arena_mark(&t->arena);
     uint16_t *Ap = arena_calloc(&t->arena, (size_t)rows * k->K * sizeof *Ap);
     float *Cp = arena_alloc(&t->arena, (size_t)rows * k->N * sizeof *Cp);
@@ -286,7 +293,6 @@ static void matmul_padded(Tape *t, GemmPlans *p, const Plan *pl, const PlanKey *
         memcpy(Ap + (size_t)r * k->K, A + (size_t)r * k->lda, (size_t)k->K * sizeof *Ap);
         if (beta != 0.0f) memcpy(Cp + (size_t)r * k->N, C + (size_t)r * k->ldc, (size_t)k->N * sizeof *Cp);
     }
-    if (beta != 0.0f) memset(Cp + (size_t)k->M * k->N, 0, (size_t)(rows - k->M) * k->N * sizeof *Cp);
     gemm_plan_execute(t, p, pl, Ap, B, Cp, bias);
     for (int r = 0; r < k->M; r++) memcpy(C + (size_t)r * k->ldc, Cp + (size_t)r * k->N, (size_t)k->N * sizeof *C);
     arena_rewind(&t->arena, m);
@@ -305,15 +311,13 @@ Pack *gemm_matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *
     k->bias = bias != NULL;
     memcpy(&k->alpha, &alpha, sizeof alpha);
     memcpy(&k->beta, &beta, sizeof beta);
-    int rows = k->bf16 && Bstamp && !k->ta ? amx_rows(p, k, alpha, beta) : k->M;
-    PlanKey kp = key_rows(k, rows);
-    Plan *pl = gemm_plan_get(p, &kp, alpha, beta); /* the padded plan's layout for the weight, too */
+    Plan *pl = k->bf16 && Bstamp && !k->ta ? amx_plan(p, k, alpha, beta) : gemm_plan_get(p, k, alpha, beta);
     Pack *pk = NULL;
     if (Bstamp) {
         pk = gemm_pack_get(p, pl, B, k->ldb, Bstamp);
         B = pk->buf;
     }
-    if (rows != k->M) matmul_padded(t, p, pl, k, rows, beta, A, B, C, bias);
+    if (pl->key.M != k->M) matmul_padded(t, p, pl, k, beta, A, B, C, bias); /* its layout packed B, too */
     else gemm_plan_execute(t, p, pl, A, B, C, bias);
     gemm_serial_end(restore);
     return pk;
