@@ -29,11 +29,14 @@ static void softmax_rows(void *ctx, size_t begin, size_t end) {
             memset(yr, 0, (size_t)cols * sizeof *yr);
             continue;
         }
+        /* the exponentials in a loop of their own, which vectorises; the sum in column
+         * order after it (a running float sum in the same loop kept it scalar) */
+        if (m)
+            for (int c = 0; c < cols; c++) yr[c] = m[c] ? s2s_expf(xr[c] - mx) : 0.0f;
+        else
+            for (int c = 0; c < cols; c++) yr[c] = s2s_expf(xr[c] - mx);
         float s = 0.0f;
-        for (int c = 0; c < cols; c++) {
-            yr[c] = (!m || m[c]) ? s2s_expf(xr[c] - mx) : 0.0f;
-            s += yr[c];
-        }
+        for (int c = 0; c < cols; c++) s += yr[c];
         float inv = 1.0f / s;
         for (int c = 0; c < cols; c++) yr[c] *= inv;
     }
