@@ -17,6 +17,9 @@ void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int l
 /* out[i] = a · b[i], K values each, summed as gemm_row sums a dot (16 partial sums in k
  * order, the tail, then the 16 in order): the same bits as gemm_row's, four at a time. */
 void gemm_dots(int K, const float *a, const float *const *b, int n, float *out);
+/* Asks for the rows of a matrix (rows × cols floats, ld apart) to be cached: a batch's
+ * time-major operands put an entry's rows far apart, where no hardware prefetcher follows. */
+void gemm_prefetch_rows(const float *x, int rows, int cols, int ld);
 /* C_b = op(A_b) op(B_b) + beta C_b for b < batch (operands at batch strides sa, sb, sc), when
  * the products are small (one attention head's scores or context in training): plain loops,
  * the batch split over the threads, float32 on any tape, the same bits on any thread count;

@@ -212,8 +212,7 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
     }
 }
 
-/* Asks for the rows of a matrix (rows × cols floats, leading dimension ld) to be cached. */
-static void small_prefetch(const float *x, int rows, int cols, int ld) {
+void gemm_prefetch_rows(const float *x, int rows, int cols, int ld) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c += 16) __builtin_prefetch(x + (size_t)r * ld + c);
 }
@@ -225,9 +224,9 @@ static void small_range(void *ctx, size_t b0, size_t b1) {
     for (size_t b = b0; b < b1; b++) {
         if (b + AHEAD < b1) {
             size_t n = b + AHEAD;
-            small_prefetch(j->A + n * j->sa, j->ta ? j->K : j->M, j->ta ? j->M : j->K, j->lda);
-            small_prefetch(j->B + n * j->sb, j->tb ? j->N : j->K, j->tb ? j->K : j->N, j->ldb);
-            small_prefetch(j->C + n * j->sc, j->M, j->N, j->ldc);
+            gemm_prefetch_rows(j->A + n * j->sa, j->ta ? j->K : j->M, j->ta ? j->M : j->K, j->lda);
+            gemm_prefetch_rows(j->B + n * j->sb, j->tb ? j->N : j->K, j->tb ? j->K : j->N, j->ldb);
+            gemm_prefetch_rows(j->C + n * j->sc, j->M, j->N, j->ldc);
         }
         small_one(j, j->A + b * j->sa, j->B + b * j->sb, j->C + b * j->sc);
     }

@@ -40,12 +40,6 @@ typedef struct RowJob {
     float *C;
 } RowJob;
 
-/* Asks for an operand's rows (rows × cols floats, ld apart) to be cached. */
-static void rows_prefetch(const float *x, int rows, int cols, int ld) {
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c += 16) __builtin_prefetch(x + (size_t)r * ld + c);
-}
-
 static void rows_range(void *ctx, size_t b0, size_t b1) {
     const RowJob *j = ctx;
     /* a decoding step's cached keys and values are time-major: an entry's rows lie B·d
@@ -54,7 +48,7 @@ static void rows_range(void *ctx, size_t b0, size_t b1) {
     enum { AHEAD = 2 };
     for (size_t b = b0; b < b1; b++) {
         if (b + AHEAD < b1)
-            rows_prefetch(j->B + (b + AHEAD) * j->vb.bstride, j->tb ? j->N : j->K, j->tb ? j->K : j->N, j->vb.ld);
+            gemm_prefetch_rows(j->B + (b + AHEAD) * j->vb.bstride, j->tb ? j->N : j->K, j->tb ? j->K : j->N, j->vb.ld);
         gemm_row(j->ta, j->tb, j->N, j->K, 1.0f, j->A + b * j->va.bstride, j->va.ld, j->B + b * j->vb.bstride, j->vb.ld,
                  j->beta, j->C + b * j->vc.bstride);
     }
