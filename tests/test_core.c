@@ -1,10 +1,13 @@
 /* test_core.c — arena, RNG, tensors and views, the op table, the parameter store. */
 #include "test_util.h"
+#include "s2s/gemm.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+extern int omp_get_max_threads(void); /* libgomp (linked by the library), without -fopenmp */
 
 Test(arena, aligned_and_distinct) {
     Arena a;
@@ -218,6 +221,47 @@ Test(ops, cross_entropy_ignores_and_averages) {
     const int32_t none[] = {0, 0, 0};
     cr_expect_eq(op_cross_entropy(&t, x, none, 0)->data[0], 0.0f);
     tape_free(&t);
+}
+
+/* The fused decoding attention against the ops it replaces, bit for bit: head sizes with and
+ * without 16-wide blocks and tails, row counts with and without groups of four, one large
+ * enough to split over the threads, masks with fully masked rows, and −0 products. */
+Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
+    const int cases[][4] = {{2, 1, 32, 0}, {5, 7, 24, 1}, {6, 13, 7, 1}, {8, 9, 64, 0}, {520, 40, 32, 1}};
+    int restore = omp_get_max_threads();
+    Rng rng;
+    rng_init(&rng, 11, 0);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int N = cases[c][0], S = cases[c][1], D = cases[c][2], per = N % 2 ? 1 : 2, masked = cases[c][3];
+        Tape t;
+        tape_init(&t, 1 << 24);
+        Tensor *q = tape_tensor3(&t, 1, N, D), *k = tape_tensor3(&t, S, N, D), *v = tape_tensor3(&t, S, N, D);
+        tu_fill(q, &rng, -2, 2);
+        tu_fill(k, &rng, -2, 2);
+        tu_fill(v, &rng, -1, 1);
+        for (int i = 0; i < D; i++) q->data[i] = -0.0f; /* row 0: every product ±0 */
+        uint8_t *mask = malloc((size_t)(N / per) * S);
+        for (int i = 0; i < N / per * S; i++) mask[i] = rng_uniform(&rng) < 0.7f;
+        if (N / per > 1) memset(mask + S, 0, (size_t)S); /* mask row 1: nothing to attend to */
+        const uint8_t *m = masked ? mask : NULL;
+        float scale = 1.0f / sqrtf((float)D);
+        Tensor *pw = op_softmax(&t, op_scale(&t, op_matmul(&t, q, k, MM_A_TM | MM_B_TM | MM_TRANS_B), scale), m, N / per);
+        Tensor *want = op_matmul(&t, pw, v, MM_B_TM | MM_OUT_TM);
+        for (int th = 1; th <= 3; th += 2) { /* 3: the large case's rows split over the threads */
+            gemm_set_threads(th);
+            Tensor *w = NULL, *got = op_attend_row(&t, q, k, v, scale, m, N / per, &w);
+            cr_assert(w && w->ndim == 3 && w->shape[0] == N && w->shape[1] == 1 && w->shape[2] == S);
+            cr_assert(got->ndim == 3 && got->shape[0] == 1 && got->shape[1] == N && got->shape[2] == D);
+            long off_w = 0, off_c = 0;
+            for (size_t i = 0; i < w->size; i++) off_w += memcmp(&w->data[i], &pw->data[i], sizeof(float)) != 0;
+            for (size_t i = 0; i < got->size; i++) off_c += memcmp(&got->data[i], &want->data[i], sizeof(float)) != 0;
+            cr_expect_eq(off_w, 0, "N %d S %d D %d, %d threads: %ld weights differ", N, S, D, th, off_w);
+            cr_expect_eq(off_c, 0, "N %d S %d D %d, %d threads: %ld context values differ", N, S, D, th, off_c);
+        }
+        gemm_set_threads(restore);
+        free(mask);
+        tape_free(&t);
+    }
 }
 
 /* op_concat_rows large enough to split over the threads: rows picked in increasing order

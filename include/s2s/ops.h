@@ -135,6 +135,14 @@ Tensor *op_rnn_seq_consume(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tenso
  * v (A) → scores (B, T, S) with score[b,t,s] = v · tanh(q[t,b] + k[s,b]). */
 Tensor *op_additive_scores(Tape *t, Tensor *q, Tensor *k, Tensor *v);
 
+/* A decoding step's scaled-dot attention, fused, for tapes that need no gradient: q (1, N, D)
+ * one query row a sentence·head, k and v (S, N, D) time-major → context (1, N, D), and the
+ * weights p (N, 1, S) in *weights when asked. Row r's mask is mask[r / (N / mask_rows)]
+ * (mask NULL: none). The same bits as the composed ops: op_matmul (q k^T), op_scale,
+ * op_softmax, op_matmul (p v). */
+Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, const uint8_t *mask, int mask_rows,
+                      Tensor **weights);
+
 /* Layer normalisation over the last axis (PyTorch's nn.LayerNorm): x (..., D), gain and bias
  * (D) or NULL (then neither) → (..., D), y = (x − mean) / sqrt(var + eps) ⊙ gain + bias with
  * the biased variance. */

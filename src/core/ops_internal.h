@@ -18,6 +18,9 @@ S2S_OPS(S2S_OP_DECLARE)
 
 /* db (cols) += column sums of dy (rows, cols), columns split over the threads (ops_matmul.c). */
 void ops_bias_grad(float *db, const float *dy, int rows, int cols);
+/* y = softmax(x) over cols entries, those with m[c] = 0 left out (m NULL: none); every
+ * entry masked gives zeros. (ops_softmax.c) */
+void ops_softmax_row(const float *x, float *y, const uint8_t *m, int cols);
 void ops_argmax_cache_free(struct ArgmaxCache *c);
 
 static inline Tensor *tape_like(Tape *t, const Tensor *x) { return tape_tensor(t, x->ndim, x->shape); }

@@ -15,31 +15,31 @@ typedef struct SoftmaxJob {
     bool set;      /* backward: dx is a fresh buffer, written rather than added to */
 } SoftmaxJob;
 
+void ops_softmax_row(const float *x, float *y, const uint8_t *m, int cols) {
+    float mx = -INFINITY;
+    for (int c = 0; c < cols; c++)
+        if ((!m || m[c]) && x[c] > mx) mx = x[c];
+    if (mx == -INFINITY) { /* every entry masked */
+        memset(y, 0, (size_t)cols * sizeof *y);
+        return;
+    }
+    /* the exponentials in a loop of their own, which vectorises; the sum in column order
+     * after it (a running float sum in the same loop kept it scalar) */
+    if (m)
+        for (int c = 0; c < cols; c++) y[c] = m[c] ? s2s_expf(x[c] - mx) : 0.0f;
+    else
+        for (int c = 0; c < cols; c++) y[c] = s2s_expf(x[c] - mx);
+    float s = 0.0f;
+    for (int c = 0; c < cols; c++) s += y[c];
+    float inv = 1.0f / s;
+    for (int c = 0; c < cols; c++) y[c] *= inv;
+}
+
 static void softmax_rows(void *ctx, size_t begin, size_t end) {
     const SoftmaxJob *j = ctx;
     int cols = j->cols;
-    for (size_t r = begin; r < end; r++) {
-        const float *xr = j->x + r * cols;
-        float *yr = j->y + r * cols;
-        const uint8_t *m = j->mask ? j->mask + (r / (size_t)j->per) * cols : NULL;
-        float mx = -INFINITY;
-        for (int c = 0; c < cols; c++)
-            if ((!m || m[c]) && xr[c] > mx) mx = xr[c];
-        if (mx == -INFINITY) { /* every entry masked */
-            memset(yr, 0, (size_t)cols * sizeof *yr);
-            continue;
-        }
-        /* the exponentials in a loop of their own, which vectorises; the sum in column
-         * order after it (a running float sum in the same loop kept it scalar) */
-        if (m)
-            for (int c = 0; c < cols; c++) yr[c] = m[c] ? s2s_expf(xr[c] - mx) : 0.0f;
-        else
-            for (int c = 0; c < cols; c++) yr[c] = s2s_expf(xr[c] - mx);
-        float s = 0.0f;
-        for (int c = 0; c < cols; c++) s += yr[c];
-        float inv = 1.0f / s;
-        for (int c = 0; c < cols; c++) yr[c] *= inv;
-    }
+    for (size_t r = begin; r < end; r++)
+        ops_softmax_row(j->x + r * cols, j->y + r * cols, j->mask ? j->mask + (r / (size_t)j->per) * cols : NULL, cols);
 }
 
 /* Rows on the threads (each row alone: the same bits whatever the split). */

@@ -11,6 +11,10 @@ Tensor *mha_forward(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const u
     S2S_ASSERT(k->shape[1] == B && v->shape[1] == B && k->shape[2] == E && v->shape[2] == E && v->shape[0] == S);
     Tensor *qh = tape_reshape3(t, q, T, B * heads, Dh), *kh = tape_reshape3(t, k, S, B * heads, Dh);
     Tensor *vh = tape_reshape3(t, v, S, B * heads, Dh);
+    /* a decoding step (one query row, no gradient): fused, the same bits. One sentence·head
+     * alone is a single product, which op_matmul sums in another order. */
+    if (T == 1 && B * heads > 1 && !(drop_rng && drop_p > 0) && !tape_wants(t, q, k, v))
+        return tape_reshape3(t, op_attend_row(t, qh, kh, vh, 1.0f / sqrtf((float)Dh), mask, mask_rows, weights), T, B, E);
     /* PyTorch scales q before the product; the same up to rounding */
     Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
     Tensor *p = op_softmax(t, scores, mask, mask_rows); /* (B·heads, T, S) */
