@@ -17,6 +17,9 @@ void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int l
 /* out[i] = a · b[i], K values each, summed as gemm_row sums a dot (16 partial sums in k
  * order, the tail, then the 16 in order): the same bits as gemm_row's, four at a time. */
 void gemm_dots(int K, const float *a, const float *const *b, int n, float *out);
+/* out[i] = a_i · b_i for n pairs of rows, a_i = a + i·K and b_i = b + i·K, each summed as
+ * gemm_dots sums a dot (ops_attend.c: a decoding step's queries against one position's keys). */
+void gemm_dots_pairs(int K, const float *a, const float *b, int n, float *out);
 /* Asks for the rows of a matrix (rows × cols floats, ld apart) to be cached: a batch's
  * time-major operands put an entry's rows far apart, where no hardware prefetcher follows. */
 void gemm_prefetch_rows(const float *x, int rows, int cols, int ld);

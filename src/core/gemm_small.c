@@ -44,6 +44,26 @@ static inline void dot4(int K, const float *restrict a, const float *restrict b0
     out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
 }
 
+/* Four dots of different rows, a + r·K with b + r·K: dot4's sums without its shared a. */
+static inline void dot4_pairs(int K, const float *restrict a, const float *restrict b, float *out) {
+    float p[4][16] = {{0}}, s[4] = {0};
+    int k = 0;
+    for (; k + 16 <= K; k += 16)
+        for (int r = 0; r < 4; r++)
+            for (int q = 0; q < 16; q++) p[r][q] += a[(size_t)r * K + k + q] * b[(size_t)r * K + k + q];
+    for (; k < K; k++)
+        for (int r = 0; r < 4; r++) s[r] += a[(size_t)r * K + k] * b[(size_t)r * K + k];
+    for (int r = 0; r < 4; r++)
+        for (int q = 0; q < 16; q++) s[r] += p[r][q];
+    for (int r = 0; r < 4; r++) out[r] = s[r];
+}
+
+void gemm_dots_pairs(int K, const float *a, const float *b, int n, float *out) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) dot4_pairs(K, a + (size_t)i * K, b + (size_t)i * K, out + i);
+    for (; i < n; i++) out[i] = dot1(K, a + (size_t)i * K, 1, b + (size_t)i * K);
+}
+
 void gemm_dots(int K, const float *a, const float *const *b, int n, float *out) {
     int i = 0;
     for (; i + 4 <= n; i += 4) dot4(K, a, b[i], b[i + 1], b[i + 2], b[i + 3], out + i);

@@ -2,7 +2,9 @@
  * sentence·head against cached, time-major keys and values. The composed ops (a batched
  * one-row op_matmul, op_scale, op_softmax, op_matmul) walk each row's keys B·d floats apart,
  * and those loads stalled the step; here positions go outer and the rows of a position are
- * read in order. Every sum is taken in the composed ops' order, so the bits are theirs. */
+ * read in order. Every sum is taken in the composed ops' order (the dots: gemm_dots_pairs),
+ * so the bits are theirs. Owns nothing: q, k, v and the mask are borrowed, the outputs are
+ * the tape's. */
 #include "ops_internal.h"
 #include "s2s/par.h"
 
@@ -14,47 +16,15 @@ typedef struct AttendJob {
     float scale;
 } AttendJob;
 
-/* The dot of a with b summed as gemm_dots sums it: 16 partial sums in k order, the tail,
- * then the 16 in order. */
-static inline float attend_dot1(int K, const float *restrict a, const float *restrict b) {
-    float part[16] = {0}, sum = 0.0f;
-    int k = 0;
-    for (; k + 16 <= K; k += 16)
-        for (int q = 0; q < 16; q++) part[q] += a[k + q] * b[k + q];
-    for (; k < K; k++) sum += a[k] * b[k];
-    for (int q = 0; q < 16; q++) sum += part[q];
-    return sum;
-}
-
-/* Four rows of a against the four rows of b beside them (rows K apart), each dot summed as
- * attend_dot1 sums it: four independent chains where one would wait on its own adds. */
-static inline void attend_dot4(int K, const float *restrict a, const float *restrict b, float *out) {
-    float p[4][16] = {{0}}, s[4] = {0};
-    int k = 0;
-    for (; k + 16 <= K; k += 16)
-        for (int r = 0; r < 4; r++)
-            for (int q = 0; q < 16; q++) p[r][q] += a[(size_t)r * K + k + q] * b[(size_t)r * K + k + q];
-    for (; k < K; k++)
-        for (int r = 0; r < 4; r++) s[r] += a[(size_t)r * K + k] * b[(size_t)r * K + k];
-    for (int r = 0; r < 4; r++)
-        for (int q = 0; q < 16; q++) s[r] += p[r][q];
-    for (int r = 0; r < 4; r++) out[r] = s[r];
-}
-
 /* Rows [r0, r1) whole: scores, softmax, context. */
 static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
     int S = j->S, D = j->D;
     size_t row = (size_t)j->N * D; /* one position's keys (or values) of every row */
+    float d[64]; /* a block's dots at one position, at most 64 rows (attend_rows) */
     for (int s = 0; s < S; s++) { /* scores: a position's rows read in order */
-        const float *ks = j->k + s * row;
-        size_t r = r0;
-        float d[4];
-        for (; r + 4 <= r1; r += 4) {
-            attend_dot4(D, j->q + r * D, ks + r * D, d);
-            /* op_matmul writes 1·dot + 0 (which makes −0 +0), op_scale multiplies */
-            for (int i = 0; i < 4; i++) j->sc[(r + i) * S + s] = j->scale * (d[i] + 0.0f);
-        }
-        for (; r < r1; r++) j->sc[r * S + s] = j->scale * (attend_dot1(D, j->q + r * D, ks + r * D) + 0.0f);
+        gemm_dots_pairs(D, j->q + r0 * D, j->k + s * row + r0 * D, (int)(r1 - r0), d);
+        /* op_matmul writes 1·dot + 0 (which makes −0 +0), op_scale multiplies */
+        for (size_t r = r0; r < r1; r++) j->sc[r * S + s] = j->scale * (d[r - r0] + 0.0f);
     }
     for (size_t r = r0; r < r1; r++)
         ops_softmax_row(j->sc + r * S, j->p + r * S, j->mask ? j->mask + (r / (size_t)j->per) * S : NULL, S);
@@ -74,7 +44,7 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
 static void attend_rows(void *ctx, size_t r0, size_t r1) {
     const AttendJob *j = ctx;
     size_t blk = (size_t)(2048 / j->D / 4 * 4);
-    if (blk < 4) blk = 4;
+    blk = blk < 4 ? 4 : blk > 64 ? 64 : blk;
     for (size_t r = r0; r < r1; r += blk) attend_block(j, r, r + blk < r1 ? r + blk : r1);
 }
 
