@@ -225,7 +225,8 @@ Test(ops, cross_entropy_ignores_and_averages) {
 
 /* The fused decoding attention against the ops it replaces, bit for bit: head sizes with and
  * without 16-wide blocks and tails, row counts with and without groups of four, one large
- * enough to split over the threads, masks with fully masked rows, and −0 products. */
+ * enough to split over the threads, masks with fully masked rows, and a row of −0 queries
+ * (all its scores zero). */
 Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
     const int cases[][4] = {{2, 1, 32, 0}, {5, 7, 24, 1}, {6, 13, 7, 1}, {8, 9, 64, 0}, {520, 40, 32, 1}};
     int restore = omp_get_max_threads();
@@ -239,7 +240,7 @@ Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
         tu_fill(q, &rng, -2, 2);
         tu_fill(k, &rng, -2, 2);
         tu_fill(v, &rng, -1, 1);
-        for (int i = 0; i < D; i++) q->data[i] = -0.0f; /* row 0: every product ±0 */
+        for (int i = 0; i < D; i++) q->data[i] = -0.0f; /* row 0: every product ±0, every score 0 */
         uint8_t *mask = malloc((size_t)(N / per) * S);
         for (int i = 0; i < N / per * S; i++) mask[i] = rng_uniform(&rng) < 0.7f;
         if (N / per > 1) memset(mask + S, 0, (size_t)S); /* mask row 1: nothing to attend to */

@@ -23,8 +23,8 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
     float d[64]; /* a block's dots at one position, at most 64 rows (attend_rows) */
     for (int s = 0; s < S; s++) { /* scores: a position's rows read in order */
         gemm_dots_pairs(D, j->q + r0 * D, j->k + s * row + r0 * D, (int)(r1 - r0), d);
-        /* op_matmul writes 1·dot + 0 (which makes −0 +0), op_scale multiplies */
-        for (size_t r = r0; r < r1; r++) j->sc[r * S + s] = j->scale * (d[r - r0] + 0.0f);
+        /* op_matmul's 1·dot + 0 is the dot itself: a sum begun at +0 is never −0 */
+        for (size_t r = r0; r < r1; r++) j->sc[r * S + s] = j->scale * d[r - r0];
     }
     for (size_t r = r0; r < r1; r++)
         ops_softmax_row(j->sc + r * S, j->p + r * S, j->mask ? j->mask + (r / (size_t)j->per) * S : NULL, S);
@@ -37,7 +37,6 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
             for (int i = 0; i < D; i++) c[r * D + i] += w * vs[r * D + i];
         }
     }
-    for (size_t i = 0; i < (r1 - r0) * D; i++) c[i] = c[i] + 0.0f; /* op_matmul's 1·acc + 0 */
 }
 
 /* In blocks of rows whose context (about 8 KB) stays in L1 while the positions go by. */
