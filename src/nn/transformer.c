@@ -2,6 +2,7 @@
  * them: TransformerEncoderLayer / TransformerDecoderLayer with norm_first false or true. */
 #include "s2s/transformer.h"
 #include "s2s/common.h"
+#include "s2s/par.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -242,29 +243,40 @@ void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const i
     c->N = n;
 }
 
+/* One cached position of one tensor a range item (layer, k or v, position): the positions
+ * are independent, so they split over the threads; each range reads a position's moved
+ * rows into its own scratch before writing any of them (a permutation may have cycles). */
+typedef struct ReorderJob {
+    float *data[2 * TF_MAX_LAYERS];
+    const int32_t *parent, *dest;
+    int len, N, D, moved;
+} ReorderJob;
+
+static void reorder_positions(void *ctx, size_t i0, size_t i1) {
+    const ReorderJob *j = ctx;
+    size_t D = (size_t)j->D;
+    float *tmp = s2s_xmalloc((size_t)j->moved * D * sizeof *tmp);
+    for (size_t i = i0; i < i1; i++) {
+        float *row = j->data[i / (size_t)j->len] + (i % (size_t)j->len) * j->N * D;
+        for (int m = 0; m < j->moved; m++) memcpy(tmp + m * D, row + (size_t)j->parent[j->dest[m]] * D, D * sizeof *tmp);
+        for (int m = 0; m < j->moved; m++) memcpy(row + (size_t)j->dest[m] * D, tmp + m * D, D * sizeof *tmp);
+    }
+    free(tmp);
+}
+
 void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
     int N = c->N, moved = 0;
     /* a hypothesis that stays in its row (often most of a beam) is not copied */
     int32_t *dest = s2s_xmalloc((size_t)N * sizeof *dest);
     for (int i = 0; i < N; i++)
         if (parent[i] != i) dest[moved++] = i;
-    if (moved == 0) {
-        free(dest);
-        return;
-    }
-    int D = c->self_k[0]->shape[2]; /* d in every layer */
-    float *tmp = s2s_xmalloc((size_t)moved * D * sizeof *tmp);
+    ReorderJob j = {.parent = parent, .dest = dest, .len = c->len, .N = N, .D = c->self_k[0]->shape[2], .moved = moved};
+    int n = 0; /* tensors; d is the same in every layer */
     for (int l = 0; l < TF_MAX_LAYERS && c->self_k[l]; l++) {
-        Tensor *x[2] = {c->self_k[l], c->self_v[l]};
-        for (int k = 0; k < 2; k++)
-            for (int s = 0; s < c->len; s++) { /* the moved rows read, all of them, before any is written */
-                float *row = x[k]->data + (size_t)s * N * D;
-                for (int m = 0; m < moved; m++)
-                    memcpy(tmp + (size_t)m * D, row + (size_t)parent[dest[m]] * D, (size_t)D * sizeof *tmp);
-                for (int m = 0; m < moved; m++) memcpy(row + (size_t)dest[m] * D, tmp + (size_t)m * D, (size_t)D * sizeof *tmp);
-            }
+        j.data[n++] = c->self_k[l]->data;
+        j.data[n++] = c->self_v[l]->data;
     }
-    free(tmp);
+    if (moved && c->len) par_for((size_t)n * c->len, (size_t)moved * j.D * 2, reorder_positions, &j);
     free(dest);
     /* the cross-attention's keys and values are the memory's, the same for a sentence's rows:
      * a parent is always a row of the same sentence */
