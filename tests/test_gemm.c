@@ -774,6 +774,37 @@ Test(gemm, logsumexp_matches_double) {
     free(x);
 }
 
+/* The vectorised maximum is the running comparison's: the same lse bits, NaN in x[0]
+ * carried, a NaN elsewhere skipped by the maximum (the sum is NaN then). */
+static float lse_scalar(const float *x, int n) {
+    float mx = x[0];
+    for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    float part[16] = {0}, sum = 0.0f;
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) part[j] += s2s_expf(x[i + j] - mx);
+    for (; i < n; i++) sum += s2s_expf(x[i] - mx);
+    for (int j = 0; j < 16; j++) sum += part[j];
+    return mx + logf(sum);
+}
+
+Test(gemm, logsumexp_is_the_scalar_maximum_bit_for_bit) {
+    Rng rng;
+    rng_init(&rng, 10, 0);
+    float x[200];
+    for (int n = 1; n <= 200; n += 7)
+        for (int rep = 0; rep < 4; rep++) {
+            for (int i = 0; i < n; i++) x[i] = 30.0f * (rng_uniform(&rng) - 0.5f);
+            if (rep == 1) x[rng_below(&rng, (uint32_t)n)] = 40.0f; /* one clear maximum, anywhere */
+            if (rep == 2) x[0] = NAN;
+            if (rep == 3) x[n - 1] = -INFINITY;
+            float want = lse_scalar(x, n), got = s2s_logsumexp(x, n);
+            cr_expect(memcmp(&want, &got, sizeof got) == 0 || (isnan(want) && isnan(got)), "n %d case %d: %.9g vs %.9g", n,
+                      rep, got, want);
+            if (rep == 2) cr_expect(isnan(got), "n %d: NaN in x[0] gives %g", n, got);
+        }
+}
+
 /* A tape with gemm_stats times each product under its shape and back end. */
 Test(gemm, stats_record_shapes_and_paths) {
     Tape t;

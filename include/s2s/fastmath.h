@@ -42,18 +42,49 @@ static inline float s2s_tanhf(float x) {
     return x < 0.0f ? -t : t;
 }
 
+/* Eight floats (or int32 lanes) as one AVX register, by the GCC/clang vector extension: each
+ * lane rounds as the scalar code does. gcc vectorises neither the 16 lanes of selects in the
+ * maximum below nor the beam's block test written as scalars (perf: vmaxss, vucomiss). */
+typedef float S2sF8 __attribute__((vector_size(32)));
+typedef int32_t S2sI8 __attribute__((vector_size(32)));
+
+static inline S2sF8 s2s_f8_load(const float *x) {
+    S2sF8 v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
+static inline S2sF8 s2s_f8_splat(float x) {
+    S2sF8 v;
+    for (int j = 0; j < 8; j++) v[j] = x;
+    return v;
+}
+
+/* v > l ? v : l in each lane: a NaN in v never wins */
+static inline S2sF8 s2s_f8_max(S2sF8 v, S2sF8 l) {
+    S2sI8 gt = v > l, vi, li;
+    memcpy(&vi, &v, sizeof v);
+    memcpy(&li, &l, sizeof l);
+    li = (gt & vi) | (~gt & li);
+    memcpy(&l, &li, sizeof l);
+    return l;
+}
+
 /* log Σ exp(x_i), the max subtracted; 16 independent partial sums let the compiler
  * vectorise the loop (one running float sum would be a serial chain), and 16 lanes of
  * selects the maximum (a NaN never wins but in x[0], as in one running comparison; the
  * sign a zero maximum keeps cannot change the result). */
 static inline float s2s_logsumexp(const float *x, int n) {
-    float mx = x[0], lane[16];
-    for (int j = 0; j < 16; j++) lane[j] = -INFINITY;
+    float mx = x[0];
+    S2sF8 lo = s2s_f8_splat(-INFINITY), hi = lo; /* lanes 0–7 and 8–15 */
     int i = 1;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+    for (; i + 16 <= n; i += 16) {
+        lo = s2s_f8_max(s2s_f8_load(x + i), lo);
+        hi = s2s_f8_max(s2s_f8_load(x + i + 8), hi);
+    }
     for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    for (int j = 0; j < 16; j++) mx = lane[j] > mx ? lane[j] : mx;
+    for (int j = 0; j < 8; j++) mx = lo[j] > mx ? lo[j] : mx;
+    for (int j = 0; j < 8; j++) mx = hi[j] > mx ? hi[j] : mx;
     float part[16] = {0};
     i = 0;
     for (; i + 16 <= n; i += 16)

@@ -39,6 +39,16 @@ static void finish(Sentence *s, const int32_t *ids, int len, float score, bool e
     h->norm = score / powf((float)(len + (ended ? 1 : 0) > 0 ? len + (ended ? 1 : 0) : 1), alpha);
 }
 
+/* Whether a score base + (x − lse) of x[0..16) is not ≤ last (a NaN is not): the scalar
+ * sums in each lane, one block test. */
+static bool any_above16(const float *x, float base, float lse, float last) {
+    S2sF8 b = s2s_f8_splat(base), l = s2s_f8_splat(lse), t = s2s_f8_splat(last);
+    S2sI8 le = (b + (s2s_f8_load(x) - l) <= t) & (b + (s2s_f8_load(x + 8) - l) <= t);
+    uint64_t w[4];
+    memcpy(w, &le, sizeof w);
+    return (w[0] & w[1] & w[2] & w[3]) != UINT64_MAX;
+}
+
 int beam_top_tokens(const float *x, int V, float base, float lse, int C, int slot, BeamCand *top) {
     /* insertion into a small sorted list. Once it is full, a token whose score is not above
      * the last one's cannot enter (a tie goes to the smaller token, scanned earlier): blocks
@@ -46,12 +56,7 @@ int beam_top_tokens(const float *x, int V, float base, float lse, int C, int slo
     int nt = 0;
     for (int v0 = 0; v0 < V; v0 += 16) {
         int v1 = v0 + 16 < V ? v0 + 16 : V;
-        if (nt == C && v1 - v0 == 16) {
-            float last = top[C - 1].score;
-            int maybe = 0;
-            for (int q = 0; q < 16; q++) maybe |= !(base + (x[v0 + q] - lse) <= last); /* NaN: looked at */
-            if (!maybe) continue;
-        }
+        if (nt == C && v1 - v0 == 16 && !any_above16(x + v0, base, lse, top[C - 1].score)) continue;
         for (int v = v0; v < v1; v++) {
             if (v == TOK_PAD || v == TOK_SOS) continue;
             Cand c = {base + (x[v] - lse), slot, v};
