@@ -226,7 +226,7 @@ Test(ops, cross_entropy_ignores_and_averages) {
 /* The fused decoding attention against the ops it replaces, bit for bit: head sizes with and
  * without 16-wide blocks and tails, row counts with and without groups of four, one large
  * enough to split over the threads, masks with fully masked rows, and a row of −0 queries
- * (all its scores zero). */
+ * (all its scores zero); then with each position's rows shuffled and read through slots. */
 Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
     const int cases[][4] = {{2, 1, 32, 0}, {5, 7, 24, 1}, {6, 13, 7, 1}, {8, 9, 64, 0}, {520, 40, 32, 1}};
     int restore = omp_get_max_threads();
@@ -235,7 +235,7 @@ Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int N = cases[c][0], S = cases[c][1], D = cases[c][2], per = N % 2 ? 1 : 2, masked = cases[c][3];
         Tape t;
-        tape_init(&t, 1 << 24);
+        tape_init(&t, 1 << 25);
         Tensor *q = tape_tensor3(&t, 1, N, D), *k = tape_tensor3(&t, S, N, D), *v = tape_tensor3(&t, S, N, D);
         tu_fill(q, &rng, -2, 2);
         tu_fill(k, &rng, -2, 2);
@@ -250,7 +250,7 @@ Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
         Tensor *want = op_matmul(&t, pw, v, MM_B_TM | MM_OUT_TM);
         for (int th = 1; th <= 3; th += 2) { /* 3: the large case's rows split over the threads */
             gemm_set_threads(th);
-            Tensor *w = NULL, *got = op_attend_row(&t, q, k, v, scale, m, N / per, &w);
+            Tensor *w = NULL, *got = op_attend_row(&t, q, k, v, scale, m, N / per, NULL, 1, &w);
             cr_assert(w && w->ndim == 3 && w->shape[0] == N && w->shape[1] == 1 && w->shape[2] == S);
             cr_assert(got->ndim == 3 && got->shape[0] == 1 && got->shape[1] == N && got->shape[2] == D);
             long off_w = 0, off_c = 0;
@@ -259,6 +259,33 @@ Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
             cr_expect_eq(off_w, 0, "N %d S %d D %d, %d threads: %ld weights differ", N, S, D, th, off_w);
             cr_expect_eq(off_c, 0, "N %d S %d D %d, %d threads: %ld context values differ", N, S, D, th, off_c);
         }
+        /* each position's rows shuffled by whole slots of g rows, read back through the slots */
+        int g = N % 4 == 0 ? 4 : per, ns = N / g;
+        int32_t *slot = malloc((size_t)S * ns * sizeof *slot);
+        Tensor *kp = tape_tensor3(&t, S, N, D), *vp = tape_tensor3(&t, S, N, D);
+        for (int s = 0; s < S; s++) {
+            int32_t *sl = slot + (size_t)s * ns;
+            for (int b = 0; b < ns; b++) sl[b] = b;
+            for (int b = ns - 1; b > 0; b--) {
+                int o = (int)rng_below(&rng, (uint32_t)b + 1), x = sl[b];
+                sl[b] = sl[o];
+                sl[o] = x;
+            }
+            for (int b = 0; b < ns; b++) {
+                size_t from = ((size_t)s * N + (size_t)b * g) * D, to = ((size_t)s * N + (size_t)sl[b] * g) * D;
+                memcpy(kp->data + to, k->data + from, (size_t)g * D * sizeof(float));
+                memcpy(vp->data + to, v->data + from, (size_t)g * D * sizeof(float));
+            }
+        }
+        for (int th = 1; th <= 3; th += 2) {
+            gemm_set_threads(th);
+            Tensor *w = NULL, *got = op_attend_row(&t, q, kp, vp, scale, m, N / per, slot, g, &w);
+            cr_expect_eq(memcmp(w->data, pw->data, w->size * sizeof(float)), 0, "N %d S %d, slots of %d, %d threads: weights differ",
+                         N, S, g, th);
+            cr_expect_eq(memcmp(got->data, want->data, got->size * sizeof(float)), 0,
+                         "N %d S %d, slots of %d, %d threads: context differs", N, S, g, th);
+        }
+        free(slot);
         gemm_set_threads(restore);
         free(mask);
         tape_free(&t);

@@ -139,9 +139,11 @@ Tensor *op_additive_scores(Tape *t, Tensor *q, Tensor *k, Tensor *v);
  * one query row a sentence·head, k and v (S, N, D) time-major → context (1, N, D), and the
  * weights p (N, 1, S) in *weights when asked. Row r's mask is mask[r / (N / mask_rows)]
  * (mask NULL: none). The same bits as the composed ops: op_matmul (q k^T), op_scale,
- * op_softmax, op_matmul (p v). */
+ * op_softmax, op_matmul (p v). slot (S, N / group), or NULL: position s's rows
+ * g·group … g·group + group − 1 are rows slot[s·(N / group) + g]·group … of k and v there
+ * (the bits those of k and v laid out so). */
 Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, const uint8_t *mask, int mask_rows,
-                      Tensor **weights);
+                      const int32_t *slot, int group, Tensor **weights);
 
 /* Layer normalisation over the last axis (PyTorch's nn.LayerNorm): x (..., D), gain and bias
  * (D) or NULL (then neither) → (..., D), y = (x − mean) / sqrt(var + eps) ⊙ gain + bias with

@@ -73,6 +73,11 @@ Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *me
 typedef struct TfCache {
     Tensor *self_k[TF_MAX_LAYERS], *self_v[TF_MAX_LAYERS];   /* (cap, N, d), rows 0 .. len − 1 filled */
     Tensor *cross_k[TF_MAX_LAYERS], *cross_v[TF_MAX_LAYERS]; /* (S, N / group, d), or NULL before the first step */
+    /* (cap, N): position s's row i is its row slot[s·N + i] in self_k and self_v. A beam's
+     * reorder moves these indices, not the rows (a copy of every position each step, O(steps²)
+     * a sentence); laid out again only where a step cannot read through them, or to drop rows. */
+    int32_t *slot;
+    bool moved; /* some slot is not its own row */
     int len, cap, N;
     int group; /* rows per sentence (b·group + g), sharing its memory: a beam's hypotheses */
 } TfCache;

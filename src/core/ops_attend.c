@@ -10,11 +10,21 @@
 
 typedef struct AttendJob {
     const float *q, *k, *v; /* q (N, D); k, v (S, N, D) */
+    const int32_t *slot;    /* (S, N / group) or NULL: where a position's rows are */
+    int group;
     const uint8_t *mask;    /* (N / per, S) or NULL */
     float *sc, *p, *ctx;    /* scores and weights (N, S); ctx (N, D) */
     int N, S, D, per;
     float scale;
 } AttendJob;
+
+/* Where row r's keys (or values) are at position s: row r itself, or the run of group rows
+ * that slot moved there (a beam's reorders, applied to the index and not to the rows). */
+static inline size_t attend_at(const AttendJob *j, int s, size_t r) {
+    if (!j->slot) return r;
+    size_t g = (size_t)j->group, n = (size_t)j->N / g;
+    return (size_t)j->slot[(size_t)s * n + r / g] * g + r % g;
+}
 
 /* Rows [r0, r1) whole: scores, softmax, context. */
 static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
@@ -22,7 +32,15 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
     size_t row = (size_t)j->N * D; /* one position's keys (or values) of every row */
     float d[64]; /* a block's dots at one position, at most 64 rows (attend_rows) */
     for (int s = 0; s < S; s++) { /* scores: a position's rows read in order */
-        gemm_dots_pairs(D, j->q + r0 * D, j->k + s * row + r0 * D, (int)(r1 - r0), d);
+        if (!j->slot) {
+            gemm_dots_pairs(D, j->q + r0 * D, j->k + s * row + r0 * D, (int)(r1 - r0), d);
+        } else { /* each dot alone is the same sum: runs of a slot's rows */
+            for (size_t r = r0, e; r < r1; r = e) {
+                e = (r / (size_t)j->group + 1) * (size_t)j->group;
+                e = e < r1 ? e : r1;
+                gemm_dots_pairs(D, j->q + r * D, j->k + s * row + attend_at(j, s, r) * D, (int)(e - r), d + (r - r0));
+            }
+        }
         /* op_matmul's 1·dot + 0 is the dot itself: a sum begun at +0 is never −0 */
         for (size_t r = r0; r < r1; r++) j->sc[r * S + s] = j->scale * d[r - r0];
     }
@@ -31,10 +49,11 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
     float *restrict c = j->ctx + r0 * D; /* context: the weighted values added in position order */
     memset(c, 0, (r1 - r0) * D * sizeof *c);
     for (int s = 0; s < S; s++) {
-        const float *restrict vs = j->v + s * row + r0 * D;
+        const float *vpos = j->v + s * row;
         for (size_t r = 0; r < r1 - r0; r++) {
+            const float *restrict vs = vpos + attend_at(j, s, r0 + r) * D;
             float w = j->p[(r0 + r) * S + s];
-            for (int i = 0; i < D; i++) c[r * D + i] += w * vs[r * D + i];
+            for (int i = 0; i < D; i++) c[r * D + i] += w * vs[i];
         }
     }
 }
@@ -48,11 +67,12 @@ static void attend_rows(void *ctx, size_t r0, size_t r1) {
 }
 
 Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, const uint8_t *mask, int mask_rows,
-                      Tensor **weights) {
+                      const int32_t *slot, int group, Tensor **weights) {
     S2S_ASSERT(q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && q->shape[0] == 1);
     int N = q->shape[1], D = q->shape[2], S = k->shape[0];
     S2S_ASSERT(k->shape[1] == N && k->shape[2] == D && v->shape[0] == S && v->shape[1] == N && v->shape[2] == D);
     S2S_ASSERT(!tape_wants(t, q, k, v)); /* decoding only: no backward */
+    S2S_ASSERT(!slot || (group > 0 && N % group == 0));
     int per = 1;
     if (mask) {
         S2S_ASSERT(mask_rows > 0 && N % mask_rows == 0);
@@ -60,7 +80,7 @@ Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, con
     }
     Tensor *sc = tape_tensor2(t, N, S), *p = tape_tensor3(t, N, 1, S), *ctx = tape_tensor3(t, 1, N, D);
     t->flops += 4.0 * N * S * D;
-    AttendJob j = {q->data, k->data, v->data, mask, sc->data, p->data, ctx->data, N, S, D, per, scale};
+    AttendJob j = {q->data, k->data, v->data, slot, group, mask, sc->data, p->data, ctx->data, N, S, D, per, scale};
     par_for((size_t)N, (size_t)S * D * 2, attend_rows, &j);
     if (weights) *weights = p;
     return ctx;

@@ -178,6 +178,7 @@ void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, i
         c->self_k[l] = tape_tensor3(t, cap, N, tf->d);
         c->self_v[l] = tape_tensor3(t, cap, N, tf->d);
     }
+    c->slot = arena_alloc(&t->arena, (size_t)cap * N * sizeof *c->slot);
 }
 
 /* x (1, N, d) appended to a cache (cap, N, d) at position pos. */
@@ -187,16 +188,21 @@ static void cache_put(Tensor *cache, int pos, const Tensor *x) {
     memcpy(cache->data + (size_t)pos * n, x->data, n * sizeof(float));
 }
 
+static void cache_lay_out(TfCache *c);
+
 /* Attention of one position's queries q_in (1, N, d) over keys and values (L, N / G, d): the
  * G rows of a sentence (b·G + g) as G queries over its one copy (small products of G rows,
- * as in training, not G one-row products over G copies). */
+ * as in training, not G one-row products over G copies). c: the self-attention's cache, its
+ * rows read where its slots say (k, v its tensors); NULL for the memory's. */
 static Tensor *attend_cached(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *k, Tensor *v,
-                             const uint8_t *mask, int G, Tensor **w) {
+                             const uint8_t *mask, int G, TfCache *c, Tensor **w) {
     int N = q_in->shape[1], B = N / G, d = tf->d;
-    S2S_ASSERT(k->shape[1] == B);
+    S2S_ASSERT(k->shape[1] == B && (!c || (G == 1 && !mask && !w)));
     Tensor *q = tape_reshape2(t, linear_forward(t, &a->q, q_in), N, d);
     if (G > 1) q = op_transpose_rows(t, q, B, G); /* row g·B + b */
-    Tensor *ctx = mha_forward(t, tape_reshape3(t, q, G, B, d), k, v, tf->heads, mask, B, 0.0f, NULL, w); /* (G, B, d); w (B·H, G, L) */
+    Tensor *ctx = c ? mha_step_slots(t, tape_reshape3(t, q, 1, N, d), k, v, tf->heads, c->moved ? c->slot : NULL) : NULL;
+    if (c && !ctx) cache_lay_out(c); /* a step that does not fuse reads the rows where they are */
+    if (!ctx) ctx = mha_forward(t, tape_reshape3(t, q, G, B, d), k, v, tf->heads, mask, B, 0.0f, NULL, w); /* (G, B, d); w (B·H, G, L) */
     ctx = tape_reshape2(t, ctx, N, d);
     if (G > 1) ctx = op_transpose_rows(t, ctx, G, B);
     return linear_forward(t, &a->out, tape_reshape3(t, ctx, 1, N, d));
@@ -206,6 +212,7 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
                                 TfCache *c, Tensor **cross) {
     S2S_ASSERT(y->ndim == 3 && y->shape[0] == 1 && y->shape[1] == c->N && y->shape[2] == tf->d && c->len < c->cap);
     int pos = c->len, d = tf->d, N = c->N;
+    for (int i = 0; i < N; i++) c->slot[(size_t)pos * N + i] = i; /* the new position's rows: where they are put */
     TfDropout none = {0};
     for (int l = 0; l < tf->dec_layers; l++) {
         const TfDecoderLayer *e = &tf->dec[l];
@@ -213,14 +220,14 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
         cache_put(c->self_k[l], pos, linear_forward(t, &e->self_attn.k, h));
         cache_put(c->self_v[l], pos, linear_forward(t, &e->self_attn.v, h));
         Tensor *k = tape_view(t, c->self_k[l], 0, 3, (int[]){pos + 1, N, d}), *v = tape_view(t, c->self_v[l], 0, 3, (int[]){pos + 1, N, d});
-        Tensor *sa = attend_cached(t, tf, &e->self_attn, h, k, v, NULL, 1, NULL);
+        Tensor *sa = attend_cached(t, tf, &e->self_attn, h, k, v, NULL, 1, c, NULL);
         y = tf->norm_first ? op_add(t, y, sa) : norm(t, tf, &e->norm1, op_add(t, y, sa));
         h = tf->norm_first ? norm(t, tf, &e->norm2, y) : y;
         if (!c->cross_k[l]) { /* the memory does not change: its projections once */
             c->cross_k[l] = linear_forward(t, &e->cross_attn.k, memory);
             c->cross_v[l] = linear_forward(t, &e->cross_attn.v, memory);
         }
-        Tensor *ca = attend_cached(t, tf, &e->cross_attn, h, c->cross_k[l], c->cross_v[l], src_mask, c->group,
+        Tensor *ca = attend_cached(t, tf, &e->cross_attn, h, c->cross_k[l], c->cross_v[l], src_mask, c->group, NULL,
                                    cross ? &cross[l] : NULL);
         y = tf->norm_first ? op_add(t, y, ca) : norm(t, tf, &e->norm2, op_add(t, y, ca));
         h = tf->norm_first ? norm(t, tf, &e->norm3, y) : y;
@@ -233,6 +240,7 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
 
 void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const int32_t *sents) {
     S2S_ASSERT(n % c->group == 0);
+    cache_lay_out(c); /* the kept rows copied where they are */
     for (int l = 0; l < TF_MAX_LAYERS; l++) {
         /* only the positions decoded so far: the rest of the capacity holds nothing yet */
         if (c->self_k[l]) tensor_keep_rows_tm(c->self_k[l], c->len, rows, n);
@@ -241,43 +249,68 @@ void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const i
         if (c->cross_v[l]) tensor_keep_rows_tm(c->cross_v[l], c->cross_v[l]->shape[0], sents, n / c->group);
     }
     c->N = n;
+    for (int s = 0; s < c->len; s++) /* the slots in rows of the new width: each its own row */
+        for (int i = 0; i < n; i++) c->slot[(size_t)s * n + i] = i;
 }
 
 /* One cached position of one tensor a range item (layer, k or v, position): the positions
- * are independent, so they split over the threads; each range reads a position's moved
- * rows into its own scratch before writing any of them (a permutation may have cycles). */
-typedef struct ReorderJob {
+ * are independent, so they split over the threads; each range reads a position's misplaced
+ * rows into its own scratch before writing any of them (the slots may form cycles). */
+typedef struct LayOutJob {
     float *data[2 * TF_MAX_LAYERS];
-    const int32_t *parent, *dest;
-    int len, N, D, moved;
-} ReorderJob;
+    const int32_t *slot;
+    int len, N, D;
+} LayOutJob;
 
-static void reorder_positions(void *ctx, size_t i0, size_t i1) {
-    const ReorderJob *j = ctx;
+static void lay_out_positions(void *ctx, size_t i0, size_t i1) {
+    const LayOutJob *j = ctx;
     size_t D = (size_t)j->D;
-    float *tmp = s2s_xmalloc((size_t)j->moved * D * sizeof *tmp);
+    float *tmp = NULL;
+    int32_t *dest = s2s_xmalloc((size_t)j->N * sizeof *dest);
     for (size_t i = i0; i < i1; i++) {
-        float *row = j->data[i / (size_t)j->len] + (i % (size_t)j->len) * j->N * D;
-        for (int m = 0; m < j->moved; m++) memcpy(tmp + m * D, row + (size_t)j->parent[j->dest[m]] * D, D * sizeof *tmp);
-        for (int m = 0; m < j->moved; m++) memcpy(row + (size_t)j->dest[m] * D, tmp + m * D, D * sizeof *tmp);
+        int s = (int)(i % (size_t)j->len), moved = 0;
+        const int32_t *slot = j->slot + (size_t)s * j->N;
+        for (int r = 0; r < j->N; r++)
+            if (slot[r] != r) dest[moved++] = r;
+        if (!moved) continue;
+        if (!tmp) tmp = s2s_xmalloc((size_t)j->N * D * sizeof *tmp);
+        float *row = j->data[i / (size_t)j->len] + (size_t)s * j->N * D;
+        for (int m = 0; m < moved; m++) memcpy(tmp + m * D, row + (size_t)slot[dest[m]] * D, D * sizeof *tmp);
+        for (int m = 0; m < moved; m++) memcpy(row + (size_t)dest[m] * D, tmp + m * D, D * sizeof *tmp);
     }
     free(tmp);
+    free(dest);
 }
 
-void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
-    int N = c->N, moved = 0;
-    /* a hypothesis that stays in its row (often most of a beam) is not copied */
-    int32_t *dest = s2s_xmalloc((size_t)N * sizeof *dest);
-    for (int i = 0; i < N; i++)
-        if (parent[i] != i) dest[moved++] = i;
-    ReorderJob j = {.parent = parent, .dest = dest, .len = c->len, .N = N, .D = c->self_k[0]->shape[2], .moved = moved};
+/* Every position's rows copied to where its slots say, the slots then their own rows. */
+static void cache_lay_out(TfCache *c) {
+    if (!c->moved) return;
+    LayOutJob j = {.slot = c->slot, .len = c->len, .N = c->N, .D = c->self_k[0]->shape[2]};
     int n = 0; /* tensors; d is the same in every layer */
     for (int l = 0; l < TF_MAX_LAYERS && c->self_k[l]; l++) {
         j.data[n++] = c->self_k[l]->data;
         j.data[n++] = c->self_v[l]->data;
     }
-    if (moved && c->len) par_for((size_t)n * c->len, (size_t)moved * j.D * 2, reorder_positions, &j);
-    free(dest);
+    if (c->len) par_for((size_t)n * c->len, (size_t)c->N * j.D, lay_out_positions, &j);
+    for (int s = 0; s < c->len; s++)
+        for (int i = 0; i < c->N; i++) c->slot[(size_t)s * c->N + i] = i;
+    c->moved = false;
+}
+
+void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
+    int N = c->N;
+    bool moves = false;
+    for (int i = 0; i < N && !moves; i++) moves = parent[i] != i;
+    if (!moves || c->len == 0) return;
+    /* row i takes row parent[i]'s place at every position: its slots */
+    int32_t *tmp = s2s_xmalloc((size_t)N * sizeof *tmp);
+    for (int s = 0; s < c->len; s++) {
+        int32_t *slot = c->slot + (size_t)s * N;
+        for (int i = 0; i < N; i++) tmp[i] = slot[parent[i]];
+        memcpy(slot, tmp, (size_t)N * sizeof *slot);
+    }
+    free(tmp);
+    c->moved = true;
     /* the cross-attention's keys and values are the memory's, the same for a sentence's rows:
      * a parent is always a row of the same sentence */
 }
