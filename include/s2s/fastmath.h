@@ -48,26 +48,23 @@ static inline float s2s_tanhf(float x) {
 typedef float S2sF8 __attribute__((vector_size(32)));
 typedef int32_t S2sI8 __attribute__((vector_size(32)));
 
-static inline S2sF8 s2s_f8_load(const float *x) {
-    S2sF8 v;
-    memcpy(&v, x, sizeof v);
-    return v;
+/* The helpers take and fill pointers: a 32-byte vector passed by value has another ABI in
+ * builds without AVX (ARCH=), which gcc warns of. */
+static inline void s2s_f8_load(S2sF8 *v, const float *x) { memcpy(v, x, sizeof *v); }
+
+static inline void s2s_f8_splat(S2sF8 *v, float x) {
+    for (int j = 0; j < 8; j++) (*v)[j] = x;
 }
 
-static inline S2sF8 s2s_f8_splat(float x) {
+/* *l = x > *l ? x : *l in each lane, x[0..8): a NaN in x never wins */
+static inline void s2s_f8_max(S2sF8 *l, const float *x) {
     S2sF8 v;
-    for (int j = 0; j < 8; j++) v[j] = x;
-    return v;
-}
-
-/* v > l ? v : l in each lane: a NaN in v never wins */
-static inline S2sF8 s2s_f8_max(S2sF8 v, S2sF8 l) {
-    S2sI8 gt = v > l, vi, li;
+    s2s_f8_load(&v, x);
+    S2sI8 gt = v > *l, vi, li;
     memcpy(&vi, &v, sizeof v);
-    memcpy(&li, &l, sizeof l);
+    memcpy(&li, l, sizeof li);
     li = (gt & vi) | (~gt & li);
-    memcpy(&l, &li, sizeof l);
-    return l;
+    memcpy(l, &li, sizeof li);
 }
 
 /* log Σ exp(x_i), the max subtracted; 16 independent partial sums let the compiler
@@ -76,11 +73,13 @@ static inline S2sF8 s2s_f8_max(S2sF8 v, S2sF8 l) {
  * sign a zero maximum keeps cannot change the result). */
 static inline float s2s_logsumexp(const float *x, int n) {
     float mx = x[0];
-    S2sF8 lo = s2s_f8_splat(-INFINITY), hi = lo; /* lanes 0–7 and 8–15 */
+    S2sF8 lo, hi; /* lanes 0–7 and 8–15 */
+    s2s_f8_splat(&lo, -INFINITY);
+    s2s_f8_splat(&hi, -INFINITY);
     int i = 1;
     for (; i + 16 <= n; i += 16) {
-        lo = s2s_f8_max(s2s_f8_load(x + i), lo);
-        hi = s2s_f8_max(s2s_f8_load(x + i + 8), hi);
+        s2s_f8_max(&lo, x + i);
+        s2s_f8_max(&hi, x + i + 8);
     }
     for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     for (int j = 0; j < 8; j++) mx = lo[j] > mx ? lo[j] : mx;

@@ -42,8 +42,13 @@ static void finish(Sentence *s, const int32_t *ids, int len, float score, bool e
 /* Whether a score base + (x − lse) of x[0..16) is not ≤ last (a NaN is not): the scalar
  * sums in each lane, one block test. */
 static bool any_above16(const float *x, float base, float lse, float last) {
-    S2sF8 b = s2s_f8_splat(base), l = s2s_f8_splat(lse), t = s2s_f8_splat(last);
-    S2sI8 le = (b + (s2s_f8_load(x) - l) <= t) & (b + (s2s_f8_load(x + 8) - l) <= t);
+    S2sF8 b, l, t, x0, x1;
+    s2s_f8_splat(&b, base);
+    s2s_f8_splat(&l, lse);
+    s2s_f8_splat(&t, last);
+    s2s_f8_load(&x0, x);
+    s2s_f8_load(&x1, x + 8);
+    S2sI8 le = (b + (x0 - l) <= t) & (b + (x1 - l) <= t);
     uint64_t w[4];
     memcpy(w, &le, sizeof w);
     return (w[0] & w[1] & w[2] & w[3]) != UINT64_MAX;
