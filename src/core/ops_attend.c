@@ -18,28 +18,29 @@ typedef struct AttendJob {
     float scale;
 } AttendJob;
 
-/* Where row r's keys (or values) are at position s: row r itself, or the run of group rows
- * that slot moved there (a beam's reorders, applied to the index and not to the rows). */
-static inline size_t attend_at(const AttendJob *j, int s, size_t r) {
-    if (!j->slot) return r;
-    size_t g = (size_t)j->group, n = (size_t)j->N / g;
-    return (size_t)j->slot[(size_t)s * n + r / g] * g + r % g;
+/* Rows [r, *end) lie together at position s, from the row returned on: all of [r, r1)
+ * without slots, else the rest of r's slot of group rows (a beam's reorders move the index,
+ * not the rows). */
+static inline size_t attend_run(const AttendJob *j, int s, size_t r, size_t r1, size_t *end) {
+    if (!j->slot) {
+        *end = r1;
+        return r;
+    }
+    size_t g = (size_t)j->group, e = (r / g + 1) * g;
+    *end = e < r1 ? e : r1;
+    return (size_t)j->slot[(size_t)s * ((size_t)j->N / g) + r / g] * g + r % g;
 }
 
-/* Rows [r0, r1) whole: scores, softmax, context. */
+/* Rows [r0, r1) whole: scores, softmax, context. Each dot and each context row is its own
+ * sum, so reading the rows run by run gives the bits of reading them all at once. */
 static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
     int S = j->S, D = j->D;
     size_t row = (size_t)j->N * D; /* one position's keys (or values) of every row */
     float d[64]; /* a block's dots at one position, at most 64 rows (attend_rows) */
     for (int s = 0; s < S; s++) { /* scores: a position's rows read in order */
-        if (!j->slot) {
-            gemm_dots_pairs(D, j->q + r0 * D, j->k + s * row + r0 * D, (int)(r1 - r0), d);
-        } else { /* each dot alone is the same sum: runs of a slot's rows */
-            for (size_t r = r0, e; r < r1; r = e) {
-                e = (r / (size_t)j->group + 1) * (size_t)j->group;
-                e = e < r1 ? e : r1;
-                gemm_dots_pairs(D, j->q + r * D, j->k + s * row + attend_at(j, s, r) * D, (int)(e - r), d + (r - r0));
-            }
+        for (size_t r = r0, e; r < r1; r = e) {
+            size_t at = attend_run(j, s, r, r1, &e);
+            gemm_dots_pairs(D, j->q + r * D, j->k + s * row + at * D, (int)(e - r), d + (r - r0));
         }
         /* op_matmul's 1·dot + 0 is the dot itself: a sum begun at +0 is never −0 */
         for (size_t r = r0; r < r1; r++) j->sc[r * S + s] = j->scale * d[r - r0];
@@ -48,14 +49,14 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
         ops_softmax_row(j->sc + r * S, j->p + r * S, j->mask ? j->mask + (r / (size_t)j->per) * S : NULL, S);
     float *restrict c = j->ctx + r0 * D; /* context: the weighted values added in position order */
     memset(c, 0, (r1 - r0) * D * sizeof *c);
-    for (int s = 0; s < S; s++) {
-        const float *vpos = j->v + s * row;
-        for (size_t r = 0; r < r1 - r0; r++) {
-            const float *restrict vs = vpos + attend_at(j, s, r0 + r) * D;
-            float w = j->p[(r0 + r) * S + s];
-            for (int i = 0; i < D; i++) c[r * D + i] += w * vs[i];
+    for (int s = 0; s < S; s++)
+        for (size_t r = r0, e; r < r1; r = e) {
+            const float *restrict vs = j->v + s * row + attend_run(j, s, r, r1, &e) * D;
+            for (size_t x = r; x < e; x++, vs += D) {
+                float w = j->p[x * S + s], *restrict cx = c + (x - r0) * D;
+                for (int i = 0; i < D; i++) cx[i] += w * vs[i];
+            }
         }
-    }
 }
 
 /* In blocks of rows whose context (about 8 KB) stays in L1 while the positions go by. */

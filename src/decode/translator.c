@@ -260,7 +260,7 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
     }
     if (d.n) {
         /* a block is sorted by length, then cut: a Transformer's greedy batches of 32 pad less
-         * than one of 64 (64 lines at a time: 13–19 % faster, 256: the same); an RNN's steps
+         * than one of 64 (64 lines at a time: 12–19 % faster, 256: the same); an RNN's steps
          * are small products, faster on more rows */
         int per_batch = t->beam > 1 || t->model->cfg.type == MODEL_TRANSFORMER ? 32 : 64;
         if (t->heatmap_dir || t->want_attention) { /* B × L × S attention weights kept (and × heads per head) */

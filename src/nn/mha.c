@@ -4,31 +4,37 @@
 
 #include <math.h>
 
-/* A decoding step (one query row, no gradient): fused, the same bits. One sentence·head
- * alone is a single product, which op_matmul sums in another order. */
-static bool step_fuses(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads) {
-    return q->shape[0] == 1 && q->shape[1] * heads > 1 && !tape_wants(t, q, k, v);
+/* A decoding step (one query row, no gradient): fused, the same bits; NULL for anything
+ * else. One sentence·head alone is a single product, which op_matmul sums in another order. */
+static Tensor *fused_step(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
+                          const int32_t *slot, Tensor **weights) {
+    int B = q->shape[1], S = k->shape[0], E = q->shape[2], Dh = E / heads;
+    if (q->shape[0] != 1 || B * heads == 1 || tape_wants(t, q, k, v)) return NULL;
+    Tensor *qh = tape_reshape3(t, q, 1, B * heads, Dh), *kh = tape_reshape3(t, k, S, B * heads, Dh);
+    Tensor *vh = tape_reshape3(t, v, S, B * heads, Dh);
+    Tensor *ctx = op_attend_row(t, qh, kh, vh, 1.0f / sqrtf((float)Dh), mask, mask_rows, slot, heads, weights);
+    return tape_reshape3(t, ctx, 1, B, E);
+}
+
+static void check_shapes(const Tensor *q, const Tensor *k, const Tensor *v, int heads) {
+    int B = q->shape[1], S = k->shape[0], E = q->shape[2];
+    S2S_ASSERT(q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && heads > 0 && E % heads == 0);
+    S2S_ASSERT(k->shape[1] == B && v->shape[1] == B && k->shape[2] == E && v->shape[2] == E && v->shape[0] == S);
 }
 
 Tensor *mha_step_slots(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const int32_t *slot) {
-    int B = q->shape[1], S = k->shape[0], E = q->shape[2], Dh = E / heads;
-    S2S_ASSERT(q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && heads > 0 && E % heads == 0);
-    S2S_ASSERT(k->shape[1] == B && v->shape[1] == B && k->shape[2] == E && v->shape[2] == E && v->shape[0] == S);
-    if (!step_fuses(t, q, k, v, heads)) return NULL;
-    Tensor *qh = tape_reshape3(t, q, 1, B * heads, Dh), *kh = tape_reshape3(t, k, S, B * heads, Dh);
-    Tensor *vh = tape_reshape3(t, v, S, B * heads, Dh);
-    return tape_reshape3(t, op_attend_row(t, qh, kh, vh, 1.0f / sqrtf((float)Dh), NULL, 1, slot, heads, NULL), 1, B, E);
+    check_shapes(q, k, v, heads);
+    return fused_step(t, q, k, v, heads, NULL, 1, slot, NULL);
 }
 
 Tensor *mha_forward(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
                     float drop_p, Rng *drop_rng, Tensor **weights) {
+    check_shapes(q, k, v, heads);
+    Tensor *fused = drop_rng && drop_p > 0 ? NULL : fused_step(t, q, k, v, heads, mask, mask_rows, NULL, weights);
+    if (fused) return fused;
     int T = q->shape[0], B = q->shape[1], S = k->shape[0], E = q->shape[2], Dh = E / heads;
-    S2S_ASSERT(q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && heads > 0 && E % heads == 0);
-    S2S_ASSERT(k->shape[1] == B && v->shape[1] == B && k->shape[2] == E && v->shape[2] == E && v->shape[0] == S);
     Tensor *qh = tape_reshape3(t, q, T, B * heads, Dh), *kh = tape_reshape3(t, k, S, B * heads, Dh);
     Tensor *vh = tape_reshape3(t, v, S, B * heads, Dh);
-    if (!(drop_rng && drop_p > 0) && step_fuses(t, q, k, v, heads))
-        return tape_reshape3(t, op_attend_row(t, qh, kh, vh, 1.0f / sqrtf((float)Dh), mask, mask_rows, NULL, 1, weights), T, B, E);
     /* PyTorch scales q before the product; the same up to rounding */
     Tensor *scores = op_scale(t, op_matmul(t, qh, kh, MM_A_TM | MM_B_TM | MM_TRANS_B), 1.0f / sqrtf((float)Dh));
     Tensor *p = op_softmax(t, scores, mask, mask_rows); /* (B·heads, T, S) */
