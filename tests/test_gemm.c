@@ -504,8 +504,9 @@ static float dot_written_out(int K, const float *a, const float *b) {
     return sum;
 }
 
-/* gemm_dots (four dots at a time) against the written-out dot, bit for bit: K around the
- * 16-wide partial sums (tails, none, fewer than 16), n around the groups of four, rows out
+/* gemm_dots and gemm_dots_pairs (eight or four dots at a time) against the written-out dot,
+ * bit for bit: K around the 16-wide partial sums (tails, none, fewer than 16), n around the
+ * groups of eight and four, rows out
  * of order and repeated, values of mixed magnitude so that another order would round
  * differently, rows from about 1 down to 1e-30; then gemm_row's contiguous one-row products (through gemm_dots) against its
  * strided ones (a transposed A: its own loop) on the same values. */
@@ -520,10 +521,10 @@ Test(gemm, dots_sum_in_the_written_order) {
         for (int k = 0; k < K; k++) a[k] = at[(size_t)k * 3 + 1] = rng_uniform_range(&rng, -1, 1) * (k % 5 ? 1.0f : 3e3f);
         for (int i = 0; i < R * K; i++) /* row r about 10^-3r: a dot's size is no excuse for a stray addend */
             w[i] = rng_uniform_range(&rng, -1, 1) * (i % 7 ? 1.0f : 1e-3f) * powf(10.0f, -3.0f * (float)(i / K));
-        for (int n = 1; n <= 9; n++) {
-            const float *rows[9];
-            float got[9];
-            for (int i = 0; i < n; i++) rows[i] = w + (size_t)((7 * i + 3) % R) * K; /* out of order; R < 9 repeats */
+        for (int n = 1; n <= 19; n++) {
+            const float *rows[19];
+            float got[19];
+            for (int i = 0; i < n; i++) rows[i] = w + (size_t)((7 * i + 3) % R) * K; /* out of order; R < 19 repeats */
             gemm_dots(K, a, rows, n, got);
             for (int i = 0; i < n; i++) {
                 float want = dot_written_out(K, a, rows[i]);
@@ -531,6 +532,18 @@ Test(gemm, dots_sum_in_the_written_order) {
                           got[i], want);
             }
         }
+        /* gemm_dots_pairs: row i of w against row (i + 1) mod R, n rows of each */
+        float *pa = malloc((size_t)R * K * sizeof *pa), pgot[11];
+        for (int i = 0; i < R * K; i++) pa[i] = w[((size_t)i + (size_t)K) % ((size_t)R * K)] * (i % 3 ? 1e3f : -1.0f);
+        for (int n = 1; n <= R; n++) {
+            gemm_dots_pairs(K, pa, w, n, pgot);
+            for (int i = 0; i < n; i++) {
+                float want = dot_written_out(K, pa + (size_t)i * K, w + (size_t)i * K);
+                cr_expect(memcmp(&pgot[i], &want, sizeof want) == 0, "K=%d n=%d pair %d: %.9g, written out %.9g", K, n,
+                          i, pgot[i], want);
+            }
+        }
+        free(pa);
         float c1[11], c2[11];
         gemm_row(false, true, R, K, 1.0f, a, K, w, K, 0.0f, c1);
         gemm_row(true, true, R, K, 1.0f, at + 1, 3, w, K, 0.0f, c2);

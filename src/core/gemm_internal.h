@@ -15,7 +15,7 @@
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
               float *C);
 /* out[i] = a · b[i], K values each, summed as gemm_row sums a dot (16 partial sums in k
- * order, the tail, then the 16 in order): the same bits as gemm_row's, four at a time. */
+ * order, the tail, then the 16 in order): the same bits as gemm_row's, eight or four at a time. */
 void gemm_dots(int K, const float *a, const float *const *b, int n, float *out);
 /* out[i] = a_i · b_i for n pairs of rows, a_i = a + i·K and b_i = b + i·K, each summed as
  * gemm_dots sums a dot (ops_attend.c: a decoding step's queries against one position's keys). */

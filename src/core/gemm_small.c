@@ -58,14 +58,77 @@ static inline void dot4_pairs(int K, const float *restrict a, const float *restr
     for (int r = 0; r < 4; r++) out[r] = s[r];
 }
 
+#if defined(__AVX__) && (defined(__clang__) || __GNUC__ >= 12)
+#define DOT8 1
+typedef float Dot8 __attribute__((vector_size(32)));
+
+/* r[i] becomes column i of the 8 × 8 matrix whose rows r held (unpack, pairs, halves). */
+static inline void dot8_transpose(Dot8 *r) {
+    Dot8 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; h++) {
+            u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int i = 0; i < 4; i++) {
+        r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* Eight dots a[r] · b[r], each summed as dot1 sums it: the 16 partial sums of a row are two
+ * vectors; transposed, lane r of the q-th holds row r's partial sum q, so the 16 adds in
+ * order run in the eight lanes at once (eight scalar chains of 16 adds were the cost). */
+static inline void dot8(int K, const float *const a[8], const float *const b[8], float *out) {
+    Dot8 lo[8], hi[8], s;
+    float tail[8] = {0};
+    memset(lo, 0, sizeof lo);
+    memset(hi, 0, sizeof hi);
+    int k = 0;
+    for (; k + 16 <= K; k += 16)
+        for (int r = 0; r < 8; r++) {
+            Dot8 x0, y0, x1, y1;
+            memcpy(&x0, a[r] + k, sizeof x0);
+            memcpy(&y0, b[r] + k, sizeof y0);
+            memcpy(&x1, a[r] + k + 8, sizeof x1);
+            memcpy(&y1, b[r] + k + 8, sizeof y1);
+            lo[r] += x0 * y0;
+            hi[r] += x1 * y1;
+        }
+    for (; k < K; k++)
+        for (int r = 0; r < 8; r++) tail[r] += a[r][k] * b[r][k];
+    dot8_transpose(lo);
+    dot8_transpose(hi);
+    memcpy(&s, tail, sizeof s);
+    for (int q = 0; q < 8; q++) s += lo[q];
+    for (int q = 0; q < 8; q++) s += hi[q];
+    memcpy(out, &s, sizeof s);
+}
+#endif
+
 void gemm_dots_pairs(int K, const float *a, const float *b, int n, float *out) {
     int i = 0;
+#ifdef DOT8
+    for (; i + 8 <= n; i += 8) {
+        const float *ar[8], *br[8];
+        for (int r = 0; r < 8; r++) ar[r] = a + (size_t)(i + r) * K, br[r] = b + (size_t)(i + r) * K;
+        dot8(K, ar, br, out + i);
+    }
+#endif
     for (; i + 4 <= n; i += 4) dot4_pairs(K, a + (size_t)i * K, b + (size_t)i * K, out + i);
     for (; i < n; i++) out[i] = dot1(K, a + (size_t)i * K, 1, b + (size_t)i * K);
 }
 
 void gemm_dots(int K, const float *a, const float *const *b, int n, float *out) {
     int i = 0;
+#ifdef DOT8
+    const float *ar[8] = {a, a, a, a, a, a, a, a};
+    for (; i + 8 <= n; i += 8) dot8(K, ar, b + i, out + i);
+#endif
     for (; i + 4 <= n; i += 4) dot4(K, a, b[i], b[i + 1], b[i + 2], b[i + 3], out + i);
     for (; i < n; i++) out[i] = dot1(K, a, 1, b[i]);
 }
@@ -73,11 +136,11 @@ void gemm_dots(int K, const float *a, const float *const *b, int n, float *out) 
 void gemm_row(bool ta, bool tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
               float *C) {
     size_t inc = ta ? (size_t)lda : 1; /* a transposed one-row A is a column of its stored matrix */
-    if (tb && inc == 1) { /* C[j] = a · B[j, :], four rows of B at a time */
-        for (int j = 0; j < N; j += 4) {
-            int n = N - j < 4 ? N - j : 4;
-            const float *rows[4];
-            float dots[4];
+    if (tb && inc == 1) { /* C[j] = a · B[j, :], eight rows of B at a time */
+        for (int j = 0; j < N; j += 8) {
+            int n = N - j < 8 ? N - j : 8;
+            const float *rows[8];
+            float dots[8];
             for (int i = 0; i < n; i++) rows[i] = B + (size_t)(j + i) * ldb;
             gemm_dots(K, A, rows, n, dots);
             for (int i = 0; i < n; i++)

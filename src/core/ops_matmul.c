@@ -214,7 +214,7 @@ typedef struct ExactBatch {
 } ExactBatch;
 
 /* The waiting candidates' exact logits, the logits every pick is made on: gemm_row's dot
- * (gemm_dots, four at a time), then the bias (0 without one). Taken in column order: only a
+ * (gemm_dots, eight or four at a time), then the bias (0 without one). Taken in column order: only a
  * strictly higher one replaces the best (so a NaN never overtakes). */
 static void exact_batch_flush(const ArgmaxJob *j, const float *x, ExactBatch *eb, int32_t *count) {
     const float *rows[EXACT_BATCH];
