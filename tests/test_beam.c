@@ -15,7 +15,7 @@ enum { NB = 12, VS = 9, VT = 11, MAXLEN = 12 };
 
 /* A small Transformer (model.type): "transformer-post" (sinusoidal positions) or
  * "transformer-pre" (pre-norm, learned positions, GELU). */
-static void make_transformer(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias) {
+static void make_transformer_heads(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias, int heads) {
     Config c;
     config_defaults(&c);
     tu_config_set(&c, "model.type=transformer");
@@ -25,7 +25,7 @@ static void make_transformer(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias
         tu_config_set(&c, "model.activation=gelu");
     }
     c.model.d_model = 8;
-    c.model.heads = 2;
+    c.model.heads = heads;
     c.model.ff = 16;
     c.model.layers = 2;
     c.model.max_positions = 32;
@@ -36,6 +36,10 @@ static void make_transformer(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias
     rng_init(&r, seed, RNG_STREAM_INIT);
     model_init_weights(m, &r);
     m->out.b->data[TOK_EOS] += eos_bias;
+}
+
+static void make_transformer(Seq2Seq *m, bool pre, uint64_t seed, float eos_bias) {
+    make_transformer_heads(m, pre, seed, eos_bias, 2);
 }
 
 /* An RNN model of the attention kind given: a bidirectional GRU (concat, or Luong for dot),
@@ -576,10 +580,15 @@ Test(beam, argmax_rows_matches_a_plain_scan) {
 }
 
 /* The Transformer's decoding drops finished sentences too (its cached keys and values lose
- * their rows): every sentence's output and attention equal decoding it alone. The model is
- * the first of a few seeds and <eos> biases whose sentences end at three or more steps. */
+ * their rows, the memory's its index): every sentence's output and attention equal decoding
+ * it alone, and the outputs without the attention asked for (no weights made) the same. The
+ * model is the first of a few seeds and <eos> biases whose sentences end at three or more
+ * steps: post- and pre-norm, and one with a single head, whose last sentence left (one
+ * sentence·head) takes the composed ops, the memory laid out again. */
 Test(beam, transformer_greedy_batch_equals_one_sentence_at_a_time) {
-    for (int pre = 0; pre < 2; pre++) {
+    for (int variant = 0; variant < 3; variant++) {
+        bool pre = variant == 1;
+        int heads = variant == 2 ? 1 : 2;
         Seq2Seq m;
         Dataset d;
         Batch b;
@@ -591,7 +600,7 @@ Test(beam, transformer_greedy_batch_equals_one_sentence_at_a_time) {
         float *attn = calloc((size_t)NB * MAXLEN * b.S, sizeof *attn);
         for (int k = 0; k < 40 && steps < 3; k++) {
             if (k) model_free(&m);
-            make_transformer(&m, pre, 1 + (uint64_t)k / 4, 0.25f * (float)(k % 4));
+            make_transformer_heads(&m, pre, 1 + (uint64_t)k / 4, 0.25f * (float)(k % 4), heads);
             tape_reset(&t);
             model_greedy(&t, &m, &b, MAXLEN, g, gl, attn);
             int ended_at[MAXLEN + 1] = {0};
@@ -600,6 +609,15 @@ Test(beam, transformer_greedy_batch_equals_one_sentence_at_a_time) {
             for (int s = 0; s < MAXLEN; s++) steps += ended_at[s];
         }
         cr_assert_geq(steps, 3, "no model of the few tried ends its sentences at three different steps");
+        int32_t g2[NB * MAXLEN];
+        int gl2[NB];
+        tape_reset(&t);
+        model_greedy(&t, &m, &b, MAXLEN, g2, gl2, NULL);
+        for (int i = 0; i < NB; i++) {
+            cr_assert_eq(gl2[i], gl[i], "sentence %d: %d tokens without the attention, %d with", i, gl2[i], gl[i]);
+            cr_expect_eq(memcmp(g2 + i * MAXLEN, g + i * MAXLEN, (size_t)gl[i] * sizeof *g), 0,
+                         "sentence %d differs without the attention", i);
+        }
         for (int i = 0; i < NB; i++) {
             Batch one;
             batch_init(&one);

@@ -258,6 +258,9 @@ Test(ops, attend_row_is_the_composed_ops_bit_for_bit) {
             for (size_t i = 0; i < got->size; i++) off_c += memcmp(&got->data[i], &want->data[i], sizeof(float)) != 0;
             cr_expect_eq(off_w, 0, "N %d S %d D %d, %d threads: %ld weights differ", N, S, D, th, off_w);
             cr_expect_eq(off_c, 0, "N %d S %d D %d, %d threads: %ld context values differ", N, S, D, th, off_c);
+            Tensor *bare = op_attend_row(&t, q, k, v, scale, m, N / per, NULL, 1, NULL); /* no weights kept */
+            cr_expect_eq(memcmp(bare->data, got->data, got->size * sizeof(float)), 0,
+                         "N %d S %d D %d, %d threads: the context differs without the weights", N, S, D, th);
         }
         /* each position's rows shuffled by whole slots of g rows, read back through the slots */
         int g = N % 4 == 0 ? 4 : per, ns = N / g;

@@ -21,11 +21,13 @@ typedef struct AttnCache {
 } AttnCache;
 
 /* The weights a forward call hands back: mean over heads (B, T, S), and with heads > 1,
- * when asked (want_heads), each head's (B·heads, T, S), head-minor. */
+ * when asked (want_heads), each head's (B·heads, T, S), head-minor. skip: the caller reads
+ * none, and a model that makes them only to hand them back (the Transformer) makes none. */
 typedef struct AttnWeights {
     Tensor *mean;
     Tensor *heads;
     bool want_heads;
+    bool skip;
 } AttnWeights;
 
 typedef struct AttnVariant { /* its name: ATTN_KIND_NAMES[kind] */

@@ -151,7 +151,8 @@ typedef struct RnnDecodeState {
 } RnnDecodeState;
 
 typedef struct DecodeState {
-    Tensor *enc;                  /* (S, N / group, D): encoder states (the transformer's memory) */
+    Tensor *enc;                  /* (S, N / group, D): encoder states (the Transformer's memory, read on the
+                                   * first step only: its rows are not dropped, its width stays) */
     const uint8_t *mask;          /* (N / group, S) */
     ArenaMark mark;               /* after the first step: later steps' temporaries go */
     int N, S;

@@ -35,11 +35,13 @@ Tensor *embedding_forward(Tape *t, const Embedding *e, const int32_t *ids, int n
  * (B·heads, T, S) before dropout, when not NULL. */
 Tensor *mha_forward(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
                     float drop_p, Rng *drop_rng, Tensor **weights);
-/* A decoding step's unmasked attention (q (1, B, E)) over cached k and v (S, B, E) whose
- * rows sit where slot (S, B) says: position s's row b is its row slot[s·B + b] (NULL: b),
- * fused as mha_forward fuses a step, the bits of the rows laid out so. NULL where mha_forward
- * would not fuse (one sentence·head, or a gradient wanted): the caller lays the rows out. */
-Tensor *mha_step_slots(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const int32_t *slot);
+/* A decoding step's attention (q (1, B, E)) over cached k and v (S, W, E), W ≥ B, whose
+ * rows sit where slot (S, B) says: position s's row b is its row slot[s·B + b] (NULL: b,
+ * and W = B), under mask and with weights as mha_forward's, fused as mha_forward fuses a
+ * step: the bits of the rows laid out so. NULL where mha_forward would not fuse (one
+ * sentence·head, or a gradient wanted): the caller lays the rows out. */
+Tensor *mha_step_slots(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
+                       const int32_t *slot, Tensor **weights);
 
 #define RNN_MAX_LAYERS 8
 

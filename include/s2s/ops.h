@@ -141,7 +141,8 @@ Tensor *op_additive_scores(Tape *t, Tensor *q, Tensor *k, Tensor *v);
  * (mask NULL: none). The same bits as the composed ops: op_matmul (q k^T), op_scale,
  * op_softmax, op_matmul (p v). slot (S, N / group), or NULL: position s's rows
  * g·group … g·group + group − 1 are rows slot[s·(N / group) + g]·group … of k and v there
- * (the bits those of k and v laid out so). */
+ * (the bits those of k and v laid out so); with slots k and v may hold more rows, (S, NK, D)
+ * with NK > N (rows dropped from the index, not from the cache). */
 Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, const uint8_t *mask, int mask_rows,
                       const int32_t *slot, int group, Tensor **weights);
 

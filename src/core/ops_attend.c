@@ -6,15 +6,17 @@
  * so the bits are theirs. Owns nothing: q, k, v and the mask are borrowed, the outputs are
  * the tape's. */
 #include "ops_internal.h"
+#include "s2s/fastmath.h"
 #include "s2s/par.h"
 
 typedef struct AttendJob {
-    const float *q, *k, *v; /* q (N, D); k, v (S, N, D) */
+    const float *q, *k, *v; /* q (N, D); k, v (S, NK, D), NK = N without slots */
     const int32_t *slot;    /* (S, N / group) or NULL: where a position's rows are */
     int group;
     const uint8_t *mask;    /* (N / per, S) or NULL */
-    float *sc, *p, *ctx;    /* scores and weights (N, S); ctx (N, D) */
-    int N, S, D, per;
+    float *sc, *p, *ctx;    /* scratch (N·S); weights (N, S) or NULL; ctx (N, D) */
+    uint8_t *ok;            /* scratch (N·S): the mask, position-major */
+    int N, NK, S, D, per;
     float scale;
 } AttendJob;
 
@@ -31,29 +33,62 @@ static inline size_t attend_run(const AttendJob *j, int s, size_t r, size_t r1, 
     return (size_t)j->slot[(size_t)s * ((size_t)j->N / g) + r / g] * g + r % g;
 }
 
+enum { ATTEND_BLOCK = 64 };
+
+/* ops_softmax_row's steps for the nb rows of a block at once, their scores position-major
+ * (x[s·nb + i]): each row's maximum, exponentials, sum in position order and scaling are
+ * the row's own, so the bits are ops_softmax_row's, and the loops over the rows vectorise
+ * (one row's 10–40 positions were a serial chain each). x becomes the weights. */
+static void softmax_columns(float *restrict x, const uint8_t *restrict ok, int S, int nb) {
+    float mx[ATTEND_BLOCK], sum[ATTEND_BLOCK], inv[ATTEND_BLOCK];
+    for (int i = 0; i < nb; i++) mx[i] = -INFINITY, sum[i] = 0.0f;
+    for (int s = 0; s < S; s++) {
+        const float *xs = x + (size_t)s * nb;
+        const uint8_t *os = ok + (size_t)s * nb;
+        for (int i = 0; i < nb; i++) mx[i] = os[i] && xs[i] > mx[i] ? xs[i] : mx[i];
+    }
+    for (int s = 0; s < S; s++) {
+        float *xs = x + (size_t)s * nb;
+        const uint8_t *os = ok + (size_t)s * nb;
+        for (int i = 0; i < nb; i++) xs[i] = os[i] ? s2s_expf(xs[i] - mx[i]) : 0.0f;
+        for (int i = 0; i < nb; i++) sum[i] += xs[i];
+    }
+    for (int i = 0; i < nb; i++) inv[i] = 1.0f / sum[i];
+    for (int s = 0; s < S; s++) { /* a row with every entry masked: zeros (ops_softmax_row) */
+        float *xs = x + (size_t)s * nb;
+        for (int i = 0; i < nb; i++) xs[i] = mx[i] == -INFINITY ? 0.0f : xs[i] * inv[i];
+    }
+}
+
 /* Rows [r0, r1) whole: scores, softmax, context. Each dot and each context row is its own
  * sum, so reading the rows run by run gives the bits of reading them all at once. */
 static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
-    int S = j->S, D = j->D;
-    size_t row = (size_t)j->N * D; /* one position's keys (or values) of every row */
-    float d[64]; /* a block's dots at one position, at most 64 rows (attend_rows) */
+    int S = j->S, D = j->D, nb = (int)(r1 - r0);
+    size_t row = (size_t)j->NK * D; /* one position's keys (or values) of every row */
+    float d[ATTEND_BLOCK];         /* a block's dots at one position */
+    float *x = j->sc + r0 * S;     /* the block's scores, then weights, position-major */
+    uint8_t *ok = j->ok + r0 * S;
     for (int s = 0; s < S; s++) { /* scores: a position's rows read in order */
         for (size_t r = r0, e; r < r1; r = e) {
             size_t at = attend_run(j, s, r, r1, &e);
             gemm_dots_pairs(D, j->q + r * D, j->k + s * row + at * D, (int)(e - r), d + (r - r0));
         }
         /* op_matmul's 1·dot + 0 is the dot itself: a sum begun at +0 is never −0 */
-        for (size_t r = r0; r < r1; r++) j->sc[r * S + s] = j->scale * d[r - r0];
+        for (int i = 0; i < nb; i++) x[(size_t)s * nb + i] = j->scale * d[i];
+        for (int i = 0; i < nb; i++)
+            ok[(size_t)s * nb + i] = !j->mask || j->mask[((r0 + (size_t)i) / (size_t)j->per) * S + s];
     }
-    for (size_t r = r0; r < r1; r++)
-        ops_softmax_row(j->sc + r * S, j->p + r * S, j->mask ? j->mask + (r / (size_t)j->per) * S : NULL, S);
+    softmax_columns(x, ok, S, nb);
+    if (j->p)
+        for (int s = 0; s < S; s++)
+            for (int i = 0; i < nb; i++) j->p[(r0 + (size_t)i) * S + s] = x[(size_t)s * nb + i];
     float *restrict c = j->ctx + r0 * D; /* context: the weighted values added in position order */
     memset(c, 0, (r1 - r0) * D * sizeof *c);
     for (int s = 0; s < S; s++)
         for (size_t r = r0, e; r < r1; r = e) {
             const float *restrict vs = j->v + s * row + attend_run(j, s, r, r1, &e) * D;
-            for (size_t x = r; x < e; x++, vs += D) {
-                float w = j->p[x * S + s], *restrict cx = c + (x - r0) * D;
+            for (size_t y = r; y < e; y++, vs += D) {
+                float w = x[(size_t)s * nb + (y - r0)], *restrict cx = c + (y - r0) * D;
                 for (int i = 0; i < D; i++) cx[i] += w * vs[i];
             }
         }
@@ -63,15 +98,15 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
 static void attend_rows(void *ctx, size_t r0, size_t r1) {
     const AttendJob *j = ctx;
     size_t blk = (size_t)(2048 / j->D / 4 * 4);
-    blk = blk < 4 ? 4 : blk > 64 ? 64 : blk;
+    blk = blk < 4 ? 4 : blk > ATTEND_BLOCK ? ATTEND_BLOCK : blk;
     for (size_t r = r0; r < r1; r += blk) attend_block(j, r, r + blk < r1 ? r + blk : r1);
 }
 
 Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, const uint8_t *mask, int mask_rows,
                       const int32_t *slot, int group, Tensor **weights) {
     S2S_ASSERT(q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && q->shape[0] == 1);
-    int N = q->shape[1], D = q->shape[2], S = k->shape[0];
-    S2S_ASSERT(k->shape[1] == N && k->shape[2] == D && v->shape[0] == S && v->shape[1] == N && v->shape[2] == D);
+    int N = q->shape[1], D = q->shape[2], S = k->shape[0], NK = k->shape[1];
+    S2S_ASSERT((NK == N || (slot && NK > N)) && k->shape[2] == D && v->shape[0] == S && v->shape[1] == NK && v->shape[2] == D);
     S2S_ASSERT(!tape_wants(t, q, k, v)); /* decoding only: no backward */
     S2S_ASSERT(!slot || (group > 0 && N % group == 0));
     int per = 1;
@@ -79,9 +114,10 @@ Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, con
         S2S_ASSERT(mask_rows > 0 && N % mask_rows == 0);
         per = N / mask_rows;
     }
-    Tensor *sc = tape_tensor2(t, N, S), *p = tape_tensor3(t, N, 1, S), *ctx = tape_tensor3(t, 1, N, D);
+    Tensor *sc = tape_tensor2(t, N, S), *p = weights ? tape_tensor3(t, N, 1, S) : NULL, *ctx = tape_tensor3(t, 1, N, D);
+    uint8_t *ok = arena_alloc(&t->arena, (size_t)N * S);
     t->flops += 4.0 * N * S * D;
-    AttendJob j = {q->data, k->data, v->data, slot, group, mask, sc->data, p->data, ctx->data, N, S, D, per, scale};
+    AttendJob j = {q->data, k->data, v->data, slot, group, mask, sc->data, p ? p->data : NULL, ctx->data, ok, N, NK, S, D, per, scale};
     par_for((size_t)N, (size_t)S * D * 2, attend_rows, &j);
     if (weights) *weights = p;
     return ctx;

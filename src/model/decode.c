@@ -27,7 +27,7 @@ void model_decode_settle(Tape *t, Seq2Seq *m, DecodeState *ds, int step) {
 }
 
 Tensor *model_decode_step(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, Tensor **weights) {
-    AttnWeights w = {0};
+    AttnWeights w = {.skip = !weights};
     Tensor *logits = model_decode_step_heads(t, m, ds, tokens, &w);
     if (weights) *weights = w.mean;
     return logits;
@@ -39,7 +39,7 @@ Tensor *model_decode_step_heads(Tape *t, Seq2Seq *m, DecodeState *ds, const int3
 
 void model_decode_step_pick(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w,
                             int32_t *best) {
-    AttnWeights none = {0};
+    AttnWeights none = {.skip = true};
     Tensor *x = m->family->decode_features(t, m, ds, tokens, w ? w : &none);
     model_pick(t, m, x, ds->N, best);
 }
@@ -59,7 +59,6 @@ void model_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, in
         sent[i] = rows[i * G] / G;
         for (int k = 0; k < G; k++) S2S_ASSERT(rows[i * G + k] == sent[i] * G + k);
     }
-    tensor_keep_rows_tm(ds->enc, ds->enc->shape[0], sent, ns);
     uint8_t *mask = (uint8_t *)ds->mask; /* the state's own copy (model_decode_mask) */
     for (int i = 0; i < ns; i++) memmove(mask + (size_t)i * S, mask + (size_t)sent[i] * S, (size_t)S);
     m->family->decode_keep_rows(m, ds, rows, n, sent, ns);
@@ -95,7 +94,7 @@ void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len,
     if (attn) memset(attn, 0, (size_t)B * max_len * S * sizeof *attn);
     if (heads_attn) memset(heads_attn, 0, (size_t)B * max_len * H * S * sizeof *heads_attn);
     for (int step = 0; step < max_len && ds.N > 0; step++) {
-        AttnWeights aw = {.want_heads = heads_attn != NULL};
+        AttnWeights aw = {.want_heads = heads_attn != NULL, .skip = !attn && !heads_attn};
         model_decode_step_pick(t, m, &ds, tok, &aw, bests);
         const Tensor *w = aw.mean;
         int alive = 0;

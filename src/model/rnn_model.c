@@ -295,6 +295,7 @@ static void keep_rows_2d(Tensor *x, const int32_t *rows, int n) {
 
 static void rnn_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n, const int32_t *sent, int ns) {
     RnnDecodeState *r = &ds->rnn;
+    tensor_keep_rows_tm(ds->enc, ds->enc->shape[0], sent, ns); /* every step attends over it */
     if (r->cache.keys) tensor_keep_rows_tm(r->cache.keys, r->cache.keys->shape[0], sent, ns);
     if (r->cache.values) tensor_keep_rows_tm(r->cache.values, r->cache.values->shape[0], sent, ns);
     for (int l = 0; l < m->cfg.layers; l++) {

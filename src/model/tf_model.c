@@ -150,6 +150,7 @@ static void tf_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_
     transformer_cache_reorder(&ds->tf, parent);
 }
 
+/* The memory (ds->enc) is read on the first step only, for its projections: not kept. */
 static void tf_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n, const int32_t *sent, int ns) {
     (void)m, (void)ns;
     transformer_cache_keep_rows(&ds->tf, rows, n, sent);
@@ -159,9 +160,10 @@ static Tensor *tf_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const in
     int N = ds->N;
     Tensor *y = embed(t, m, &m->dec_emb, m->tf.trg_pos, tokens, 1, N, ds->tf.len);
     Tensor *cross[TF_MAX_LAYERS] = {0};
-    Tensor *out = transformer_decode_step(t, &m->tf.stack, y, ds->enc, ds->mask, &ds->tf, cross);
+    bool keep = w && !w->skip; /* the weights only to hand back: none when unread */
+    Tensor *out = transformer_decode_step(t, &m->tf.stack, y, ds->enc, ds->mask, &ds->tf, keep ? cross : NULL);
     Tensor *last = cross[m->tf.stack.dec_layers - 1]; /* (B·H, G, S): rows b·G + g of B sentences */
-    if (w) {
+    if (keep) {
         int G = ds->group;
         w->mean = m->tf.stack.heads == 1 ? last : attn_heads_mean(t, last, m->tf.stack.heads); /* (B, G, S): (N, 1, S) */
         if (G > 1) w->mean = tape_reshape3(t, w->mean, N, 1, ds->S);

@@ -8,28 +8,30 @@
  * else. One sentence·head alone is a single product, which op_matmul sums in another order. */
 static Tensor *fused_step(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
                           const int32_t *slot, Tensor **weights) {
-    int B = q->shape[1], S = k->shape[0], E = q->shape[2], Dh = E / heads;
+    int B = q->shape[1], S = k->shape[0], W = k->shape[1], E = q->shape[2], Dh = E / heads;
     if (q->shape[0] != 1 || B * heads == 1 || tape_wants(t, q, k, v)) return NULL;
-    Tensor *qh = tape_reshape3(t, q, 1, B * heads, Dh), *kh = tape_reshape3(t, k, S, B * heads, Dh);
-    Tensor *vh = tape_reshape3(t, v, S, B * heads, Dh);
+    Tensor *qh = tape_reshape3(t, q, 1, B * heads, Dh), *kh = tape_reshape3(t, k, S, W * heads, Dh);
+    Tensor *vh = tape_reshape3(t, v, S, W * heads, Dh);
     Tensor *ctx = op_attend_row(t, qh, kh, vh, 1.0f / sqrtf((float)Dh), mask, mask_rows, slot, heads, weights);
     return tape_reshape3(t, ctx, 1, B, E);
 }
 
-static void check_shapes(const Tensor *q, const Tensor *k, const Tensor *v, int heads) {
-    int B = q->shape[1], S = k->shape[0], E = q->shape[2];
+/* k and v (S, W, E): W = B, or wider with slots */
+static void check_shapes(const Tensor *q, const Tensor *k, const Tensor *v, int heads, bool slots) {
+    int B = q->shape[1], S = k->shape[0], E = q->shape[2], W = k->shape[1];
     S2S_ASSERT(q->ndim == 3 && k->ndim == 3 && v->ndim == 3 && heads > 0 && E % heads == 0);
-    S2S_ASSERT(k->shape[1] == B && v->shape[1] == B && k->shape[2] == E && v->shape[2] == E && v->shape[0] == S);
+    S2S_ASSERT((W == B || (slots && W > B)) && v->shape[1] == W && k->shape[2] == E && v->shape[2] == E && v->shape[0] == S);
 }
 
-Tensor *mha_step_slots(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const int32_t *slot) {
-    check_shapes(q, k, v, heads);
-    return fused_step(t, q, k, v, heads, NULL, 1, slot, NULL);
+Tensor *mha_step_slots(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
+                       const int32_t *slot, Tensor **weights) {
+    check_shapes(q, k, v, heads, slot != NULL);
+    return fused_step(t, q, k, v, heads, mask, mask_rows, slot, weights);
 }
 
 Tensor *mha_forward(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, const uint8_t *mask, int mask_rows,
                     float drop_p, Rng *drop_rng, Tensor **weights) {
-    check_shapes(q, k, v, heads);
+    check_shapes(q, k, v, heads, false);
     Tensor *fused = drop_rng && drop_p > 0 ? NULL : fused_step(t, q, k, v, heads, mask, mask_rows, NULL, weights);
     if (fused) return fused;
     int T = q->shape[0], B = q->shape[1], S = k->shape[0], E = q->shape[2], Dh = E / heads;
