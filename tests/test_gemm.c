@@ -1474,39 +1474,44 @@ Test(gemm, decoding_products_of_activations_sum_each_row_alone) {
 /* When decoding, a row's product by a frozen weight has the same bits however many rows come
  * with it (1, 7, or 1,500: past the packed plans' 1,024 rows), in float32, bf16 (where the
  * CPU has it) and int8: no batch picks another kernel for a sentence (test_trust.c's decode
- * suite checks it end to end). */
+ * suite checks it end to end). The second shape's int8 sums (300 × 1,100) take more than
+ * 1 MiB: they are made and turned to floats a block of rows at a time. */
 Test(gemm, a_row_by_a_frozen_weight_is_the_same_in_any_batch) {
-    int M = 1500, K = 40, N = 24;
-    Rng rng;
-    rng_init(&rng, 77, 0);
-    Tensor *x = tensor_new(2, SH(M, K), false), *w = tensor_new(2, SH(N, K), false), *b = tensor_new(1, SH(N), false);
-    tu_fill(x, &rng, -1, 1);
-    tu_fill(w, &rng, -0.3f, 0.3f);
-    tu_fill(b, &rng, -1, 1);
-    S2sError err;
-    bool has_bf16 = gemm_bf16_check("this CPU", &err) == S2S_OK;
-    for (int prec = 0; prec < 3; prec++) {
-        if (prec == 1 && !has_bf16) continue;
-        Tape t;
-        tape_init(&t, 1 << 22);
-        t.eng.precision = (Precision)prec; /* 0 fp32, 1 bf16, 2 int8 */
-        t.grad_enabled = false;
-        w->frozen = 40 + prec;
-        Tensor *all = op_linear(&t, x, w, b);
-        const int rows[2] = {1, 7};
-        for (int k = 0; k < 2; k++)
-            for (int r0 = 0; r0 + rows[k] <= M; r0 += 499) {
-                Tensor xs = *x;
-                xs.data = x->data + (size_t)r0 * K;
-                xs.shape[0] = rows[k], xs.size = (size_t)rows[k] * K;
-                Tensor *part = op_linear(&t, &xs, w, b);
-                cr_expect_eq(memcmp(part->data, all->data + (size_t)r0 * N, part->size * sizeof(float)), 0,
-                             "precision %d: rows %d..%d alone differ from the same rows among %d", prec, r0, r0 + rows[k], M);
-            }
-        tape_free(&t);
+    const int shapes[2][4] = {{1500, 40, 24, 499}, {300, 40, 1100, 97}}; /* M, K, N, the rows' stride */
+    for (int sh = 0; sh < 2; sh++) {
+        int M = shapes[sh][0], K = shapes[sh][1], N = shapes[sh][2], step = shapes[sh][3];
+        Rng rng;
+        rng_init(&rng, 77, 0);
+        Tensor *x = tensor_new(2, SH(M, K), false), *w = tensor_new(2, SH(N, K), false), *b = tensor_new(1, SH(N), false);
+        tu_fill(x, &rng, -1, 1);
+        tu_fill(w, &rng, -0.3f, 0.3f);
+        tu_fill(b, &rng, -1, 1);
+        S2sError err;
+        bool has_bf16 = gemm_bf16_check("this CPU", &err) == S2S_OK;
+        for (int prec = 0; prec < 3; prec++) {
+            if (prec == 1 && !has_bf16) continue;
+            Tape t;
+            tape_init(&t, 1 << 23);
+            t.eng.precision = (Precision)prec; /* 0 fp32, 1 bf16, 2 int8 */
+            t.grad_enabled = false;
+            w->frozen = 40 + prec;
+            Tensor *all = op_linear(&t, x, w, b);
+            const int rows[2] = {1, 7};
+            for (int k = 0; k < 2; k++)
+                for (int r0 = 0; r0 + rows[k] <= M; r0 += step) {
+                    Tensor xs = *x;
+                    xs.data = x->data + (size_t)r0 * K;
+                    xs.shape[0] = rows[k], xs.size = (size_t)rows[k] * K;
+                    Tensor *part = op_linear(&t, &xs, w, b);
+                    cr_expect_eq(memcmp(part->data, all->data + (size_t)r0 * N, part->size * sizeof(float)), 0,
+                                 "%d x %d, precision %d: rows %d..%d alone differ from the same rows among %d", M, N, prec,
+                                 r0, r0 + rows[k], M);
+                }
+            tape_free(&t);
+        }
+        w->frozen = 0;
+        tensor_free(x);
+        tensor_free(w);
+        tensor_free(b);
     }
-    w->frozen = 0;
-    tensor_free(x);
-    tensor_free(w);
-    tensor_free(b);
 }

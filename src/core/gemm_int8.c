@@ -17,7 +17,8 @@ typedef struct Int8Job {
     int amax, off, ldq; /* activations to ±amax, stored + off in rows ldq apart (zero past K) */
     uint8_t *qa;        /* (M, ldq): round(a / scale) + off */
     float *sa;   /* (M) row scales */
-    const int32_t *acc;
+    const int32_t *acc; /* the sums of rows acc_r0 … */
+    size_t acc_r0;
     const Pack *pk; /* its scales and column sums */
     float alpha, beta;
     const float *bias; /* (N) added to every row, or NULL */
@@ -66,8 +67,9 @@ static void int8_dequant_rows(void *ctx, size_t r0, size_t r1) {
     const int32_t *restrict cs = j->pk->colsum;
     const float *restrict bias = j->bias;
     int N = j->N, off = j->off;
-    for (size_t r = r0; r < r1; r++) {
-        const int32_t *restrict acc = j->acc + r * N;
+    for (size_t i = r0; i < r1; i++) {
+        size_t r = j->acc_r0 + i;
+        const int32_t *restrict acc = j->acc + i * N;
         float *restrict c = j->C + r * j->ldc;
         float sr = j->alpha * j->sa[r], beta = j->beta;
         if (bias)
@@ -110,6 +112,15 @@ static Pack *q8_pack_get(GemmPlans *p, const float *W, int ldb, uint64_t stamp, 
  * gemm_q8 where it applies to op(B) = W^T and the caller does not ask for 8-bit A (fine): A
  * to ±63, stored + 63; else on oneDNN: A to ±127, stored + 128 (the VNNI instructions'
  * operand). The offset times the column's sum is taken back out in scaling back. */
+/* Rows a block whose int32 sums (4N bytes a row) stay within about half a core's L2: all M
+ * when they fit in 1 MiB, else a multiple of 16 rows (16 at least). */
+static int int8_block_rows(int M, int N) {
+    if ((size_t)M * N * 4 <= (1u << 20)) return M;
+    int b = (int)((512u << 10) / ((size_t)N * 4)) / 16 * 16;
+    b = b < 16 ? 16 : b;
+    return b < M ? b : M;
+}
+
 Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
                       uint64_t Bstamp, float *C, int ldc, const float *bias, GemmInt8Sums *raw, bool fine) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
@@ -117,6 +128,9 @@ Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A
     GemmPlans *p = gemm_plans_get(t);
     int M = k->M, N = k->N, K = k->K, restore = 0;
     bool q8 = !fine && k->tb && gemm_q8_applies();
+    /* the sums of a block of rows turned to floats while they are in the cache: a beam's
+     * output layer (320 × 8,361) made 10.7 MB of them a step, written and read back */
+    int blk = raw || q8 ? M : int8_block_rows(M, N);
     Int8Job j = {.A = A, .lda = lda, .K = K, .N = N, .ldc = ldc, .alpha = alpha, .beta = beta, .bias = bias, .C = C};
     Plan *pl = NULL;
     Pack *pk;
@@ -129,6 +143,7 @@ Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A
         k->int8 = k->packed = 1;
         k->lda = K; /* the quantised copy */
         k->ldc = N; /* the int32 sums */
+        k->M = blk;
         pl = gemm_plan_get(p, k, 1.0f, 0.0f);
         pk = gemm_pack_get(p, pl, B, ldb, Bstamp);
         j.ldq = K;
@@ -138,16 +153,26 @@ Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A
     ArenaMark m = arena_mark(&t->arena);
     j.qa = arena_alloc(&t->arena, (size_t)M * j.ldq);
     j.sa = raw ? raw->row_scale : arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
-    int32_t *acc = raw ? raw->sums : arena_alloc(&t->arena, (size_t)M * N * sizeof *acc);
+    int32_t *acc = raw ? raw->sums : arena_alloc(&t->arena, (size_t)blk * N * sizeof *acc);
     j.acc = acc;
     /* work per element: two passes and a conversion (quantising), four operations (back):
      * a decoding step's rows then split over the threads, which wait for the GEMM anyway */
     par_for((size_t)M, (size_t)K * 4, int8_quant_rows, &j);
-    if (q8)
+    if (q8) {
         gemm_q8(j.qa, M, K, pk->buf, N, acc, N);
-    else
-        gemm_plan_execute(t, p, pl, j.qa, pk->buf, acc, NULL);
-    if (!raw) par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
+        if (!raw) par_for((size_t)M, (size_t)N * 4, int8_dequant_rows, &j);
+    }
+    for (int r0 = 0; !q8 && r0 < M; r0 += blk) { /* the sums are exact: any blocking gives the same bits */
+        int rows = M - r0 < blk ? M - r0 : blk;
+        if (rows != k->M) { /* the last block's own plan, on the same packed weights */
+            k->M = rows;
+            pl = gemm_plan_get(p, k, 1.0f, 0.0f);
+        }
+        gemm_plan_execute(t, p, pl, j.qa + (size_t)r0 * j.ldq, gemm_pack_get(p, pl, B, ldb, Bstamp)->buf, acc, NULL);
+        j.acc_r0 = (size_t)r0;
+        if (!raw) par_for((size_t)rows, (size_t)N * 4, int8_dequant_rows, &j);
+    }
+    k->M = M;
     arena_rewind(&t->arena, m);
     gemm_serial_end(restore);
     return pk;
