@@ -143,7 +143,11 @@ BEST = [  # (label, command, selection)
     ("ensemble of the two", ENS, dict(system=E, precision="fp32")),
     ("the same, both bf16", ENS, dict(system=E, precision="bf16")),
 ] + [(f"distilled student of the ensemble (Transformer {layers})", student_cmd(system), dict(system=system))
-       for system, layers in STUDENTS]
+       for system, layers in STUDENTS] + [
+    ("the 6 / 2 student on the teacher's and the original pairs, 13 epochs",
+     student_cmd("multi30k-student-6x2") + " --set task.teacher_mix=add --set train.epochs=13 --out runs/multi30k-student-6x2-mix",
+     dict(system="multi30k-student-6x2-mix")),
+]
 BEST_TOK = [
     ("Transformer on the tokenised files", f"./train --config {BT}", dict(system=BT, precision="fp32")),
     ("RNN on the tokenised files, three seeds", f"./train --config {BRT} --seed N", dict(system=BRT, precision="fp32")),
