@@ -78,10 +78,11 @@ typedef struct TfCache {
      * a sentence); laid out again only where a step cannot read through them, or to drop rows. */
     int32_t *slot;
     bool moved; /* some slot is not its own row */
-    /* (N / group): where sentence i's rows of cross_k and cross_v are. Greedy decoding drops
-     * finished sentences from this index, not from the memory's projections (whose copy was
-     * most of the cost of dropping rows); a beam's (group > 1) are copied, as its steps read
-     * them with the composed ops. */
+    /* (S, N / group), made with the memory's projections: where sentence i's rows of cross_k
+     * and cross_v are, the same at every position (op_attend_row's slots). Greedy decoding
+     * drops finished sentences from this index, not from the projections (whose copy was most
+     * of the cost of dropping rows); a beam's (group > 1) are copied, as its steps read them
+     * with the composed ops. */
     int32_t *cross_slot;
     bool cross_moved; /* some sentence is not in its own row */
     int len, cap, N;

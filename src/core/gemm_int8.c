@@ -107,11 +107,6 @@ static Pack *q8_pack_get(GemmPlans *p, const float *W, int ldb, uint64_t stamp, 
     return pk;
 }
 
-/* C = alpha A op(B) + beta C with B a frozen weight: A quantised per row, B per column (s8,
- * packed once per freeze), the product summed exactly in int32, then scaled back here. On
- * gemm_q8 where it applies to op(B) = W^T and the caller does not ask for 8-bit A (fine): A
- * to ±63, stored + 63; else on oneDNN: A to ±127, stored + 128 (the VNNI instructions'
- * operand). The offset times the column's sum is taken back out in scaling back. */
 /* Rows a block whose int32 sums (4N bytes a row) stay within about half a core's L2: all M
  * when they fit in 1 MiB, else a multiple of 16 rows (16 at least). */
 static int int8_block_rows(int M, int N) {
@@ -121,6 +116,11 @@ static int int8_block_rows(int M, int N) {
     return b < M ? b : M;
 }
 
+/* C = alpha A op(B) + beta C with B a frozen weight: A quantised per row, B per column (s8,
+ * packed once per freeze), the product summed exactly in int32, then scaled back here. On
+ * gemm_q8 where it applies to op(B) = W^T and the caller does not ask for 8-bit A (fine): A
+ * to ±63, stored + 63; else on oneDNN: A to ±127, stored + 128 (the VNNI instructions'
+ * operand). The offset times the column's sum is taken back out in scaling back. */
 Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
                       uint64_t Bstamp, float *C, int ldc, const float *bias, GemmInt8Sums *raw, bool fine) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
@@ -168,7 +168,8 @@ Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A
             k->M = rows;
             pl = gemm_plan_get(p, k, 1.0f, 0.0f);
         }
-        gemm_plan_execute(t, p, pl, j.qa + (size_t)r0 * j.ldq, gemm_pack_get(p, pl, B, ldb, Bstamp)->buf, acc, NULL);
+        const Pack *w = rows == blk ? pk : gemm_pack_get(p, pl, B, ldb, Bstamp);
+        gemm_plan_execute(t, p, pl, j.qa + (size_t)r0 * j.ldq, w->buf, acc, NULL);
         j.acc_r0 = (size_t)r0;
         if (!raw) par_for((size_t)rows, (size_t)N * 4, int8_dequant_rows, &j);
     }

@@ -15,7 +15,7 @@ typedef struct AttendJob {
     int group;
     const uint8_t *mask;    /* (N / per, S) or NULL */
     float *sc, *p, *ctx;    /* scratch (N·S); weights (N, S) or NULL; ctx (N, D) */
-    uint8_t *ok;            /* scratch (N·S): the mask, position-major */
+    uint8_t *ok;            /* scratch (N·S): the mask, position-major; NULL without one */
     int N, NK, S, D, per;
     float scale;
 } AttendJob;
@@ -38,19 +38,26 @@ enum { ATTEND_BLOCK = 64 };
 /* ops_softmax_row's steps for the nb rows of a block at once, their scores position-major
  * (x[s·nb + i]): each row's maximum, exponentials, sum in position order and scaling are
  * the row's own, so the bits are ops_softmax_row's, and the loops over the rows vectorise
- * (one row's 10–40 positions were a serial chain each). x becomes the weights. */
+ * (one row's 10–40 positions were a serial chain each). x becomes the weights; ok (the
+ * mask, position-major) NULL: every entry counts. */
 static void softmax_columns(float *restrict x, const uint8_t *restrict ok, int S, int nb) {
     float mx[ATTEND_BLOCK], sum[ATTEND_BLOCK], inv[ATTEND_BLOCK];
     for (int i = 0; i < nb; i++) mx[i] = -INFINITY, sum[i] = 0.0f;
     for (int s = 0; s < S; s++) {
         const float *xs = x + (size_t)s * nb;
-        const uint8_t *os = ok + (size_t)s * nb;
-        for (int i = 0; i < nb; i++) mx[i] = os[i] && xs[i] > mx[i] ? xs[i] : mx[i];
+        const uint8_t *os = ok ? ok + (size_t)s * nb : NULL;
+        if (os)
+            for (int i = 0; i < nb; i++) mx[i] = os[i] && xs[i] > mx[i] ? xs[i] : mx[i];
+        else
+            for (int i = 0; i < nb; i++) mx[i] = xs[i] > mx[i] ? xs[i] : mx[i];
     }
     for (int s = 0; s < S; s++) {
         float *xs = x + (size_t)s * nb;
-        const uint8_t *os = ok + (size_t)s * nb;
-        for (int i = 0; i < nb; i++) xs[i] = os[i] ? s2s_expf(xs[i] - mx[i]) : 0.0f;
+        const uint8_t *os = ok ? ok + (size_t)s * nb : NULL;
+        if (os)
+            for (int i = 0; i < nb; i++) xs[i] = os[i] ? s2s_expf(xs[i] - mx[i]) : 0.0f;
+        else
+            for (int i = 0; i < nb; i++) xs[i] = s2s_expf(xs[i] - mx[i]);
         for (int i = 0; i < nb; i++) sum[i] += xs[i];
     }
     for (int i = 0; i < nb; i++) inv[i] = 1.0f / sum[i];
@@ -67,7 +74,7 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
     size_t row = (size_t)j->NK * D; /* one position's keys (or values) of every row */
     float d[ATTEND_BLOCK];         /* a block's dots at one position */
     float *x = j->sc + r0 * S;     /* the block's scores, then weights, position-major */
-    uint8_t *ok = j->ok + r0 * S;
+    uint8_t *ok = j->ok ? j->ok + r0 * S : NULL;
     for (int s = 0; s < S; s++) { /* scores: a position's rows read in order */
         for (size_t r = r0, e; r < r1; r = e) {
             size_t at = attend_run(j, s, r, r1, &e);
@@ -75,8 +82,8 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
         }
         /* op_matmul's 1·dot + 0 is the dot itself: a sum begun at +0 is never −0 */
         for (int i = 0; i < nb; i++) x[(size_t)s * nb + i] = j->scale * d[i];
-        for (int i = 0; i < nb; i++)
-            ok[(size_t)s * nb + i] = !j->mask || j->mask[((r0 + (size_t)i) / (size_t)j->per) * S + s];
+        for (int i = 0; ok && i < nb; i++)
+            ok[(size_t)s * nb + i] = j->mask[((r0 + (size_t)i) / (size_t)j->per) * S + s];
     }
     softmax_columns(x, ok, S, nb);
     if (j->p)
@@ -115,7 +122,7 @@ Tensor *op_attend_row(Tape *t, Tensor *q, Tensor *k, Tensor *v, float scale, con
         per = N / mask_rows;
     }
     Tensor *sc = tape_tensor2(t, N, S), *p = weights ? tape_tensor3(t, N, 1, S) : NULL, *ctx = tape_tensor3(t, 1, N, D);
-    uint8_t *ok = arena_alloc(&t->arena, (size_t)N * S);
+    uint8_t *ok = mask ? arena_alloc(&t->arena, (size_t)N * S) : NULL;
     t->flops += 4.0 * N * S * D;
     AttendJob j = {q->data, k->data, v->data, slot, group, mask, sc->data, p ? p->data : NULL, ctx->data, ok, N, NK, S, D, per, scale};
     par_for((size_t)N, (size_t)S * D * 2, attend_rows, &j);

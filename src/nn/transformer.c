@@ -179,8 +179,6 @@ void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, i
         c->self_v[l] = tape_tensor3(t, cap, N, tf->d);
     }
     c->slot = arena_alloc(&t->arena, (size_t)cap * N * sizeof *c->slot);
-    c->cross_slot = arena_alloc(&t->arena, (size_t)(N / group) * sizeof *c->cross_slot);
-    for (int i = 0; i < N / group; i++) c->cross_slot[i] = i;
 }
 
 /* x (1, N, d) appended to a cache (cap, N, d) at position pos. */
@@ -196,11 +194,11 @@ static void cross_lay_out(TfCache *c);
 /* Attention of one position's queries q_in (1, N, d) over keys and values (L, N / G, d): the
  * G rows of a sentence (b·G + g) as G queries over its one copy (small products of G rows,
  * as in training, not G one-row products over G copies). cross: the memory's (k, v
- * c->cross_k[l] and cross_v[l], their sentences where c->cross_slot says, cross_tab (L, B)
- * the index at every position, or NULL); else the self-attention's (its rows where c->slot
- * says). A step that does not fuse reads the rows laid out. */
+ * c->cross_k[l] and cross_v[l], their sentences where c->cross_slot says); else the
+ * self-attention's (its rows where c->slot says). A step that does not fuse reads the rows
+ * laid out. */
 static Tensor *attend_cached(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *k, Tensor *v,
-                             const uint8_t *mask, int G, TfCache *c, bool cross, const int32_t *cross_tab, Tensor **w) {
+                             const uint8_t *mask, int G, TfCache *c, bool cross, Tensor **w) {
     int N = q_in->shape[1], B = N / G, d = tf->d;
     S2S_ASSERT(cross || (G == 1 && !mask && !w));
     Tensor *q = tape_reshape2(t, linear_forward(t, &a->q, q_in), N, d);
@@ -209,8 +207,8 @@ static Tensor *attend_cached(Tape *t, const Transformer *tf, const TfAttention *
     if (!cross) {
         ctx = mha_step_slots(t, q1, k, v, tf->heads, NULL, 1, c->moved ? c->slot : NULL, NULL);
         if (!ctx) cache_lay_out(c);
-    } else if (cross_tab) {
-        ctx = mha_step_slots(t, q1, k, v, tf->heads, mask, B, cross_tab, w);
+    } else if (c->cross_moved) {
+        ctx = mha_step_slots(t, q1, k, v, tf->heads, mask, B, c->cross_slot, w);
         if (!ctx) cross_lay_out(c);
     }
     S2S_ASSERT(ctx || k->shape[1] == B);
@@ -225,12 +223,6 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
     S2S_ASSERT(y->ndim == 3 && y->shape[0] == 1 && y->shape[1] == c->N && y->shape[2] == tf->d && c->len < c->cap);
     int pos = c->len, d = tf->d, N = c->N;
     for (int i = 0; i < N; i++) c->slot[(size_t)pos * N + i] = i; /* the new position's rows: where they are put */
-    int32_t *cross_tab = NULL; /* the memory's index at each of its positions (op_attend_row's slots) */
-    if (c->cross_moved) {
-        int L = c->cross_k[0]->shape[0], B = N / c->group;
-        cross_tab = arena_alloc(&t->arena, (size_t)L * B * sizeof *cross_tab);
-        for (int s = 0; s < L; s++) memcpy(cross_tab + (size_t)s * B, c->cross_slot, (size_t)B * sizeof *cross_tab);
-    }
     TfDropout none = {0};
     for (int l = 0; l < tf->dec_layers; l++) {
         const TfDecoderLayer *e = &tf->dec[l];
@@ -238,15 +230,20 @@ Tensor *transformer_decode_step(Tape *t, const Transformer *tf, Tensor *y, Tenso
         cache_put(c->self_k[l], pos, linear_forward(t, &e->self_attn.k, h));
         cache_put(c->self_v[l], pos, linear_forward(t, &e->self_attn.v, h));
         Tensor *k = tape_view(t, c->self_k[l], 0, 3, (int[]){pos + 1, N, d}), *v = tape_view(t, c->self_v[l], 0, 3, (int[]){pos + 1, N, d});
-        Tensor *sa = attend_cached(t, tf, &e->self_attn, h, k, v, NULL, 1, c, false, NULL, NULL);
+        Tensor *sa = attend_cached(t, tf, &e->self_attn, h, k, v, NULL, 1, c, false, NULL);
         y = tf->norm_first ? op_add(t, y, sa) : norm(t, tf, &e->norm1, op_add(t, y, sa));
         h = tf->norm_first ? norm(t, tf, &e->norm2, y) : y;
-        if (!c->cross_k[l]) { /* the memory does not change: its projections once */
+        if (!c->cross_k[l]) { /* the memory does not change: its projections once, and their index */
             c->cross_k[l] = linear_forward(t, &e->cross_attn.k, memory);
             c->cross_v[l] = linear_forward(t, &e->cross_attn.v, memory);
+            if (!c->cross_slot) {
+                int B = N / c->group;
+                c->cross_slot = arena_alloc(&t->arena, (size_t)memory->shape[0] * B * sizeof *c->cross_slot);
+                for (int i = 0; i < B; i++) c->cross_slot[i] = i; /* position 0's; the rest once it moves */
+            }
         }
         Tensor *ca = attend_cached(t, tf, &e->cross_attn, h, c->cross_k[l], c->cross_v[l], src_mask, c->group, c, true,
-                                   c->cross_moved ? cross_tab : NULL, cross ? &cross[l] : NULL);
+                                   cross ? &cross[l] : NULL);
         y = tf->norm_first ? op_add(t, y, ca) : norm(t, tf, &e->norm2, op_add(t, y, ca));
         h = tf->norm_first ? norm(t, tf, &e->norm3, y) : y;
         Tensor *ff = feed_forward(t, tf, &e->linear1, &e->linear2, h, none);
@@ -262,7 +259,9 @@ void transformer_cache_keep_rows(TfCache *c, const int32_t *rows, int n, const i
     int ns = n / c->group;
     bool index = c->group == 1 && c->cross_k[0]; /* greedy: the memory's rows stay, the index moves */
     if (index) { /* sents increase, sents[i] >= i: each entry read before it is written */
-        for (int i = 0; i < ns; i++) c->cross_slot[i] = c->cross_slot[sents[i]];
+        int32_t *x = c->cross_slot;
+        for (int i = 0; i < ns; i++) x[i] = x[sents[i]];
+        for (int s = 1; s < c->cross_k[0]->shape[0]; s++) memcpy(x + (size_t)s * ns, x, (size_t)ns * sizeof *x);
         c->cross_moved = true;
     }
     for (int l = 0; l < TF_MAX_LAYERS; l++) {
@@ -324,7 +323,7 @@ static void cache_lay_out(TfCache *c) {
 /* The memory's projections copied to the sentences' own rows (a step that does not fuse). */
 static void cross_lay_out(TfCache *c) {
     if (!c->cross_moved) return;
-    int ns = c->N / c->group; /* the index increases: tensor_keep_rows_tm's order */
+    int ns = c->N / c->group; /* position 0's index increases: tensor_keep_rows_tm's order */
     for (int l = 0; l < TF_MAX_LAYERS && c->cross_k[l]; l++) {
         tensor_keep_rows_tm(c->cross_k[l], c->cross_k[l]->shape[0], c->cross_slot, ns);
         tensor_keep_rows_tm(c->cross_v[l], c->cross_v[l]->shape[0], c->cross_slot, ns);
