@@ -39,17 +39,14 @@ enum { ATTEND_BLOCK = 64 };
  * (x[s·nb + i]): each row's maximum, exponentials, sum in position order and scaling are
  * the row's own, so the bits are ops_softmax_row's, and the loops over the rows vectorise
  * (one row's 10–40 positions were a serial chain each). x becomes the weights; ok (the
- * mask, position-major) NULL: every entry counts. */
+ * mask, position-major; its masked scores already −∞) NULL: every entry counts. A select on
+ * the byte mask inside the maximum kept that loop scalar without AVX. */
 static void softmax_columns(float *restrict x, const uint8_t *restrict ok, int S, int nb) {
     float mx[ATTEND_BLOCK], sum[ATTEND_BLOCK], inv[ATTEND_BLOCK];
     for (int i = 0; i < nb; i++) mx[i] = -INFINITY, sum[i] = 0.0f;
-    for (int s = 0; s < S; s++) {
+    for (int s = 0; s < S; s++) { /* masked scores are −∞, never above the maximum */
         const float *xs = x + (size_t)s * nb;
-        const uint8_t *os = ok ? ok + (size_t)s * nb : NULL;
-        if (os)
-            for (int i = 0; i < nb; i++) mx[i] = os[i] && xs[i] > mx[i] ? xs[i] : mx[i];
-        else
-            for (int i = 0; i < nb; i++) mx[i] = xs[i] > mx[i] ? xs[i] : mx[i];
+        for (int i = 0; i < nb; i++) mx[i] = xs[i] > mx[i] ? xs[i] : mx[i];
     }
     for (int s = 0; s < S; s++) {
         float *xs = x + (size_t)s * nb;
@@ -82,8 +79,11 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
         }
         /* op_matmul's 1·dot + 0 is the dot itself: a sum begun at +0 is never −0 */
         for (int i = 0; i < nb; i++) x[(size_t)s * nb + i] = j->scale * d[i];
-        for (int i = 0; ok && i < nb; i++)
-            ok[(size_t)s * nb + i] = j->mask[((r0 + (size_t)i) / (size_t)j->per) * S + s];
+        for (int i = 0; ok && i < nb; i++) { /* a masked score is −∞: the maximum skips it unasked */
+            uint8_t m = j->mask[((r0 + (size_t)i) / (size_t)j->per) * S + s];
+            ok[(size_t)s * nb + i] = m;
+            if (!m) x[(size_t)s * nb + i] = -INFINITY;
+        }
     }
     softmax_columns(x, ok, S, nb);
     if (j->p)
