@@ -7,11 +7,13 @@
       bench-serve append), and the results table of README.md (between its results:begin
       and results:end markers); --check exits 1, naming the file, when one is not what the
       lines give (make test runs it so).
-  python3 scripts/results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--bin DIR] [--busy]
+  python3 scripts/results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--model FILE] [--bin DIR] [--busy]
       appends one "quality" line per run: its config, seed, precision, threads, training time
       and test metrics (its log's test line: greedy decoding), the machine and the build; with
       --beam it also decodes the run's test set with ./translate --beam K --alpha A (choose A on
-      validation: scripts/tune-alpha.sh) and scores it with ./bleu. --busy marks a run that
+      validation: scripts/tune-alpha.sh) and scores it with ./bleu. --model FILE: RUN/FILE is the
+      final model instead of RUN/model.bin (say, its checkpoints averaged by ./average), and its
+      greedy figures are decoded and scored here, not read from the log. --busy marks a run that
       shared the machine. Several runs: one line each (seeds of one system).
 
 A figure in the docs is a line of the file: nothing here is typed twice. Not part of the
@@ -125,6 +127,8 @@ def alphas(runs):
 B, BR, BT, BRT = "multi30k-best", "multi30k-best-rnn", "multi30k-best-tok", "multi30k-best-rnn-tok"
 E, ET = f"{B} + {BR}", f"{BT} + {BRT}"
 ENS = f"./translate runs/{B}/model.bin runs/{BR}/model.bin --beam 5 --alpha 1.5"
+E4 = f"{B} + {BR} + {B}-s2 + {BR}-s2"  # the two, each with a second seed (docs/how-to/distill.md)
+ENS4 = f"./translate runs/{B}/model.bin runs/{BR}/model.bin runs/{B}-s2/model.bin runs/{BR}-s2/model.bin --beam 5 --alpha 1.5"
 # students distilled from the ensemble (docs/how-to/distill.md): (system, layers encoder / decoder)
 STUDENTS = [("multi30k-student-6x1", "6 / 1"), ("multi30k-student-6x2", "6 / 2")]
 
@@ -147,6 +151,10 @@ BEST = [  # (label, command, selection)
     ("the 6 / 2 student on the teacher's and the original pairs, 13 epochs",
      student_cmd("multi30k-student-6x2") + " --set task.teacher_mix=add --set train.epochs=13 --out runs/multi30k-student-6x2-mix",
      dict(system="multi30k-student-6x2-mix")),
+    ("ensemble of four (the two, and each again with seed 2)", ENS4, dict(system=E4)),
+    ("the 6 / 2 student of the four, on their pairs and the original ones, its last three checkpoints averaged",
+     student_cmd("multi30k-student-6x2-ens4") + "; ./average --last 3 runs/multi30k-student-6x2-ens4 --out "
+     "runs/multi30k-student-6x2-ens4/avg3.bin", dict(system="multi30k-student-6x2-ens4")),
 ]
 BEST_TOK = [
     ("Transformer on the tokenised files", f"./train --config {BT}", dict(system=BT, precision="fp32")),
@@ -523,10 +531,11 @@ def cpu_info():
 
 def record(args):
     runs, system, beam, alpha, bindir, busy = [], None, 0, 1.0, os.path.join(ROOT, "build", "bin"), False
+    model = "model.bin"
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("--system", "--beam", "--alpha", "--bin") and i + 1 >= len(args):
+        if a in ("--system", "--beam", "--alpha", "--bin", "--model") and i + 1 >= len(args):
             sys.exit(f"results: {a} needs a value")
         if a == "--system":
             system, i = args[i + 1], i + 2
@@ -536,6 +545,8 @@ def record(args):
             alpha, i = float(args[i + 1]), i + 2
         elif a == "--bin":
             bindir, i = os.path.abspath(args[i + 1]), i + 2
+        elif a == "--model":
+            model, i = args[i + 1], i + 2
         elif a == "--busy":
             busy, i = True, i + 1
         elif a.startswith("-"):
@@ -544,7 +555,9 @@ def record(args):
             runs.append(a)
             i += 1
     if not runs or not system:
-        sys.exit("usage: results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--bin DIR] [--busy]")
+        sys.exit("usage: results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--model FILE] [--bin DIR] [--busy]")
+    if os.path.basename(model) != model:
+        sys.exit(f"results: --model {model}: a file name in each run's directory, not a path")
     commit = build_of(os.path.join(bindir, "train"))
     lines = []
     for run in runs:
@@ -568,9 +581,14 @@ def record(args):
         for k in ("exact_match", "token_accuracy", "tf_token_accuracy"):
             if "test_" + k in test:
                 greedy[k] = round(100 * test["test_" + k], 2)
+        if model != "model.bin":  # the log's test line is the best checkpoint's, not this model's
+            if task["type"] == "reverse":
+                sys.exit("results: --model: a translation run's option")
+            r["model"] = model
+            greedy = {k: v for k, v in decode_scores(bindir, run, model, cfg, 0, 0).items() if k not in ("k", "alpha")}
         r["greedy"] = greedy
         if beam and task["type"] != "reverse":
-            r["beam"] = beam_scores(bindir, run, cfg, beam, alpha)
+            r["beam"] = decode_scores(bindir, run, model, cfg, beam, alpha)
         r["source"] = "scripts/results.py record"
         lines.append({k: v for k, v in r.items() if v is not None})
     with open(DATA, "a", encoding="utf-8") as f:
@@ -579,7 +597,8 @@ def record(args):
             print(json.dumps(r, ensure_ascii=False))
 
 
-def beam_scores(bindir, run, cfg, beam, alpha):
+def decode_scores(bindir, run, model, cfg, beam, alpha):
+    """The test set decoded by RUN/MODEL (greedy when beam is 0) and scored."""
     task = cfg["task"]
     d, p = task["data_dir"], task["test_prefix"]
     pick = lambda lang: next((f for f in (f"{d}/{p}.{lang}", f"{d}/{p}.{lang}.gz") if os.path.exists(f)), None)
@@ -593,8 +612,9 @@ def beam_scores(bindir, run, cfg, beam, alpha):
             subprocess.run(f"zcat '{path}' > '{out}'", shell=True, check=True)
             return out
         src, ref, hyp = plain(src, "src"), plain(ref, "ref"), os.path.join(tmp, "hyp")
-        cmd = [os.path.join(bindir, "translate"), os.path.join(run, "model.bin"), "--beam", str(beam), "--alpha",
-               f"{alpha:g}", "--input", src, "--output", hyp] + ([] if subword else ["--tokenized"])
+        search = ["--beam", str(beam), "--alpha", f"{alpha:g}"] if beam else []
+        cmd = [os.path.join(bindir, "translate"), os.path.join(run, model), *search, "--input", src, "--output", hyp] + \
+            ([] if subword else ["--tokenized"])
         subprocess.run(cmd, check=True, capture_output=True)
         bleu = os.path.join(bindir, "bleu")
         out = {"k": beam, "alpha": alpha}

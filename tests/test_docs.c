@@ -233,6 +233,55 @@ Test(docs, a_recorded_run_reaches_the_results_page, .timeout = 120) {
     free(d);
 }
 
+/* results.py record --model: a translation run's averaged checkpoints are the model recorded,
+ * greedy and beam decoded from that file (the log's test line is the best checkpoint's); a
+ * path outside the run is refused. */
+Test(docs, a_recorded_run_names_its_averaged_model, .timeout = 240) {
+    char *d = tu_word_corpus_dir(400, 30, false);
+    cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/", d), 0);
+    FILE *f = fopen(tu_path(d, "c.json"), "w");
+    cr_assert(f);
+    fprintf(f, "{\"name\": \"t\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 20, \"cache_dir\": "
+               "\"%s/cache\"}, \"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 32, \"decoder_hidden\": 32, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.01, "
+               "\"log_every\": 1000, \"metric\": \"bleu\", \"keep_last\": 2}}",
+            d, d);
+    fclose(f);
+    const char *b = tu_bin();
+    cr_assert_eq(tu_sh("cd %s && %s/train --config c.json --out run > train.txt 2>&1 && %s/average --last 2 run --out run/avg.bin "
+                       "> /dev/null && python3 scripts/results.py record run --system avg-probe --model avg.bin --beam 2 "
+                       "--alpha 1 --bin %s > rec.txt",
+                       d, b, b, b),
+                 0, "%s", tu_slurp(tu_path(d, "train.txt"), NULL));
+    /* what the line should say: the averaged model's own greedy and beam sacreBLEU */
+    cr_assert_eq(tu_sh("cd %s && %s/translate run/avg.bin < test.de > g.txt 2>/dev/null && %s/translate run/avg.bin --beam 2 "
+                       "--alpha 1 < test.de > k.txt 2>/dev/null && %s/bleu --sacrebleu --width 2 test.en g.txt > g.bleu && "
+                       "%s/bleu --sacrebleu --width 2 test.en k.txt > k.bleu",
+                       d, b, b, b, b),
+                 0);
+    char *rec = tu_slurp(tu_path(d, "rec.txt"), NULL), *g = tu_slurp(tu_path(d, "g.bleu"), NULL),
+         *k = tu_slurp(tu_path(d, "k.bleu"), NULL);
+    cr_assert(rec && g && k);
+    double gs = strtod(strstr(g, "= ") + 2, NULL), ks = strtod(strstr(k, "= ") + 2, NULL);
+    const char *pg = "\"greedy\": {\"sacrebleu\": ", *pk = "\"beam\": {\"k\": 2, \"alpha\": 1.0, \"sacrebleu\": ";
+    const char *rg = strstr(rec, pg), *rk = strstr(rec, pk);
+    cr_assert(rg && rk, "%s", rec);
+    cr_expect(strstr(rec, "\"model\": \"avg.bin\""), "%s", rec);
+    cr_expect_float_eq(strtod(rg + strlen(pg), NULL), gs, 1e-9, "greedy: the line says %s, ./bleu %g", rg, gs);
+    cr_expect_float_eq(strtod(rk + strlen(pk), NULL), ks, 1e-9, "beam: the line says %s, ./bleu %g", rk, ks);
+    cr_expect(!strstr(rec, "tf_token_accuracy"), "the best checkpoint's figure was recorded for the average: %s", rec);
+    cr_expect_eq(tu_sh("cd %s && ! python3 scripts/results.py record run --system p --model ../run/avg.bin --bin %s 2> err.txt && "
+                       "grep -q 'not a path' err.txt",
+                       d, b),
+                 0, "a model outside the run was recorded");
+    free(rec);
+    free(g);
+    free(k);
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* The generators' checks can fail: a page changed by hand is caught. */
 Test(docs, a_stale_generated_page_is_caught) {
     char *d = tu_tmpdir();
