@@ -326,7 +326,8 @@ def readme_table(lines):
     rnn1, rnn3, rnnbf = pick(system=BR, precision="fp32", seed=1), pick(system=BR, precision="fp32"), pick(system=BR, precision="bf16")
     ens, ensbf = pick(system=E, precision="fp32"), pick(system=E, precision="bf16")
     hw = pick(system="multi30k attention=scaled_dot", precision="fp32")
-    students = [(system, layers, pick(system=system)) for system, layers in STUDENTS]
+    students = [(system, layers, pick(system=system)) for system, layers in STUDENTS if layers == "6 / 2"]
+    s4 = pick(system="multi30k-student-6x2-ens4")
     rows = [
         ["best single model (Transformer)", f"`./train --config {B}`", f"{minutes(one)} ({minutes(bf)} in bf16)",
          stat(lines, one, "beam.sacrebleu"), stat(lines, one, "beam.multibleu"),
@@ -339,7 +340,11 @@ def readme_table(lines):
     ] + [[f"distilled student of the ensemble (Transformer {layers})", f"`{student_cmd(system)}`",
           f"{minutes(student)} in bf16 (the teacher's translating apart)",
           stat(lines, student, "beam.sacrebleu"), stat(lines, student, "beam.multibleu"), "one seed"]
-         for system, layers, student in students if student] + [
+         for system, layers, student in students if student] + ([
+        ["distilled student of four models (the two, each with two seeds; 6 / 2, checkpoints averaged)",
+         "`./train --config multi30k-student-6x2-ens4 --set precision=bf16 --set task.teacher_precision=bf16` then "
+         "`./average --last 3 …` ([distilling](docs/how-to/distill.md#a-stronger-teacher))",
+         f"{minutes(s4)} in bf16 (the teachers' apart)", stat(lines, s4, "beam.sacrebleu"), "—", "one seed"]] if s4 else []) + [
         ["the homework's model (words, scaled-dot)", "`./train --config multi30k`", "—", "—",
          stat(lines, hw[:1], "beam.multibleu"),
          f"multi-bleu {stat(lines, hw, 'greedy.multibleu')} / {stat(lines, hw, 'beam.multibleu', sd=False)}"],
