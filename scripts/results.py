@@ -155,6 +155,9 @@ BEST = [  # (label, command, selection)
     ("the 6 / 2 student of the four, on their pairs and the original ones, its last three checkpoints averaged",
      student_cmd("multi30k-student-6x2-ens4") + "; ./average --last 3 runs/multi30k-student-6x2-ens4 --out "
      "runs/multi30k-student-6x2-ens4/avg3.bin", dict(system="multi30k-student-6x2-ens4")),
+    ("the same 6 / 2 without a teacher, as many steps (40 epochs), its last three checkpoints averaged",
+     "./train --config multi30k-student-6x2 --set task.teacher= --set precision=bf16 --set train.epochs=40 --out "
+     "runs/multi30k-student-6x2-nodistill; ./average --last 3 …", dict(system="multi30k-student-6x2-nodistill")),
 ]
 BEST_TOK = [
     ("Transformer on the tokenised files", f"./train --config {BT}", dict(system=BT, precision="fp32")),
