@@ -329,8 +329,7 @@ def readme_table(lines):
     rnn1, rnn3, rnnbf = pick(system=BR, precision="fp32", seed=1), pick(system=BR, precision="fp32"), pick(system=BR, precision="bf16")
     ens, ensbf = pick(system=E, precision="fp32"), pick(system=E, precision="bf16")
     hw = pick(system="multi30k attention=scaled_dot", precision="fp32")
-    students = [(system, layers, pick(system=system)) for system, layers in STUDENTS if layers == "6 / 2"]
-    s4 = pick(system="multi30k-student-6x2-ens4")
+    s2, s4 = pick(system="multi30k-student-6x2"), pick(system="multi30k-student-6x2-ens4")  # the 6/1: docs/results.md
     rows = [
         ["best single model (Transformer)", f"`./train --config {B}`", f"{minutes(one)} ({minutes(bf)} in bf16)",
          stat(lines, one, "beam.sacrebleu"), stat(lines, one, "beam.multibleu"),
@@ -340,10 +339,9 @@ def readme_table(lines):
          f"{stat(lines, rnn3, 'greedy.sacrebleu')} / {stat(lines, rnn3, 'beam.sacrebleu', sd=False)}"],
         ["ensemble of the two", f"`{ENS}`", f"{minutes(ens)} ({minutes(ensbf)} in bf16), both", stat(lines, ens, "beam.sacrebleu"),
          stat(lines, ens, "beam.multibleu"), "one seed"],
-    ] + [[f"distilled student of the ensemble (Transformer {layers})", f"`{student_cmd(system)}`",
-          f"{minutes(student)} in bf16 (the teacher's translating apart)",
-          stat(lines, student, "beam.sacrebleu"), stat(lines, student, "beam.multibleu"), "one seed"]
-         for system, layers, student in students if student] + ([
+    ] + ([["distilled student of the ensemble (Transformer 6 / 2)", f"`{student_cmd('multi30k-student-6x2')}`",
+           f"{minutes(s2)} in bf16 (the teacher's translating apart)",
+           stat(lines, s2, "beam.sacrebleu"), stat(lines, s2, "beam.multibleu"), "one seed"]] if s2 else []) + ([
         ["distilled student of four models (the two, each with two seeds; 6 / 2, checkpoints averaged)",
          "`./train --config multi30k-student-6x2-ens4 --set precision=bf16 --set task.teacher_precision=bf16` then "
          "`./average --last 3 …` ([distilling](docs/how-to/distill.md#a-stronger-teacher))",
@@ -584,19 +582,13 @@ def record(args):
              "train_s": round(epochs[-1]["elapsed_s"], 1) if epochs and "elapsed_s" in epochs[-1] else None,
              "epochs": test.get("epochs"),
              "test": f"{task.get('test_size')} strings" if task["type"] == "reverse" else task.get("test_prefix", "test")}
-        greedy = {}
-        for k, name in (("test_sacrebleu", "sacrebleu"), ("test_chrf", "chrf"), ("test_bleu", "multibleu")):
-            if k in test:
-                greedy[name] = round(test[k], 2)
-        for k in ("exact_match", "token_accuracy", "tf_token_accuracy"):
-            if "test_" + k in test:
-                greedy[k] = round(100 * test["test_" + k], 2)
-        if model != "model.bin":  # the log's test line is the best checkpoint's, not this model's
+        if model == "model.bin":
+            r["greedy"] = log_scores(test)
+        else:  # the log's test line is the best checkpoint's, not this model's
             if task["type"] == "reverse":
                 sys.exit("results: --model: a translation run's option")
             r["model"] = model
-            greedy = {k: v for k, v in decode_scores(bindir, run, model, cfg, 0, 0).items() if k not in ("k", "alpha")}
-        r["greedy"] = greedy
+            r["greedy"] = {k: v for k, v in decode_scores(bindir, run, model, cfg, 0, 0).items() if k not in ("k", "alpha")}
         if beam and task["type"] != "reverse":
             r["beam"] = decode_scores(bindir, run, model, cfg, beam, alpha)
         r["source"] = "scripts/results.py record"
@@ -605,6 +597,18 @@ def record(args):
         for r in lines:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
             print(json.dumps(r, ensure_ascii=False))
+
+
+def log_scores(test):
+    """The greedy figures of a run's log's test line."""
+    greedy = {}
+    for k, name in (("test_sacrebleu", "sacrebleu"), ("test_chrf", "chrf"), ("test_bleu", "multibleu")):
+        if k in test:
+            greedy[name] = round(test[k], 2)
+    for k in ("exact_match", "token_accuracy", "tf_token_accuracy"):
+        if "test_" + k in test:
+            greedy[k] = round(100 * test["test_" + k], 2)
+    return greedy
 
 
 def decode_scores(bindir, run, model, cfg, beam, alpha):

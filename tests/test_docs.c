@@ -237,14 +237,14 @@ Test(docs, a_recorded_run_reaches_the_results_page, .timeout = 120) {
  * greedy and beam decoded from that file (the log's test line is the best checkpoint's); a
  * path outside the run is refused. */
 Test(docs, a_recorded_run_names_its_averaged_model, .timeout = 240) {
-    char *d = tu_word_corpus_dir(400, 30, false);
+    char *d = tu_word_corpus_dir(1500, 60, false); /* enough to learn: scores that tell two models apart */
     cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/", d), 0);
     FILE *f = fopen(tu_path(d, "c.json"), "w");
     cr_assert(f);
     fprintf(f, "{\"name\": \"t\", \"seed\": 1, \"task\": {\"type\": \"translate\", \"data_dir\": \"%s\", \"train_prefix\": \"train\", "
-               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 20, \"cache_dir\": "
-               "\"%s/cache\"}, \"model\": {\"cell\": \"gru\", \"embedding\": 16, \"encoder_hidden\": 32, \"decoder_hidden\": 32, "
-               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 3, \"batch_size\": 32, \"lr\": 0.01, "
+               "\"valid_prefix\": \"val\", \"test_prefix\": \"test\", \"subword\": \"bpe\", \"bpe_merges\": 60, \"cache_dir\": "
+               "\"%s/cache\"}, \"model\": {\"cell\": \"gru\", \"embedding\": 32, \"encoder_hidden\": 64, \"decoder_hidden\": 64, "
+               "\"attention\": \"dot\", \"combine\": \"concat\"}, \"train\": {\"epochs\": 6, \"batch_size\": 32, \"lr\": 0.005, "
                "\"log_every\": 1000, \"metric\": \"bleu\", \"keep_last\": 2}}",
             d, d);
     fclose(f);
@@ -254,16 +254,18 @@ Test(docs, a_recorded_run_names_its_averaged_model, .timeout = 240) {
                        "--alpha 1 --bin %s > rec.txt",
                        d, b, b, b),
                  0, "%s", tu_slurp(tu_path(d, "train.txt"), NULL));
-    /* what the line should say: the averaged model's own greedy and beam sacreBLEU */
+    /* what the line should say: the averaged model's own greedy and beam sacreBLEU; model.bin's
+     * greedy score differs from it, so a line of model.bin's figures would not pass */
     cr_assert_eq(tu_sh("cd %s && %s/translate run/avg.bin < test.de > g.txt 2>/dev/null && %s/translate run/avg.bin --beam 2 "
-                       "--alpha 1 < test.de > k.txt 2>/dev/null && %s/bleu --sacrebleu --width 2 test.en g.txt > g.bleu && "
-                       "%s/bleu --sacrebleu --width 2 test.en k.txt > k.bleu",
+                       "--alpha 1 < test.de > k.txt 2>/dev/null && %s/translate run/model.bin < test.de > m.txt 2>/dev/null && "
+                       "for x in g k m; do %s/bleu --sacrebleu --width 2 test.en $x.txt > $x.bleu || exit 1; done",
                        d, b, b, b, b),
                  0);
     char *rec = tu_slurp(tu_path(d, "rec.txt"), NULL), *g = tu_slurp(tu_path(d, "g.bleu"), NULL),
-         *k = tu_slurp(tu_path(d, "k.bleu"), NULL);
-    cr_assert(rec && g && k);
+         *k = tu_slurp(tu_path(d, "k.bleu"), NULL), *m = tu_slurp(tu_path(d, "m.bleu"), NULL);
+    cr_assert(rec && g && k && m);
     double gs = strtod(strstr(g, "= ") + 2, NULL), ks = strtod(strstr(k, "= ") + 2, NULL);
+    cr_assert_neq(strtod(strstr(m, "= ") + 2, NULL), gs, "the probe cannot tell the averaged model from model.bin: %s", m);
     const char *pg = "\"greedy\": {\"sacrebleu\": ", *pk = "\"beam\": {\"k\": 2, \"alpha\": 1.0, \"sacrebleu\": ";
     const char *rg = strstr(rec, pg), *rk = strstr(rec, pk);
     cr_assert(rg && rk, "%s", rec);
@@ -278,6 +280,7 @@ Test(docs, a_recorded_run_names_its_averaged_model, .timeout = 240) {
     free(rec);
     free(g);
     free(k);
+    free(m);
     tu_rm_rf(d);
     free(d);
 }
