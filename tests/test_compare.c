@@ -3,6 +3,8 @@
  * the statistics by hand. */
 #include "test_util.h"
 #include "s2s/compare.h"
+#include "s2s/sacrebleu.h"
+#include "s2s/text.h"
 #include "s2s/viz.h"
 
 #include <cjson/cJSON.h>
@@ -540,6 +542,171 @@ Test(compare, several_configs_are_variants, .timeout = 240) {
     cr_expect_eq(tu_sh("%s/compare --config %s --seeds 1 --out %s/cmp2 > /dev/null 2>&1", tu_bin(), rnn, d), 2,
                  "one config and nothing varied");
     cr_expect_eq(tu_sh("test ! -e %s/cmp2", d), 0, "nothing was made");
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* A translation run in memory: seed, its user's name, hyp and ref lines (copied). */
+static void mem_run(RunResult *r, long seed, const char *label, const char *const *hyp, const char *const *ref, int n) {
+    memset(r, 0, sizeof *r);
+    config_defaults(&r->cfg);
+    r->cfg.seed = r->seed = seed;
+    r->translation = r->sacre = true;
+    snprintf(r->label, sizeof r->label, "%s", label);
+    snprintf(r->outputs, sizeof r->outputs, "out.en");
+    snprintf(r->dir, sizeof r->dir, "run-%s-%ld", label, seed);
+    r->hyp = calloc((size_t)n, sizeof *r->hyp);
+    r->ref = calloc((size_t)n, sizeof *r->ref);
+    for (int i = 0; i < n; i++) r->hyp[i] = strdup(hyp[i]), r->ref[i] = strdup(ref[i]);
+    r->n = n;
+    r->seconds = 60;
+    r->best_valid_loss = 2;
+}
+
+static double corpus_sacrebleu(char *const *hyp, char *const *ref, int n) {
+    SbBleuOpts o = sb_bleu_defaults();
+    SbBleu b;
+    char *const *const refs[1] = {ref};
+    sb_bleu(&o, hyp, refs, 1, n, &b);
+    return b.score;
+}
+
+/* --outputs, --name, --against in the library: each run's outputs are scored (not its log's
+ * figure), runs pair by seed, a fixed system with every run of a variant, and the differences
+ * are those of the corpus scores. */
+Test(compare, outputs_are_scored_and_a_fixed_system_pairs_with_every_run) {
+    static const char *ref[6] = {"a man rides a red bike down the hill .", "two dogs play in the snow .",
+                                 "a woman sings on a stage .", "children run across a green field .",
+                                 "a cat sleeps on the old sofa .", "the boy throws a ball to his father ."};
+    static const char *h1[6] = {"a man rides a bike down the hill .", "two dogs play in snow .", "a woman sings on stage .",
+                                "children run over a green field .", "a cat sleeps on the sofa .",
+                                "the boy throws the ball to his dad ."};
+    static const char *h2[6] = {"a man rides a red bike down a hill .", "two dogs are playing in the snow .",
+                                "a woman sings on a stage .", "kids run across a field .", "a cat is sleeping on the old sofa .",
+                                "the boy throws a ball to his father ."};
+    static const char *h3[6] = {"a man on a bike .", "dogs in the snow .", "a woman sings .", "children run .",
+                                "a cat sleeps .", "a boy throws a ball ."};
+    RunResult r[5];
+    mem_run(&r[0], 1, "student", h1, ref, 6);
+    mem_run(&r[1], 2, "student", h2, ref, 6);
+    mem_run(&r[2], 1, "baseline", h3, ref, 6);
+    mem_run(&r[3], 3, "", h3, ref, 6); /* unnamed: named by its config, not by the others */
+    r[3].test_bleu = 99;               /* a log's figure, which the outputs replace */
+    S2sError err;
+    RunResult like = r[0];
+    cr_assert_neq(compare_read_system(&r[4], "ensemble", "/nonexistent/x.en", &like, &err), S2S_OK);
+    char p[] = "/tmp/s2s-cmp-fixed-XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    for (int i = 0; i < 5; i++) fprintf(f, "%s\n", h2[i]);
+    fclose(f);
+    cr_expect_eq(compare_read_system(&r[4], "ensemble", p, &like, &err), S2S_ERR_DATA, "5 lines against 6");
+    cr_expect(strstr(err.msg, "5 lines, but the runs' test.ref (run-student-1) has 6"), "%s", err.msg);
+    f = fopen(p, "w");
+    for (int i = 0; i < 6; i++) fprintf(f, "%s\n", i == 3 ? ref[3] : h2[i]);
+    fclose(f);
+    cr_assert_eq(compare_read_system(&r[4], "ensemble", p, &like, &err), S2S_OK, "%s", err.msg);
+    cr_expect(r[4].fixed && !strcmp(r[4].ref[5], ref[5]));
+    Comparison *c = calloc(1, sizeof *c);
+    cr_assert_eq(compare_summarize(r, 5, 200, c, &err), S2S_OK, "%s", err.msg);
+    cr_expect_str_eq(c->header, "variant");
+    cr_assert_eq(c->n_variants, 4);
+    cr_expect_str_eq(c->v[0].name, "student");
+    cr_expect_str_eq(c->v[1].name, "baseline");
+    cr_expect_str_eq(c->v[3].name, "ensemble");
+    cr_expect(c->v[3].fixed && !c->v[0].fixed && !strcmp(c->v[3].outputs, p));
+    cr_expect_str_eq(c->outputs, "out.en");
+    double s1 = corpus_sacrebleu(r[0].hyp, r[0].ref, 6), s2 = corpus_sacrebleu(r[1].hyp, r[1].ref, 6);
+    double s3 = corpus_sacrebleu(r[2].hyp, r[2].ref, 6), se = corpus_sacrebleu(r[4].hyp, r[4].ref, 6);
+    cr_expect(s1 != s2 && s3 < s1 && se > s2, "distinct scores: %f %f %f %f", s1, s2, s3, se);
+    cr_expect_float_eq(c->v[0].metric.mean, (s1 + s2) / 2, 1e-9);
+    cr_expect_float_eq(c->v[1].metric.mean, s3, 1e-9);
+    cr_expect_float_eq(c->v[2].metric.mean, s3, 1e-9, "the outputs' score, not the log's 99");
+    cr_expect_float_eq(c->v[3].metric.mean, se, 1e-9);
+    /* pairs: (student, baseline) by seed 1 only; every variant against the fixed system with all its runs */
+    cr_assert_eq(c->n_pairs, 6);
+    const PairTest *sb = &c->pairs[0], *sf = &c->pairs[2], *bf = &c->pairs[4];
+    cr_expect(sb->a == 0 && sb->b == 1 && sb->seeds == 1);
+    cr_expect_float_eq(sb->diff, s1 - s3, 1e-9);
+    cr_expect(sf->a == 0 && sf->b == 3 && sf->seeds == 2);
+    cr_expect_float_eq(sf->diff, (s1 - se + s2 - se) / 2, 1e-9);
+    cr_expect(bf->a == 1 && bf->b == 3 && bf->seeds == 1);
+    cr_expect(sf->lo <= sf->diff && sf->diff <= sf->hi);
+    /* a fixed system named as a variant of runs is refused, never pooled with them */
+    snprintf(r[4].variant, sizeof r[4].variant, "student");
+    snprintf(r[4].label, sizeof r[4].label, "student");
+    cr_expect_eq(compare_summarize(r, 5, 200, c, &err), S2S_ERR_DATA);
+    cr_expect(strstr(err.msg, "its name, student, is taken by another variant"), "%s", err.msg);
+    snprintf(r[4].label, sizeof r[4].label, "ensemble");
+    /* runs tested on other references than the fixed system's are refused */
+    free(r[2].ref[0]);
+    r[2].ref[0] = strdup("another reference .");
+    cr_expect_eq(compare_summarize(r, 5, 200, c, &err), S2S_ERR_DATA);
+    cr_expect(strstr(err.msg, "run-baseline-1: its test.ref is not the one"), "%s", err.msg);
+    for (int i = 0; i < 5; i++) compare_free_run(&r[i]);
+    free(c);
+    unlink(p);
+}
+
+/* The same options on the command line over trained runs: --name groups runs of two configs
+ * into one variant, --outputs reads a file of each run's, --against adds a system; bad uses
+ * are refused with exit 2 (usage) or 1 (files). */
+Test(compare, runs_named_with_their_outputs_against_a_system, .timeout = 120) {
+    char *d = tu_tmpdir();
+    char cfg[600];
+    write_tinycmp(cfg, sizeof cfg, d, 2);
+    for (int s = 1; s <= 2; s++)
+        cr_assert_eq(tu_sh("%s/train --config %s --set attention=%s --seed %d --set threads=1 --out %s/r%d > /dev/null",
+                           tu_bin(), cfg, s == 1 ? "dot" : "dummy", s, d, s),
+                     0);
+    /* each run's outputs: its references with the first k lines wrong (exact match known) */
+    for (int s = 1; s <= 2; s++)
+        cr_assert_eq(tu_sh("awk 'NR<=%d{print \"x\"; next}{print}' %s/r%d/test.ref > %s/r%d/final.txt", 2 * s, d, s, d, s), 0);
+    cr_assert_eq(tu_sh("cp %s/r1/test.ref %s/perfect.txt && head -n 3 %s/r1/test.ref > %s/short.txt", d, d, d, d), 0);
+    int n = 0;
+    char **lines;
+    S2sError err;
+    cr_assert_eq(text_read_lines(tu_path(d, "r1/test.ref"), &lines, &n, &err), S2S_OK);
+    text_free_lines(lines, n);
+    cr_assert(n > 4);
+    int rc = tu_sh("%s/compare --runs --name recipe=%s/r1,%s/r2 --outputs final.txt --against oracle=%s/perfect.txt --out %s/o"
+                   " > %s/out.txt 2>&1",
+                   tu_bin(), d, d, d, d, d);
+    cr_assert_eq(rc, 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    char *md = tu_slurp(tu_path(d, "o/summary.md"), NULL);
+    char row[200];
+    double e1 = 100.0 * (n - 2) / n, e2 = 100.0 * (n - 4) / n;
+    snprintf(row, sizeof row, "- recipe: 1: %.2f, 2: %.2f", e1, e2);
+    cr_expect(strstr(md, row), "%s not in\n%s", row, md);
+    cr_expect(strstr(md, "Test outputs: each run's final.txt, scored here"), "%s", md);
+    snprintf(row, sizeof row, "| oracle | 1 | 100.00 | — | 100.00 | 100.00 | — | — | — | — | — |");
+    cr_expect(strstr(md, row), "%s not in\n%s", row, md);
+    snprintf(row, sizeof row, "| recipe − oracle | 2 | %+.2f |", (e1 + e2) / 2 - 100.0);
+    cr_expect(strstr(md, row), "%s not in\n%s", row, md);
+    free(md);
+    /* bad uses */
+    struct {
+        const char *args, *says;
+        int rc;
+    } cases[] = {
+        {"--runs %s/r1 --outputs /abs.txt", "--outputs: the name of a file inside each run folder", 2},
+        {"--runs --name =%s/r1", "--name =", 2},
+        {"--runs --name 'a|b=%s/r1'", "without \"|\"", 2},
+        {"--runs %s/r1 --against oracle", "--against oracle: expected NAME=FILE", 2},
+        {"--config %s/c.json --attention dot --seeds 1 --outputs f", "--name, --outputs and --against go with --runs", 2},
+        {"--runs %s/r1 --outputs missing.txt", "missing.txt", 1},
+        {"--runs %s/r1 --against short=%s/short.txt", "3 lines, but the runs' test.ref", 1},
+        {"--runs --name r=%s/r1,%s/r2,%s/r1", "is given twice", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, cases[i].args, d, d, d);
+        rc = tu_sh("%s/compare %s --out %s/bad > /dev/null 2> %s/err.txt", tu_bin(), args, d, d);
+        cr_expect_eq(rc, cases[i].rc, "%s: exit %d", args, rc);
+        cr_expect(file_has(d, "err.txt", cases[i].says), "%s: %s", args, tu_slurp(tu_path(d, "err.txt"), NULL));
+    }
+    cr_expect_eq(tu_sh("test ! -e %s/bad", d), 0, "no table from a refused call");
     tu_rm_rf(d);
     free(d);
 }

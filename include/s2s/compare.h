@@ -2,7 +2,12 @@
  * finished runs, their mean, variance and range per variant, and paired bootstrap tests
  * between variants. A variant is named by the config keys in which the runs differ.
  *
- * A RunResult owns the lines of its run's test.hyp and test.ref; a Comparison owns copies of
+ * A run's test outputs are its test.hyp (the log's test line is their score), or a file of
+ * the user's in its folder (a translation of an averaged model, with beam: then scored here).
+ * A system that is no run (an ensemble's outputs) enters as a fixed system: its outputs only,
+ * scored against the runs' references and tested against every run of each variant.
+ *
+ * A RunResult owns the lines of its outputs and references; a Comparison owns copies of
  * what it reports. Nothing here starts processes: ./compare does (src/cli/compare.c). */
 #ifndef S2S_COMPARE_H
 #define S2S_COMPARE_H
@@ -18,8 +23,11 @@
 #define COMPARE_NAME 96         /* a variant's name, with its terminating NUL */
 
 typedef struct RunResult {
-    char dir[512];
+    char dir[512];              /* the run's folder; a fixed system's outputs file */
     char variant[COMPARE_NAME]; /* compare_label_runs names it; the attention until then */
+    char label[COMPARE_NAME];   /* the user's name for its variant ("": named by its config) */
+    char outputs[256];          /* the outputs file read in the folder ("": test.hyp) */
+    bool fixed;                 /* a fixed system: outputs only, no config, seed or log */
     Config cfg;              /* the run's config */
     long seed;
     bool translation;        /* BLEU; otherwise exact match */
@@ -32,9 +40,14 @@ typedef struct RunResult {
     int n;
 } RunResult;
 
-/* Reads a finished run folder (config.json, log.jsonl with its test line, test.hyp,
- * test.ref). S2S_ERR_DATA when the run has not finished. */
-S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err);
+/* Reads a finished run folder (config.json, log.jsonl with its test line, test.ref, and
+ * test.hyp or, with outputs, dir/outputs, which compare_summarize scores). S2S_ERR_DATA when
+ * the run has not finished or the outputs and references differ in length. */
+S2sStatus compare_read_run(RunResult *r, const char *dir, const char *outputs, S2sError *err);
+/* A fixed system named label: the lines of path, scored against like's references (which it
+ * copies). S2S_ERR_DATA when their lengths differ. */
+S2sStatus compare_read_system(RunResult *r, const char *label, const char *path, const RunResult *like,
+                              S2sError *err);
 void compare_free_run(RunResult *r);
 /* Whether dir holds a finished run (its log has the test line). */
 bool compare_run_finished(const char *dir);
@@ -45,7 +58,8 @@ bool compare_run_finished(const char *dir);
  * configs with names of their own (./compare --config A --config B) are named by those names,
  * followed by the keys that differ within a name. A name too long ends with "…" after a whole
  * pair. header (COMPARE_NAME bytes) gets what the names are: "attention", the one key's path,
- * "config" or "variant". */
+ * "config" or "variant". Runs with a label are named by it (the header then "variant"), and
+ * they and fixed systems take no part in naming the others. */
 void compare_label_runs(RunResult *runs, int n, char *header);
 
 typedef struct Stat {
@@ -64,13 +78,15 @@ typedef struct VariantSummary {
     double points[COMPARE_MAX_POINTS]; /* each run's test metric (the first n_points runs) */
     long point_seeds[COMPARE_MAX_POINTS]; /* and its seed */
     int n_points;                         /* min(runs, COMPARE_MAX_POINTS) */
+    bool fixed;                           /* a fixed system's row: no seeds, losses or time */
+    char outputs[512];                    /* a fixed system's outputs file */
     double curve[COMPARE_MAX_EPOCHS];  /* validation metric by epoch, mean over the runs that have it */
     int curve_n;
 } VariantSummary;
 
 typedef struct PairTest {
     int a, b;                /* variant indices */
-    int seeds;               /* seeds both have */
+    int seeds;               /* seeds both have (against a fixed system: the other's runs) */
     double diff;             /* metric(a) − metric(b), mean over the shared seeds */
     double lo, hi;           /* 95 % bootstrap interval of the difference */
     double p;                /* share of resamples where the difference is ≤ 0 (or ≥ 0 when diff < 0) */
@@ -87,14 +103,32 @@ typedef struct Comparison {
     PairTest pairs[COMPARE_MAX_VARIANTS * (COMPARE_MAX_VARIANTS - 1) / 2];
     int n_pairs;
     int resamples;
+    char outputs[256];       /* the runs' outputs file ("": test.hyp, scored in their logs) */
 } Comparison;
 
-/* Names the runs' variants (compare_label_runs), groups runs by variant (in order of first
- * appearance) and tests every pair with `resamples` paired bootstrap resamples of the test
- * sentences (deterministic). */
+/* Scores the runs read with an outputs file and the fixed systems (which come after the runs:
+ * their references must be every run's), names the runs' variants (compare_label_runs), groups
+ * runs by variant (in order of first appearance) and tests every pair with `resamples` paired
+ * bootstrap resamples of the test sentences (deterministic); runs pair by seed, a fixed system
+ * with every run. */
 S2sStatus compare_summarize(RunResult *runs, int n, int resamples, Comparison *c, S2sError *err);
 /* summary.md, summary.csv, summary.json, summary.png (bars) and curves.png (validation metric by
  * epoch) in dir; the Markdown table also to out. */
 S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sError *err);
+
+/* What a table holds: run folders (named by the user, or by their configs), then fixed systems
+ * (by their outputs files). */
+typedef struct CompareInput {
+    const char *path;         /* a run folder, or a fixed system's outputs file */
+    char label[COMPARE_NAME]; /* its variant's name ("": a run named by its config) */
+    bool fixed;
+} CompareInput;
+
+/* Reads in[0..n) (the runs' outputs file, or test.hyp when outputs is NULL), summarizes them
+ * (compare_summarize, 1,000 resamples) and writes the summary files in outdir, the Markdown also
+ * to out. A run that cannot be read is told to errs and left out of the table, unless there are
+ * fixed systems: these are tested against every run, so then there is no table. Returns the
+ * number of problems told to errs (0: every input is in the table). */
+int compare_tabulate(const CompareInput *in, int n, const char *outputs, const char *outdir, FILE *out, FILE *errs);
 
 #endif

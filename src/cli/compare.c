@@ -29,11 +29,13 @@
 #define MAX_SEEDS 256
 #define MAX_VARY 4
 #define MAX_CONFIGS 8
+#define MAX_AGAINST 4
 
 static void usage(FILE *f) {
     fprintf(f, "usage: compare --config FILE (--attention A,B,... | --vary key=A,B,... | --config FILE2...) --seeds 1,2,3\n"
                "               [--jobs N] [--ranks N] [--out DIR] [--set key=value]...\n"
-               "       compare --runs DIR... [--out DIR]\n"
+               "       compare --runs [DIR...] [--name NAME=DIR,DIR...]... [--outputs FILE] [--against NAME=FILE]...\n"
+               "               [--out DIR]\n"
                "\n"
                "  --attention A,B  the attention variants (the same as --vary model.attention=A,B)\n"
                "  --vary key=A,B   any config key's values; several --vary make a grid (at most %d keys, %d variants)\n"
@@ -48,8 +50,13 @@ static void usage(FILE *f) {
                "else the cores split between the --jobs (and their ranks).\n"
                "  --ranks N        each training as N ranks of one MPI job (mpirun -np N ./train ...)\n"
                "--runs tabulates existing run folders instead; their variants are named by the config keys\n"
-               "in which the runs differ.\n",
-            MAX_VARY, COMPARE_MAX_VARIANTS, MAX_CONFIGS);
+               "in which the runs differ.\n"
+               "  --name NAME=DIR,DIR  these runs are variant NAME (seeds of one recipe under different configs)\n"
+               "  --outputs FILE   each run's test outputs are DIR/FILE (say, an averaged model's beam search),\n"
+               "                   scored against its test.ref, not test.hyp and its log's test line\n"
+               "  --against NAME=FILE  a system that is no run (an ensemble): its test outputs, scored and\n"
+               "                   tested against every run of each variant (at most %d)\n",
+            MAX_VARY, COMPARE_MAX_VARIANTS, MAX_CONFIGS, MAX_AGAINST);
 }
 
 typedef struct Job {
@@ -222,6 +229,9 @@ typedef struct Opts {
     int n_sets, jobs, n_vary, ranks, n_configs, n_runs;
     bool runs_mode;
     char **runs; /* --runs: the folders */
+    char *names[COMPARE_MAX_VARIANTS], *against[MAX_AGAINST]; /* NAME=DIR,DIR and NAME=FILE */
+    int n_names, n_against;
+    const char *outputs; /* --outputs: each run's test outputs file */
 } Opts;
 
 /* Parses the options into o; returns -1 to go on, else the exit code. */
@@ -229,13 +239,15 @@ static int parse_options(int argc, char **argv, Opts *o) {
     memset(o, 0, sizeof *o);
     o->jobs = o->ranks = 1;
     S2sError err;
-    enum { O_CONFIG = ARGS_OWN, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY, O_RANKS };
+    enum { O_CONFIG = ARGS_OWN, O_ATTENTION, O_SEEDS, O_OUT, O_JOBS, O_SET, O_RUNS, O_VARY, O_RANKS, O_NAME, O_OUTPUTS, O_AGAINST };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"config", required_argument, NULL, O_CONFIG},
         {"attention", required_argument, NULL, O_ATTENTION}, {"seeds", required_argument, NULL, O_SEEDS},
         {"out", required_argument, NULL, O_OUT},   {"jobs", required_argument, NULL, O_JOBS},
         {"set", required_argument, NULL, O_SET},   {"runs", no_argument, NULL, O_RUNS},
         {"vary", required_argument, NULL, O_VARY}, {"ranks", required_argument, NULL, O_RANKS},
+        {"name", required_argument, NULL, O_NAME}, {"outputs", required_argument, NULL, O_OUTPUTS},
+        {"against", required_argument, NULL, O_AGAINST},
         {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
@@ -249,6 +261,15 @@ static int parse_options(int argc, char **argv, Opts *o) {
         case O_SEEDS: o->seeds = optarg; break;
         case O_OUT: o->out = optarg; break;
         case O_RUNS: o->runs_mode = true; break;
+        case O_NAME:
+            if (o->n_names == COMPARE_MAX_VARIANTS) return usage_error("--name: at most 16 variants");
+            o->names[o->n_names++] = optarg;
+            break;
+        case O_AGAINST:
+            if (o->n_against == MAX_AGAINST) return usage_error("--against: at most 4 systems");
+            o->against[o->n_against++] = optarg;
+            break;
+        case O_OUTPUTS: o->outputs = optarg; break;
         case O_JOBS:
             if (args_int("--jobs", optarg, 1, 64, &o->jobs, &err)) return usage_error(err.msg);
             break;
@@ -269,20 +290,15 @@ static int parse_options(int argc, char **argv, Opts *o) {
     o->n_runs = argc - optind;
     o->runs = argv + optind;
     if (o->runs_mode) {
-        if (!o->n_runs || o->n_configs || o->attention || o->seeds || o->n_sets || o->n_vary) {
+        if ((!o->n_runs && !o->n_names) || o->n_configs || o->attention || o->seeds || o->n_sets || o->n_vary) {
             usage(stderr);
             return 2;
         }
-        for (int i = 0; i < o->n_runs; i++) /* a folder twice would count twice */
-            for (int k = 0; k < i; k++) {
-                char a[PATH_MAX], b[PATH_MAX];
-                if (realpath(o->runs[i], a) && realpath(o->runs[k], b) && !strcmp(a, b)) {
-                    fprintf(stderr, "compare: --runs: %s is given twice (as %s)\n", o->runs[i], o->runs[k]);
-                    return 2;
-                }
-            }
+        if (o->outputs && (!o->outputs[0] || o->outputs[0] == '/'))
+            return usage_error("--outputs: the name of a file inside each run folder");
         return -1;
     }
+    if (o->n_names || o->outputs || o->n_against) return usage_error("--name, --outputs and --against go with --runs");
     if (o->n_runs) {
         fprintf(stderr, "compare: %s: unexpected argument (see compare --help)\n", o->runs[0]);
         return 2;
@@ -574,32 +590,54 @@ static int run_jobs(const Opts *o, Job *job, int n_jobs, const char *argv0) {
     return failed;
 }
 
-/* The table of the runs in dirs: summary.{md,csv,json,png} in outdir; returns the exit code. */
-static int tabulate(char *const *dirs, int n_dirs, const char *outdir) {
-    S2sError err;
-    int rc = 0, n_ok = 0;
-    RunResult *res = s2s_xcalloc((size_t)(n_dirs ? n_dirs : 1), sizeof *res);
-    for (int i = 0; i < n_dirs; i++) {
-        if (compare_read_run(&res[n_ok], dirs[i], &err)) {
-            fprintf(stderr, "compare: %s\n", err.msg);
-            rc = 1;
-            continue;
+/* "NAME=REST": NAME into label (a table cell: not empty, no "|"); returns REST, or NULL. */
+static const char *split_name(const char *opt, const char *arg, char *label) {
+    const char *eq = strchr(arg, '=');
+    size_t k = eq ? (size_t)(eq - arg) : 0;
+    if (!eq || !k || k >= COMPARE_NAME || memchr(arg, '|', k) || !eq[1]) {
+        fprintf(stderr, "compare: %s %s: expected NAME=%s (a name of 1 to %d bytes without \"|\")\n", opt, arg,
+                strcmp(opt, "--name") ? "FILE" : "DIR,DIR...", COMPARE_NAME - 1);
+        return NULL;
+    }
+    memcpy(label, arg, k);
+    label[k] = '\0';
+    return eq + 1;
+}
+
+/* What --runs tabulates: the folders given, each --name's (copies in *buf), then the --against
+ * systems; returns -1 to go on, else the exit code. */
+static int inputs_of(const Opts *o, CompareInput **in, int *n, char **buf) {
+    size_t bytes = 1;
+    for (int i = 0; i < o->n_names; i++) bytes += strlen(o->names[i]) + 1;
+    /* a --name has fewer folders than bytes: room enough */
+    CompareInput *s = *in = s2s_xcalloc((size_t)o->n_runs + (size_t)o->n_against + bytes, sizeof *s);
+    char *b = *buf = s2s_xmalloc(bytes);
+    *n = 0;
+    for (int i = 0; i < o->n_runs; i++) s[(*n)++].path = o->runs[i];
+    for (int i = 0; i < o->n_names; i++) {
+        char label[COMPARE_NAME];
+        const char *rest = split_name("--name", o->names[i], label);
+        if (!rest) return 2;
+        strcpy(b, rest);
+        for (char *dir = strtok(b, ","); dir; dir = strtok(NULL, ",")) {
+            s[*n].path = dir;
+            memcpy(s[(*n)++].label, label, sizeof label);
         }
-        n_ok++;
+        b += strlen(rest) + 1;
     }
-    Comparison c;
-    if (compare_summarize(res, n_ok, 1000, &c, &err)) {
-        fprintf(stderr, "compare: %s\n", err.msg);
-        rc = 1;
-    } else if (file_mkdirs(outdir, &err) || compare_write(&c, outdir, stdout, &err)) {
-        fprintf(stderr, "compare: %s\n", err.msg);
-        rc = 1;
-    } else {
-        printf("compare: %s/summary.{md,csv,json,png}\n", outdir);
+    for (int i = 0; i < *n; i++) /* a folder twice would count twice */
+        for (int k = 0; k < i; k++) {
+            char x[PATH_MAX], y[PATH_MAX];
+            if (realpath(s[i].path, x) && realpath(s[k].path, y) && !strcmp(x, y)) {
+                fprintf(stderr, "compare: --runs: %s is given twice (as %s)\n", s[i].path, s[k].path);
+                return 2;
+            }
+        }
+    for (int i = 0; i < o->n_against; i++, (*n)++) {
+        s[*n].fixed = true;
+        if (!(s[*n].path = split_name("--against", o->against[i], s[*n].label))) return 2;
     }
-    for (int i = 0; i < n_ok; i++) compare_free_run(&res[i]);
-    free(res);
-    return rc;
+    return -1;
 }
 
 /* Trains the grid's runs (those not finished) and tabulates them; returns the exit code. */
@@ -631,10 +669,10 @@ static int compare_grid(Opts *o, const char *argv0) {
             rc = 128 + (int)g_stop;
         } else {
             if (failed) fprintf(stderr, "compare: %d run(s) failed; the table holds the others\n", failed);
-            char **dirs = s2s_xcalloc((size_t)(n_jobs ? n_jobs : 1), sizeof *dirs);
-            for (int i = 0; i < n_jobs; i++) dirs[i] = job[i].dir;
-            rc = tabulate(dirs, n_jobs, outdir) || failed ? 1 : 0;
-            free(dirs);
+            CompareInput *in = s2s_xcalloc((size_t)(n_jobs ? n_jobs : 1), sizeof *in);
+            for (int i = 0; i < n_jobs; i++) in[i].path = job[i].dir;
+            rc = compare_tabulate(in, n_jobs, NULL, outdir, stdout, stderr) || failed ? 1 : 0;
+            free(in);
         }
     }
     file_unlock(&out_lock);
@@ -651,5 +689,12 @@ int main(int argc, char **argv) {
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0) return rc;
     if (!o.runs_mode) return compare_grid(&o, argv[0]);
-    return tabulate(o.runs, o.n_runs, o.out ? o.out : "runs/compare");
+    CompareInput *in;
+    char *buf;
+    int n;
+    rc = inputs_of(&o, &in, &n, &buf);
+    if (rc < 0) rc = compare_tabulate(in, n, o.outputs, o.out ? o.out : "runs/compare", stdout, stderr) ? 1 : 0;
+    free(in);
+    free(buf);
+    return rc;
 }

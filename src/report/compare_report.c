@@ -11,14 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a figure the runs do not have (a fixed system's loss, outputs' token accuracy) is a dash */
 static void fmt_stat(char *b, size_t n, const Stat *s, int digits) {
-    if (s->n > 1) snprintf(b, n, "%.*f ± %.*f", digits, s->mean, digits, s->sd);
+    if (!isfinite(s->mean)) snprintf(b, n, "—");
+    else if (s->n > 1) snprintf(b, n, "%.*f ± %.*f", digits, s->mean, digits, s->sd);
     else snprintf(b, n, "%.*f", digits, s->mean);
 }
 
 /* a sample variance needs two runs: one run shows a dash, not a zero */
 static void fmt_var(char *b, size_t n, const Stat *s, int digits) {
-    if (s->n > 1) snprintf(b, n, "%.*f", digits, s->var);
+    if (s->n > 1 && isfinite(s->var)) snprintf(b, n, "%.*f", digits, s->var);
     else snprintf(b, n, "—");
 }
 
@@ -72,6 +74,8 @@ __attribute__((format(printf, 2, 3))) static void text_add(Text *t, const char *
  * training epochs (validation and test decoding excluded). */
 static void summary_md(const Comparison *c, Text *t) {
 #define MD(...) text_add(t, __VA_ARGS__)
+    if (c->outputs[0])
+        MD("Test outputs: each run's %s, scored here (not its log's test line, which scores test.hyp).\n\n", c->outputs);
     MD("| %s | runs | test %s (mean ± sd) | variance | min | max |%s best valid loss (mean ± sd) | variance | epochs | "
        "minutes training |\n",
        c->header[0] ? c->header : "attention", c->metric_name, c->translation ? "" : " token acc (%) |");
@@ -89,19 +93,31 @@ static void summary_md(const Comparison *c, Text *t) {
             fmt_stat(ta + 1, sizeof ta - 1, &s->token_acc, 2);
             strcat(ta, " |");
         }
-        MD("| %s | %d | %s | %s | %.2f | %.2f |%s %s | %s | %.1f | %.1f |\n", s->name, s->runs, m, mv, s->metric.min,
-           s->metric.max, c->translation ? "" : ta, vl, vv, s->epochs.mean, s->seconds.mean / 60.0);
+        char ep[32] = "—", mins[32] = "—";
+        if (!s->fixed) {
+            snprintf(ep, sizeof ep, "%.1f", s->epochs.mean);
+            snprintf(mins, sizeof mins, "%.1f", s->seconds.mean / 60.0);
+        }
+        MD("| %s | %d | %s | %s | %.2f | %.2f |%s %s | %s | %s | %s |\n", s->name, s->runs, m, mv, s->metric.min,
+           s->metric.max, c->translation ? "" : ta, vl, vv, ep, mins);
     }
     /* every run's test metric, by seed: the values behind the means */
     MD("\nTest %s by run (seed: value):\n\n", c->metric_name);
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
+        if (s->fixed) {
+            MD("- %s (the outputs %s): %.2f\n", s->name, s->outputs, s->metric.mean);
+            continue;
+        }
         MD("- %s:", s->name);
         for (int i = 0; i < s->n_points; i++) MD("%s %ld: %.2f", i ? "," : "", s->point_seeds[i], s->points[i]);
         MD("%s\n", s->runs > s->n_points ? ", …" : "");
     }
     if (c->n_pairs) {
-        MD("\nPaired bootstrap over the test sentences (%d resamples, runs paired by seed):\n\n", c->resamples);
+        bool fixed = false;
+        for (int v = 0; v < c->n_variants; v++) fixed |= c->v[v].fixed;
+        MD("\nPaired bootstrap over the test sentences (%d resamples, runs paired by seed%s):\n\n", c->resamples,
+           fixed ? "; a fixed system with every run" : "");
         MD("| A − B | seeds | difference | 95%% interval | p |\n|---|---|---|---|---|\n");
         for (int i = 0; i < c->n_pairs; i++) {
             const PairTest *p = &c->pairs[i];
@@ -138,6 +154,7 @@ static char *summary_json(const Comparison *c) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "metric", c->metric_key);
     cJSON_AddStringToObject(j, "varies", c->header);
+    if (c->outputs[0]) cJSON_AddStringToObject(j, "outputs", c->outputs);
     cJSON *vs = cJSON_AddArrayToObject(j, "variants");
     for (int v = 0; v < c->n_variants; v++) {
         const VariantSummary *s = &c->v[v];
@@ -145,6 +162,7 @@ static char *summary_json(const Comparison *c) {
         cJSON_AddStringToObject(o, "attention", s->name); /* the variant's name, under its first key's name */
         cJSON_AddStringToObject(o, "variant", s->name);
         cJSON_AddNumberToObject(o, "runs", s->runs);
+        if (s->fixed) cJSON_AddStringToObject(o, "outputs", s->outputs); /* a fixed system */
         const Stat *st4[5] = {&s->metric, &s->token_acc, &s->valid_loss, &s->epochs, &s->seconds};
         const char *names[5] = {"test_metric", "test_token_accuracy", "best_valid_loss", "epochs", "seconds"};
         for (int k = 0; k < 5; k++) {

@@ -106,7 +106,7 @@ static bool append_part(char *dst, size_t cap, size_t *len, const char *part) {
     return true;
 }
 
-void compare_label_runs(RunResult *runs, int n, char *header) {
+static void label_by_config(RunResult *runs, int n, char *header) {
     int nk = config_key_count(), *diff = s2s_xmalloc((size_t)nk * sizeof *diff), nd = 0;
     for (int k = 0; k < nk; k++)
         if (key_names_variants(k) && key_differs(runs, n, k, NULL)) diff[nd++] = k;
@@ -161,7 +161,31 @@ void compare_label_runs(RunResult *runs, int n, char *header) {
     free(diff);
 }
 
-S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
+void compare_label_runs(RunResult *runs, int n, char *header) {
+    /* the runs the user named, and fixed systems, keep their names and name none of the others */
+    int n_auto = 0;
+    for (int i = 0; i < n; i++) n_auto += !runs[i].label[0] && !runs[i].fixed;
+    if (n_auto == n) {
+        label_by_config(runs, n, header);
+        return;
+    }
+    if (n_auto) {
+        RunResult *a = s2s_xmalloc((size_t)n_auto * sizeof *a);
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (!runs[i].label[0] && !runs[i].fixed) a[k++] = runs[i];
+        label_by_config(a, n_auto, header);
+        k = 0;
+        for (int i = 0; i < n; i++)
+            if (!runs[i].label[0] && !runs[i].fixed) memcpy(runs[i].variant, a[k++].variant, sizeof runs[i].variant);
+        free(a);
+    }
+    for (int i = 0; i < n; i++)
+        if (runs[i].label[0]) memcpy(runs[i].variant, runs[i].label, sizeof runs[i].variant);
+    snprintf(header, COMPARE_NAME, "%s", "variant");
+}
+
+S2sStatus compare_read_run(RunResult *r, const char *dir, const char *outputs, S2sError *err) {
     memset(r, 0, sizeof *r);
     snprintf(r->dir, sizeof r->dir, "%s", dir);
     char p[600];
@@ -183,7 +207,8 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     if ((st = runlog_each(dir, read_line_of, &lr, err))) return st;
     if (!lr.finished) return s2s_fail(err, S2S_ERR_DATA, "%s: the run has not finished (no test line in its log)", dir);
     int nh, nr;
-    snprintf(p, sizeof p, "%s/test.hyp", dir);
+    snprintf(r->outputs, sizeof r->outputs, "%s", outputs ? outputs : "");
+    snprintf(p, sizeof p, "%s/%s", dir, outputs ? outputs : "test.hyp");
     if ((st = text_read_lines(p, &r->hyp, &nh, err))) return st;
     snprintf(p, sizeof p, "%s/test.ref", dir);
     if ((st = text_read_lines(p, &r->ref, &nr, err))) {
@@ -194,7 +219,72 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, S2sError *err) {
     r->n = nh;
     if (nh != nr) {
         compare_free_run(r);
-        return s2s_fail(err, S2S_ERR_DATA, "%s: test.hyp has %d lines, test.ref %d", dir, nh, nr);
+        return s2s_fail(err, S2S_ERR_DATA, "%s: %s has %d lines, test.ref %d", dir, outputs ? outputs : "test.hyp", nh, nr);
     }
     return S2S_OK;
+}
+
+S2sStatus compare_read_system(RunResult *r, const char *label, const char *path, const RunResult *like,
+                              S2sError *err) {
+    memset(r, 0, sizeof *r);
+    S2S_ASSERT(!like->fixed);
+    snprintf(r->dir, sizeof r->dir, "%s", path);
+    snprintf(r->label, sizeof r->label, "%s", label);
+    snprintf(r->variant, sizeof r->variant, "%s", label);
+    r->fixed = true;
+    config_defaults(&r->cfg);
+    r->translation = like->translation;
+    r->sacre = like->sacre;
+    r->best_valid_loss = r->seconds = NAN;
+    int nh;
+    S2sStatus st = text_read_lines(path, &r->hyp, &nh, err);
+    if (st) return st;
+    if (nh != like->n) {
+        text_free_lines(r->hyp, nh);
+        r->hyp = NULL;
+        return s2s_fail(err, S2S_ERR_DATA, "%s: %d lines, but the runs' test.ref (%s) has %d", path, nh, like->dir, like->n);
+    }
+    r->n = nh;
+    r->ref = s2s_xcalloc((size_t)(nh ? nh : 1), sizeof *r->ref);
+    for (int i = 0; i < nh; i++) {
+        size_t len = strlen(like->ref[i]) + 1;
+        r->ref[i] = memcpy(s2s_xmalloc(len), like->ref[i], len);
+    }
+    return S2S_OK;
+}
+
+int compare_tabulate(const CompareInput *in, int n, const char *outputs, const char *outdir, FILE *out, FILE *errs) {
+    S2sError err;
+    int bad = 0, n_ok = 0, n_fixed = 0;
+    RunResult *res = s2s_xcalloc((size_t)(n ? n : 1), sizeof *res);
+    for (int i = 0; i < n; i++) {
+        S2S_ASSERT(in[i].fixed || !n_fixed); /* systems come after the runs, whose references they take */
+        if (in[i].fixed) {
+            n_fixed++;
+            if (bad || !n_ok) continue;
+            if (compare_read_system(&res[n_ok], in[i].label, in[i].path, &res[0], &err)) {
+                fprintf(errs, "compare: --against %s\n", err.msg);
+                bad++;
+            } else n_ok++;
+        } else if (compare_read_run(&res[n_ok], in[i].path, outputs, &err)) {
+            fprintf(errs, "compare: %s\n", err.msg);
+            bad++;
+        } else {
+            memcpy(res[n_ok++].label, in[i].label, sizeof in[i].label);
+        }
+    }
+    Comparison c;
+    if (n_fixed && (bad || !n_ok)) {
+        fprintf(errs, "compare: no table: %s\n", n_ok ? "a system is tested against every run, so every run must be read" : "no run was read");
+        bad += !bad;
+    } else if (compare_summarize(res, n_ok, 1000, &c, &err) ||
+               file_mkdirs(outdir, &err) || compare_write(&c, outdir, out, &err)) {
+        fprintf(errs, "compare: %s\n", err.msg);
+        bad++;
+    } else {
+        fprintf(out, "compare: %s/summary.{md,csv,json,png}\n", outdir);
+    }
+    for (int i = 0; i < n_ok; i++) compare_free_run(&res[i]);
+    free(res);
+    return bad;
 }

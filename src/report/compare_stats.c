@@ -104,6 +104,8 @@ static S2sStatus group_runs(const RunResult *runs, int n, Comparison *c, int *va
                             runs[i].dir, runs[i].sacre ? "subword" : "word", c->sacre ? "subword" : "word");
         int v = 0;
         while (v < c->n_variants && strcmp(c->v[v].name, runs[i].variant)) v++;
+        if (v < c->n_variants && runs[i].fixed) /* a system of its own: never pooled with runs */
+            return s2s_fail(err, S2S_ERR_DATA, "%s: its name, %s, is taken by another variant", runs[i].dir, runs[i].variant);
         if (v == c->n_variants) {
             if (v == COMPARE_MAX_VARIANTS) return s2s_fail(err, S2S_ERR_DATA, "more than %d variants", COMPARE_MAX_VARIANTS);
             snprintf(c->v[c->n_variants++].name, sizeof c->v[0].name, "%s", runs[i].variant);
@@ -128,6 +130,11 @@ static void summarize_variant(const RunResult *runs, int n, const int *var_of, i
     }
     VariantSummary *vs = &c->v[v];
     vs->runs = k;
+    for (int i = 0; i < n; i++)
+        if (var_of[i] == v && runs[i].fixed) {
+            vs->fixed = true;
+            snprintf(vs->outputs, sizeof vs->outputs, "%s", runs[i].dir);
+        }
     vs->n_points = 0;
     for (int i = 0; i < n && vs->n_points < COMPARE_MAX_POINTS; i++)
         if (var_of[i] == v) {
@@ -181,40 +188,77 @@ static void pair_test(SentStats **ss, const int *pa, const int *pb, int np, int 
     free(idx);
 }
 
+/* The metric of a run's whole outputs: for runs read with an outputs file, and fixed systems. */
+static void score_outputs(RunResult *r, const SentStats *s, const Comparison *c) {
+    int *idx = s2s_xmalloc((size_t)(r->n ? r->n : 1) * sizeof *idx);
+    for (int i = 0; i < r->n; i++) idx[i] = i;
+    double m = metric_on(s, idx, r->n, c);
+    free(idx);
+    if (c->translation) r->test_bleu = m;
+    else r->test_exact = m;
+    r->test_token_acc = NAN; /* the log's figure is of test.hyp, not of these outputs */
+}
+
+/* With a fixed system, every run must have been tested on its references. */
+static S2sStatus same_references(const RunResult *runs, int n, S2sError *err) {
+    const RunResult *f = &runs[n - 1];
+    for (int i = 0; i < n - 1; i++) {
+        bool same = runs[i].n == f->n;
+        for (int k = 0; same && k < f->n; k++) same = !strcmp(runs[i].ref[k], f->ref[k]);
+        if (!same)
+            return s2s_fail(err, S2S_ERR_DATA, "%s: its test.ref is not the one %s is scored against", runs[i].dir, f->dir);
+    }
+    return S2S_OK;
+}
+
+/* Runs of variant a paired with runs of variant b: by seed, or each with a fixed system. */
+static int pair_runs(const RunResult *runs, int n, const int *var_of, int a, int b, int *pa, int *pb) {
+    int np = 0;
+    for (int i = 0; i < n; i++) {
+        if (var_of[i] != a) continue;
+        for (int j = 0; j < n; j++)
+            if (var_of[j] == b && (runs[i].fixed || runs[j].fixed || runs[j].seed == runs[i].seed) &&
+                runs[j].n == runs[i].n) {
+                pa[np] = i;
+                pb[np++] = j;
+                break;
+            }
+    }
+    return np;
+}
+
 S2sStatus compare_summarize(RunResult *runs, int n, int resamples, Comparison *c, S2sError *err) {
     memset(c, 0, sizeof *c);
     if (n == 0) return s2s_fail(err, S2S_ERR_DATA, "no finished runs to compare");
+    for (int i = 1; i < n; i++) S2S_ASSERT(runs[i].fixed || !runs[i - 1].fixed); /* fixed systems last */
+    if (runs[0].fixed) return s2s_fail(err, S2S_ERR_DATA, "no finished runs to compare %s with", runs[0].variant);
+    S2sStatus st = runs[n - 1].fixed ? same_references(runs, n, err) : S2S_OK;
+    if (st) return st;
     compare_label_runs(runs, n, c->header);
     c->translation = runs[0].translation;
     c->sacre = runs[0].sacre;
     c->metric_name = !c->translation ? "exact match (%)" : c->sacre ? "sacreBLEU" : "BLEU";
     c->metric_key = !c->translation ? "exact_match" : c->sacre ? "sacrebleu" : "bleu";
     c->resamples = resamples;
+    snprintf(c->outputs, sizeof c->outputs, "%s", runs[0].outputs);
     int *var_of = s2s_xmalloc((size_t)n * sizeof *var_of);
-    S2sStatus st = group_runs(runs, n, c, var_of, err);
-    if (st) {
+    if ((st = group_runs(runs, n, c, var_of, err))) {
         free(var_of);
         return st;
+    }
+    SentStats **ss = s2s_xmalloc((size_t)n * sizeof *ss);
+    for (int i = 0; i < n; i++) {
+        ss[i] = sentence_stats(&runs[i]);
+        if (runs[i].fixed || runs[i].outputs[0]) score_outputs(&runs[i], ss[i], c);
     }
     double *buf = s2s_xmalloc((size_t)n * 5 * sizeof *buf);
     for (int v = 0; v < c->n_variants; v++) summarize_variant(runs, n, var_of, v, c, buf);
     free(buf);
     /* paired bootstrap between every two variants, over the seeds both have */
-    SentStats **ss = s2s_xmalloc((size_t)n * sizeof *ss);
-    for (int i = 0; i < n; i++) ss[i] = sentence_stats(&runs[i]);
     int *pa = s2s_xmalloc((size_t)n * sizeof *pa), *pb = s2s_xmalloc((size_t)n * sizeof *pb);
     for (int a = 0; a < c->n_variants; a++)
         for (int b = a + 1; b < c->n_variants; b++) {
-            int np = 0;
-            for (int i = 0; i < n; i++) {
-                if (var_of[i] != a) continue;
-                for (int j = 0; j < n; j++)
-                    if (var_of[j] == b && runs[j].seed == runs[i].seed && runs[j].n == runs[i].n) {
-                        pa[np] = i;
-                        pb[np++] = j;
-                        break;
-                    }
-            }
+            int np = pair_runs(runs, n, var_of, a, b, pa, pb);
             PairTest *pt = &c->pairs[c->n_pairs++];
             *pt = (PairTest){a, b, np, NAN, NAN, NAN, NAN};
             if (np) pair_test(ss, pa, pb, np, runs[pa[0]].n, resamples, c, pt);
