@@ -84,11 +84,17 @@ def by_seed(runs, metric):
 
 
 def minutes(runs):
-    t = [r["train_s"] for r in runs if r.get("train_s")]
-    if not t:
-        return "—"
-    lo, hi = min(t) / 60, max(t) / 60
-    return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}"
+    """The range of training minutes; a busy run's apart when quiet ones have theirs."""
+    def span(rs):
+        t = [r["train_s"] for r in rs if r.get("train_s")]
+        if not t:
+            return "—"
+        lo, hi = min(t) / 60, max(t) / 60
+        return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}"
+    quiet, busy = [r for r in runs if r.get("quiet") is True], [r for r in runs if r.get("quiet") is False]
+    if quiet and busy and span(quiet) != "—" and span(busy) != "—":
+        return f"{span(quiet)} (busy: {span(busy)})"
+    return span(runs)
 
 
 def seconds(runs):
@@ -252,6 +258,14 @@ runs shared the two cores with other work. Mean ± sd over seeds where a row has
     o.append("Raw cased text in and out (joint BPE of 8,000 merges).\n")
     o.append(table(["system", "command", "seeds", "sacreBLEU greedy", "sacreBLEU beam 5", "chrF2 beam", "multi-bleu greedy",
                     "multi-bleu beam 5", "minutes", "measured with"], best_rows(lines, BEST)))
+    tests = [r for r in lines if r.get("bench") == "quality-compare" and r.get("metric") == "beam.sacrebleu"]
+    if tests:
+        o.append("The students' final models (beam 5) against each other and the four, in one `./compare --runs`\n"
+                 "(paired bootstrap, 1,000 resamples of the test sentences; runs paired by seed, the four's outputs\n"
+                 "with every run; the difference is the mean over the pairs):\n")
+        o.append(table(["A − B", "runs", "difference [95 % interval], p"],
+                       [[f"{r['a']} − {r['b']}", str(r["runs"]), compare_line(lines, r["a"], r["b"])] for r in tests]))
+        o.append(f"Command: `{tests[0]['command']}`.\n")
     o.append("The same two models trained on the official lowercased tokenised files (their outputs are in that\n"
              "form, so they have no cased score):\n")
     o.append(table(["system", "command", "seeds", "multi-bleu greedy", "multi-bleu beam 5", "minutes", "measured with"],
