@@ -228,11 +228,16 @@ def best_rows(lines, spec, tok=False):
     return rows
 
 
+def test_text(r):
+    """A quality-compare line's difference, interval and p."""
+    p = f"p < {r['p_below']:g}" if "p_below" in r else f"p = {r['p']:g}"
+    return f"{r['diff']:+.2f} [{r['lo']:+.2f}, {r['hi']:+.2f}], {p}"
+
+
 def compare_line(lines, a, b):
     for r in lines:
         if r.get("bench") == "quality-compare" and r["a"] == a and r["b"] == b:
-            p = f"p < {r['p_below']:g}" if "p_below" in r else f"p = {r['p']:g}"
-            return f"{r['diff']:+.2f} [{r['lo']:+.2f}, {r['hi']:+.2f}], {p}"
+            return test_text(r)
     return ""
 
 
@@ -264,7 +269,7 @@ runs shared the two cores with other work. Mean ± sd over seeds where a row has
                  "(paired bootstrap, 1,000 resamples of the test sentences; runs paired by seed, the four's outputs\n"
                  "with every run; the difference is the mean over the pairs):\n")
         o.append(table(["A − B", "runs", "difference [95 % interval], p"],
-                       [[f"{r['a']} − {r['b']}", str(r["runs"]), compare_line(lines, r["a"], r["b"])] for r in tests]))
+                       [[f"{r['a']} − {r['b']}", str(r["runs"]), test_text(r)] for r in tests]))
         o.append(f"Command: `{tests[0]['command']}`.\n")
     o.append("The same two models trained on the official lowercased tokenised files (their outputs are in that\n"
              "form, so they have no cased score):\n")

@@ -229,8 +229,7 @@ S2sStatus compare_read_system(RunResult *r, const char *label, const char *path,
     memset(r, 0, sizeof *r);
     S2S_ASSERT(!like->fixed);
     snprintf(r->dir, sizeof r->dir, "%s", path);
-    snprintf(r->label, sizeof r->label, "%s", label);
-    snprintf(r->variant, sizeof r->variant, "%s", label);
+    snprintf(r->label, sizeof r->label, "%s", label); /* compare_label_runs makes it the variant */
     r->fixed = true;
     config_defaults(&r->cfg);
     r->translation = like->translation;
