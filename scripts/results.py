@@ -15,19 +15,21 @@
       final model instead of RUN/model.bin (say, its checkpoints averaged by ./average), and its
       greedy figures are decoded and scored here, not read from the log. --busy marks a run that
       shared the machine. Several runs: one line each (seeds of one system).
+  python3 scripts/results.py compare DIR --metric M --command CMD [--pairs A:B,...]
+      appends one "quality-compare" line per paired test of DIR/summary.json (./compare's
+      --out DIR; only the pairs named, in that order, with --pairs): the difference, its
+      interval and p, the metric M it compares (say, beam.sacrebleu) and the command CMD that
+      made DIR. The results page shows the latest command's lines.
 
 A figure in the docs is a line of the file: nothing here is typed twice. Not part of the
 product."""
 import json
 import math
 import os
-import re
-import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "bench", "results.jsonl")
+from results_record import DATA, ROOT, build_of, compare, cpu_info, record  # noqa: F401 (decode-speed.py's too)
 SIG = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
 
@@ -241,6 +243,50 @@ def compare_line(lines, a, b):
     return ""
 
 
+# students of three sizes, each distilled from the four and trained without a teacher: (layers, d_model and
+# ff, distilled system, undistilled system)
+SIZES = [("6 / 2", "256, 512", "multi30k-student-6x2-ens4", "multi30k-student-6x2-nodistill"),
+         ("6 / 1", "256, 512", "multi30k-student-6x1-ens4", "multi30k-student-6x1-nodistill"),
+         ("6 / 1", "128, 512", "multi30k-student-tiny-ens4", "multi30k-student-tiny-nodistill")]
+
+
+def student_tests(lines):
+    """The paired tests of the students' final models: the latest ./compare command's lines."""
+    tests = [r for r in lines if r.get("bench") == "quality-compare" and r.get("metric") == "beam.sacrebleu"]
+    return [r for r in tests if r["command"] == tests[-1]["command"]] if tests else []
+
+
+def students_by_size(lines, tests):
+    """One row a student size: its scores with and without the four as teacher, the paired tests,
+    and its decoding speed against the four's from the latest decode-speed run."""
+    dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
+    dec = [r for r in dec if r["run"] == max(x["run"] for x in dec)]
+    def speed(system, batch):
+        cell = lambda mode: next((r for r in dec if r["mode"] == mode and r["precision"] == "int8" and r["batch"] == batch
+                                  and any(m.startswith(f"runs/{system}/") for m in r["models"])), None)
+        g, b = cell("greedy"), cell("beam")
+        return f"{g['vs_first']:.1f} / {b['vs_first']:.1f}" if g and b else "—"
+    def test(a, b):
+        r = next((t for t in tests if t["a"] == a and t["b"] == b), None)
+        return test_text(r) if r else "—"
+    def score(system):
+        runs = quality(lines, system=system)
+        return f"{stat(lines, runs, 'beam.sacrebleu')} ({len(runs)})" if runs else "—"
+    rows = []
+    for layers, dims, dist, plain in SIZES:
+        params = next((r["params"] for r in dec if any(m.startswith(f"runs/{dist}/") for m in r["models"])), None)
+        rows.append([f"`{dist}`", layers, dims, f"{params / 1e6:.2f} M" if params else "—", score(dist), score(plain),
+                     test(dist, plain), test(dist, "four"), speed(dist, 1), speed(dist, 64)])
+    four = next((r for r in dec if r["system"] == "teacher4"), None)
+    return ("Students of three sizes, each distilled from the four and trained without a teacher for as many\n"
+            "steps (`--set task.teacher= --set train.epochs=40` on the same shape), each its last three checkpoints\n"
+            "averaged: sacreBLEU beam 5 (runs), the paired tests above, and decoding speed in int8 as a multiple\n"
+            "of the four's" + (f" ({four['params'] / 1e6:.2f} M parameters)" if four else "") +
+            ", greedy / beam 5, from the latest run of [benchmarks](benchmarks.md#decoding-a-student-against-its-teacher):\n\n" +
+            table(["student", "layers", "d_model, ff", "parameters", "distilled", "no teacher", "distilled − no teacher",
+                   "distilled − four", "× four, batch 1", "× four, batch 64"], rows))
+
+
 def results_page(lines):
     o = ["""# Results
 
@@ -263,7 +309,7 @@ runs shared the two cores with other work. Mean ± sd over seeds where a row has
     o.append("Raw cased text in and out (joint BPE of 8,000 merges).\n")
     o.append(table(["system", "command", "seeds", "sacreBLEU greedy", "sacreBLEU beam 5", "chrF2 beam", "multi-bleu greedy",
                     "multi-bleu beam 5", "minutes", "measured with"], best_rows(lines, BEST)))
-    tests = [r for r in lines if r.get("bench") == "quality-compare" and r.get("metric") == "beam.sacrebleu"]
+    tests = student_tests(lines)
     if tests:
         o.append("The students' final models (beam 5) against each other and the four, in one `./compare --runs`\n"
                  "(paired bootstrap, 1,000 resamples of the test sentences; runs paired by seed, the four's outputs\n"
@@ -271,6 +317,7 @@ runs shared the two cores with other work. Mean ± sd over seeds where a row has
         o.append(table(["A − B", "runs", "difference [95 % interval], p"],
                        [[f"{r['a']} − {r['b']}", str(r["runs"]), test_text(r)] for r in tests]))
         o.append(f"Command: `{tests[0]['command']}`.\n")
+    o.append(students_by_size(lines, tests))
     o.append("The same two models trained on the official lowercased tokenised files (their outputs are in that\n"
              "form, so they have no cased score):\n")
     o.append(table(["system", "command", "seeds", "multi-bleu greedy", "multi-bleu beam 5", "minutes", "measured with"],
@@ -535,132 +582,6 @@ had one. The latest run of each machine (the lines keep which build each run mea
     return "\n".join(o)
 
 
-# ---- record ----
-
-def build_of(program):
-    """The build a program says it is (its --version), or "unknown"."""
-    ver = subprocess.run([program, "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"build ([0-9a-f]+(-dirty)?|unknown)", ver)
-    return m.group(1) if m else "unknown"
-
-
-def cpu_info():
-    info = open("/proc/cpuinfo").read().splitlines()
-    g = lambda k: next((l.split(":", 1)[1].strip() for l in info if l.startswith(k)), "")
-    flags = " " + g("flags") + " "
-    isa = "none"
-    for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16"):
-        if f" {f} " in flags:
-            isa = f
-    return {"cpu": g("model name"), "cpu_family": int(g("cpu family") or 0), "cpu_model": int(g("model\t") or 0),
-            "cpu_isa": isa, "cores": os.cpu_count()}
-
-
-def record(args):
-    runs, system, beam, alpha, bindir, busy = [], None, 0, 1.0, os.path.join(ROOT, "build", "bin"), False
-    model = "model.bin"
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("--system", "--beam", "--alpha", "--bin", "--model") and i + 1 >= len(args):
-            sys.exit(f"results: {a} needs a value")
-        if a == "--system":
-            system, i = args[i + 1], i + 2
-        elif a == "--beam":
-            beam, i = int(args[i + 1]), i + 2
-        elif a == "--alpha":
-            alpha, i = float(args[i + 1]), i + 2
-        elif a == "--bin":
-            bindir, i = os.path.abspath(args[i + 1]), i + 2
-        elif a == "--model":
-            model, i = args[i + 1], i + 2
-        elif a == "--busy":
-            busy, i = True, i + 1
-        elif a.startswith("-"):
-            sys.exit(f"results: {a}: unknown option")
-        else:
-            runs.append(a)
-            i += 1
-    if not runs or not system:
-        sys.exit("usage: results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--model FILE] [--bin DIR] [--busy]")
-    if os.path.basename(model) != model:
-        sys.exit(f"results: --model {model}: a file name in each run's directory, not a path")
-    commit = build_of(os.path.join(bindir, "train"))
-    lines = []
-    for run in runs:
-        cfg = json.load(open(os.path.join(run, "config.json")))
-        log = [json.loads(l) for l in open(os.path.join(run, "log.jsonl")) if l.strip()]
-        test = next((l for l in reversed(log) if l.get("type") == "test"), None)
-        if test is None:
-            sys.exit(f"results: {run}: no test line (the run has not ended)")
-        epochs = [l for l in log if l.get("type") == "epoch"]
-        task, tr = cfg["task"], cfg["train"]
-        r = {"bench": "quality", "task": "reverse" if task["type"] == "reverse" else "translate", "system": system,
-             "configs": [cfg.get("name")], "seed": cfg.get("seed"), "precision": tr.get("precision", "fp32"),
-             "commit": commit, **cpu_info(), "threads": tr.get("threads") or os.cpu_count(), "quiet": not busy,
-             "train_s": round(epochs[-1]["elapsed_s"], 1) if epochs and "elapsed_s" in epochs[-1] else None,
-             "epochs": test.get("epochs"),
-             "test": f"{task.get('test_size')} strings" if task["type"] == "reverse" else task.get("test_prefix", "test")}
-        if model == "model.bin":
-            r["greedy"] = log_scores(test)
-        else:  # the log's test line is the best checkpoint's, not this model's
-            if task["type"] == "reverse":
-                sys.exit("results: --model: a translation run's option")
-            r["model"] = model
-            r["greedy"] = {k: v for k, v in decode_scores(bindir, run, model, cfg, 0, 0).items() if k not in ("k", "alpha")}
-        if beam and task["type"] != "reverse":
-            r["beam"] = decode_scores(bindir, run, model, cfg, beam, alpha)
-        r["source"] = "scripts/results.py record"
-        lines.append({k: v for k, v in r.items() if v is not None})
-    with open(DATA, "a", encoding="utf-8") as f:
-        for r in lines:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-            print(json.dumps(r, ensure_ascii=False))
-
-
-def log_scores(test):
-    """The greedy figures of a run's log's test line."""
-    greedy = {}
-    for k, name in (("test_sacrebleu", "sacrebleu"), ("test_chrf", "chrf"), ("test_bleu", "multibleu")):
-        if k in test:
-            greedy[name] = round(test[k], 2)
-    for k in ("exact_match", "token_accuracy", "tf_token_accuracy"):
-        if "test_" + k in test:
-            greedy[k] = round(100 * test["test_" + k], 2)
-    return greedy
-
-
-def decode_scores(bindir, run, model, cfg, beam, alpha):
-    """The test set decoded by RUN/MODEL (greedy when beam is 0) and scored."""
-    task = cfg["task"]
-    d, p = task["data_dir"], task["test_prefix"]
-    pick = lambda lang: next((f for f in (f"{d}/{p}.{lang}", f"{d}/{p}.{lang}.gz") if os.path.exists(f)), None)
-    src, ref = pick(task["src_lang"]), pick(task["trg_lang"])
-    subword = task.get("subword", "none") not in ("none", "")
-    with tempfile.TemporaryDirectory() as tmp:
-        def plain(path, name):
-            if not path.endswith(".gz"):
-                return path
-            out = os.path.join(tmp, name)
-            subprocess.run(f"zcat '{path}' > '{out}'", shell=True, check=True)
-            return out
-        src, ref, hyp = plain(src, "src"), plain(ref, "ref"), os.path.join(tmp, "hyp")
-        search = ["--beam", str(beam), "--alpha", f"{alpha:g}"] if beam else []
-        cmd = [os.path.join(bindir, "translate"), os.path.join(run, model), *search, "--input", src, "--output", hyp] + \
-            ([] if subword else ["--tokenized"])
-        subprocess.run(cmd, check=True, capture_output=True)
-        bleu = os.path.join(bindir, "bleu")
-        out = {"k": beam, "alpha": alpha}
-        score = lambda *a: float(re.search(r"= ([0-9.]+)", subprocess.run([bleu, *a], capture_output=True, text=True,
-                                                                        check=True).stdout).group(1))
-        if subword:
-            out["sacrebleu"] = score("--sacrebleu", "--width", "2", ref, hyp)
-            out["chrf"] = score("--chrf", "--width", "2", ref, hyp)
-        else:
-            out["multibleu"] = score(ref, hyp)
-        return out
-
-
 # ---- main ----
 
 def replace_between(text, begin, end, new, what):
@@ -700,12 +621,12 @@ def page(check):
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("page", "record"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("page", "record", "compare"):
         sys.exit(__doc__)
     if sys.argv[1] == "page":
         page("--check" in sys.argv[2:])
     else:
-        record(sys.argv[2:])
+        (record if sys.argv[1] == "record" else compare)(sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -208,7 +208,7 @@ Test(distill, the_guide_s_configs_and_table) {
     snprintf(want, sizeof want, "of the teacher ensemble's %.1f M", (double)teachers / 1e6);
     cr_expect(strstr(page, want), "the page should say \"%s\"", want);
     const char *students[] = {"multi30k-student", "multi30k-student-6x2", "multi30k-student-6x1", "multi30k-student-tiny",
-                              "multi30k-student-6x2-ens4"};
+                              "multi30k-student-6x2-ens4", "multi30k-student-6x1-ens4", "multi30k-student-tiny-ens4"};
     const char *two = "runs/multi30k-best/model.bin,runs/multi30k-best-rnn/model.bin";
     const char *four = "runs/multi30k-best/model.bin,runs/multi30k-best-rnn/model.bin,runs/multi30k-best-s2/model.bin,"
                        "runs/multi30k-best-rnn-s2/model.bin"; /* the page's second seeds */
