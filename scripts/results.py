@@ -294,7 +294,8 @@ What the models score, and how long they train. Every figure is a `"quality"` li
 [`bench/results.jsonl`](../bench/results.jsonl), with the build that trained it, the machine,
 its threads and whether the machine was quiet; `python3 scripts/results.py page` makes this page
 from them (the tests check it is up to date) and `python3 scripts/results.py record RUN
---system NAME --beam 5 --alpha A` adds a run. Speed is on [benchmarks](benchmarks.md).
+--system NAME --beam 5 --alpha A` adds a run (`results.py compare DIR --metric M --command CMD`
+the paired tests of a `./compare --out DIR`). Speed is on [benchmarks](benchmarks.md).
 
 How the scores are made: test_2016_flickr (1,000 sentences), read once per final model; beam
 search's α chosen on the validation set (`scripts/tune-alpha.sh`), never on the test set.
