@@ -166,7 +166,12 @@ BEST = [  # (label, command, selection)
     ("the same 6 / 2 without a teacher, as many steps (40 epochs), its last three checkpoints averaged",
      "./train --config multi30k-student-6x2 --set task.teacher= --set precision=bf16 --set train.epochs=40 --out "
      "runs/multi30k-student-6x2-nodistill; ./average --last 3 …", dict(system="multi30k-student-6x2-nodistill")),
-]
+] + [row for size, name in (("6 / 1", "6x1"), ("6 / 1 of d_model 128", "tiny")) for row in (
+    (f"the {size} student of the four, its last three checkpoints averaged",
+     student_cmd(f"multi30k-student-{name}-ens4") + "; ./average --last 3 …", dict(system=f"multi30k-student-{name}-ens4")),
+    (f"the same {size} without a teacher (40 epochs), its last three checkpoints averaged",
+     f"./train --config multi30k-student-{name} --set task.teacher= --set precision=bf16 --set train.epochs=40 --out "
+     f"runs/multi30k-student-{name}-nodistill; ./average --last 3 …", dict(system=f"multi30k-student-{name}-nodistill")))]
 BEST_TOK = [
     ("Transformer on the tokenised files", f"./train --config {BT}", dict(system=BT, precision="fp32")),
     ("RNN on the tokenised files, three seeds", f"./train --config {BRT} --seed N", dict(system=BRT, precision="fp32")),
