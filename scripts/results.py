@@ -266,11 +266,13 @@ def students_by_size(lines, tests):
     and its decoding speed against the four's from the latest decode-speed run."""
     dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
     dec = [r for r in dec if r["run"] == max(x["run"] for x in dec)]
-    def speed(system, batch):
-        cell = lambda mode: next((r for r in dec if r["mode"] == mode and r["precision"] == "int8" and r["batch"] == batch
-                                  and any(m.startswith(f"runs/{system}/") for m in r["models"])), None)
-        g, b = cell("greedy"), cell("beam")
-        return f"{g['vs_first']:.1f} / {b['vs_first']:.1f}" if g and b else "—"
+    def speed(system, batch):  # against the four's cell of the run, whichever system came first in it
+        def cell(mode, of):
+            return next((r for r in dec if r["mode"] == mode and r["precision"] == "int8" and r["batch"] == batch
+                         and of(r)), None)
+        x = [(cell(m, lambda r: any(p.startswith(f"runs/{system}/") for p in r["models"])),
+              cell(m, lambda r: r["system"] == "teacher4")) for m in ("greedy", "beam")]
+        return " / ".join(f"{s['sent_per_s'] / t['sent_per_s']:.1f}" for s, t in x) if all(s and t for s, t in x) else "—"
     def test(a, b):
         r = next((t for t in tests if t["a"] == a and t["b"] == b), None)
         return test_text(r) if r else "—"

@@ -64,15 +64,17 @@ def test_students_by_size_reads_its_lines():
     import results
     dist, plain = "multi30k-student-6x1-ens4", "multi30k-student-6x1-nodistill"
     q = lambda system, seed, bleu: {"bench": "quality", "system": system, "seed": seed, "beam": {"sacrebleu": bleu}}
-    speed = lambda system, models, mode, batch, vs, run="2026-01-02T00:00:00": {
+    speed = lambda system, models, mode, batch, rate, run="2026-01-02T00:00:00": {
         "bench": "decode_speed", "system": system, "models": models, "params": 6103209 if system == "s" else 56191140,
-        "mode": mode, "precision": "int8", "batch": batch, "vs_first": vs, "run": run}
+        "mode": mode, "precision": "int8", "batch": batch, "sent_per_s": rate, "vs_first": 1.0, "run": run}
     cmp = lambda a, b, diff: {"bench": "quality-compare", "a": a, "b": b, "metric": "beam.sacrebleu", "runs": 2, "diff": diff,
                               "lo": diff - 1, "hi": diff + 1, "p": 0.25, "command": "c"}
     lines = [q(dist, 1, 40.0), q(dist, 2, 41.0), q(plain, 1, 39.5),
-             speed("teacher4", ["runs/t/model.bin"], "greedy", 1, 1.0), speed("s", [f"runs/{dist}/avg3.bin"], "greedy", 1, 12.34),
-             speed("s", [f"runs/{dist}/avg3.bin"], "beam", 1, 6.78), speed("s", [f"runs/{dist}/avg3.bin"], "greedy", 64, 3.21),
-             speed("s", [f"runs/{dist}/avg3.bin"], "beam", 64, 4.56),
+             # the student first in its run: the ratios are to the four's cells, not to the first system's
+             speed("s", [f"runs/{dist}/avg3.bin"], "greedy", 1, 123.4), speed("s", [f"runs/{dist}/avg3.bin"], "beam", 1, 67.8),
+             speed("s", [f"runs/{dist}/avg3.bin"], "greedy", 64, 64.2), speed("s", [f"runs/{dist}/avg3.bin"], "beam", 64, 45.6),
+             speed("teacher4", ["runs/t/model.bin"], "greedy", 1, 10.0), speed("teacher4", ["runs/t/model.bin"], "beam", 1, 10.0),
+             speed("teacher4", ["runs/t/model.bin"], "greedy", 64, 20.0), speed("teacher4", ["runs/t/model.bin"], "beam", 64, 10.0),
              speed("s", [f"runs/{dist}/avg3.bin"], "beam", 1, 99.0, run="2025-01-01T00:00:00"),  # an older run: not shown
              cmp(dist, plain, 0.5), cmp(dist, "four", -0.75)]
     text = results.students_by_size(lines, results.student_tests(lines))
