@@ -255,6 +255,13 @@ SIZES = [("6 / 2", "256, 512", "multi30k-student-6x2-ens4", "multi30k-student-6x
          ("6 / 1", "128, 512", "multi30k-student-tiny-ens4", "multi30k-student-tiny-nodistill")]
 
 
+def latest_decode_speed(lines):
+    """The lines of the latest scripts/decode-speed.py run."""
+    dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
+    last = max((r["run"] for r in dec), default=None)
+    return [r for r in dec if r["run"] == last]
+
+
 def student_tests(lines):
     """The paired tests of the students' final models: the latest ./compare command's lines."""
     tests = [r for r in lines if r.get("bench") == "quality-compare" and r.get("metric") == "beam.sacrebleu"]
@@ -264,8 +271,7 @@ def student_tests(lines):
 def students_by_size(lines, tests):
     """One row a student size: its scores with and without the four as teacher, the paired tests,
     and its decoding speed against the four's from the latest decode-speed run."""
-    dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
-    dec = [r for r in dec if r["run"] == max(x["run"] for x in dec)]
+    dec = latest_decode_speed(lines)
     def speed(system, batch):  # against the four's cell of the run, whichever system came first in it
         def cell(mode, of):
             return next((r for r in dec if r["mode"] == mode and r["precision"] == "int8" and r["batch"] == batch
@@ -557,10 +563,8 @@ had one. The latest run of each machine (the lines keep which build each run mea
                        [[m, f"{n:,}", num(r, "prepare_s", "{:.1f} s"), num(r, "prepared_mb", "{:,.0f} MB"),
                          num(r, "train_peak_mb", "{:,.0f} MB"), num(r, "first_step_s", "{:.2f} s"), num(r, "train_tok_per_s")]
                         for (m, n), r in sorted(last.items())]))
-    dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
-    if dec:
-        last = max(r["run"] for r in dec)
-        rs = [r for r in dec if r["run"] == last]
+    rs = latest_decode_speed(lines)
+    if rs:
         r0 = rs[0]
         o.append("## Decoding: a student against its teacher\n")
         o.append("`scripts/decode-speed.py` ([distilling](how-to/distill.md)): each system translates the same "

@@ -24,7 +24,7 @@ def test_compare_lines_are_the_summary_s(tiny_run, tmp_path):
     shutil.copy(os.path.join(ROOT, "README.md"), repo)
     run = tiny_run[0]
     # the run's outputs against an oracle (the references): a difference below zero in every resample
-    program("compare", "--runs", f"--name", f"mine={run}", "--outputs", "test.hyp", "--against", f"oracle={run}/test.ref",
+    program("compare", "--runs", "--name", f"mine={run}", "--outputs", "test.hyp", "--against", f"oracle={run}/test.ref",
             "--out", tmp_path / "cmp")
     summary = json.loads((tmp_path / "cmp" / "summary.json").read_text())
     t = summary["paired_bootstrap"][0]
