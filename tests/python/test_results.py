@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import program
+from conftest import program, write_lines
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -40,10 +40,8 @@ def test_compare_lines_are_the_summary_s(tiny_run, tmp_path):
     assert (line["a"], line["b"], line["runs"]) == ("mine", "oracle", t["seeds"])
     assert line["diff"] == round(t["difference"], 2) and (line["lo"], line["hi"]) == (round(t["ci_low"], 2), round(t["ci_high"], 2))
     assert line["resamples"] == summary["resamples"]
-    if t["p"] == 0:  # no resample reached zero: p is below one resample's weight
-        assert "p" not in line and line["p_below"] == round(1 / summary["resamples"], 3)
-    else:
-        assert line["p"] == t["p"]
+    assert t["p"] == 0, "against the references no resample reaches zero"
+    assert "p" not in line and line["p_below"] == round(1 / summary["resamples"], 3)
     # the page shows the latest command's tests
     assert results(repo, "page").returncode == 0
     page = (repo / "docs" / "results.md").read_text()
@@ -57,6 +55,20 @@ def test_compare_lines_are_the_summary_s(tiny_run, tmp_path):
     r = results(repo, "compare", str(tmp_path / "cmp"), "--command", "c")
     assert r.returncode != 0 and "usage" in r.stderr
     assert (repo / "bench" / "results.jsonl").read_text().splitlines() == after
+    # two runs right on alternate lines (their outputs made from the references): neither wins
+    # every resample, so p is a fraction, kept as the summary has it
+    refs = (run / "test.ref").read_text().splitlines()
+    for name, keep in (("even", 0), ("odd", 1)):
+        shutil.copytree(run, tmp_path / name)
+        write_lines(tmp_path / name / "test.hyp", [x if i % 2 == keep else "x" for i, x in enumerate(refs)])
+    program("compare", "--runs", "--name", f"even={tmp_path / 'even'}", "--name", f"odd={tmp_path / 'odd'}",
+            "--outputs", "test.hyp", "--out", tmp_path / "cmp2")
+    t = json.loads((tmp_path / "cmp2" / "summary.json").read_text())["paired_bootstrap"][0]
+    assert (t["a"], t["b"]) == ("even", "odd") and 0 < t["p"] < 1, t
+    r = results(repo, "compare", str(tmp_path / "cmp2"), "--metric", "beam.sacrebleu", "--command", "c2", "--pairs", "even:odd")
+    assert r.returncode == 0, r.stderr
+    line = json.loads((repo / "bench" / "results.jsonl").read_text().splitlines()[-1])
+    assert line["p"] == t["p"] and "p_below" not in line and line["diff"] == round(t["difference"], 2)
 
 
 def test_students_by_size_reads_its_lines():
