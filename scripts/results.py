@@ -23,6 +23,7 @@
 
 A figure in the docs is a line of the file: nothing here is typed twice. Not part of the
 product."""
+import itertools
 import json
 import math
 import os
@@ -255,6 +256,22 @@ SIZES = [("6 / 2", "256, 512", "multi30k-student-6x2-ens4", "multi30k-student-6x
          ("6 / 1", "128, 512", "multi30k-student-tiny-ens4", "multi30k-student-tiny-nodistill")]
 
 
+def seed_test(a, b):
+    """Scores a and b of two systems, one a seed: the difference of their means and its exact
+    permutation p (two-sided: the share of the splits of the pooled scores into groups of their
+    sizes whose means differ at least as much); None under two seeds a side."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    pool, far, splits = a + b, 0, 0
+    diff = sum(a) / len(a) - sum(b) / len(b)
+    for pick in itertools.combinations(range(len(pool)), len(a)):
+        x = [pool[i] for i in pick]
+        y = [v for i, v in enumerate(pool) if i not in pick]
+        far += abs(sum(x) / len(x) - sum(y) / len(y)) >= abs(diff) - 1e-9
+        splits += 1
+    return diff, far / splits
+
+
 def latest_decode_speed(lines):
     """The lines of the latest scripts/decode-speed.py run."""
     dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
@@ -281,23 +298,28 @@ def students_by_size(lines, tests):
         return " / ".join(f"{s['sent_per_s'] / t['sent_per_s']:.1f}" for s, t in x) if all(s and t for s, t in x) else "—"
     def test(a, b):
         r = next((t for t in tests if t["a"] == a and t["b"] == b), None)
-        return test_text(r) if r else "—"
+        return f"{test_text(r)} ({r['runs']})" if r else "—"
     def score(system):
         runs = quality(lines, system=system)
         return f"{stat(lines, runs, 'beam.sacrebleu')} ({len(runs)})" if runs else "—"
+    def over_seeds(a, b):
+        xa, xb = ([get(r, "beam.sacrebleu") for r in quality(lines, system=s)] for s in (a, b))
+        t = seed_test(xa, xb)
+        return f"{t[0]:+.2f}, p = {t[1]:.3g} ({len(xa)} + {len(xb)})" if t else "—"
     rows = []
     for layers, dims, dist, plain in SIZES:
         params = next((r["params"] for r in dec if any(m.startswith(f"runs/{dist}/") for m in r["models"])), None)
         rows.append([f"`{dist}`", layers, dims, f"{params / 1e6:.2f} M" if params else "—", score(dist), score(plain),
-                     test(dist, plain), test(dist, "four"), speed(dist, 1), speed(dist, 64)])
+                     test(dist, plain), over_seeds(dist, plain), test(dist, "four"), speed(dist, 1), speed(dist, 64)])
     four = next((r for r in dec if r["system"] == "teacher4"), None)
     return ("Students of three sizes, each distilled from the four and trained without a teacher for as many\n"
             "steps (`--set task.teacher= --set train.epochs=40` on the same shape), each its last three checkpoints\n"
-            "averaged: sacreBLEU beam 5 (runs), the paired tests above, and decoding speed in int8 as a multiple\n"
-            "of the four's" + (f" ({four['params'] / 1e6:.2f} M parameters)" if four else "") +
+            "averaged: sacreBLEU beam 5 (runs), the paired tests above (pairs), distillation's gain over the seeds\n"
+            "(the difference of the means, with the exact permutation p of the seeds' scores: with three seeds a\n"
+            "side no split is rarer than p = 0.1), and decoding speed in int8 as a multiple\nof the four's" + (f" ({four['params'] / 1e6:.2f} M parameters)" if four else "") +
             ", greedy / beam 5, from the latest run of [benchmarks](benchmarks.md#decoding-a-student-against-its-teacher):\n\n" +
             table(["student", "layers", "d_model, ff", "parameters", "distilled", "no teacher", "distilled − no teacher",
-                   "distilled − four", "× four, batch 1", "× four, batch 64"], rows))
+                   "the same over seeds", "distilled − four", "× four, batch 1", "× four, batch 64"], rows))
 
 
 def results_page(lines):

@@ -81,7 +81,7 @@ def test_students_by_size_reads_its_lines():
         "mode": mode, "precision": "int8", "batch": batch, "sent_per_s": rate, "vs_first": 1.0, "run": run}
     cmp = lambda a, b, diff: {"bench": "quality-compare", "a": a, "b": b, "metric": "beam.sacrebleu", "runs": 2, "diff": diff,
                               "lo": diff - 1, "hi": diff + 1, "p": 0.25, "command": "c"}
-    lines = [q(dist, 1, 40.0), q(dist, 2, 41.0), q(plain, 1, 39.5),
+    lines = [q(dist, 1, 40.0), q(dist, 2, 41.0), q(plain, 1, 39.5), q(plain, 2, 39.0),
              # the student first in its run: the ratios are to the four's cells, not to the first system's
              speed("s", [f"runs/{dist}/avg3.bin"], "greedy", 1, 123.4), speed("s", [f"runs/{dist}/avg3.bin"], "beam", 1, 67.8),
              speed("s", [f"runs/{dist}/avg3.bin"], "greedy", 64, 64.2), speed("s", [f"runs/{dist}/avg3.bin"], "beam", 64, 45.6),
@@ -91,8 +91,23 @@ def test_students_by_size_reads_its_lines():
              cmp(dist, plain, 0.5), cmp(dist, "four", -0.75)]
     text = results.students_by_size(lines, results.student_tests(lines))
     row = next(l for l in text.splitlines() if l.startswith(f"| `{dist}` |"))
-    assert row == (f"| `{dist}` | 6 / 1 | 256, 512 | 6.10 M | 40.50 ± 0.71 (2) | 39.50 (1) | +0.50 [-0.50, +1.50], p = 0.25 | "
-                   "-0.75 [-1.75, +0.25], p = 0.25 | 12.3 / 6.8 | 3.2 / 4.6 |")
+    # over the seeds: 2 of the 6 splits of {40, 41, 39.5, 39} into pairs are as far apart as +1.25
+    assert row == (f"| `{dist}` | 6 / 1 | 256, 512 | 6.10 M | 40.50 ± 0.71 (2) | 39.25 ± 0.35 (2) | "
+                   "+0.50 [-0.50, +1.50], p = 0.25 (2) | +1.25, p = 0.333 (2 + 2) | "
+                   "-0.75 [-1.75, +0.25], p = 0.25 (2) | 12.3 / 6.8 | 3.2 / 4.6 |")
     assert "(56.19 M parameters)" in text
     tiny = next(l for l in text.splitlines() if l.startswith("| `multi30k-student-tiny-ens4` |"))
-    assert tiny.count("—") == 7, "a size with no lines shows no figures"
+    assert tiny.count("—") == 8, "a size with no lines shows no figures"
+
+
+def test_seed_test_is_the_exact_permutation_p():
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import results
+    # three seeds a side, every one of a above every one of b: of the 20 splits, this one and its mirror
+    assert results.seed_test([3.0, 4.0, 5.0], [0.0, 1.0, 2.0]) == (3.0, 0.1)
+    assert results.seed_test([0.0, 1.0, 2.0], [3.0, 4.0, 5.0]) == (-3.0, 0.1)
+    # three against two: 10 splits, and only this one has means 3.5 apart
+    assert results.seed_test([3.0, 4.0, 5.0], [0.0, 1.0]) == (3.5, 0.1)
+    diff, p = results.seed_test([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
+    assert diff == 0 and p == 1.0, "equal scores: every split is as far apart"
+    assert results.seed_test([1.0], [2.0, 3.0]) is None and results.seed_test([1.0, 2.0], []) is None
