@@ -123,7 +123,11 @@ def how(runs):
         bits.append(" or ".join(map(str, th)) + (" thread" if th == [1] else " threads"))
     q = {x.get("quiet") for x in runs}
     bits.append("quiet" if q == {True} else "busy" if q == {False} else "quiet and busy" if None not in q else "")
-    return ", ".join(b for b in bits if b) + "; " + machine(r)
+    where = list(dict.fromkeys(machine(x) for x in runs))
+    if len(where) > 1:  # seeds trained on different machines: each machine with its seeds
+        seeds = lambda m: ", ".join(str(x.get("seed")) for x in runs if machine(x) == m)
+        where = [f"{m}: seed{'s' if ', ' in seeds(m) else ''} {seeds(m)}" for m in where]
+    return ", ".join(b for b in bits if b) + "; " + "; ".join(where)
 
 
 def alphas(runs):

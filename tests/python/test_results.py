@@ -111,3 +111,15 @@ def test_seed_test_is_the_exact_permutation_p():
     diff, p = results.seed_test([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
     assert diff == 0 and p == 1.0, "equal scores: every split is as far apart"
     assert results.seed_test([1.0], [2.0, 3.0]) is None and results.seed_test([1.0, 2.0], []) is None
+
+
+def test_how_names_every_machine_with_its_seeds():
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import results
+    run = lambda seed, cpu, fam, model: {"seed": seed, "precision": "bf16", "threads": 2, "quiet": False, "cpu": cpu,
+                                          "cpu_family": fam, "cpu_model": model}
+    amd, intel = ("AMD EPYC", 26, 2), ("Intel(R) Xeon(R) Processor", 6, 167)
+    assert results.how([run(1, *amd), run(2, *amd)]) == "bf16, 2 threads, busy; AMD EPYC (family 26, model 2)"
+    assert results.how([run(1, *amd), run(2, *amd), run(3, *intel)]) == (
+        "bf16, 2 threads, busy; AMD EPYC (family 26, model 2): seeds 1, 2; "
+        "Intel(R) Xeon(R) Processor (family 6, model 167): seed 3")
