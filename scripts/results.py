@@ -125,8 +125,8 @@ def how(runs):
     bits.append("quiet" if q == {True} else "busy" if q == {False} else "quiet and busy" if None not in q else "")
     where = list(dict.fromkeys(machine(x) for x in runs))
     if len(where) > 1:  # seeds trained on different machines: each machine with its seeds
-        seeds = lambda m: ", ".join(str(x.get("seed")) for x in runs if machine(x) == m)
-        where = [f"{m}: seed{'s' if ', ' in seeds(m) else ''} {seeds(m)}" for m in where]
+        seeds = {m: [str(x.get("seed")) for x in runs if machine(x) == m] for m in where}
+        where = [f"{m}: seed{'s' if len(s) > 1 else ''} {', '.join(s)}" for m, s in seeds.items()]
     return ", ".join(b for b in bits if b) + "; " + "; ".join(where)
 
 
@@ -266,14 +266,11 @@ def seed_test(a, b):
     sizes whose means differ at least as much); None under two seeds a side."""
     if len(a) < 2 or len(b) < 2:
         return None
-    pool, far, splits = a + b, 0, 0
-    diff = sum(a) / len(a) - sum(b) / len(b)
-    for pick in itertools.combinations(range(len(pool)), len(a)):
-        x = [pool[i] for i in pick]
-        y = [v for i, v in enumerate(pool) if i not in pick]
-        far += abs(sum(x) / len(x) - sum(y) / len(y)) >= abs(diff) - 1e-9
-        splits += 1
-    return diff, far / splits
+    pool, total = a + b, sum(a) + sum(b)
+    gap = lambda s: s / len(a) - (total - s) / len(b)  # the difference of means when a's group sums to s
+    diff = gap(sum(a))
+    far = sum(abs(gap(sum(x))) >= abs(diff) - 1e-9 for x in itertools.combinations(pool, len(a)))
+    return diff, far / math.comb(len(pool), len(a))
 
 
 def latest_decode_speed(lines):
@@ -320,7 +317,8 @@ def students_by_size(lines, tests):
             "steps (`--set task.teacher= --set train.epochs=40` on the same shape), each its last three checkpoints\n"
             "averaged: sacreBLEU beam 5 (runs), the paired tests above (pairs), distillation's gain over the seeds\n"
             "(the difference of the means, with the exact permutation p of the seeds' scores: with three seeds a\n"
-            "side no split is rarer than p = 0.1), and decoding speed in int8 as a multiple\nof the four's" + (f" ({four['params'] / 1e6:.2f} M parameters)" if four else "") +
+            "side no split is rarer than p = 0.1), and decoding speed in int8 as a multiple\n"
+            "of the four's" + (f" ({four['params'] / 1e6:.2f} M parameters)" if four else "") +
             ", greedy / beam 5, from the latest run of [benchmarks](benchmarks.md#decoding-a-student-against-its-teacher):\n\n" +
             table(["student", "layers", "d_model, ff", "parameters", "distilled", "no teacher", "distilled − no teacher",
                    "the same over seeds", "distilled − four", "× four, batch 1", "× four, batch 64"], rows))
