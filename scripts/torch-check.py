@@ -138,7 +138,7 @@ def compare(bin_dir, model_bin, model, cfg, vocab, src_file, tmp, tag):
             max_len = cap or 2 * len(r["src"]) + 10
             g = greedy(model, r["src"], max_len)
             text = detokenize(cfg, vocab, g)
-            mine = ours_text[r["line"] - 1]
+            mine = ours_text[r["line"]]
             same += text == mine
             if text != mine:
                 # where PyTorch's own logits are within 1e-4 between its choice and ours: a tie

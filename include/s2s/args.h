@@ -19,16 +19,6 @@ S2sStatus args_float(const char *opt, const char *text, double lo, double hi, fl
  * empty item or more than cap items is an error naming opt. Returns the count, or −1. */
 int args_split(const char *opt, char *list, char **items, int cap, S2sError *err);
 
-/* A file a program reads or writes, as its command line named it. */
-typedef struct ArgsFile {
-    const char *opt;   /* "--output", or "MODEL" for a positional argument */
-    const char *path;  /* NULL: not given */
-} ArgsFile;
-/* Refuses an output that is the same regular file as an input or another output (device
- * and inode, through links): S2S_ERR_CONFIG naming both, before anything is opened for
- * writing. Outputs that do not exist yet, pipes and devices (/dev/null) are never the same. */
-S2sStatus args_distinct_files(const ArgsFile *in, int n_in, const ArgsFile *out, int n_out, S2sError *err);
-
 /* The options every program has: {"help", no_argument, NULL, 'h'} and
  * {"version", no_argument, NULL, ARGS_VERSION} in its getopt_long table (optstring ":h"). */
 #define ARGS_VERSION 255

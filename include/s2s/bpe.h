@@ -57,6 +57,10 @@ void bpe_free(Bpe *b);
  * made, fewer than asked when no pair is seen min_count times any more (not an error). A
  * vocabulary size below the specials, bytes and characters is (S2S_ERR_CONFIG). */
 S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o, int *learned, S2sError *err);
+/* ./subword learn: learns from every line of the files inputs[0..n) (plain or gzip) and saves
+ * the model at out, which may be none of them (file_distinct, before anything is read). */
+S2sStatus bpe_learn_files(Bpe *b, const char *const *inputs, int n, const BpeLearnOpts *o, const char *out, int *learned,
+                          S2sError *err);
 
 /* A line of raw text (valid UTF-8) as piece ids, into *ids (grown; *cap its size);
  * returns their count. Linear-logarithmic in the line's length. */

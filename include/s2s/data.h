@@ -106,8 +106,11 @@ S2sStatus task_load_hooks(TaskData *td, const ConfigTask *task, const TaskLoadHo
 void task_free(TaskData *td);
 /* Bytes task_load will hold, from the config alone (generated data; 0 for files). */
 double task_memory_estimate(const ConfigTask *task);
-/* Bytes the loaded datasets hold. */
+/* Bytes the loaded data hold: the datasets, and the texts kept beside them (references, the
+ * training text BPE-dropout segments anew). */
 size_t task_data_bytes(const TaskData *td);
+/* Bytes a dataset holds (a streamed one: its lengths and index). */
+size_t dataset_bytes(const Dataset *d);
 /* A 64-bit hash of the vocabularies, every split's ids and the reference texts: equal
  * fingerprints, the same data (a resumed run checks it has the data it started with). */
 uint64_t task_fingerprint(const TaskData *td);

@@ -63,6 +63,25 @@ void file_unlock(FileLock *l);
 /* Whether some process holds dir's lock now; its pid into *pid when known (else 0). */
 bool file_lock_held(const char *dir, long *pid);
 
+/* A file a call reads or writes, as its caller named it. */
+typedef struct FileRole {
+    const char *what;  /* names it in messages: "--out", "MODEL", "the teacher" */
+    const char *path;  /* NULL: not given; "-" as an input: standard input (as it is now) */
+} FileRole;
+/* The output-onto-input rule, held by every call that writes a file (export, import, average,
+ * subword learn, heatmaps, run folders, the programs' outputs): an output that is the same
+ * file as an input or another output (device and inode, links followed) is S2S_ERR_CONFIG
+ * naming both, before anything is written; so are two outputs not made yet that are one name
+ * in one folder. Pipes and devices (/dev/null) are never the same file. */
+S2sStatus file_distinct(const FileRole *in, int n_in, const FileRole *out, int n_out, S2sError *err);
+
+/* Opens path for reading (flags: O_RDONLY or O_RDWR, plus O_NOFOLLOW if wanted) as every file
+ * of a folder s2s manages is opened (a cache, a run's checkpoints and log, model files): with
+ * O_NONBLOCK, so a FIFO planted there cannot block, then a regular file required and blocking
+ * set back. A missing or unopenable file: S2S_ERR_IO with strerror (errno kept, so a caller
+ * can tell ENOENT); a FIFO, device or folder: S2S_ERR_IO "not a regular file". */
+S2sStatus file_open_regular(const char *path, int flags, int *fd, S2sError *err);
+
 /* Opens rel below the folder open as dirfd without leaving it: rel is walked one name at a
  * time, every name opened with O_NOFOLLOW (a symbolic link anywhere is refused, ELOOP or
  * ENOTDIR), "", "." and ".." names are refused, and the last name is opened with flags (plus

@@ -1,8 +1,9 @@
-/* json.h — checks on parsed JSON (cJSON) that every reader of the project's JSON shares.
+/* json.h — checks on JSON (cJSON) that every reader of the project's JSON shares.
  *
  * cJSON keeps every member of an object, duplicates included, and its lookups return the
  * first: a file with a key twice would silently mean one of them. Readers refuse such files
- * with json_find_duplicate. Borrows the tree; owns nothing. */
+ * with json_find_duplicate, and strings cut by a NUL with json_find_nul. Borrows the tree;
+ * owns nothing. */
 #ifndef S2S_JSON_H
 #define S2S_JSON_H
 
@@ -13,6 +14,10 @@
 /* The first member (depth first) whose key an earlier member of the same object has, or
  * NULL. Its dotted path ("model.cell", "heads.1.Q") goes into path. */
 const cJSON *json_find_duplicate(const cJSON *node, char *path, size_t n);
+/* The first "\u0000" escape inside a string of JSON text (cJSON would end the string there,
+ * so "dot\u0000bogus" would read as "dot"), or NULL. Every reader of JSON from a user (a config
+ * file, --set, a config or options from the C API and Python) refuses text that has one. */
+const char *json_find_nul(const char *text);
 /* The 1-based line and column of the byte at in text (for messages). */
 void json_line_col(const char *text, const char *at, int *line, int *col);
 /* "line:col" (1-based) of the k-th (0-based) occurrence of "key" in text, into buf; "" when

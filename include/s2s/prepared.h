@@ -24,6 +24,11 @@
  * for these files, settings and build, else prepared there (corpus.h) and then streamed; without
  * a cache folder, or one that cannot take the file, parallel_load's data in memory. */
 S2sStatus prepared_load(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err);
+/* The files a translation task's data are made from: every training corpus's two, a teacher's
+ * translations, the evaluation splits' and a given subword model, into paths; their count. */
+#define PREPARED_MAX_INPUTS (2 * TASK_MAX_CORPORA + 6)
+#define PREPARED_PATH (CONFIG_STR + 96)
+int prepared_input_files(const ConfigTask *t, char paths[PREPARED_MAX_INPUTS][PREPARED_PATH]);
 /* The digest of a file's bytes into *h (FNV-1a over its size and CRC-32 and Adler-32). */
 S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err);
 /* Leaves in dir the keep newest (by modification time) regular files named by 16 hex digits and

@@ -40,6 +40,11 @@ typedef struct RunDir {
  * use (S2S_ERR_IO, naming the pid), no last.bin for RUN_RESUME (S2S_ERR_IO). */
 S2sStatus rundir_open(RunDir *d, const char *dir, RunMode mode, S2sError *err);
 void rundir_close(RunDir *d);
+/* The output-onto-input rule for a run: none of the files a run in dir writes (config, log,
+ * models, test outputs, curves) or, with --overwrite, deletes (an earlier run's heatmaps and
+ * kept checkpoints) may be one of in[0..n) (its config, corpus, subword model, teachers):
+ * file_distinct's S2S_ERR_CONFIG, before the folder is touched. */
+S2sStatus rundir_check_inputs(const char *dir, const FileRole *in, int n, S2sError *err);
 /* The names alone, nothing opened or locked (the other ranks of a data-parallel run, which
  * never write there). */
 S2sStatus rundir_names(RunDir *d, const char *dir, S2sError *err);

@@ -8,6 +8,7 @@
 #ifndef S2S_TRANSLATOR_H
 #define S2S_TRANSLATOR_H
 
+#include "s2s/file.h"
 #include "s2s/model.h"
 #include "s2s/viz.h"
 
@@ -35,7 +36,32 @@ typedef struct Translator {
     int n_more;
     bool score_logits;          /* translator_score: each pair's ids and logits too (one model) */
     bool want_attention;        /* greedy, one model: each line's attention and tokens in its result */
+    const FileRole *inputs;     /* the files the caller reads, which no heatmap may be (translator_heatmaps) */
+    int n_inputs;
 } Translator;
+
+/* What a front door asks of decoding: ./translate's options, ./serve's request, the C API's and
+ * Python's arguments, a teacher's settings. */
+typedef struct DecodeSettings {
+    int beam;          /* 1: greedy */
+    int n_best;        /* ≤ beam */
+    float alpha;       /* beam search's length normalisation, as given */
+    int max_len;       /* 0: the model's train.max_decode_len (whose 0 is 2 × each source + 10) */
+    bool tokenized;    /* the lines are tokenised already */
+    bool attention;    /* greedy, one model: each line's attention in its result */
+} DecodeSettings;
+
+/* The one way a translator is made for a model (an ensemble's others and heatmaps are added
+ * after): the model's own settings where the caller gives none, so that ./translate, ./serve,
+ * the C API and Python decode a line alike. */
+Translator translator_make(Seq2Seq *m, const Config *cfg, const Vocab *src, const Vocab *trg, Tape *tape,
+                           const DecodeSettings *s);
+
+/* Sets t up to draw heatmaps into dir (t->heatmap_dir; made when missing): a folder that holds
+ * an earlier translation's pictures (NNNN*.png) is refused, since the two would mix, and no
+ * picture may be one of inputs[0..n), kept by t (file_distinct, for each picture as it is
+ * drawn): S2S_ERR_CONFIG naming the folder or the file. */
+S2sStatus translator_heatmaps(Translator *t, const char *dir, const FileRole *inputs, int n, S2sError *err);
 
 /* A line's attention as data (want_attention): row i the weights over the source tokens when
  * output token i was written (the last row <eos>'s, when the output ended). */
@@ -65,7 +91,8 @@ typedef struct TranslatedLine {
 
 /* Translates lines[0..n): lines[i] NULL is a line the caller could not read (status
  * S2S_ERR_DATA, no error text: the caller knows why). first_line numbers the lines for the
- * heatmaps (line first_line + i + 1). out has n entries. */
+ * heatmaps from 0, as every output that numbers lines does (n-best lists, --logits): line
+ * first_line + i is DIR/NNNN.png. out has n entries. */
 void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out);
 void translator_free_results(TranslatedLine *out, int n);
 void translator_free_attention(LineAttention *a);

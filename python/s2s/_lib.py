@@ -6,9 +6,11 @@ the system's loader (libs2s.so.0). The library's ABI version is checked before a
 Every call goes through ctypes.CDLL, which releases the GIL for the call's duration.
 """
 
+import contextlib
 import ctypes
 import glob
 import os
+import threading
 
 ABI_VERSION = 2  # include/s2s/s2s.h: S2S_ABI_VERSION
 
@@ -201,7 +203,106 @@ def string_array(items, what="lines"):
     return arr, len(enc)
 
 
-def path_arg(path):
-    return os.fsencode(path) if path is not None else None
+def path_arg(path, what="path"):
+    """A file name for C (str, bytes or os.PathLike); a NUL inside is refused (C would open the
+    file named by the part before it)."""
+    if path is None:
+        return None
+    try:
+        b = os.fsencode(path)
+    except TypeError:
+        raise TypeError(f"{what}: expected a file name, not {type(path).__name__}") from None
+    if b"\0" in b:
+        raise ConfigError(f"{what}: {path!r} holds a NUL character, which no file name has", "config")
+    return b
+
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
+def int_arg(value, what, lo=-INT_MAX - 1, hi=INT_MAX):
+    """An integer for C, range-checked here: ctypes would wrap 2**32 + 1 to 1."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what}: expected an integer, not {type(value).__name__}")
+    v = value.__index__()
+    if not lo <= v <= hi:
+        raise ConfigError(f"{what}: {v} is out of range: expected {lo} to {hi}", "config")
+    return v
+
+
+def float_arg(value, what):
+    """A finite float for C."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: expected a number, not {type(value).__name__}") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ConfigError(f"{what}: {v} is not a finite number", "config")
+    return v
+
+
+class Handle:
+    """What every object of the package that owns a C object shares: a call runs inside
+    `with self._call() as h:` and close() waits for the calls in progress, then frees; a call
+    after or during close raises Error, never reaches freed memory. Calls may overlap (the C
+    side decides whether they may: a Model serialises its own)."""
+
+    _kind = "object"
+
+    def __init__(self):
+        self._h = None
+        self._cond = threading.Condition()
+        self._active = 0
+        self._closing = False
+
+    def _free(self, h):  # pragma: no cover - each owner frees its own kind
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _call(self):
+        with self._cond:
+            if not self._h or self._closing:
+                raise Error(f"{self._name()}: the {self._kind} is closed", "config")
+            self._active += 1
+        try:
+            yield self._h
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    def _name(self):
+        return getattr(self, "path", self._kind)
+
+    def close(self):
+        """Frees the C object once the calls in progress end; later calls raise."""
+        with self._cond:
+            if not self._h or self._closing:
+                return
+            self._closing = True
+            while self._active:
+                self._cond.wait()
+            h, self._h = self._h, None
+        self._free(h)
+
+    @property
+    def closed(self):
+        return not self._h
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:  # at the interpreter's exit the module may be gone already; no call can be running
+            h = getattr(self, "_h", None)
+            if h:
+                self._h = None
+                self._free(h)
+        except Exception:  # pragma: no cover
+            pass
 
 

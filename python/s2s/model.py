@@ -1,8 +1,9 @@
 """A model file loaded for translating, scoring and looking at its attention.
 
 Every answer is the C library's (./translate's decoding path): the same lines give the same
-translations, scores and attention as the programs. A Model serves one thread at a time (a
-lock makes a second thread wait); two models serve two threads.
+translations, scores and attention as the programs. A Model may be shared between threads: it
+serves one call at a time (a lock makes a second thread wait), and close() waits for the call
+in progress; a call after close raises. Two models serve two threads side by side.
 """
 
 import ctypes
@@ -75,17 +76,21 @@ def _array(ptr, shape):
     return np.ctypeslib.as_array(ptr, shape=(n,)).reshape(shape).copy()
 
 
-class Model:
+class Model(_lib.Handle):
     """Model(path, precision="fp32", threads=0): a model file (model.bin, ./average's,
     ./import's). precision: "fp32", "bf16" or "int8", as ./translate --bf16/--int8; threads:
     GEMM threads (0: the libraries' default)."""
 
+    _kind = "model"
+
     def __init__(self, path, precision="fp32", threads=0):
+        super().__init__()
         self.path = str(path)
-        self._h = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the C model serves one call at a time
         err = _lib.CError()
-        self._h = lib.s2s_open_precision(_lib.path_arg(path), precision.encode(), int(threads), ctypes.byref(err))
+        p = _lib.path_arg(path, "path")
+        prec = _lib.encode(precision, "precision")
+        self._h = lib.s2s_open_precision(p, prec, _lib.int_arg(threads, "threads", 0, 4096), ctypes.byref(err))
         if not self._h:
             err.raise_()
         self.precision = lib.s2s_model_precision(self._h).decode()
@@ -93,45 +98,24 @@ class Model:
         self.config = json.loads(_lib.take_string(lib.s2s_model_config(self._h)))
         self.has_attention = bool(lib.s2s_model_has_attention(self._h))
 
-    # -- life --
-    def close(self):
-        """Frees the model; a call after it raises."""
-        with self._lock:
-            if self._h:
-                lib.s2s_close(self._h)
-                self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:  # at the interpreter's exit the module may be gone already
-            if getattr(self, "_h", None):
-                lib.s2s_close(self._h)
-                self._h = None
-        except Exception:  # pragma: no cover
-            pass
+    def _free(self, h):
+        lib.s2s_close(h)
 
     def __repr__(self):
         m = self.config.get("model", {})
         state = "closed" if not self._h else self.precision
         return f"<s2s.Model {self.path}: {m.get('type', 'rnn')}, {self.params:,} parameters, {state}>"
 
-    def _handle(self):
-        if not self._h:
-            raise _lib.Error(f"{self.path}: the model is closed", "config")
-        return self._h
-
     # -- translating --
     def _run(self, lines, beam, n_best, alpha, max_len, flags):
         arr, n = _lib.string_array(lines)
+        beam = _lib.int_arg(beam, "beam", 1, _lib.INT_MAX)
+        n_best = _lib.int_arg(n_best, "n_best", 1, _lib.INT_MAX)
+        max_len = _lib.int_arg(max_len, "max_len", 0, _lib.INT_MAX)
+        alpha = _lib.float_arg(alpha, "alpha")
         err = _lib.CError()
-        with self._lock:
-            r = lib.s2s_translate_lines(self._handle(), arr, n, int(beam), int(n_best), float(alpha), int(max_len), flags,
-                                        ctypes.byref(err))
+        with self._call() as h, self._lock:
+            r = lib.s2s_translate_lines(h, arr, n, beam, n_best, alpha, max_len, flags, ctypes.byref(err))
         if not r:
             err.raise_()
         return r, n
@@ -211,8 +195,8 @@ class Model:
         sa, n = _lib.string_array(sources, "sources")
         ta, _ = _lib.string_array(targets, "targets")
         err = _lib.CError()
-        with self._lock:
-            r = lib.s2s_score_pairs(self._handle(), sa, ta, n, bool(logits), ctypes.byref(err))
+        with self._call() as h, self._lock:
+            r = lib.s2s_score_pairs(h, sa, ta, n, bool(logits), ctypes.byref(err))
         if not r:
             err.raise_()
         try:

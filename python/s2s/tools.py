@@ -39,7 +39,7 @@ def attend(Q=None, K=None, V=None, X=None, W_q=None, W_k=None, W_v=None, W_o=Non
     if isinstance(heads, (list, tuple)):
         spec["heads"] = [{k: _matrix(v, f"heads[{i}].{k}") for k, v in h.items()} for i, h in enumerate(heads)]
     elif heads is not None:
-        spec["heads"] = int(heads)
+        spec["heads"] = _lib.int_arg(heads, "heads", 1)
     err = _lib.CError()
     out = _lib.take_string(lib.s2s_attend(json.dumps(spec).encode(), ctypes.byref(err)))
     if out is None:
@@ -104,61 +104,54 @@ def chrf(hypotheses, references, word_order=0, **options):
     return score_corpus(hypotheses, references, "chrf", word_order=word_order, **options)
 
 
-class Subword:
-    """A subword model file: ours (./subword learn, byte-pair encoding) or SentencePiece's."""
+class Subword(_lib.Handle):
+    """A subword model file: ours (./subword learn, byte-pair encoding) or SentencePiece's. It
+    may be shared between threads: encoding and decoding run side by side, and close() waits
+    for the calls in progress; a call after close raises."""
+
+    _kind = "subword model"
 
     def __init__(self, path):
+        super().__init__()
         self.path = str(path)
-        self._h = None
         err = _lib.CError()
-        self._h = lib.s2s_subword_open(_lib.path_arg(path), ctypes.byref(err))
+        self._h = lib.s2s_subword_open(_lib.path_arg(path, "path"), ctypes.byref(err))
         if not self._h:
             err.raise_()
 
-    def close(self):
-        if self._h:
-            lib.s2s_subword_free(self._h)
-            self._h = None
+    def _free(self, h):
+        lib.s2s_subword_free(h)
 
-    def __del__(self):
-        try:  # at the interpreter's exit the module may be gone already
-            self.close()
-        except Exception:  # pragma: no cover
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _call(self, fn, text):
-        if not self._h:
-            raise _lib.Error(f"{self.path}: the subword model is closed", "config")
+    def _code(self, fn, text):
+        b = _lib.encode(text)
         err = _lib.CError()
-        out = _lib.take_string(fn(self._h, _lib.encode(text), ctypes.byref(err)))
+        with self._call() as h:
+            out = _lib.take_string(fn(h, b, ctypes.byref(err)))
         if out is None:
             err.raise_()
         return out
 
     def encode(self, line):
         """Raw text → its pieces as a list (▁ marks a word's start)."""
-        s = self._call(lib.s2s_subword_encode, line)
+        s = self._code(lib.s2s_subword_encode, line)
         return s.split(" ") if s else []
 
     def decode(self, pieces):
         """Pieces (a list, or a str with spaces between) → raw text."""
         if not isinstance(pieces, (str, bytes)):
             pieces = " ".join(pieces)
-        return self._call(lib.s2s_subword_decode, pieces)
+        return self._code(lib.s2s_subword_decode, pieces)
 
 
 def learn_subwords(lines, out, merges=0, vocab_size=0, min_count=2):
     """Learns a byte-pair-encoding model from lines of raw text into the file out (merges, or
     vocab_size: every piece counted); returns the merges learned (./subword learn)."""
     arr, n = _lib.string_array(lines)
+    merges = _lib.int_arg(merges, "merges", 0)
+    vocab_size = _lib.int_arg(vocab_size, "vocab_size", 0)
+    min_count = _lib.int_arg(min_count, "min_count", 0)
     err = _lib.CError()
-    k = lib.s2s_subword_learn(arr, n, int(merges), int(vocab_size), int(min_count), _lib.path_arg(out), ctypes.byref(err))
+    k = lib.s2s_subword_learn(arr, n, merges, vocab_size, min_count, _lib.path_arg(out, "out"), ctypes.byref(err))
     if k < 0:
         err.raise_()
     return k
@@ -178,7 +171,7 @@ def heatmap(weights, path, row_labels=None, col_labels=None, title=None):
             raise ValueError(f"heatmap: {len(lab)} {name} for {n}")
         labels.append(_lib.string_array([str(x) for x in lab], name)[0] if lab is not None else None)
     err = _lib.CError()
-    st = lib.s2s_draw_heatmap(_lib.path_arg(path), w.ctypes.data_as(_lib.PF), rows, cols, labels[0], labels[1],
+    st = lib.s2s_draw_heatmap(_lib.path_arg(path, "path"), w.ctypes.data_as(_lib.PF), rows, cols, labels[0], labels[1],
                               _lib.encode(title) if title else None, ctypes.byref(err))
     if st:
         err.raise_()
@@ -188,6 +181,7 @@ def heatmap(weights, path, row_labels=None, col_labels=None, title=None):
 def export(model_path, out_path, bf16=False):
     """A model file as safetensors under its PyTorch names, as ./export; returns out_path."""
     err = _lib.CError()
-    if lib.s2s_export(_lib.path_arg(model_path), _lib.path_arg(out_path), bool(bf16), ctypes.byref(err)):
+    if lib.s2s_export(_lib.path_arg(model_path, "model_path"), _lib.path_arg(out_path, "out_path"), bool(bf16),
+                      ctypes.byref(err)):
         err.raise_()
     return out_path

@@ -33,44 +33,53 @@ def _sets(overrides):
     out = []
     for k, v in items:
         value = v if isinstance(v, str) else json.dumps(v)
+        if "\0" in str(k) or "\0" in value:
+            raise _lib.ConfigError(f"set: {k!r}: a NUL character, which no setting has", "config")
         out.append(f"{k}={value}")
     return out
 
 
-class Training:
+class Training(_lib.Handle):
     """A run about to train (s2s.train) or resume (s2s.resume). Iterate it for the events, or
-    call run(); either runs it once."""
+    call run(); either runs it once. close() (or the end of a with block) stops a run in
+    progress after its step, waits for it and frees it; a call after close raises."""
+
+    _kind = "training"
 
     def __init__(self, handle, pause_at=0):
+        super().__init__()
         self._h = handle
-        self._pause_at = int(pause_at)
-        self._stopped = False
+        self._pause_at = _lib.int_arg(pause_at, "pause_at", 0, _lib.LONG_MAX)
         self._status = None
         self._err = _lib.CError()
-        self.dir = lib.s2s_training_dir(handle).decode()
+        self.dir = self.path = lib.s2s_training_dir(handle).decode()
         self.summary = None
 
-    def __del__(self):
-        try:  # at the interpreter's exit the module may be gone already
-            if getattr(self, "_h", None):
-                lib.s2s_training_free(self._h)
-                self._h = None
-        except Exception:  # pragma: no cover
-            pass
+    def _free(self, h):
+        lib.s2s_training_free(h)
 
     @property
     def config(self):
         """The resolved config (after a resume: the run's own)."""
-        return json.loads(_lib.take_string(lib.s2s_training_config(self._h)))
+        with self._call() as h:
+            return json.loads(_lib.take_string(lib.s2s_training_config(h)))
 
     def stop(self):
         """Asks the run to stop after its step (from any thread); it stays resumable."""
-        if self._h:
-            lib.s2s_training_stop(self._h)
+        with self._call() as h:
+            lib.s2s_training_stop(h)
+
+    def close(self):
+        with self._cond:
+            if self._h and not self._closing:
+                lib.s2s_training_stop(self._h)  # a run in progress ends after its step
+        super().close()
 
     def _start(self, on_event, pause_at):
         if self._status is not None or self.summary is not None:
             raise _lib.Error(f"{self.dir}: this training has run; resume the run with s2s.resume", "config")
+        held = self._call()
+        h = held.__enter__()  # the run holds the handle until it ends: close() waits for it
         self._status = -1
 
         @_lib.EVENT_FN
@@ -78,7 +87,10 @@ class Training:
             on_event(json.loads(line.decode("utf-8")))
 
         def body():
-            self._status = lib.s2s_training_run(self._h, pause_at, events, None, ctypes.byref(self._err))
+            try:
+                self._status = lib.s2s_training_run(h, pause_at, events, None, ctypes.byref(self._err))
+            finally:
+                held.__exit__(None, None, None)
 
         self._events_fn = events  # kept alive while C holds it
         t = threading.Thread(target=body, name=f"s2s-train {self.dir}", daemon=True)
@@ -87,7 +99,13 @@ class Training:
 
     def _finish(self, thread, raise_error=True):
         thread.join()
-        self.summary = json.loads(_lib.take_string(lib.s2s_training_summary(self._h)))
+        try:
+            with self._call() as h:
+                self.summary = json.loads(_lib.take_string(lib.s2s_training_summary(h)))
+        except _lib.Error:  # closed by another thread meanwhile
+            if raise_error:
+                raise
+            return
         if self._status and raise_error:
             self._err.raise_()
 
@@ -106,7 +124,9 @@ class Training:
                     break
                 yield e
         except BaseException:  # KeyboardInterrupt, or the loop left early: stop, keep the run resumable
-            self.stop()
+            with self._cond:
+                if self._h:
+                    lib.s2s_training_stop(self._h)
             self._finish(thread, raise_error=False)
             raise
         self._finish(thread)
@@ -127,12 +147,13 @@ def train(config, out=None, set=None, overwrite=False, pause_at=0):
     checked here: a bad key raises ConfigError with ./train's message ("did you mean")."""
     sets = _sets(set)
     arr, n = _lib.string_array(sets, "set")
+    pause_at = _lib.int_arg(pause_at, "pause_at", 0, _lib.LONG_MAX)
+    out = _lib.path_arg(out, "out")
     err = _lib.CError()
     if isinstance(config, dict):
-        h = lib.s2s_training_new(None, json.dumps(config).encode(), arr, n, _lib.path_arg(out), bool(overwrite),
-                                 ctypes.byref(err))
+        h = lib.s2s_training_new(None, json.dumps(config).encode(), arr, n, out, bool(overwrite), ctypes.byref(err))
     else:
-        h = lib.s2s_training_new(_lib.path_arg(config), None, arr, n, _lib.path_arg(out), bool(overwrite), ctypes.byref(err))
+        h = lib.s2s_training_new(_lib.path_arg(config, "config"), None, arr, n, out, bool(overwrite), ctypes.byref(err))
     if not h:
         err.raise_()
     return Training(h, pause_at)
@@ -140,8 +161,10 @@ def train(config, out=None, set=None, overwrite=False, pause_at=0):
 
 def resume(run_dir, epochs=0, pause_at=0):
     """The run in run_dir continued from its last.bin (epochs > 0: to that many in all)."""
+    epochs = _lib.int_arg(epochs, "epochs", 0)
+    pause_at = _lib.int_arg(pause_at, "pause_at", 0, _lib.LONG_MAX)
     err = _lib.CError()
-    h = lib.s2s_training_resume(_lib.path_arg(run_dir), int(epochs), ctypes.byref(err))
+    h = lib.s2s_training_resume(_lib.path_arg(run_dir, "run_dir"), epochs, ctypes.byref(err))
     if not h:
         err.raise_()
     return Training(h, pause_at)

@@ -79,10 +79,8 @@ S2sStatus s2s_export(const char *model_path, const char *out_path, bool bf16, S2
     return ckpt_export(model_path, out_path, bf16, err);
 }
 
-static Translator translator_of(S2sModel *s, int beam, int n_best, float alpha, int max_len) {
-    return (Translator){.model = &s->m, .cfg = &s->cfg, .src = &s->src, .trg = &s->trg, .tape = &s->tape,
-                        .max_len = max_len ? max_len : s->cfg.train.max_decode_len, .beam = beam, .n_best = n_best,
-                        .alpha = alpha};
+static Translator translator_of(S2sModel *s, const DecodeSettings *ds) {
+    return translator_make(&s->m, &s->cfg, &s->src, &s->trg, &s->tape, ds);
 }
 
 /* lines[0..n) with those past ./translate's bound (1 MiB) as NULL, which the translator takes
@@ -118,9 +116,7 @@ S2sTranslations *s2s_translate_lines(S2sModel *s, const char *const *lines, int 
         return s2s_fail(err, S2S_ERR_CONFIG, "attention is drawn from greedy decoding: beam 1, not %d", beam), NULL;
     if (tokenized && s->src.sub)
         return s2s_fail(err, S2S_ERR_CONFIG, "tokenized: this model reads raw text (a subword model)"), NULL;
-    Translator t = translator_of(s, beam, n_best, alpha, max_len);
-    t.tokenized = tokenized;
-    t.want_attention = attention;
+    Translator t = translator_of(s, &(DecodeSettings){beam, n_best, alpha, max_len, tokenized, attention});
     S2sTranslations *r = s2s_xcalloc(1, sizeof *r);
     r->n = n;
     r->out = s2s_xcalloc((size_t)(n ? n : 1), sizeof *r->out);
@@ -214,7 +210,7 @@ void s2s_translations_free(S2sTranslations *r) {
 S2sScores *s2s_score_pairs(S2sModel *s, const char *const *sources, const char *const *targets, int n, bool logits,
                            S2sError *err) {
     if (check_lines("s2s_score_pairs", sources, n, err) || check_lines("s2s_score_pairs", targets, n, err)) return NULL;
-    Translator t = translator_of(s, 1, 1, 1.0f, 0);
+    Translator t = translator_of(s, &(DecodeSettings){.beam = 1, .n_best = 1, .alpha = 1.0f});
     t.score_logits = logits;
     S2sScores *r = s2s_xcalloc(1, sizeof *r);
     r->n = n;

@@ -31,11 +31,27 @@ char *s2s_attend(const char *input_json, S2sError *err) {
     return out;
 }
 
+/* Labels as the other calls check their text: every entry given, UTF-8, under 1 MiB. */
+static S2sStatus check_labels(const char *const *labels, int n, const char *what, S2sError *err) {
+    for (int i = 0; labels && i < n; i++) {
+        if (!labels[i]) return s2s_fail(err, S2S_ERR_CONFIG, "heatmap: %s[%d] is NULL: give every label, or none (NULL)", what, i);
+        size_t len = strlen(labels[i]);
+        if (len > TEXT_MAX_LINE || !utf8_valid(labels[i], len))
+            return s2s_fail(err, S2S_ERR_DATA, "heatmap: %s[%d] is not UTF-8 text under 1 MiB", what, i);
+    }
+    return S2S_OK;
+}
+
 S2sStatus s2s_draw_heatmap(const char *path, const float *w, int rows, int cols, const char *const *row_labels,
                            const char *const *col_labels, const char *title, S2sError *err) {
     if (!path || !w) return s2s_fail(err, S2S_ERR_CONFIG, "heatmap: a file and the weights, both");
     if (rows < 1 || cols < 1 || rows > 4096 || cols > 4096)
         return s2s_fail(err, S2S_ERR_CONFIG, "heatmap: %d x %d cells: expected 1 to 4096 each way", rows, cols);
+    const char *t[1] = {title};
+    S2sStatus bad = check_labels(row_labels, rows, "row_labels", err);
+    if (!bad) bad = check_labels(col_labels, cols, "col_labels", err);
+    if (!bad) bad = check_labels(title ? t : NULL, 1, "title", err);
+    if (bad) return bad;
     for (size_t i = 0; i < (size_t)rows * cols; i++)
         if (!isfinite(w[i])) return s2s_fail(err, S2S_ERR_NUMERIC, "heatmap: cell %zu is not a finite number", i);
     Heatmap hm = {w, rows, cols, row_labels, col_labels, title};
@@ -116,6 +132,7 @@ static S2sStatus score_options(const char *json, ScoreOpts *o, S2sError *err) {
     cJSON *root = cJSON_Parse(json);
     char dup[128];
     S2sStatus st = !root ? s2s_fail(err, S2S_ERR_CONFIG, "score options: not valid JSON")
+                   : json_find_nul(json) ? s2s_fail(err, S2S_ERR_CONFIG, "score options: a string holds \\u0000 (a NUL)")
                    : !cJSON_IsObject(root) ? s2s_fail(err, S2S_ERR_CONFIG, "score options: expected a JSON object")
                    : json_find_duplicate(root, dup, sizeof dup)
                        ? s2s_fail(err, S2S_ERR_CONFIG, "score options: \"%s\" is given twice; keep one", dup)

@@ -162,6 +162,7 @@ static bool parse_input(const cJSON *j, AttnCalcInput *in, char *msg, size_t n) 
 
 S2sStatus attn_calc_parse(const char *json, AttnCalcInput *in, S2sError *err) {
     memset(in, 0, sizeof *in);
+    if (json_find_nul(json)) return s2s_fail(err, S2S_ERR_CONFIG, "a string holds \\u0000 (a NUL character)");
     cJSON *j = cJSON_Parse(json);
     if (!j) return s2s_fail(err, S2S_ERR_CONFIG, "not valid JSON");
     char msg[256];

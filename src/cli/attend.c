@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     S2sError err0;
-    if (args_distinct_files(&(ArgsFile){"FILE", file}, 1, &(ArgsFile){"--heatmap", heatmap}, 1, &err0)) {
+    if (file_distinct(&(FileRole){"FILE", file}, 1, &(FileRole){"--heatmap", heatmap}, 1, &err0)) {
         fprintf(stderr, "attend: %s\n", err0.msg);
         return 2;
     }

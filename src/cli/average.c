@@ -3,6 +3,7 @@
  *   average --last K RUN --out OUT.bin     (RUN/checkpoints/: train.keep_last)
  *   exit 0 · 1 unreadable, corrupt or unlike files · 2 usage */
 #include "s2s/args.h"
+#include "s2s/file.h"
 #include "s2s/checkpoint.h"
 #include "s2s/rundir.h"
 
@@ -89,9 +90,9 @@ int main(int argc, char **argv) {
     if (n < 0) {
         rc = 1;
     } else {
-        ArgsFile *ins = s2s_xcalloc((size_t)(n ? n : 1), sizeof *ins);
-        for (int i = 0; i < n; i++) ins[i] = (ArgsFile){"MODEL", paths[i]};
-        S2sStatus st = args_distinct_files(ins, n, &(ArgsFile){"--out", out}, 1, &err);
+        FileRole *ins = s2s_xcalloc((size_t)(n ? n : 1), sizeof *ins);
+        for (int i = 0; i < n; i++) ins[i] = (FileRole){"MODEL", paths[i]};
+        S2sStatus st = file_distinct(ins, n, &(FileRole){"--out", out}, 1, &err);
         free(ins);
         if (!st) st = ckpt_average((const char *const *)paths, n, out, &err);
         if (st) {

@@ -2,6 +2,7 @@
  *   export MODEL.bin --out model.safetensors [--bf16]
  *   exit 0 · 1 unreadable or corrupt model, unwritable output · 2 usage */
 #include "s2s/args.h"
+#include "s2s/file.h"
 #include "s2s/checkpoint.h"
 
 #include <getopt.h>
@@ -40,7 +41,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     S2sError err;
-    if (args_distinct_files(&(ArgsFile){"MODEL", argv[optind]}, 1, &(ArgsFile){"--out", out}, 1, &err)) {
+    if (file_distinct(&(FileRole){"MODEL", argv[optind]}, 1, &(FileRole){"--out", out}, 1, &err)) {
         fprintf(stderr, "export: %s\n", err.msg);
         return 2;
     }

@@ -3,6 +3,7 @@
  *          [--src-vocab FILE --trg-vocab FILE] [--subword FILE]
  *   exit 0 · 1 unreadable or corrupt file, a missing, extra or mis-shaped tensor · 2 usage, config */
 #include "s2s/args.h"
+#include "s2s/file.h"
 #include "s2s/config.h"
 #include "s2s/model.h"
 
@@ -65,9 +66,9 @@ int main(int argc, char **argv) {
     if (n_sets && !config) return fail("--set changes the --config given; there is none", 2);
     im.path = argv[optind];
     S2sError err;
-    ArgsFile ins[] = {{"FILE.safetensors", im.path}, {"--config", config}, {"--src-vocab", im.src_vocab},
+    FileRole ins[] = {{"FILE.safetensors", im.path}, {"--config", config}, {"--src-vocab", im.src_vocab},
                       {"--trg-vocab", im.trg_vocab}, {"--subword", im.subword}};
-    if (args_distinct_files(ins, 5, &(ArgsFile){"--out", im.out}, 1, &err)) return fail(err.msg, 2);
+    if (file_distinct(ins, 5, &(FileRole){"--out", im.out}, 1, &err)) return fail(err.msg, 2);
     Config cfg;
     if (config) {
         char path[PATH_MAX];

@@ -5,6 +5,7 @@
  *   subword decode --model MODEL    pieces on stdin → raw text
  *   exit 0 · 1 IO or a bad model file · 2 usage */
 #include "s2s/args.h"
+#include "s2s/file.h"
 #include "s2s/bpe.h"
 #include "s2s/spm.h"
 #include "s2s/text.h"
@@ -28,42 +29,20 @@ enum { O_INPUT = ARGS_OWN, O_MERGES, O_VOCAB, O_MIN, O_OUT, O_MODEL, O_DROPOUT, 
 #define MAX_INPUTS 64
 
 static int learn(const char **inputs, int n_inputs, const BpeLearnOpts *o, const char *out) {
-    char **all = NULL;
-    size_t n_all = 0;
     S2sError err;
-    int rc = 0;
-    for (int k = 0; k < n_inputs && !rc; k++) {
-        char **lines;
-        int n;
-        if (text_read_lines(inputs[k], &lines, &n, &err)) {
-            fprintf(stderr, "subword: %s\n", err.msg);
-            rc = 1;
-            break;
-        }
-        all = s2s_xrealloc(all, (n_all + (size_t)n + 1) * sizeof *all);
-        memcpy(all + n_all, lines, (size_t)n * sizeof *lines);
-        n_all += (size_t)n;
-        free(lines); /* the strings now belong to all */
+    Bpe b;
+    bpe_init(&b);
+    int learned = 0, rc = 0;
+    S2sStatus st = bpe_learn_files(&b, inputs, n_inputs, o, out, &learned, &err);
+    if (st) {
+        fprintf(stderr, "subword: %s\n", err.msg);
+        rc = st == S2S_ERR_CONFIG ? 2 : 1;
+    } else {
+        int asked = o->vocab_size > 0 ? o->vocab_size - BPE_FIRST_CHAR - b.n_chars : o->merges;
+        fprintf(stderr, "subword: %s: %d characters, %d merges, %d pieces in all%s\n", out, b.n_chars, learned,
+                bpe_size(&b), learned < asked ? " (no pair is seen often enough for more)" : "");
     }
-    if (!rc) {
-        Bpe b;
-        bpe_init(&b);
-        int learned = 0;
-        S2sStatus st = bpe_learn(&b, all, n_all, o, &learned, &err);
-        if (st) {
-            fprintf(stderr, "subword: %s\n", err.msg);
-            rc = st == S2S_ERR_CONFIG ? 2 : 1;
-        } else if (bpe_save(&b, out, &err)) {
-            fprintf(stderr, "subword: %s\n", err.msg);
-            rc = 1;
-        } else {
-            int asked = o->vocab_size > 0 ? o->vocab_size - BPE_FIRST_CHAR - b.n_chars : o->merges;
-            fprintf(stderr, "subword: %s: %d characters, %d merges, %d pieces in all%s\n", out, b.n_chars, learned,
-                    bpe_size(&b), learned < asked ? " (no pair is seen often enough for more)" : "");
-        }
-        bpe_free(&b);
-    }
-    text_free_lines(all, (int)n_all);
+    bpe_free(&b);
     return rc;
 }
 
@@ -195,9 +174,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "subword: learn needs --input, --out and one of --merges and --vocab-size (see subword --help)\n");
             return 2;
         }
-        ArgsFile ins[MAX_INPUTS];
-        for (int i = 0; i < n_inputs; i++) ins[i] = (ArgsFile){"--input", inputs[i]};
-        if (args_distinct_files(ins, n_inputs, &(ArgsFile){"--out", out}, 1, &err)) goto bad;
+        FileRole ins[MAX_INPUTS];
+        for (int i = 0; i < n_inputs; i++) ins[i] = (FileRole){"--input", inputs[i]};
+        if (file_distinct(ins, n_inputs, &(FileRole){"--out", out}, 1, &err)) goto bad; /* named as typed */
         return learn(inputs, n_inputs, &o, out);
     }
     if (strcmp(cmd, "encode") && strcmp(cmd, "decode")) {

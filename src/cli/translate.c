@@ -45,16 +45,17 @@ static void usage(FILE *f) {
             "  --score FILE   forced decoding: FILE holds a target for each input line; print its log-probability\n"
             "                 and each token's: 'logprob ||| token=logprob ... </s>=logprob'\n"
             "  --logits FILE  with --score: also write each pair's ids and logits as JSON lines to FILE\n"
-            "                 ({\"line\", \"src\", \"trg\" (<eos> last), \"logits\": one row per target token}), to\n"
-            "                 compare with another implementation (scripts/torch-check.py)\n"
-            "  --attention FILE  greedy, one model: write each line's attention as JSON lines to FILE ({\"line\",\n"
-            "                 \"source\", \"target\" (<eos> last when it ended), \"weights\": a row per target token,\n"
+            "                 ({\"line\" (from 0), \"src\", \"trg\" (<eos> last), \"logits\": a row per target\n"
+            "                 token}), to compare with another implementation (scripts/torch-check.py)\n"
+            "  --attention FILE  greedy, one model: write each line's attention as JSON lines to FILE ({\"line\"\n"
+            "                 (from 0), \"source\", \"target\" (<eos> last when it ended), \"weights\": a row per target token,\n"
             "                 and a Transformer's or multihead model's \"layers\": [layer][head][row][source]})\n"
             "  --max-len N    longest output (default: the model's, else 2 x the line's source + 10, each line its\n"
             "                 own: a line decodes the same alone and in any batch)\n"
             "  --ref FILE     references, one a line for each input line: print BLEU on stderr (multi-bleu.perl's on\n"
             "                 the words; a subword model's: sacreBLEU's and chrF on the raw text)\n"
-            "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding)\n"
+            "  --heatmap DIR  write the attention of each line as DIR/NNNN.png (greedy decoding; NNNN: the line,\n"
+            "                 from 0; a folder with an earlier translation's pictures is refused)\n"
             "  --bf16         multiply in bfloat16 (float32 sums): faster, outputs may differ slightly\n"
             "  --int8         multiply by the weights in int8 (per-channel scales; exact int32 sums): faster\n"
             "                 still, outputs may differ more (docs/how-to/translating.md)\n"
@@ -110,6 +111,8 @@ typedef struct Ctx {
     FILE *attn;          /* --attention: the lines' attention, or NULL */
     bool scoring;
     Translator tr;
+    FileRole ins[MODEL_MAX_ENSEMBLE + 3]; /* the files read, which no output may be */
+    int n_ins;
     long failed, line_no;
     LineReader ref;      /* --ref, read along */
     bool has_ref;
@@ -175,7 +178,8 @@ static void translate_block(Ctx *c, Line *lines, int n, FILE *out) {
         if (c->has_ref) score_against_ref(c, r->text[0]);
         if (c->attn) {
             cJSON *j = r->attention ? translator_attention_json(r->attention) : cJSON_CreateObject();
-            cJSON_AddItemToObjectCS(j, "line", cJSON_CreateNumber((double)no)); /* last: each line reads the same */
+            /* last, so each line reads the same; from 0 as every line number of an output */
+            cJSON_AddItemToObjectCS(j, "line", cJSON_CreateNumber((double)(c->line_no + i)));
             char *txt = cJSON_PrintUnformatted(j);
             fprintf(c->attn, "%s\n", txt ? txt : "{}");
             free(txt);
@@ -227,7 +231,7 @@ static int score_block(Ctx *c, Line *lines, int n, FILE *out) {
             continue;
         }
         if (c->logits) {
-            fprintf(c->logits, "{\"line\":%ld,\"src\":[", no);
+            fprintf(c->logits, "{\"line\":%ld,\"src\":[", c->line_no + i); /* from 0, as the n-best lists */
             for (int k = 0; k < r->n_src; k++) fprintf(c->logits, "%s%d", k ? "," : "", r->src_ids[k]);
             fprintf(c->logits, "],\"trg\":[");
             for (int k = 0; k < r->n; k++) fprintf(c->logits, "%s%d", k ? "," : "", r->ids[k]);
@@ -317,7 +321,7 @@ typedef struct Opts {
 } Opts;
 
 /* The options that exclude or need each other; the files distinct. */
-static int check_options(const Opts *o, const Ctx *c) {
+static int check_options(const Opts *o, Ctx *c) {
     const char *why = NULL;
     if (o->bf16 && o->int8) {
         why = "--bf16 and --int8 exclude each other";
@@ -342,12 +346,18 @@ static int check_options(const Opts *o, const Ctx *c) {
         fprintf(stderr, "translate: %s\n", why);
         return 2;
     }
-    ArgsFile ins[MODEL_MAX_ENSEMBLE + 3] = {{"--input", o->in_path}, {"--ref", o->ref_path}, {"--score", o->score_path},
-                                            {"MODEL", o->model}};
-    for (int k = 0; k < c->n_more; k++) ins[4 + k] = (ArgsFile){"MODEL", o->more_paths[k]};
-    ArgsFile outs[3] = {{"--output", o->out_path}, {"--logits", o->logits_path}, {"--attention", o->attention_path}};
+    /* standard input is an input too: `--output f < f` would replace what it reads */
+    bool std_in = !o->in_path || !strcmp(o->in_path, "-");
+    FileRole *ins = c->ins;
+    ins[0] = (FileRole){std_in ? "standard input" : "--input", std_in ? "-" : o->in_path};
+    ins[1] = (FileRole){"--ref", o->ref_path};
+    ins[2] = (FileRole){"--score", o->score_path};
+    ins[3] = (FileRole){"MODEL", o->model};
+    for (int k = 0; k < c->n_more; k++) ins[4 + k] = (FileRole){"MODEL", o->more_paths[k]};
+    c->n_ins = 4 + c->n_more;
+    FileRole outs[3] = {{"--output", o->out_path}, {"--logits", o->logits_path}, {"--attention", o->attention_path}};
     S2sError err;
-    if (args_distinct_files(ins, 4 + c->n_more, outs, 3, &err)) {
+    if (file_distinct(ins, c->n_ins, outs, 3, &err)) {
         fprintf(stderr, "translate: %s\n", err.msg);
         return 2;
     }
@@ -437,19 +447,24 @@ static int load_models(const Opts *o, Ctx *c) {
         c->more_m[k] = &mb->m;
         c->more_t[k] = &mb->tape;
     }
-    c->tr = (Translator){&c->m, &c->cfg, &c->src, &c->trg, &c->tape, c->tr.max_len, c->tr.beam, c->tr.n_best, c->tr.alpha,
-                         c->tr.tokenized, c->tr.heatmap_dir, o->model, NULL, c->more_m, c->more_t, c->n_more, false, false};
-    if (c->tr.heatmap_dir) {
-        if (file_mkdirs(c->tr.heatmap_dir, &err)) {
+    const char *heatmaps = c->tr.heatmap_dir;
+    DecodeSettings ds = {c->tr.beam, c->tr.n_best, c->tr.alpha, c->tr.max_len, c->tr.tokenized, false};
+    c->tr = translator_make(&c->m, &c->cfg, &c->src, &c->trg, &c->tape, &ds);
+    c->tr.heatmap_name = o->model;
+    c->tr.more = c->more_m;
+    c->tr.more_tapes = c->more_t;
+    c->tr.n_more = c->n_more;
+    if (heatmaps) {
+        S2sStatus st = translator_heatmaps(&c->tr, heatmaps, c->ins, c->n_ins, &err);
+        if (st) {
             fprintf(stderr, "translate: %s\n", err.msg);
-            return 1;
+            return st == S2S_ERR_CONFIG ? 2 : 1;
         }
         if (!model_has_attention(&c->m))
             fprintf(stderr, "translate: %s attention has no weights to draw; no heatmaps\n", model_attention_name(&c->m));
         c->tr.font = font_open(NULL);
         if (!c->tr.font) fprintf(stderr, "translate: warning: DejaVu Sans not found (fonts-dejavu-core); heatmaps without labels\n");
     }
-    if (!c->tr.max_len) c->tr.max_len = c->cfg.train.max_decode_len;
     if (tape_init_engine(&c->tape, prec, c->cfg.train.gemm, o->threads, "translate: --bf16", &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;

@@ -318,3 +318,67 @@ int file_remove_stale_tmps(const char *dir) {
     closedir(d);
     return n;
 }
+
+S2sStatus file_open_regular(const char *path, int flags, int *out, S2sError *err) {
+    *out = -1;
+    int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+        errno = e;
+        return S2S_ERR_IO;
+    }
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        close(fd);
+        errno = EINVAL;
+        return s2s_fail(err, S2S_ERR_IO, "%s: not a regular file (a FIFO, a device or a folder where a file was expected)",
+                        path);
+    }
+    *out = fd;
+    return S2S_OK;
+}
+
+/* ---- the output-onto-input rule ---- */
+
+/* path's identity (links followed; "-": standard input), false when it names no regular file */
+static bool regular_id(const char *path, struct stat *st) {
+    if (!path) return false;
+    int r = strcmp(path, "-") == 0 ? fstat(0, st) : stat(path, st);
+    return r == 0 && S_ISREG(st->st_mode);
+}
+
+static bool same_regular(const char *a, const char *b) {
+    struct stat sa, sb;
+    return regular_id(a, &sa) && regular_id(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Two outputs that do not exist yet: one name in one folder (the folders resolved). */
+static bool same_new(const char *a, const char *b) {
+    struct stat st;
+    if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-") || stat(a, &st) == 0 || stat(b, &st) == 0) return false;
+    char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
+    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
+    return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb) && !strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b);
+}
+
+S2sStatus file_distinct(const FileRole *in, int n_in, const FileRole *out, int n_out, S2sError *err) {
+    for (int o = 0; o < n_out; o++) {
+        for (int i = 0; i < n_in; i++)
+            if (same_regular(out[o].path, in[i].path)) {
+                bool std_in = !strcmp(in[i].path, "-");
+                return s2s_fail(err, S2S_ERR_CONFIG,
+                                "%s %s is the file read as %s%s%s: writing it would destroy what is read (give "
+                                "another file)",
+                                out[o].what, out[o].path, in[i].what, std_in ? "" : " ", std_in ? "" : in[i].path);
+            }
+        for (int k = 0; k < o; k++)
+            if (same_regular(out[o].path, out[k].path) || same_new(out[o].path, out[k].path))
+                return s2s_fail(err, S2S_ERR_CONFIG, "%s %s and %s %s are one file: give each its own", out[k].what,
+                                out[k].path, out[o].what, out[o].path);
+    }
+    return S2S_OK;
+}

@@ -2,6 +2,7 @@
  * characters the first pieces, then the most frequent adjacent pair merged again and again,
  * the words that hold it rewritten in place (a heap of pair counts, stale entries skipped). */
 #include "bpe_internal.h"
+#include "s2s/file.h"
 #include "s2s/text.h"
 
 #include <stdlib.h>
@@ -267,5 +268,28 @@ S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o,
     free(cc);
     free(wcount);
     vocab_free(&words);
+    return st;
+}
+
+S2sStatus bpe_learn_files(Bpe *b, const char *const *inputs, int n, const BpeLearnOpts *o, const char *out, int *learned,
+                          S2sError *err) {
+    FileRole *ins = s2s_xcalloc((size_t)(n > 0 ? n : 1), sizeof *ins);
+    for (int k = 0; k < n; k++) ins[k] = (FileRole){"an input", inputs[k]};
+    S2sStatus st = file_distinct(ins, n, &(FileRole){"the output", out}, 1, err);
+    free(ins);
+    char **all = NULL;
+    size_t n_all = 0;
+    for (int k = 0; k < n && !st; k++) {
+        char **lines;
+        int nl;
+        if ((st = text_read_lines(inputs[k], &lines, &nl, err))) break;
+        all = s2s_xrealloc(all, (n_all + (size_t)nl + 1) * sizeof *all);
+        memcpy(all + n_all, lines, (size_t)nl * sizeof *lines);
+        n_all += (size_t)nl;
+        free(lines); /* the strings now belong to all */
+    }
+    if (!st) st = bpe_learn(b, all, n_all, o, learned, err);
+    if (!st) st = bpe_save(b, out, err);
+    text_free_lines(all, (int)n_all);
     return st;
 }

@@ -41,11 +41,10 @@ void prepared_path(char *out, size_t n, const char *dir, uint64_t key) {
     snprintf(out, n, "%s/%016" PRIx64 ".s2sdata", dir, key);
 }
 
-/* The files a task's data are made from: every training corpus's two, a teacher's translations,
- * the evaluation splits' (the test split may be "": none) and a given subword model. */
-enum { MAX_INPUTS = 2 * TASK_MAX_CORPORA + 6 };
+enum { MAX_INPUTS = PREPARED_MAX_INPUTS };
 
-static int task_inputs(const ConfigTask *t, char paths[MAX_INPUTS][CONFIG_STR + 96]) {
+/* The test split may be "": none. */
+int prepared_input_files(const ConfigTask *t, char paths[PREPARED_MAX_INPUTS][PREPARED_PATH]) {
     TrainCorpora c;
     S2sError ignored;
     if (!config_original_corpora(t, &c, &ignored)) c.n = 0; /* refused by config_check before; the teacher's file below */
@@ -93,7 +92,7 @@ static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
              (double)t->max_length_ratio, t->subword_sample, t->data_seed, t->teacher_output[0] ? (int)t->teacher_mix : -1, t->teacher_nbest);
     uint64_t h = fnv_str(DATA_FNV_BASIS, settings), memo_name = h;
     char paths[MAX_INPUTS][CONFIG_STR + 96], memo[CONFIG_STR + 64];
-    int n = task_inputs(t, paths);
+    int n = prepared_input_files(t, paths);
     uint64_t ids[MAX_INPUTS * MEMO_FIELDS + 1];
     for (int i = 0; i < n; i++) {
         struct stat sb;

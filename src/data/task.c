@@ -151,13 +151,21 @@ uint64_t task_fingerprint(const TaskData *td) {
     return h;
 }
 
-size_t task_data_bytes(const TaskData *td) {
-    const Dataset *d[3] = {&td->train, &td->valid, &td->test};
+size_t dataset_bytes(const Dataset *d) {
+    return d->streamed ? (size_t)d->n * (2 * sizeof(int)) + ((size_t)d->n / 64 + 1) * sizeof(uint64_t)
+                       : d->cap_ids * sizeof(int32_t) + (size_t)d->cap * (2 * sizeof(size_t) + 2 * sizeof(int));
+}
+
+static size_t lines_bytes(char *const *lines, int n) {
     size_t b = 0;
-    for (int k = 0; k < 3; k++)
-        b += d[k]->streamed ? (size_t)d[k]->n * (2 * sizeof(int)) + ((size_t)d[k]->n / 64 + 1) * sizeof(uint64_t)
-                            : d[k]->cap_ids * sizeof(int32_t) + (size_t)d[k]->cap * (2 * sizeof(size_t) + 2 * sizeof(int));
+    for (int i = 0; lines && i < n; i++) b += sizeof *lines + (lines[i] ? strlen(lines[i]) + 1 : 0);
     return b;
+}
+
+size_t task_data_bytes(const TaskData *td) {
+    return dataset_bytes(&td->train) + dataset_bytes(&td->valid) + dataset_bytes(&td->test) +
+           lines_bytes(td->valid_refs, td->valid.n) + lines_bytes(td->test_refs, td->test.n) +
+           lines_bytes(td->train_src_text, td->train.n) + lines_bytes(td->train_trg_text, td->train.n);
 }
 
 void task_free(TaskData *td) {

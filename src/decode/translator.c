@@ -4,6 +4,8 @@
 #include "s2s/subword.h"
 #include "s2s/visuals.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,16 +91,56 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
     return st;
 }
 
+Translator translator_make(Seq2Seq *m, const Config *cfg, const Vocab *src, const Vocab *trg, Tape *tape,
+                           const DecodeSettings *s) {
+    S2S_ASSERT(s->beam >= 1 && s->n_best >= 1 && s->n_best <= s->beam && s->max_len >= 0);
+    return (Translator){.model = m, .cfg = cfg, .src = src, .trg = trg, .tape = tape,
+                        .max_len = s->max_len ? s->max_len : cfg->train.max_decode_len, .beam = s->beam,
+                        .n_best = s->n_best, .alpha = s->alpha, .tokenized = s->tokenized,
+                        .want_attention = s->attention};
+}
+
+/* NNNN.png, NNNN_heads.png, …: a picture of translator_run's */
+static bool picture_name(const char *s) {
+    size_t n = strlen(s), d = strspn(s, "0123456789");
+    return d >= 4 && (s[d] == '.' || s[d] == '_') && n > 4 && !strcmp(s + n - 4, ".png");
+}
+
+S2sStatus translator_heatmaps(Translator *t, const char *dir, const FileRole *inputs, int n, S2sError *err) {
+    S2sStatus st = file_mkdirs(dir, err);
+    if (st) return st;
+    DIR *d = opendir(dir);
+    if (!d) return s2s_fail(err, S2S_ERR_IO, "%s: cannot read the folder: %s", dir, strerror(errno));
+    for (struct dirent *e; !st && (e = readdir(d));)
+        if (picture_name(e->d_name))
+            st = s2s_fail(err, S2S_ERR_CONFIG,
+                          "%s holds the pictures of an earlier translation (%s): new ones would mix with them; give a "
+                          "new or empty folder, or delete them",
+                          dir, e->d_name);
+    closedir(d);
+    if (st) return st;
+    t->heatmap_dir = dir;
+    t->inputs = inputs;
+    t->n_inputs = n;
+    return S2S_OK;
+}
+
 static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn,
                          const float *heads, long line_no, TranslatedLine *r) {
     char path[PATH_MAX + 32], title[256];
     snprintf(path, sizeof path, "%s/%04ld.png", t->heatmap_dir, line_no);
+    S2sError err;
+    /* translator_heatmaps refused a folder with pictures; an input given a picture's name since
+     * (the line's first picture) is refused here */
+    if (file_distinct(t->inputs, t->n_inputs, &(FileRole){"a heatmap", path}, 1, &err)) {
+        snprintf(r->warning, sizeof r->warning, "%s", err.msg);
+        return;
+    }
     snprintf(title, sizeof title, "%s - %s attention - line %ld", t->heatmap_name ? t->heatmap_name : "model",
              model_attention_name(t->model), line_no);
     int32_t *src = s2s_xmalloc((size_t)b->S * sizeof *src);
     for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
     DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
-    S2sError err;
     S2sStatus st = visuals_heatmap(path, title, t->src, t->trg, &a, t->font, &err);
     if (!st && heads) { /* multihead: the heads' mean and each head, DIR/NNNN_heads.png */
         int H = model_heads(t->model);
@@ -201,7 +243,7 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
                                                      heads ? heads + (size_t)i * L * H * b->S : NULL);
             if (draw)
                 draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
-                             heads ? heads + (size_t)i * L * H * b->S : NULL, first_line + line + 1, &out[line]);
+                             heads ? heads + (size_t)i * L * H * b->S : NULL, first_line + line, &out[line]);
         }
         free(attn);
         free(heads);

@@ -1,13 +1,10 @@
 /* args.c — strict command-line numbers and lists, getopt_long's messages. */
-#define _DEFAULT_SOURCE /* realpath */
 #include "s2s/args.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 S2sStatus args_long(const char *opt, const char *text, long lo, long hi, long *out, S2sError *err) {
     char *end;
@@ -90,37 +87,4 @@ int args_common(int c, const char *prog, void (*usage)(FILE *), char *const argv
     getopt_error(msg, sizeof msg, argv, optind, optopt, c);
     fprintf(stderr, "%s: %s (see %s --help)\n", prog, msg, prog);
     return 2;
-}
-
-/* The same regular file (links followed). */
-static bool same_regular(const char *a, const char *b) {
-    struct stat sa, sb;
-    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
-
-/* Two outputs that do not exist yet: one name in one folder (the folders resolved). */
-static bool same_new(const char *a, const char *b) {
-    struct stat st;
-    if (!a || !b || stat(a, &st) == 0 || stat(b, &st) == 0) return false;
-    char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
-    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
-    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
-    return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb) && !strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b);
-}
-
-S2sStatus args_distinct_files(const ArgsFile *in, int n_in, const ArgsFile *out, int n_out, S2sError *err) {
-    for (int o = 0; o < n_out; o++) {
-        for (int i = 0; i < n_in; i++)
-            if (same_regular(out[o].path, in[i].path))
-                return s2s_fail(err, S2S_ERR_CONFIG, "%s %s is the file %s %s reads: writing it would destroy what is read "
-                                                     "(give another file)",
-                                out[o].opt, out[o].path, in[i].opt, in[i].path);
-        for (int k = 0; k < o; k++)
-            if (same_regular(out[o].path, out[k].path) || same_new(out[o].path, out[k].path))
-                return s2s_fail(err, S2S_ERR_CONFIG, "%s %s and %s %s are one file: give each its own", out[k].opt, out[k].path,
-                                out[o].opt, out[o].path);
-    }
-    return S2S_OK;
 }

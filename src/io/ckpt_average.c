@@ -1,6 +1,7 @@
 /* ckpt_average.c — the element-wise mean of model files of one architecture (checkpoint
  * averaging): each file read and checked against the first, summed in double, rounded once. */
 #include "s2s/checkpoint.h"
+#include "s2s/file.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -73,9 +74,13 @@ static S2sStatus same_model(const Checkpoint *a, const char *pa, const Checkpoin
 
 S2sStatus ckpt_average(const char *const *paths, int n, const char *out, S2sError *err) {
     S2S_ASSERT(n >= 1);
-    Checkpoint first;
-    S2sStatus st = ckpt_load(&first, paths[0], err);
+    FileRole *ins = s2s_xcalloc((size_t)n, sizeof *ins);
+    for (int i = 0; i < n; i++) ins[i] = (FileRole){"a model", paths[i]};
+    S2sStatus st = file_distinct(ins, n, &(FileRole){"the output", out}, 1, err);
+    free(ins);
     if (st) return st;
+    Checkpoint first;
+    if ((st = ckpt_load(&first, paths[0], err))) return st;
     ParamStore ps;
     params_init(&ps);
     for (int i = 0; i < first.n_tensors; i++) params_add(&ps, first.tensors[i].name, first.tensors[i].ndim, first.tensors[i].shape);

@@ -2,6 +2,7 @@
  * metadata what ./import and other readers need to use it (config, vocabularies, subword
  * models). */
 #include "s2s/checkpoint.h"
+#include "s2s/file.h"
 #include "s2s/safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -16,9 +17,10 @@ static char *tokens_json(char *const *tokens, int n) {
 }
 
 S2sStatus ckpt_export(const char *in, const char *out, bool bf16, S2sError *err) {
-    Checkpoint c;
-    S2sStatus st = ckpt_load(&c, in, err);
+    S2sStatus st = file_distinct(&(FileRole){"the model", in}, 1, &(FileRole){"the output", out}, 1, err);
     if (st) return st;
+    Checkpoint c;
+    if ((st = ckpt_load(&c, in, err))) return st;
     SafeSaveTensor *t = s2s_xcalloc((size_t)(c.n_tensors ? c.n_tensors : 1), sizeof *t);
     for (int i = 0; i < c.n_tensors; i++)
         t[i] = (SafeSaveTensor){c.tensors[i].name, c.tensors[i].ndim, c.tensors[i].shape, c.tensors[i].data};

@@ -489,7 +489,19 @@ static S2sStatus apply_key(Config *c, const char *path, const cJSON *v, const ch
     return set_value(c, k, v, loc, err);
 }
 
+/* A string holding \u0000: refused, since C would cut it there ("dot\u0000bogus" as "dot"). */
+static S2sStatus refuse_nul(const char *json, const char *origin, S2sError *err) {
+    const char *nul = json_find_nul(json);
+    if (!nul) return S2S_OK;
+    int line, col;
+    json_line_col(json, nul, &line, &col);
+    return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: a string holds \\u0000 (a NUL character), which no setting has", origin,
+                    line, col);
+}
+
 S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError *err) {
+    S2sStatus nul = refuse_nul(json, origin, err);
+    if (nul) return nul;
     cJSON *root = cJSON_Parse(json);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
@@ -555,6 +567,9 @@ S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
         return s2s_fail(err, S2S_ERR_CONFIG, "--set: unknown key \"%s\"", name);
     }
     const char *val = eq + 1;
+    char where_set[160];
+    snprintf(where_set, sizeof where_set, "--set %s", k->path);
+    if (refuse_nul(val, where_set, err)) return S2S_ERR_CONFIG;
     cJSON *v = cJSON_Parse(val);
     if ((k->type == K_STR || k->type == K_NAME || k->type == K_ENUM) && (!v || !cJSON_IsString(v))) { /* bare strings need no quotes */
         cJSON_Delete(v);

@@ -60,3 +60,16 @@ void json_line_col(const char *text, const char *at, int *line, int *col) {
         }
     }
 }
+
+const char *json_find_nul(const char *text) {
+    bool in_string = false;
+    for (const char *p = text; p && *p; p++) {
+        if (*p == '"') {
+            in_string = !in_string;
+        } else if (in_string && *p == '\\') {
+            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4)) return p;
+            if (p[1]) p++; /* the escaped character, \" and \\ included */
+        }
+    }
+    return NULL;
+}

@@ -200,3 +200,34 @@ int rundir_checkpoint_steps(const char *dir, long **steps) {
     if (n) qsort(*steps, (size_t)n, sizeof **steps, by_step);
     return n;
 }
+
+/* Each file of dir/sub named prefix*suffix against the inputs. */
+static S2sStatus check_folder(const char *dir, const char *sub, const char *prefix, const char *suffix, const FileRole *in,
+                              int n, S2sError *err) {
+    char p[PATH_MAX];
+    rundir_path(p, sizeof p, dir, sub);
+    DIR *d = opendir(p);
+    if (!d) return S2S_OK;
+    S2sStatus st = S2S_OK;
+    size_t lp = strlen(prefix), ls = strlen(suffix);
+    for (struct dirent *e; !st && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < lp + ls || strncmp(e->d_name, prefix, lp) != 0 || strcmp(e->d_name + len - ls, suffix) != 0) continue;
+        char f[PATH_MAX + 256];
+        snprintf(f, sizeof f, "%s/%s", p, e->d_name);
+        st = file_distinct(in, n, &(FileRole){"the run's file", f}, 1, err);
+    }
+    closedir(d);
+    return st;
+}
+
+S2sStatus rundir_check_inputs(const char *dir, const FileRole *in, int n, S2sError *err) {
+    char p[PATH_MAX];
+    for (int i = 0; i < N_RUN_FILES; i++) {
+        rundir_path(p, sizeof p, dir, RUN_FILES[i]);
+        S2sStatus st = file_distinct(in, n, &(FileRole){"the run's file", p}, 1, err);
+        if (st) return st;
+    }
+    S2sStatus st = check_folder(dir, RUN_ATTENTION, "epoch", ".png", in, n, err);
+    return st ? st : check_folder(dir, RUN_CHECKPOINTS, "step", ".bin", in, n, err);
+}

@@ -126,9 +126,15 @@ static S2sStatus fill_params(Seq2Seq *m, const SafeTensors *sf, const char *o, S
 
 S2sStatus model_import(const ModelImport *im, S2sError *err) {
     const char *o = im->path;
-    SafeTensors sf;
-    S2sStatus st = safetensors_load(&sf, o, err);
+    FileRole ins[] = {{"the safetensors file", im->path},
+                      {"the config", im->cfg && im->cfg->path[0] ? im->cfg->path : NULL},
+                      {"the source vocabulary", im->src_vocab},
+                      {"the target vocabulary", im->trg_vocab},
+                      {"the subword model", im->subword}};
+    S2sStatus st = file_distinct(ins, 5, &(FileRole){"the output", im->out}, 1, err);
     if (st) return st;
+    SafeTensors sf;
+    if ((st = safetensors_load(&sf, o, err))) return st;
     Config cfg;
     Seq2Seq m;
     memset(&m, 0, sizeof m);

@@ -47,9 +47,9 @@ static void decode_jobs(Served *m, Job *taken, int total) {
     for (Job *j = taken; j; j = j->next)
         for (int i = 0; i < j->n; i++) lines[k++] = j->lines[i];
     TranslatedLine *out = s2s_xcalloc((size_t)(total ? total : 1), sizeof *out);
-    Translator t = {.model = &m->m, .cfg = &m->cfg, .src = &m->src, .trg = &m->trg, .tape = &m->tape,
-                    .beam = taken->beam, .n_best = taken->n_best, .alpha = taken->alpha,
-                    .want_attention = taken->attention};
+    Translator t = translator_make(&m->m, &m->cfg, &m->src, &m->trg, &m->tape,
+                                   &(DecodeSettings){.beam = taken->beam, .n_best = taken->n_best, .alpha = taken->alpha,
+                                                     .attention = taken->attention});
     translator_run(&t, lines, total, 0, out);
     k = 0;
     for (Job *j = taken; j; j = j->next) { /* each job its own lines' results (they own their texts) */

@@ -284,8 +284,11 @@ static S2sStatus make_output(Teacher *t, const ConfigTask *task, const char *sou
     Seq2Seq *more[MODEL_MAX_ENSEMBLE];
     Tape *more_t[MODEL_MAX_ENSEMBLE];
     for (int k = 1; k < t->n; k++) more[k - 1] = &t->m[k], more_t[k - 1] = &t->tape[k];
-    Translator tr = {&t->m[0], &t->cfg[0], &t->src[0], &t->trg[0], &t->tape[0], max_len, task->teacher_beam,
-                     task->teacher_nbest, task->teacher_alpha, false, NULL, NULL, NULL, more, more_t, t->n - 1, false, false};
+    Translator tr = translator_make(&t->m[0], &t->cfg[0], &t->src[0], &t->trg[0], &t->tape[0],
+                                    &(DecodeSettings){task->teacher_beam, task->teacher_nbest, task->teacher_alpha, max_len, false, false});
+    tr.more = more;
+    tr.more_tapes = more_t;
+    tr.n_more = t->n - 1;
     FILE *f = fdopen(fd, "a");
     if (!f) {
         close(fd);

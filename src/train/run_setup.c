@@ -4,6 +4,7 @@
 #include "run_internal.h"
 #include "s2s/corpus.h"
 #include "s2s/distill.h"
+#include "s2s/prepared.h"
 #include "s2s/runlog.h"
 
 #include <errno.h>
@@ -107,9 +108,26 @@ S2sStatus run_check_memory(Run *r, S2sError *err) {
     int w = 0;
     for (int i = 1; i < 3; i++)
         if (steps[i].bytes > steps[w].bytes) w = i;
-    double data = (double)task_data_bytes(&r->data), base = 256e6; /* code, libraries, buffers */
+    /* an epoch's plan: its pairs' order, their shuffled copy and the batches' starts, each pair
+     * 4 bytes three times and a batch's 8, at its peak (batchplan_make_from); weighted corpora
+     * take weight × pairs an epoch (train:400 is 400 times the corpus) */
+    TrainCorpora tcs;
+    S2sError ignored;
+    double pairs = c->task.type == TASK_TRANSLATE && config_train_corpora(&c->task, &tcs, &ignored) && config_corpora_weighted(&tcs)
+                       ? (double)task_weighted_pairs(&r->data.train_counts, &tcs)
+                       : (double)d->n;
+    double plan = pairs * (3 * sizeof(int)) + pairs / (B > 0 ? B : 1) * 2 * sizeof(int);
+    double data = (double)task_data_bytes(&r->data) + (sampled ? (double)dataset_bytes(d) : 0) + plan,
+           base = 256e6; /* code, libraries, buffers */
     double need = param_bytes + steps[w].bytes + data + base;
     if (need <= (double)limit) return S2S_OK;
+    if (plan > (double)limit / 4)
+        return s2s_fail(err, S2S_ERR_CONFIG,
+                        "%s: this run needs about %.1f GB and this machine allows %.1f GB: an epoch of %.0f pairs takes "
+                        "%.1f GB to plan%s; take fewer pairs an epoch%s",
+                        c->path[0] ? c->path : "config", gb(need), gb((double)limit), pairs, gb(plan),
+                        pairs > d->n ? " (the weights of task.train_prefix)" : "",
+                        pairs > d->n ? " (lower the weights)" : "");
     char epoch_note[64];
     snprintf(epoch_note, sizeof epoch_note, " in epoch %d's BPE-dropout pieces", r->st.epoch + 1);
     return s2s_fail(err, S2S_ERR_CONFIG,
@@ -316,12 +334,40 @@ static void forget_start(Run *r) {
     unlink(r->dir.config);
 }
 
+/* No file of the run's folder is one the run reads: its config, the corpus, the subword model,
+ * the teachers (rundir_check_inputs). A config that is the run's own config.json is read whole
+ * before and written back as its resolution, so `--config RUN/config.json --out RUN
+ * --overwrite` starts a run anew; a resumed run reads its own last.bin. */
+static S2sStatus check_inputs(const Run *r, S2sError *err) {
+    const ConfigTask *t = &r->cfg->task;
+    enum { MAX_TEACHERS = 16 };
+    char(*paths)[PREPARED_PATH] = s2s_xcalloc(PREPARED_MAX_INPUTS, sizeof *paths);
+    FileRole in[PREPARED_MAX_INPUTS + MAX_TEACHERS + 1];
+    int n = 0;
+    char own[PATH_MAX];
+    rundir_path(own, sizeof own, r->opt->out_dir, RUN_CONFIG);
+    if (!r->opt->resume && r->cfg->path[0] && file_distinct(&(FileRole){"", r->cfg->path}, 1, &(FileRole){"", own}, 1, err) == S2S_OK)
+        in[n++] = (FileRole){"the config", r->cfg->path};
+    if (t->type == TASK_TRANSLATE) {
+        int k = prepared_input_files(t, paths);
+        for (int i = 0; i < k; i++) in[n++] = (FileRole){"an input of the task", paths[i]};
+    }
+    char teachers[CONFIG_STR];
+    snprintf(teachers, sizeof teachers, "%s", t->teacher);
+    for (char *p = teachers, *save = NULL, *tok; n < (int)(sizeof in / sizeof *in) && (tok = strtok_r(p, ",", &save)); p = NULL)
+        in[n++] = (FileRole){"a teacher", tok};
+    S2sStatus st = rundir_check_inputs(r->opt->out_dir, in, n, err);
+    free(paths);
+    return st;
+}
+
 /* Every check of the config before the folder is touched, the tape and the data: a run that
  * cannot fit is refused before its folder is made. */
 static S2sStatus check_and_load(Run *r, S2sError *err) {
     Config *cfg = r->cfg;
     S2sStatus st;
     if ((st = config_check(cfg, err))) return st;
+    if (r->root && (st = check_inputs(r, err))) return st;
     if ((st = model_check_config(&cfg->model, cfg->path[0] ? cfg->path : "config", err))) return st;
     double data_est = task_memory_estimate(&cfg->task), limit = (double)s2s_memory_limit();
     if (limit > 0 && data_est > limit)

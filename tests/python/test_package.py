@@ -268,8 +268,8 @@ def test_attention_draws_as_translate_heatmap_does(tiny_run, tiny_model, tmp_pat
     write_lines(tmp_path / "in.txt", ["abcd"])
     program("translate", model, "--input", tmp_path / "in.txt", "--heatmap", tmp_path / "maps")
     a = tiny_model.attention("abcd")
-    a.draw(tmp_path / "mine.png", title=f"{model} - dot attention - line 1")
-    assert (tmp_path / "mine.png").read_bytes() == (tmp_path / "maps" / "0001.png").read_bytes()
+    a.draw(tmp_path / "mine.png", title=f"{model} - dot attention - line 0")
+    assert (tmp_path / "mine.png").read_bytes() == (tmp_path / "maps" / "0000.png").read_bytes()
     assert a._repr_png_().startswith(b"\x89PNG\r\n\x1a\n")
     with pytest.raises(ValueError, match="labels"):
         s2s.heatmap(a.weights, tmp_path / "x.png", row_labels=["a"])
