@@ -64,7 +64,7 @@ static void same_twice(ConfigTask t) {
     cr_assert_eq(task_load(&b, &t, &err), S2S_OK, "%s", err.msg);
     cr_expect_eq(b.prepared_state, PREPARED_READ, "second load: %d", b.prepared_state);
     cr_expect_str_eq(a.prepared, b.prepared);
-    cr_expect_eq(task_fingerprint(&a), task_fingerprint(&b), "the data read back differ");
+    cr_expect(tu_same_data(&a, &b), "the data read back differ");
     cr_expect(!memcmp(&a.train_counts, &b.train_counts, sizeof a.train_counts), "other counts read back");
     cr_expect_eq(a.train.streamed && b.train.streamed, true, "the training pairs are not streamed from the file");
     cr_expect_eq(!a.src_vocab.sub, !b.src_vocab.sub);
@@ -122,7 +122,7 @@ Test(prepared, a_changed_file_or_setting_is_another_key) {
     cr_assert_eq(task_load(&b, &t, &err), S2S_OK, "%s", err.msg);
     cr_expect_eq(b.prepared_state, PREPARED_WRITTEN, "a changed test file was not noticed");
     cr_expect_str_neq(a.prepared, b.prepared);
-    cr_expect_neq(task_fingerprint(&a), task_fingerprint(&b));
+    cr_expect(!tu_same_data(&a, &b));
     t.bpe_merges = 20;
     cr_assert_eq(task_load(&c, &t, &err), S2S_OK, "%s", err.msg);
     cr_expect_eq(c.prepared_state, PREPARED_WRITTEN, "another bpe_merges was not noticed");
@@ -159,7 +159,7 @@ Test(prepared, a_changed_file_or_setting_is_another_key) {
 }
 
 /* Rewrites path with its bytes changed by edit; returns the refusal's message. */
-static char *refusal(const char *path, uint64_t key, void (*edit)(char *buf, size_t *len)) {
+static char *refusal(const char *path, const Digest *key, void (*edit)(char *buf, size_t *len)) {
     size_t len;
     char *buf = tu_slurp(path, &len);
     cr_assert(buf != NULL);
@@ -184,17 +184,20 @@ static void truncate_it(char *b, size_t *len) { (void)b, *len -= 10; }
 static void flip_a_byte(char *b, size_t *len) { b[*len / 2] ^= 0x40; }
 static void foreign(char *b, size_t *len) { memcpy(b, "PK\x03\x04", 4), (void)len; }
 static void version_9(char *b, size_t *len) { b[7] = '9', (void)len; }
+/* The header (96 bytes): magic and version, the 32-byte key, then u64 payload, CRC and id
+ * bytes, index, pairs, ids. */
+enum { AT_CRC = 48, AT_PAIRS = 64, HEAD = 96 };
 static void lie_about_pairs(char *b, size_t *len) { /* the header's count of training pairs, one too many */
     uint64_t n;
-    memcpy(&n, b + 40, 8);
+    memcpy(&n, b + AT_PAIRS, 8);
     n++;
-    memcpy(b + 40, &n, 8);
+    memcpy(b + AT_PAIRS, &n, 8);
     (void)len;
 }
 static void id_past_vocab(char *b, size_t *len) { /* the first training id 0xffff, the CRC made to fit */
-    b[64] = b[65] = (char)0xff;
-    uint32_t crc = (uint32_t)crc32(0L, (const unsigned char *)b + 64, (unsigned)(*len - 64));
-    memcpy(b + 24, &crc, 4);
+    b[HEAD] = b[HEAD + 1] = (char)0xff;
+    uint32_t crc = (uint32_t)crc32(0L, (const unsigned char *)b + HEAD, (unsigned)(*len - HEAD));
+    memcpy(b + AT_CRC, &crc, 4);
 }
 
 Test(prepared, damaged_files_are_refused_then_replaced) {
@@ -206,8 +209,14 @@ Test(prepared, damaged_files_are_refused_then_replaced) {
     TaskData a;
     S2sError err;
     cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
-    uint64_t key;
-    cr_assert_eq(sscanf(strrchr(a.prepared, '/') + 1, "%16" SCNx64, &key), 1);
+    Digest key, other;
+    size_t flen;
+    char *head = tu_slurp(a.prepared, &flen);
+    cr_assert(head && flen > HEAD);
+    memcpy(key.b, head + 8, DIGEST_BYTES); /* the key the file was written under */
+    free(head);
+    other = key;
+    other.b[31] ^= 1;
     struct {
         void (*edit)(char *, size_t *);
         const char *says;
@@ -218,11 +227,11 @@ Test(prepared, damaged_files_are_refused_then_replaced) {
                  {lie_about_pairs, "do not hold together (its index)"},
                  {id_past_vocab, "an id past its vocabulary"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char *msg = refusal(a.prepared, key, cases[i].edit);
+        char *msg = refusal(a.prepared, &key, cases[i].edit);
         cr_expect(strstr(msg, cases[i].says) && strstr(msg, ".s2sdata.bad"), "case %zu: %s", i, msg);
         free(msg);
     }
-    cr_expect_eq(prepared_read(a.prepared, key + 1, &(TaskData){0}, &err), S2S_ERR_CORRUPT, "another key was read");
+    cr_expect_eq(prepared_read(a.prepared, &other, &(TaskData){0}, &err), S2S_ERR_CORRUPT, "another key was read");
     cr_expect(strstr(err.msg, "prepared for other data or settings"), "%s", err.msg);
     /* a damaged file under the key's own name: refused, the data made again and written over it */
     tu_sh("truncate -s 100 %s", a.prepared);
@@ -230,7 +239,7 @@ Test(prepared, damaged_files_are_refused_then_replaced) {
     cr_assert_eq(task_load(&b, &t, &err), S2S_OK, "%s", err.msg);
     cr_expect_eq(b.prepared_state, PREPARED_WRITTEN);
     cr_expect(strstr(b.prepared_note, "replaced") && strstr(b.prepared_note, "truncated"), "%s", b.prepared_note);
-    cr_expect_eq(task_fingerprint(&a), task_fingerprint(&b));
+    cr_expect(tu_same_data(&a, &b));
     task_free(&a);
     task_free(&b);
     tu_rm_rf(d);
@@ -337,16 +346,16 @@ Test(prepared, the_folder_keeps_the_files_used_last) {
     }
     cr_expect_eq(count_prepared(cache), 16);
     /* a killed preparation's temporary file goes once stale (ten minutes unwritten), a fresh one stays */
-    cr_assert_eq(tu_sh("cd %s && touch -d '-11 minutes' 0123456789abcdef.s2sdata.tmp.AbCdEf && touch "
-                       "fedcba9876543210.s2sdata.tmp.XyZxYz", cache), 0);
+    cr_assert_eq(tu_sh("cd %s && touch -d '-11 minutes' 0123456789abcdef0123456789abcdef.s2sdata.tmp.AbCdEf && touch "
+                       "fedcba9876543210fedcba9876543210.s2sdata.tmp.XyZxYz", cache), 0);
     ConfigTask t = task_in(d, cache, SUBWORD_NONE, true, 0.0f);
     t.max_vocab = 99;
     TaskData a;
     S2sError err;
     cr_assert_eq(task_load(&a, &t, &err), S2S_OK, "%s", err.msg);
     task_free(&a);
-    cr_expect(!file_exists(tu_path(cache, "0123456789abcdef.s2sdata.tmp.AbCdEf")), "a stale temporary file stayed");
-    cr_expect(file_exists(tu_path(cache, "fedcba9876543210.s2sdata.tmp.XyZxYz")), "a live temporary file went");
+    cr_expect(!file_exists(tu_path(cache, "0123456789abcdef0123456789abcdef.s2sdata.tmp.AbCdEf")), "a stale temporary file stayed");
+    cr_expect(file_exists(tu_path(cache, "fedcba9876543210fedcba9876543210.s2sdata.tmp.XyZxYz")), "a live temporary file went");
     cr_expect(file_exists(first), "the file used last was removed");
     cr_expect(!file_exists(second), "a file unused since was kept");
     tu_rm_rf(d);
@@ -420,19 +429,28 @@ Test(prepared, train_prepare_only) {
 }
 
 /* A disk that fills while the data are prepared (a file size limit here): no prepared file and no
- * temporary one is left behind, and the run goes on with the data in memory, saying why. */
+ * temporary one is left behind; a run goes on with the data in memory, saying why, and
+ * --prepare, which prepared nothing, fails (issue 74.14). */
 Test(prepared, a_full_disk_leaves_no_file) {
     char *d = tu_tmpdir();
     write_corpus(d, 3000);
-    int rc = tu_sh("bash -c 'trap \"\" XFSZ; ulimit -f 40; exec %s/train --config configs/multi30k.json --prepare "
-                   "--set data_dir=%s --set train_prefix=train --set valid_prefix=val --set test_prefix=test "
-                   "--set min_freq=1 --set cache_dir=%s/cache' > %s/out.txt 2>&1",
-                   tu_bin(), d, d, d);
-    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(out && strstr(out, "data: 3000 training pairs") && strstr(out, "not prepared: cannot write"), "%s", out);
-    free(out);
-    cr_expect_eq(tu_sh("ls %s/cache | grep -v '[.]key$' | grep -q .", d), 1, "a file was left in the cache folder");
+    const char *modes[] = {"--prepare", "--out %s/run --set train.max_steps=1 --set train.warmup_steps=1 "
+                                        "--set train.max_decode_len=4 --set model.embedding=4 --set model.encoder_hidden=4 "
+                                        "--set model.decoder_hidden=4 --set model.kq=4"};
+    for (int m = 0; m < 2; m++) {
+        char mode[400];
+        snprintf(mode, sizeof mode, modes[m], d);
+        int rc = tu_sh("bash -c 'trap \"\" XFSZ; ulimit -f 40; exec %s/train --config configs/multi30k.json %s "
+                       "--set data_dir=%s --set train_prefix=train --set valid_prefix=val --set test_prefix=test "
+                       "--set min_freq=1 --set cache_dir=%s/cache' > %s/out.txt 2>&1",
+                       tu_bin(), mode, d, d, d);
+        char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+        cr_expect_eq(rc, m == 0 ? 1 : 0, "%s: %s", modes[m], out);
+        cr_expect(out && strstr(out, "data: 3000 training pairs") && strstr(out, "not prepared: cannot write"), "%s", out);
+        if (m == 0) cr_expect(out && strstr(out, "nothing was prepared"), "%s", out);
+        free(out);
+        cr_expect_eq(tu_sh("ls %s/cache | grep -v '[.]key$' | grep -q .", d), 1, "a file was left in the cache folder");
+    }
     tu_rm_rf(d);
     free(d);
 }

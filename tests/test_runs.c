@@ -199,7 +199,9 @@ Test(runs, resume_checks_every_field_of_the_state, .timeout = 120) {
         {"step", "4", "step 4, but epoch 1 batch 5 is step 5"}, {"adam_step", "3", "3 optimizer steps in 5 steps"},
         {"best", "\"x\"", "\"best\" is not a number"}, {"loss_sum", "-1", "\"loss_sum\" is out of range"},
         {"bad_epochs", "2", "2 validations without improvement in 0"}, {"seconds", "1.5", NULL}, /* any time is fine */
-        {"data", "\"0123456789abcdef\"", "the data are not those the run started with"},
+        {"data", "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"",
+         "the data are not those the run started with"},
+        {"data", "\"0123456789abcdeX\"", "is not 64 hex digits"},
     };
     struct stat before;
     cr_assert_eq(stat(tu_path(d, "D/log.jsonl"), &before), 0);
@@ -524,13 +526,13 @@ Test(runs, the_state_reads_back_bit_for_bit) {
         s.loss_sum = 1e4 * rng_uniform(&rng) / 7.0;
         s.tok_sum = 512;
         s.seconds = 1e3 * rng_uniform(&rng);
-        char *j = train_state_to_json(&s, 0x0123456789abcdefull);
+        Digest data = digest_of(&i, sizeof i), h;
+        char *j = train_state_to_json(&s, &data);
         TrainState b;
-        uint64_t h;
         bool has;
         S2sError err;
         cr_assert_eq(train_state_from_json(&b, &h, &has, j, "t", &err), S2S_OK, "%s", err.msg);
-        cr_assert(has && h == 0x0123456789abcdefull);
+        cr_assert(has && digest_equal(&h, &data));
         cr_assert(memcmp(&b.lr, &s.lr, sizeof s.lr) == 0 && memcmp(&b.best, &s.best, sizeof s.best) == 0 &&
                       memcmp(&b.loss_sum, &s.loss_sum, sizeof s.loss_sum) == 0 && memcmp(&b.seconds, &s.seconds, sizeof s.seconds) == 0,
                   "%s read back as lr %.17g best %.17g loss_sum %.17g", j, b.lr, b.best, b.loss_sum);

@@ -447,3 +447,10 @@ char *tu_word_corpus_dir(int n_train, int n_eval, bool gz) {
     if (gz) S2S_ASSERT(tu_sh("cd %s && gzip train.de train.en val.de val.en test.de test.en", d) == 0);
     return d;
 }
+
+bool tu_same_data(const TaskData *a, const TaskData *b) {
+    bool ra, rb;
+    Digest da = task_fingerprint(a, &ra), db = task_fingerprint(b, &rb);
+    cr_assert(ra && rb, "a prepared split could not be read back");
+    return digest_equal(&da, &db);
+}

@@ -5,6 +5,7 @@
 
 #include "s2s/common.h"
 #include "s2s/config.h"
+#include "s2s/data.h"
 #include "s2s/nn.h"
 #include "s2s/ops.h"
 
@@ -49,6 +50,8 @@ void tu_config_set(Config *c, const char *assignment);
 /* dir/PREFIX.de and dir/PREFIX.en: n made-up parallel lines of seven words, varied enough for
  * BPE (a corpus that takes seconds to prepare when n is in the hundreds of thousands). */
 void tu_write_pairs(const char *dir, const char *prefix, int n);
+/* Whether two loads hold the same data (task_fingerprint; both readable). */
+bool tu_same_data(const TaskData *a, const TaskData *b);
 /* A new empty folder under /tmp (malloc'd path); removed with tu_rm_rf. */
 char *tu_tmpdir(void);
 void tu_rm_rf(const char *dir);

@@ -48,6 +48,7 @@ typedef struct BpeLearnOpts {
     int merges;          /* how many merges, or 0 with vocab_size */
     int vocab_size;      /* all pieces, specials and bytes included (0: merges decides) */
     int min_count;       /* a pair seen fewer times is never merged (2) */
+    const atomic_int *stop; /* a signal's request to stop, polled every few thousand lines and merges, or NULL */
 } BpeLearnOpts;
 
 void bpe_init(Bpe *b);
@@ -55,7 +56,8 @@ void bpe_free(Bpe *b);
 
 /* Learns from lines of raw UTF-8 text (words split on ASCII whitespace). *learned: the merges
  * made, fewer than asked when no pair is seen min_count times any more (not an error). A
- * vocabulary size below the specials, bytes and characters is (S2S_ERR_CONFIG). */
+ * vocabulary size below the specials, bytes and characters is (S2S_ERR_CONFIG); a stop asked
+ * for is S2S_ERR_IO ("stopped"), within a fraction of a second. */
 S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o, int *learned, S2sError *err);
 /* ./subword learn: learns from every line of the files inputs[0..n) (plain or gzip) and saves
  * the model at out, which may be none of them (file_distinct, before anything is read). */

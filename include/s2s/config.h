@@ -189,6 +189,9 @@ void config_defaults(Config *c);
 void config_find_file(const char *name, char *out, size_t n);
 /* Reads a JSON file over the defaults. */
 S2sStatus config_load(Config *c, const char *path, S2sError *err);
+/* The same for a run's config.json (a folder s2s manages): a regular file required, and a FIFO
+ * planted there never blocks (file_read_regular). */
+S2sStatus config_load_run(Config *c, const char *path, S2sError *err);
 /* Parses JSON text over the current values; `origin` names it in messages. */
 S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError *err);
 /* `key=value` by dotted path ("model.attention") or by a unique leaf name ("attention").

@@ -9,6 +9,8 @@
 
 #include "s2s/common.h"
 #include "s2s/config.h"
+#include "s2s/digest.h"
+#include "s2s/file.h"
 #include "s2s/rng.h"
 #include "s2s/text.h"
 
@@ -57,6 +59,7 @@ typedef struct Dataset {
     uint64_t ids_at;          /* streamed: the file offset of the first id */
     uint64_t *every64;        /* streamed: (n / 64 + 1) the number of ids before pair 64 k */
     int vocab_src, vocab_trg; /* streamed: every id read is checked against these */
+    FileStamp stamp;          /* streamed: the file as it was checked whole; any write since moves it */
 } Dataset;
 
 void dataset_init(Dataset *d);
@@ -85,10 +88,11 @@ typedef struct TaskData {
     char **train_src_text, **train_trg_text; /* (train.n) the training pairs' raw text, kept for
                                               * BPE-dropout (task.bpe_dropout > 0), else NULL */
     /* translate with task.cache_dir: the prepared data file, and what this load did with it */
-    char prepared[CONFIG_STR + 32];
+    char prepared[CONFIG_STR + 64];
     enum { PREPARED_NONE, PREPARED_READ, PREPARED_WRITTEN, PREPARED_UNWRITTEN } prepared_state;
     char prepared_note[160]; /* PREPARED_UNWRITTEN: why (the run goes on without it) */
-    uint64_t fingerprint;     /* a prepared file's task_fingerprint, kept in it (0: compute it) */
+    Digest fingerprint;       /* a prepared file's task_fingerprint, kept in it */
+    bool has_fingerprint;     /* false: compute it */
 } TaskData;
 
 /* Loads or generates the task's data (reverse; translate comes from files). */
@@ -111,9 +115,10 @@ double task_memory_estimate(const ConfigTask *task);
 size_t task_data_bytes(const TaskData *td);
 /* Bytes a dataset holds (a streamed one: its lengths and index). */
 size_t dataset_bytes(const Dataset *d);
-/* A 64-bit hash of the vocabularies, every split's ids and the reference texts: equal
- * fingerprints, the same data (a resumed run checks it has the data it started with). */
-uint64_t task_fingerprint(const TaskData *td);
+/* The SHA-256 digest of the vocabularies, every split's lengths and ids and the reference
+ * texts: equal fingerprints, the same data (a resumed run checks it has the data it started
+ * with). *ok false: a streamed split could not be read back. */
+Digest task_fingerprint(const TaskData *td, bool *ok);
 
 /* String reversal: the vocabulary is the specials then the alphabet's characters (the same
  * on both sides); train, valid and test are drawn from task.data_seed, with valid and test
@@ -180,9 +185,9 @@ void batch_fill(Batch *b, const Dataset *d, const int *idx, int n);
 /* The same from any dataset: a streamed one's rows are read from its file (S2S_ERR_IO for a
  * failed read, S2S_ERR_CORRUPT for a file changed under the run). */
 S2sStatus batch_read(Batch *b, const Dataset *d, const int *idx, int n, S2sError *err);
-/* Hashes d's ids (as int32 values) into h with FNV-1a; a streamed dataset's are read from its
- * file. false: a read failed. */
-bool dataset_hash_ids(const Dataset *d, uint64_t *h);
+/* Digests d's ids (as int32 values) into c; a streamed dataset's are read from its file.
+ * false: a read failed. */
+bool dataset_hash_ids(const Dataset *d, DigestCtx *c);
 
 /* An epoch's batches: a permutation of the examples cut into consecutive runs. */
 typedef struct BatchPlan {

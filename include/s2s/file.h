@@ -20,6 +20,7 @@
 #include "s2s/common.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -31,6 +32,11 @@ typedef struct FileTmp {
 } FileTmp;
 
 S2sStatus file_tmp_open(FileTmp *t, const char *path, S2sError *err);
+/* The same for a file of a folder s2s manages (a cache, a run): always a temporary file and a
+ * rename, mode 0644, so whatever is at path (a FIFO, a device, a link planted there) is
+ * replaced, never opened or written through. */
+S2sStatus file_tmp_open_managed(FileTmp *t, const char *path, S2sError *err);
+S2sStatus file_write_managed(const char *path, const void *data, size_t n, S2sError *err);
 /* Flushes, syncs, closes and renames into place. On any failure the temporary file is
  * removed and path is untouched. `failed` lets a caller that saw a write error (its own
  * bookkeeping) turn the commit into an abort with the usual message. */
@@ -47,6 +53,26 @@ S2sStatus file_mkdirs(const char *path, S2sError *err);
  * (len may be NULL). A folder, an unreadable file or one of more than max bytes is an error
  * naming it; nothing larger than max + 1 bytes is ever allocated. */
 S2sStatus file_read_all(const char *path, size_t max, char **buf, size_t *len, S2sError *err);
+/* The same for a file of a folder s2s manages: a regular file required, opened as
+ * file_open_regular opens (a FIFO never blocks). */
+S2sStatus file_read_regular(const char *path, size_t max, char **buf, size_t *len, S2sError *err);
+/* A file's identity as of now: device, inode, size, modification and change times to the
+ * nanosecond. Every write to a file moves its change time, which no one can set back, so an
+ * equal stamp later is the same bytes (the prepared-data memo, a teacher read, a run's
+ * streamed data). */
+typedef struct FileStamp {
+    uint64_t v[7];
+} FileStamp;
+bool file_stamp(int fd, FileStamp *s);                 /* false: fstat failed */
+bool file_stamp_path(const char *path, FileStamp *s);  /* links followed */
+bool file_stamp_equal(const FileStamp *a, const FileStamp *b);
+/* The same but for the change time, which moves with a file's times and links too (another
+ * run marking a shared cache file used): equal, no write since that kept the modification time
+ * (one that set it back by hand aside). A streamed dataset's check. */
+bool file_stamp_same_writes(const FileStamp *a, const FileStamp *b);
+/* Marks a cache file used now (its access time; its modification time and bytes untouched, so
+ * runs that stream from it see no write). */
+void file_mark_used(const char *path);
 /* Whether path is a regular file (after symlinks). */
 bool file_is_regular(const char *path);
 /* Whether path exists (any kind of file, not following a final symlink). */

@@ -52,6 +52,9 @@ size_t utf8_put(uint32_t c, char *out);
  * descriptor sharing the file's offset, so lseek(*pos_fd, 0, SEEK_CUR) tells how far the
  * reading is in the file's bytes (compressed ones for .gz); the caller closes it. */
 FILE *text_open(const char *path, int *pos_fd);
+/* A read error's reason: a .gz whose stream ends before the file does (cut short, even after a
+ * full flush) or is damaged reads as an error with errno EBADMSG, named as such; else strerror. */
+const char *text_strerror(int e);
 /* Reads a text file into lines (without newlines, a final CR dropped); a path ending in
  * ".gz" is read through gzip. Each line must be valid UTF-8 without NUL bytes and at most
  * TEXT_MAX_LINE bytes; errors name the file and line. */

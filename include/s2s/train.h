@@ -57,7 +57,9 @@ S2sStatus train_check_config(const Config *cfg, S2sError *err);
 S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2sError *err);
 /* The config's data loaded as a run loads them — checked, prepared into task.cache_dir when they
  * are not there yet (a teacher's translations made first, distill.h) — and described on out
- * ("data:" lines); no run folder is touched. progress: a terminal for the progress line, or NULL. */
-S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *err);
+ * ("data:" lines); no run folder is touched. progress: a terminal for the progress line, or NULL;
+ * stop: a signal's request, heeded within a fraction of a second (S2S_ERR_IO). Nothing prepared
+ * (no cache folder, a generated task, a folder that cannot take the file) is an error. */
+S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, const atomic_int *stop, S2sError *err);
 
 #endif

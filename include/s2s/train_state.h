@@ -12,6 +12,7 @@
 #define S2S_TRAIN_STATE_H
 
 #include "s2s/common.h"
+#include "s2s/digest.h"
 
 typedef struct TrainState {
     int epoch, batch;       /* next batch to run */
@@ -26,11 +27,12 @@ typedef struct TrainState {
     double seconds;         /* training time before this session */
 } TrainState;
 
-/* The state as JSON (malloc'd); data_hash is written as 16 hex digits. */
-char *train_state_to_json(const TrainState *s, uint64_t data_hash);
-/* Reads txt into s; *has_hash says whether the file had the data's fingerprint (files of
- * earlier builds do not). best is NaN when the file says null (no validation improved). */
-S2sStatus train_state_from_json(TrainState *s, uint64_t *data_hash, bool *has_hash, const char *txt, const char *origin,
+/* The state as JSON (malloc'd); the data's digest is written as 64 hex digits. */
+char *train_state_to_json(const TrainState *s, const Digest *data);
+/* Reads txt into s; *has_hash says whether the file had the data's digest (files of earlier
+ * builds have none, or a 64-bit fingerprint of 16 hex digits that today's digest cannot check).
+ * best is NaN when the file says null (no validation improved). */
+S2sStatus train_state_from_json(TrainState *s, Digest *data, bool *has_hash, const char *txt, const char *origin,
                                 S2sError *err);
 
 #endif

@@ -108,7 +108,7 @@ static bool folder_matches(const Job *j, char *why, size_t n) {
     Config have;
     config_defaults(&have);
     S2sError err;
-    if (config_load(&have, p, &err)) {
+    if (config_load_run(&have, p, &err)) {
         snprintf(why, n, "%s", err.msg);
         return false;
     }

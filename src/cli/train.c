@@ -140,8 +140,13 @@ int main(int argc, char **argv) {
     Config cfg;
     char out_dir[PATH_MAX];
     if (config_arg && make_config(&cfg, config_arg, seed_arg, sets, n_sets, epochs, &err)) return fail(err.msg, 2);
-    if (prepare) {
-        S2sStatus st = train_prepare(&cfg, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &err);
+    if (prepare) { /* Ctrl-C stops it at once, leaving nothing that looks prepared (exit 130) */
+        catch_stop_signals();
+        S2sStatus st = train_prepare(&cfg, stdout, isatty(STDERR_FILENO) ? stderr : NULL, &g_stop, &err);
+        if (st && atomic_load(&g_stop)) {
+            fprintf(stderr, "train: %s\n", err.msg);
+            return 128 + atomic_load(&g_stop);
+        }
         return st ? fail(err.msg, st == S2S_ERR_CONFIG ? 2 : 1) : 0;
     }
     if (config_arg && out_arg) snprintf(out_dir, sizeof out_dir, "%s", out_arg);

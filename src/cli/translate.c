@@ -554,7 +554,7 @@ static int read_and_decode(const Opts *o, Ctx *c, Files *f) {
         LineStatus ls = line_read(&reader, &text, &len);
         if (ls == LINE_EOF) break;
         if (ls == LINE_ERROR || ls == LINE_ENDLESS) {
-            if (ls == LINE_ERROR) fprintf(stderr, "translate: read error: %s\n", strerror(errno));
+            if (ls == LINE_ERROR) fprintf(stderr, "translate: read error: %s\n", text_strerror(errno));
             else fprintf(stderr, "translate: line %ld: no line break in %zu MiB: not text; stopped\n", reader.line_no,
                          TEXT_MAX_SKIP >> 20);
             rc = 1;

@@ -46,6 +46,41 @@ static int std_stream(const char *path) {
     return -1;
 }
 
+/* A temporary file beside dest, to be renamed over it, made with mode. */
+static S2sStatus tmp_beside(FileTmp *t, const char *path, mode_t mode, S2sError *err) {
+    if (snprintf(t->tmp, sizeof t->tmp, "%s.tmp.XXXXXX", t->path) >= (int)sizeof t->tmp)
+        return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
+    int fd = mkstemp(t->tmp);
+    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
+    /* mkstemp makes 0600; our files are for sharing, and a replaced file keeps its mode */
+    if (fchmod(fd, mode) != 0 || !(t->f = fdopen(fd, "wb"))) {
+        int e = errno;
+        close(fd);
+        unlink(t->tmp);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open a temporary file: %s", path, strerror(e));
+    }
+    return S2S_OK;
+}
+
+S2sStatus file_tmp_open_managed(FileTmp *t, const char *path, S2sError *err) {
+    t->f = NULL;
+    t->tmp[0] = '\0';
+    t->direct = false;
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) return s2s_fail(err, S2S_ERR_IO, "%s: is a directory", path);
+    if (snprintf(t->path, sizeof t->path, "%s", path) >= (int)sizeof t->path)
+        return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
+    return tmp_beside(t, path, 0644, err);
+}
+
+S2sStatus file_write_managed(const char *path, const void *data, size_t n, S2sError *err) {
+    FileTmp t;
+    S2sStatus st = file_tmp_open_managed(&t, path, err);
+    if (st) return st;
+    bool failed = n && fwrite(data, 1, n, t.f) != n;
+    return file_tmp_commit(&t, failed, err);
+}
+
 S2sStatus file_tmp_open(FileTmp *t, const char *path, S2sError *err) {
     t->f = NULL;
     t->tmp[0] = '\0';
@@ -74,18 +109,7 @@ S2sStatus file_tmp_open(FileTmp *t, const char *path, S2sError *err) {
         t->direct = true;
         return S2S_OK;
     }
-    if (snprintf(t->tmp, sizeof t->tmp, "%s.tmp.XXXXXX", t->path) >= (int)sizeof t->tmp)
-        return s2s_fail(err, S2S_ERR_IO, "%s: path too long", path);
-    int fd = mkstemp(t->tmp);
-    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
-    /* mkstemp makes 0600; our files are for sharing, and a replaced file keeps its mode */
-    if (fchmod(fd, mode) != 0 || !(t->f = fdopen(fd, "wb"))) {
-        int e = errno;
-        close(fd);
-        unlink(t->tmp);
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open a temporary file: %s", path, strerror(e));
-    }
-    return S2S_OK;
+    return tmp_beside(t, path, mode, err);
 }
 
 S2sStatus file_tmp_commit(FileTmp *t, bool failed, S2sError *err) {
@@ -148,10 +172,28 @@ S2sStatus file_mkdirs(const char *path, S2sError *err) {
     return S2S_OK;
 }
 
+static S2sStatus read_all(FILE *f, bool is_stdin, const char *path, size_t max, char **out, size_t *out_len, S2sError *err);
+
 S2sStatus file_read_all(const char *path, size_t max, char **out, size_t *out_len, S2sError *err) {
     bool is_stdin = strcmp(path, "-") == 0;
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    return read_all(f, is_stdin, path, max, out, out_len, err);
+}
+
+S2sStatus file_read_regular(const char *path, size_t max, char **out, size_t *out_len, S2sError *err) {
+    int fd;
+    S2sStatus st = file_open_regular(path, O_RDONLY, &fd, err);
+    if (st) return st;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    return read_all(f, false, path, max, out, out_len, err);
+}
+
+static S2sStatus read_all(FILE *f, bool is_stdin, const char *path, size_t max, char **out, size_t *out_len, S2sError *err) {
     struct stat st;
     if (fstat(fileno(f), &st) == 0) {
         S2sStatus bad = S2S_OK;
@@ -381,4 +423,34 @@ S2sStatus file_distinct(const FileRole *in, int n_in, const FileRole *out, int n
                                 out[k].path, out[o].what, out[o].path);
     }
     return S2S_OK;
+}
+
+/* ---- stamps ---- */
+
+static void stamp_of(const struct stat *sb, FileStamp *s) {
+    uint64_t v[7] = {(uint64_t)sb->st_dev, (uint64_t)sb->st_ino, (uint64_t)sb->st_size, (uint64_t)sb->st_mtim.tv_sec,
+                     (uint64_t)sb->st_mtim.tv_nsec, (uint64_t)sb->st_ctim.tv_sec, (uint64_t)sb->st_ctim.tv_nsec};
+    memcpy(s->v, v, sizeof v);
+}
+
+bool file_stamp(int fd, FileStamp *s) {
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return false;
+    stamp_of(&sb, s);
+    return true;
+}
+
+bool file_stamp_path(const char *path, FileStamp *s) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return false;
+    stamp_of(&sb, s);
+    return true;
+}
+
+bool file_stamp_equal(const FileStamp *a, const FileStamp *b) { return !memcmp(a->v, b->v, sizeof a->v); }
+
+bool file_stamp_same_writes(const FileStamp *a, const FileStamp *b) { return !memcmp(a->v, b->v, 5 * sizeof a->v[0]); }
+
+void file_mark_used(const char *path) {
+    utimensat(AT_FDCWD, path, (const struct timespec[2]){{0, UTIME_NOW}, {0, UTIME_OMIT}}, 0);
 }

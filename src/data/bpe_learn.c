@@ -89,11 +89,14 @@ static int cmp_chars(const void *a, const void *b) {
 #define WORD_MARK 0x2581u
 
 /* The word types of the lines and their counts (wcount by the words' ids). */
-static void count_words(char *const *lines, size_t n, Vocab *words, long **wcount, int *wcap) {
+static bool stopped(const atomic_int *stop) { return stop && atomic_load(stop); }
+
+static bool count_words(char *const *lines, size_t n, Vocab *words, long **wcount, int *wcap, const atomic_int *stop) {
     vocab_init(words);
     char **toks = NULL;
     int tcap = 0;
-    for (size_t i = 0; i < n; i++) {
+    bool stop_now = false;
+    for (size_t i = 0; i < n && !(stop_now = i % 4096 == 0 && stopped(stop)); i++) {
         char *copy = s2s_xmalloc(strlen(lines[i]) + 1);
         strcpy(copy, lines[i]);
         int k = text_split(copy, &toks, &tcap);
@@ -101,6 +104,7 @@ static void count_words(char *const *lines, size_t n, Vocab *words, long **wcoun
         free(copy);
     }
     free(toks);
+    return !stop_now;
 }
 
 /* The characters of the words by frequency (the word mark once per word, folded with the
@@ -205,15 +209,17 @@ static void rewrite_words(Pairs *pairs, Heap *heap, Word *ws, PairStat *s, int32
 }
 
 /* Merges the most frequent pair (then the smaller ids) until target merges, or no pair is
- * seen min_count times; *learned counts them. */
-static void merge_pairs(Bpe *b, Word *ws, int nw, int target, int min_count, int *learned) {
+ * seen min_count times; *learned counts them. false: stopped. */
+static bool merge_pairs(Bpe *b, Word *ws, int nw, int target, int min_count, int *learned, const atomic_int *stop) {
     Pairs pairs = {0};
     Heap heap = {0};
-    for (int i = 0; i < nw; i++) count_word(&pairs, NULL, &ws[i], i, +1);
+    bool stop_now = false;
+    for (int i = 0; i < nw && !(stop_now = i % 65536 == 0 && stopped(stop)); i++) count_word(&pairs, NULL, &ws[i], i, +1);
     for (size_t k = 0; k < pairs.n; k++)
         if (pairs.used[k] && pairs.s[k].count > 0) bpe_heap_push(&heap, (HeapItem){-pairs.s[k].count, pairs.s[k].key});
     int32_t *visited = s2s_xcalloc((size_t)(nw ? nw : 1), sizeof *visited); /* merge number + 1 that last rewrote it */
-    while (*learned < target && heap.n) {
+    while (!stop_now && *learned < target && heap.n) {
+        if ((stop_now = stopped(stop))) break; /* a merge can take tens of milliseconds on a large text */
         HeapItem top = bpe_heap_pop(&heap);
         PairStat *s = pairs_get(&pairs, top.second);
         if (s->count != -top.first) continue; /* stale */
@@ -234,6 +240,7 @@ static void merge_pairs(Bpe *b, Word *ws, int nw, int target, int min_count, int
     free(pairs.s);
     free(pairs.used);
     free(heap.h);
+    return !stop_now;
 }
 
 S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o, int *learned, S2sError *err) {
@@ -242,16 +249,16 @@ S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o,
     Vocab words;
     long *wcount = NULL;
     int wcap = 0;
-    count_words(lines, n, &words, &wcount, &wcap);
+    bool going = count_words(lines, n, &words, &wcount, &wcap, o->stop);
     size_t ncc;
     CharCount *cc = count_chars(&words, wcount, wcap, &ncc);
-    S2sStatus st = S2S_OK;
+    S2sStatus st = going ? S2S_OK : s2s_fail(err, S2S_ERR_IO, "stopped by a signal while learning the subwords; nothing was prepared");
     int base = BPE_FIRST_CHAR + (int)ncc, target = o->merges;
     if (o->vocab_size > 0 && o->vocab_size < base) {
         st = s2s_fail(err, S2S_ERR_CONFIG,
                       "a vocabulary of %d pieces cannot hold the 4 specials, 256 bytes and the text's %zu characters (%d)",
                       o->vocab_size, ncc, base);
-    } else {
+    } else if (!st) {
         if (o->vocab_size > 0) target = o->vocab_size - base;
         for (size_t k = 0; k < ncc; k++) {
             char t[5];
@@ -261,7 +268,9 @@ S2sStatus bpe_learn(Bpe *b, char *const *lines, size_t n, const BpeLearnOpts *o,
         b->n_chars = (int)ncc;
         int nw;
         Word *ws = word_symbols(b, &words, wcount, wcap, &nw);
-        merge_pairs(b, ws, nw, target, o->min_count > 0 ? o->min_count : 1, learned);
+        if (!merge_pairs(b, ws, nw, target, o->min_count > 0 ? o->min_count : 1, learned, o->stop))
+            st = s2s_fail(err, S2S_ERR_IO, "stopped by a signal while learning the subwords (%d merges made); nothing was "
+                          "prepared", *learned);
         for (int i = 0; i < nw; i++) free(ws[i].sym);
         free(ws);
     }

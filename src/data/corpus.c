@@ -142,7 +142,7 @@ static bool side_next(LineReader *lr, const char *path, const char **s, bool *to
     LineStatus ls = line_read(lr, s, &len);
     if (ls == LINE_EOF) return false;
     if (ls == LINE_ERROR || ls == LINE_ENDLESS) {
-        *st = ls == LINE_ERROR ? s2s_fail(err, S2S_ERR_IO, "%s: read error: %s", path, strerror(errno))
+        *st = ls == LINE_ERROR ? s2s_fail(err, S2S_ERR_IO, "%s: read error: %s", path, text_strerror(errno))
                                : s2s_fail(err, S2S_ERR_DATA, "%s:%ld: %zu MiB without a line break; not a text file?", path,
                                           lr->line_no, TEXT_MAX_SKIP >> 20);
         return false;
@@ -232,23 +232,29 @@ static S2sStatus progress_step(Progress *p, const PairReader *r, S2sError *err) 
 
 /* ---- the text filters (the same in both passes) ---- */
 
-typedef struct Seen { /* 64-bit digests of the pairs kept so far (task.dedup) */
-    uint64_t *slot;
+/* The pairs kept so far (task.dedup), each by the first 128 bits of its SHA-256 digest: two
+ * different pairs never share one, by chance or by design (a 64-bit FNV-1a did not promise it). */
+typedef struct PairKey {
+    uint64_t a, b; /* (0, 0): an empty slot */
+} PairKey;
+
+typedef struct Seen {
+    PairKey *slot;
     size_t cap, n;
 } Seen;
 
-static bool seen_add(Seen *s, uint64_t h) { /* false: there already */
-    if (!h) h = 1;
+static bool seen_add(Seen *s, PairKey h) { /* false: there already */
+    if (!h.a && !h.b) h.a = 1;
     if (2 * (s->n + 1) > s->cap) {
         Seen g = {s2s_xcalloc(s->cap ? 2 * s->cap : 1 << 16, sizeof *g.slot), s->cap ? 2 * s->cap : 1 << 16, 0};
         for (size_t i = 0; i < s->cap; i++)
-            if (s->slot[i]) seen_add(&g, s->slot[i]);
+            if (s->slot[i].a || s->slot[i].b) seen_add(&g, s->slot[i]);
         free(s->slot);
         *s = g;
     }
-    for (size_t i = (h ^ h >> 29) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-        if (s->slot[i] == h) return false;
-        if (!s->slot[i]) {
+    for (size_t i = h.a & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        if (s->slot[i].a == h.a && s->slot[i].b == h.b) return false;
+        if (!s->slot[i].a && !s->slot[i].b) {
             s->slot[i] = h;
             s->n++;
             return true;
@@ -256,9 +262,15 @@ static bool seen_add(Seen *s, uint64_t h) { /* false: there already */
     }
 }
 
-static uint64_t pair_digest(const char *s, const char *t) {
-    static const unsigned char apart = 0xff; /* a byte no UTF-8 text has: the two sides stay apart */
-    return data_fnv(data_fnv(data_fnv(DATA_FNV_BASIS, s, strlen(s)), &apart, 1), t, strlen(t));
+static PairKey pair_digest(const char *s, const char *t) {
+    DigestCtx c;
+    digest_init(&c);
+    digest_str(&c, s); /* a byte no UTF-8 text has after each: the two sides stay apart */
+    digest_str(&c, t);
+    Digest d = digest_final(&c);
+    PairKey k;
+    memcpy(&k, d.b, sizeof k);
+    return k;
 }
 
 /* Token counts a pair may not exceed (ls, lt: the sides' tokens, target markers excluded). */
@@ -351,12 +363,18 @@ static void attach_model(TaskData *td, SubwordModel *m, SubwordModel *trg) {
 }
 
 static S2sStatus learn_bpe(SubwordModel **out, char *const *lines, size_t n, const ConfigTask *t, const char *what,
-                           S2sError *err) {
+                           const atomic_int *stop, S2sError *err) {
     Bpe *b = s2s_xmalloc(sizeof *b);
     bpe_init(b);
-    BpeLearnOpts o = {.merges = t->bpe_vocab_size ? 0 : t->bpe_merges, .vocab_size = t->bpe_vocab_size, .min_count = 2};
+    BpeLearnOpts o = {.merges = t->bpe_vocab_size ? 0 : t->bpe_merges, .vocab_size = t->bpe_vocab_size, .min_count = 2,
+                      .stop = stop};
     int learned;
     S2sStatus st = bpe_learn(b, lines, n, &o, &learned, err);
+    if (st == S2S_ERR_IO) { /* stopped */
+        bpe_free(b);
+        free(b);
+        return st;
+    }
     if (st) { /* a vocabulary size below the characters the text has */
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
@@ -428,21 +446,21 @@ static void sample_sort(Sample *s) {
     free(key);
 }
 
-static S2sStatus learn_from_sample(TaskData *td, const ConfigTask *t, Sample *s, S2sError *err) {
+static S2sStatus learn_from_sample(TaskData *td, const ConfigTask *t, Sample *s, const atomic_int *stop, S2sError *err) {
     sample_sort(s);
     SubwordModel *m = NULL, *mt = NULL;
     S2sStatus st;
     if (t->bpe_joint) {
         char **both = s2s_xmalloc((size_t)(2 * s->n + 1) * sizeof *both);
         for (long i = 0; i < s->n; i++) both[2 * i] = s->src[i], both[2 * i + 1] = s->trg[i];
-        st = learn_bpe(&m, both, (size_t)(2 * s->n), t, "", err);
+        st = learn_bpe(&m, both, (size_t)(2 * s->n), t, "", stop, err);
         free(both);
     } else {
         char what[64];
         snprintf(what, sizeof what, "the source side (%s): ", t->src_lang);
-        st = learn_bpe(&m, s->src, (size_t)s->n, t, what, err);
+        st = learn_bpe(&m, s->src, (size_t)s->n, t, what, stop, err);
         snprintf(what, sizeof what, "the target side (%s): ", t->trg_lang);
-        if (!st) st = learn_bpe(&mt, s->trg, (size_t)s->n, t, what, err);
+        if (!st) st = learn_bpe(&mt, s->trg, (size_t)s->n, t, what, stop, err);
     }
     if (st) {
         subword_free(m);
@@ -511,7 +529,7 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, const TaskLoadHooks *h
         vocab_from_counts(&td->src_vocab, &vs, cs, t->min_freq, t->max_vocab);
         vocab_from_counts(&td->trg_vocab, &vt, ct, t->min_freq, t->max_vocab);
     } else if (!st) {
-        st = learn_from_sample(td, t, &sample, err);
+        st = learn_from_sample(td, t, &sample, hooks ? hooks->stop : NULL, err);
     }
     sample_free(&sample);
     free(seen.slot);

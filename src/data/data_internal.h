@@ -14,13 +14,5 @@ int data_count_tokens(const char *line);
  * epoch), the arrays grown as needed (*cap their size). */
 void data_keep_text(TaskData *td, int i, int *cap, const char *src, const char *trg);
 
-#define DATA_FNV_BASIS 0xcbf29ce484222325ull
-
-/* FNV-1a over n bytes, from h: the data's fingerprints, keys and digests. */
-static inline uint64_t data_fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
 
 #endif

@@ -162,12 +162,18 @@ S2sStatus batch_read(Batch *b, const Dataset *d, const int *idx, int n, S2sError
         if (!st) batch_row(b, i, e, row, sl, row + sl, tl);
     }
     free(row);
+    /* after the reads: a write to the file before or during them moved its stamp, so no batch
+     * read from a file changed under the run is used (ids that stay in range included) */
+    FileStamp now;
+    if (!st && (!file_stamp(d->fd, &now) || !file_stamp_same_writes(&now, &d->stamp)))
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "the prepared training data file was written to under the run (a prepared file "
+                      "is never changed in place: another program wrote it); start the run again, or --resume it");
     return st;
 }
 
-bool dataset_hash_ids(const Dataset *d, uint64_t *h) {
+bool dataset_hash_ids(const Dataset *d, DigestCtx *c) {
     if (!d->streamed) {
-        *h = data_fnv(*h, d->ids, d->n_ids * sizeof *d->ids);
+        digest_update(c, d->ids, d->n_ids * sizeof *d->ids);
         return true;
     }
     enum { STEP = 1 << 18 };
@@ -177,7 +183,7 @@ bool dataset_hash_ids(const Dataset *d, uint64_t *h) {
     bool ok = true;
     for (uint64_t at = 0; at < d->n_ids && ok; at += STEP) {
         size_t k = d->n_ids - at < STEP ? (size_t)(d->n_ids - at) : STEP;
-        if ((ok = streamed_ids(d, at, k, buf, &raw, &cap))) *h = data_fnv(*h, buf, k * sizeof *buf);
+        if ((ok = streamed_ids(d, at, k, buf, &raw, &cap))) digest_update(c, buf, k * sizeof *buf);
     }
     free(raw);
     free(buf);

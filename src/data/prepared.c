@@ -1,10 +1,10 @@
 /* prepared.c — a translation task's data written once and read back (see prepared.h).
  *
- * Layout, little-endian. A 64-byte header: "s2sdata" and the version digit, u64 key, u64
- * payload bytes (all after the header), u32 CRC-32 of the payload, u32 bytes an id (2 or 4),
- * u64 where the index starts, u64 training pairs, u64 training ids, u64 0. Then the training
- * ids, each pair's source then target, written as the corpus is encoded; then the index: u64
- * task_fingerprint, the counts (read, kept, dropped and first line by reason), u16 source and
+ * Layout, little-endian. A 96-byte header: "s2sdata" and the version digit, the 32-byte key,
+ * u64 payload bytes (all after the header), u32 CRC-32 of the payload, u32 bytes an id (2 or
+ * 4), u64 where the index starts, u64 training pairs, u64 training ids, u64 0, 8 zero bytes.
+ * Then the training ids, each pair's source then target, written as the corpus is encoded;
+ * then the index: the 32-byte task_fingerprint, the counts (read, kept, dropped and first line by reason), u16 source and
  * u16 target lengths of every training pair, the number of ids before every 64th pair, the two
  * vocabularies (u8 0: words, u32 count, each u32 length + bytes; u8 1: a subword model, u32
  * kind, u64 length + bytes; u8 2 for the target: the source's model), the validation and test
@@ -28,7 +28,8 @@
 #include <zlib.h>
 
 #define MAGIC "s2sdata"
-#define HEADER 64
+#define HEADER 96
+#define FIELDS_AT (8 + DIGEST_BYTES)
 
 static uLong crc_more(uLong crc, const void *p, size_t n) {
     for (const unsigned char *b = p; n;) { /* zlib takes uInt lengths */
@@ -118,9 +119,9 @@ static void put_counts(Out *o, const CorpusCounts *c) {
 }
 
 /* The index of a prepared file: td's training split is the streamed one being written. */
-static void put_index(Out *o, const TaskData *td, uint64_t fingerprint) {
+static void put_index(Out *o, const TaskData *td, const Digest *fingerprint) {
     const Dataset *d = &td->train;
-    put_u64(o, fingerprint);
+    put(o, fingerprint->b, DIGEST_BYTES);
     put_counts(o, &td->train_counts);
     uint16_t *len = s2s_xmalloc((size_t)d->n * sizeof *len + 1);
     for (int side = 0; side < 2; side++) {
@@ -182,12 +183,12 @@ static S2sStatus file_pair(void *ctx, const int32_t *src, int ns, const int32_t 
     return S2S_OK;
 }
 
-S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, uint64_t key, const TaskLoadHooks *hooks,
+S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, const Digest *key, const TaskLoadHooks *hooks,
                          S2sError *err) {
     S2sStatus st = corpus_vocab(td, t, hooks, err);
     if (st) return st;
     FileTmp tmp;
-    if ((st = file_tmp_open(&tmp, path, err))) return st;
+    if ((st = file_tmp_open_managed(&tmp, path, err))) return st;
     Dataset *d = &td->train;
     dataset_init(d);
     d->streamed = true;
@@ -207,8 +208,9 @@ S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, ui
     if (!st && fflush(tmp.f) != 0) st = s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", tmp.path, strerror(errno));
     if (!st && (d->fd = open(tmp.tmp, O_RDONLY | O_CLOEXEC)) < 0) /* the file the run streams from, once renamed */
         st = s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", tmp.tmp, strerror(errno));
-    if (!st && !(td->fingerprint = task_fingerprint(td)))
-        st = s2s_fail(err, S2S_ERR_IO, "%s: cannot read back what was written", tmp.tmp);
+    bool readable = true;
+    if (!st) td->fingerprint = task_fingerprint(td, &readable), td->has_fingerprint = readable;
+    if (!st && !readable) st = s2s_fail(err, S2S_ERR_IO, "%s: cannot read back what was written", tmp.tmp);
     if (st) {
         file_tmp_abort(&tmp);
         return st;
@@ -217,16 +219,20 @@ S2sStatus prepared_build(const char *path, TaskData *td, const ConfigTask *t, ui
     uint64_t ids_end = HEADER + d->n_ids * (uint64_t)d->id_bytes;
     size_t pad = (size_t)(-ids_end % 8); /* the index starts 8-aligned: its own alignments are the file's */
     Out o = {0};
-    put_index(&o, td, td->fingerprint);
+    put_index(&o, td, &td->fingerprint);
     uint64_t index_at = ids_end + pad, payload = index_at + o.n - HEADER, n = (uint64_t)d->n, zero64 = 0;
     uint32_t crc = (uint32_t)crc_more(crc_more(sink.crc, zero, pad), o.b, o.n), id_bytes = (uint32_t)d->id_bytes;
     memcpy(header, MAGIC, 7);
     header[7] = (unsigned char)('0' + PREPARED_VERSION);
-    uint64_t fields[7] = {key, payload, (uint64_t)crc | (uint64_t)id_bytes << 32, index_at, n, d->n_ids, zero64};
-    memcpy(header + 8, fields, sizeof fields);
+    uint64_t fields[6] = {payload, (uint64_t)crc | (uint64_t)id_bytes << 32, index_at, n, d->n_ids, zero64};
+    memcpy(header + 8, key->b, DIGEST_BYTES);
+    memcpy(header + FIELDS_AT, fields, sizeof fields);
     bool bad = fwrite(zero, 1, pad, tmp.f) != pad || fwrite(o.b, 1, o.n, tmp.f) != o.n || fseek(tmp.f, 0, SEEK_SET) != 0 || fwrite(header, 1, HEADER, tmp.f) != HEADER;
     free(o.b);
-    return file_tmp_commit(&tmp, bad, err);
+    S2sStatus st2 = file_tmp_commit(&tmp, bad, err);
+    if (!st2 && !file_stamp(d->fd, &d->stamp)) /* as renamed (a rename moves the change time) */
+        st2 = s2s_fail(err, S2S_ERR_IO, "%s: %s", path, strerror(errno));
+    return st2;
 }
 
 /* ---- reading: every count against the bytes that remain ---- */
@@ -397,18 +403,24 @@ typedef struct Header {
     uint32_t crc, id_bytes;
 } Header;
 
-static S2sStatus check_header(const unsigned char *b, size_t len, uint64_t key, const char *path, Header *h, S2sError *err) {
+static S2sStatus check_header(const unsigned char *b, size_t len, const Digest *key, const char *path, Header *h, S2sError *err) {
     if (len < HEADER || memcmp(b, MAGIC, 7) != 0)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a prepared data file", path);
     if (b[7] != '0' + PREPARED_VERSION)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: a prepared data file of version %c; this build reads version %d", path,
                         b[7], PREPARED_VERSION);
-    uint64_t f[7];
-    memcpy(f, b + 8, sizeof f);
-    *h = (Header){f[1], f[3], f[4], f[5], (uint32_t)f[2], (uint32_t)(f[2] >> 32)};
-    if (f[0] != key)
-        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: prepared for other data or settings (key %016" PRIx64 ", expected %016" PRIx64 ")",
-                        path, f[0], key);
+    uint64_t f[6];
+    memcpy(f, b + FIELDS_AT, sizeof f);
+    *h = (Header){f[0], f[2], f[3], f[4], (uint32_t)f[1], (uint32_t)(f[1] >> 32)};
+    if (memcmp(b + 8, key->b, DIGEST_BYTES) != 0) {
+        Digest got;
+        memcpy(got.b, b + 8, DIGEST_BYTES);
+        char hg[2 * DIGEST_BYTES + 1], hk[2 * DIGEST_BYTES + 1];
+        digest_hex(&got, hg);
+        digest_hex(key, hk);
+        return s2s_fail(err, S2S_ERR_CORRUPT, "%s: prepared for other data or settings (key %.16s…, expected %.16s…)", path,
+                        hg, hk);
+    }
     if (h->payload != len - HEADER)
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: truncated or extended: %zu bytes after the header, the header says %" PRIu64,
                         path, len - HEADER, h->payload);
@@ -421,7 +433,8 @@ static S2sStatus check_header(const unsigned char *b, size_t len, uint64_t key, 
 /* The index (the file's bytes from index_at on) into td; the training split streams from fd. */
 static bool parse_index(const unsigned char *b, size_t n, const Header *h, TaskData *td, const char *path, S2sError *err) {
     In in = {b, n, 0, false};
-    td->fingerprint = get_u64(&in);
+    const void *fp = take(&in, DIGEST_BYTES);
+    if (fp) memcpy(td->fingerprint.b, fp, DIGEST_BYTES), td->has_fingerprint = true;
     bool ok = get_counts(&in, &td->train_counts) && (uint64_t)td->train_counts.kept == h->pairs &&
               get_lengths(&in, &td->train, h->pairs, h->ids);
     ok = ok && get_vocab(&in, &td->src_vocab, NULL, path, err) && get_vocab(&in, &td->trg_vocab, &td->src_vocab, path, err);
@@ -464,7 +477,7 @@ static bool check_ids(int fd, const Header *h, const Dataset *d, size_t len, uin
 
 /* A prepared file open as fd into td: the header, then the index read into memory, then one
  * pass over the ids; td's training split keeps fd (closed with it). */
-static S2sStatus read_fd(int fd, const char *path, uint64_t key, TaskData *td, S2sError *err) {
+static S2sStatus read_fd(int fd, const char *path, const Digest *key, TaskData *td, S2sError *err) {
     memset(td, 0, sizeof *td);
     struct stat sb;
     unsigned char hb[HEADER];
@@ -473,6 +486,8 @@ static S2sStatus read_fd(int fd, const char *path, uint64_t key, TaskData *td, S
         return s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a regular file", path);
     }
     size_t len = (size_t)sb.st_size;
+    FileStamp before; /* the file as it is checked whole: it must be so after the check too */
+    file_stamp(fd, &before);
     Header h = {0};
     S2sStatus st = len >= HEADER && pread(fd, hb, HEADER, 0) == HEADER ? check_header(hb, len, key, path, &h, err)
                                                                         : s2s_fail(err, S2S_ERR_CORRUPT, "%s: not a prepared data file", path);
@@ -493,6 +508,7 @@ static S2sStatus read_fd(int fd, const char *path, uint64_t key, TaskData *td, S
     d->vocab_trg = td->trg_vocab.size;
     uint32_t crc;
     bool read_ok, ids_ok = check_ids(fd, &h, parsed ? d : NULL, len, &crc, &read_ok);
+    read_ok = read_ok && file_stamp(fd, &d->stamp) && file_stamp_same_writes(&before, &d->stamp);
     if (read_ok && crc == h.crc && parsed && ids_ok) return S2S_OK;
     task_free(td); /* closes fd */
     if (!read_ok) return s2s_fail(err, S2S_ERR_CORRUPT, "%s: cannot be read whole", path);
@@ -501,15 +517,17 @@ static S2sStatus read_fd(int fd, const char *path, uint64_t key, TaskData *td, S
                     parsed ? "an id past its vocabulary" : "its index");
 }
 
-S2sStatus prepared_read(const char *path, uint64_t key, TaskData *td, S2sError *err) {
+S2sStatus prepared_read(const char *path, const Digest *key, TaskData *td, S2sError *err) {
     memset(td, 0, sizeof *td);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0 && errno == ENOENT) return s2s_fail(err, S2S_ERR_IO, "%s: not prepared yet", path);
-    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    if (file_open_regular(path, O_RDONLY | O_NOFOLLOW, &fd, err)) { /* a FIFO planted there never blocks */
+        if (errno == ENOENT) return s2s_fail(err, S2S_ERR_IO, "%s: not prepared yet", path);
+        return errno == EINVAL ? S2S_ERR_CORRUPT : S2S_ERR_IO; /* not a file: made anew */
+    }
     return read_fd(fd, path, key, td, err);
 }
 
-S2sStatus prepared_parse(const void *buf, size_t len, uint64_t key, const char *path, TaskData *td, S2sError *err) {
+S2sStatus prepared_parse(const void *buf, size_t len, const Digest *key, const char *path, TaskData *td, S2sError *err) {
     memset(td, 0, sizeof *td);
     FILE *f = tmpfile(); /* the reader streams from a descriptor */
     if (!f) return s2s_fail(err, S2S_ERR_IO, "a temporary file: %s", strerror(errno));

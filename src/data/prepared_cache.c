@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,29 +18,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
-S2sStatus prepared_hash_file(const char *path, uint64_t *h, S2sError *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char buf[1 << 16];
-    uLong crc = crc32(0L, Z_NULL, 0), ad = adler32(0L, Z_NULL, 0);
-    uint64_t size = 0;
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        crc = crc32(crc, buf, (uInt)n);
-        ad = adler32(ad, buf, (uInt)n);
-        size += n;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) return s2s_fail(err, S2S_ERR_IO, "%s: read error", path);
-    uint64_t parts[3] = {size, crc, ad};
-    *h = data_fnv(*h, parts, sizeof parts);
-    return S2S_OK;
+void prepared_name(char *out, size_t n, const char *dir, const Digest *key, const char *suffix) {
+    char hex[2 * DIGEST_BYTES + 1];
+    digest_hex(key, hex);
+    snprintf(out, n, "%s/%.*s%s", dir, PREPARED_NAME_HEX, hex, suffix);
 }
 
-void prepared_path(char *out, size_t n, const char *dir, uint64_t key) {
-    snprintf(out, n, "%s/%016" PRIx64 ".s2sdata", dir, key);
-}
+void prepared_path(char *out, size_t n, const char *dir, const Digest *key) { prepared_name(out, n, dir, key, ".s2sdata"); }
 
 enum { MAX_INPUTS = PREPARED_MAX_INPUTS };
 
@@ -63,68 +48,66 @@ int prepared_input_files(const ConfigTask *t, char paths[PREPARED_MAX_INPUTS][PR
 }
 
 /* Reading every input file for its digest costs seconds on a large corpus, each run. A memo in
- * the cache folder, named by a digest of the settings and the paths, keeps each file's identity
- * (device, inode, size, modification and change times to the nanosecond) beside the key they
- * gave; while every identity stays the same, the key is taken from it. Every write to a file
- * sets its change time, which no user can set back: a changed file is never matched. */
-enum { MEMO_FIELDS = 7 };
-
-static void file_identity(const struct stat *sb, uint64_t id[MEMO_FIELDS]) {
-    uint64_t v[MEMO_FIELDS] = {(uint64_t)sb->st_dev, (uint64_t)sb->st_ino, (uint64_t)sb->st_size,
-                               (uint64_t)sb->st_mtim.tv_sec, (uint64_t)sb->st_mtim.tv_nsec, (uint64_t)sb->st_ctim.tv_sec,
-                               (uint64_t)sb->st_ctim.tv_nsec};
-    memcpy(id, v, sizeof v);
-}
-
-/* A string and then a byte no text has, so that strings one after the other stay apart. */
-static uint64_t fnv_str(uint64_t h, const char *s) {
-    static const unsigned char apart = 0xff;
-    return data_fnv(data_fnv(h, s, strlen(s)), &apart, 1);
-}
+ * the cache folder, named by a digest of the settings and the paths, keeps each file's stamp
+ * (device, inode, size, modification and change times to the nanosecond: file.h) beside the
+ * key they gave; while every stamp stays the same, the key is taken from it. Every write to a
+ * file moves its change time, which no user can set back: a changed file is never matched. */
+enum { MEMO_FIELDS = sizeof(FileStamp) / sizeof(uint64_t) };
 
 /* The key of a task's prepared data: this build of the data code (prepared_cache.o is rebuilt
- * with every data file), the settings that shape the data, and the bytes of every input file. */
-static S2sStatus task_key(const ConfigTask *t, uint64_t *key, S2sError *err) {
+ * with every data file), the settings that shape the data, and the digest of every input
+ * file's bytes. */
+static S2sStatus task_key(const ConfigTask *t, Digest *key, S2sError *err) {
     char settings[640];
     snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d|%d|%d %.9g %d %d|%d %d", S2S_VERSION, __DATE__,
              __TIME__, PREPARED_VERSION, (int)t->subword, t->bpe_merges, (int)t->bpe_joint, t->bpe_vocab_size,
              t->bpe_dropout > 0, t->min_freq, t->max_vocab, t->max_train_len, (int)t->source_markers, (int)t->dedup,
              (double)t->max_length_ratio, t->subword_sample, t->data_seed, t->teacher_output[0] ? (int)t->teacher_mix : -1, t->teacher_nbest);
-    uint64_t h = fnv_str(DATA_FNV_BASIS, settings), memo_name = h;
-    char paths[MAX_INPUTS][CONFIG_STR + 96], memo[CONFIG_STR + 64];
+    DigestCtx kc, mc;
+    digest_init(&kc);
+    digest_str(&kc, settings);
+    mc = kc; /* the memo's name: the settings and the paths */
+    char(*paths)[PREPARED_PATH] = s2s_xcalloc(MAX_INPUTS, sizeof *paths), memo[CONFIG_STR + 64];
     int n = prepared_input_files(t, paths);
-    uint64_t ids[MAX_INPUTS * MEMO_FIELDS + 1];
-    for (int i = 0; i < n; i++) {
-        struct stat sb;
-        if (stat(paths[i], &sb) != 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", paths[i], strerror(errno));
-        file_identity(&sb, ids + i * MEMO_FIELDS);
-        memo_name = fnv_str(memo_name, paths[i]);
+    uint64_t ids[MAX_INPUTS * MEMO_FIELDS + DIGEST_BYTES / 8];
+    S2sStatus st = S2S_OK;
+    for (int i = 0; i < n && !st; i++) {
+        FileStamp fs = {{0}};
+        if (!file_stamp_path(paths[i], &fs)) st = s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", paths[i], strerror(errno));
+        memcpy(ids + i * MEMO_FIELDS, fs.v, sizeof fs.v);
+        digest_str(&mc, paths[i]);
     }
-    snprintf(memo, sizeof memo, "%s/%016" PRIx64 ".key", t->cache_dir, memo_name);
-    size_t len = 0, want = ((size_t)n * MEMO_FIELDS + 1) * sizeof *ids;
+    Digest memo_name = digest_final(&mc);
+    prepared_name(memo, sizeof memo, t->cache_dir, &memo_name, ".key");
+    size_t len = 0, at = (size_t)n * MEMO_FIELDS * sizeof *ids, want = at + DIGEST_BYTES;
     char *seen = NULL;
     S2sError ignored;
-    if (file_read_all(memo, 4096, &seen, &len, &ignored) == S2S_OK && len == want && !memcmp(seen, ids, want - 8)) {
-        memcpy(key, seen + want - 8, 8); /* every file as it was: the key they gave */
+    if (!st && file_read_regular(memo, 4096, &seen, &len, &ignored) == S2S_OK && len == want && !memcmp(seen, ids, at)) {
+        memcpy(key->b, seen + at, DIGEST_BYTES); /* every file as it was: the key they gave */
         free(seen);
+        free(paths);
         return S2S_OK;
     }
     free(seen);
-    S2sStatus st = S2S_OK;
-    for (int i = 0; i < n && !st; i++) st = prepared_hash_file(paths[i], &h, err);
-    *key = h;
-    ids[n * MEMO_FIELDS] = h;
-    if (!st && file_mkdirs(t->cache_dir, &ignored) == S2S_OK) file_write_atomic(memo, ids, want, &ignored); /* a memo only */
-    return st;
+    for (int i = 0; i < n && !st; i++) {
+        Digest f;
+        if (!(st = digest_file(paths[i], &f, err))) digest_update(&kc, f.b, DIGEST_BYTES);
+    }
+    free(paths);
+    if (st) return st;
+    *key = digest_final(&kc);
+    memcpy((char *)ids + at, key->b, DIGEST_BYTES);
+    if (file_mkdirs(t->cache_dir, &ignored) == S2S_OK) file_write_managed(memo, ids, want, &ignored); /* a memo only */
+    return S2S_OK;
 }
 
-/* A cache folder keeps the PREPARED_KEEP files used last (a read renews a file's time), and
+/* A cache folder keeps the PREPARED_KEEP files used last (a read sets a file's access time), and
  * four times as many key memos; older ones go after a write, so changed settings and files do
  * not fill the disk. */
 #define PREPARED_KEEP 16
 
 typedef struct Aged {
-    char name[64];
+    char name[NAME_MAX + 1];
     struct timespec t;
 } Aged;
 
@@ -137,7 +120,8 @@ static int newer_first(const void *a, const void *b) {
 /* A preparation killed part way leaves its temporary file (`KEY.s2sdata.tmp.XXXXXX`); one that
  * nobody has written to for ten minutes is such a one (a live preparation writes all along). */
 static bool stale_tmp(const char *name, const struct stat *sb) {
-    return strlen(name) > 16 + 13 && !strncmp(name + 16, ".s2sdata.tmp.", 13) && S_ISREG(sb->st_mode) &&
+    return strlen(name) > PREPARED_NAME_HEX + 13 && !strncmp(name + PREPARED_NAME_HEX, ".s2sdata.tmp.", 13) &&
+           S_ISREG(sb->st_mode) &&
            time(NULL) - sb->st_mtim.tv_sec > 600;
 }
 
@@ -153,11 +137,13 @@ void prepared_prune(const char *dir, const char *suffix, int keep) {
             unlinkat(dirfd(d), e->d_name, 0);
             continue;
         }
-        if (len != 16 + strlen(suffix) || strcmp(e->d_name + 16, suffix) != 0) continue;
+        if (len != PREPARED_NAME_HEX + strlen(suffix) || len > NAME_MAX || strcmp(e->d_name + PREPARED_NAME_HEX, suffix) != 0 ||
+            strspn(e->d_name, "0123456789abcdef") != PREPARED_NAME_HEX)
+            continue;
         if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
         if (n == cap) a = s2s_xrealloc(a, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *a);
-        memcpy(a[n].name, e->d_name, len + 1); /* 16 + the suffix's bytes, checked above */
-        a[n++].t = sb.st_mtim;
+        memcpy(a[n].name, e->d_name, len + 1); /* at most NAME_MAX, checked above */
+        a[n++].t = sb.st_atim; /* the last use (file_mark_used), or the making */
     }
     if (n > keep) {
         qsort(a, (size_t)n, sizeof *a, newer_first);
@@ -168,20 +154,20 @@ void prepared_prune(const char *dir, const char *suffix, int keep) {
 }
 
 S2sStatus prepared_load(TaskData *td, const ConfigTask *t, const TaskLoadHooks *hooks, S2sError *err) {
-    uint64_t key = 0;
+    Digest key;
     char path[sizeof td->prepared];
     if (!t->cache_dir[0] || task_key(t, &key, err)) return parallel_load(td, t, hooks, err); /* a missing file: its own message */
-    prepared_path(path, sizeof path, t->cache_dir, key);
+    prepared_path(path, sizeof path, t->cache_dir, &key);
     S2sError why;
-    S2sStatus st = prepared_read(path, key, td, &why);
+    S2sStatus st = prepared_read(path, &key, td, &why);
     if (!st) {
         snprintf(td->prepared, sizeof td->prepared, "%s", path);
         td->prepared_state = PREPARED_READ;
-        utimensat(AT_FDCWD, path, NULL, 0); /* used now: the last to go */
+        file_mark_used(path); /* the last to go */
         return S2S_OK;
     }
     S2sError werr;
-    if (!(st = file_mkdirs(t->cache_dir, &werr)) && !(st = prepared_build(path, td, t, key, hooks, &werr))) {
+    if (!(st = file_mkdirs(t->cache_dir, &werr)) && !(st = prepared_build(path, td, t, &key, hooks, &werr))) {
         snprintf(td->prepared, sizeof td->prepared, "%s", path);
         td->prepared_state = PREPARED_WRITTEN;
         prepared_prune(t->cache_dir, ".s2sdata", PREPARED_KEEP);

@@ -127,28 +127,28 @@ double task_memory_estimate(const ConfigTask *task) {
     return n * ((2.0 * task->max_len + 4) * sizeof(int32_t) + 2 * sizeof(size_t) + 2 * sizeof(int) + 4 * sizeof(uint64_t));
 }
 
-uint64_t task_fingerprint(const TaskData *td) {
-    if (td->fingerprint) return td->fingerprint; /* a prepared file's, computed as it was written */
-    uint64_t h = DATA_FNV_BASIS;
+Digest task_fingerprint(const TaskData *td, bool *ok) {
+    *ok = true;
+    if (td->has_fingerprint) return td->fingerprint; /* a prepared file's, computed as it was written */
+    DigestCtx c;
+    digest_init(&c);
     const Vocab *v[2] = {&td->src_vocab, &td->trg_vocab};
     for (int k = 0; k < 2; k++) {
-        h = data_fnv(h, &v[k]->size, sizeof v[k]->size);
-        for (int i = 0; i < v[k]->size; i++) h = data_fnv(h, v[k]->tokens[i], strlen(v[k]->tokens[i]) + 1);
+        digest_update(&c, &v[k]->size, sizeof v[k]->size);
+        for (int i = 0; i < v[k]->size; i++) digest_update(&c, v[k]->tokens[i], strlen(v[k]->tokens[i]) + 1);
     }
     const Dataset *d[3] = {&td->train, &td->valid, &td->test};
-    for (int k = 0; k < 3; k++) {
-        h = data_fnv(h, &d[k]->n, sizeof d[k]->n);
-        for (int i = 0; i < d[k]->n; i++) {
-            h = data_fnv(h, &d[k]->src_len[i], sizeof(int));
-            h = data_fnv(h, &d[k]->trg_len[i], sizeof(int));
-        }
-        if (!dataset_hash_ids(d[k], &h)) return 0;
+    for (int k = 0; k < 3 && *ok; k++) {
+        digest_update(&c, &d[k]->n, sizeof d[k]->n);
+        digest_update(&c, d[k]->src_len, (size_t)d[k]->n * sizeof *d[k]->src_len);
+        digest_update(&c, d[k]->trg_len, (size_t)d[k]->n * sizeof *d[k]->trg_len);
+        *ok = dataset_hash_ids(d[k], &c);
     }
     char *const *refs[2] = {td->valid_refs, td->test_refs};
     int nrefs[2] = {td->valid.n, td->test.n};
     for (int k = 0; k < 2; k++)
-        for (int i = 0; refs[k] && i < nrefs[k]; i++) h = data_fnv(h, refs[k][i], strlen(refs[k][i]) + 1);
-    return h;
+        for (int i = 0; refs[k] && i < nrefs[k]; i++) digest_update(&c, refs[k][i], strlen(refs[k][i]) + 1);
+    return digest_final(&c);
 }
 
 size_t dataset_bytes(const Dataset *d) {

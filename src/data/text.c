@@ -122,14 +122,21 @@ void text_free_lines(char **lines, int n) {
     free(lines);
 }
 
+/* gzread returns 0 at the end of the input even when its stream did not end there (cut
+ * short, however cleanly: after a full flush every line before looks whole); gzerror says so. */
 static ssize_t gz_cookie_read(void *cookie, char *buf, size_t n) {
     unsigned chunk = n > (1u << 30) ? 1u << 30 : (unsigned)n;
-    int k = gzread((gzFile)cookie, buf, chunk);
-    if (k < 0) {
-        errno = EIO; /* a damaged or truncated gzip stream */
+    int k = gzread((gzFile)cookie, buf, chunk), e = Z_OK;
+    if (k == 0) gzerror((gzFile)cookie, &e);
+    if (k < 0 || e == Z_BUF_ERROR || (e != Z_OK && e != Z_STREAM_END)) {
+        errno = EBADMSG; /* text_strerror names it */
         return -1;
     }
     return k;
+}
+
+const char *text_strerror(int e) {
+    return e == EBADMSG ? "its gzip stream is damaged or cut short (the file ends before the stream does)" : strerror(e);
 }
 
 static int gz_cookie_close(void *cookie) { return gzclose_r((gzFile)cookie) == Z_OK ? 0 : EOF; }
@@ -171,7 +178,7 @@ S2sStatus text_read_lines(const char *path, char ***out, int *n_out, S2sError *e
         LineStatus ls = line_read(&r, &line, &len);
         if (ls == LINE_EOF) break;
         if (ls == LINE_ERROR) {
-            st = s2s_fail(err, S2S_ERR_IO, "%s: read error: %s", path, strerror(errno));
+            st = s2s_fail(err, S2S_ERR_IO, "%s: read error: %s", path, text_strerror(errno));
             break;
         }
         if (ls == LINE_TOO_LONG) {

@@ -430,9 +430,10 @@ static S2sStatus check_layout(int fd, uint64_t size, const char *path, S2sError 
 
 S2sStatus ckpt_load(Checkpoint *c, const char *path, S2sError *err) {
     memset(c, 0, sizeof *c);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    S2sStatus st = ckpt_load_fd(c, fd, path, err);
+    int fd;
+    S2sStatus st = file_open_regular(path, O_RDONLY, &fd, err); /* a FIFO where a model was never blocks */
+    if (st) return st;
+    st = ckpt_load_fd(c, fd, path, err);
     close(fd);
     return st;
 }

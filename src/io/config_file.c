@@ -46,10 +46,11 @@ void config_find_file(const char *name, char *out, size_t n) {
     snprintf(out, n, "%s", name);
 }
 
-S2sStatus config_load(Config *c, const char *path, S2sError *err) {
+static S2sStatus load(Config *c, const char *path, bool managed, S2sError *err) {
     char *buf;
     size_t n;
-    S2sStatus st = file_read_all(path, (size_t)1 << 20, &buf, &n, err); /* a config is a few KB */
+    size_t max = (size_t)1 << 20; /* a config is a few KB */
+    S2sStatus st = managed ? file_read_regular(path, max, &buf, &n, err) : file_read_all(path, max, &buf, &n, err);
     if (st) return st;
     if (strlen(buf) != n) {
         free(buf);
@@ -60,3 +61,7 @@ S2sStatus config_load(Config *c, const char *path, S2sError *err) {
     if (st == S2S_OK) snprintf(c->path, sizeof c->path, "%s", path);
     return st;
 }
+
+S2sStatus config_load(Config *c, const char *path, S2sError *err) { return load(c, path, false, err); }
+
+S2sStatus config_load_run(Config *c, const char *path, S2sError *err) { return load(c, path, true, err); }

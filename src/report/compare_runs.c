@@ -192,7 +192,7 @@ S2sStatus compare_read_run(RunResult *r, const char *dir, const char *outputs, S
     snprintf(p, sizeof p, "%s/config.json", dir);
     Config cfg;
     config_defaults(&cfg);
-    S2sStatus st = config_load(&cfg, p, err);
+    S2sStatus st = config_load_run(&cfg, p, err);
     if (st) return st;
     snprintf(r->variant, sizeof r->variant, "%s", ATTN_KIND_NAMES[cfg.model.attention]);
     r->cfg = cfg;

@@ -3,16 +3,23 @@
 #include "s2s/rundir.h"
 #include "s2s/text.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 
 S2sStatus runlog_each(const char *dir, void (*fn)(void *ctx, const char *type, const cJSON *j), void *ctx,
                                S2sError *err) {
     char p[PATH_MAX];
     rundir_path(p, sizeof p, dir, RUN_LOG);
-    if (!file_is_regular(p)) return s2s_fail(err, S2S_ERR_IO, "%s: missing, or not a regular file", p);
-    FILE *f = fopen(p, "rb");
-    if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open", p);
+    int fd;
+    if (file_open_regular(p, O_RDONLY, &fd, err)) /* a FIFO planted there never blocks */
+        return s2s_fail(err, S2S_ERR_IO, "%s: missing, or not a regular file", p);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open", p);
+    }
     LineReader r;
     line_reader_init(&r, f, (size_t)1 << 16);
     S2sStatus st = S2S_OK;

@@ -23,6 +23,7 @@ typedef struct Teacher {
     Config cfg[MODEL_MAX_ENSEMBLE];
     Vocab src[MODEL_MAX_ENSEMBLE], trg[MODEL_MAX_ENSEMBLE];
     Tape tape[MODEL_MAX_ENSEMBLE];
+    Digest digest[MODEL_MAX_ENSEMBLE]; /* of the bytes each model was loaded from */
     int loaded, taped;
 } Teacher;
 
@@ -52,13 +53,31 @@ static S2sStatus teacher_paths(Teacher *t, const char *list, S2sError *err) {
     }
 }
 
+/* Model k from its file, and the digest of the very bytes it was made from: one descriptor for
+ * both (a teacher still training renames a new model.bin over the path, which leaves this
+ * descriptor on the old file), and a file written in place meanwhile is refused. */
+static S2sStatus teacher_read(Teacher *t, int k, S2sError *err) {
+    int fd;
+    S2sStatus st = file_open_regular(t->path[k], O_RDONLY, &fd, err);
+    if (st) return st;
+    FileStamp before, after; /* equal stamps before and after: the same bytes (file.h) */
+    if (!file_stamp(fd, &before)) st = s2s_fail(err, S2S_ERR_IO, "%s: %s", t->path[k], strerror(errno));
+    if (!st) st = digest_fd(fd, &t->digest[k], t->path[k], err);
+    if (!st) st = model_load_fd(&t->m[k], &t->cfg[k], &t->src[k], &t->trg[k], fd, t->path[k], err);
+    if (!st) t->loaded++;
+    if (!st && (!file_stamp(fd, &after) || !file_stamp_equal(&before, &after)))
+        st = s2s_fail(err, S2S_ERR_IO, "%s: the file changed while it was read (a teacher still training writes it); try again",
+                      t->path[k]);
+    close(fd);
+    return st;
+}
+
 /* The teacher's models loaded, frozen, each with its tape, agreeing as an ensemble. */
 static S2sStatus teacher_load(Teacher *t, const ConfigTask *task, const ConfigTrain *tc, S2sError *err) {
     Precision prec = task->teacher_precision;
     for (int k = 0; k < t->n; k++) {
-        S2sStatus st = model_load_file(&t->m[k], &t->cfg[k], &t->src[k], &t->trg[k], t->path[k], err);
+        S2sStatus st = teacher_read(t, k, err);
         if (st) return st;
-        t->loaded++;
         if (k && (st = translator_check_ensemble(&t->cfg[0], &t->src[0], &t->trg[0], &t->cfg[k], &t->src[k], &t->trg[k],
                                                  t->path[k], err)))
             return st;
@@ -105,23 +124,31 @@ static S2sStatus check_vocab(const Teacher *t, const ConfigTask *student, const 
     return st;
 }
 
-/* cache_dir/KEY.teacher.LANG: KEY a digest of the teacher's files, its beam, α, length limit and
- * precision (named only when not fp32: the keys of float32 teachers stay what they were), and
- * the source file's bytes. Not of the build: a new build does not translate again. */
+/* cache_dir/KEY.teacher.LANG: KEY the SHA-256 digest of the teacher's beam, α, length limit and
+ * precision, of the bytes each teacher model was loaded from (not of its file as it is now: a
+ * teacher still training replaces it) and of the source file's bytes. Not of the build: a new
+ * build does not translate again. */
 static S2sStatus output_path(const Teacher *t, const ConfigTask *task, const char *source, int max_len, char *out,
                              size_t n, S2sError *err) {
-    uint64_t h = 0;
     char settings[112];
-    snprintf(settings, sizeof settings, "distill 1|%d|%.9g|%d|%s|%d%s%s", task->teacher_beam, (double)task->teacher_alpha,
-             max_len, task->trg_lang, task->teacher_nbest, task->teacher_precision != PRECISION_FP32 ? "|" : "",
-             task->teacher_precision != PRECISION_FP32 ? PRECISION_NAMES[task->teacher_precision] : "");
-    S2sStatus st = S2S_OK;
-    for (const char *p = settings; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    for (int k = 0; k < t->n && !st; k++) st = prepared_hash_file(t->path[k], &h, err);
-    if (!st) st = prepared_hash_file(source, &h, err);
-    if (!st && (size_t)snprintf(out, n, "%s/%016" PRIx64 ".teacher.%s", task->cache_dir, h, task->trg_lang) >= n)
-        st = s2s_fail(err, S2S_ERR_CONFIG, "task.cache_dir: \"%s\" is too long a folder name for the teacher's file", task->cache_dir);
-    return st;
+    snprintf(settings, sizeof settings, "distill 2|%d|%.9g|%d|%s|%d|%s", task->teacher_beam, (double)task->teacher_alpha,
+             max_len, task->trg_lang, task->teacher_nbest, PRECISION_NAMES[task->teacher_precision]);
+    DigestCtx c;
+    digest_init(&c);
+    digest_str(&c, settings);
+    for (int k = 0; k < t->n; k++) digest_update(&c, t->digest[k].b, DIGEST_BYTES);
+    Digest src;
+    S2sStatus st = digest_file(source, &src, err);
+    if (st) return st;
+    digest_update(&c, src.b, DIGEST_BYTES);
+    Digest key = digest_final(&c);
+    char suffix[CONFIG_STR + 16];
+    snprintf(suffix, sizeof suffix, ".teacher.%s", task->trg_lang);
+    prepared_name(out, n, task->cache_dir, &key, suffix);
+    if (strlen(task->cache_dir) + 1 + PREPARED_NAME_HEX + strlen(suffix) >= n)
+        return s2s_fail(err, S2S_ERR_CONFIG, "task.cache_dir: \"%s\" is too long a folder name for the teacher's file",
+                        task->cache_dir);
+    return S2S_OK;
 }
 
 /* The lines a source file has. */
@@ -141,6 +168,25 @@ static S2sStatus count_lines(const char *path, long *n, S2sError *err) {
     return S2S_OK;
 }
 
+/* Whether a cached translations file is whole: n_best lines for each of the source's, the last
+ * one ended (write_block ends every line). A file cut, extended or unreadable is made again. */
+static bool output_whole(const char *path, const char *source, int n_best, char *why, size_t n_why) {
+    long have = 0, sources = 0;
+    S2sError e;
+    if (count_lines(path, &have, &e) || count_lines(source, &sources, &e)) {
+        snprintf(why, n_why, "%.*s", (int)(n_why > 1 ? n_why - 1 : 0), e.msg);
+        return false;
+    }
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    char last = '\n';
+    bool ended = fd >= 0 && fstat(fd, &sb) == 0 && (sb.st_size == 0 || pread(fd, &last, 1, sb.st_size - 1) == 1) && last == '\n';
+    if (fd >= 0) close(fd);
+    if (have == sources * n_best && ended) return true;
+    snprintf(why, n_why, "%ld lines%s, expected %ld", have, ended ? "" : " (the last one cut)", sources * n_best);
+    return false;
+}
+
 /* Whether descriptor fd is the file at path. */
 static bool is_file(int fd, const char *path) {
     struct stat a, b;
@@ -154,8 +200,16 @@ static bool is_file(int fd, const char *path) {
 static S2sStatus part_open(const char *part, const char *path, int per_line, int *fd, long *done, bool *finished, FILE *log,
                            const TaskLoadHooks *hooks, S2sError *err) {
     *finished = false;
-    *fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    *fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat sb;
+    if (*fd >= 0 && (fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode))) { /* a FIFO or device planted in the cache: not ours */
+        close(*fd);
+        unlink(part);
+        *fd = open(part, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    }
     if (*fd < 0) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", part, strerror(errno));
+    int fl = fcntl(*fd, F_GETFL);
+    if (fl >= 0) fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK);
     for (bool said = false; flock(*fd, LOCK_EX | LOCK_NB) != 0;) {
         if (errno != EWOULDBLOCK && errno != EINTR) return s2s_fail(err, S2S_ERR_IO, "%s: cannot lock: %s", part, strerror(errno));
         if (!said && log) fprintf(log, "teacher: another s2s translates into %s; waiting for it\n", part), fflush(log);
@@ -318,9 +372,14 @@ S2sStatus distill_prepare(const Config *cfg, ConfigTask *task, FILE *log, const 
     if (!st) st = check_vocab(t, &cfg->task, hooks, err);
     int max_len = t->n ? t->cfg[0].train.max_decode_len : 0;
     if (!st) st = output_path(t, &cfg->task, source, max_len, path, sizeof path, err);
+    char why[CONFIG_STR + 64];
+    if (!st && file_is_regular(path) && !output_whole(path, source, cfg->task.teacher_nbest, why, sizeof why)) {
+        if (log) fprintf(log, "teacher: %s was damaged (%s): made again\n", path, why);
+        unlink(path);
+    }
     if (!st && !file_is_regular(path)) st = make_output(t, &cfg->task, source, path, max_len, log, hooks, err);
     else if (!st) {
-        utimensat(AT_FDCWD, path, NULL, 0); /* used now: the last to be pruned */
+        file_mark_used(path); /* the last to be pruned */
         if (log) fprintf(log, "teacher: translations read from %s\n", path);
     }
     if (!st) snprintf(task->teacher_output, sizeof task->teacher_output, "%s", path);

@@ -24,7 +24,7 @@ S2sStatus run_save(Run *r, const char *path, bool last, S2sError *err) {
             return s2s_fail(err, S2S_ERR_IO, "%s: cannot write: %s", r->dir.log, strerror(errno));
         }
         r->st.log_bytes = ftell(r->log);
-        state = train_state_to_json(&r->st, r->data_hash);
+        state = train_state_to_json(&r->st, &r->data_digest);
     }
     size_t sub_len = 0, trg_len = 0;
     char *sub = r->data.src_vocab.sub ? subword_bytes(r->data.src_vocab.sub, &sub_len) : NULL;

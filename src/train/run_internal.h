@@ -41,7 +41,7 @@ typedef struct Run {
     Tape tape;
     Adam adam;
     TrainState st;
-    uint64_t data_hash;
+    Digest data_digest;     /* task_fingerprint: a resumed run's data are checked against it */
     FILE *log;
     Font *font; /* NULL: pictures without labels */
     double t0;  /* when this session's training time was last added to st.seconds */

@@ -5,11 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t fnv1a(const char *s, uint64_t h) {
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 /* A data-parallel run's ranks agree before the first step: the same config, data, build and
  * parameter count as rank 0 (else every rank stops, rank 0 naming the first that differs),
  * at least one sentence of each global batch per rank, and rank 0's weights, moments, moving
@@ -23,19 +18,25 @@ S2sStatus run_join_ranks(Run *r, S2sError *err) {
                         "train.batch_size %d is smaller than the %d ranks: each rank takes a share of every batch",
                         tc->batch_size, d->size);
     char *conf = config_to_json(r->cfg);
-    uint64_t mine[3] = {fnv1a(conf, fnv1a(S2S_VERSION " " __DATE__ " " __TIME__, 0xcbf29ce484222325ull)), r->data_hash,
-                        (uint64_t)r->model.params.total},
-             root[3];
+    DigestCtx c;
+    digest_init(&c);
+    digest_str(&c, S2S_VERSION " " __DATE__ " " __TIME__);
+    digest_str(&c, conf);
     free(conf);
-    memcpy(root, mine, sizeof root);
-    dist_bcast(d, root, sizeof root, 0);
-    int first_bad = dist_max_int(d, memcmp(root, mine, sizeof mine) ? d->rank : 0);
+    struct {
+        Digest config, data;
+        uint64_t params;
+    } mine = {digest_final(&c), r->data_digest, (uint64_t)r->model.params.total}, root;
+    root = mine;
+    dist_bcast(d, &root, sizeof root, 0);
+    bool config_differs = !digest_equal(&root.config, &mine.config), data_differs = !digest_equal(&root.data, &mine.data);
+    int first_bad = dist_max_int(d, config_differs || data_differs || root.params != mine.params ? d->rank : 0);
     if (first_bad)
         return s2s_fail(err, S2S_ERR_CONFIG,
                         "rank %d of %d started with another %s than rank 0: every rank must run the same build with the "
                         "same --config, --set and data",
                         first_bad, d->size,
-                        first_bad == d->rank ? (root[0] != mine[0] ? "config or build" : root[1] != mine[1] ? "data" : "model")
+                        first_bad == d->rank ? (config_differs ? "config or build" : data_differs ? "data" : "model")
                                              : "config, build or data");
     ParamStore *ps = &r->model.params;
     dist_bcast(d, ps->data, ps->total * sizeof *ps->data, 0);

@@ -168,8 +168,14 @@ typedef struct LogPrefix {
 static bool log_prefix(const char *path, long bytes, LogPrefix *lp) {
     *lp = (LogPrefix){0, 0};
     if (bytes == 0) return true;
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
+    int fd;
+    S2sError ignored;
+    if (file_open_regular(path, O_RDONLY, &fd, &ignored)) return false; /* a FIFO planted there never blocks */
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return false;
+    }
     LineReader lr;
     line_reader_init(&lr, f, TEXT_MAX_LINE);
     const char *line;
@@ -385,7 +391,9 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     if (!st) st = task_load_hooks(&r->data, &task, &hooks, err);
     if (ranks && r->dist->rank == 0) dist_barrier(r->dist); /* rank 0's failure aborts them all (cli/train.c) */
     if (st || (st = run_check_weights(r, err))) return st;
-    r->data_hash = task_fingerprint(&r->data);
+    bool readable;
+    r->data_digest = task_fingerprint(&r->data, &readable);
+    if (!readable) return s2s_fail(err, S2S_ERR_IO, "%s: the prepared training data cannot be read back", r->data.prepared);
     if ((st = run_check_memory(r, err))) return st;
     return r->opt->resume ? S2S_OK : check_warmup(r, err);
 }
@@ -396,7 +404,7 @@ S2sStatus run_setup(Run *r, S2sError *err) {
     S2sStatus st;
     Checkpoint ck = {0};
     bool hash_saved = false;
-    uint64_t saved_hash = 0;
+    Digest saved_hash;
     if (opt->resume) {
         if ((st = r->root ? rundir_open(&r->dir, opt->out_dir, RUN_RESUME, err) : rundir_names(&r->dir, opt->out_dir, err)))
             return st;
@@ -438,7 +446,7 @@ S2sStatus run_setup(Run *r, S2sError *err) {
         if ((st = same_vocab(&r->data.src_vocab, ck.src_tokens, ck.n_src, "source", r->dir.last, err)) ||
             (st = same_vocab(&r->data.trg_vocab, ck.trg_tokens, ck.n_trg, "target", r->dir.last, err)))
             goto out;
-        if (hash_saved && saved_hash != r->data_hash) {
+        if (hash_saved && !digest_equal(&saved_hash, &r->data_digest)) {
             st = s2s_fail(err, S2S_ERR_DATA,
                           "%s: the data are not those the run started with (same vocabularies, other sentences): the "
                           "data files or the task changed; resuming would mix two datasets",
@@ -541,15 +549,25 @@ void run_print_data(FILE *out, const TaskData *td, const ConfigTask *t) {
                 td->prepared, td->prepared_note[0] ? " — " : "", td->prepared_note);
 }
 
-S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, S2sError *err) {
+S2sStatus train_prepare(const Config *cfg, FILE *out, FILE *progress, const atomic_int *stop, S2sError *err) {
     TaskData td;
-    TaskLoadHooks hooks = {progress, NULL};
+    TaskLoadHooks hooks = {progress, stop};
     ConfigTask task;
     S2sStatus st = config_check(cfg, err);
+    if (!st && cfg->task.type != TASK_TRANSLATE)
+        return s2s_fail(err, S2S_ERR_CONFIG, "--prepare: task.type %s makes its data as it runs; there is nothing to prepare",
+                        TASK_TYPE_NAMES[cfg->task.type]);
+    if (!st && !cfg->task.cache_dir[0])
+        return s2s_fail(err, S2S_ERR_CONFIG, "--prepare: task.cache_dir is \"\": the data are prepared into that folder; "
+                        "name one");
     if (!st) st = distill_prepare(cfg, &task, out, &hooks, err);
     if (!st) st = task_load_hooks(&td, &task, &hooks, err);
     if (st) return st;
     if (out) run_print_data(out, &td, &cfg->task);
+    /* a run that cannot write its prepared file trains from memory; --prepare made nothing */
+    if (td.prepared_state != PREPARED_READ && td.prepared_state != PREPARED_WRITTEN)
+        st = s2s_fail(err, S2S_ERR_IO, "--prepare: nothing was prepared: %s cannot be written%s%s", td.prepared,
+                      td.prepared_note[0] ? ": " : "", td.prepared_note);
     task_free(&td);
-    return S2S_OK;
+    return st;
 }

@@ -26,7 +26,7 @@ static const struct StateField {
     {"seconds", F_NUM, offsetof(TrainState, seconds)},
 };
 #define N_STATE_FIELDS ((int)(sizeof STATE_FIELDS / sizeof STATE_FIELDS[0]))
-#define STATE_DATA_KEY "data" /* the data's fingerprint, 16 hex digits */
+#define STATE_DATA_KEY "data" /* the data's digest, 64 hex digits (16 in earlier builds: not checked) */
 
 /* A double that reads back as itself. cJSON prints 15 digits when they read back within a
  * relative DBL_EPSILON, which is not exactly: a resumed run would then continue from a loss
@@ -37,7 +37,7 @@ static void add_exact(cJSON *j, const char *key, double v) {
     cJSON_AddItemToObject(j, key, cJSON_CreateRaw(buf));
 }
 
-char *train_state_to_json(const TrainState *s, uint64_t data_hash) {
+char *train_state_to_json(const TrainState *s, const Digest *data) {
     cJSON *j = cJSON_CreateObject();
     for (int i = 0; i < N_STATE_FIELDS; i++) {
         const void *p = (const char *)s + STATE_FIELDS[i].off;
@@ -51,8 +51,8 @@ char *train_state_to_json(const TrainState *s, uint64_t data_hash) {
             break;
         }
     }
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016" PRIx64, data_hash);
+    char hex[2 * DIGEST_BYTES + 1];
+    digest_hex(data, hex);
     cJSON_AddStringToObject(j, STATE_DATA_KEY, hex);
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -61,7 +61,7 @@ char *train_state_to_json(const TrainState *s, uint64_t data_hash) {
 
 /* Reads every field with its type: integers whole and within range, numbers finite and not
  * negative, best a number or null. Cross-field checks come later (state_check). */
-S2sStatus train_state_from_json(TrainState *s, uint64_t *data_hash, bool *has_hash, const char *txt, const char *origin,
+S2sStatus train_state_from_json(TrainState *s, Digest *data, bool *has_hash, const char *txt, const char *origin,
                                 S2sError *err) {
     cJSON *j = cJSON_Parse(txt);
     if (!j || !cJSON_IsObject(j)) {
@@ -97,14 +97,18 @@ S2sStatus train_state_from_json(TrainState *s, uint64_t *data_hash, bool *has_ha
         else *(double *)p = v;
     }
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, STATE_DATA_KEY);
-    *has_hash = h != NULL; /* absent in files of earlier builds */
-    if (h) {
-        char *end = NULL;
-        if (!cJSON_IsString(h) || strlen(h->valuestring) != 16 || (*data_hash = strtoull(h->valuestring, &end, 16), *end)) {
-            st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is not 16 hex digits", origin,
-                          STATE_DATA_KEY);
-            goto out;
-        }
+    const char *hex = cJSON_GetStringValue(h);
+    size_t len = hex ? strlen(hex) : 0;
+    if (h && (!hex || (len != 16 && len != 2 * DIGEST_BYTES) || strspn(hex, "0123456789abcdef") != len)) {
+        st = s2s_fail(err, S2S_ERR_CORRUPT, "%s: corrupt training state: \"%s\" is not %d hex digits", origin, STATE_DATA_KEY,
+                      2 * DIGEST_BYTES);
+        goto out;
+    }
+    *has_hash = len == 2 * DIGEST_BYTES; /* absent, or a 64-bit fingerprint, in files of earlier builds */
+    for (size_t i = 0; *has_hash && i < DIGEST_BYTES; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        data->b[i] = (uint8_t)v;
     }
 out:
     cJSON_Delete(j);

@@ -114,16 +114,18 @@ static void read_lines(const uint8_t *data, size_t size) {
 int fuzz_state(const uint8_t *data, size_t size) {
     char *s = as_text(data, size);
     TrainState st;
-    uint64_t hash;
+    Digest hash = {{0}};
     bool has;
     S2sError err;
     if (train_state_from_json(&st, &hash, &has, s, "fuzz", &err) == S2S_OK) {
         /* what was read back is in range, and writes back the same */
         if (st.epoch < 0 || st.batch < 0 || st.step < 0 || !(st.lr >= 0) || !isfinite(st.loss_sum)) abort();
-        char *j = train_state_to_json(&st, hash);
+        char *j = train_state_to_json(&st, &hash);
         TrainState back;
-        uint64_t h2;
-        if (train_state_from_json(&back, &h2, &has, j, "again", &err) != S2S_OK || back.step != st.step || h2 != hash) abort();
+        Digest h2;
+        if (train_state_from_json(&back, &h2, &has, j, "again", &err) != S2S_OK || back.step != st.step || !has ||
+            !digest_equal(&h2, &hash))
+            abort();
         free(j);
     }
     free(s);
@@ -257,17 +259,18 @@ int fuzz_serve(const uint8_t *data, size_t size) {
 int fuzz_prepared(const uint8_t *data, size_t size) {
     uint8_t *b = malloc(size ? size : 1);
     if (size) memcpy(b, data, size);
-    uint64_t key = 0;
-    if (size >= 64) { /* past the header's length and CRC, to the parsing behind them */
-        uint64_t payload = size - 64;
-        uint32_t crc = (uint32_t)crc32(0L, b + 64, (uInt)(size - 64));
-        memcpy(&key, b + 8, 8);
-        memcpy(b + 16, &payload, 8);
-        memcpy(b + 24, &crc, 4);
+    Digest key = {{0}};
+    enum { HEAD = 96, AT_PAYLOAD = 40, AT_CRC = 48 }; /* prepared.c's layout */
+    if (size >= HEAD) { /* past the header's length and CRC, to the parsing behind them */
+        uint64_t payload = size - HEAD;
+        uint32_t crc = (uint32_t)crc32(0L, b + HEAD, (uInt)(size - HEAD));
+        memcpy(key.b, b + 8, DIGEST_BYTES);
+        memcpy(b + AT_PAYLOAD, &payload, 8);
+        memcpy(b + AT_CRC, &crc, 4);
     }
     TaskData td;
     S2sError err;
-    if (prepared_parse(b, size, key, "fuzz", &td, &err) == S2S_OK) task_free(&td);
+    if (prepared_parse(b, size, &key, "fuzz", &td, &err) == S2S_OK) task_free(&td);
     free(b);
     return 0;
 }
