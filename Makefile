@@ -7,7 +7,7 @@ MAKEFLAGS += -j$(JOBS)
 endif
 CC ?= cc
 SANITIZE ?= 0
-GOLDEN_DIR ?= ../shared/golden
+GOLDEN_DIR ?= tests/golden
 GOLDEN_CUSTOM := $(if $(filter command line,$(origin GOLDEN_DIR)),1,0)
 # Threads for OpenBLAS and oneDNN inside tests: Criterion already runs tests in parallel.
 TEST_THREADS ?= 1

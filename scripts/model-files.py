@@ -51,7 +51,7 @@ def sizes(m):
     if m.get("type") == "transformer":
         s = {"d": m["d_model"], "ff": m["ff"], "V": 8, "P": m.get("max_positions", 0)}
         return [("3d", 3 * s["d"]), ("d", s["d"]), ("ff", s["ff"]), ("V", 8), ("P", s["P"])]
-    e, he, h = m["embedding"], m["encoder_hidden"], m["decoder_hidden"]
+    e, he, h = m.get("embedding", 0), m["encoder_hidden"], m["decoder_hidden"]  # a one-hot model has no embedding width
     dirs = 2 if m.get("bidirectional") else 1
     gates = 3 if m["cell"] == "gru" else 4
     D = dirs * he

@@ -243,6 +243,8 @@ Test(config, keys_that_change_no_number_and_key_copy) {
     Config a, b;
     config_defaults(&a);
     config_defaults(&b);
+    a.task.type = b.task.type = TASK_TRANSLATE; /* data_dir applies */
+    b.task.alphabet[0] = 'x';                    /* and the alphabet does not: no difference */
     b.train.log_every = 7;
     snprintf(b.task.data_dir, sizeof b.task.data_dir, "elsewhere");
     int k = config_first_difference(&a, &b);

@@ -714,3 +714,147 @@ Test(doors, prepare_that_prepared_nothing_fails, .timeout = 60) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* 74.20 and 74.21: ./serve counts a model's parameters as ./train and Python do (not its padded
+ * storage), and a translation model's config (config.json, the model file's, /api/models), and
+ * its log hold only what applies to it: no alphabet, no min_len, no exact_match. */
+Test(doors, a_model_is_described_by_what_applies_to_it, .timeout = 120) {
+    char *d = tu_word_corpus_dir(200, 10, false);
+    word_config(d);
+    cr_assert_eq(tu_sh("cd %s && %s/train --config c.json --out run > train.txt 2>&1 && cp run/model.bin model.bin", d, tu_bin()),
+                 0);
+    char *out = tu_slurp(tu_path(d, "train.txt"), NULL);
+    const char *p = strstr(out, "parameters: ");
+    cr_assert(p, "%s", out);
+    long printed = atol(p + 12);
+    free(out);
+    S2sError err = {0};
+    S2sModel *m = s2s_open(tu_path(d, "model.bin"), 1, &err);
+    cr_assert(m, "%s", err.msg);
+    cr_expect_eq(s2s_model_params(m), printed);
+    char *api_conf = s2s_model_config(m);
+    s2s_close(m);
+    int port = start_server(d, "");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    Reply r = http(port, "GET", "/api/models", NULL, 0);
+    cr_assert_eq(r.status, 200);
+    cJSON *j = cJSON_Parse(r.body), *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "models"), 0);
+    if (!first) first = cJSON_GetArrayItem(j, 0);
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(first, "params");
+    cr_expect(cJSON_IsNumber(params) && (long)params->valuedouble == printed, "/api/models: %s; ./train printed %ld", r.body,
+              printed);
+    char *served_conf = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(first, "config"));
+    stop_server(d);
+    char *run_conf = tu_slurp(tu_path(d, "run/config.json"), NULL), *log = tu_slurp(tu_path(d, "run/log.jsonl"), NULL);
+    const char *texts[] = {run_conf, api_conf, served_conf};
+    const char *names[] = {"run/config.json", "s2s_model_config", "/api/models"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect(texts[i] && !strstr(texts[i], "alphabet") && !strstr(texts[i], "min_len") && !strstr(texts[i], "train_size"),
+                  "%s holds the reversal task's keys: %s", names[i], texts[i]);
+        cr_expect(texts[i] && strstr(texts[i], "data_dir"), "%s lost a key that applies: %s", names[i], texts[i]);
+    }
+    cr_expect(log && strstr(log, "test_bleu") && !strstr(log, "exact_match") && !strstr(log, "\"test_token_accuracy\""),
+              "the log: %s", log);
+    free(run_conf);
+    free(log);
+    free(served_conf);
+    s2s_free_string(api_conf);
+    cJSON_Delete(j);
+    reply_free(&r);
+    /* a reversal run's config: no translation keys, and the reversal's there */
+    tu_write(tu_path(d, "tiny.json"), "%s", TINY_JSON);
+    cr_assert_eq(tu_sh("cd %s && %s/train --config tiny.json --out rev > /dev/null 2>&1", d, tu_bin()), 0);
+    char *rev = tu_slurp(tu_path(d, "rev/config.json"), NULL);
+    cr_expect(rev && strstr(rev, "alphabet") && !strstr(rev, "data_dir") && !strstr(rev, "bpe_merges"), "%s", rev);
+    free(rev);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* 74.17: a model that does not load is a 500 naming the error's kind and the model, never a
+ * path of the server's or its memory; the detail goes to the server's log. */
+Test(doors, a_server_error_names_no_server_path, .timeout = 120) {
+    char *d = tiny_dir();
+    cr_assert_eq(tu_sh("cd %s && mkdir -p runs && cp -r run runs/one && head -c 3000 run/model.bin > runs/one/model.bin", d), 0);
+    int port = start_serving(d, false, "");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    Reply r = http(port, "POST", "/api/translate", "{\"model\": \"one\", \"text\": \"abc\"}", 32);
+    cr_expect_eq(r.status, 500);
+    cr_expect(r.body && strstr(r.body, "run \\\"one\\\" cannot be loaded") && !strstr(r.body, d) && !strstr(r.body, "GB") &&
+                  !strstr(r.body, "/tmp"),
+              "%s", r.body);
+    reply_free(&r);
+    stop_server(d);
+    cr_expect(tu_file_has(tu_path(d, "serve.txt"), "runs/one/model.bin"), "the server's log lacks the detail: %s",
+              tu_slurp(tu_path(d, "serve.txt"), NULL));
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* 74.18: every malformed request gets one JSON 400: a header name with a space before its colon
+ * (a Transfer-Encoding a proxy may read, beside a Content-Length), a query key given twice. */
+Test(doors, malformed_requests_get_one_json_400, .timeout = 120) {
+    char *d = tiny_dir();
+    cr_assert_eq(tu_sh("cd %s && mkdir -p runs && cp -r run runs/one && cp run/model.bin model.bin", d), 0);
+    int port = start_serving(d, false, "");
+    cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
+    const char *body = "{\"model\": \"one\", \"text\": [\"abc\"]}";
+    char req[2][512];
+    snprintf(req[0], sizeof req[0],
+             "POST /api/translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n%s",
+             strlen(body), body);
+    snprintf(req[1], sizeof req[1], "GET /api/runs/one/log?from=5&from=7 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    for (int i = 0; i < 2; i++) {
+        int fd = serve_connect(port, 5);
+        cr_assert(fd >= 0);
+        cr_assert_eq(write(fd, req[i], strlen(req[i])), (ssize_t)strlen(req[i]));
+        char got[4096];
+        size_t n = 0;
+        for (ssize_t k; n < sizeof got - 1 && (k = read(fd, got + n, sizeof got - 1 - n)) > 0;) n += (size_t)k;
+        got[n] = '\0';
+        close(fd);
+        char *second = strstr(got + 1, "HTTP/1.1");
+        cr_expect(!strncmp(got, "HTTP/1.1 400", 12) && !second && strstr(got, "application/json") && strstr(got, "{\"error\":"),
+                  "request %d answered: %s", i, got);
+    }
+    stop_server(d);
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* 74.23: the golden cases and their generators live in the tree: a clean clone runs every golden
+ * test and can make them again (the base cases used to live in ../shared/golden). With PyTorch
+ * here, tests/golden/make_base.py makes the stored cases again, to float64's last digits. */
+Test(doors, the_golden_cases_and_their_generator_are_in_the_tree, .timeout = 300) {
+    cr_expect_eq(tu_sh("grep -rl 'shared/golden' Makefile tests/*.c tests/*.h tests/golden tests/golden-extra/*.py | "
+                       "grep -v test_doors.c"),
+                 1, "a test or generator still reads ../shared/golden");
+    const char *cases[] = {"bigru_dummy", "bigru_meanpool", "bigru_scaled_dot", "bigru_dot", "lstm_dummy",
+                           "lstm_dot",    "gru_cell",       "lstm_cell",        "exercises"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        cr_expect_eq(tu_sh("test -s tests/golden/%s.json", cases[i]), 0, "tests/golden/%s.json is missing", cases[i]);
+    if (tu_sh("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+        TU_SKIP("python3-torch is not installed: tests/golden/make_base.py not run (the cases above are in the tree)");
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("/usr/bin/python3 tests/golden/make_base.py %s > /dev/null", d), 0);
+    int rc = tu_sh("/usr/bin/python3 - %s <<'EOF'\n"
+                   "import json, os, sys\n"
+                   "def flat(x):\n"
+                   "    if isinstance(x, list):\n"
+                   "        for y in x: yield from flat(y)\n"
+                   "    elif isinstance(x, dict):\n"
+                   "        for k in sorted(x): yield k; yield from flat(x[k])\n"
+                   "    else: yield x\n"
+                   "for f in sorted(os.listdir(sys.argv[1])):\n"
+                   "    a = list(flat(json.load(open(os.path.join(sys.argv[1], f)))))\n"
+                   "    b = list(flat(json.load(open(os.path.join('tests/golden', f)))))\n"
+                   "    assert len(a) == len(b), f\n"
+                   "    for x, y in zip(a, b):\n"
+                   "        assert x == y or (isinstance(x, float) and abs(x - y) <= 1e-12 * max(1.0, abs(y))), (f, x, y)\n"
+                   "EOF",
+                   d);
+    cr_expect_eq(rc, 0, "tests/golden/make_base.py does not make the stored cases");
+    tu_rm_rf(d);
+    free(d);
+}

@@ -1,5 +1,5 @@
 /* test_golden_core.c — the GRU and LSTM cells and the worked attention exercises against
- * PyTorch's float64 values in $S2S_GOLDEN_DIR (../shared/golden by default). */
+ * PyTorch's float64 values in $S2S_GOLDEN_DIR (tests/golden by default). */
 #include "test_util.h"
 #include "s2s/attn.h"
 

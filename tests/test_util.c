@@ -33,7 +33,7 @@ bool tu_close(const float *actual, const double *expected, size_t n, double rtol
 
 const char *tu_golden_dir(void) {
     const char *d = getenv("S2S_GOLDEN_DIR");
-    return d && *d ? d : "../shared/golden";
+    return d && *d ? d : "tests/golden";
 }
 
 const char *tu_multi30k_dir(const char *needs) {

@@ -20,7 +20,7 @@ void tu_fill(Tensor *t, Rng *rng, float lo, float hi);
 #define TU_ATOL 1e-8
 bool tu_close(const float *actual, const double *expected, size_t n, double rtol, char *why, size_t why_n);
 
-/* Golden JSON: $S2S_GOLDEN_DIR (default ../shared/golden); a file of it (one of four rotating
+/* Golden JSON: $S2S_GOLDEN_DIR (default tests/golden); a file of it (one of four rotating
  * buffers); a key that must be there. The tolerances of every golden comparison: values and
  * gradients against PyTorch's float64. */
 #define TU_RTOL_VALUE 1e-5

@@ -199,7 +199,9 @@ S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError
 S2sStatus config_set(Config *c, const char *assignment, S2sError *err);
 /* Cross-field checks (min_len ≤ max_len, ...). Model-specific checks live in the model. */
 S2sStatus config_check(const Config *c, S2sError *err);
-/* The resolved config as JSON text (malloc'd, caller frees). */
+/* The resolved config as JSON text (malloc'd, caller frees): the keys that apply to it
+ * (config_key_applies) and no others, so a translation's config holds no alphabet; read
+ * back over the defaults, it is the same config in every key that changes anything. */
 char *config_to_json(const Config *c);
 /* Every key of the schema, for docs and tests: path, type, meaning. */
 typedef struct ConfigKeyInfo {
@@ -211,7 +213,8 @@ typedef struct ConfigKeyInfo {
 } ConfigKeyInfo;
 /* The key's value in c as JSON text, into buf. */
 void config_key_value(const Config *c, int i, char *buf, size_t n);
-/* The index of the first key whose value differs between a and b, or −1 when all agree. */
+/* The index of the first key whose value differs between a and b (among the keys that apply to
+ * either), or −1 when all agree. */
 int config_first_difference(const Config *a, const Config *b);
 /* Key i's value from src into dst. */
 void config_key_copy(Config *dst, const Config *src, int i);

@@ -18,6 +18,8 @@ const cJSON *json_find_duplicate(const cJSON *node, char *path, size_t n);
  * so "dot\u0000bogus" would read as "dot"), or NULL. Every reader of JSON from a user (a config
  * file, --set, a config or options from the C API and Python) refuses text that has one. */
 const char *json_find_nul(const char *text);
+/* S2S_ERR_CONFIG "origin:line:col: a string holds \u0000 ..." when text has one, else S2S_OK. */
+S2sStatus json_refuse_nul(const char *text, const char *origin, S2sError *err);
 /* The 1-based line and column of the byte at in text (for messages). */
 void json_line_col(const char *text, const char *at, int *line, int *col);
 /* "line:col" (1-based) of the k-th (0-based) occurrence of "key" in text, into buf; "" when

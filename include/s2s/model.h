@@ -1,5 +1,5 @@
 /* model.h — the encoder–decoder models: two families behind one interface (model.type:
- * the RNN encoder–decoder with attention, wired exactly as ../shared/golden/README.md defines
+ * the RNN encoder–decoder with attention, wired exactly as tests/golden/README.md defines
  * it, and the Transformer), their training forward, and decoding step by step (greedy, beam,
  * ensembles, forced).
  *

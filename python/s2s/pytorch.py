@@ -8,7 +8,7 @@ imported.
     logits = net.logits([4, 5, 6], [6, 5, 4, 3])     # (4, V): before each target token
     ids = net.greedy([4, 5, 6])
 
-The families as the C library defines them (docs/engine.md, ../shared/golden/README.md):
+The families as the C library defines them (docs/engine.md, tests/golden/README.md):
   rnn: embedding → GRU/LSTM encoder over the real tokens (layers, bidirectional); the bridge
     ReLU(fc([h_fwd_last ; h_bwd_first])) per layer (an LSTM's cell at 0), or the encoder's
     final state; the decoder RNN over the whole target (no input feeding: a GRUCell's names
@@ -139,7 +139,7 @@ class RnnSeq2Seq(nn.Module):
             self.decoder.rnn = (nn.GRUCell if cell == "gru" else nn.LSTMCell)(Et, Hd)
         else:
             self.decoder.rnn = rnn(Et, Hd, num_layers=L)
-        self.decoder.attention = Attention(m["attention"], Hd, D, m["kq"], m.get("heads", 1))
+        self.decoder.attention = Attention(m["attention"], Hd, D, m.get("kq", 0), m.get("heads", 1))  # as they apply
         C = Hd if m["attention"] == "multihead" else D
         if m["combine"] == "luong":
             self.decoder.W_c = nn.Linear(C + Hd, Hd, bias=False)

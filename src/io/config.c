@@ -22,6 +22,7 @@ typedef enum KeyType { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL, K_NAME, K_ENUM } K
 typedef enum When {
     W_ALWAYS,
     W_REVERSE,     /* task.type reverse */
+    W_DATA_SEED,   /* reverse (the strings), or translate with bpe (the sample learned from) */
     W_TRANSLATE,   /* task.type translate */
     W_BPE,         /* translate, subword bpe */
     W_BPE_DROPOUT, /* ... with bpe_dropout > 0 */
@@ -85,7 +86,8 @@ static const Key KEYS[] = {
     {"task.train_size", K_INT, OFF(task.train_size), 1, 1e8, NULL, "reverse: training strings", W_REVERSE},
     {"task.valid_size", K_INT, OFF(task.valid_size), 1, 1e8, NULL, "reverse: validation strings", W_REVERSE},
     {"task.test_size", K_INT, OFF(task.test_size), 1, 1e8, NULL, "reverse: test strings", W_REVERSE},
-    {"task.data_seed", K_INT, OFF(task.data_seed), 0, 2147483647, NULL, "reverse: seed of the generated data", W_REVERSE},
+    {"task.data_seed", K_INT, OFF(task.data_seed), 0, 2147483647, NULL,
+     "reverse: seed of the generated data; translate, bpe: of the sample BPE is learned from", W_DATA_SEED},
     {"task.source_markers", K_BOOL, OFF(task.source_markers), 0, 0, NULL, "wrap sources in <sos> ... <eos>", W_ALWAYS},
     {"task.data_dir", K_STR, OFF(task.data_dir), 0, 0, NULL, "translate: folder of the tokenised files", W_TRANSLATE},
     {"task.src_lang", K_STR, OFF(task.src_lang), 0, 0, NULL, "translate: source language suffix", W_TRANSLATE},
@@ -489,18 +491,8 @@ static S2sStatus apply_key(Config *c, const char *path, const cJSON *v, const ch
     return set_value(c, k, v, loc, err);
 }
 
-/* A string holding \u0000: refused, since C would cut it there ("dot\u0000bogus" as "dot"). */
-static S2sStatus refuse_nul(const char *json, const char *origin, S2sError *err) {
-    const char *nul = json_find_nul(json);
-    if (!nul) return S2S_OK;
-    int line, col;
-    json_line_col(json, nul, &line, &col);
-    return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: a string holds \\u0000 (a NUL character), which no setting has", origin,
-                    line, col);
-}
-
 S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError *err) {
-    S2sStatus nul = refuse_nul(json, origin, err);
+    S2sStatus nul = json_refuse_nul(json, origin, err);
     if (nul) return nul;
     cJSON *root = cJSON_Parse(json);
     if (!root) {
@@ -569,7 +561,7 @@ S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
     const char *val = eq + 1;
     char where_set[160];
     snprintf(where_set, sizeof where_set, "--set %s", k->path);
-    if (refuse_nul(val, where_set, err)) return S2S_ERR_CONFIG;
+    if (json_refuse_nul(val, where_set, err)) return S2S_ERR_CONFIG;
     cJSON *v = cJSON_Parse(val);
     if ((k->type == K_STR || k->type == K_NAME || k->type == K_ENUM) && (!v || !cJSON_IsString(v))) { /* bare strings need no quotes */
         cJSON_Delete(v);
@@ -585,6 +577,7 @@ char *config_to_json(const Config *c) {
     cJSON *root = cJSON_CreateObject();
     for (int i = 0; i < N_KEYS; i++) {
         const Key *k = &KEYS[i];
+        if (!config_key_applies(c, i)) continue; /* a translation's config holds no alphabet */
         cJSON *parent = root;
         const char *dot = strchr(k->path, '.');
         if (dot) {
@@ -625,6 +618,7 @@ int config_key_count(void) { return N_KEYS; }
 int config_first_difference(const Config *a, const Config *b) {
     for (int i = 0; i < N_KEYS; i++) {
         const Key *k = &KEYS[i];
+        if (!config_key_applies(a, i) && !config_key_applies(b, i)) continue; /* means nothing to either */
         const void *x = (const unsigned char *)a + k->off, *y = (const unsigned char *)b + k->off;
         bool same = k->type == K_STR || k->type == K_NAME ? strcmp(x, y) == 0 : memcmp(x, y, k->size) == 0;
         if (!same) return i;
@@ -662,6 +656,7 @@ bool config_key_applies(const Config *c, int i) {
     switch (KEYS[i].when) {
     case W_ALWAYS: return true;
     case W_REVERSE: return !translate;
+    case W_DATA_SEED: return !translate || t->subword == SUBWORD_BPE;
     case W_TRANSLATE: return translate;
     case W_BPE: return translate && t->subword == SUBWORD_BPE;
     case W_BPE_DROPOUT: return translate && t->subword == SUBWORD_BPE && t->bpe_dropout > 0;

@@ -73,3 +73,12 @@ const char *json_find_nul(const char *text) {
     }
     return NULL;
 }
+
+S2sStatus json_refuse_nul(const char *text, const char *origin, S2sError *err) {
+    const char *nul = json_find_nul(text);
+    if (!nul) return S2S_OK;
+    int line, col;
+    json_line_col(text, nul, &line, &col);
+    return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: a string holds \\u0000 (a NUL character), which no setting has", origin,
+                    line, col);
+}

@@ -3,7 +3,7 @@
  * h_bwd_first])) per layer, the LSTM cell at 0; unidirectional: the encoder's final state);
  * the decoder RNN over the whole target (no input feeding), attention over all steps, and the
  * output layer over [context ; state] (concat) or tanh(W_c [context ; state]) (luong).
- * PyTorch's names: encoder.*, decoder.* (../shared/golden/README.md). */
+ * PyTorch's names: encoder.*, decoder.* (tests/golden/README.md). */
 #include "model_internal.h"
 
 #include <string.h>

@@ -36,11 +36,32 @@ ServeOptions serve_defaults(void) {
 
 typedef struct HeadCount {
     int content_length, transfer_encoding;
+    char bad_name[64];   /* a header name that is no token ("Transfer-Encoding " before its colon) */
+    char twice[64];      /* a query key given twice (from=5&from=7: which one would count?) */
+    const char *keys[16];
+    int n_keys;
 } HeadCount;
 
+/* RFC 9110 §5.6.2: a field name is a token; whitespace before the colon is an error (RFC 9112
+ * §5.1: a server MUST answer 400), since a proxy may read the field another way. */
+static bool is_token(const char *s) {
+    if (!*s) return false;
+    for (; *s; s++)
+        if (!(((*s | 32) >= 'a' && (*s | 32) <= 'z') || (*s >= '0' && *s <= '9') || strchr("!#$%&'*+-.^_`|~", *s))) return false;
+    return true;
+}
+
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-    (void)kind, (void)value;
+    (void)value;
     HeadCount *h = cls;
+    if (kind == MHD_GET_ARGUMENT_KIND) {
+        for (int i = 0; i < h->n_keys && !h->twice[0]; i++)
+            if (!strcmp(h->keys[i], key)) snprintf(h->twice, sizeof h->twice, "%s", key);
+        if (h->n_keys < 16) h->keys[h->n_keys++] = key;
+        else if (!h->twice[0]) snprintf(h->twice, sizeof h->twice, "%s", "(more than 16 query keys)");
+        return MHD_YES;
+    }
+    if (!is_token(key) && !h->bad_name[0]) snprintf(h->bad_name, sizeof h->bad_name, "%s", key);
     h->content_length += !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH);
     h->transfer_encoding += !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING);
     return MHD_YES;
@@ -50,8 +71,13 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
  * Transfer-Encoding: RFC 9112 §6.3, request smuggling behind a proxy) or over the limit. */
 static enum MHD_Result check_head(Server *s, struct MHD_Connection *c, Upload *u, bool *refused) {
     HeadCount h = {0};
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+    MHD_get_connection_values(c, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_header, &h);
     *refused = true;
+    if (h.bad_name[0])
+        return serve_send_error(c, MHD_HTTP_BAD_REQUEST, "the header name \"%s\" is not a token (a space before its colon?)",
+                                h.bad_name);
+    if (h.twice[0])
+        return serve_send_error(c, MHD_HTTP_BAD_REQUEST, "the query key \"%s\" is given twice: give it once", h.twice);
     if (h.content_length > 1 || (h.content_length && h.transfer_encoding))
         return serve_send_error(c, MHD_HTTP_BAD_REQUEST, "%s: the body's length must be given once",
                                 h.content_length > 1 ? "Content-Length given twice" : "Content-Length beside Transfer-Encoding");

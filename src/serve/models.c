@@ -179,14 +179,30 @@ static int open_regular(const char *path) {
     return fd;
 }
 
+/* What a client is told of a model that did not load: the error's kind, no path. */
+static const char *load_failure(S2sStatus st) {
+    switch (st) {
+    case S2S_ERR_CORRUPT: return "its file is damaged, or no model file";
+    case S2S_ERR_VERSION: return "its file is of another version of s2s";
+    case S2S_ERR_NOMEM: return "it is too large for this server";
+    case S2S_ERR_IO: return "its file cannot be read";
+    case S2S_OK:
+    case S2S_ERR_CONFIG:
+    case S2S_ERR_DATA:
+    case S2S_ERR_NUMERIC: break;
+    }
+    return "its file holds a model this server cannot use";
+}
+
 /* The model file of a request: the command line's (run NULL) as given, a run's below the runs
  * folder without following links. −1 with the status and why in msg. */
 static int open_model_file(Server *s, const char *run, char *path, size_t n_path, unsigned *status, char *msg, size_t n_msg) {
     if (!run) {
         snprintf(path, n_path, "%s", s->model_path);
         int fd = open_regular(s->model_path);
-        if (fd < 0) {
-            snprintf(msg, n_msg, "%.300s: cannot open: %s", s->model_path, strerror(errno));
+        if (fd < 0) { /* the client is told what, the server's log where and why */
+            fprintf(stderr, "serve: %s: cannot open: %s\n", s->model_path, strerror(errno));
+            snprintf(msg, n_msg, "the served model's file is gone or cannot be opened now");
             *status = MHD_HTTP_NOT_FOUND;
         }
         return fd;
@@ -242,8 +258,10 @@ unsigned serve_model_find(Server *s, const char *run, Served **out, char *msg, s
             if (s->n_models == SERVE_MAX_MODELS) gone[1] = drop(s, least_used(s));
             S2sError err = {0};
             Served *m = served_load(s, fd, path, &err);
-            if (!m) {
-                snprintf(msg, n_msg, "%s%.200s%s%.400s", run ? "\"model\": run \"" : "", run ? run : "", run ? "\": " : "", err.msg);
+            if (!m) { /* the detail (paths, this machine's memory) goes to the server's log, not to clients */
+                fprintf(stderr, "serve: %s\n", err.msg);
+                snprintf(msg, n_msg, "%s%.200s%s cannot be loaded: %s (the server's log says more)",
+                         run ? "\"model\": run \"" : "the served model", run ? run : "", run ? "\"" : "", load_failure(err.status));
                 status = MHD_HTTP_INTERNAL_SERVER_ERROR;
             } else {
                 if (run) {
@@ -303,7 +321,7 @@ static cJSON *model_json(const Server *s, Served *m) {
     cJSON_AddStringToObject(e, "path", m->path);
     cJSON_AddStringToObject(e, "type", MODEL_TYPE_NAMES[m->cfg.model.type]);
     cJSON_AddStringToObject(e, "attention", model_attention_name(&m->m));
-    cJSON_AddNumberToObject(e, "params", (double)m->m.params.total);
+    cJSON_AddNumberToObject(e, "params", (double)params_numel(&m->m.params)); /* not the padded storage */
     pthread_mutex_lock(&m->lock);
     cJSON_AddNumberToObject(e, "requests", (double)m->requests); /* translate requests so far, */
     cJSON_AddNumberToObject(e, "decodes", (double)m->decodes);   /* the decodings that served them */

@@ -28,7 +28,7 @@ cJSON *run_eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool gre
     ADD(LOG_LOSS, e->loss);
     ADD(LOG_PPL, e->ppl);
     ADD(LOG_TF_TOKEN_ACCURACY, e->tf_token_acc);
-    if (greedy) {
+    if (greedy && !e->has_bleu) { /* a reversal's: a translation is scored by BLEU, not position by position */
         ADD(LOG_EXACT_MATCH, e->exact_match);
         ADD(LOG_TOKEN_ACCURACY, e->token_acc);
     }

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Golden cases for the attention variants beyond ../shared/golden (general, additive) and
-for other sizes and combinations, computed with PyTorch in float64 by the same code as
-../shared/golden/make_golden.py (imported from there), with its Attention extended.
+"""Golden cases for the attention variants beyond tests/golden (general, additive, multihead)
+and for other sizes and combinations, computed with PyTorch in float64 by the same code as
+tests/golden/make_base.py (imported from there), with its Attention extended.
 
 Test data generator, not part of the product. Run: /usr/bin/python3 make_extra.py
-(needs Debian's python3-torch and ../../../shared/golden/make_golden.py)."""
+(needs Debian's python3-torch)."""
 import json
 import os
 import sys
@@ -13,8 +13,8 @@ import torch
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "shared", "golden"))
-import make_golden as mg  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "golden"))
+import make_base as mg  # noqa: E402
 
 Base = mg.Attention
 
@@ -85,10 +85,10 @@ class Seq2Seq(mg.Seq2Seq):
 mg.Seq2Seq = Seq2Seq
 
 CASES = {
-    "bigru_general": dict(mg.BASE, attention="general"),
-    "bigru_additive": dict(mg.BASE, attention="additive"),
-    "lstm_general": dict(mg.LSTM, attention="general", dec_hid=6),
-    "lstm_additive": dict(mg.LSTM, attention="additive", kq=4),
+    "bigru_general": dict(mg.HOMEWORK, attention="general"),
+    "bigru_additive": dict(mg.HOMEWORK, attention="additive"),
+    "lstm_general": dict(mg.PRACTICAL, attention="general", dec_hid=6),
+    "lstm_additive": dict(mg.PRACTICAL, attention="additive", kq=4),
     "gru_uni_luong_scaled_dot": dict(cell="gru", bidirectional=False, src_vocab=9, trg_vocab=10, emb=5, enc_hid=7,
                                      dec_hid=7, kq=3, combine="luong", src_len=[4, 7, 2, 5, 1],
                                      trg_len=[3, 9, 5, 2, 6], attention="scaled_dot"),
@@ -97,7 +97,7 @@ CASES = {
                                     attention="meanpool"),
     "lstm_bi_luong_dot": dict(cell="lstm", bidirectional=True, src_vocab=7, trg_vocab=9, emb=6, enc_hid=3, dec_hid=6,
                               kq=2, combine="luong", src_len=[1, 5, 3], trg_len=[4, 2, 7], attention="dot"),
-    "bigru_multihead": dict(mg.BASE, attention="multihead", heads=2, dec_hid=6),
+    "bigru_multihead": dict(mg.HOMEWORK, attention="multihead", heads=2, dec_hid=6),
     "gru_uni_luong_multihead": dict(cell="gru", bidirectional=False, src_vocab=9, trg_vocab=10, emb=5, enc_hid=8,
                                     dec_hid=8, kq=3, heads=4, combine="luong", src_len=[4, 7, 2, 5, 1],
                                     trg_len=[3, 9, 5, 2, 6], attention="multihead"),
