@@ -151,11 +151,10 @@ static CharCount *count_chars(const Vocab *words, const long *wcount, int wcap, 
 
 /* The words as symbol ids: the word mark, then each character's piece; *nw of them. */
 static Word *word_symbols(const Bpe *b, const Vocab *words, const long *wcount, int wcap, int *nw_out) {
-    Word *ws = NULL;
+    Word *ws = s2s_xmalloc((size_t)(words->size ? words->size : 1) * sizeof *ws); /* at most one a word: no regrowth */
     int nw = 0;
     for (int id = 0; id < words->size; id++) {
         if (id >= wcap || !wcount[id]) continue;
-        ws = s2s_xrealloc(ws, (size_t)(nw + 1) * sizeof *ws);
         Word *w = &ws[nw++];
         w->count = wcount[id];
         w->len = 0;
