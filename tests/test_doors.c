@@ -792,20 +792,27 @@ Test(doors, a_server_error_names_no_server_path, .timeout = 120) {
 }
 
 /* 74.18: every malformed request gets one JSON 400: a header name with a space before its colon
- * (a Transfer-Encoding a proxy may read, beside a Content-Length), a query key given twice. */
+ * (a Transfer-Encoding a proxy may read, beside a Content-Length), a query key given twice, a
+ * Content-Length of "+21" or "21, 21" (which libmicrohttpd answered itself: an HTML page after
+ * its head written twice; the gate answers it now). */
 Test(doors, malformed_requests_get_one_json_400, .timeout = 120) {
     char *d = tiny_dir();
     cr_assert_eq(tu_sh("cd %s && mkdir -p runs && cp -r run runs/one && cp run/model.bin model.bin", d), 0);
     int port = start_serving(d, false, "");
     cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
     const char *body = "{\"model\": \"one\", \"text\": [\"abc\"]}";
-    char req[2][512];
+    char req[4][512];
     snprintf(req[0], sizeof req[0],
              "POST /api/translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: %zu\r\n"
              "Connection: close\r\n\r\n%s",
              strlen(body), body);
     snprintf(req[1], sizeof req[1], "GET /api/runs/one/log?from=5&from=7 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    for (int i = 0; i < 2; i++) {
+    snprintf(req[2], sizeof req[2], "POST /api/translate HTTP/1.1\r\nHost: x\r\nContent-Length: +%zu\r\nConnection: close\r\n\r\n%s",
+             strlen(body), body);
+    snprintf(req[3], sizeof req[3],
+             "POST /api/translate HTTP/1.1\r\nHost: x\r\nContent-Length: %zu, %zu\r\nConnection: close\r\n\r\n%s",
+             strlen(body), strlen(body), body);
+    for (int i = 0; i < 4; i++) {
         int fd = serve_connect(port, 5);
         cr_assert(fd >= 0);
         cr_assert_eq(write(fd, req[i], strlen(req[i])), (ssize_t)strlen(req[i]));

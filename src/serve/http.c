@@ -236,26 +236,31 @@ S2sStatus serve_run(const char *model_path, const ServeOptions *o, S2sError *err
         return st;
     }
     s->conns = serve_conns_new(CONN_LIMIT, CONN_PER_CLIENT, CONN_RESERVE, o->timeout_s);
+    int port = o->port;
+    S2sError why;
+    Gate *gate = serve_gate_open(&addr, &port, &why); /* the connections come in through it (gate.c) */
     errno = 0;
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
+    struct MHD_Daemon *d = !gate ? NULL : MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+            MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
         MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify, s->conns, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s->started,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT, MHD_OPTION_END);
-    if (!d) {
+    if (!d || serve_gate_start(gate, d, &why)) {
         int e = errno;
+        if (d) MHD_stop_daemon(d);
+        serve_gate_close(gate);
         free_server(s);
         return s2s_fail(err, S2S_ERR_IO, "cannot listen on %s:%d: %s", host, o->port,
-                        e ? strerror(e) : "the port is in use or the address is not this machine's");
+                        !gate ? why.msg : e ? strerror(e) : "the port is in use or the address is not this machine's");
     }
     atomic_store(&s->started, true);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    print_listening(s, host, info ? info->port : o->port);
+    print_listening(s, host, port);
     while (!o->stop || !atomic_load(o->stop)) {
         sleep_ms(50);
         serve_conns_sweep(s->conns);
     }
-    MHD_quiesce_daemon(d); /* no new connections */
+    serve_gate_close(gate); /* no new connections */
     /* the requests begun are answered before the connections are closed (a minute at most: a
      * request is bounded by --max-sentences; a stalled upload ends by --timeout) */
     for (int waited = 0; atomic_load(&s->inflight) > 0 && waited < 6000; waited++) {

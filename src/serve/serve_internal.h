@@ -2,7 +2,9 @@
  * (models.c: one decoding thread each, reloaded when their file changes, the least recently
  * used evicted), the runs folder (runs.c: every file opened below its descriptor, no link
  * followed), the connections (conns.c: a cap per client address, a deadline per request, a
- * reserve for newcomers) and the translate route (request.c). http.c is the HTTP layer. */
+ * reserve for newcomers), the front door (gate.c: connections accepted and their first head
+ * read before libmicrohttpd takes them) and the translate route (request.c). http.c is the
+ * HTTP layer. */
 #ifndef S2S_SERVE_INTERNAL_H
 #define S2S_SERVE_INTERNAL_H
 
@@ -13,6 +15,7 @@
 #include <cJSON.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -104,6 +107,15 @@ void serve_conns_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 void serve_conns_busy(Conns *cs, struct MHD_Connection *c, bool busy);
 /* Closes the connections past their deadline; called by the server's main loop. */
 void serve_conns_sweep(Conns *cs);
+
+/* ---- gate.c: the front door (the first head read before libmicrohttpd takes it) ---- */
+typedef struct Gate Gate;
+/* Listens on addr; the port bound into *port (for port 0: the one the system chose). */
+Gate *serve_gate_open(const struct sockaddr_in *addr, int *port, S2sError *err);
+/* Accepts connections for d (started with MHD_USE_NO_LISTEN_SOCKET) on a thread of its own. */
+S2sStatus serve_gate_start(Gate *g, struct MHD_Daemon *d, S2sError *err);
+/* Stops accepting, waits for the connections at the gate to go on, closes; NULL is fine. */
+void serve_gate_close(Gate *g);
 
 /* ---- reply.c: answers ---- */
 enum MHD_Result serve_send_json(struct MHD_Connection *c, unsigned status, cJSON *j);
