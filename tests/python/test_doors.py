@@ -134,7 +134,19 @@ def test_a_nul_never_reaches_c(tiny_run, tmp_path):
     assert not any((tmp_path / n).exists() for n in "abcd")
 
 
-@pytest.mark.parametrize("max_decode_len", [0, 6, 80])
+def shipped_decode_lens():
+    """train.max_decode_len of every shipped config, with 0 (2 x the source + 10) and 6 (cuts every line)."""
+    import glob
+    import json
+    here = os.path.dirname(os.path.abspath(__file__))
+    lens = {0, 6}
+    for path in glob.glob(os.path.join(here, "..", "..", "configs", "*.json")):
+        with open(path, encoding="utf-8") as f:
+            lens.add(json.load(f).get("train", {}).get("max_decode_len", 0))
+    return sorted(lens)
+
+
+@pytest.mark.parametrize("max_decode_len", shipped_decode_lens())
 def test_python_decodes_with_the_model_settings_as_translate(tmp_path, max_decode_len):
     from conftest import program, write_lines
     cfg = dict(TINY, train=dict(TINY["train"], epochs=1, max_decode_len=max_decode_len))
