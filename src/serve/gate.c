@@ -108,8 +108,8 @@ static void *arrive(void *arg) {
     if (whole && bad_length(head, bad, sizeof bad)) {
         answer_400(a->fd, bad);
         close(a->fd);
-    } else if (MHD_add_connection(a->g->d, a->fd, (struct sockaddr *)&a->addr, sizeof a->addr) != MHD_YES) {
-        close(a->fd); /* over libmicrohttpd's limit: it said so in its log */
+    } else { /* libmicrohttpd owns the socket now, and closes it itself if it cannot take it */
+        MHD_add_connection(a->g->d, a->fd, (struct sockaddr *)&a->addr, sizeof a->addr);
     }
     free(head);
     atomic_fetch_sub(&a->g->waiting, 1);
@@ -139,7 +139,7 @@ static void *accept_loop(void *arg) {
         pthread_attr_destroy(&at);
         if (!gated) { /* the gate is full: in as it came */
             atomic_fetch_sub(&g->waiting, 1);
-            if (MHD_add_connection(g->d, a->fd, (struct sockaddr *)&a->addr, len) != MHD_YES) close(a->fd);
+            MHD_add_connection(g->d, a->fd, (struct sockaddr *)&a->addr, len); /* closes it when it cannot take it */
             free(a);
         }
     }
