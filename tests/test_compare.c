@@ -2,7 +2,7 @@
  * equals the runs' own logs, a second call trains nothing, and --runs tabulates the same;
  * the statistics by hand. */
 #include "test_util.h"
-#include "s2s/compare.h"
+#include "s2s/report.h"
 #include "s2s/sacrebleu.h"
 #include "s2s/text.h"
 #include "s2s/viz.h"

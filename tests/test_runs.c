@@ -5,7 +5,7 @@
  * refused before anything is allocated. Runs the binaries of this build ($S2S_BIN_DIR). */
 #include "test_util.h"
 #include "s2s/checkpoint.h"
-#include "s2s/compare.h"
+#include "s2s/report.h"
 #include "s2s/file.h"
 #include "s2s/model.h"
 #include "s2s/train_state.h"

@@ -2,7 +2,7 @@
  * a run leads outside the runs folder (on every route), a run's model is its file as it is now
  * (replaced, truncated, deleted; the least recently used evicted), slow and half-open clients
  * do not hold the server, HTTP is read strictly, and a line with a NUL gets its own error. */
-#include "s2s/serve.h"
+#include "s2s/server.h"
 #include "serve_client.h"
 #include "test_util.h"
 

@@ -83,12 +83,6 @@ void model_free(Seq2Seq *m);
  * layer's weight: not parameters of their own here, but keys of PyTorch's state_dict. */
 int model_tied_names(const ConfigModel *cfg, const char *names[2]);
 
-/* A tape for computing with a model: its arena, and the GEMMs a config asks for (precision,
- * library, threads; 0 threads: the libraries' choice), bf16 checked against this CPU. `who`
- * starts the message of a CPU without bf16 ("translate: --bf16"). The one set-up of the
- * trainer, ./translate and ./speed. */
-S2sStatus model_tape_init(Tape *t, Precision precision, GemmLib gemm, int threads, const char *who, S2sError *err);
-
 /* Sizes from the config alone, before anything is allocated, so that a model or a batch this
  * machine cannot hold is refused with a message instead of failing half-way. */
 size_t model_param_count(const ConfigModel *cfg, int src_vocab, int trg_vocab);
@@ -218,6 +212,9 @@ S2sStatus model_load_file(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const
 /* The same from a descriptor open for reading (not closed here; path names it in messages). */
 S2sStatus model_load_fd(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, int fd, const char *path, S2sError *err);
 /* The same from a file image (for fuzzing); origin names it in messages. */
+S2sStatus model_load_memory(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const void *buf, size_t len,
+                            const char *origin, S2sError *err);
+
 /* ./import: a model file (out) from a safetensors file's weights, under the parameter names
  * of the model the config and vocabularies make. Every parameter must be there with its shape
  * (F32, BF16 or F16; finite values) and every tensor must be a parameter, or a tied
@@ -231,6 +228,5 @@ typedef struct ModelImport {
     const char *out;
 } ModelImport;
 S2sStatus model_import(const ModelImport *im, S2sError *err);
-S2sStatus model_load_memory(Seq2Seq *m, Config *cfg, Vocab *src, Vocab *trg, const void *buf, size_t len,
-                            const char *origin, S2sError *err);
+
 #endif

@@ -4,7 +4,7 @@
  * resumable, as ./train's does on Ctrl-C. */
 #include "s2s/model.h"
 #include "s2s/s2s.h"
-#include "s2s/train.h"
+#include "s2s/trainer.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>

@@ -7,7 +7,7 @@
 #define _DEFAULT_SOURCE /* realpath, mkdtemp */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "s2s/args.h"
-#include "s2s/compare.h"
+#include "s2s/report.h"
 #include "s2s/config.h"
 #include "s2s/file.h"
 #include "s2s/model.h"

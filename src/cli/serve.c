@@ -1,10 +1,10 @@
-/* serve — a model behind an HTTP JSON API (serve.h). Thin: arguments, signals, exit codes.
+/* serve — a model behind an HTTP JSON API (server.h). Thin: arguments, signals, exit codes.
  *   serve [MODEL.bin] [--runs DIR] [--port 8080] [--host 127.0.0.1] [--threads N] [--max-body BYTES]
  *                   [--max-sentences N] [--timeout S] [--batch-wait MS]
  *   exit 0 after SIGINT/SIGTERM (requests in flight finished) · 1 unreadable model, cannot
  *   listen · 2 usage */
 #include "s2s/args.h"
-#include "s2s/serve.h"
+#include "s2s/server.h"
 #include "stop_signals.h"
 
 #include <getopt.h>

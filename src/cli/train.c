@@ -4,7 +4,7 @@
 #include "s2s/args.h"
 #include "s2s/dist.h"
 #include "s2s/optim.h"
-#include "s2s/train.h"
+#include "s2s/trainer.h"
 #include "stop_signals.h"
 
 #include <getopt.h>

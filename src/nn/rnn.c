@@ -1,6 +1,7 @@
-/* rnn.c — GRU/LSTM layers over a padded time-major batch. The input projection of all
- * steps is one GEMM before the loop; each step then runs one fused cell op whose output is
- * a view into the layer's (S, B, H) output, so the sequence is built without copies. */
+/* rnn.c — GRU/LSTM layers over a padded time-major batch. The input projection of all steps is
+ * one GEMM before the loop; each direction of a layer is then one fused op over the whole
+ * sequence (op_rnn_seq_consume: its gates, kept for backward, take the projection's memory),
+ * whose (S, B, H) output and last states are views, so the sequence is built without copies. */
 #include "s2s/nn.h"
 #include "s2s/common.h"
 

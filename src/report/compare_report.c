@@ -1,6 +1,6 @@
 /* compare_report.c — a comparison's summary files: Markdown (printed too), CSV, JSON, the
  * bar chart of the test metric and the validation curves. */
-#include "s2s/compare.h"
+#include "s2s/report.h"
 #include "s2s/file.h"
 #include "s2s/viz.h"
 

@@ -1,6 +1,6 @@
 /* compare_runs.c — the results of finished runs, read from their folders (config, log, test
  * outputs), for ./compare. */
-#include "s2s/compare.h"
+#include "s2s/report.h"
 #include "s2s/config.h"
 #include "s2s/data.h"
 #include "s2s/file.h"

@@ -1,6 +1,6 @@
 /* compare_stats.c — the statistics of a comparison: mean, variance and range per variant, and
  * paired bootstrap tests between variants over the test sentences. */
-#include "s2s/compare.h"
+#include "s2s/report.h"
 #include "s2s/multibleu.h"
 #include "s2s/rng.h"
 #include "s2s/sacrebleu.h"

@@ -1,4 +1,4 @@
-/* http.c — the HTTP layer of ./serve (serve.h) on libmicrohttpd: a thread per connection,
+/* http.c — the HTTP layer of ./serve (server.h) on libmicrohttpd: a thread per connection,
  * the request checked (one Content-Length, a body within the limit) and gathered whole before
  * a route sees it, the routes, and the server's life (start, the connections' sweep, a stop
  * that answers the requests in flight). The rooms behind it: serve_internal.h. */

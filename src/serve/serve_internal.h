@@ -9,7 +9,7 @@
 #define S2S_SERVE_INTERNAL_H
 
 #include "s2s/model.h"
-#include "s2s/serve.h"
+#include "s2s/server.h"
 #include "s2s/translator.h"
 
 #include <cJSON.h>

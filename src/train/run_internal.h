@@ -1,11 +1,11 @@
 /* run_internal.h — the training run the files of src/train share: its state (Run) and the
- * steps one file offers the others. Internal to train/; train.h is the public side. A Run owns
+ * steps one file offers the others. Internal to train/; trainer.h is the public side. A Run owns
  * its folder, data, model, tape and log for the length of train_run; it borrows the config and
  * the options. */
 #ifndef S2S_RUN_INTERNAL_H
 #define S2S_RUN_INTERNAL_H
 
-#include "s2s/train.h"
+#include "s2s/trainer.h"
 #include "s2s/train_state.h"
 #include "s2s/optim.h"
 #include "s2s/checkpoint.h"

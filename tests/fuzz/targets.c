@@ -1,7 +1,7 @@
 /* targets.c — see targets.h. */
 #include "targets.h"
 #include "s2s/safetensors.h"
-#include "s2s/serve.h"
+#include "s2s/server.h"
 
 #include "s2s/attn_calc.h"
 #include "s2s/multibleu.h"

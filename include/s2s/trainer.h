@@ -1,4 +1,4 @@
-/* train.h — the training loop: epochs of length-bucketed batches, Adam or SGD with
+/* trainer.h — the training loop: epochs of length-bucketed batches, Adam or SGD with
  * clipping, validation each epoch, the best checkpoint (model.bin) and a resumable one
  * (last.bin, every epoch and every train.save_every steps), a JSON-lines log, early stopping,
  * learning-rate decay on a plateau, and the test of the best checkpoint once the run ends.
@@ -8,8 +8,8 @@
  * for bit, however often it was stopped or killed. The run owns its folder (rundir.h: a lock,
  * no earlier run's files) for the duration of train_run; the trainer owns its model, data and
  * tape; it borrows the config and options, and never exits the process. */
-#ifndef S2S_TRAIN_H
-#define S2S_TRAIN_H
+#ifndef S2S_TRAINER_H
+#define S2S_TRAINER_H
 
 #include "s2s/eval.h"
 

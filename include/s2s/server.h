@@ -1,4 +1,4 @@
-/* serve.h — ./serve: a model behind an HTTP JSON API (libmicrohttpd), on 127.0.0.1 unless
+/* server.h — ./serve: a model behind an HTTP JSON API (libmicrohttpd), on 127.0.0.1 unless
  * told otherwise.
  *
  *   POST /api/translate  {"text": "…" or ["…", …], "model": RUN, "beam": 1, "n_best": 1,
@@ -33,8 +33,8 @@
  * address holds at most 128 connections, and the last 16 free slots go to newcomers.
  * The server owns the model it loads and the one thread that decodes with it: concurrent
  * requests decoded alike are translated as one batch. The options are borrowed. */
-#ifndef S2S_SERVE_H
-#define S2S_SERVE_H
+#ifndef S2S_SERVER_H
+#define S2S_SERVER_H
 
 #include "s2s/common.h"
 

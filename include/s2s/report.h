@@ -1,4 +1,4 @@
-/* compare.h — comparing variants (attention, or any config key) across seeds: the results of
+/* report.h — comparing variants (attention, or any config key) across seeds: the results of
  * finished runs, their mean, variance and range per variant, and paired bootstrap tests
  * between variants. A variant is named by the config keys in which the runs differ.
  *
@@ -9,8 +9,8 @@
  *
  * A RunResult owns the lines of its outputs and references; a Comparison owns copies of
  * what it reports. Nothing here starts processes: ./compare does (src/cli/compare.c). */
-#ifndef S2S_COMPARE_H
-#define S2S_COMPARE_H
+#ifndef S2S_REPORT_H
+#define S2S_REPORT_H
 
 #include "s2s/common.h"
 #include "s2s/config.h"
