@@ -270,3 +270,13 @@ Test(layers, no_test_logs_a_warning) {
     cr_expect_gt(g.gl_pathc, 10, "the tests were found");
     globfree(&g);
 }
+
+/* One hash (hash.h's FNV-1a and index; digest.h where inputs must never be taken for one), and
+ * no raw allocation in the programs: a failed malloc there went unchecked (s2s_x* say where). */
+Test(layers, one_hash_and_no_raw_allocation_in_the_programs) {
+    cr_expect_eq(system("grep -rlE '0x100000001b3|1099511628211|16777619' src include | grep -v '^include/s2s/hash.h$' "
+                        "> /dev/null"),
+                 256, "FNV-1a written outside include/s2s/hash.h");
+    cr_expect_eq(system("grep -nE '(^|[^_a-z])(malloc|calloc|realloc|strdup)\\(' src/cli/*.c > /dev/null"), 256,
+                 "a raw allocation in src/cli/ (use s2s_xmalloc, s2s_xcalloc, s2s_xrealloc, s2s_xstrdup)");
+}

@@ -31,14 +31,8 @@ typedef struct Bpe {
     int n_chars;         /* characters: ids BPE_FIRST_CHAR .. + n_chars */
     BpeMerge *merges;
     int n_merges, cap_merges;
-    uint64_t *pair_key;  /* open addressing: (left, right) → rank + 1 in pair_rank (0: empty) */
-    int32_t *pair_rank;
-    size_t n_slots;
-    struct BpeTextMap {  /* characters' and merges' texts → id + 1 (open addressing) */
-        int32_t *slot;
-        size_t n;
-        int count;
-    } text;
+    HashIndex ranks;     /* (left, right) → the rank of its first merge (hash.h) */
+    HashIndex text;      /* characters' and merges' texts → id (in pieces.tokens) */
 } Bpe;
 
 #define BPE_FIRST_BYTE 4 /* after the specials */

@@ -54,7 +54,9 @@ _Noreturn void s2s_assert_fail_msg(const char *expr, const char *file, int line,
 #define s2s_xmalloc(n) s2s_xmalloc_at((n), __FILE__, __LINE__)
 #define s2s_xcalloc(count, size) s2s_xcalloc_at((count), (size), __FILE__, __LINE__)
 #define s2s_xrealloc(p, n) s2s_xrealloc_at((p), (n), __FILE__, __LINE__)
+#define s2s_xstrdup(s) s2s_xstrdup_at((s), __FILE__, __LINE__)
 void *s2s_xmalloc_at(size_t n, const char *file, int line);
+char *s2s_xstrdup_at(const char *s, const char *file, int line);
 void *s2s_xcalloc_at(size_t count, size_t size, const char *file, int line);
 void *s2s_xrealloc_at(void *p, size_t n, const char *file, int line);
 

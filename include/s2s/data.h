@@ -11,6 +11,7 @@
 #include "s2s/config.h"
 #include "s2s/digest.h"
 #include "s2s/file.h"
+#include "s2s/hash.h"
 #include "s2s/rng.h"
 #include "s2s/text.h"
 
@@ -25,8 +26,7 @@ struct SubwordModel;
 typedef struct Vocab {
     char **tokens;   /* id → token */
     int size, cap;
-    int32_t *slots;  /* open-addressing hash: id + 1, or 0 for empty */
-    int n_slots;
+    HashIndex index; /* token → id (hash.h) */
     struct SubwordModel *sub; /* owned: the subword model whose pieces these are (subword.h), or NULL (words);
                                  attached by subword_attach, which leaves sub_free */
     void (*sub_free)(struct SubwordModel *m);

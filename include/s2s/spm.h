@@ -13,6 +13,7 @@
 #define S2S_SPM_H
 
 #include "s2s/common.h"
+#include "s2s/hash.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,8 +31,7 @@ typedef struct Spm {
     size_t n_units;
     char *norm;            /* its replacement strings, NUL-separated */
     size_t norm_len;
-    int32_t *slot;         /* normal/unused piece text → id + 1 (open addressing) */
-    size_t n_slots;
+    HashIndex index;       /* normal/unused/user piece text → id (hash.h) */
     int max_piece_bytes;
     float min_score, max_score;
     char *unk_surface;     /* what decoding writes for the unknown piece (" ⁇ ") */

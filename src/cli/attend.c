@@ -57,13 +57,13 @@ static void print_result(const AttnCalcInput *in, const AttnCalcResult *r, bool 
 /* The first head's weights as a heatmap PNG, rows q1.. and columns k1... */
 static S2sStatus write_heatmap(const char *path, const Tensor *w, S2sError *err) {
     Font *font = font_open(NULL);
-    char **rl = malloc((size_t)w->shape[0] * sizeof *rl), **cl = malloc((size_t)w->shape[1] * sizeof *cl);
+    char **rl = s2s_xmalloc((size_t)w->shape[0] * sizeof *rl), **cl = s2s_xmalloc((size_t)w->shape[1] * sizeof *cl);
     for (int i = 0; i < w->shape[0]; i++) {
-        rl[i] = malloc(16);
+        rl[i] = s2s_xmalloc(16);
         snprintf(rl[i], 16, "q%d", i + 1);
     }
     for (int i = 0; i < w->shape[1]; i++) {
-        cl[i] = malloc(16);
+        cl[i] = s2s_xmalloc(16);
         snprintf(cl[i], 16, "k%d", i + 1);
     }
     Heatmap hm = {w->data, w->shape[0], w->shape[1], (const char *const *)rl, (const char *const *)cl, "attention weights"};

@@ -82,10 +82,10 @@ int main(int argc, char **argv) {
                                   : "two models at least, or --last K RUN");
         return 2;
     }
-    char **paths = calloc((size_t)(last ? last : n_args), sizeof *paths);
+    char **paths = s2s_xcalloc((size_t)(last ? last : n_args), sizeof *paths);
     int n = last ? latest(argv[optind], last, paths) : n_args;
     if (!last)
-        for (int i = 0; i < n; i++) paths[i] = strdup(argv[optind + i]);
+        for (int i = 0; i < n; i++) paths[i] = s2s_xstrdup(argv[optind + i]);
     int rc = 0;
     if (n < 0) {
         rc = 1;

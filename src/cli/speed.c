@@ -40,7 +40,8 @@ static double peak_rss_mb(void) {
 
 /* GFLOP/s of one sgemm (M × K)·(K × N), best of 5 after a warm-up. */
 static double gemm_rate(int M, int N, int K, bool bf16, bool openblas) {
-    float *a = calloc((size_t)M * K, sizeof *a), *b = calloc((size_t)K * N, sizeof *b), *c = calloc((size_t)M * N, sizeof *c);
+    float *a = s2s_xcalloc((size_t)M * K, sizeof *a), *b = s2s_xcalloc((size_t)K * N, sizeof *b),
+          *c = s2s_xcalloc((size_t)M * N, sizeof *c);
     for (size_t i = 0; i < (size_t)M * K; i++) a[i] = (float)(i % 7) * 0.1f;
     for (size_t i = 0; i < (size_t)K * N; i++) b[i] = (float)(i % 5) * 0.1f;
     double best = 0;

@@ -144,12 +144,12 @@ static void score_against_ref(Ctx *c, const char *best) {
             c->sb_hyp = s2s_xrealloc(c->sb_hyp, (size_t)c->sb_cap * sizeof *c->sb_hyp);
             c->sb_ref = s2s_xrealloc(c->sb_ref, (size_t)c->sb_cap * sizeof *c->sb_ref);
         }
-        c->sb_hyp[c->sb_n] = strdup(best);
-        c->sb_ref[c->sb_n++] = strdup(ref);
+        c->sb_hyp[c->sb_n] = s2s_xstrdup(best);
+        c->sb_ref[c->sb_n++] = s2s_xstrdup(ref);
         return;
     }
     bool raw_text = c->cfg.task.type == TASK_TRANSLATE && !c->tr.tokenized; /* references as the outputs are */
-    char *r = raw_text ? tok_normalize(ref, c->cfg.task.trg_lang) : strdup(ref);
+    char *r = raw_text ? tok_normalize(ref, c->cfg.task.trg_lang) : s2s_xstrdup(ref);
     bleu_add_text(&c->bleu, best, r);
     free(r);
 }
@@ -216,7 +216,7 @@ static int score_block(Ctx *c, Line *lines, int n, FILE *out) {
         }
         if (ls == LINE_TOO_LONG) bad_trg[i] = "its target is too long";
         else if (strlen(t) != len || !utf8_valid(t, len)) bad_trg[i] = "its target is not UTF-8 text";
-        else trg[i] = strdup(t);
+        else trg[i] = s2s_xstrdup(t);
     }
     ScoredLine *res = s2s_xmalloc((size_t)n * sizeof *res);
     translator_score(&c->tr, src, (const char *const *)trg, n, res);
@@ -564,7 +564,7 @@ static int read_and_decode(const Opts *o, Ctx *c, Files *f) {
         l->text = NULL;
         if (ls == LINE_TOO_LONG) l->bad = too_long;
         else if (strlen(text) != len) l->bad = "contains a NUL byte";
-        else l->text = strdup(text), bytes += len;
+        else l->text = s2s_xstrdup(text), bytes += len;
         if (n == block || bytes >= block_bytes) {
             rc |= decode_block(c, lines, n, f->out);
             n = 0;

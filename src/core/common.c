@@ -71,6 +71,11 @@ void *s2s_xrealloc_at(void *p, size_t n, const char *file, int line) {
     return q;
 }
 
+char *s2s_xstrdup_at(const char *s, const char *file, int line) {
+    size_t n = strlen(s) + 1;
+    return memcpy(s2s_xmalloc_at(n, file, line), s, n);
+}
+
 /* A number of bytes from a cgroup file ("max": none). */
 static size_t read_limit(const char *path) {
     FILE *f = fopen(path, "r");

@@ -1,6 +1,7 @@
 /* gemm_plans.c — oneDNN's matmul primitives made once per shape and kept in the tape's
  * GemmPlans, and frozen weights packed (or quantised) once per freeze in the layout a plan wants. */
 #include "gemm_impl.h"
+#include "s2s/hash.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -53,12 +54,7 @@ void gemm_plans_free(GemmPlans *p) {
     free(p);
 }
 
-static uint32_t key_hash(const PlanKey *k) {
-    const unsigned char *b = (const unsigned char *)k;
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ b[i]) * 16777619u;
-    return h;
-}
+static uint32_t key_hash(const PlanKey *k) { return (uint32_t)hash_fnv(HASH_FNV_BASIS, k, sizeof *k); }
 
 /* A row-major rows × cols matrix stored at leading dimension ld, or its transpose's storage. */
 static void md_2d(dnnl_memory_desc_t *md, int rows, int cols, bool trans, int ld, dnnl_data_type_t dt) {

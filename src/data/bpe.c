@@ -11,12 +11,6 @@
 
 /* ---- pieces: id → text, and text → id for characters and merges ---- */
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 uint64_t bpe_hash_pair(uint64_t k) {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
@@ -28,37 +22,25 @@ uint64_t bpe_pair_key(int32_t l, int32_t r) { return (uint64_t)(uint32_t)l << 32
 
 /* text → id of a character or merged piece (ids in b->pieces.tokens are the truth) */
 
-int32_t bpe_textmap_find(const TextMap *m, char *const *tokens, const char *s) {
-    if (!m->n) return -1;
-    for (size_t i = hash_str(s) & (m->n - 1);; i = (i + 1) & (m->n - 1)) {
-        if (!m->slot[i]) return -1;
-        if (!strcmp(tokens[m->slot[i] - 1], s)) return m->slot[i] - 1;
-    }
+typedef struct TextLookup {
+    char *const *tokens;
+    const char *s;
+} TextLookup;
+
+static bool same_text(const void *ctx, int32_t id) {
+    const TextLookup *l = ctx;
+    return !strcmp(l->tokens[id], l->s);
 }
 
-static void textmap_insert(TextMap *m, char *const *tokens, int32_t id) {
-    size_t i = hash_str(tokens[id]) & (m->n - 1);
-    while (m->slot[i]) i = (i + 1) & (m->n - 1);
-    m->slot[i] = id + 1;
-}
-
-static void textmap_put(TextMap *m, char *const *tokens, int32_t id) {
-    if ((size_t)(m->count + 1) * 2 >= m->n) { /* grow and rehash */
-        size_t n = m->n ? 2 * m->n : 1024, on = m->n;
-        int32_t *old = m->slot;
-        m->slot = s2s_xcalloc(n, sizeof *m->slot);
-        m->n = n;
-        for (size_t k = 0; k < on; k++)
-            if (old[k]) textmap_insert(m, tokens, old[k] - 1);
-        free(old);
-    }
-    textmap_insert(m, tokens, id);
-    m->count++;
+int32_t bpe_textmap_find(const HashIndex *m, char *const *tokens, const char *s) {
+    return hash_index_find(m, hash_str(s), same_text, &(TextLookup){tokens, s});
 }
 
 void bpe_init(Bpe *b) {
     memset(b, 0, sizeof *b);
     vocab_init(&b->pieces);
+    hash_index_init(&b->ranks, 512);
+    hash_index_init(&b->text, 512);
     char name[8];
     for (int k = 0; k < BPE_BYTES; k++) {
         snprintf(name, sizeof name, "<0x%02X>", k);
@@ -69,9 +51,8 @@ void bpe_init(Bpe *b) {
 void bpe_free(Bpe *b) {
     vocab_free(&b->pieces);
     free(b->merges);
-    free(b->pair_key);
-    free(b->pair_rank);
-    free(b->text.slot);
+    hash_index_free(&b->ranks);
+    hash_index_free(&b->text);
     memset(b, 0, sizeof *b);
 }
 
@@ -89,7 +70,7 @@ int32_t bpe_piece_id(const Bpe *b, const char *piece) {
 int32_t bpe_add_char(Bpe *b, const char *text) {
     int32_t id = vocab_add(&b->pieces, text);
     S2S_ASSERT(id == b->pieces.size - 1); /* new: the callers check */
-    textmap_put(&b->text, b->pieces.tokens, id);
+    hash_index_add(&b->text, hash_str(text), id);
     return id;
 }
 
@@ -107,45 +88,15 @@ static int32_t add_merged(Bpe *b, const char *text) {
     size_t n = strlen(text) + 1;
     v->tokens[v->size] = memcpy(s2s_xmalloc(n), text, n);
     id = v->size++;
-    textmap_put(&b->text, v->tokens, id);
+    hash_index_add(&b->text, hash_str(text), id);
     return id;
 }
 
 static void rank_put(Bpe *b, uint64_t key, int32_t rank) {
-    if ((size_t)(b->n_merges + 1) * 2 >= b->n_slots) {
-        size_t n = b->n_slots ? 2 * b->n_slots : 1024;
-        uint64_t *ok = b->pair_key;
-        int32_t *orank = b->pair_rank;
-        size_t on = b->n_slots;
-        b->pair_key = s2s_xcalloc(n, sizeof *b->pair_key);
-        b->pair_rank = s2s_xcalloc(n, sizeof *b->pair_rank);
-        b->n_slots = n;
-        for (size_t k = 0; k < on; k++)
-            if (orank[k]) {
-                size_t i = bpe_hash_pair(ok[k]) & (n - 1);
-                while (b->pair_rank[i]) i = (i + 1) & (n - 1);
-                b->pair_key[i] = ok[k];
-                b->pair_rank[i] = orank[k];
-            }
-        free(ok);
-        free(orank);
-    }
-    size_t i = bpe_hash_pair(key) & (b->n_slots - 1);
-    while (b->pair_rank[i] && b->pair_key[i] != key) i = (i + 1) & (b->n_slots - 1);
-    if (!b->pair_rank[i]) { /* the first merge of a pair is its rank */
-        b->pair_key[i] = key;
-        b->pair_rank[i] = rank + 1;
-    }
+    if (hash_index_find(&b->ranks, key, NULL, NULL) < 0) hash_index_add(&b->ranks, key, rank); /* a pair's first merge */
 }
 
-static int32_t rank_of(const Bpe *b, int32_t l, int32_t r) {
-    if (!b->n_slots) return -1;
-    uint64_t key = bpe_pair_key(l, r);
-    for (size_t i = bpe_hash_pair(key) & (b->n_slots - 1);; i = (i + 1) & (b->n_slots - 1)) {
-        if (!b->pair_rank[i]) return -1;
-        if (b->pair_key[i] == key) return b->pair_rank[i] - 1;
-    }
-}
+static int32_t rank_of(const Bpe *b, int32_t l, int32_t r) { return hash_index_find(&b->ranks, bpe_pair_key(l, r), NULL, NULL); }
 
 void bpe_add_merge(Bpe *b, int32_t l, int32_t r) {
     const char *tl = b->pieces.tokens[l], *tr = b->pieces.tokens[r];

@@ -7,12 +7,10 @@
 
 #include <stdint.h>
 
-typedef struct BpeTextMap TextMap;
-
 uint64_t bpe_hash_pair(uint64_t k);
 uint64_t bpe_pair_key(int32_t l, int32_t r);
 /* text → id of a character or merged piece, or −1 */
-int32_t bpe_textmap_find(const TextMap *m, char *const *tokens, const char *s);
+int32_t bpe_textmap_find(const HashIndex *m, char *const *tokens, const char *s);
 /* A character: in the vocabulary's own index too (encoding looks characters up there). */
 int32_t bpe_add_char(Bpe *b, const char *text);
 /* The merge of l and r, its piece and its rank (the first merge of a pair). */

@@ -235,31 +235,37 @@ static S2sStatus progress_step(Progress *p, const PairReader *r, S2sError *err) 
 /* The pairs kept so far (task.dedup), each by the first 128 bits of its SHA-256 digest: two
  * different pairs never share one, by chance or by design (a 64-bit FNV-1a did not promise it). */
 typedef struct PairKey {
-    uint64_t a, b; /* (0, 0): an empty slot */
+    uint64_t a, b;
 } PairKey;
 
 typedef struct Seen {
-    PairKey *slot;
-    size_t cap, n;
+    HashIndex index;  /* a → the key's place in b (hash.h; empty until the first pair) */
+    uint64_t *b;      /* the keys' second halves */
+    int32_t n, cap;
 } Seen;
 
+typedef struct SeenLookup {
+    const Seen *s;
+    uint64_t b;
+} SeenLookup;
+
+static bool same_pair(const void *ctx, int32_t v) {
+    const SeenLookup *l = ctx;
+    return l->s->b[v] == l->b;
+}
+
 static bool seen_add(Seen *s, PairKey h) { /* false: there already */
-    if (!h.a && !h.b) h.a = 1;
-    if (2 * (s->n + 1) > s->cap) {
-        Seen g = {s2s_xcalloc(s->cap ? 2 * s->cap : 1 << 16, sizeof *g.slot), s->cap ? 2 * s->cap : 1 << 16, 0};
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slot[i].a || s->slot[i].b) seen_add(&g, s->slot[i]);
-        free(s->slot);
-        *s = g;
-    }
-    for (size_t i = h.a & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-        if (s->slot[i].a == h.a && s->slot[i].b == h.b) return false;
-        if (!s->slot[i].a && !s->slot[i].b) {
-            s->slot[i] = h;
-            s->n++;
-            return true;
-        }
-    }
+    if (!s->index.cap) hash_index_init(&s->index, 1 << 15);
+    if (hash_index_find(&s->index, h.a, same_pair, &(SeenLookup){s, h.b}) >= 0) return false;
+    if (s->n == s->cap) s->b = s2s_xrealloc(s->b, (size_t)(s->cap = s->cap ? 2 * s->cap : 1 << 15) * sizeof *s->b);
+    s->b[s->n] = h.b;
+    hash_index_add(&s->index, h.a, s->n++);
+    return true;
+}
+
+static void seen_free(Seen *s) {
+    hash_index_free(&s->index);
+    free(s->b);
 }
 
 static PairKey pair_digest(const char *s, const char *t) {
@@ -532,7 +538,7 @@ S2sStatus corpus_vocab(TaskData *td, const ConfigTask *t, const TaskLoadHooks *h
         st = learn_from_sample(td, t, &sample, hooks ? hooks->stop : NULL, err);
     }
     sample_free(&sample);
-    free(seen.slot);
+    seen_free(&seen);
     free(cs);
     free(ct);
     free(toks);
@@ -633,7 +639,7 @@ S2sStatus corpus_encode(const TaskData *td, const ConfigTask *t, const CorpusSin
     for (int i = 0; i < CHUNK; i++) free(ch->ids[i][0]), free(ch->ids[i][1]);
     free(ch->text);
     free(ch);
-    free(seen.slot);
+    seen_free(&seen);
     reader_close(&r);
     return st;
 }

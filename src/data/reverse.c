@@ -27,39 +27,19 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
     return n;
 }
 
-/* A set of strings, to keep held-out strings out of training. */
-typedef struct StrSet {
-    uint64_t *h; /* 0 = empty */
-    size_t n, cap;
-} StrSet;
+/* A set of strings by their FNV-1a hashes, to keep held-out strings out of training (a collision
+ * only redraws a training string); hash.h's index with the hash as the whole key. */
+typedef HashIndex StrSet;
 
-static uint64_t hash64(const char *s, int len) {
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h ? h : 1;
+static uint64_t string_key(const char *s, int len) {
+    uint64_t h = hash_fnv(HASH_FNV_BASIS, s, (size_t)len);
+    return h ? h : 1; /* as the sets always took it: the same strings drawn */
 }
 
-static bool set_has(const StrSet *s, uint64_t h) {
-    if (!s->cap) return false;
-    for (size_t i = h & (s->cap - 1); s->h[i]; i = (i + 1) & (s->cap - 1))
-        if (s->h[i] == h) return true;
-    return false;
-}
+static bool set_has(const StrSet *s, uint64_t h) { return hash_index_find(s, h, NULL, NULL) >= 0; }
 
 static void set_add(StrSet *s, uint64_t h) {
-    if (2 * (s->n + 1) > s->cap) {
-        StrSet t = {NULL, 0, s->cap ? 2 * s->cap : 1024};
-        t.h = s2s_xcalloc(t.cap, sizeof *t.h);
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->h[i]) set_add(&t, s->h[i]);
-        free(s->h);
-        *s = t;
-    }
-    if (set_has(s, h)) return;
-    size_t i = h & (s->cap - 1);
-    while (s->h[i]) i = (i + 1) & (s->cap - 1);
-    s->h[i] = h;
-    s->n++;
+    if (!set_has(s, h)) hash_index_add(s, h, 0);
 }
 
 /* Draws n strings into d; strings in `avoid` are redrawn (up to a bound, so a tiny string
@@ -74,9 +54,9 @@ static void draw(Dataset *d, int n, const ConfigTask *task, const Vocab *v, Rng 
         for (int tries = 0; tries < 100; tries++) {
             len = task->min_len + (int)rng_below(rng, (uint32_t)(task->max_len - task->min_len + 1));
             for (int i = 0; i < len; i++) s[i] = task->alphabet[rng_below(rng, (uint32_t)alpha)];
-            if (!avoid || !set_has(avoid, hash64(s, len))) break;
+            if (!avoid || !set_has(avoid, string_key(s, len))) break;
         }
-        set_add(seen, hash64(s, len));
+        set_add(seen, string_key(s, len));
         int ns = 0, nt = 0;
         if (task->source_markers) src[ns++] = TOK_SOS;
         trg[nt++] = TOK_SOS;
@@ -110,12 +90,14 @@ S2sStatus reverse_make(TaskData *rd, const ConfigTask *task, S2sError *err) {
     dataset_init(&rd->test);
     Rng rng;
     rng_init(&rng, (uint64_t)task->data_seed, RNG_STREAM_DATA);
-    StrSet held = {0}, train_seen = {0};
+    StrSet held, train_seen;
+    hash_index_init(&held, (size_t)task->test_size + (size_t)task->valid_size);
+    hash_index_init(&train_seen, (size_t)task->train_size);
     /* held-out strings first, so training can avoid them */
     draw(&rd->test, task->test_size, task, &rd->src_vocab, &rng, NULL, &held);
     draw(&rd->valid, task->valid_size, task, &rd->src_vocab, &rng, &held, &held);
     draw(&rd->train, task->train_size, task, &rd->src_vocab, &rng, &held, &train_seen);
-    free(held.h);
-    free(train_seen.h);
+    hash_index_free(&held);
+    hash_index_free(&train_seen);
     return S2S_OK;
 }

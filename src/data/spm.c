@@ -77,33 +77,30 @@ static char *pb_string(const PbField *f) {
 
 /* ---- piece lookup ---- */
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
+typedef struct PieceLookup {
+    const Spm *s;
+    const char *t;
+    size_t n;
+} PieceLookup;
+
+static bool same_piece(const void *ctx, int32_t id) {
+    const PieceLookup *l = ctx;
+    const char *p = l->s->piece[id];
+    return strlen(p) == l->n && !memcmp(p, l->t, l->n);
 }
 
 int32_t spm_find_piece(const Spm *s, const char *t, size_t n) {
-    if (!s->n_slots) return -1;
-    for (size_t i = hash_bytes(t, n) & (s->n_slots - 1);; i = (i + 1) & (s->n_slots - 1)) {
-        if (!s->slot[i]) return -1;
-        const char *p = s->piece[s->slot[i] - 1];
-        if (strlen(p) == n && !memcmp(p, t, n)) return s->slot[i] - 1;
-    }
+    if (!s->index.cap) return -1;
+    return hash_index_find(&s->index, hash_fnv(HASH_FNV_BASIS, t, n), same_piece, &(PieceLookup){s, t, n});
 }
 
 static void index_pieces(Spm *s) {
-    size_t n = 16;
-    while (n < 2 * (size_t)s->n + 2) n *= 2;
-    s->slot = s2s_xcalloc(n, sizeof *s->slot);
-    s->n_slots = n;
+    hash_index_init(&s->index, (size_t)s->n);
     for (int id = 0; id < s->n; id++) {
         if (s->type[id] != SPM_NORMAL && s->type[id] != SPM_UNUSED && s->type[id] != SPM_USER) continue;
         size_t len = strlen(s->piece[id]);
         if ((int)len > s->max_piece_bytes) s->max_piece_bytes = (int)len;
-        size_t i = hash_bytes(s->piece[id], len) & (n - 1);
-        while (s->slot[i]) i = (i + 1) & (n - 1);
-        s->slot[i] = id + 1;
+        hash_index_add(&s->index, hash_fnv(HASH_FNV_BASIS, s->piece[id], len), id);
     }
 }
 
@@ -263,7 +260,7 @@ void spm_free(Spm *s) {
     free(s->type);
     free(s->trie);
     free(s->norm);
-    free(s->slot);
+    hash_index_free(&s->index);
     free(s->unk_surface);
     free(s->raw);
     memset(s, 0, sizeof *s);

@@ -123,8 +123,10 @@ char *task_decode_target(const ConfigTask *task, const Vocab *trg, const int32_t
 double task_memory_estimate(const ConfigTask *task) {
     if (task->type != TASK_REVERSE) return 0; /* files: as large as they are on disk */
     double n = (double)task->train_size + task->valid_size + task->test_size;
-    /* ids of both sides, per-example offsets and lengths, two hash sets of 8-byte slots */
-    return n * ((2.0 * task->max_len + 4) * sizeof(int32_t) + 2 * sizeof(size_t) + 2 * sizeof(int) + 4 * sizeof(uint64_t));
+    /* ids of both sides, per-example offsets and lengths, two string sets (hash.h: up to four
+     * slots a string, a key and a value each) */
+    return n * ((2.0 * task->max_len + 4) * sizeof(int32_t) + 2 * sizeof(size_t) + 2 * sizeof(int) +
+                4 * (sizeof(uint64_t) + sizeof(int32_t)));
 }
 
 Digest task_fingerprint(const TaskData *td, bool *ok) {

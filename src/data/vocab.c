@@ -1,29 +1,12 @@
-/* vocab.c — token ↔ id with an open-addressing hash (FNV-1a). */
+/* vocab.c — token ↔ id: the tokens in id order, found by hash.h's index. */
 #include "s2s/data.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t fnv1a(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
-static void rehash(Vocab *v, int n_slots) {
-    free(v->slots);
-    v->slots = s2s_xcalloc((size_t)n_slots, sizeof *v->slots);
-    v->n_slots = n_slots;
-    for (int id = 0; id < v->size; id++) {
-        uint32_t h = fnv1a(v->tokens[id]) & (uint32_t)(n_slots - 1);
-        while (v->slots[h]) h = (h + 1) & (uint32_t)(n_slots - 1);
-        v->slots[h] = id + 1;
-    }
-}
-
 void vocab_init(Vocab *v) {
     memset(v, 0, sizeof *v);
-    rehash(v, 64);
+    hash_index_init(&v->index, 32);
     const char *sp[TOK_SPECIALS] = {"<pad>", "<unk>", "<sos>", "<eos>"};
     for (int i = 0; i < TOK_SPECIALS; i++) vocab_add(v, sp[i]);
 }
@@ -32,18 +15,22 @@ void vocab_free(Vocab *v) {
     if (v->sub) v->sub_free(v->sub); /* subword_attach left it: a vocabulary knows no subword code */
     for (int i = 0; i < v->size; i++) free(v->tokens[i]);
     free(v->tokens);
-    free(v->slots);
+    hash_index_free(&v->index);
     memset(v, 0, sizeof *v);
 }
 
+typedef struct Lookup {
+    const Vocab *v;
+    const char *tok;
+} Lookup;
+
+static bool same_token(const void *ctx, int32_t id) {
+    const Lookup *l = ctx;
+    return strcmp(l->v->tokens[id], l->tok) == 0;
+}
+
 int vocab_find(const Vocab *v, const char *tok) {
-    uint32_t h = fnv1a(tok) & (uint32_t)(v->n_slots - 1);
-    while (v->slots[h]) {
-        int id = v->slots[h] - 1;
-        if (strcmp(v->tokens[id], tok) == 0) return id;
-        h = (h + 1) & (uint32_t)(v->n_slots - 1);
-    }
-    return -1;
+    return hash_index_find(&v->index, hash_str(tok), same_token, &(Lookup){v, tok});
 }
 
 int vocab_id(const Vocab *v, const char *tok) {
@@ -70,7 +57,8 @@ void vocab_count(Vocab *v, const char *tok, long **count, int *cap) {
 }
 
 int vocab_add(Vocab *v, const char *tok) {
-    int id = vocab_find(v, tok);
+    uint64_t h = hash_str(tok);
+    int id = hash_index_find(&v->index, h, same_token, &(Lookup){v, tok});
     if (id >= 0) return id;
     if (v->size == v->cap) {
         v->cap = v->cap ? 2 * v->cap : 64;
@@ -78,12 +66,6 @@ int vocab_add(Vocab *v, const char *tok) {
     }
     size_t n = strlen(tok) + 1;
     v->tokens[v->size] = memcpy(s2s_xmalloc(n), tok, n);
-    v->size++;
-    if (2 * v->size > v->n_slots) rehash(v, 2 * v->n_slots);
-    else {
-        uint32_t h = fnv1a(tok) & (uint32_t)(v->n_slots - 1);
-        while (v->slots[h]) h = (h + 1) & (uint32_t)(v->n_slots - 1);
-        v->slots[h] = v->size;
-    }
-    return v->size - 1;
+    hash_index_add(&v->index, h, v->size);
+    return v->size++;
 }

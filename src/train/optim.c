@@ -2,6 +2,7 @@
 #include "s2s/optim.h"
 #include "s2s/dist.h"
 #include "s2s/common.h"
+#include "s2s/hash.h"
 #include "s2s/par.h"
 
 #include <limits.h>
@@ -228,11 +229,10 @@ void optim_grad_sum_begin(GradSum *g, Tape *t, float share, bool overlap) {
     /* the ranks' tapes have the same structure, so the same order, but the collectives pair
      * up by order: the ranks check that they agree (a rank with nothing to run backward on
      * does not), else every bucket goes after backward */
-    uint32_t h = 2166136261u;
     int mine = -1;
     if (t->n_nodes > 0) {
         optim_grad_ready_init(g, t);
-        for (int q = 0; q < dist_sum_buckets(g->sum); q++) h = (h ^ (uint32_t)g->order[q]) * 16777619u;
+        uint64_t h = hash_fnv(HASH_FNV_BASIS, g->order, (size_t)dist_sum_buckets(g->sum) * sizeof *g->order);
         mine = (int)(h & 0x7fffffff);
     }
     int hi = dist_max_int(g->d, mine), lo = -dist_max_int(g->d, -mine);
