@@ -43,9 +43,10 @@ MPI_LIBS = $(if $(MPI_ON),$(shell pkg-config --libs ompi-c))
 CFLAGS = -std=c11 $(OPT) -g $(ARCH) -ffp-contract=off -fno-math-errno -fno-trapping-math $(WARN) $(SANFLAGS) -D_POSIX_C_SOURCE=200809L -Iinclude -Itests $(PKG_CFLAGS) $(MPI_CFLAGS)
 LDFLAGS = $(SANFLAGS)
 
-LIB_SRC := $(wildcard src/core/*.c src/nn/*.c src/attn/*.c src/model/*.c src/data/*.c \
-                      src/train/*.c src/metrics/*.c src/report/*.c src/decode/*.c src/io/*.c src/viz/*.c src/serve/*.c \
-                      src/api/*.c)
+# The modules: the one list is docs/architecture.md's layers table (the layer and budget tests
+# read it too); every folder but the programs' is the library.
+MODULE_DIRS := $(shell sed -n '/<!-- layers:begin -->/,/<!-- layers:end -->/s/^| [a-z]* | \(src\/[a-z]*\) |.*/\1/p' docs/architecture.md)
+LIB_SRC := $(wildcard $(addsuffix /*.c,$(filter-out src/cli,$(MODULE_DIRS))))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
 LIB := $(BUILD)/libs2s.a
 VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)
@@ -72,7 +73,7 @@ endif
 
 # prepared_cache.o keys prepared data by the build of the data code (its __DATE__ and __TIME__):
 # rebuilt whenever a file of src/data changes, so no run reads data another build encoded
-$(BUILD)/src/data/prepared_cache.o: $(filter-out src/data/prepared_cache.c,$(wildcard src/data/*.c src/data/*.h))
+$(BUILD)/src/data/prepared_cache.o: $(filter-out src/data/prepared_cache.c,$(wildcard src/data/*.c src/data/*.h src/text/*.c src/text/*.h))
 
 help:
 	@echo "make demo       build, train the reversal model, use it"

@@ -1,7 +1,9 @@
 /* test_layers.c — the architecture is checked, not only written: every #include of src/ and
  * include/ against the table of docs/architecture.md (which module may use which), every
- * header in a module, no include cycle between headers, and exit() only in src/cli/. */
+ * header in a module, no include cycle between headers, no call cycle between the library's
+ * files (registries aside), and exit() only in src/cli/. */
 #include <criterion/criterion.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,4 +281,161 @@ Test(layers, one_hash_and_no_raw_allocation_in_the_programs) {
                  256, "FNV-1a written outside include/s2s/hash.h");
     cr_expect_eq(system("grep -nE '(^|[^_a-z])(malloc|calloc|realloc|strdup)\\(' src/cli/*.c > /dev/null"), 256,
                  "a raw allocation in src/cli/ (use s2s_xmalloc, s2s_xcalloc, s2s_xrealloc, s2s_xstrdup)");
+}
+
+/* ---- call cycles, from the objects' symbols ---- */
+
+#define MAX_OBJ 200
+#define MAX_REG 8
+
+typedef struct Ref { int from; char name[80]; } Ref;
+typedef struct Def { int file; char name[80]; } Def;
+
+static char g_obj[MAX_OBJ][96]; /* "core/tape" */
+static int g_n_obj;
+static Def *g_defs;
+static int g_n_defs, g_cap_defs;
+static Ref *g_refs;
+static int g_n_refs, g_cap_refs;
+static int g_edge[MAX_OBJ][MAX_OBJ]; /* 1 + the index of a ref that makes the edge, or 0 */
+static char g_reg_file[MAX_REG][64], g_reg_syms[MAX_REG][64];
+static int g_n_reg;
+
+static int def_cmp(const void *a, const void *b) { return strcmp(((const Def *)a)->name, ((const Def *)b)->name); }
+
+/* One object's global definitions and undefined references (nm -P: "name type ..."). */
+static void read_symbols(const char *obj, int file) {
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "nm -P '%s' 2>/dev/null", obj);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "nm");
+    char name[256], type[8];
+    char line[1024];
+    while (fgets(line, sizeof line, p)) {
+        if (sscanf(line, "%255s %7s", name, type) != 2 || strlen(name) >= 80) continue;
+        if (!strcmp(type, "U")) {
+            if (g_n_refs == g_cap_refs) g_refs = realloc(g_refs, (size_t)(g_cap_refs = g_cap_refs * 2 + 256) * sizeof *g_refs);
+            g_refs[g_n_refs].from = file;
+            copy(g_refs[g_n_refs++].name, 80, name);
+        } else if (strchr("TDBRGSV", type[0])) {
+            if (g_n_defs == g_cap_defs) g_defs = realloc(g_defs, (size_t)(g_cap_defs = g_cap_defs * 2 + 256) * sizeof *g_defs);
+            g_defs[g_n_defs].file = file;
+            copy(g_defs[g_n_defs++].name, 80, name);
+        }
+    }
+    cr_assert_eq(pclose(p), 0, "nm failed on %s", obj);
+}
+
+/* The registries' table in docs/architecture.md. */
+static void read_registries(void) {
+    FILE *f = fopen("docs/architecture.md", "r");
+    cr_assert(f);
+    char line[1024];
+    bool in = false;
+    g_n_reg = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "<!-- registries:begin -->")) in = true;
+        else if (strstr(line, "<!-- registries:end -->")) in = false;
+        else if (in && line[0] == '|' && !strstr(line, "---") && !strstr(line, "| file |")) {
+            cr_assert_lt(g_n_reg, MAX_REG);
+            char a[64], b[64];
+            cr_assert_eq(sscanf(line, "| %63s | %63s |", a, b), 2, "a registry row: %s", line);
+            copy(g_reg_file[g_n_reg], 64, a);
+            copy(g_reg_syms[g_n_reg++], 64, b);
+        }
+    }
+    fclose(f);
+    cr_assert_gt(g_n_reg, 0, "no registries table in docs/architecture.md");
+}
+
+static bool registry_call(int from, const char *sym) {
+    for (int i = 0; i < g_n_reg; i++)
+        if (!strcmp(g_obj[from], g_reg_file[i]) && fnmatch(g_reg_syms[i], sym, 0) == 0) return true;
+    return false;
+}
+
+static int g_cstate[MAX_OBJ];
+
+/* Depth-first: true when a path from i comes back to a file on the path; the circle into msg. */
+static bool call_cycle_from(int i, int *path, int depth, char *msg, size_t n) {
+    g_cstate[i] = 1;
+    path[depth] = i;
+    for (int t = 0; t < g_n_obj; t++) {
+        if (!g_edge[i][t]) continue;
+        if (g_cstate[t] == 1) {
+            size_t used = 0;
+            int k = depth;
+            while (path[k] != t) k--;
+            for (; k <= depth; k++) {
+                int a = path[k], b = k < depth ? path[k + 1] : t;
+                used += (size_t)snprintf(msg + used, n > used ? n - used : 0, " %s -(%s)->", g_obj[a], g_refs[g_edge[a][b] - 1].name);
+                if (used >= n) break;
+            }
+            if (used < n) snprintf(msg + used, n - used, " %s", g_obj[t]);
+            return true;
+        }
+        if (g_cstate[t] == 0 && call_cycle_from(t, path, depth + 1, msg, n)) return true;
+    }
+    g_cstate[i] = 2;
+    return false;
+}
+
+/* The library's files call each other without a circle, registries aside: an object's
+ * undefined symbol defined by another object is a call (or a use) from the one to the other. */
+Test(layers, no_call_cycle_between_files) {
+    read_table();
+    read_registries();
+    const char *bin = getenv("S2S_BIN_DIR");
+    char build[512];
+    snprintf(build, sizeof build, "%s", bin && *bin ? bin : "build/bin");
+    char *slash = strrchr(build, '/');
+    cr_assert(slash, "S2S_BIN_DIR=%s: expected BUILD/bin", build);
+    *slash = '\0';
+    g_n_obj = g_n_defs = g_n_refs = 0;
+    for (int m = 0; m < g_n_mod; m++) {
+        if (!strcmp(g_mod[m].name, "cli")) continue; /* programs: each its own, linked alone */
+        char pat[700];
+        snprintf(pat, sizeof pat, "%s/%s/*.c", ".", g_mod[m].dir);
+        glob_t g;
+        if (glob(pat + 2, 0, NULL, &g) != 0) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            cr_assert_lt(g_n_obj, MAX_OBJ);
+            char obj[700];
+            snprintf(obj, sizeof obj, "%s/%.*s.o", build, (int)strlen(g.gl_pathv[i]) - 2, g.gl_pathv[i]);
+            FILE *f = fopen(obj, "rb");
+            cr_assert(f, "%s is not built (the test reads the objects of S2S_BIN_DIR's build)", obj);
+            fclose(f);
+            snprintf(g_obj[g_n_obj], sizeof g_obj[0], "%.*s", (int)strlen(g.gl_pathv[i]) - 6, g.gl_pathv[i] + 4);
+            read_symbols(obj, g_n_obj++);
+        }
+        globfree(&g);
+    }
+    cr_assert_gt(g_n_obj, 100, "only %d objects", g_n_obj);
+    qsort(g_defs, (size_t)g_n_defs, sizeof *g_defs, def_cmp);
+    memset(g_edge, 0, sizeof g_edge);
+    int edges = 0, registry = 0;
+    for (int r = 0; r < g_n_refs; r++) {
+        Def key;
+        copy(key.name, sizeof key.name, g_refs[r].name);
+        const Def *d = bsearch(&key, g_defs, (size_t)g_n_defs, sizeof *g_defs, def_cmp);
+        if (!d || d->file == g_refs[r].from) continue;
+        if (registry_call(g_refs[r].from, g_refs[r].name)) {
+            registry++;
+            continue;
+        }
+        if (!g_edge[g_refs[r].from][d->file]) edges++, g_edge[g_refs[r].from][d->file] = r + 1;
+    }
+    cr_expect_gt(edges, 300, "only %d calls between files found", edges);
+    cr_expect_gt(registry, 10, "the registries' entries were not found (%d)", registry);
+    memset(g_cstate, 0, sizeof g_cstate);
+    static int path[MAX_OBJ];
+    for (int i = 0; i < g_n_obj; i++) {
+        char msg[2048] = "";
+        if (g_cstate[i] == 0 && call_cycle_from(i, path, 0, msg, sizeof msg)) {
+            cr_expect(false, "a call cycle:%s (a registry? list it in docs/architecture.md)", msg);
+            break;
+        }
+    }
+    free(g_defs), free(g_refs);
+    g_defs = NULL, g_refs = NULL, g_cap_defs = g_cap_refs = 0;
 }

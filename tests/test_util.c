@@ -238,6 +238,22 @@ bool tu_file_has(const char *path, const char *text) {
     return yes;
 }
 
+int tu_module_dirs(char dirs[][64], int cap) {
+    FILE *f = fopen("docs/architecture.md", "r");
+    if (!f) return 0;
+    char line[1024], name[64], dir[64];
+    int n = 0;
+    bool in = false;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "<!-- layers:begin -->")) in = true;
+        else if (strstr(line, "<!-- layers:end -->")) in = false;
+        else if (in && n < cap && sscanf(line, "| %63s | %63s |", name, dir) == 2 && !strncmp(dir, "src/", 4))
+            snprintf(dirs[n++], 64, "%s", dir);
+    }
+    fclose(f);
+    return n;
+}
+
 cJSON *tu_json_load(const char *path) {
     char *buf = tu_slurp(path, NULL);
     if (!buf) return NULL;

@@ -82,6 +82,9 @@ char *tu_word_corpus_dir(int n_train, int n_eval, bool gz);
 const char *tu_path(const char *dir, const char *name);
 /* Whether the file at path contains text. */
 bool tu_file_has(const char *path, const char *text);
+/* The source folders of docs/architecture.md's layers table ("src/core", …): the one list of
+ * modules, which the Makefile, the budget test and the layer test read. Returns their count. */
+int tu_module_dirs(char dirs[][64], int cap);
 /* Flattens a nested numeric list into out (up to cap), returns the count (−1 on a
  * non-number). */
 long tu_json_flatten(const cJSON *node, double *out, size_t cap);

@@ -4,7 +4,7 @@
  * space) comes back out, without a tokeniser. Characters never seen in training fall back to
  * their UTF-8 bytes (<0x41>), never to a crash or a lost character.
  *
- * Ids: the vocabulary's four specials (data.h), the 256 byte pieces, the characters (most
+ * Ids: the vocabulary's four specials (vocab.h), the 256 byte pieces, the characters (most
  * frequent first), then one piece per merge. A Bpe owns its pieces and tables; learning
  * borrows the lines it reads. The file format (bpe_save) is text: a header line, the
  * characters one a line, then the merges "left right" one a line. */
@@ -12,9 +12,10 @@
 #define S2S_BPE_H
 
 #include "s2s/common.h"
-#include "s2s/data.h"
+#include "s2s/vocab.h"
 #include "s2s/rng.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,9 +1,9 @@
-/* data.h — vocabularies, datasets of id sequences, and padded time-major batches.
+/* data.h — datasets of id sequences, tasks, and padded time-major batches.
  *
- * A Vocab owns its token strings and a hash index. A Dataset owns one flat id array with
+ * The words and their ids are text's (vocab.h). A Dataset owns one flat id array with
  * per-example offsets: sources without markers (unless the task asks), targets as
  * <sos> … <eos>. A Batch owns reusable buffers that grow to the largest batch seen; it
- * borrows nothing. The special ids are fixed: <pad> 0, <unk> 1, <sos> 2, <eos> 3. */
+ * borrows nothing. */
 #ifndef S2S_DATA_H
 #define S2S_DATA_H
 
@@ -11,38 +11,14 @@
 #include "s2s/config.h"
 #include "s2s/digest.h"
 #include "s2s/file.h"
-#include "s2s/hash.h"
 #include "s2s/rng.h"
+#include "s2s/subword.h"
 #include "s2s/text.h"
+#include "s2s/vocab.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-
-enum { TOK_PAD = 0, TOK_UNK = 1, TOK_SOS = 2, TOK_EOS = 3, TOK_SPECIALS = 4 };
-
-struct SubwordModel;
-
-typedef struct Vocab {
-    char **tokens;   /* id → token */
-    int size, cap;
-    HashIndex index; /* token → id (hash.h) */
-    struct SubwordModel *sub; /* owned: the subword model whose pieces these are (subword.h), or NULL (words);
-                                 attached by subword_attach, which leaves sub_free */
-    void (*sub_free)(struct SubwordModel *m);
-} Vocab;
-
-/* An empty vocabulary holding only the four specials. */
-void vocab_init(Vocab *v);
-void vocab_free(Vocab *v);
-int vocab_add(Vocab *v, const char *tok);       /* id (existing or new) */
-/* Adds tok and counts it: (*count)[id]++, the array grown (zeroed) as ids grow; *cap its size. */
-void vocab_count(Vocab *v, const char *tok, long **count, int *cap);
-int vocab_find(const Vocab *v, const char *tok); /* id or −1 */
-int vocab_id(const Vocab *v, const char *tok);   /* id or TOK_UNK */
-/* −1 when v holds exactly tokens[0..n), else the first entry where they differ (the shorter
- * one's size when one is the other's beginning). */
-int vocab_first_difference(const Vocab *v, char *const *tokens, int n);
 
 typedef struct Dataset {
     int n;
@@ -128,11 +104,12 @@ S2sStatus reverse_make(TaskData *td, const ConfigTask *task, S2sError *err);
  * character outside the vocabulary (*bad gets it), −2 when cap is too small. */
 int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out, int cap, char *bad);
 
-/* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
- * vocabularies from the training side (min_freq, max_vocab), most frequent first. */
 /* The two files of a split (data_dir/prefix.lang, or .gz where only that is there), n bytes each. */
-void parallel_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n);
-/* On failure td may hold part of the data: task_load frees it. hooks: as task_load_hooks's. */
+void task_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n);
+
+/* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
+ * vocabularies from the training side (min_freq, max_vocab), most frequent first.
+ * On failure td may hold part of the data: task_load frees it. hooks: as task_load_hooks's. */
 S2sStatus parallel_load(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err);
 /* Only the validation and test splits, with td's vocabularies. */
 S2sStatus parallel_load_eval(TaskData *td, const ConfigTask *task, S2sError *err);
@@ -142,10 +119,8 @@ S2sStatus parallel_load_eval(TaskData *td, const ConfigTask *task, S2sError *err
  * (task.bpe_dropout > 0). */
 void task_sample_train(const TaskData *td, float p_src, float p_trg, Rng *rng, Dataset *out);
 
-/* Raw text → the Multi30k token convention (lowercased, normalised, Moses-tokenised,
- * tokens separated by single spaces); lang is "en", "de", … (apostrophes differ).
- * The input must be valid UTF-8. Returns a malloc'd string. */
-char *tok_normalize(const char *line, const char *lang);
+/* The config's task.subword (bpe or sentencepiece) as a subword model's kind. */
+SubwordKind task_subword_kind(Subword s);
 
 /* The longest source a program accepts from a user, in tokens. */
 #define TASK_MAX_SOURCE 2000

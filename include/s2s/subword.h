@@ -2,17 +2,20 @@
  * (bpe.h) or a SentencePiece model brought by the user (spm.h). Raw text to the vocabulary's
  * ids and back, the vocabulary of its pieces, and the bytes the model file keeps (section SUBW).
  *
- * A SubwordModel owns its model and id tables; vocabularies own a SubwordModel each (data.h). */
+ * A SubwordModel owns its model and id tables; vocabularies own a SubwordModel each (vocab.h). */
 #ifndef S2S_SUBWORD_H
 #define S2S_SUBWORD_H
 
 #include "s2s/bpe.h"
-#include "s2s/config.h"
-#include "s2s/data.h"
 #include "s2s/spm.h"
+#include "s2s/vocab.h"
+
+/* A model's kind; the values are those of the config's task.subword (config.h's Subword) and
+ * of the prepared files' header, so data/ passes either across as they are. */
+typedef enum SubwordKind { SUBWORD_KIND_BPE = 1, SUBWORD_KIND_SENTENCEPIECE = 2 } SubwordKind;
 
 typedef struct SubwordModel {
-    Subword kind;          /* SUBWORD_BPE or SUBWORD_SENTENCEPIECE */
+    SubwordKind kind;
     Bpe *bpe;
     Spm *spm;
     int32_t *to_vocab;     /* SentencePiece id → vocabulary id */
@@ -23,7 +26,7 @@ typedef struct SubwordModel {
 /* Takes ownership of b (learned or parsed). */
 SubwordModel *subword_of_bpe(Bpe *b);
 /* A model of the given kind from the bytes a model file or a .model file holds. */
-S2sStatus subword_from_bytes(SubwordModel **out, Subword kind, const void *bytes, size_t len, const char *origin, S2sError *err);
+S2sStatus subword_from_bytes(SubwordModel **out, SubwordKind kind, const void *bytes, size_t len, const char *origin, S2sError *err);
 /* Its pieces as a vocabulary (the four specials first), into v (initialised here). */
 void subword_vocab(SubwordModel *m, Vocab *v);
 /* Raw text → vocabulary ids, into *ids (grown; *cap its size); returns their count. */

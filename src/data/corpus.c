@@ -106,7 +106,7 @@ static S2sStatus files_open(PairReader *r, S2sError *err) {
     r->line = 0;
     r->teacher = !r->originals && r->t->teacher_output[0] &&
                  (r->t->teacher_mix == TEACHER_REPLACE || r->corpus == r->corpora.n - 1);
-    parallel_split_paths(r->t, r->corpora.prefix[r->teacher ? 0 : r->corpus], r->ps, r->pt, sizeof r->ps);
+    task_split_paths(r->t, r->corpora.prefix[r->teacher ? 0 : r->corpus], r->ps, r->pt, sizeof r->ps);
     if (r->teacher) snprintf(r->pt, sizeof r->pt, "%s", r->t->teacher_output);
     r->nbest = r->teacher && r->t->teacher_nbest > 1 ? r->t->teacher_nbest : 1;
     r->rep = r->nbest - 1; /* the first call reads a source line */
@@ -397,7 +397,7 @@ static S2sStatus read_model(const char *path, Subword kind, SubwordModel **m, S2
     size_t len;
     S2sStatus st = file_read_all(path, (size_t)1 << 30, &bytes, &len, err);
     if (st) return st;
-    st = subword_from_bytes(m, kind, bytes, len, path, err);
+    st = subword_from_bytes(m, task_subword_kind(kind), bytes, len, path, err);
     free(bytes);
     return st;
 }

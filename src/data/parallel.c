@@ -21,28 +21,11 @@ static void split_free(Split *s) {
     memset(s, 0, sizeof *s);
 }
 
-void parallel_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n) {
-    snprintf(ps, n, "%s/%s.%s", t->data_dir, prefix, t->src_lang);
-    snprintf(pt, n, "%s/%s.%s", t->data_dir, prefix, t->trg_lang);
-    /* prefix.lang, or prefix.lang.gz where only that is there (Multi30k's raw files) */
-    FILE *probe = fopen(ps, "rb");
-    if (probe) fclose(probe);
-    else if (strlen(ps) + 3 < n && strlen(pt) + 3 < n) {
-        char gs[CONFIG_STR + 96];
-        snprintf(gs, sizeof gs, "%s.gz", ps);
-        if ((probe = fopen(gs, "rb"))) {
-            fclose(probe);
-            strcat(ps, ".gz");
-            strcat(pt, ".gz");
-        }
-    }
-}
-
 static S2sStatus read_split(Split *s, const ConfigTask *t, const char *prefix, S2sError *err) {
     char ps[CONFIG_STR + 80], pt[CONFIG_STR + 80];
     memset(s, 0, sizeof *s);
     int ns = 0, nt = 0;
-    parallel_split_paths(t, prefix, ps, pt, sizeof ps);
+    task_split_paths(t, prefix, ps, pt, sizeof ps);
     S2sStatus st = text_read_lines(ps, &s->src, &ns, err);
     if (st == S2S_ERR_IO) {
         char msg[sizeof err->msg];

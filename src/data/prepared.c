@@ -303,8 +303,8 @@ static bool get_vocab(In *in, Vocab *v, const Vocab *src, const char *path, S2sE
         uint32_t sk = get_u32(in);
         uint64_t len = get_u64(in);
         const void *bytes = in->bad || len > in->n - in->at ? NULL : take(in, (size_t)len);
-        if (!bytes || (sk != SUBWORD_BPE && sk != SUBWORD_SENTENCEPIECE)) return false;
-        if (subword_from_bytes(&m, (Subword)sk, bytes, (size_t)len, path, err)) return false;
+        if (!bytes || (sk != SUBWORD_KIND_BPE && sk != SUBWORD_KIND_SENTENCEPIECE)) return false;
+        if (subword_from_bytes(&m, (SubwordKind)sk, bytes, (size_t)len, path, err)) return false;
     } else {
         return false;
     }

@@ -34,12 +34,12 @@ int prepared_input_files(const ConfigTask *t, char paths[PREPARED_MAX_INPUTS][PR
     S2sError ignored;
     if (!config_original_corpora(t, &c, &ignored)) c.n = 0; /* refused by config_check before; the teacher's file below */
     int n = 0;
-    for (int i = 0; i < c.n; i++, n += 2) parallel_split_paths(t, c.prefix[i], paths[n], paths[n + 1], sizeof paths[n]);
+    for (int i = 0; i < c.n; i++, n += 2) task_split_paths(t, c.prefix[i], paths[n], paths[n + 1], sizeof paths[n]);
     if (t->teacher_output[0]) snprintf(paths[n++], sizeof paths[0], "%s", t->teacher_output);
     const char *evals[2] = {t->valid_prefix, t->test_prefix};
     for (int k = 0; k < 2; k++)
         if (evals[k][0]) {
-            parallel_split_paths(t, evals[k], paths[n], paths[n + 1], sizeof paths[n]);
+            task_split_paths(t, evals[k], paths[n], paths[n + 1], sizeof paths[n]);
             n += 2;
         }
     const char *model = t->subword == SUBWORD_SENTENCEPIECE ? t->spm_model : t->subword == SUBWORD_BPE ? t->bpe_model : "";

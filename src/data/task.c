@@ -1,29 +1,10 @@
-/* task.c — a task's data behind one interface: loading (generated or from files), user text
- * to source ids and target ids to text, the data's size and fingerprint. The tasks
- * themselves (reverse.c, parallel.c) know nothing of each other. */
-#include "s2s/subword.h"
+/* task.c — what every task's data shares: user text to source ids and target ids to text,
+ * the data's size, fingerprint and release (loading is task_load.c's). */
 #include "s2s/data.h"
-#include "s2s/prepared.h"
 #include "data_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-S2sStatus task_load(TaskData *td, const ConfigTask *task, S2sError *err) { return task_load_hooks(td, task, NULL, err); }
-
-S2sStatus task_load_hooks(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err) {
-    memset(td, 0, sizeof *td);
-    switch (task->type) {
-    case TASK_REVERSE: return reverse_make(td, task, err);
-    case TASK_TRANSLATE: {
-        S2sStatus st = prepared_load(td, task, hooks, err);
-        if (st) task_free(td); /* what it had loaded before it failed */
-        return st;
-    }
-    }
-    S2S_ASSERT_MSG(false, "task.type %d is none of the config's", (int)task->type);
-    return S2S_ERR_CONFIG;
-}
 
 /* Reversal: one id per character. */
 static S2sStatus encode_chars(const ConfigTask *task, const Vocab *src, const char *line, bool markers, int32_t **ids,
@@ -221,4 +202,26 @@ int task_weighted_epoch(const CorpusCounts *counts, const TrainCorpora *c, Rng *
     }
     *order = o;
     return n;
+}
+
+SubwordKind task_subword_kind(Subword s) {
+    S2S_ASSERT(s == SUBWORD_BPE || s == SUBWORD_SENTENCEPIECE);
+    return s == SUBWORD_BPE ? SUBWORD_KIND_BPE : SUBWORD_KIND_SENTENCEPIECE;
+}
+
+void task_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n) {
+    snprintf(ps, n, "%s/%s.%s", t->data_dir, prefix, t->src_lang);
+    snprintf(pt, n, "%s/%s.%s", t->data_dir, prefix, t->trg_lang);
+    /* prefix.lang, or prefix.lang.gz where only that is there (Multi30k's raw files) */
+    FILE *probe = fopen(ps, "rb");
+    if (probe) fclose(probe);
+    else if (strlen(ps) + 3 < n && strlen(pt) + 3 < n) {
+        char gs[CONFIG_STR + 96];
+        snprintf(gs, sizeof gs, "%s.gz", ps);
+        if ((probe = fopen(gs, "rb"))) {
+            fclose(probe);
+            strcat(ps, ".gz");
+            strcat(pt, ".gz");
+        }
+    }
 }

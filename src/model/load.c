@@ -38,7 +38,7 @@ S2sStatus model_attach_subword(Vocab *w, Subword kind, const char *bytes, size_t
     char origin[600];
     snprintf(origin, sizeof origin, "%s (its %s subword model)", path, which);
     SubwordModel *m;
-    S2sStatus st = subword_from_bytes(&m, kind, bytes, len, origin, err);
+    S2sStatus st = subword_from_bytes(&m, task_subword_kind(kind), bytes, len, origin, err);
     if (st) return S2S_ERR_CORRUPT;
     Vocab v;
     subword_vocab(m, &v);

@@ -1,5 +1,6 @@
 /* compare_report.c — a comparison's summary files: Markdown (printed too), CSV, JSON, the
- * bar chart of the test metric and the validation curves. */
+ * bar chart of the test metric and the validation curves; and the whole table made from the
+ * runs' folders (compare_tabulate: compare_runs.c reads, compare_stats.c tests, this writes). */
 #include "s2s/report.h"
 #include "s2s/file.h"
 #include "s2s/viz.h"
@@ -249,4 +250,41 @@ S2sStatus compare_write(const Comparison *c, const char *dir, FILE *out, S2sErro
         free(txt);
     }
     return st ? st : summary_pictures(c, dir, err);
+}
+
+
+int compare_tabulate(const CompareInput *in, int n, const char *outputs, const char *outdir, FILE *out, FILE *errs) {
+    S2sError err;
+    int bad = 0, n_ok = 0, n_fixed = 0;
+    RunResult *res = s2s_xcalloc((size_t)(n ? n : 1), sizeof *res);
+    for (int i = 0; i < n; i++) {
+        S2S_ASSERT(in[i].fixed || !n_fixed); /* systems come after the runs, whose references they take */
+        if (in[i].fixed) {
+            n_fixed++;
+            if (bad || !n_ok) continue;
+            if (compare_read_system(&res[n_ok], in[i].label, in[i].path, &res[0], &err)) {
+                fprintf(errs, "compare: --against %s\n", err.msg);
+                bad++;
+            } else n_ok++;
+        } else if (compare_read_run(&res[n_ok], in[i].path, outputs, &err)) {
+            fprintf(errs, "compare: %s\n", err.msg);
+            bad++;
+        } else {
+            memcpy(res[n_ok++].label, in[i].label, sizeof in[i].label);
+        }
+    }
+    Comparison c;
+    if (n_fixed && (bad || !n_ok)) {
+        fprintf(errs, "compare: no table: %s\n", n_ok ? "a system is tested against every run, so every run must be read" : "no run was read");
+        bad += !bad;
+    } else if (compare_summarize(res, n_ok, 1000, &c, &err) ||
+               file_mkdirs(outdir, &err) || compare_write(&c, outdir, out, &err)) {
+        fprintf(errs, "compare: %s\n", err.msg);
+        bad++;
+    } else {
+        fprintf(out, "compare: %s/summary.{md,csv,json,png}\n", outdir);
+    }
+    for (int i = 0; i < n_ok; i++) compare_free_run(&res[i]);
+    free(res);
+    return bad;
 }

@@ -365,7 +365,7 @@ S2sStatus distill_prepare(const Config *cfg, ConfigTask *task, FILE *log, const 
     TrainCorpora c;
     if (!config_train_corpora(&cfg->task, &c, err)) return S2S_ERR_CONFIG;
     char source[CONFIG_STR + 96], target[CONFIG_STR + 96], path[CONFIG_STR];
-    parallel_split_paths(&cfg->task, c.prefix[0], source, target, sizeof source);
+    task_split_paths(&cfg->task, c.prefix[0], source, target, sizeof source);
     Teacher *t = s2s_xcalloc(1, sizeof *t);
     S2sStatus st = teacher_paths(t, cfg->task.teacher, err);
     if (!st) st = teacher_load(t, &cfg->task, &cfg->train, err);

@@ -1,5 +1,5 @@
 /* vocab.c — token ↔ id: the tokens in id order, found by hash.h's index. */
-#include "s2s/data.h"
+#include "s2s/vocab.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * (no aggressive hyphen splitting; & | < > ' " [ ] escaped as entities). The Multi30k
  * pipeline lowercases before tokenising, so a period is split off only at the end of a
  * line (mid-line ones are followed by a lowercase word, which Moses keeps attached). */
-#include "s2s/data.h"
+#include "s2s/vocab.h"
 
 #include <stdlib.h>
 #include <string.h>

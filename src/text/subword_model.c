@@ -6,16 +6,16 @@
 
 SubwordModel *subword_of_bpe(Bpe *b) {
     SubwordModel *m = s2s_xcalloc(1, sizeof *m);
-    m->kind = SUBWORD_BPE;
+    m->kind = SUBWORD_KIND_BPE;
     m->bpe = b;
     return m;
 }
 
-S2sStatus subword_from_bytes(SubwordModel **out, Subword kind, const void *bytes, size_t len, const char *origin, S2sError *err) {
-    S2S_ASSERT(kind == SUBWORD_BPE || kind == SUBWORD_SENTENCEPIECE);
+S2sStatus subword_from_bytes(SubwordModel **out, SubwordKind kind, const void *bytes, size_t len, const char *origin, S2sError *err) {
+    S2S_ASSERT(kind == SUBWORD_KIND_BPE || kind == SUBWORD_KIND_SENTENCEPIECE);
     *out = NULL;
     S2sStatus st;
-    if (kind == SUBWORD_BPE) {
+    if (kind == SUBWORD_KIND_BPE) {
         Bpe *b = s2s_xmalloc(sizeof *b);
         bpe_init(b);
         if ((st = bpe_parse(b, bytes, len, origin, err))) {
@@ -32,7 +32,7 @@ S2sStatus subword_from_bytes(SubwordModel **out, Subword kind, const void *bytes
         return st;
     }
     SubwordModel *m = s2s_xcalloc(1, sizeof *m);
-    m->kind = SUBWORD_SENTENCEPIECE;
+    m->kind = SUBWORD_KIND_SENTENCEPIECE;
     m->spm = s;
     *out = m;
     return S2S_OK;
