@@ -7,8 +7,15 @@ For each model: ./export writes it as safetensors (weights and config); the mode
 here from the formulas of docs/numerics.md (float64, one sentence at a time, no code shared
 with the tests' references), ./translate decodes the first N lines of FILE and scores its own
 outputs (--score --logits), and the logits computed here are compared with those: the largest
-absolute difference is printed, and over --tol the check fails (exit 1). Needs Debian's
-python3-torch; exits 0 with a message where it is missing. Not part of the product."""
+absolute difference is printed, and over --tol the check fails (exit 1).
+
+Then decoding, by the page's rules alone: greedy, and beam search with each --beams K (the
+candidates, finishing and stopping rules, the length limit, the normalisation), written out
+here over the rebuilt model, against ./translate's --n-best K lists: the same outputs in the
+same order, their log-probabilities and scores within --tol. A difference that a near tie of
+the search explains (two candidates closer than --tol, where float32 and float64 may order them
+differently) is reported and not counted. Needs Debian's python3-torch; exits 0 with a message
+where it is missing. Not part of the product."""
 import argparse
 import importlib.util
 import json
@@ -206,6 +213,148 @@ class Tf:
         return linear(out, self.P["generator.weight"], self.P["generator.bias"])
 
 
+# ---- decoding, as docs/numerics.md states it ----
+
+PAD, UNK, SOS, EOS = 0, 1, 2, 3
+
+
+class Search:
+    """The next token's log-probabilities of a prefix, from the rebuilt model (a log-softmax over
+    the whole vocabulary), and the smallest gap between two candidates the search separated."""
+
+    def __init__(self, net, src):
+        self.net, self.src, self.cache, self.margin = net, src, {}, math.inf
+
+    def log_probs(self, prefix):
+        key = tuple(prefix)
+        if key not in self.cache:
+            rows = self.net.logits(self.src, list(prefix) + [PAD])  # the last row: after the prefix
+            self.cache[key] = torch.log_softmax(rows[-1], 0)
+        return self.cache[key]
+
+    def near(self, a, b):
+        self.margin = min(self.margin, abs(a - b))
+
+
+def max_output(max_decode_len, n_src):
+    """The length limit: max_decode_len when set, else 2 x the source's tokens + 10."""
+    return max_decode_len if max_decode_len > 0 else 2 * n_src + 10
+
+
+def greedy(search, cap):
+    out = []
+    while len(out) < cap:
+        lp = search.log_probs(out).clone()
+        lp[PAD] = lp[SOS] = -math.inf  # never written
+        top = torch.topk(lp, 2).values
+        search.near(top[0].item(), top[1].item())
+        tok = int(torch.argmax(lp))  # the first of the highest
+        if tok == EOS:
+            break
+        out.append(tok)
+    return out
+
+
+def beam(search, K, alpha, cap):
+    """The page's beam search; returns [(norm, score, ids, ended)] best first."""
+    C = min(2 * K, search.net_vocab)
+    live, fin = [(0.0, [])], []  # one live hypothesis to start: score 0, no token yet
+
+    def finish(score, ids, ended):
+        n = len(ids) + (1 if ended else 0)
+        fin.append((score / (n if n > 0 else 1) ** alpha, score, ids, ended))
+
+    for step in range(cap):
+        cand = []
+        for slot, (score, ids) in enumerate(live):
+            lp = search.log_probs(ids)
+            toks = [v for v in range(len(lp)) if v not in (PAD, SOS)]
+            toks.sort(key=lambda v: (-(score + lp[v].item()), v))
+            if len(toks) > C:
+                search.near(score + lp[toks[C - 1]].item(), score + lp[toks[C]].item())
+            cand += [(score + lp[v].item(), slot, v) for v in toks[:C]]
+        cand.sort(key=lambda c: (-c[0], c[1], c[2]))
+        if len(cand) > K:  # the K best: which <eos> end a hypothesis
+            search.near(cand[K - 1][0], cand[K][0])
+        nxt = []
+        for r, (score, slot, v) in enumerate(cand):
+            if len(nxt) == K:
+                search.near(cand[r - 1][0], score)  # the last kept and the first left out
+                break
+            if v == EOS:
+                if r < K:  # an <eos> among the K best candidates ends its hypothesis
+                    finish(score, live[slot][1], True)
+                continue
+            nxt.append((score, live[slot][1] + [v]))
+        live = nxt
+        if len(fin) >= K or not live:
+            break
+        if step + 1 >= cap:  # at the limit the live hypotheses end unfinished
+            for score, ids in live:
+                finish(score, ids, False)
+            break
+    fin.sort(key=lambda h: (-h[0], len(h[2])))
+    for a, b in zip(fin, fin[1:]):
+        search.near(a[0], b[0])
+    return fin
+
+
+def text_of(ids, vocab, task):
+    toks = [vocab[i] for i in ids]
+    return "".join(toks) if task == "reverse" else " ".join(toks)
+
+
+ALPHAS = (1.0, 0.6, 1.5)  # the beams' length normalisations, in turn
+
+
+def check_decoding(model, net, cfg, trg_vocab, srcs, beams, tol, tmp):
+    """Greedy and beam outputs by the page's rules against ./translate's, for the sources' ids
+    srcs; returns (differences, near ties set aside)."""
+    task, mdl = cfg["task"]["type"], cfg.get("train", {}).get("max_decode_len", 0)
+    net_vocab = len(trg_vocab)
+    src_file = os.path.join(tmp, "src.txt")
+    tr = os.path.join(BIN, "translate")
+    bad = ties = 0
+    greedy_out = run([tr, model, "--input", src_file]).split("\n")
+    for i, src in enumerate(srcs):
+        if src is None:  # an empty line: no output to compare
+            continue
+        search = Search(net, torch.tensor(src))
+        search.net_vocab = net_vocab
+        mine = text_of(greedy(search, max_output(mdl, len(src))), trg_vocab, task)
+        if mine != greedy_out[i]:
+            if search.margin <= tol:
+                ties += 1
+            else:
+                bad += 1
+                print(f"numerics-check: {model}: line {i} greedy: the page gives {mine!r}, ./translate {greedy_out[i]!r}")
+    for n, K in enumerate(beams):
+        alpha = ALPHAS[n % len(ALPHAS)]
+        out = run([tr, model, "--input", src_file, "--beam", str(K), "--alpha", str(alpha), "--n-best", str(K)])
+        theirs = {}
+        for l in out.splitlines():
+            i, txt, lp, sc = [x.strip() for x in l.split("|||")]
+            theirs.setdefault(int(i), []).append((float(sc), float(lp.split("=")[1]), txt))
+        for i, src in enumerate(srcs):
+            if src is None:
+                continue
+            search = Search(net, torch.tensor(src))
+            search.net_vocab = net_vocab
+            hyps = beam(search, K, alpha, max_output(mdl, len(src)))[:K]
+            mine = [(h[0], h[1], text_of(h[2], trg_vocab, task)) for h in hyps]
+            got = theirs.get(i, [])
+            same = len(mine) == len(got) and all(
+                a[2] == b[2] and abs(a[0] - b[0]) <= tol * max(1.0, abs(b[0])) and abs(a[1] - b[1]) <= tol * max(1.0, abs(b[1]))
+                for a, b in zip(mine, got))
+            if not same:
+                if search.margin <= tol:
+                    ties += 1
+                else:
+                    bad += 1
+                    print(f"numerics-check: {model}: line {i} beam {K} alpha {alpha}: the page gives {mine}, ./translate {got}")
+    return bad, ties
+
+
 def run(args):
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
@@ -213,7 +362,7 @@ def run(args):
     return r.stdout
 
 
-def check(model, src_file, n, tmp):
+def check(model, src_file, n, beams, tol, tmp):
     st = os.path.join(tmp, "m.safetensors")
     run([os.path.join(BIN, "export"), model, "--out", st])
     P, meta = read_safetensors(st)
@@ -231,13 +380,21 @@ def check(model, src_file, n, tmp):
     out = os.path.join(tmp, "logits.json")
     run([tr, model, "--input", src, "--score", os.path.join(tmp, "hyp.txt"), "--logits", out])
     worst = 0.0
+    srcs = [None] * len(lines)
     with torch.no_grad():
         for line in open(out):
             j = json.loads(line)
+            srcs[j["line"]] = j["src"]
             ref = torch.tensor(j["logits"], dtype=F)
             got = net.logits(torch.tensor(j["src"]), j["trg"])
             worst = max(worst, (got - ref).abs().max().item() / max(1.0, ref.abs().max().item()))
-    return worst
+    cfg = json.loads(meta["s2s.config"])
+    trg_vocab = json.loads(meta["s2s.trg_vocab"])
+    if cfg["task"].get("subword", "none") != "none":
+        return worst, None  # a subword model's text is its pieces decoded: the ids are compared through the logits only
+    with torch.no_grad():
+        dec = check_decoding(model, net, cfg, trg_vocab, srcs, beams, tol, tmp)
+    return worst, dec
 
 
 def main():
@@ -246,15 +403,19 @@ def main():
     ap.add_argument("--src", required=True)
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--beams", default="2,3,5", help="beam sizes to check (comma-separated)")
     a = ap.parse_args()
+    beams = [int(k) for k in a.beams.split(",") if k]
     bad = 0
     for model in a.models:
         with tempfile.TemporaryDirectory() as tmp:
-            worst = check(model, a.src, a.n, tmp)
-        ok = worst <= a.tol
+            worst, dec = check(model, a.src, a.n, beams, a.tol, tmp)
+        ok = worst <= a.tol and (dec is None or dec[0] == 0)
         bad += not ok
-        print(f"numerics-check: {model}: largest logit difference {worst:.2e} (relative to the row's largest) "
-              f"{'ok' if ok else 'OVER ' + str(a.tol)}")
+        said = "decoding: not checked (subwords)" if dec is None else \
+            f"greedy and beams {a.beams}: {dec[0]} differences, {dec[1]} near ties set aside"
+        print(f"numerics-check: {model}: largest logit difference {worst:.2e} (relative to the row's largest); {said} "
+              f"{'ok' if ok else 'FAILED (tolerance ' + str(a.tol) + ')'}")
     sys.exit(1 if bad else 0)
 
 

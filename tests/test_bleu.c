@@ -62,7 +62,7 @@ ParameterizedTest(int *i, bleu, matches_multi_bleu) {
     bleu_free(&b);
 }
 
-Test(bleu, program_reads_files_like_multi_bleu) {
+Test(bleu_cli, program_reads_files_like_multi_bleu) {
     const BleuCase *c = &CASES[N_CASES - 1];
     char *dir = tu_tmpdir();
     char ref[64], hyp[64], out[64], cmd[512];
@@ -131,7 +131,7 @@ Test(bleu, million_token_line, .timeout = 120) {
     free(r);
 }
 
-Test(bleu, program_refuses_what_it_cannot_score) {
+Test(bleu_cli, program_refuses_what_it_cannot_score) {
     char *d = tu_tmpdir();
     cr_expect_eq(tu_sh("printf '' > %s/empty && %s/bleu %s/empty %s/empty 2> %s/err", d, tu_bin(), d, d, d), 1);
     char p[512];
@@ -162,7 +162,7 @@ Test(bleu, program_refuses_what_it_cannot_score) {
 
 /* --normalize: raw hypotheses lowercased and tokenised as the Multi30k files before
  * multi-bleu, so a raw-text system scores on the word path's line. */
-Test(bleu, normalize_makes_raw_hypotheses_comparable) {
+Test(bleu_cli, normalize_makes_raw_hypotheses_comparable) {
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("printf \"A man's dog, running.\\n\" > %s/h && printf 'a man &apos;s dog , running .\\n' > %s/r && "
                        "%s/bleu --normalize en %s/r %s/h > %s/out",

@@ -217,7 +217,7 @@ Test(corpus, streamed_batches_are_the_in_memory_ones) {
 
 /* task.test_prefix "": no test split, none read (the files need not exist); the run ends with
  * model.bin, saying it is untested. */
-Test(corpus, the_test_split_is_optional) {
+Test(corpus_cli, the_test_split_is_optional) {
     char *d = tu_tmpdir();
     write_lines(d, "train.de", "ein hund läuft .\nein mann läuft .\nzwei hunde .\n");
     write_lines(d, "train.en", "a dog runs .\na man runs .\ntwo dogs .\n");

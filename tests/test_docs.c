@@ -199,12 +199,12 @@ static void generated(const char *cmd) {
     free(d);
 }
 Test(docs, the_results_pages_are_the_results_file) { generated("python3 scripts/results.py page --check"); }
-Test(docs, the_programs_page_is_their_help) {
+Test(docs_cli, the_programs_page_is_their_help) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "python3 scripts/programs-doc.py %s --check", tu_bin());
     generated(cmd);
 }
-Test(docs, the_tensor_tables_are_what_export_writes, .timeout = 300) {
+Test(docs_cli, the_tensor_tables_are_what_export_writes, .timeout = 300) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "python3 scripts/model-files.py %s --check", tu_bin());
     generated(cmd);
@@ -213,7 +213,7 @@ Test(docs, the_tensor_tables_are_what_export_writes, .timeout = 300) {
 /* results.py record: a finished run becomes a line of the results file (its config, seed,
  * machine, build, test metrics), and the results page then shows it; a run without its test
  * line is refused. */
-Test(docs, a_recorded_run_reaches_the_results_page, .timeout = 120) {
+Test(docs_cli, a_recorded_run_reaches_the_results_page, .timeout = 120) {
     char *d = tu_tmpdir(), cwd[PATH_MAX], cfg[PATH_MAX + 32];
     cr_assert(getcwd(cwd, sizeof cwd) != NULL);
     snprintf(cfg, sizeof cfg, "%s/configs/reverse.json", cwd);
@@ -236,7 +236,7 @@ Test(docs, a_recorded_run_reaches_the_results_page, .timeout = 120) {
 /* results.py record --model: a translation run's averaged checkpoints are the model recorded,
  * greedy and beam decoded from that file (the log's test line is the best checkpoint's); a
  * path outside the run is refused. */
-Test(docs, a_recorded_run_names_its_averaged_model, .timeout = 240) {
+Test(docs_cli, a_recorded_run_names_its_averaged_model, .timeout = 240) {
     char *d = tu_word_corpus_dir(1500, 60, false); /* enough to learn: scores that tell two models apart */
     cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/", d), 0);
     FILE *f = fopen(tu_path(d, "c.json"), "w");
@@ -286,7 +286,7 @@ Test(docs, a_recorded_run_names_its_averaged_model, .timeout = 240) {
 }
 
 /* The generators' checks can fail: a page changed by hand is caught. */
-Test(docs, a_stale_generated_page_is_caught) {
+Test(docs_cli, a_stale_generated_page_is_caught) {
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/ && mkdir -p %s/docs && "
                        "echo '| stale |' >> %s/docs/results.md", d, d, d), 0);

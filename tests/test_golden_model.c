@@ -37,18 +37,8 @@ static int list_cases(const char *dir, char names[][256], int cap) {
 }
 
 /* Runs one case; returns false when the file is not a model case. */
-static bool run_case(const char *dir, const char *file) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    cJSON *j = tu_json_load(path);
-    cr_assert(j != NULL, "%s: not readable JSON", path);
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "config");
-    if (!c) {
-        cJSON_Delete(j);
-        return false;
-    }
-    cr_log_info("golden model case %s", file);
-    ConfigModel mc;
+/* The model a golden case's config describes, initialised (its weights are loaded next). */
+static void case_model(Seq2Seq *m, const cJSON *c, const char *file) {
     Config full;
     config_defaults(&full);
     const char *choices[3] = {"cell", "attention", "combine"};
@@ -57,7 +47,7 @@ static bool run_case(const char *dir, const char *file) {
         snprintf(set, sizeof set, "model.%s=%s", choices[k], get(c, choices[k])->valuestring);
         tu_config_set(&full, set);
     }
-    mc = full.model;
+    ConfigModel mc = full.model;
     mc.bidirectional = cJSON_IsTrue(get(c, "bidirectional"));
     const cJSON *jl = cJSON_GetObjectItemCaseSensitive(c, "layers");
     mc.layers = jl ? jl->valueint : 1;
@@ -68,15 +58,16 @@ static bool run_case(const char *dir, const char *file) {
     const cJSON *jh = cJSON_GetObjectItemCaseSensitive(c, "heads");
     if (jh) mc.heads = jh->valueint;
     mc.dropout = 0.0f;
-    Seq2Seq m;
     S2sError err;
-    cr_assert_eq(model_init(&m, &mc, geti(c, "src_vocab"), geti(c, "trg_vocab"), &err), S2S_OK, "%s: %s", file, err.msg);
+    cr_assert_eq(model_init(m, &mc, geti(c, "src_vocab"), geti(c, "trg_vocab"), &err), S2S_OK, "%s: %s", file, err.msg);
+}
 
-    /* parameters by name: the same set on both sides */
+/* Parameters by name: the same set on both sides. */
+static void case_params(Seq2Seq *m, const cJSON *j, const char *file) {
     const cJSON *params = get(j, "params"), *p;
     int n_loaded = 0;
     cJSON_ArrayForEach(p, params) {
-        Param *mine = params_find(&m.params, p->string);
+        Param *mine = params_find(&m->params, p->string);
         cr_assert(mine != NULL, "%s: we have no parameter \"%s\"", file, p->string);
         double *buf = malloc(mine->t->size * sizeof *buf);
         long got = tu_json_flatten(p, buf, mine->t->size);
@@ -85,14 +76,15 @@ static bool run_case(const char *dir, const char *file) {
         free(buf);
         n_loaded++;
     }
-    cr_assert_eq(n_loaded, m.params.count, "%s: golden has %d parameters, the model %d", file, n_loaded, m.params.count);
+    cr_assert_eq(n_loaded, m->params.count, "%s: golden has %d parameters, the model %d", file, n_loaded, m->params.count);
+}
 
-    /* the batch: src [B][S], trg [B][T] → time-major */
+/* The batch: src [B][S], trg [B][T] → time-major. */
+static void case_batch(Dataset *d, Batch *batch, const cJSON *j, const cJSON *c) {
     const cJSON *js = get(j, "src"), *jt = get(j, "trg");
     int B = cJSON_GetArraySize(js), S = cJSON_GetArraySize(cJSON_GetArrayItem(js, 0));
     int T = cJSON_GetArraySize(cJSON_GetArrayItem(jt, 0));
-    Dataset d;
-    dataset_init(&d);
+    dataset_init(d);
     for (int b = 0; b < B; b++) {
         int32_t src[64], trg[64];
         int ns = 0, nt = 0;
@@ -105,27 +97,22 @@ static bool run_case(const char *dir, const char *file) {
             if (v != TOK_PAD) trg[nt++] = v;
         }
         cr_assert_eq(ns, cJSON_GetArrayItem(get(c, "src_len"), b)->valueint);
-        dataset_add(&d, src, ns, trg, nt);
+        dataset_add(d, src, ns, trg, nt);
     }
     int idx[64];
     for (int b = 0; b < B; b++) idx[b] = b;
-    Batch batch;
-    batch_init(&batch);
-    batch_fill(&batch, &d, idx, B);
-    cr_assert(batch.S == S && batch.T == T);
+    batch_init(batch);
+    batch_fill(batch, d, idx, B);
+    cr_assert(batch->S == S && batch->T == T);
+}
 
-    Tape t;
-    tape_init(&t, 1 << 20);
-    ModelOutput o = model_forward_all(&t, &m, &batch);
+/* The loss, logits and attention of the whole-sequence forward (o) against the golden's; the
+ * training path (o2: the output layer at real targets only) gives the same loss. */
+static void case_outputs(const Seq2Seq *m, const Batch *batch, ModelOutput o, ModelOutput o2, const cJSON *j, const char *file) {
     double loss = get(j, "loss")->valuedouble;
     cr_expect(fabs(o.loss->data[0] - loss) <= RTOL_VALUE * fabs(loss), "%s: loss %.9g, expected %.9g", file,
               o.loss->data[0], loss);
-
-    int T1 = T - 1, V = m.trg_vocab;
-    /* the training path (output layer at real targets only) gives the same loss */
-    Tape t2;
-    tape_init(&t2, 1 << 20);
-    ModelOutput o2 = model_forward(&t2, &m, &batch, NULL, NULL);
+    int B = batch->B, T1 = batch->T - 1, V = m->trg_vocab;
     cr_expect(fabs(o2.loss->data[0] - o.loss->data[0]) <= 1e-6 * fabs(loss), "%s: loss without pad positions %.9g", file,
               o2.loss->data[0]);
     cr_expect_eq(tensor_rows(o2.logits), o2.n_tokens);
@@ -138,7 +125,6 @@ static bool run_case(const char *dir, const char *file) {
     expect_close("logits", mine, e, (size_t)B * T1 * V, RTOL_VALUE);
     free(mine);
     free(e);
-
     const cJSON *ja = cJSON_GetObjectItemCaseSensitive(j, "attention");
     if (ja) {
         cr_assert(o.attention != NULL, "%s: golden has attention weights, the model none", file);
@@ -147,17 +133,16 @@ static bool run_case(const char *dir, const char *file) {
         expect_close("attention", o.attention->data, e, o.attention->size, RTOL_VALUE);
         free(e);
     }
+}
 
-    /* gradients through the training path (no output layer at pads): the goldens' */
-    params_zero_grad(&m.params);
-    tape_backward(&t2, o2.loss);
-    tape_free(&t2);
+/* The gradients the model holds against the golden's, every parameter's. */
+static void case_grads(Seq2Seq *m, const cJSON *j, const char *file) {
     const cJSON *grads = get(j, "grads"), *g;
     int n_grads = 0;
     cJSON_ArrayForEach(g, grads) {
-        Param *q = params_find(&m.params, g->string);
+        Param *q = params_find(&m->params, g->string);
         cr_assert(q != NULL, "%s: no parameter %s", file, g->string);
-        e = malloc(q->t->size * sizeof *e);
+        double *e = malloc(q->t->size * sizeof *e);
         cr_assert_eq(tu_json_flatten(g, e, q->t->size), (long)q->t->size);
         char what[128];
         snprintf(what, sizeof what, "%s: grad %s", file, g->string);
@@ -165,14 +150,16 @@ static bool run_case(const char *dir, const char *file) {
         free(e);
         n_grads++;
     }
-    cr_expect_eq(n_grads, m.params.count, "%s: every parameter's gradient is compared", file);
+    cr_expect_eq(n_grads, m->params.count, "%s: every parameter's gradient is compared", file);
+}
 
-    /* The trainer's step frees dead values and gradients during backward (free_values), with
-     * dropout on and with the chunked loss too, whose gradients it writes in forward
-     * (loss_grads_early): the same gradients, bit for bit. */
-    size_t P = m.params.total;
+/* The trainer's step frees dead values and gradients during backward (free_values), with
+ * dropout on and with the chunked loss too, whose gradients it writes in forward
+ * (loss_grads_early): the same gradients, bit for bit. */
+static void case_freeing_keeps_gradients(Seq2Seq *m, const Batch *batch, const char *file) {
+    size_t P = m->params.total;
     float *gr[3] = {malloc(P * sizeof(float)), malloc(P * sizeof(float)), malloc(P * sizeof(float))};
-    m.cfg.dropout = 0.3f;
+    m->cfg.dropout = 0.3f;
     for (int chunk = 0; chunk <= 3; chunk += 3) {
         for (int v = 0; v < 3; v++) {
             Tape t3;
@@ -183,10 +170,10 @@ static bool run_case(const char *dir, const char *file) {
             ModelLoss chunked = {0, chunk};
             Rng drop;
             rng_init(&drop, 7, RNG_STREAM_DROPOUT);
-            params_zero_grad(&m.params);
-            ModelOutput o3 = model_forward(&t3, &m, &batch, &drop, &chunked);
+            params_zero_grad(&m->params);
+            ModelOutput o3 = model_forward(&t3, m, batch, &drop, &chunked);
             tape_backward(&t3, o3.loss);
-            memcpy(gr[v], m.params.grad, P * sizeof(float));
+            memcpy(gr[v], m->params.grad, P * sizeof(float));
             tape_free(&t3);
         }
         cr_expect(memcmp(gr[0], gr[1], P * sizeof(float)) == 0, "%s: freeing dead values (loss chunk %d) changed a gradient", file, chunk);
@@ -196,6 +183,37 @@ static bool run_case(const char *dir, const char *file) {
     free(gr[2]);
     free(gr[0]);
     free(gr[1]);
+}
+
+static bool run_case(const char *dir, const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    cJSON *j = tu_json_load(path);
+    cr_assert(j != NULL, "%s: not readable JSON", path);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "config");
+    if (!c) {
+        cJSON_Delete(j);
+        return false;
+    }
+    cr_log_info("golden model case %s", file);
+    Seq2Seq m;
+    case_model(&m, c, file);
+    case_params(&m, j, file);
+    Dataset d;
+    Batch batch;
+    case_batch(&d, &batch, j, c);
+    Tape t, t2;
+    tape_init(&t, 1 << 20);
+    ModelOutput o = model_forward_all(&t, &m, &batch);
+    tape_init(&t2, 1 << 20);
+    ModelOutput o2 = model_forward(&t2, &m, &batch, NULL, NULL);
+    case_outputs(&m, &batch, o, o2, j, file);
+    /* gradients through the training path (no output layer at pads): the goldens' */
+    params_zero_grad(&m.params);
+    tape_backward(&t2, o2.loss);
+    tape_free(&t2);
+    case_grads(&m, j, file);
+    case_freeing_keeps_gradients(&m, &batch, file);
     tape_free(&t);
     batch_free(&batch);
     dataset_free(&d);

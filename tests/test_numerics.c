@@ -1,7 +1,9 @@
 /* test_numerics.c — docs/numerics.md is the models written down: scripts/numerics-check.py
  * rebuilds each architecture in PyTorch from the page's formulas alone (no code shared with
  * the goldens' references) and its logits must equal ./translate --logits on models of every
- * kind trained here. Where Debian's python3-torch is missing the test says so and skips. */
+ * kind trained here; decoding by the page's rules (greedy, beam search's candidates, finishing,
+ * stopping, length limit and normalisation) must give ./translate's n-best lists. Where
+ * Debian's python3-torch is missing the test says so and skips. */
 #include "test_util.h"
 
 #include <criterion/criterion.h>

@@ -50,7 +50,7 @@ static char *first_line(const char *path) {
     return s;
 }
 
-Test(sacrebleu, equals_sacrebleu_on_hand_made_cases) {
+Test(sacrebleu_cli, equals_sacrebleu_on_hand_made_cases) {
     cJSON *j = load_cases();
     char *d = tu_tmpdir();
     const cJSON *c;
@@ -88,7 +88,7 @@ Test(sacrebleu, equals_sacrebleu_on_hand_made_cases) {
     cJSON_Delete(j);
 }
 
-Test(sacrebleu, equals_sacrebleu_on_multi30k, .timeout = 60) {
+Test(sacrebleu_cli, equals_sacrebleu_on_multi30k, .timeout = 60) {
     const char *dir = tu_multi30k_dir("raw/test_2016_flickr.en.gz");
     if (!dir) cr_skip_test("Multi30k not found (set MULTI30K_DIR)");
     cJSON *j = load_cases();
@@ -190,7 +190,7 @@ Test(sacrebleu, paired_bootstrap) {
 }
 
 /* ./bleu --paired-bootstrap: the test's line; its options refused where they cannot apply. */
-Test(sacrebleu, paired_bootstrap_program) {
+Test(sacrebleu_cli, paired_bootstrap_program) {
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("cd %s && printf 'a dog runs over the street\\na man sits on a red bench\\n' > ref && "
                        "printf 'a dog runs over the street\\na man sits on a bench\\n' > hyp && "

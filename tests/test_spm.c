@@ -15,7 +15,7 @@
 
 #define SPM_DIR "tests/golden-extra/spm"
 
-Test(spm, committed_models_segment_as_spm_encode) {
+Test(spm_cli, committed_models_segment_as_spm_encode) {
     const char *models[] = {"uni_id_bytes", "bpe_id"};
     for (int m = 0; m < 2; m++) {
         char *d = tu_tmpdir();
@@ -42,7 +42,7 @@ Test(spm, committed_models_segment_as_spm_encode) {
 
 static bool have_spm(void) { return tu_sh("command -v spm_train > /dev/null && command -v spm_encode > /dev/null") == 0; }
 
-Test(spm, trained_models_segment_as_spm_encode, .timeout = 240) {
+Test(spm_cli, trained_models_segment_as_spm_encode, .timeout = 240) {
     if (!have_spm()) cr_skip_test("Debian's sentencepiece is not installed (make deps installs it)");
     char *d = tu_tmpdir();
     const char *m30k = tu_multi30k_dir("raw/test_2016_flickr.de.gz");

@@ -90,6 +90,11 @@ char *tu_slurp(const char *path, size_t *len) {
 }
 
 const char *tu_bin(void) {
+    /* make test-fast runs unit suites only: a test that runs a program belongs elsewhere */
+    const char *units = getenv("S2S_TEST_UNITS_ONLY");
+    if (units && *units == '1')
+        cr_assert_fail("make test-fast runs unit suites only, and this test runs a program of the build: give it a suite "
+                       "outside the Makefile's FAST_SUITES");
     static char abs[PATH_MAX]; /* absolute, so that commands may cd elsewhere first */
     const char *b = getenv("S2S_BIN_DIR");
     if (!abs[0] && !realpath(b && *b ? b : ".", abs)) snprintf(abs, sizeof abs, "%s", b && *b ? b : ".");
