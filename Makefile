@@ -208,18 +208,18 @@ test-golden: $(TEST_BIN)
 # first, as make test installs its packages); bench/results.jsonl.
 bench: all $(BUILD)/bench/dist_bench $(BUILD)/bench/peak
 	@bash scripts/deps.sh --with-bench
-	bash scripts/bench.sh
+	bash bench/bench.sh
 
 # Corpora of 29k, 1M and 10M pairs grown from Multi30k, prepared once and trained on: preparation
-# time, training peak RSS, time to the first step, tokens/s (scripts/bench-data.py); appends to
+# time, training peak RSS, time to the first step, tokens/s (bench/bench-data.py); appends to
 # bench/results.jsonl
 bench-data: all
-	python3 scripts/bench-data.py $(BUILD)/bin
+	python3 bench/bench-data.py $(BUILD)/bin
 
 # ./serve under load: 1 and 64 kept-alive connections against the reversal and Multi30k
 # models (BENCH_SERVE_SECONDS each, default 30); appends to bench/results.jsonl
 bench-serve: all $(BUILD)/bench/serve_load
-	bash scripts/bench-serve.sh
+	bash bench/bench-serve.sh
 
 # libFuzzer (clang): each target for FUZZ_SECONDS, its corpus in tests/fuzz/corpus/<target>
 # (new inputs are kept there; they replay in make test). Crashes land in build/fuzz/.

@@ -23,7 +23,7 @@ Short variants, so that a page runs in seconds; each is printed as it is applied
   Multi30k                the sandbox's data/multi30k has the whole training set and the first
                           50 pairs of the validation and test sets (evaluating a model is most of
                           a short run's time); scripts/get-multi30k.sh checks the tree's own data
-The sandbox holds links to the programs, configs/, scripts/, tests/, data/ and the prepared
+The sandbox holds links to the programs, configs/, scripts/, bench/, tests/, data/ and the prepared
 data (runs/.cache), and nothing else: a page makes what it uses. Exit 77 when Multi30k is
 missing and cannot be fetched (the caller skips)."""
 import gzip
@@ -53,7 +53,7 @@ def is_command(line):
     while "=" in w and not w.startswith(("./", "/")) and len(words) > 1:  # VAR=value prefixes
         words = words[1:]
         w = words[0]
-    return w.startswith(("./", "scripts/", "/usr/bin/")) or w in BUILTINS or shutil.which(w) is not None
+    return w.startswith(("./", "scripts/", "bench/", "/usr/bin/")) or w in BUILTINS or shutil.which(w) is not None
 
 
 def strip_comment(line):
@@ -162,7 +162,7 @@ def sandbox(bindir):
     box = tempfile.mkdtemp(prefix="s2s-doctest-")
     for p in os.listdir(bindir):
         os.symlink(os.path.join(bindir, p), os.path.join(box, p))
-    for d in ("configs", "scripts", "tests"):
+    for d in ("configs", "scripts", "bench", "tests"):
         os.symlink(os.path.join(ROOT, d), os.path.join(box, d))
     data = os.path.join(box, "data")
     os.makedirs(data)

@@ -65,7 +65,7 @@ Test(cli, speed_refuses_a_warmup_past_the_batches, .timeout = 60) {
     free(d);
 }
 
-/* --decode-modes and --repeat, and scripts/ab-speed.sh, which alternates two builds' runs
+/* --decode-modes and --repeat, and bench/ab-speed.sh, which alternates two builds' runs
  * (a test of its own: under ASan on a slow machine the speed test above took its minute). */
 Test(cli, speed_decode_modes_repeat_and_ab_script, .timeout = 60) {
     char *d = tu_tmpdir();
@@ -94,8 +94,8 @@ Test(cli, speed_decode_modes_repeat_and_ab_script, .timeout = 60) {
     cr_expect(e && strstr(e, "--decode-modes: 'beams' is not one of greedy, greedy_full, beam"), "%s", e);
     free(e);
     cr_expect_eq(tu_sh("%s/speed --config reverse --no-train --repeat 0 2> /dev/null", tu_bin()), 2);
-    /* scripts/ab-speed.sh: two builds (here one, twice) alternated, a median per measurement */
-    cr_expect_eq(tu_sh("scripts/ab-speed.sh --rounds 2 %s/speed %s/speed --config reverse --set train_size=100 --set test_size=100 "
+    /* bench/ab-speed.sh: two builds (here one, twice) alternated, a median per measurement */
+    cr_expect_eq(tu_sh("bench/ab-speed.sh --rounds 2 %s/speed %s/speed --config reverse --set train_size=100 --set test_size=100 "
                        "--no-train --decode-modes greedy_full --repeat 2 > %s/out 2> %s/err",
                        tu_bin(), tu_bin(), d, d),
                  0);
@@ -105,7 +105,7 @@ Test(cli, speed_decode_modes_repeat_and_ab_script, .timeout = 60) {
                   strstr(e, "B/A "),
               "%s", e);
     free(e);
-    cr_expect_eq(tu_sh("scripts/ab-speed.sh %s/speed 2> /dev/null", tu_bin()), 2, "one build is no comparison");
+    cr_expect_eq(tu_sh("bench/ab-speed.sh %s/speed 2> /dev/null", tu_bin()), 2, "one build is no comparison");
     tu_rm_rf(d);
     free(d);
 }
@@ -167,7 +167,7 @@ Test(cli, bench_peak_prints_a_rate_per_format) {
     free(d);
 }
 
-/* make bench's summary line (scripts/bench-summary.awk) is JSON with the ratios of the lines
+/* make bench's summary line (bench/bench-summary.awk) is JSON with the ratios of the lines
  * it was given; on a CPU without bf16 (no bf16 line, ours or PyTorch's, and no bf16 peak) its
  * bf16 figures and ratios are null, not missing values that leave the line unreadable. The
  * step's GEMM rates are also given as shares of bench/peak's figures. */
@@ -203,7 +203,7 @@ Test(cli, bench_summary_is_json_with_or_without_bf16) {
         "\"bf16_gflops_isa\":\"avx512_bf16\",\"int8_gops\":800.0,\"int8_gops_isa\":\"avx512_vnni\",\"check\":0}\n"};
     for (int with = 0; with < 2; with++) {
         tu_write(tu_path(d, "lines"), "%s%s%s", peak[with], fp32, with ? bf16 : "");
-        cr_assert_eq(tu_sh("awk -f scripts/bench-summary.awk -v commit=abc -v cpu='AMD EPYC' -v family=25 -v cmodel=1 "
+        cr_assert_eq(tu_sh("awk -f bench/bench-summary.awk -v commit=abc -v cpu='AMD EPYC' -v family=25 -v cmodel=1 "
                            "-v isa=avx2 -v cores=2 %s > %s",
                            tu_path(d, "lines"), tu_path(d, "line.json")),
                      0);

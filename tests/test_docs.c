@@ -173,10 +173,10 @@ Test(docs, every_tutorial_and_guide_is_run) {
     cr_expect_gt(n, 8, "only %d pages found", n);
 }
 
-/* The corpus page's table is the one bench/results.jsonl makes (scripts/bench-data.py --table). */
+/* The corpus page's table is the one bench/results.jsonl makes (bench/bench-data.py --table). */
 Test(docs, the_corpus_table_is_the_benchmarks) {
     char *d = tu_tmpdir();
-    cr_assert_eq(tu_sh("python3 scripts/bench-data.py --table > %s/table.md", d), 0);
+    cr_assert_eq(tu_sh("python3 bench/bench-data.py --table > %s/table.md", d), 0);
     char *table = tu_slurp(tu_path(d, "table.md"), NULL), *page = tu_slurp("docs/tutorials/corpus.md", NULL);
     cr_assert(table && page && strlen(table) > 100, "no table made");
     cr_expect(strstr(page, table) != NULL, "docs/tutorials/corpus.md does not show the table of bench/results.jsonl:\n%s", table);
@@ -198,7 +198,7 @@ static void generated(const char *cmd) {
     tu_rm_rf(d);
     free(d);
 }
-Test(docs, the_results_pages_are_the_results_file) { generated("python3 scripts/results.py page --check"); }
+Test(docs, the_results_pages_are_the_results_file) { generated("python3 bench/results.py page --check"); }
 Test(docs_cli, the_programs_page_is_their_help) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "python3 scripts/programs-doc.py %s --check", tu_bin());
@@ -219,13 +219,13 @@ Test(docs_cli, a_recorded_run_reaches_the_results_page, .timeout = 120) {
     snprintf(cfg, sizeof cfg, "%s/configs/reverse.json", cwd);
     cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/ && cd %s && %s/train --config %s --set train_size=200 "
                        "--set epochs=1 --out run > /dev/null 2>&1", d, d, tu_bin(), cfg), 0);
-    cr_assert_eq(tu_sh("cd %s && python3 scripts/results.py record run --system reverse-probe --bin %s > rec.txt", d, tu_bin()), 0);
+    cr_assert_eq(tu_sh("cd %s && python3 bench/results.py record run --system reverse-probe --bin %s > rec.txt", d, tu_bin()), 0);
     char *rec = tu_slurp(tu_path(d, "rec.txt"), NULL);
     cr_assert(rec != NULL);
     cr_expect(strstr(rec, "\"system\": \"reverse-probe\"") && strstr(rec, "\"exact_match\"") && strstr(rec, "\"cpu\""), "%s", rec);
-    cr_expect_eq(tu_sh("cd %s && python3 scripts/results.py page && grep -q 'reverse-probe' docs/results.md", d), 0);
+    cr_expect_eq(tu_sh("cd %s && python3 bench/results.py page && grep -q 'reverse-probe' docs/results.md", d), 0);
     cr_expect_eq(tu_sh("cd %s && %s/train --config %s --set train_size=200 --out paused --pause-at 2 > /dev/null 2>&1 && "
-                       "! python3 scripts/results.py record paused --system p --bin %s 2> err.txt && grep -q 'no test line' err.txt",
+                       "! python3 bench/results.py record paused --system p --bin %s 2> err.txt && grep -q 'no test line' err.txt",
                        d, tu_bin(), cfg, tu_bin()),
                  0, "a paused run was recorded");
     free(rec);
@@ -250,7 +250,7 @@ Test(docs_cli, a_recorded_run_names_its_averaged_model, .timeout = 240) {
     fclose(f);
     const char *b = tu_bin();
     cr_assert_eq(tu_sh("cd %s && %s/train --config c.json --out run > train.txt 2>&1 && %s/average --last 2 run --out run/avg.bin "
-                       "> /dev/null && python3 scripts/results.py record run --system avg-probe --model avg.bin --beam 2 "
+                       "> /dev/null && python3 bench/results.py record run --system avg-probe --model avg.bin --beam 2 "
                        "--alpha 1 --bin %s > rec.txt",
                        d, b, b, b),
                  0, "%s", tu_slurp(tu_path(d, "train.txt"), NULL));
@@ -273,7 +273,7 @@ Test(docs_cli, a_recorded_run_names_its_averaged_model, .timeout = 240) {
     cr_expect_float_eq(strtod(rg + strlen(pg), NULL), gs, 1e-9, "greedy: the line says %s, ./bleu %g", rg, gs);
     cr_expect_float_eq(strtod(rk + strlen(pk), NULL), ks, 1e-9, "beam: the line says %s, ./bleu %g", rk, ks);
     cr_expect(!strstr(rec, "tf_token_accuracy"), "the best checkpoint's figure was recorded for the average: %s", rec);
-    cr_expect_eq(tu_sh("cd %s && ! python3 scripts/results.py record run --system p --model ../run/avg.bin --bin %s 2> err.txt && "
+    cr_expect_eq(tu_sh("cd %s && ! python3 bench/results.py record run --system p --model ../run/avg.bin --bin %s 2> err.txt && "
                        "grep -q 'not a path' err.txt",
                        d, b),
                  0, "a model outside the run was recorded");
@@ -290,7 +290,7 @@ Test(docs_cli, a_stale_generated_page_is_caught) {
     char *d = tu_tmpdir();
     cr_assert_eq(tu_sh("cp -r docs README.md bench scripts %s/ && mkdir -p %s/docs && "
                        "echo '| stale |' >> %s/docs/results.md", d, d, d), 0);
-    cr_expect_neq(tu_sh("cd %s && python3 scripts/results.py page --check > /dev/null 2>&1", d), 0,
+    cr_expect_neq(tu_sh("cd %s && python3 bench/results.py page --check > /dev/null 2>&1", d), 0,
                   "results.py --check passed a page changed by hand");
     cr_assert_eq(tu_sh("echo stale >> %s/docs/reference/programs.md", d), 0);
     cr_expect_neq(tu_sh("cd %s && python3 scripts/programs-doc.py %s --check > /dev/null 2>&1", d, tu_bin()), 0,

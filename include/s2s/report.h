@@ -8,16 +8,21 @@
  * scored against the runs' references and tested against every run of each variant.
  *
  * A RunResult owns the lines of its outputs and references; a Comparison owns copies of
- * what it reports. Nothing here starts processes: ./compare does (src/cli/compare.c). */
+ * what it reports. The trainings of a comparison are processes of the train program, started
+ * and waited for by compare_run_jobs (compare_jobs.c), the only place the library starts any. */
 #ifndef S2S_REPORT_H
 #define S2S_REPORT_H
 
 #include "s2s/common.h"
 #include "s2s/config.h"
 
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define COMPARE_MAX_VARIANTS 16
+#define COMPARE_MAX_VARY 4      /* keys varied at once */
 #define COMPARE_MAX_POINTS 64  /* runs per variant drawn as points */
 #define COMPARE_MAX_EPOCHS 200 /* epochs of the validation curves */
 #define COMPARE_NAME 96         /* a variant's name, with its terminating NUL */
@@ -130,5 +135,37 @@ typedef struct CompareInput {
  * fixed systems: these are tested against every run, so then there is no table. Returns the
  * number of problems told to errs (0: every input is in the table). */
 int compare_tabulate(const CompareInput *in, int n, const char *outputs, const char *outdir, FILE *out, FILE *errs);
+
+/* One training of a comparison: a variant's seed in its own folder. */
+typedef struct CompareJob {
+    char dir[PATH_MAX];
+    char variant[COMPARE_NAME];
+    char sets[COMPARE_MAX_VARY][300]; /* the variant's --set arguments */
+    int n_sets;
+    long seed;
+    const char *config_path; /* the config file it trains (borrowed) */
+    int threads;
+    bool set_threads; /* threads given by compare (the config sets none) */
+    Config want;      /* the run's config as this comparison asks for it */
+    pid_t pid;        /* while running */
+    char mpi_tmp[PATH_MAX]; /* with ranks: the job's own TMPDIR for mpirun, "" otherwise */
+} CompareJob;
+
+/* How the jobs run: the train program's path, --set arguments for every job, how many at
+ * once, MPI ranks each (1: no mpirun), the caller's stop flag (the number of the signal it
+ * caught, 0 until then; its handler must not restart wait()), and where progress and problems
+ * are told. */
+typedef struct CompareRunner {
+    const char *train;
+    const char *const *sets;
+    int n_sets, jobs, ranks;
+    const volatile sig_atomic_t *stop;
+    FILE *out, *errs;
+} CompareRunner;
+
+/* Runs job[0..n): each unless its folder is in use, holds another config's run, or holds a
+ * finished one (then counted as done); resumed where a checkpoint is. Once *stop is set no job
+ * starts and the running ones get the signal. Returns how many failed (a stopped one did not). */
+int compare_run_jobs(const CompareRunner *r, CompareJob *job, int n_jobs);
 
 #endif

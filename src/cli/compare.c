@@ -4,30 +4,24 @@
  * interrupted ones, then tabulates: mean, variance, range, paired bootstrap tests;
  * summary.{md,csv,json,png}. A signal stops the trainings too (they save and can resume).
  *   exit 0 · 1 a run failed, or IO · 2 usage · 128 + signal interrupted (resumable) */
-#define _DEFAULT_SOURCE /* realpath, mkdtemp */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _DEFAULT_SOURCE /* realpath */
 #include "s2s/args.h"
 #include "s2s/report.h"
 #include "s2s/config.h"
 #include "s2s/file.h"
 #include "s2s/model.h"
-#include "s2s/rundir.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_SEEDS 256
-#define MAX_VARY 4
+#define MAX_VARY COMPARE_MAX_VARY
 #define MAX_CONFIGS 8
 #define MAX_AGAINST 4
 
@@ -59,166 +53,12 @@ static void usage(FILE *f) {
             MAX_VARY, COMPARE_MAX_VARIANTS, MAX_CONFIGS, MAX_AGAINST);
 }
 
-typedef struct Job {
-    char dir[PATH_MAX];
-    char variant[COMPARE_NAME];
-    char sets[MAX_VARY][300]; /* the variant's --set arguments */
-    int n_sets;
-    long seed;
-    const char *config_path; /* the config file it trains */
-    int threads;
-    bool set_threads; /* threads given by compare (the config sets none) */
-    Config want;   /* the run's config as this comparison asks for it */
-    pid_t pid;     /* while running */
-    char mpi_tmp[PATH_MAX]; /* under --ranks: the job's own TMPDIR (mpi_tmp_make), "" otherwise */
-} Job;
-
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
 
 static int usage_error(const char *msg) {
     fprintf(stderr, "compare: %s\n", msg);
     return 2;
-}
-
-/* What a finished child was: "finished", "interrupted (exit 130)", "FAILED (exit 1)", or
- * "CRASHED (signal 11: Segmentation fault)". A stop signal (SIGINT, SIGTERM, SIGHUP) is an
- * interruption even where it killed the child (before its handler was set, at start-up). */
-static bool describe_exit(int st, char *buf, size_t n) {
-    if (WIFSIGNALED(st)) {
-        int sig = WTERMSIG(st);
-        bool stop = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
-        snprintf(buf, n, "%s (signal %d: %s)", stop ? "interrupted" : "CRASHED", sig, strsignal(sig));
-        return false;
-    }
-    int code = WEXITSTATUS(st);
-    if (code == 0) snprintf(buf, n, "finished");
-    else if (code == 128 + SIGINT || code == 128 + SIGTERM || code == 128 + SIGHUP) snprintf(buf, n, "interrupted (exit %d)", code);
-    else snprintf(buf, n, "FAILED (exit %d)", code);
-    return code == 0;
-}
-
-/* A job's folder holds either nothing, or a run of exactly the config asked for, up to the
- * keys that change no number (threads: a rerun with another --jobs may split the cores
- * otherwise; logging, kept files, how ranks sum). */
-static bool folder_matches(const Job *j, char *why, size_t n) {
-    char p[PATH_MAX + 16];
-    rundir_path(p, sizeof p, j->dir, RUN_CONFIG);
-    if (!file_exists(p)) return true;
-    Config have;
-    config_defaults(&have);
-    S2sError err;
-    if (config_load_run(&have, p, &err)) {
-        snprintf(why, n, "%s", err.msg);
-        return false;
-    }
-    int k = config_first_difference(&have, &j->want);
-    while (k >= 0 && !config_key_changes_numbers(k)) { /* take the wanted value; look further */
-        config_key_copy(&have, &j->want, k);
-        k = config_first_difference(&have, &j->want);
-    }
-    if (k < 0) return true;
-    char a[300], b[300];
-    config_key_value(&have, k, a, sizeof a);
-    config_key_value(&j->want, k, b, sizeof b);
-    snprintf(why, n, "holds a run of another config (%s is %s there, %s here); remove it or give another --out",
-             config_key_info(k).path, a, b);
-    return false;
-}
-
-/* Open MPI 4 keeps each mpirun's files under one folder per user ($TMPDIR/ompi.<host>.<uid>)
- * and removes it when it empties: an mpirun ending while another starts can take the folder
- * from under the other, which then fails in orte_init ("orte_session_dir failed", Open MPI
- * issues 7049 and 8510). Each job's mpirun gets a TMPDIR of its own (Open MPI 5 takes its
- * session folder from TMPDIR too); the trainings write nothing there. */
-static bool mpi_tmp_make(Job *j) {
-    const char *base = getenv("TMPDIR");
-    if (!base || !*base) base = "/tmp";
-    snprintf(j->mpi_tmp, sizeof j->mpi_tmp, "%.*s/s2s-mpi.XXXXXX", (int)(sizeof j->mpi_tmp - 32), base);
-    if (mkdtemp(j->mpi_tmp)) return true;
-    fprintf(stderr, "compare: %s seed %ld: cannot make a folder for mpirun in %s: %s\n", j->variant, j->seed, base,
-            strerror(errno));
-    j->mpi_tmp[0] = '\0';
-    return false;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* What mpirun left there (nothing, unless it was killed), then the folder. */
-static void mpi_tmp_remove(Job *j) {
-    if (!j->mpi_tmp[0]) return;
-    nftw(j->mpi_tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    j->mpi_tmp[0] = '\0';
-}
-
-/* Starts train for job j; returns its pid or −1. The child dies with this process: a
- * SIGKILLed compare takes its trainings with it (they get SIGTERM, save, and can resume). */
-static pid_t start(const Job *j, const char *train, const char *const *sets, int n_sets, bool resume, int ranks) {
-    char **args = s2s_xcalloc((size_t)(2 * n_sets + 20), sizeof *args);
-    char a_thr[32], a_seed[32], a_np[16];
-    int k = 0;
-    if (ranks > 1) { /* the training as ranks of one MPI job: mpirun -np N train … */
-        snprintf(a_np, sizeof a_np, "%d", ranks);
-        args[k++] = "mpirun";
-        args[k++] = "-np";
-        args[k++] = a_np;
-    }
-    args[k++] = (char *)train;
-    if (resume) {
-        args[k++] = "--resume";
-        args[k++] = (char *)j->dir;
-    } else {
-        snprintf(a_thr, sizeof a_thr, "threads=%d", j->threads);
-        snprintf(a_seed, sizeof a_seed, "%ld", j->seed);
-        args[k++] = "--config";
-        args[k++] = (char *)j->config_path;
-        for (int i = 0; i < n_sets; i++) {
-            args[k++] = "--set";
-            args[k++] = (char *)sets[i];
-        }
-        for (int i = 0; i < j->n_sets; i++) {
-            args[k++] = "--set";
-            args[k++] = (char *)j->sets[i];
-        }
-        if (j->set_threads) {
-            args[k++] = "--set";
-            args[k++] = a_thr;
-        }
-        args[k++] = "--seed";
-        args[k++] = a_seed;
-        args[k++] = "--out";
-        args[k++] = (char *)j->dir;
-        args[k++] = "--overwrite"; /* the folder matched (folder_matches) but never saved a checkpoint */
-    }
-    args[k] = NULL;
-    char log[PATH_MAX + 16];
-    rundir_path(log, sizeof log, j->dir, "train.out");
-    fflush(stdout);
-    pid_t parent = getpid(), pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent) _exit(128 + SIGTERM); /* the parent died before prctl */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        if (j->mpi_tmp[0]) setenv("TMPDIR", j->mpi_tmp, 1);
-        if (ranks > 1) execvp(args[0], args);
-        else execv(train, args);
-        fprintf(stderr, "compare: cannot run %s: %s\n", args[0], strerror(errno));
-        _exit(127);
-    }
-    free(args);
-    return pid;
 }
 
 /* The command line. */
@@ -442,7 +282,7 @@ static int read_seeds(const Opts *o, Grid *g) {
 }
 
 /* Variant a of the grid: its --set arguments, its folder's name and its config (c2). */
-static int make_variant(const Opts *o, const Grid *g, int a, bool attention_only, Job *proto, Config *c2) {
+static int make_variant(const Opts *o, const Grid *g, int a, bool attention_only, CompareJob *proto, Config *c2) {
     S2sError err;
     int nv_config = g->nv / o->n_configs; /* variants of each config: its --vary grid */
     size_t len = 0;
@@ -475,13 +315,13 @@ static int make_variant(const Opts *o, const Grid *g, int a, bool attention_only
 /* Every (variant, seed) pair as a job, in order; threads: the user's (config or --set), else
  * the cores shared between the jobs. */
 static int make_jobs(const Opts *o, const Config *cfgs, char (*paths)[PATH_MAX], const Grid *g, const char *outdir,
-                     Job *job, int *n_jobs) {
+                     CompareJob *job, int *n_jobs) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int shared_threads = (int)(cores / (o->jobs * o->ranks) > 0 ? cores / (o->jobs * o->ranks) : 1);
     bool attention_only =
         o->n_configs == 1 && g->nk == 1 && !strcmp(config_key_info(g->key_index[0]).path, "model.attention");
     for (int a = 0; a < g->nv; a++) {
-        Job proto;
+        CompareJob proto;
         memset(&proto, 0, sizeof proto);
         int ci = a / (g->nv / o->n_configs);
         Config c2 = cfgs[ci];
@@ -491,7 +331,7 @@ static int make_jobs(const Opts *o, const Config *cfgs, char (*paths)[PATH_MAX],
         int rc = make_variant(o, g, a, attention_only, &proto, &c2);
         if (rc >= 0) return rc;
         for (int s = 0; s < g->ns; s++) {
-            Job *j = &job[(*n_jobs)++];
+            CompareJob *j = &job[(*n_jobs)++];
             *j = proto;
             snprintf(j->dir, sizeof j->dir, "%s/%s-seed%ld", outdir, proto.variant, g->seed[s]);
             j->seed = g->seed[s];
@@ -503,91 +343,20 @@ static int make_jobs(const Opts *o, const Config *cfgs, char (*paths)[PATH_MAX],
     return -1;
 }
 
-/* Starts job j unless it is in use, another run's folder or finished; false when it failed. */
-static bool launch(const Opts *o, Job *j, const char *train, bool *started) {
-    S2sError err;
-    char why[700];
-    long pid;
-    *started = false;
-    if (file_lock_held(j->dir, &pid)) {
-        fprintf(stderr, "compare: %s seed %ld: %s is in use by another process (pid %ld); not started\n", j->variant,
-                j->seed, j->dir, pid);
-        return false;
-    }
-    if (!folder_matches(j, why, sizeof why)) {
-        fprintf(stderr, "compare: %s seed %ld: %s %s\n", j->variant, j->seed, j->dir, why);
-        return false;
-    }
-    if (compare_run_finished(j->dir)) {
-        printf("compare: %s seed %ld: finished earlier (%s)\n", j->variant, j->seed, j->dir);
-        return true;
-    }
-    char last[PATH_MAX + 16];
-    rundir_path(last, sizeof last, j->dir, RUN_LAST);
-    bool resume = file_exists(last);
-    if (file_mkdirs(j->dir, &err)) {
-        fprintf(stderr, "compare: %s\n", err.msg);
-        return false;
-    }
-    if (o->ranks > 1 && !mpi_tmp_make(j)) return false;
-    j->pid = start(j, train, o->sets, o->n_sets, resume, o->ranks);
-    if (j->pid < 0) {
-        fprintf(stderr, "compare: fork: %s\n", strerror(errno));
-        mpi_tmp_remove(j);
-        return false;
-    }
-    *started = true;
-    if (o->ranks > 1)
-        printf("compare: %s seed %ld: %s (%d ranks, %d threads each) → %s\n", j->variant, j->seed,
-               resume ? "resumed" : "started", o->ranks, j->threads, j->dir);
-    else
-        printf("compare: %s seed %ld: %s (%d threads) → %s\n", j->variant, j->seed, resume ? "resumed" : "started",
-               j->threads, j->dir);
-    return true;
-}
-
-/* Runs the jobs, --jobs at a time, the train program beside this one; a signal is passed on
- * to them. Returns how many failed. */
-static int run_jobs(const Opts *o, Job *job, int n_jobs, const char *argv0) {
+/* Runs the jobs through the library (compare_run_jobs), the train program beside this one; a
+ * stop signal is caught here and passed on to the trainings there. Returns how many failed. */
+static int run_jobs(const Opts *o, CompareJob *job, int n_jobs, const char *argv0) {
     char train[PATH_MAX];
     const char *slash = strrchr(argv0, '/');
     snprintf(train, sizeof train, "%.*strain", slash ? (int)(slash - argv0 + 1) : 2, slash ? argv0 : "./");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = on_signal; /* no SA_RESTART: wait() returns to look at the flag */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    int running = 0, next = 0, failed = 0, forwarded = 0;
-    for (;;) {
-        while (!g_stop && running < o->jobs && next < n_jobs) {
-            bool started;
-            if (!launch(o, &job[next++], train, &started)) failed++;
-            running += started;
-        }
-        if (g_stop && forwarded != g_stop) { /* the trainings stop too: they save and can resume */
-            forwarded = g_stop;
-            for (int i = 0; i < n_jobs; i++)
-                if (job[i].pid > 0) kill(job[i].pid, forwarded);
-        }
-        if (!running) break;
-        int st;
-        pid_t pid = wait(&st);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        for (int i = 0; i < n_jobs; i++)
-            if (job[i].pid == pid) {
-                char what[128];
-                job[i].pid = 0;
-                mpi_tmp_remove(&job[i]);
-                running--;
-                if (!describe_exit(st, what, sizeof what) && !(g_stop && strstr(what, "interrupted"))) failed++;
-                printf("compare: %s seed %ld: %s (log %s/train.out)\n", job[i].variant, job[i].seed, what, job[i].dir);
-            }
-    }
-    return failed;
+    CompareRunner r = {train, o->sets, o->n_sets, o->jobs, o->ranks, &g_stop, stdout, stderr};
+    return compare_run_jobs(&r, job, n_jobs);
 }
 
 /* "NAME=REST": NAME into label (a table cell: not empty, no "|"); returns REST, or NULL. */
@@ -646,7 +415,7 @@ static int compare_grid(Opts *o, const char *argv0) {
     char(*paths)[PATH_MAX] = s2s_xcalloc(MAX_CONFIGS, sizeof *paths);
     char outdir[PATH_MAX - 160]; /* room for /<variant>-seed<N> */
     Grid *g = s2s_xcalloc(1, sizeof *g);
-    Job *job = NULL;
+    CompareJob *job = NULL;
     int n_jobs = 0, rc = load_configs(o, cfgs, paths, outdir, sizeof outdir);
     if (rc < 0) rc = split_grid(o, g);
     if (rc < 0) rc = check_grid(o, cfgs, g);

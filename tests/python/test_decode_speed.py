@@ -1,4 +1,4 @@
-"""scripts/decode-speed.py on the tiny model: one line a measurement with the build and the run,
+"""bench/decode-speed.py on the tiny model: one line a measurement with the build and the run,
 the systems' parameters from the package, the first system's ratio 1; and the results page's
 table made from those lines."""
 
@@ -10,7 +10,7 @@ import sys
 from conftest import BIN, json_lines, program, write_lines
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-SCRIPT = os.path.join(ROOT, "scripts", "decode-speed.py")
+SCRIPT = os.path.join(ROOT, "bench", "decode-speed.py")
 
 
 def test_every_cell_is_a_line(tiny_run, tmp_path):
@@ -41,7 +41,7 @@ def test_every_cell_is_a_line(tiny_run, tmp_path):
         assert abs(printed[(x["system"], x["mode"], x["precision"])] - x["sent_per_s"]) <= 0.051
 
     # the benchmarks page shows the latest run's lines
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
     import results
     older = dict(lines[0], run="2000-01-01T00:00:00", sent_per_s=123456.0)
     page = results.benchmarks_page([older] + lines, str(tmp_path / "b.svg"))

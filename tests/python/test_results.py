@@ -1,4 +1,4 @@
-"""scripts/results.py compare: a ./compare summary's paired tests become lines of the results
+"""bench/results.py compare: a ./compare summary's paired tests become lines of the results
 file, exactly as the summary has them, and the results page shows the latest command's; a pair
 the summary lacks, or a file that is no summary, is refused."""
 
@@ -14,7 +14,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def results(repo, *args):
-    return subprocess.run([sys.executable, str(repo / "scripts" / "results.py"), *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, str(repo / "bench" / "results.py"), *args], capture_output=True, text=True)
 
 
 def test_compare_lines_are_the_summary_s(tiny_run, tmp_path):
@@ -72,7 +72,7 @@ def test_compare_lines_are_the_summary_s(tiny_run, tmp_path):
 
 
 def test_students_by_size_reads_its_lines():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
     import results
     dist, plain = "multi30k-student-6x1-ens4", "multi30k-student-6x1-nodistill"
     q = lambda system, seed, bleu: {"bench": "quality", "system": system, "seed": seed, "beam": {"sacrebleu": bleu}}
@@ -101,7 +101,7 @@ def test_students_by_size_reads_its_lines():
 
 
 def test_seed_test_is_the_exact_permutation_p():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
     import results
     # three seeds a side, every one of a above every one of b: of the 20 splits, this one and its mirror
     assert results.seed_test([3.0, 4.0, 5.0], [0.0, 1.0, 2.0]) == (3.0, 0.1)
@@ -114,7 +114,7 @@ def test_seed_test_is_the_exact_permutation_p():
 
 
 def test_how_names_every_machine_with_its_seeds():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
     import results
     run = lambda seed, cpu, fam, model: {"seed": seed, "precision": "bf16", "threads": 2, "quiet": False, "cpu": cpu,
                                           "cpu_family": fam, "cpu_model": model}

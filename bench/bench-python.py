@@ -3,7 +3,7 @@
 libs2s.so) and with ./translate, in turn, ROUNDS times each; prints one JSON line with the
 median seconds of each, their ratio, and whether the outputs were identical.
 
-  /usr/bin/python3 scripts/bench-python.py MODEL INPUT [--rounds 3] [--beam 1] [--threads 0] [--bin .]
+  /usr/bin/python3 bench/bench-python.py MODEL INPUT [--rounds 3] [--beam 1] [--threads 0] [--bin .]
 
 ./translate's time is its whole process (loading the model, reading, decoding, writing);
 Python's is loading the model and translating the list in a process that has imported s2s

@@ -3,9 +3,9 @@
 # turn ROUNDS times with the same arguments (swapping which goes first every round), then
 # prints, per build and measurement (event, precision, mode), the median of every figure
 # (tok_per_s or sent_per_s) with its count and range, and B's median over A's.
-#   scripts/ab-speed.sh [--rounds 3] SPEED_A SPEED_B [speed arguments...]
+#   bench/ab-speed.sh [--rounds 3] SPEED_A SPEED_B [speed arguments...]
 # For example, decoding only, each run four times:
-#   scripts/ab-speed.sh /tmp/old/speed ./speed --model runs/multi30k/model.bin --no-train \
+#   bench/ab-speed.sh /tmp/old/speed ./speed --model runs/multi30k/model.bin --no-train \
 #       --decode-modes greedy_full --repeat 4 --set precision=bf16
 set -euo pipefail
 rounds=3

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The measurements pages, made from bench/results.jsonl, and the results it holds.
 
-  python3 scripts/results.py page [--check]
+  python3 bench/results.py page [--check]
       writes docs/results.md (the quality of the models: "quality" lines), docs/benchmarks.md
       and docs/benchmarks.svg (speed: the lines make bench, make bench-data and make
       bench-serve append), and the results table of README.md (between its results:begin
       and results:end markers); --check exits 1, naming the file, when one is not what the
       lines give (make test runs it so).
-  python3 scripts/results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--model FILE] [--bin DIR] [--busy]
+  python3 bench/results.py record RUN [RUN...] --system NAME [--beam K --alpha A] [--model FILE] [--bin DIR] [--busy]
       appends one "quality" line per run: its config, seed, precision, threads, training time
       and test metrics (its log's test line: greedy decoding), the machine and the build; with
       --beam it also decodes the run's test set with ./translate --beam K --alpha A (choose A on
@@ -15,7 +15,7 @@
       final model instead of RUN/model.bin (say, its checkpoints averaged by ./average), and its
       greedy figures are decoded and scored here, not read from the log. --busy marks a run that
       shared the machine. Several runs: one line each (seeds of one system).
-  python3 scripts/results.py compare DIR --metric M --command CMD [--pairs A:B,...]
+  python3 bench/results.py compare DIR --metric M --command CMD [--pairs A:B,...]
       appends one "quality-compare" line per paired test of DIR/summary.json (./compare's
       --out DIR; only the pairs named, in that order, with --pairs): the difference, its
       interval and p, the metric M it compares (say, beam.sacrebleu) and the command CMD that
@@ -274,7 +274,7 @@ def seed_test(a, b):
 
 
 def latest_decode_speed(lines):
-    """The lines of the latest scripts/decode-speed.py run."""
+    """The lines of the latest bench/decode-speed.py run."""
     dec = [r for r in lines if r.get("bench") == "decode_speed" and r.get("run")]
     last = max((r["run"] for r in dec), default=None)
     return [r for r in dec if r["run"] == last]
@@ -329,8 +329,8 @@ def results_page(lines):
 
 What the models score, and how long they train. Every figure is a `"quality"` line of
 [`bench/results.jsonl`](../bench/results.jsonl), with the build that trained it, the machine,
-its threads and whether the machine was quiet; `python3 scripts/results.py page` makes this page
-from them (the tests check it is up to date) and `python3 scripts/results.py record RUN
+its threads and whether the machine was quiet; `python3 bench/results.py page` makes this page
+from them (the tests check it is up to date) and `python3 bench/results.py record RUN
 --system NAME --beam 5 --alpha A` adds a run (`results.py compare DIR --metric M --command CMD`
 the paired tests of a `./compare --out DIR`). Speed is on [benchmarks](benchmarks.md).
 
@@ -521,7 +521,7 @@ Speed, measured by `make bench` against PyTorch on the same machine in the same 
 [speed](speed.md)), by `make bench-data` (corpora of 29,000 to 10 million pairs) and by `make
 bench-serve` (the server under load). Every figure is a line of
 [`bench/results.jsonl`](../bench/results.jsonl); this page is made from it by `python3
-scripts/results.py page`. Tables are per machine: a virtual machine may name its CPU only
+bench/results.py page`. Tables are per machine: a virtual machine may name its CPU only
 "AMD EPYC", so the family, model and widest matrix instructions are given where the line
 recorded them.
 
@@ -567,7 +567,7 @@ had one. The latest run of each machine (the lines keep which build each run mea
         o.append("## Two MPI ranks against one process\n")
         o.append("The same global batches as one process of 2 threads and as `mpirun -np 2` ranks of 1 thread, and the\n"
                  "gradient sum alone (the homework model's 70 MB gradient) over shared memory and TCP loopback; the\n"
-                 "latest run of each machine ([MPI](how-to/mpi.md); `scripts/scaling-model.py` predicts more machines\n"
+                 "latest run of each machine ([MPI](how-to/mpi.md); `bench/scaling-model.py` predicts more machines\n"
                  "from these figures):\n")
         o.append(table(["machine", "one process tok/s", "2 ranks tok/s", "ratio", "the sum's share of a step",
                         "sum, shared memory ms", "sum, TCP ms"],
@@ -591,7 +591,7 @@ had one. The latest run of each machine (the lines keep which build each run mea
     if rs:
         r0 = rs[0]
         o.append("## Decoding: a student against its teacher\n")
-        o.append("`scripts/decode-speed.py` ([distilling](how-to/distill.md)): each system translates the same "
+        o.append("`bench/decode-speed.py` ([distilling](how-to/distill.md)): each system translates the same "
                  f"{r0['lines']:,}\ntest_2016_flickr sentences with `./translate` ({r0['threads']} threads, the median of "
                  f"{r0['rounds']} rounds, the systems\ntaken in turn each round), its start-up left out; `×` is the rate "
                  f"over the first system's. The latest\nrun: {speed_machine(r0)}, build {r0.get('commit', '?')}.\n")
@@ -651,7 +651,7 @@ def page(check):
     if check:
         if stale:
             sys.stderr.write("results: not what bench/results.jsonl gives: " + ", ".join(stale) +
-                             " (run: python3 scripts/results.py page)\n")
+                             " (run: python3 bench/results.py page)\n")
             sys.exit(1)
         print("results: the pages are bench/results.jsonl's")
 

@@ -1,7 +1,7 @@
-# scripts/bench-summary.awk: make bench's one results.jsonl line from the lines its runs
+# bench/bench-summary.awk: make bench's one results.jsonl line from the lines its runs
 # printed (ours and PyTorch's), with the ratios; a figure the run did not measure (bf16 on a
 # CPU without it) is null. Variables (-v): commit cpu family cmodel isa cores coretype
-# autocore envcore probe torch_blas torch_malloc. scripts/bench.sh runs it; tests/test_cli.c
+# autocore envcore probe torch_blas torch_malloc. bench/bench.sh runs it; tests/test_cli.c
 # feeds it made-up lines.
 function num(s, k,   m) { if (match(s, "\"" k "\": ?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*: ?/, "", m); return m } return "" }
 function has(s, t) { return index(s, t) > 0 }

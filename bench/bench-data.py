@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The data benchmark (make bench-data): synthetic corpora of 29k, 1M and 10M pairs grown from
-Multi30k (scripts/make-corpus.py), each prepared once (./train --prepare) and then trained on
+Multi30k (bench/make-corpus.py), each prepared once (./train --prepare) and then trained on
 for a few steps, a small Transformer with BPE (configs/multi30k-transformer.json). Records for
 each size: the preparation's time and peak RSS, the prepared file's size, the training run's
 peak RSS, its time from start to its first logged step, and its training tokens/s (the median
@@ -105,7 +105,7 @@ def main():
     for n in sizes:
         corpus, cache = ["%s/%s-%d" % (root, k, n) for k in ("corpus", "cache")]
         if not os.path.exists(corpus + "/train.en"):
-            subprocess.run([sys.executable, "scripts/make-corpus.py", str(n), corpus], check=True)
+            subprocess.run([sys.executable, "bench/make-corpus.py", str(n), corpus], check=True)
         subprocess.run(["rm", "-rf", cache], check=True)
         sets = ["--set", "task.data_dir=" + corpus, "--set", "task.cache_dir=" + cache]
         prep_s, prep_mb, _, _, said = run([BIN + "/train", "--config", CONFIG, "--prepare"] + sets)

@@ -3,7 +3,7 @@
 ./translate on the same source lines, greedy and beam, float32 / bf16 / int8, one sentence a
 batch and 64, the systems taken in turn each round so that a machine's drift falls on all.
 
-  scripts/decode-speed.py --src FILE[.gz] [--lines N] [--rounds R] [--threads T] [--beam K]
+  bench/decode-speed.py --src FILE[.gz] [--lines N] [--rounds R] [--threads T] [--beam K]
                           [--modes greedy,beam] [--precisions fp32,bf16,int8] [--batches 1,64]
                           [--record bench/results.jsonl] NAME=MODEL[+MODEL...] ...
 
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-import results  # scripts/results.py: the machine and build, as its quality lines record them
+import results  # bench/results.py: the machine and build, as its quality lines record them
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,7 +144,7 @@ def main():
                                           "cpu": machine["cpu"], "cpu_family": machine.get("cpu_family"),
                                           "cpu_model": machine.get("cpu_model"),
                                           "cpu_isa": isa, "cores": os.cpu_count(), "commit": build, "run": started,
-                                          "source": "scripts/decode-speed.py"}) + "\n")
+                                          "source": "bench/decode-speed.py"}) + "\n")
         if rec:
             rec.close()
 

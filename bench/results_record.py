@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Lines for bench/results.jsonl: a finished run's scores ("quality", results.py record) and a
 ./compare summary's paired tests ("quality-compare", results.py compare), with the machine and
-the build that made them. Used by scripts/results.py (its usage is there) and
-scripts/decode-speed.py. Not part of the product."""
+the build that made them. Used by bench/results.py (its usage is there) and
+bench/decode-speed.py. Not part of the product."""
 import json
 import os
 import re
@@ -87,7 +87,7 @@ def record(args):
             r["greedy"] = {k: v for k, v in decode_scores(bindir, run, model, cfg, 0, 0).items() if k not in ("k", "alpha")}
         if beam and task["type"] != "reverse":
             r["beam"] = decode_scores(bindir, run, model, cfg, beam, alpha)
-        r["source"] = "scripts/results.py record"
+        r["source"] = "bench/results.py record"
         lines.append({k: v for k, v in r.items() if v is not None})
     with open(DATA, "a", encoding="utf-8") as f:
         for r in lines:

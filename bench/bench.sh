@@ -150,7 +150,7 @@ if command -v mpirun > /dev/null && ldd ./speed | grep -q libmpi; then
     done
     mpirun -np 2 ./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set threads=1 --set overlap_sum=on 2>/dev/null \
         | grep '"event":"train"' | sed 's/"event":"train"/"event":"train_mpi2_overlap"/' | tee -a "$out" || true
-    # the gradient sum alone, for the scaling model (scripts/scaling-model.py): the model's
+    # the gradient sum alone, for the scaling model (bench/scaling-model.py): the model's
     # gradient and one float (the latency), over shared memory and over TCP loopback; then a
     # model 10x larger (the same GRU model wider: 175 M parameters), one process, and its sum
     params=$(sed -n 's/.*"event":"train".*"params":\([0-9]*\).*/\1/p' "$out" | head -1)
@@ -202,14 +202,14 @@ if [ ! -f "$pymodel" ]; then
 fi
 zcat data/multi30k/raw/test_2016_flickr.de.gz > "$out.de"
 for beam in 1 5; do
-    /usr/bin/python3 scripts/bench-python.py "$pymodel" "$out.de" --beam "$beam" --rounds 3 | tee -a "$out"
+    /usr/bin/python3 bench/bench-python.py "$pymodel" "$out.de" --beam "$beam" --rounds 3 | tee -a "$out"
 done
 rm -rf "$out.py" "$out.de"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 # one line: ours, torch's, ratios (awk keeps this free of Python)
-line=$(awk -f scripts/bench-summary.awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" -v torch_malloc="${torch_malloc:-}" "$out")
+line=$(awk -f bench/bench-summary.awk -v commit="$commit" -v cpu="$cpu" -v coretype="${OPENBLAS_CORETYPE:-}" -v autocore="$auto_core" -v envcore="$env_core" -v probe="$probe" -v cores="$(nproc)" -v family="${cpu_family:-0}" -v cmodel="${cpu_model:-0}" -v isa="$cpu_isa" -v torch_blas="${torch_blas:-}" -v torch_malloc="${torch_malloc:-}" "$out")
 echo "$line" >> bench/results.jsonl
 echo "bench: $line"
 # data-parallel training over machines, predicted from this run's figures (README: MPI)
-if grep -q '"sum_shm_ms"' <<<"$line" && command -v python3 > /dev/null; then python3 scripts/scaling-model.py - <<<"$line"; fi
+if grep -q '"sum_shm_ms"' <<<"$line" && command -v python3 > /dev/null; then python3 bench/scaling-model.py - <<<"$line"; fi
