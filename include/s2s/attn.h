@@ -34,12 +34,25 @@ typedef struct AttnVariant { /* its name: ATTN_KIND_NAMES[kind] */
     const char *summary;
     bool has_weights;    /* false: no weights to draw (dummy) */
     bool needs_same_dim; /* scores are h · enc_t: decoder hidden must equal encoder output */
+    /* its widths (attn_widths): the context is as wide as the decoder's state (ctx_is_dec) or
+     * as the encoder's outputs; it runs model.heads heads or one; it projects keys (and values)
+     * of keys_kq · kq + keys_dec · decoder width numbers per source position */
+    bool ctx_is_dec, has_heads;
+    int keys_kq, keys_dec;
     void (*init)(Attention *a, ParamStore *ps, const char *prefix);
     /* cache: the variant's projections of enc (NULL: none); step-by-step decoding computes
      * them on the first step only, since the encoder states do not change */
     Tensor *(*forward)(Tape *t, const Attention *a, Tensor *dec, Tensor *enc, const uint8_t *src_mask,
                        AttnWeights *w, AttnCache *cache);
 } AttnVariant;
+
+/* A variant's sizes for a decoder state of dec_dim and encoder outputs of enc_dim. */
+typedef struct AttnWidths {
+    int ctx;   /* the context's width */
+    int heads; /* 1, or model.heads */
+    int keys;  /* numbers projected per source position (0: none) */
+} AttnWidths;
+AttnWidths attn_widths(const AttnVariant *v, int dec_dim, int enc_dim, int kq, int heads);
 
 struct Attention {
     const AttnVariant *v;

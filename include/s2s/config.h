@@ -219,6 +219,8 @@ int config_first_difference(const Config *a, const Config *b);
 /* Key i's value from src into dst. */
 void config_key_copy(Config *dst, const Config *src, int i);
 int config_key_count(void);
+/* The index of the key at a dotted path ("model.attention"), or −1. */
+int config_key_index(const char *path);
 /* Whether key i changes anything under c: a transformer has no recurrent cell, a word
  * vocabulary no BPE merges, SGD no Adam moments. */
 bool config_key_applies(const Config *c, int i);

@@ -4,7 +4,7 @@
  * ensembles, forced).
  *
  * A Seq2Seq owns its ParamStore (weights, gradients, moments) and the layer structs that
- * borrow from it; it borrows nothing. Forward passes allocate on the caller's tape. The RNN:
+ * borrow from it (the family's own in `parts`, private to its file); it borrows nothing. Forward passes allocate on the caller's tape. The RNN:
  * embedding → (dropout) → RNN over the real tokens; bridge: bidirectional →
  * ReLU(fc([h_fwd_last ; h_bwd_first])) per layer (LSTM cell state 0), unidirectional → the
  * encoder's final state; decoder: embedding of trg[0..T-2] → (dropout) → RNN over the whole
@@ -18,20 +18,6 @@
 #include "s2s/data.h"
 #include "s2s/transformer.h"
 
-/* A model family's own layers (model.type): the encoder, the decoder and what joins them. */
-typedef struct RnnParts {     /* rnn */
-    Rnn enc_rnn, dec_rnn;
-    Linear bridge;            /* bidirectional only: (Hd, 2·He) */
-    Attention attn;
-    Linear w_c;               /* luong only: (Hd, D + Hd), no bias */
-} RnnParts;
-
-typedef struct TfParts {      /* transformer: nn.Transformer's stacks, positions added to the
-                               * embeddings (scaled by √d) */
-    Transformer stack;
-    Tensor *src_pos, *trg_pos; /* learned positions (P, d), or NULL (sinusoidal) */
-} TfParts;
-
 struct ModelFamily;
 
 typedef struct Seq2Seq {
@@ -43,10 +29,7 @@ typedef struct Seq2Seq {
     Embedding enc_emb, dec_emb; /* token embeddings, both families */
     Linear out;               /* the output layer both families share: (V, D + Hd) for concat,
                                  (V, Hd) for luong; the transformer's generator (V, d) */
-    union {                   /* the family's own, as m->family says */
-        RnnParts rnn;
-        TfParts tf;
-    };
+    void *parts;              /* owned: the family's own layers, its file's private struct */
 } Seq2Seq;
 
 /* The training loss's settings, passed to the forward (they are the run's, not the model's):
@@ -61,13 +44,25 @@ typedef struct ModelLoss {
  * heads they have (1, or multihead's and the Transformer's heads). */
 bool model_has_attention(const Seq2Seq *m);
 int model_heads(const Seq2Seq *m);
-/* A Transformer's attention everywhere, teacher-forced over a batch's targets (the pictures of
- * a decoded sentence: its output fed back, as decoding computed it): each decoder layer's
- * cross-attention (B·heads, T − 1, S) into cross[0 .. layers) and each encoder layer's
- * self-attention (B·heads, S, S) into self[0 .. layers). */
-void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self);
+/* The attention a family draws layer by layer: how many decoder layers' cross-attention maps
+ * and encoder layers' self-attention maps it has (a Transformer: every layer's; an RNN: none).
+ * MODEL_MAX_LAYER_MAPS at most each. */
+#define MODEL_MAX_LAYER_MAPS 16
+void model_layer_counts(const Seq2Seq *m, int *cross, int *self);
+/* Those maps, teacher-forced over a batch's targets (the pictures of a decoded sentence: its
+ * output fed back, as decoding computed it): each decoder layer's cross-attention (B·heads,
+ * T − 1, S) into cross[0 .. ) and each encoder layer's self-attention (B·heads, S, S) into
+ * self[0 .. ). Only where model_layer_counts gives layers. */
+void model_layer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self);
 /* What the pictures call its attention: the variant's name, or the Transformer's. */
 const char *model_attention_name(const Seq2Seq *m);
+/* What a run of this model is named by in logs and tables: its attention variant (an RNN), or
+ * its family's name (a Transformer). */
+const char *model_label(const ConfigModel *cfg);
+/* How many sentences a batch of decoding takes (greedy; beam search takes fewer), the
+ * family's best: an RNN's steps are small products, faster on more rows; a Transformer's
+ * batches pad less when smaller. */
+int model_decode_batch(const Seq2Seq *m, int beam);
 
 /* Checks the model section (names, sizes, cross-field constraints); messages start with
  * `origin` (the config file). */
@@ -137,13 +132,6 @@ void model_argmax_rows(const Tensor *logits, int rows, int32_t *best);
 /* Step-by-step decoding (greedy, beam): the encoder once, then one decoder step at a time
  * for N = B·K rows (K hypotheses per sentence, rows b·K … b·K + K − 1), both model types.
  * Inference only. */
-typedef struct RnnDecodeState {
-    Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
-    Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
-    AttnCache cache;              /* the attention's projections of enc, made on the first step */
-    Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
-} RnnDecodeState;
-
 typedef struct DecodeState {
     Tensor *enc;                  /* (S, N / group, D): encoder states (the Transformer's memory, read on the
                                    * first step only: its rows are not dropped, its width stays) */
@@ -152,10 +140,7 @@ typedef struct DecodeState {
     int N, S;
     int group; /* rows per sentence that share its encoder states, mask and cache: a beam's K
                 * hypotheses (rows b·K + k, attending as K queries of sentence b), else 1 */
-    union {    /* the family's own state */
-        RnnDecodeState rnn;
-        TfCache tf;               /* transformer: keys and values of every layer */
-    };
+    void *fam; /* the family's own state (its file's private struct), on the tape's arena */
 } DecodeState;
 
 /* max_steps: the most decoder steps that will follow (a transformer keeps every position's

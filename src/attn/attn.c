@@ -174,17 +174,25 @@ static Tensor *multihead_forward(Tape *t, const Attention *a, Tensor *dec, Tenso
     return linear_forward(t, &a->o, ctx);
 }
 
+/* summary, has_weights, needs_same_dim, ctx_is_dec, has_heads, keys_kq, keys_dec, init, forward */
 const AttnVariant ATTN_VARIANTS[ATTN_KIND_COUNT] = {
-    [ATTN_DUMMY] = {"zero context (no attention)", false, false, no_params, dummy_forward},
-    [ATTN_MEANPOOL] = {"mean of the encoder states", true, false, no_params, meanpool_forward},
-    [ATTN_DOT] = {"h . enc_t (needs decoder_hidden = encoder output size)", true, true, no_params, dot_forward},
-    [ATTN_SCALED_DOT] = {"(W_q h) . (W_k enc_t) / sqrt(kq)", true, false, scaled_dot_init, scaled_dot_forward},
-    [ATTN_GENERAL] = {"h^T W enc_t (Luong's bilinear)", true, false, general_init, general_forward},
-    [ATTN_ADDITIVE] = {"v^T tanh(W_q h + W_k enc_t) (Bahdanau), size kq", true, false, additive_init, additive_forward},
+    [ATTN_DUMMY] = {"zero context (no attention)", false, false, false, false, 0, 0, no_params, dummy_forward},
+    [ATTN_MEANPOOL] = {"mean of the encoder states", true, false, false, false, 0, 0, no_params, meanpool_forward},
+    [ATTN_DOT] = {"h . enc_t (needs decoder_hidden = encoder output size)", true, true, false, false, 0, 0, no_params,
+                  dot_forward},
+    [ATTN_SCALED_DOT] = {"(W_q h) . (W_k enc_t) / sqrt(kq)", true, false, false, false, 1, 0, scaled_dot_init,
+                         scaled_dot_forward},
+    [ATTN_GENERAL] = {"h^T W enc_t (Luong's bilinear)", true, false, false, false, 0, 1, general_init, general_forward},
+    [ATTN_ADDITIVE] = {"v^T tanh(W_q h + W_k enc_t) (Bahdanau), size kq", true, false, false, false, 1, 0, additive_init,
+                       additive_forward},
     [ATTN_MULTIHEAD] = {"scaled dot per head over projections of h and enc_t, heads side by side, projected (PyTorch's "
                         "nn.MultiheadAttention)",
-                        true, false, multihead_init, multihead_forward},
+                        true, false, true, true, 0, 2, multihead_init, multihead_forward},
 };
+
+AttnWidths attn_widths(const AttnVariant *v, int dec_dim, int enc_dim, int kq, int heads) {
+    return (AttnWidths){v->ctx_is_dec ? dec_dim : enc_dim, v->has_heads ? heads : 1, v->keys_kq * kq + v->keys_dec * dec_dim};
+}
 
 const AttnVariant *attn_variant(AttnKind k) {
     S2S_ASSERT((int)k >= 0 && (int)k < ATTN_KIND_COUNT);
@@ -198,9 +206,9 @@ void attn_init(Attention *a, const AttnVariant *v, ParamStore *ps, const char *p
     a->dec_dim = dec_dim;
     a->enc_dim = enc_dim;
     a->kq = kq;
-    bool multihead = v == &ATTN_VARIANTS[ATTN_MULTIHEAD];
-    a->heads = multihead ? heads : 1;
-    a->ctx_dim = multihead ? dec_dim : enc_dim;
+    AttnWidths w = attn_widths(v, dec_dim, enc_dim, kq, heads);
+    a->heads = w.heads;
+    a->ctx_dim = w.ctx;
     S2S_ASSERT(!v->needs_same_dim || dec_dim == enc_dim);
     S2S_ASSERT(a->heads >= 1 && dec_dim % a->heads == 0);
     v->init(a, ps, prefix);

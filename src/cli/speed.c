@@ -455,7 +455,7 @@ static int time_training(const Opts *o, Bench *w, const Dist *dist) {
                "\"peak_rss_mb\":%.1f,\"openblas_core\":\"%s\"}\n",
                dist->size, dist->machines, dist->size > 1 && optim_overlap_sum(dist, tc->overlap_sum) ? "true" : "false",
                params_numel(&w->m.params), 1e3 * sum_s / (done > 0 ? done : 1), tc->threads, PRECISION_NAMES[tc->precision], lib,
-               ATTN_KIND_NAMES[w->cfg.model.attention], done, tokens, positions, dt, tokens / dt,
+               model_label(&w->cfg.model), done, tokens, positions, dt, tokens / dt,
                1e3 * dt / (done > 0 ? done : 1), step_gflops, ref, ref16, (double)t->arena.peak / 1048576.0, rss,
                gemm_openblas_core());
         fflush(stdout);

@@ -14,8 +14,8 @@
 /* Attention rows kept for heatmaps stay under this many bytes per decoded batch. */
 #define HEATMAP_BATCH_BYTES ((size_t)256 << 20)
 
-/* A Transformer's attention maps for one decoded sentence: the sentence and its output
- * teacher-forced (as decoding computed them). cross[l] (H, rows, ns) per decoder layer,
+/* A model's layer-by-layer attention maps (model_layer_maps) for one decoded sentence: the
+ * sentence and its output teacher-forced (as decoding computed them). cross[l] (H, rows, ns) per decoder layer,
  * self[l] (H, ns, ns) per encoder layer, on the tape's arena: the caller copies what it keeps
  * and rewinds to *mark. */
 typedef struct LineMaps {
@@ -23,7 +23,7 @@ typedef struct LineMaps {
     Batch b;
     int32_t *trg;
     ArenaMark mark;
-    Tensor *cross[TF_MAX_LAYERS], *self[TF_MAX_LAYERS];
+    Tensor *cross[MODEL_MAX_LAYER_MAPS], *self[MODEL_MAX_LAYER_MAPS];
 } LineMaps;
 
 static void line_maps(const Translator *t, const DecodedAttention *a, int rows, LineMaps *lm) {
@@ -38,7 +38,7 @@ static void line_maps(const Translator *t, const DecodedAttention *a, int rows, 
     int zero = 0;
     batch_fill(&lm->b, &lm->d, &zero, 1);
     lm->mark = arena_mark(&t->tape->arena);
-    model_transformer_maps(t->tape, t->model, &lm->b, lm->cross, lm->self);
+    model_layer_maps(t->tape, t->model, &lm->b, lm->cross, lm->self);
 }
 
 static void line_maps_free(const Translator *t, LineMaps *lm) {
@@ -48,21 +48,23 @@ static void line_maps_free(const Translator *t, LineMaps *lm) {
     free(lm->trg);
 }
 
-/* A Transformer's attention in every layer for one decoded sentence, the heads averaged. */
+/* The attention in every layer for one decoded sentence (a family with layer maps), the heads
+ * averaged. */
 static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, const char *path_cross, const char *path_self,
                              const char *title, S2sError *err) {
-    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns, H = model_heads(t->model), Ls = t->model->tf.stack.dec_layers;
+    int rows = a->nout + (a->ended ? 1 : 0), ns = a->ns, H = model_heads(t->model), Ls, Le;
+    model_layer_counts(t->model, &Ls, &Le);
     if (rows == 0 || ns == 0) return S2S_OK;
     LineMaps lm;
     line_maps(t, a, rows, &lm);
     Tensor **cross = lm.cross, **self = lm.self;
-    float *cm = s2s_xcalloc((size_t)Ls * rows * ns, sizeof *cm), *sm = s2s_xcalloc((size_t)t->model->tf.stack.enc_layers * ns * ns, sizeof *sm);
-    const float *cp[TF_MAX_LAYERS], *sp[TF_MAX_LAYERS];
+    float *cm = s2s_xcalloc((size_t)Ls * rows * ns, sizeof *cm), *sm = s2s_xcalloc((size_t)Le * ns * ns, sizeof *sm);
+    const float *cp[MODEL_MAX_LAYER_MAPS], *sp[MODEL_MAX_LAYER_MAPS];
     for (int l = 0; l < Ls; l++) { /* (H, rows, ns) → the heads' mean, kept past the rewind below */
         cp[l] = cm + (size_t)l * rows * ns;
         memcpy(cm + (size_t)l * rows * ns, attn_heads_mean(t->tape, cross[l], H)->data, (size_t)rows * ns * sizeof *cm);
     }
-    for (int l = 0; l < t->model->tf.stack.enc_layers; l++) {
+    for (int l = 0; l < Le; l++) {
         sp[l] = sm + (size_t)l * ns * ns;
         memcpy(sm + (size_t)l * ns * ns, attn_heads_mean(t->tape, self[l], H)->data, (size_t)ns * ns * sizeof *sm);
     }
@@ -73,7 +75,7 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
             for (int i = 0; i < rows; i++)
                 memcpy(heads + (((size_t)l * rows + i) * H + h) * ns, cross[l]->data + ((size_t)h * rows + i) * ns, (size_t)ns * sizeof *heads);
     line_maps_free(t, &lm);
-    S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls, t->model->tf.stack.enc_layers, cp, sp,
+    S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls, Le, cp, sp,
                                   t->font, err);
     for (int l = 0; l < Ls && !st && H > 1; l++) { /* DIR/NNNN_layerL_heads.png */
         char path[PATH_MAX + 48], ttl[160];
@@ -148,7 +150,9 @@ static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32
         snprintf(title, sizeof title, "line %ld - mean of %d heads", line_no, H);
         st = visuals_heatmap_heads(path, title, t->src, t->trg, &a, H, heads, t->font, &err);
     }
-    if (!st && t->model->cfg.type == MODEL_TRANSFORMER) { /* every layer: DIR/NNNN_layers.png, NNNN_encoder.png */
+    int n_cross, n_self;
+    model_layer_counts(t->model, &n_cross, &n_self);
+    if (!st && n_cross > 0) { /* every layer: DIR/NNNN_layers.png, NNNN_encoder.png */
         char path2[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/%04ld_layers.png", t->heatmap_dir, line_no);
         snprintf(path2, sizeof path2, "%s/%04ld_encoder.png", t->heatmap_dir, line_no);
@@ -171,7 +175,8 @@ static int ensemble(const Translator *t, Seq2Seq **ms, Tape **ts) {
 }
 
 /* Row i's attention and tokens as data (want_attention); heads: (L, H, S) of a multihead RNN
- * decoder, or NULL. A Transformer's layers and heads come from its teacher-forced maps. */
+ * decoder, or NULL. A model with layer maps (a Transformer) gives its layers and heads from
+ * its teacher-forced maps. */
 static LineAttention *line_attention(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L,
                                      const float *attn, const float *heads) {
     LineAttention *a = s2s_xcalloc(1, sizeof *a);
@@ -186,14 +191,15 @@ static LineAttention *line_attention(const Translator *t, const Batch *b, int i,
         a->out[r] = strdup(r < len ? t->trg->tokens[out[r]] : "<eos>");
         memcpy(a->w + (size_t)r * ns, attn + (size_t)r * b->S, (size_t)ns * sizeof *a->w);
     }
-    int H = model_heads(t->model);
-    if (t->model->cfg.type == MODEL_TRANSFORMER && rows > 0 && ns > 0) { /* every decoder layer's heads */
+    int H = model_heads(t->model), n_cross, n_self;
+    model_layer_counts(t->model, &n_cross, &n_self);
+    if (n_cross > 0 && rows > 0 && ns > 0) { /* every decoder layer's heads */
         int32_t *src = s2s_xmalloc((size_t)ns * sizeof *src);
         for (int k = 0; k < ns; k++) src[k] = b->src[(size_t)k * b->B + i];
         DecodedAttention da = {src, ns, out, len, len < L, attn, b->S};
         LineMaps lm;
         line_maps(t, &da, rows, &lm);
-        a->n_layers = t->model->tf.stack.dec_layers;
+        a->n_layers = n_cross;
         a->n_heads = H;
         a->heads = s2s_xmalloc((size_t)a->n_layers * H * rows * ns * sizeof *a->heads);
         for (int l = 0; l < a->n_layers; l++) /* (H, rows, ns) each */
@@ -301,10 +307,9 @@ void translator_run(const Translator *t, const char *const *lines, int n, long f
         free(ids);
     }
     if (d.n) {
-        /* a block is sorted by length, then cut: a Transformer's greedy batches of 32 pad less
-         * than one of 64 (64 lines at a time: 12–19 % faster, 256: the same); an RNN's steps
-         * are small products, faster on more rows */
-        int per_batch = t->beam > 1 || t->model->cfg.type == MODEL_TRANSFORMER ? 32 : 64;
+        /* a block is sorted by length, then cut into the family's batches (model_decode_batch:
+         * a Transformer's greedy batches of 32 pad less than 64, 12–19 % faster) */
+        int per_batch = model_decode_batch(t->model, t->beam);
         if (t->heatmap_dir || t->want_attention) { /* B × L × S attention weights kept (and × heads per head) */
             int H = model_heads(t->model);
             size_t row = (size_t)model_max_output(t->max_len, longest) * longest * sizeof(float) * (H > 1 ? 1 + (size_t)H : 1);

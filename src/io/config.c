@@ -322,6 +322,11 @@ static const Key *key_by_path(const char *path) {
     return NULL;
 }
 
+int config_key_index(const char *path) {
+    const Key *k = key_by_path(path);
+    return k ? (int)(k - KEYS) : -1;
+}
+
 static const char *leaf(const char *path) {
     const char *d = strrchr(path, '.');
     return d ? d + 1 : path;
@@ -652,7 +657,7 @@ bool config_key_applies(const Config *c, int i) {
     S2S_ASSERT(i >= 0 && i < N_KEYS);
     const ConfigTask *t = &c->task;
     const ConfigModel *m = &c->model;
-    bool translate = t->type == TASK_TRANSLATE, rnn = m->type == MODEL_RNN;
+    bool translate = t->type == TASK_TRANSLATE, rnn = m->type == MODEL_RNN, tf = m->type == MODEL_TRANSFORMER;
     switch (KEYS[i].when) {
     case W_ALWAYS: return true;
     case W_REVERSE: return !translate;
@@ -664,9 +669,9 @@ bool config_key_applies(const Config *c, int i) {
     case W_RNN: return rnn;
     case W_RNN_LEARNED: return rnn && m->embedding_type == EMBEDDING_LEARNED;
     case W_KQ: return rnn && (m->attention == ATTN_SCALED_DOT || m->attention == ATTN_ADDITIVE);
-    case W_HEADS: return !rnn || m->attention == ATTN_MULTIHEAD;
-    case W_TF: return !rnn;
-    case W_TF_LEARNED: return !rnn && m->positions == POSITIONS_LEARNED;
+    case W_HEADS: return tf || (rnn && m->attention == ATTN_MULTIHEAD);
+    case W_TF: return tf;
+    case W_TF_LEARNED: return tf && m->positions == POSITIONS_LEARNED;
     case W_ADAM: return c->train.optimizer != OPTIMIZER_SGD;
     case W_TEACHER: return translate && t->teacher[0];
     case W_DISTILL: return translate && config_distills(t);

@@ -8,6 +8,8 @@
 
 void model_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds) {
     memset(ds, 0, sizeof *ds);
+    ds->fam = arena_alloc(&t->arena, m->family->decode_size); /* before the state's mark: it stays */
+    memset(ds->fam, 0, m->family->decode_size);
     m->family->decode_start(t, m, b, K, max_steps, ds);
 }
 

@@ -3,6 +3,7 @@
  * allocated, weights initialised, and the training forward handed to the family. */
 #include "model_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const ModelFamily *model_family(ModelType type) {
@@ -20,6 +21,21 @@ int model_heads(const Seq2Seq *m) { return m->family->heads(m); }
 
 const char *model_attention_name(const Seq2Seq *m) { return m->family->attention_name(m); }
 
+const char *model_label(const ConfigModel *cfg) { return model_family(cfg->type)->label(cfg); }
+
+int model_decode_batch(const Seq2Seq *m, int beam) { return beam > 1 ? 32 : m->family->decode_batch; }
+
+void model_layer_counts(const Seq2Seq *m, int *cross, int *self) {
+    *cross = *self = 0;
+    if (m->family->layer_counts) m->family->layer_counts(m, cross, self);
+    S2S_ASSERT(*cross <= MODEL_MAX_LAYER_MAPS && *self <= MODEL_MAX_LAYER_MAPS);
+}
+
+void model_layer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self) {
+    S2S_ASSERT(m->family->layer_maps);
+    m->family->layer_maps(t, m, b, cross, self);
+}
+
 S2sStatus model_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
     return model_family(c->type)->check_config(c, origin, err);
 }
@@ -36,6 +52,7 @@ static void declare(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, int trg_v
     m->src_vocab = src_vocab;
     m->trg_vocab = trg_vocab;
     params_init(&m->params);
+    m->parts = s2s_xcalloc(1, m->family->parts_size);
     m->family->declare(m);
 }
 
@@ -93,6 +110,7 @@ S2sStatus model_init_limited(Seq2Seq *m, const ConfigModel *cfg, int src_vocab, 
 
 void model_free(Seq2Seq *m) {
     params_free(&m->params);
+    free(m->parts);
     memset(m, 0, sizeof *m);
 }
 

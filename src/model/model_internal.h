@@ -11,6 +11,11 @@
  * new family is a file with its table and a line in model_family(). */
 typedef struct ModelFamily {
     const char *name;
+    /* the sizes of its private structs: a model's layers (m->parts) and a decoding state's
+     * (ds->fam), allocated zeroed by model.c and decode.c */
+    size_t parts_size, decode_size;
+    /* sentences a greedy batch of decoding takes (model_decode_batch) */
+    int decode_batch;
     /* the model section's checks particular to the family; messages start with origin */
     S2sStatus (*check_config)(const ConfigModel *c, const char *origin, S2sError *err);
     /* every parameter declared into m->params (m->cfg and the vocabularies set), the
@@ -35,6 +40,10 @@ typedef struct ModelFamily {
     bool (*has_attention)(const Seq2Seq *m);
     int (*heads)(const Seq2Seq *m);
     const char *(*attention_name)(const Seq2Seq *m);
+    const char *(*label)(const ConfigModel *c);
+    /* the maps drawn layer by layer (model_layer_counts, model_layer_maps); NULL: none */
+    void (*layer_counts)(const Seq2Seq *m, int *cross, int *self);
+    void (*layer_maps)(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self);
 } ModelFamily;
 
 extern const ModelFamily MODEL_FAMILY_RNN, MODEL_FAMILY_TRANSFORMER;

@@ -8,6 +8,25 @@
 
 #include <string.h>
 
+/* The family's own layers (m->parts): the encoder, the decoder and what joins them. */
+typedef struct RnnParts {
+    Rnn enc_rnn, dec_rnn;
+    Linear bridge;            /* bidirectional only: (Hd, 2·He) */
+    Attention attn;
+    Linear w_c;               /* luong only: (Hd, D + Hd), no bias */
+} RnnParts;
+
+/* Its decoding state (ds->fam). */
+typedef struct RnnDecodeState {
+    Tensor *h[RNN_MAX_LAYERS];    /* (N, Hd) */
+    Tensor *c[RNN_MAX_LAYERS];    /* LSTM cells, or NULL */
+    AttnCache cache;              /* the attention's projections of enc, made on the first step */
+    Tensor *keep[2][2][RNN_MAX_LAYERS]; /* [slot][h/c][layer]: the state kept across rewinds */
+} RnnDecodeState;
+
+static RnnParts *parts(const Seq2Seq *m) { return m->parts; }
+static RnnDecodeState *state(const DecodeState *ds) { return ds->fam; }
+
 static S2sStatus rnn_check_config(const ConfigModel *c, const char *origin, S2sError *err) {
     const AttnVariant *v = attn_variant(c->attention);
     int enc_dim = (c->bidirectional ? 2 : 1) * c->encoder_hidden;
@@ -16,18 +35,18 @@ static S2sStatus rnn_check_config(const ConfigModel *c, const char *origin, S2sE
                         "%s: model.attention: \"%s\" scores h . enc_t, so decoder_hidden (%d) must equal the encoder "
                         "output size (%d = %s%d); use scaled_dot or general, or change the sizes",
                         origin, ATTN_KIND_NAMES[c->attention], c->decoder_hidden, enc_dim, c->bidirectional ? "2 x " : "", c->encoder_hidden);
-    if (c->attention == ATTN_MULTIHEAD && c->decoder_hidden % c->heads != 0)
+    AttnWidths w = attn_widths(v, c->decoder_hidden, enc_dim, c->kq, c->heads);
+    if (w.heads > 1 && c->decoder_hidden % w.heads != 0)
         return s2s_fail(err, S2S_ERR_CONFIG,
-                        "%s: model.heads: multihead splits decoder_hidden (%d) into heads of equal width, so heads (%d) "
+                        "%s: model.heads: %s splits decoder_hidden (%d) into heads of equal width, so heads (%d) "
                         "must divide it",
-                        origin, c->decoder_hidden, c->heads);
+                        origin, ATTN_KIND_NAMES[c->attention], c->decoder_hidden, w.heads);
     if (c->tie_embeddings != TIE_NONE) {
         const char *tie = TIE_NAMES[c->tie_embeddings];
         if (c->embedding_type != EMBEDDING_LEARNED)
             return s2s_fail(err, S2S_ERR_CONFIG, "%s: model.tie_embeddings: \"%s\" ties learned embeddings; one-hot ones are "
                             "fixed", origin, tie);
-        int rows = c->combine == COMBINE_LUONG ? c->decoder_hidden
-                                               : c->decoder_hidden + (c->attention == ATTN_MULTIHEAD ? c->decoder_hidden : enc_dim);
+        int rows = c->combine == COMBINE_LUONG ? c->decoder_hidden : c->decoder_hidden + w.ctx;
         if (c->combine != COMBINE_LUONG || c->embedding != c->decoder_hidden)
             return s2s_fail(err, S2S_ERR_CONFIG,
                             "%s: model.tie_embeddings: \"%s\" makes the output layer's weight the embedding, so its rows "
@@ -58,7 +77,7 @@ static CellKind cell_kind(ModelCell c) {
 
 static void rnn_declare(Seq2Seq *m) {
     const ConfigModel *cfg = &m->cfg;
-    RnnParts *r = &m->rnn;
+    RnnParts *r = parts(m);
     int src_vocab = m->src_vocab, trg_vocab = m->trg_vocab;
     CellKind cell = cell_kind(cfg->cell);
     int dirs = cfg->bidirectional ? 2 : 1, Hd = cfg->decoder_hidden;
@@ -109,19 +128,9 @@ static double rnn_step_bytes(const ConfigModel *cfg, int src_vocab, int trg_voca
     double G = cell_kind(cfg->cell) == CELL_GRU ? 3 : 4, dirs = cfg->bidirectional ? 2 : 1, L = cfg->layers;
     double He = cfg->encoder_hidden, Hd = cfg->decoder_hidden, D = dirs * He;
     bool weights = attn_variant(cfg->attention)->has_weights;
-    double K = 0; /* projected keys */
-    switch (cfg->attention) {
-    case ATTN_DUMMY:
-    case ATTN_MEANPOOL:
-    case ATTN_DOT: break;
-    case ATTN_SCALED_DOT:
-    case ATTN_ADDITIVE: K = cfg->kq; break;
-    case ATTN_GENERAL: K = Hd; break;
-    case ATTN_MULTIHEAD: K = 2 * Hd; break; /* keys and values */
-    }
+    AttnWidths w = attn_widths(attn_variant(cfg->attention), (int)Hd, (int)D, cfg->kq, cfg->heads);
     double b = B, s = S, t = T;
-    bool multihead = cfg->attention == ATTN_MULTIHEAD;
-    double C = multihead ? Hd : D, heads = multihead ? cfg->heads : 1; /* the context's size; score maps */
+    double K = w.keys, C = w.ctx, heads = w.heads; /* projected keys; the context's size; score maps */
     double x[8] = {b * (s * Es + t * Et), b * s * dirs * L * G * He, b * s * D * L, b * t * L * G * Hd, b * t * (C + Hd),
                    b * (t - 1) * trg_vocab, weights ? b * t * s * heads : 0, b * (s + t) * K};
     double floats = 0;
@@ -144,13 +153,13 @@ static Encoded encode(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
     Tensor *x = embedding_forward(t, &m->enc_emb, b->src, S * B);
     if (drop) x = op_dropout(t, x, m->cfg.dropout, drop);
     x = tape_reshape3(t, x, S, B, tensor_cols(x));
-    RnnOutput r = rnn_forward(t, &m->rnn.enc_rnn, x, b->src_len, NULL, NULL);
+    RnnOutput r = rnn_forward(t, &parts(m)->enc_rnn, x, b->src_len, NULL, NULL);
     Encoded e;
     memset(&e, 0, sizeof e);
     e.enc = r.out;
     for (int l = 0; l < m->cfg.layers; l++) {
         if (m->cfg.bidirectional) {
-            e.h0[l] = op_relu(t, linear_forward(t, &m->rnn.bridge, op_concat(t, r.h_last[l][0], r.h_last[l][1])));
+            e.h0[l] = op_relu(t, linear_forward(t, &parts(m)->bridge, op_concat(t, r.h_last[l][0], r.h_last[l][1])));
         } else {
             e.h0[l] = r.h_last[l][0];
             e.c0[l] = r.c_last[l][0];
@@ -162,7 +171,7 @@ static Encoded encode(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop) {
 /* the output layer's input (T, B, D + Hd) from context (T, B, D) and decoder states (T, B, Hd) */
 static Tensor *output_features(Tape *t, Seq2Seq *m, Tensor *ctx, Tensor *dec) {
     Tensor *both = op_concat(t, ctx, dec);
-    return is_luong(m) ? op_tanh(t, linear_forward(t, &m->rnn.w_c, both)) : both;
+    return is_luong(m) ? op_tanh(t, linear_forward(t, &parts(m)->w_c, both)) : both;
 }
 
 static ModelOutput rnn_forward_batch(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bool all_positions,
@@ -177,10 +186,10 @@ static ModelOutput rnn_forward_batch(Tape *t, Seq2Seq *m, const Batch *b, Rng *d
     y = tape_reshape3(t, y, T1, B, tensor_cols(y));
     /* every row runs all T-1 steps, as PyTorch's loop does: the steps past a row's <eos>
      * cost the same inside the batched GEMMs and their targets are ignored by the loss */
-    RnnOutput d = rnn_forward(t, &m->rnn.dec_rnn, y, NULL, e.h0, m->cfg.bidirectional ? NULL : e.c0);
+    RnnOutput d = rnn_forward(t, &parts(m)->dec_rnn, y, NULL, e.h0, m->cfg.bidirectional ? NULL : e.c0);
     ModelOutput o;
     memset(&o, 0, sizeof o);
-    Tensor *ctx = attn_forward(t, &m->rnn.attn, d.out, e.enc, b->src_mask, &o.attention, NULL);
+    Tensor *ctx = attn_forward(t, &parts(m)->attn, d.out, e.enc, b->src_mask, &o.attention, NULL);
     if (all_positions) {
         o.logits = tape_reshape2(t, linear_forward(t, &m->out, output_features(t, m, ctx, d.out)), T1 * B, V);
         o.targets = b->trg + B;
@@ -192,7 +201,7 @@ static ModelOutput rnn_forward_batch(Tape *t, Seq2Seq *m, const Batch *b, Rng *d
     o.rows = model_target_rows(t, b, &o.n_tokens);
     Tensor *both = op_concat_rows(t, tape_reshape2(t, ctx, T1 * B, tensor_cols(ctx)),
                                   tape_reshape2(t, d.out, T1 * B, tensor_cols(d.out)), o.rows, o.n_tokens);
-    if (is_luong(m)) both = op_tanh(t, linear_forward(t, &m->rnn.w_c, both));
+    if (is_luong(m)) both = op_tanh(t, linear_forward(t, &parts(m)->w_c, both));
     model_loss(t, m, b, both, &o, loss);
     return o;
 }
@@ -202,10 +211,10 @@ static ModelOutput rnn_forward_batch(Tape *t, Seq2Seq *m, const Batch *b, Rng *d
 static void alloc_keep(Tape *t, const Seq2Seq *m, DecodeState *ds) {
     for (int k = 0; k < 2; k++)
         for (int l = 0; l < m->cfg.layers; l++) {
-            ds->rnn.keep[k][0][l] = tape_tensor2(t, ds->N, ds->rnn.h[l]->shape[1]);
+            state(ds)->keep[k][0][l] = tape_tensor2(t, ds->N, state(ds)->h[l]->shape[1]);
             /* an LSTM's cell state: also when it starts as zeros (NULL: a bidirectional
              * encoder gives none), as every step after the first has one */
-            ds->rnn.keep[k][1][l] = m->cfg.cell == MODEL_CELL_LSTM ? tape_tensor2(t, ds->N, m->cfg.decoder_hidden) : NULL;
+            state(ds)->keep[k][1][l] = m->cfg.cell == MODEL_CELL_LSTM ? tape_tensor2(t, ds->N, m->cfg.decoder_hidden) : NULL;
         }
 }
 
@@ -218,7 +227,7 @@ static void rnn_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max
     ds->group = K; /* the K hypotheses of a sentence read one copy of its states */
     ds->enc = e.enc;
     ds->mask = model_decode_mask(t, b);
-    RnnDecodeState *r = &ds->rnn;
+    RnnDecodeState *r = state(ds);
     if (K == 1) {
         for (int l = 0; l < L; l++) {
             r->h[l] = e.h0[l];
@@ -238,7 +247,7 @@ static void rnn_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max
 }
 
 static void rnn_decode_settle(Seq2Seq *m, DecodeState *ds, int step) {
-    RnnDecodeState *r = &ds->rnn;
+    RnnDecodeState *r = state(ds);
     Tensor **h = r->keep[step % 2][0], **c = r->keep[step % 2][1];
     for (int l = 0; l < m->cfg.layers; l++) {
         memcpy(h[l]->data, r->h[l]->data, h[l]->size * sizeof(float));
@@ -255,7 +264,7 @@ static void rnn_decode_settle(Seq2Seq *m, DecodeState *ds, int step) {
 static Tensor *grouped_attention(Tape *t, Seq2Seq *m, DecodeState *ds, Tensor *dec, AttnWeights *w) {
     int N = ds->N, G = ds->group, B = N / G, H = tensor_cols(dec);
     Tensor *q = tape_reshape3(t, op_transpose_rows(t, tape_reshape2(t, dec, N, H), B, G), G, B, H);
-    Tensor *ctx = attn_forward_heads(t, &m->rnn.attn, q, ds->enc, ds->mask, w, &ds->rnn.cache); /* (G, B, D) */
+    Tensor *ctx = attn_forward_heads(t, &parts(m)->attn, q, ds->enc, ds->mask, w, &state(ds)->cache); /* (G, B, D) */
     int D = tensor_cols(ctx);
     /* the weights (B, G, S) are already in the rows' order: (N, 1, S) */
     if (w->mean) w->mean = tape_reshape3(t, w->mean, N, 1, ds->S);
@@ -265,21 +274,21 @@ static Tensor *grouped_attention(Tape *t, Seq2Seq *m, DecodeState *ds, Tensor *d
 
 static Tensor *rnn_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
     int N = ds->N, L = m->cfg.layers;
-    RnnDecodeState *r = &ds->rnn;
+    RnnDecodeState *r = state(ds);
     Tensor *x = tape_reshape3(t, embedding_forward(t, &m->dec_emb, tokens, N), 1, N, tensor_cols(m->dec_emb.w));
-    RnnOutput d = rnn_forward(t, &m->rnn.dec_rnn, x, NULL, r->h, r->c);
+    RnnOutput d = rnn_forward(t, &parts(m)->dec_rnn, x, NULL, r->h, r->c);
     for (int l = 0; l < L; l++) {
         r->h[l] = d.h_last[l][0];
         r->c[l] = d.c_last[l][0];
     }
-    Tensor *ctx = ds->group == 1 ? attn_forward_heads(t, &m->rnn.attn, d.out, ds->enc, ds->mask, w, &r->cache)
+    Tensor *ctx = ds->group == 1 ? attn_forward_heads(t, &parts(m)->attn, d.out, ds->enc, ds->mask, w, &r->cache)
                                  : grouped_attention(t, m, ds, d.out, w);
     Tensor *f = output_features(t, m, ctx, d.out); /* (1, N, D) */
     return tape_reshape2(t, f, N, tensor_cols(f));
 }
 
 static void rnn_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent) {
-    RnnDecodeState *r = &ds->rnn;
+    RnnDecodeState *r = state(ds);
     for (int l = 0; l < m->cfg.layers; l++) {
         r->h[l] = op_gather_rows(t, r->h[l], parent, ds->N);
         if (r->c[l]) r->c[l] = op_gather_rows(t, r->c[l], parent, ds->N);
@@ -294,7 +303,7 @@ static void keep_rows_2d(Tensor *x, const int32_t *rows, int n) {
 }
 
 static void rnn_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n, const int32_t *sent, int ns) {
-    RnnDecodeState *r = &ds->rnn;
+    RnnDecodeState *r = state(ds);
     tensor_keep_rows_tm(ds->enc, ds->enc->shape[0], sent, ns); /* every step attends over it */
     if (r->cache.keys) tensor_keep_rows_tm(r->cache.keys, r->cache.keys->shape[0], sent, ns);
     if (r->cache.values) tensor_keep_rows_tm(r->cache.values, r->cache.values->shape[0], sent, ns);
@@ -312,12 +321,17 @@ static void rnn_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *row
     }
 }
 
-static bool rnn_has_attention(const Seq2Seq *m) { return m->rnn.attn.v->has_weights; }
-static int rnn_heads(const Seq2Seq *m) { return m->rnn.attn.heads; }
+static bool rnn_has_attention(const Seq2Seq *m) { return parts(m)->attn.v->has_weights; }
+static int rnn_heads(const Seq2Seq *m) { return parts(m)->attn.heads; }
 static const char *rnn_attention_name(const Seq2Seq *m) { return ATTN_KIND_NAMES[m->cfg.attention]; }
+
+static const char *rnn_label(const ConfigModel *c) { return ATTN_KIND_NAMES[c->attention]; }
 
 const ModelFamily MODEL_FAMILY_RNN = {
     .name = "rnn",
+    .parts_size = sizeof(RnnParts),
+    .decode_size = sizeof(RnnDecodeState),
+    .decode_batch = 64,
     .check_config = rnn_check_config,
     .declare = rnn_declare,
     .init_weights = rnn_init_weights,
@@ -332,4 +346,7 @@ const ModelFamily MODEL_FAMILY_RNN = {
     .has_attention = rnn_has_attention,
     .heads = rnn_heads,
     .attention_name = rnn_attention_name,
+    .label = rnn_label,
+    .layer_counts = NULL, /* one attention, drawn whole */
+    .layer_maps = NULL,
 };

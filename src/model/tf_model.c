@@ -8,6 +8,19 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The family's own layers (m->parts): nn.Transformer's stacks, positions added to the
+ * embeddings (scaled by √d). Its decoding state (ds->fam) is the stacks' TfCache: keys and
+ * values of every layer. */
+typedef struct TfParts {
+    Transformer stack;
+    Tensor *src_pos, *trg_pos; /* learned positions (P, d), or NULL (sinusoidal) */
+} TfParts;
+
+static TfParts *parts(const Seq2Seq *m) { return m->parts; }
+static TfCache *cache(const DecodeState *ds) { return ds->fam; }
+
+_Static_assert(TF_MAX_LAYERS <= MODEL_MAX_LAYER_MAPS, "every layer's map can be drawn");
+
 /* A stack's layers: encoder_layers or decoder_layers, where 0 means `layers`. */
 static int tf_layers(const ConfigModel *c, bool encoder) {
     int n = encoder ? c->encoder_layers : c->decoder_layers;
@@ -33,10 +46,10 @@ static void tf_declare(Seq2Seq *m) {
     if (c->tie_embeddings != TIE_ALL) embedding_init(&m->enc_emb, ps, "src_embed", m->src_vocab, d);
     if (c->tie_embeddings == TIE_NONE) embedding_init(&m->dec_emb, ps, "trg_embed", m->trg_vocab, d);
     if (c->positions == POSITIONS_LEARNED) {
-        m->tf.src_pos = params_add(ps, "src_pos.weight", 2, (int[]){c->max_positions, d});
-        m->tf.trg_pos = params_add(ps, "trg_pos.weight", 2, (int[]){c->max_positions, d});
+        parts(m)->src_pos = params_add(ps, "src_pos.weight", 2, (int[]){c->max_positions, d});
+        parts(m)->trg_pos = params_add(ps, "trg_pos.weight", 2, (int[]){c->max_positions, d});
     }
-    transformer_init(&m->tf.stack, ps, "transformer", d, c->heads, c->ff, tf_layers(c, true), tf_layers(c, false), c->norm == NORM_PRE,
+    transformer_init(&parts(m)->stack, ps, "transformer", d, c->heads, c->ff, tf_layers(c, true), tf_layers(c, false), c->norm == NORM_PRE,
                      c->activation == ACTIVATION_GELU ? TF_GELU : TF_RELU);
     linear_init(&m->out, ps, "generator", d, m->trg_vocab, true);
     model_tie(m);
@@ -52,10 +65,10 @@ static void tf_init_weights(Seq2Seq *m, Rng *rng) {
     Tensor *emb[2] = {m->enc_emb.w, m->dec_emb.w};
     for (int k = 0; k < 2 && (k == 0 || emb[1] != emb[0]); k++)
         for (size_t i = 0; i < emb[k]->size; i++) emb[k]->data[i] = sd * (float)rng_normal(rng);
-    Tensor *pos[2] = {m->tf.src_pos, m->tf.trg_pos};
+    Tensor *pos[2] = {parts(m)->src_pos, parts(m)->trg_pos};
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; pos[k] && i < pos[k]->size; i++) pos[k]->data[i] = 0.02f * (float)rng_normal(rng);
-    transformer_init_weights(&m->tf.stack, rng);
+    transformer_init_weights(&parts(m)->stack, rng);
 }
 
 /* Arena floats per step, by the step's big tensors: per layer and position the attention's
@@ -105,20 +118,20 @@ static ModelOutput tf_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bo
     S2S_ASSERT(b->T >= 2);
     int B = b->B, S = b->S, T1 = b->T - 1, d = m->cfg.d_model, V = m->trg_vocab;
     TfDropout dr = {t->training && drop ? m->cfg.dropout : 0.0f, t->training ? drop : NULL};
-    Tensor *x = embed(t, m, &m->enc_emb, m->tf.src_pos, b->src, S, B, 0);
+    Tensor *x = embed(t, m, &m->enc_emb, parts(m)->src_pos, b->src, S, B, 0);
     if (dr.rng && dr.p > 0) x = op_dropout(t, x, dr.p, dr.rng);
-    Tensor *memory = transformer_encode(t, &m->tf.stack, x, b->src_mask, dr, NULL);
+    Tensor *memory = transformer_encode(t, &parts(m)->stack, x, b->src_mask, dr, NULL);
     /* decoder inputs trg[0 .. T-2]; a position is real where it is not padding */
     uint8_t *tmask = arena_alloc(&t->arena, (size_t)B * T1);
     for (int bb = 0; bb < B; bb++)
         for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
-    Tensor *y = embed(t, m, &m->dec_emb, m->tf.trg_pos, b->trg, T1, B, 0);
+    Tensor *y = embed(t, m, &m->dec_emb, parts(m)->trg_pos, b->trg, T1, B, 0);
     if (dr.rng && dr.p > 0) y = op_dropout(t, y, dr.p, dr.rng);
     Tensor *cross[TF_MAX_LAYERS] = {0};
-    Tensor *out = transformer_decode(t, &m->tf.stack, y, memory, b->src_mask, tmask, dr, cross);
+    Tensor *out = transformer_decode(t, &parts(m)->stack, y, memory, b->src_mask, tmask, dr, cross);
     ModelOutput o;
     memset(&o, 0, sizeof o);
-    o.attention = attn_heads_mean(t, cross[m->tf.stack.dec_layers - 1], m->tf.stack.heads); /* the last layer's */
+    o.attention = attn_heads_mean(t, cross[parts(m)->stack.dec_layers - 1], parts(m)->stack.heads); /* the last layer's */
     Tensor *flat = tape_reshape2(t, out, T1 * B, d);
     if (all_positions) {
         o.logits = linear_forward(t, &m->out, flat);
@@ -134,55 +147,59 @@ static ModelOutput tf_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bo
 
 static void tf_decode_start(Tape *t, Seq2Seq *m, const Batch *b, int K, int max_steps, DecodeState *ds) {
     int B = b->B, S = b->S, N = B * K;
-    Tensor *x = embed(t, m, &m->enc_emb, m->tf.src_pos, b->src, S, B, 0);
-    Tensor *memory = transformer_encode(t, &m->tf.stack, x, b->src_mask, (TfDropout){0}, NULL);
+    Tensor *x = embed(t, m, &m->enc_emb, parts(m)->src_pos, b->src, S, B, 0);
+    Tensor *memory = transformer_encode(t, &parts(m)->stack, x, b->src_mask, (TfDropout){0}, NULL);
     ds->N = N;
     ds->S = S;
     ds->group = K; /* a beam's K hypotheses share one copy of their sentence's memory */
     ds->enc = memory;
     ds->mask = model_decode_mask(t, b);
-    transformer_cache_init(t, &m->tf.stack, &ds->tf, N, K, max_steps > 0 ? max_steps : 1);
+    transformer_cache_init(t, &parts(m)->stack, cache(ds), N, K, max_steps > 0 ? max_steps : 1);
 }
 
 /* in place: the state is the cached keys and values */
 static void tf_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *parent) {
     (void)t, (void)m;
-    transformer_cache_reorder(&ds->tf, parent);
+    transformer_cache_reorder(cache(ds), parent);
 }
 
 /* The memory (ds->enc) is read on the first step only, for its projections: not kept. */
 static void tf_decode_keep_rows(Seq2Seq *m, DecodeState *ds, const int32_t *rows, int n, const int32_t *sent, int ns) {
     (void)m, (void)ns;
-    transformer_cache_keep_rows(&ds->tf, rows, n, sent);
+    transformer_cache_keep_rows(cache(ds), rows, n, sent);
 }
 
 static Tensor *tf_decode_features(Tape *t, Seq2Seq *m, DecodeState *ds, const int32_t *tokens, AttnWeights *w) {
     int N = ds->N;
-    Tensor *y = embed(t, m, &m->dec_emb, m->tf.trg_pos, tokens, 1, N, ds->tf.len);
+    Tensor *y = embed(t, m, &m->dec_emb, parts(m)->trg_pos, tokens, 1, N, cache(ds)->len);
     Tensor *cross[TF_MAX_LAYERS] = {0};
     bool keep = w && !w->skip; /* the weights only to hand back: none when unread */
-    Tensor *out = transformer_decode_step(t, &m->tf.stack, y, ds->enc, ds->mask, &ds->tf, keep ? cross : NULL);
-    Tensor *last = cross[m->tf.stack.dec_layers - 1]; /* (B·H, G, S): rows b·G + g of B sentences */
+    Tensor *out = transformer_decode_step(t, &parts(m)->stack, y, ds->enc, ds->mask, cache(ds), keep ? cross : NULL);
+    Tensor *last = cross[parts(m)->stack.dec_layers - 1]; /* (B·H, G, S): rows b·G + g of B sentences */
     if (keep) {
         int G = ds->group;
-        w->mean = m->tf.stack.heads == 1 ? last : attn_heads_mean(t, last, m->tf.stack.heads); /* (B, G, S): (N, 1, S) */
+        w->mean = parts(m)->stack.heads == 1 ? last : attn_heads_mean(t, last, parts(m)->stack.heads); /* (B, G, S): (N, 1, S) */
         if (G > 1) w->mean = tape_reshape3(t, w->mean, N, 1, ds->S);
-        w->heads = w->want_heads && m->tf.stack.heads > 1 && G == 1 ? last : NULL; /* per row only when G is 1 */
+        w->heads = w->want_heads && parts(m)->stack.heads > 1 && G == 1 ? last : NULL; /* per row only when G is 1 */
     }
     return tape_reshape2(t, out, N, m->cfg.d_model);
 }
 
-void model_transformer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self) {
-    S2S_ASSERT(m->family == &MODEL_FAMILY_TRANSFORMER);
+static void tf_layer_counts(const Seq2Seq *m, int *cross, int *self) {
+    *cross = parts(m)->stack.dec_layers;
+    *self = parts(m)->stack.enc_layers;
+}
+
+static void tf_layer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self) {
     TapeMode mode = tape_enter_inference(t);
     int B = b->B, S = b->S, T1 = b->T - 1;
-    Tensor *x = embed(t, m, &m->enc_emb, m->tf.src_pos, b->src, S, B, 0);
-    Tensor *memory = transformer_encode(t, &m->tf.stack, x, b->src_mask, (TfDropout){0}, self);
+    Tensor *x = embed(t, m, &m->enc_emb, parts(m)->src_pos, b->src, S, B, 0);
+    Tensor *memory = transformer_encode(t, &parts(m)->stack, x, b->src_mask, (TfDropout){0}, self);
     uint8_t *tmask = arena_alloc(&t->arena, (size_t)B * T1);
     for (int bb = 0; bb < B; bb++)
         for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
-    Tensor *y = embed(t, m, &m->dec_emb, m->tf.trg_pos, b->trg, T1, B, 0);
-    transformer_decode(t, &m->tf.stack, y, memory, b->src_mask, tmask, (TfDropout){0}, cross);
+    Tensor *y = embed(t, m, &m->dec_emb, parts(m)->trg_pos, b->trg, T1, B, 0);
+    transformer_decode(t, &parts(m)->stack, y, memory, b->src_mask, tmask, (TfDropout){0}, cross);
     tape_leave(t, mode);
 }
 
@@ -190,14 +207,22 @@ static bool tf_has_attention(const Seq2Seq *m) {
     (void)m;
     return true;
 }
-static int tf_heads(const Seq2Seq *m) { return m->tf.stack.heads; }
+static int tf_heads(const Seq2Seq *m) { return parts(m)->stack.heads; }
 static const char *tf_attention_name(const Seq2Seq *m) {
     (void)m;
     return "transformer cross (last layer)";
 }
 
+static const char *tf_label(const ConfigModel *c) {
+    (void)c;
+    return "transformer";
+}
+
 const ModelFamily MODEL_FAMILY_TRANSFORMER = {
     .name = "transformer",
+    .parts_size = sizeof(TfParts),
+    .decode_size = sizeof(TfCache),
+    .decode_batch = 32,
     .check_config = tf_check_config,
     .declare = tf_declare,
     .init_weights = tf_init_weights,
@@ -212,4 +237,7 @@ const ModelFamily MODEL_FAMILY_TRANSFORMER = {
     .has_attention = tf_has_attention,
     .heads = tf_heads,
     .attention_name = tf_attention_name,
+    .label = tf_label,
+    .layer_counts = tf_layer_counts,
+    .layer_maps = tf_layer_maps,
 };

@@ -123,21 +123,21 @@ static void label_by_config(RunResult *runs, int n, char *header) {
         }
         nd = m;
     }
-    /* runs of one config (seeds apart) are named by their model: a Transformer has no
-     * attention variant to be named by */
-    bool one_tf = !by_name && nd == 0 && runs[0].cfg.model.type == MODEL_TRANSFORMER;
+    /* runs of one config (seeds apart) are named by their model where model.attention does not
+     * apply to it (a Transformer has no attention variant to be named by) */
+    bool one_model = !by_name && nd == 0 && !config_key_applies(&runs[0].cfg, config_key_index("model.attention"));
     bool attention_only =
-        !by_name && !one_tf && (nd == 0 || (nd == 1 && !strcmp(config_key_info(diff[0]).path, "model.attention")));
+        !by_name && !one_model && (nd == 0 || (nd == 1 && !strcmp(config_key_info(diff[0]).path, "model.attention")));
     snprintf(header, COMPARE_NAME, "%s",
              by_name          ? (nd ? "variant" : "config")
-             : one_tf         ? "model"
+             : one_model         ? "model"
              : attention_only ? "attention"
              : nd == 1        ? config_key_info(diff[0]).path
                               : "variant");
     for (int i = 0; i < n; i++) {
         RunResult *r = &runs[i];
-        if (one_tf || attention_only) {
-            snprintf(r->variant, sizeof r->variant, "%s", one_tf ? "transformer" : ATTN_KIND_NAMES[r->cfg.model.attention]);
+        if (one_model || attention_only) {
+            snprintf(r->variant, sizeof r->variant, "%s", one_model ? MODEL_TYPE_NAMES[r->cfg.model.type] : ATTN_KIND_NAMES[r->cfg.model.attention]);
             continue;
         }
         size_t len = 0;

@@ -413,7 +413,7 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
     if (opt->out) run_print_data(opt->out, &r->data, &cfg->task);
     if (opt->out)
         fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
-                cfg->model.type == MODEL_TRANSFORMER ? "transformer" : ATTN_KIND_NAMES[cfg->model.attention]);
+                model_label(&cfg->model));
     r->t0 = run_now();
     if (r->extended_from) st = log_extension(r, err);
     sum->epochs = r->st.epoch;
