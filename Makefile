@@ -47,6 +47,9 @@ LDFLAGS = $(SANFLAGS)
 # read it too); every folder but the programs' is the library.
 MODULE_DIRS := $(shell sed -n '/<!-- layers:begin -->/,/<!-- layers:end -->/s/^| [a-z]* | \(src\/[a-z]*\) |.*/\1/p' docs/architecture.md)
 LIB_SRC := $(wildcard $(addsuffix /*.c,$(filter-out src/cli,$(MODULE_DIRS))))
+# Above core, but for io/ (files), a tensor's memory is reached through tensor.h's host-access
+# calls only: its data and grad fields are hidden there (the back-end seam, docs/design/gpu.md)
+HOST_ONLY_DIRS := $(filter-out src/core src/io,$(MODULE_DIRS))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
 LIB := $(BUILD)/libs2s.a
 VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)
@@ -96,17 +99,19 @@ deps:
 	@bash scripts/deps.sh
 	@mkdir -p build && touch $(DEPS_STAMP)
 
-# Rebuild everything when the compiler or flags change (CC=clang after a gcc build).
+# Rebuild everything when the compiler, the flags or the host-only folders change (CC=clang after
+# a gcc build). The first line is the compile command (tests/test_build.c reuses it).
 FLAGS_FILE := $(BUILD)/.flags
 $(FLAGS_FILE): FORCE | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+	@printf '%s\nhost-only: %s\n' '$(CC) $(CFLAGS) $(LDFLAGS)' '$(HOST_ONLY_DIRS)' | cmp -s - $@ || \
+	  printf '%s\nhost-only: %s\n' '$(CC) $(CFLAGS) $(LDFLAGS)' '$(HOST_ONLY_DIRS)' > $@
 FORCE:
 .SECONDARY:
 
 $(BUILD)/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(filter $(HOST_ONLY_DIRS),$(patsubst %/,%,$(dir $<))),-DS2S_HOST_ACCESS_ONLY) -MMD -MP -c $< -o $@
 
 # The build's identity for --version: the commit ("-dirty" with changes not
 # committed, "unknown" outside a git checkout); args.o is rebuilt when it changes (the stamp
@@ -251,7 +256,7 @@ DESTDIR ?=
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/serve_page.o
 $(BUILD)/pic/%.o: %.c $(FLAGS_FILE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(filter $(HOST_ONLY_DIRS),$(patsubst %/,%,$(dir $<))),-DS2S_HOST_ACCESS_ONLY) -fPIC -MMD -MP -c $< -o $@
 $(SO): $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libs2s.so.$(SO_MAJOR) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 # libmicrohttpd goes in by its -l, not by Requires.private: its .pc would bring gnutls's private

@@ -439,3 +439,55 @@ Test(layers, no_call_cycle_between_files) {
     free(g_defs), free(g_refs);
     g_defs = NULL, g_refs = NULL, g_cap_defs = g_cap_refs = 0;
 }
+
+/* Whether the file holds the bytes s (with its terminating NUL: a whole string of its debug
+ * information). */
+static bool object_has(const char *path, const char *s) {
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    size_t k = strlen(s) + 1;
+    bool found = false;
+    for (long i = 0; !found && i + (long)k <= n; i++) found = buf[i] == s[0] && memcmp(buf + i, s, k) == 0;
+    free(buf);
+    return found;
+}
+
+/* The back-end seam: above core, but in io/ (files), a tensor's memory is the back end's. Every
+ * object there that knows the Tensor type was compiled with its data and grad fields hidden
+ * (S2S_HOST_ACCESS_ONLY, which the Makefile sets: its debug information names the hidden
+ * fields), so a `->data` there does not compile; core's and io's objects see the fields. */
+Test(layers, tensor_memory_is_the_back_ends_above_core) {
+    read_table();
+    const char *bin = getenv("S2S_BIN_DIR");
+    char build[512];
+    snprintf(build, sizeof build, "%s", bin && *bin ? bin : "build/bin");
+    char *slash = strrchr(build, '/');
+    cr_assert(slash);
+    *slash = '\0';
+    int hidden = 0, open_ = 0;
+    for (int m = 0; m < g_n_mod; m++) {
+        bool above = strcmp(g_mod[m].name, "core") && strcmp(g_mod[m].name, "io");
+        char pat[100];
+        snprintf(pat, sizeof pat, "%s/*.c", g_mod[m].dir);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) != 0) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            char obj[700];
+            snprintf(obj, sizeof obj, "%s/%.*s.o", build, (int)strlen(g.gl_pathv[i]) - 2, g.gl_pathv[i]);
+            if (!object_has(obj, "Tensor")) continue; /* knows no tensor */
+            bool h = object_has(obj, "backend_only_data");
+            if (above) cr_expect(h, "%s sees a tensor's data field: above core, only tensor.h's host-access calls may", obj);
+            else cr_expect(!h, "%s (%s) was compiled with the tensor fields hidden", obj, g_mod[m].name);
+            hidden += h, open_ += !h;
+        }
+        globfree(&g);
+    }
+    cr_expect_gt(hidden, 20, "objects above core that know tensors: %d", hidden);
+    cr_expect_gt(open_, 15, "objects of core and io that know tensors: %d", open_);
+}

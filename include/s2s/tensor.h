@@ -14,9 +14,19 @@
 
 #define S2S_MAX_DIMS 3
 
+/* Above core, but for io/ (files) and the tests, a tensor's memory is the back end's: its
+ * fields keep their place under other names (the Makefile sets S2S_HOST_ACCESS_ONLY for those
+ * modules), so `->data` or `->grad` does not compile there, and the values are reached through
+ * the host-access calls below. A back end on a device would copy in them. */
+#ifdef S2S_HOST_ACCESS_ONLY
+#define S2S_BACKEND_FIELD(name) backend_only_##name
+#else
+#define S2S_BACKEND_FIELD(name) name
+#endif
+
 typedef struct Tensor {
-    float *data;
-    float *grad;          /* NULL until a gradient reaches it (see tensor_grad in tape.h) */
+    float *S2S_BACKEND_FIELD(data);
+    float *S2S_BACKEND_FIELD(grad); /* NULL until a gradient reaches it (see tensor_grad in tape.h) */
     struct Tensor *base;  /* a view's root tensor (never itself a view), else NULL */
     size_t offset;        /* a view's first element inside base */
     size_t size;          /* number of elements */
@@ -44,6 +54,21 @@ bool tensor_same_shape(const Tensor *a, const Tensor *b);
  * what it overwrote (decoding drops finished sentences this way). Only the first `steps`
  * positions are moved (a cache filled that far; S for all): those after hold garbage. */
 void tensor_keep_rows_tm(Tensor *x, int steps, const int32_t *rows, int n);
+/* Rows rows[0..n) (ascending) of a tensor of rows of tensor_cols values, in place: row
+ * rows[i] becomes row i (sources at or after their destinations). */
+void tensor_keep_rows(Tensor *x, const int32_t *rows, int n);
+
+/* ---- host access: the values as the host sees them ----
+ * tensor_read: to read, valid until the tensor is written; tensor_write: to overwrite
+ * (initialisation, a state copied in); the others say what they do. */
+const float *tensor_read(const Tensor *t);
+float *tensor_write(Tensor *t);
+float tensor_item(const Tensor *t, size_t i);
+void tensor_fill(Tensor *t, float v);
+void tensor_copy(Tensor *dst, const Tensor *src); /* the same size */
+/* Whether t's gradient lies in [lo, hi) (a tensor of a parameter block), and where. */
+bool tensor_grad_in(const Tensor *t, const float *lo, const float *hi, size_t *at);
+
 /* "(3, 4, 5)": for messages; buf holds at least 48 bytes. */
 const char *tensor_shape_str(const Tensor *t, char *buf, size_t n);
 

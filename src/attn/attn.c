@@ -47,12 +47,13 @@ static Tensor *meanpool_forward(Tape *t, const Attention *a, Tensor *dec, Tensor
     (void)a, (void)cache;
     int T = dec->shape[0], B = dec->shape[1], S = enc->shape[0];
     Tensor *w = tape_tensor3(t, B, T, S); /* constant: mask / length */
+    float *wd = tensor_write(w);
     for (int b = 0; b < B; b++) {
         int len = 0;
         for (int s = 0; s < S; s++) len += m[b * S + s] != 0;
         for (int i = 0; i < T; i++)
             for (int s = 0; s < S; s++)
-                w->data[((size_t)b * T + i) * S + s] = len && m[b * S + s] ? 1.0f / (float)len : 0.0f;
+                wd[((size_t)b * T + i) * S + s] = len && m[b * S + s] ? 1.0f / (float)len : 0.0f;
     }
     aw->mean = w;
     return op_matmul(t, w, enc, MM_B_TM | MM_OUT_TM);
@@ -151,9 +152,9 @@ Tensor *attn_heads_mean(Tape *t, const Tensor *w, int heads) {
     size_t TS = (size_t)T * S;
     Tensor *m = tape_zeros(t, 3, (int[]){B, T, S});
     for (int b = 0; b < B; b++) {
-        float *mb = m->data + (size_t)b * TS;
+        float *mb = tensor_write(m) + (size_t)b * TS;
         for (int h = 0; h < heads; h++) {
-            const float *wb = w->data + ((size_t)b * heads + h) * TS;
+            const float *wb = tensor_read(w) + ((size_t)b * heads + h) * TS;
             for (size_t k = 0; k < TS; k++) mb[k] += wb[k];
         }
         for (size_t k = 0; k < TS; k++) mb[k] /= (float)heads;

@@ -8,7 +8,7 @@
 
 static Tensor *heap_copy(const Tensor *t) {
     Tensor *c = tensor_new(t->ndim, t->shape, false);
-    memcpy(c->data, t->data, t->size * sizeof(float));
+    tensor_copy(c, t);
     return c;
 }
 
@@ -16,7 +16,7 @@ static const char *shape(const Tensor *t, char *buf) { return tensor_shape_str(t
 
 static bool finite_all(const Tensor *t) {
     for (size_t i = 0; i < t->size; i++)
-        if (!isfinite(t->data[i])) return false;
+        if (!isfinite(tensor_item(t, i))) return false;
     return true;
 }
 

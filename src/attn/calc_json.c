@@ -40,7 +40,7 @@ static Tensor *matrix(const cJSON *j, const char *name, char *msg, size_t n) {
                 tensor_free(t);
                 return NULL;
             }
-            t->data[(size_t)r * cols + c] = (float)x->valuedouble;
+            tensor_write(t)[(size_t)r * cols + c] = (float)x->valuedouble;
         }
     }
     return t;
@@ -182,7 +182,7 @@ static cJSON *json_matrix(const Tensor *t) {
     cJSON *m = cJSON_CreateArray();
     for (int r = 0; r < t->shape[0]; r++) {
         cJSON *row = cJSON_CreateArray();
-        for (int c = 0; c < t->shape[1]; c++) cJSON_AddItemToArray(row, cJSON_CreateNumber(t->data[(size_t)r * t->shape[1] + c]));
+        for (int c = 0; c < t->shape[1]; c++) cJSON_AddItemToArray(row, cJSON_CreateNumber(tensor_item(t, (size_t)r * t->shape[1] + c)));
         cJSON_AddItemToArray(m, row);
     }
     return m;

@@ -32,7 +32,7 @@ static void print_table(const char *title, const Tensor *t) {
     printf("%s (%d x %d)\n", title, t->shape[0], t->shape[1]);
     for (int r = 0; r < t->shape[0]; r++) {
         printf("  ");
-        for (int c = 0; c < t->shape[1]; c++) printf(" %12.8f", (double)t->data[(size_t)r * t->shape[1] + c]);
+        for (int c = 0; c < t->shape[1]; c++) printf(" %12.8f", (double)tensor_item(t, (size_t)r * t->shape[1] + c));
         printf("\n");
     }
 }
@@ -66,7 +66,7 @@ static S2sStatus write_heatmap(const char *path, const Tensor *w, S2sError *err)
         cl[i] = s2s_xmalloc(16);
         snprintf(cl[i], 16, "k%d", i + 1);
     }
-    Heatmap hm = {w->data, w->shape[0], w->shape[1], (const char *const *)rl, (const char *const *)cl, "attention weights"};
+    Heatmap hm = {tensor_read(w), w->shape[0], w->shape[1], (const char *const *)rl, (const char *const *)cl, "attention weights"};
     S2sStatus st = heatmap_write_png(path, &hm, font, err);
     for (int i = 0; i < w->shape[0]; i++) free(rl[i]);
     for (int i = 0; i < w->shape[1]; i++) free(cl[i]);

@@ -369,7 +369,7 @@ static int train_step(const Opts *o, Bench *w, const Batch *b, int k, Adam *adam
     params_freeze(&w->m.params, tape_bf16(t)); /* as the trainer's step */
     params_zero_grad(&w->m.params);
     ModelOutput out = model_forward(t, &w->m, b, &drop, &loss);
-    double objective = out.loss->data[0]; /* before backward frees the values */
+    double objective = tensor_item(out.loss, 0); /* before backward frees the values */
     int n_tok = out.n_tokens;
     float share = 1.0f;
     if (dist->size > 1) {

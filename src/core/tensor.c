@@ -69,3 +69,35 @@ void tensor_keep_rows_tm(Tensor *x, int steps, const int32_t *rows, int n) {
     x->shape[1] = n;
     x->size = (size_t)S * n * D;
 }
+
+void tensor_keep_rows(Tensor *x, const int32_t *rows, int n) {
+    size_t D = (size_t)tensor_cols(x);
+    for (int i = 0; i < n; i++) {
+        S2S_ASSERT(rows[i] >= i && (i == 0 || rows[i] > rows[i - 1]));
+        if (rows[i] != i) memmove(x->data + (size_t)i * D, x->data + (size_t)rows[i] * D, D * sizeof *x->data);
+    }
+}
+
+const float *tensor_read(const Tensor *t) { return t->data; }
+
+float *tensor_write(Tensor *t) { return t->data; }
+
+float tensor_item(const Tensor *t, size_t i) {
+    S2S_ASSERT(i < t->size);
+    return t->data[i];
+}
+
+void tensor_fill(Tensor *t, float v) {
+    for (size_t i = 0; i < t->size; i++) t->data[i] = v;
+}
+
+void tensor_copy(Tensor *dst, const Tensor *src) {
+    S2S_ASSERT(dst->size == src->size);
+    if (dst->data != src->data) memcpy(dst->data, src->data, src->size * sizeof *dst->data);
+}
+
+bool tensor_grad_in(const Tensor *t, const float *lo, const float *hi, size_t *at) {
+    if (!t->grad || t->grad < lo || t->grad >= hi) return false;
+    *at = (size_t)(t->grad - lo);
+    return true;
+}

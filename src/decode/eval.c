@@ -27,7 +27,7 @@ static void attention_stats(const ModelOutput *o, const Batch *b, int align_offs
     for (int bi = 0; bi < B; bi++) {
         int n_out = b->trg_len[bi] - 1; /* outputs with <eos> */
         for (int i = 0; i < n_out; i++) {
-            const float *w = o->attention->data + ((size_t)bi * T1 + i) * S;
+            const float *w = tensor_read(o->attention) + ((size_t)bi * T1 + i) * S;
             double h = 0.0;
             int best = 0;
             for (int s = 0; s < S; s++) {
@@ -100,13 +100,13 @@ static void teacher_forced_batch(Tape *t, Seq2Seq *m, const Batch *b, int align_
     int V = m->trg_vocab;
     tape_reset(t);
     ModelOutput o = model_forward(t, m, b, NULL, NULL); /* the plain loss */
-    st[ST_LOSS] = (double)o.loss->data[0] * o.n_tokens;
+    st[ST_LOSS] = (double)tensor_item(o.loss, 0) * o.n_tokens;
     st[ST_TOKENS] = o.n_tokens;
     long ent_rows = 0, aligned = 0, align_n = 0, tf_correct = 0;
     attention_stats(&o, b, align_offset, &st[ST_ENT], &ent_rows, &aligned, &align_n);
     for (int row = 0; row < tensor_rows(o.logits); row++) {
         if (o.targets[row] == TOK_PAD) continue;
-        const float *x = o.logits->data + (size_t)row * V;
+        const float *x = tensor_read(o.logits) + (size_t)row * V;
         int best = 0;
         for (int v = 1; v < V; v++)
             if (x[v] > x[best]) best = v;

@@ -62,18 +62,18 @@ static S2sStatus draw_layers(const Translator *t, const DecodedAttention *a, con
     const float *cp[MODEL_MAX_LAYER_MAPS], *sp[MODEL_MAX_LAYER_MAPS];
     for (int l = 0; l < Ls; l++) { /* (H, rows, ns) → the heads' mean, kept past the rewind below */
         cp[l] = cm + (size_t)l * rows * ns;
-        memcpy(cm + (size_t)l * rows * ns, attn_heads_mean(t->tape, cross[l], H)->data, (size_t)rows * ns * sizeof *cm);
+        memcpy(cm + (size_t)l * rows * ns, tensor_read(attn_heads_mean(t->tape, cross[l], H)), (size_t)rows * ns * sizeof *cm);
     }
     for (int l = 0; l < Le; l++) {
         sp[l] = sm + (size_t)l * ns * ns;
-        memcpy(sm + (size_t)l * ns * ns, attn_heads_mean(t->tape, self[l], H)->data, (size_t)ns * ns * sizeof *sm);
+        memcpy(sm + (size_t)l * ns * ns, tensor_read(attn_heads_mean(t->tape, self[l], H)), (size_t)ns * ns * sizeof *sm);
     }
     /* each layer's heads, a picture a layer: (H, rows, ns) → (rows, H, ns) as the heads pictures take them */
     float *heads = s2s_xmalloc((size_t)Ls * rows * H * ns * sizeof *heads);
     for (int l = 0; l < Ls; l++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < rows; i++)
-                memcpy(heads + (((size_t)l * rows + i) * H + h) * ns, cross[l]->data + ((size_t)h * rows + i) * ns, (size_t)ns * sizeof *heads);
+                memcpy(heads + (((size_t)l * rows + i) * H + h) * ns, tensor_read(cross[l]) + ((size_t)h * rows + i) * ns, (size_t)ns * sizeof *heads);
     line_maps_free(t, &lm);
     S2sStatus st = visuals_layers(path_cross, path_self, title, t->src, t->trg, a, Ls, Le, cp, sp,
                                   t->font, err);
@@ -203,7 +203,7 @@ static LineAttention *line_attention(const Translator *t, const Batch *b, int i,
         a->n_heads = H;
         a->heads = s2s_xmalloc((size_t)a->n_layers * H * rows * ns * sizeof *a->heads);
         for (int l = 0; l < a->n_layers; l++) /* (H, rows, ns) each */
-            memcpy(a->heads + (size_t)l * H * rows * ns, lm.cross[l]->data, (size_t)H * rows * ns * sizeof *a->heads);
+            memcpy(a->heads + (size_t)l * H * rows * ns, tensor_read(lm.cross[l]), (size_t)H * rows * ns * sizeof *a->heads);
         line_maps_free(t, &lm);
         free(src);
     } else if (heads && H > 1) { /* (L, H, S) → (1, H, rows, ns) */
@@ -460,7 +460,7 @@ void translator_score(const Translator *t, const char *const *sources, const cha
                     memcpy(o->ids, y, (size_t)o->n * sizeof *o->ids);
                     o->logits = s2s_xmalloc((size_t)o->n * V * sizeof *o->logits);
                     for (int i = 0; i < o->n; i++)
-                        memcpy(o->logits + (size_t)i * V, lo.logits->data + ((size_t)i * b.B + r) * V, (size_t)V * sizeof(float));
+                        memcpy(o->logits + (size_t)i * V, tensor_read(lo.logits) + ((size_t)i * b.B + r) * V, (size_t)V * sizeof(float));
                 }
             }
             if (lo.logits) tape_reset(t->tape);

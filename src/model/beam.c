@@ -150,7 +150,7 @@ static void mean_rows(void *ctx, size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; r++) {
         float *o = j->out + r * (size_t)V;
         for (int k = 0; k < j->n; k++) {
-            const float *x = j->logits[k]->data + r * (size_t)V;
+            const float *x = tensor_read(j->logits[k]) + r * (size_t)V;
             float lse = s2s_logsumexp(x, V);
             for (int v = 0; v < V; v++) o[v] = (k ? o[v] : 0.0f) + (x[v] - lse);
         }
@@ -213,7 +213,7 @@ void model_beam_ensemble(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
             MeanJob mj = {logits, mean, n_models, V};
             par_for((size_t)n, (size_t)V * n_models, mean_rows, &mj);
         }
-        BeamStep job = {mean ? mean : logits[0]->data, mean != NULL, V, K, C, step, max_len, alpha, score, hist, nhist, tok,
+        BeamStep job = {mean ? mean : tensor_read(logits[0]), mean != NULL, V, K, C, step, max_len, alpha, score, hist, nhist, tok,
                         parent, cand, sent, of};
         par_for((size_t)ns, (size_t)K * V, beam_sentences, &job);
         cap_sentences(&job, b, ns, max_decode_len);
@@ -298,7 +298,7 @@ void model_score_targets(Tape *const *tapes, Seq2Seq *const *ms, int n_models, c
             for (int r = 0; r < B; r++) {
                 int32_t y = b->trg[(size_t)(i + 1) * B + r];
                 if (y == TOK_PAD) continue;
-                const float *x = o.logits->data + ((size_t)i * B + r) * V;
+                const float *x = tensor_read(o.logits) + ((size_t)i * B + r) * V;
                 lp[(size_t)r * T1 + i] += (x[y] - s2s_logsumexp(x, V)) / (float)n_models;
             }
         tape_reset(t);

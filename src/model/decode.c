@@ -104,9 +104,9 @@ void model_greedy_heads(Tape *t, Seq2Seq *m, const Batch *b, int max_decode_len,
             int i = sent[r];
             if (done[i]) continue; /* finished, not yet dropped */
             int best = bests[r];
-            if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, w->data + (size_t)r * S, (size_t)S * sizeof *attn);
+            if (attn && w) memcpy(attn + ((size_t)i * max_len + step) * S, tensor_read(w) + (size_t)r * S, (size_t)S * sizeof *attn);
             if (heads_attn && aw.heads) /* (N·H, 1, S): row r's heads are rows r·H … */
-                memcpy(heads_attn + ((size_t)i * max_len + step) * H * S, aw.heads->data + (size_t)r * H * S,
+                memcpy(heads_attn + ((size_t)i * max_len + step) * H * S, tensor_read(aw.heads) + (size_t)r * H * S,
                        (size_t)H * S * sizeof *heads_attn);
             if (best == TOK_EOS) {
                 done[i] = 1;

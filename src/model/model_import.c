@@ -99,7 +99,7 @@ static S2sStatus fill_params(Seq2Seq *m, const SafeTensors *sf, const char *o, S
             if (!isfinite(v))
                 return s2s_fail(err, S2S_ERR_DATA, "%s: tensor \"%s\" holds %s at element %zu", o, p->name,
                                 isnan(v) ? "NaN" : "an infinity", k);
-            p->t->data[k] = v;
+            tensor_write(p->t)[k] = v;
         }
     }
     const char *tied[2];
@@ -114,7 +114,7 @@ static S2sStatus fill_params(Seq2Seq *m, const SafeTensors *sf, const char *o, S
         /* PyTorch's state_dict lists a tied weight under each name: the same values */
         const Tensor *w = m->out.w;
         bool same = same_shape(t, w);
-        for (size_t k = 0; same && k < t->numel; k++) same = safetensors_value(t, k) == w->data[k];
+        for (size_t k = 0; same && k < t->numel; k++) same = safetensors_value(t, k) == tensor_item(w, k);
         if (!same)
             return s2s_fail(err, S2S_ERR_DATA,
                             "%s: tensor \"%s\" differs from the output layer's weight, to which model.tie_embeddings "

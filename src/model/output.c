@@ -81,6 +81,6 @@ static void argmax_range(void *ctx, size_t r0, size_t r1) {
 }
 
 void model_argmax_rows(const Tensor *logits, int rows, int32_t *best) {
-    ArgmaxJob j = {logits->data, tensor_cols(logits), best};
+    ArgmaxJob j = {tensor_read(logits), tensor_cols(logits), best};
     par_for((size_t)rows, (size_t)j.V, argmax_range, &j);
 }

@@ -107,8 +107,9 @@ static void rnn_init_weights(Seq2Seq *m, Rng *rng) {
     if (is_onehot(&m->cfg)) {
         Tensor *e[2] = {m->enc_emb.w, m->dec_emb.w};
         for (int k = 0; k < 2; k++) {
-            memset(e[k]->data, 0, e[k]->size * sizeof(float));
-            for (int i = 0; i < e[k]->shape[0] && i < e[k]->shape[1]; i++) e[k]->data[(size_t)i * e[k]->shape[1] + i] = 1.0f;
+            tensor_fill(e[k], 0.0f);
+            float *ed = tensor_write(e[k]);
+            for (int i = 0; i < e[k]->shape[0] && i < e[k]->shape[1]; i++) ed[(size_t)i * e[k]->shape[1] + i] = 1.0f;
         }
     }
 }
@@ -250,8 +251,8 @@ static void rnn_decode_settle(Seq2Seq *m, DecodeState *ds, int step) {
     RnnDecodeState *r = state(ds);
     Tensor **h = r->keep[step % 2][0], **c = r->keep[step % 2][1];
     for (int l = 0; l < m->cfg.layers; l++) {
-        memcpy(h[l]->data, r->h[l]->data, h[l]->size * sizeof(float));
-        if (c[l]) memcpy(c[l]->data, r->c[l]->data, c[l]->size * sizeof(float));
+        tensor_copy(h[l], r->h[l]);
+        if (c[l]) tensor_copy(c[l], r->c[l]);
         r->h[l] = h[l];
         r->c[l] = c[l];
     }
@@ -297,7 +298,7 @@ static void rnn_decode_reorder(Tape *t, Seq2Seq *m, DecodeState *ds, const int32
 
 static void keep_rows_2d(Tensor *x, const int32_t *rows, int n) {
     int D = x->shape[1];
-    for (int i = 0; i < n; i++) memmove(x->data + (size_t)i * D, x->data + (size_t)rows[i] * D, (size_t)D * sizeof(float));
+    tensor_keep_rows(x, rows, n);
     x->shape[0] = n;
     x->size = (size_t)n * D;
 }

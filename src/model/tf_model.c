@@ -64,10 +64,10 @@ static void tf_init_weights(Seq2Seq *m, Rng *rng) {
     float sd = 1.0f / sqrtf((float)m->cfg.d_model);
     Tensor *emb[2] = {m->enc_emb.w, m->dec_emb.w};
     for (int k = 0; k < 2 && (k == 0 || emb[1] != emb[0]); k++)
-        for (size_t i = 0; i < emb[k]->size; i++) emb[k]->data[i] = sd * (float)rng_normal(rng);
+        for (size_t i = 0; i < emb[k]->size; i++) tensor_write(emb[k])[i] = sd * (float)rng_normal(rng);
     Tensor *pos[2] = {parts(m)->src_pos, parts(m)->trg_pos};
     for (int k = 0; k < 2; k++)
-        for (size_t i = 0; pos[k] && i < pos[k]->size; i++) pos[k]->data[i] = 0.02f * (float)rng_normal(rng);
+        for (size_t i = 0; pos[k] && i < pos[k]->size; i++) tensor_write(pos[k])[i] = 0.02f * (float)rng_normal(rng);
     transformer_init_weights(&parts(m)->stack, rng);
 }
 
@@ -102,7 +102,7 @@ static Tensor *embed(Tape *t, const Seq2Seq *m, const Embedding *e, Tensor *pos_
     } else { /* sinusoidal (Vaswani et al.): sin at even features, cos at odd, wavelengths 2π … 10000·2π */
         p = tape_tensor2(t, L * B, d);
         for (int i = 0; i < L; i++) {
-            float *row = p->data + (size_t)i * B * d;
+            float *row = tensor_write(p) + (size_t)i * B * d;
             for (int k = 0; k < d; k += 2) {
                 double angle = (double)(first + i) * exp(-log(10000.0) * (double)k / (double)d);
                 row[k] = (float)sin(angle);

@@ -126,7 +126,7 @@ Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint
         Tensor *ff = drop(t, feed_forward(t, tf, &e->linear1, &e->linear2, h, dr), dr);
         x = tf->norm_first ? op_add(t, x, ff) : norm(t, tf, &e->norm2, op_add(t, x, ff));
         if (carry) { /* x may be carry itself: copied only once the layer is done with it */
-            memcpy(carry->data, x->data, carry->size * sizeof *carry->data);
+            tensor_copy(carry, x);
             arena_rewind(&t->arena, mark);
             x = carry;
         }
@@ -185,7 +185,7 @@ void transformer_cache_init(Tape *t, const Transformer *tf, TfCache *c, int N, i
 static void cache_put(Tensor *cache, int pos, const Tensor *x) {
     size_t n = x->size;
     S2S_ASSERT(n == (size_t)cache->shape[1] * cache->shape[2] && pos < cache->shape[0]);
-    memcpy(cache->data + (size_t)pos * n, x->data, n * sizeof(float));
+    memcpy(tensor_write(cache) + (size_t)pos * n, tensor_read(x), n * sizeof(float));
 }
 
 static void cache_lay_out(TfCache *c);
@@ -311,8 +311,8 @@ static void cache_lay_out(TfCache *c) {
     LayOutJob j = {.slot = c->slot, .len = c->len, .N = c->N, .D = c->self_k[0]->shape[2]};
     int n = 0; /* tensors; d is the same in every layer */
     for (int l = 0; l < TF_MAX_LAYERS && c->self_k[l]; l++) {
-        j.data[n++] = c->self_k[l]->data;
-        j.data[n++] = c->self_v[l]->data;
+        j.data[n++] = tensor_write(c->self_k[l]);
+        j.data[n++] = tensor_write(c->self_v[l]);
     }
     if (c->len) par_for((size_t)n * c->len, (size_t)c->N * j.D, lay_out_positions, &j);
     for (int s = 0; s < c->len; s++)
@@ -355,12 +355,11 @@ void transformer_cache_reorder(TfCache *c, const int32_t *parent) {
 static void xavier(Tensor *w, Rng *rng) {
     int fan_out = w->shape[0], fan_in = w->shape[1];
     float a = sqrtf(6.0f / (float)(fan_in + fan_out));
-    for (size_t i = 0; i < w->size; i++) w->data[i] = rng_uniform_range(rng, -a, a);
+    float *wd = tensor_write(w);
+    for (size_t i = 0; i < w->size; i++) wd[i] = rng_uniform_range(rng, -a, a);
 }
 
-static void fill(Tensor *x, float v) {
-    for (size_t i = 0; i < x->size; i++) x->data[i] = v;
-}
+static void fill(Tensor *x, float v) { tensor_fill(x, v); }
 
 static void init_attention(const TfAttention *a, int d, Rng *rng) {
     /* nn.MultiheadAttention: Xavier over the whole in_proj_weight (3d, d), biases 0 */

@@ -183,8 +183,9 @@ void optim_grad_ready_init(GradSum *g, const Tape *t) {
             const Tensor *x = t->nodes[i].in[k];
             if (!x) continue;
             const Tensor *root = x->base ? x->base : x;
-            if (!root->grad || root->grad < ps->grad || root->grad >= ps->grad + ps->total) continue;
-            int p = param_at(ps, (size_t)(root->grad - ps->grad) + (x->base ? x->offset : 0));
+            size_t at;
+            if (!tensor_grad_in(root, ps->grad, ps->grad + ps->total, &at)) continue;
+            int p = param_at(ps, at + (x->base ? x->offset : 0));
             if (i < g->first[p]) g->first[p] = i;
         }
     /* a bucket is final once backward has run every node from its parameters' earliest

@@ -61,7 +61,7 @@ static double train_step(Run *r, const Batch *b, float lr, int *n_tokens, double
     if (b->B > 0) { /* a rank's share of a batch may be empty */
         ModelOutput o = model_forward(t, &r->model, b, &drop, &r->loss);
         objective = o.loss;
-        loss = o.loss->data[0];
+        loss = tensor_item(o.loss, 0);
         *n_tokens = o.n_tokens;
         *nll = o.nll;
     }
