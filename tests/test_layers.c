@@ -2,6 +2,8 @@
  * include/ against the table of docs/architecture.md (which module may use which), every
  * header in a module, no include cycle between headers, no call cycle between the library's
  * files (registries aside), and exit() only in src/cli/. */
+#include "test_util.h"
+
 #include <criterion/criterion.h>
 #include <fnmatch.h>
 #include <glob.h>
@@ -490,4 +492,46 @@ Test(layers, tensor_memory_is_the_back_ends_above_core) {
     }
     cr_expect_gt(hidden, 20, "objects above core that know tensors: %d", hidden);
     cr_expect_gt(open_, 15, "objects of core and io that know tensors: %d", open_);
+}
+
+/* The map is whole: under its "### module" heading, docs/architecture.md's table lists exactly
+ * the files of the module's folder (sources, private headers, the serve page), each once. */
+Test(layers, every_file_is_on_the_map) {
+    read_table();
+    char *doc = tu_slurp("docs/architecture.md", NULL);
+    cr_assert(doc);
+    int checked = 0;
+    for (int m = 0; m < g_n_mod; m++) {
+        char head[64];
+        snprintf(head, sizeof head, "\n### %.31s\n", g_mod[m].name);
+        const char *sec = strstr(doc, head);
+        cr_expect(sec != NULL, "docs/architecture.md has no \"### %s\" section", g_mod[m].name);
+        if (!sec) continue;
+        sec += strlen(head);
+        const char *end = strstr(sec, "\n#");
+        size_t len = end ? (size_t)(end - sec) : strlen(sec);
+        char *part = strndup(sec, len);
+        int listed = 0;
+        for (const char *p = part; (p = strstr(p, "\n| `")); p++) listed++;
+        char pat[100];
+        snprintf(pat, sizeof pat, "%s/*", g_mod[m].dir);
+        glob_t g;
+        int files = 0;
+        if (glob(pat, 0, NULL, &g) == 0) {
+            for (size_t i = 0; i < g.gl_pathc; i++) {
+                const char *name = strrchr(g.gl_pathv[i], '/') + 1;
+                char row[200];
+                snprintf(row, sizeof row, "\n| `%s` |", name);
+                cr_expect(strstr(part, row) != NULL, "%s is not in the \"### %s\" table of docs/architecture.md", g.gl_pathv[i],
+                          g_mod[m].name);
+                files++;
+            }
+            globfree(&g);
+        }
+        cr_expect_eq(listed, files, "the \"### %s\" table lists %d files, %s holds %d", g_mod[m].name, listed, g_mod[m].dir, files);
+        checked += files;
+        free(part);
+    }
+    cr_expect_gt(checked, 120);
+    free(doc);
 }

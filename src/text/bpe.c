@@ -11,13 +11,6 @@
 
 /* ---- pieces: id → text, and text → id for characters and merges ---- */
 
-uint64_t bpe_hash_pair(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return k;
-}
-
 uint64_t bpe_pair_key(int32_t l, int32_t r) { return (uint64_t)(uint32_t)l << 32 | (uint32_t)r; }
 
 /* text → id of a character or merged piece (ids in b->pieces.tokens are the truth) */

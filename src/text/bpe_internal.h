@@ -7,7 +7,6 @@
 
 #include <stdint.h>
 
-uint64_t bpe_hash_pair(uint64_t k);
 uint64_t bpe_pair_key(int32_t l, int32_t r);
 /* text → id of a character or merged piece, or −1 */
 int32_t bpe_textmap_find(const HashIndex *m, char *const *tokens, const char *s);

@@ -2,6 +2,7 @@
  * characters the first pieces, then the most frequent adjacent pair merged again and again,
  * the words that hold it rewritten in place (a heap of pair counts, stale entries skipped). */
 #include "bpe_internal.h"
+#include "s2s/hash.h"
 #include "s2s/file.h"
 #include "s2s/text.h"
 
@@ -22,36 +23,20 @@ typedef struct PairStat {
 } PairStat;
 
 typedef struct Pairs {
-    PairStat *s; /* open addressing by key; count < 0 never used, key 0 with used flag */
-    bool *used;
-    size_t n, filled;
+    HashIndex index; /* a pair's key (bpe_pair_key) → its entry in s */
+    PairStat *s;     /* in the order first seen */
+    int32_t n, cap;
 } Pairs;
 
+/* The pair's entry, made (count 0) when new; a pointer into s, which the next call may move. */
 static PairStat *pairs_get(Pairs *p, uint64_t key) {
-    if ((p->filled + 1) * 2 >= p->n) {
-        size_t n = p->n ? 2 * p->n : 4096;
-        PairStat *os = p->s;
-        bool *ou = p->used;
-        size_t on = p->n;
-        p->s = s2s_xcalloc(n, sizeof *p->s);
-        p->used = s2s_xcalloc(n, sizeof *p->used);
-        p->n = n;
-        for (size_t k = 0; k < on; k++)
-            if (ou[k]) {
-                size_t i = bpe_hash_pair(os[k].key) & (n - 1);
-                while (p->used[i]) i = (i + 1) & (n - 1);
-                p->s[i] = os[k];
-                p->used[i] = true;
-            }
-        free(os);
-        free(ou);
-    }
-    size_t i = bpe_hash_pair(key) & (p->n - 1);
-    while (p->used[i] && p->s[i].key != key) i = (i + 1) & (p->n - 1);
-    if (!p->used[i]) {
-        p->used[i] = true;
-        p->s[i].key = key;
-        p->filled++;
+    if (!p->index.cap) hash_index_init(&p->index, 2048);
+    int32_t i = hash_index_find(&p->index, key, NULL, NULL);
+    if (i < 0) {
+        if (p->n == p->cap) p->s = s2s_xrealloc(p->s, (size_t)(p->cap = p->cap ? 2 * p->cap : 2048) * sizeof *p->s);
+        i = p->n++;
+        p->s[i] = (PairStat){.key = key};
+        hash_index_add(&p->index, key, i);
     }
     return &p->s[i];
 }
@@ -214,8 +199,8 @@ static bool merge_pairs(Bpe *b, Word *ws, int nw, int target, int min_count, int
     Heap heap = {0};
     bool stop_now = false;
     for (int i = 0; i < nw && !(stop_now = i % 65536 == 0 && stopped(stop)); i++) count_word(&pairs, NULL, &ws[i], i, +1);
-    for (size_t k = 0; k < pairs.n; k++)
-        if (pairs.used[k] && pairs.s[k].count > 0) bpe_heap_push(&heap, (HeapItem){-pairs.s[k].count, pairs.s[k].key});
+    for (int32_t k = 0; k < pairs.n; k++) /* the heap pops by (count, key) alone: any order in */
+        if (pairs.s[k].count > 0) bpe_heap_push(&heap, (HeapItem){-pairs.s[k].count, pairs.s[k].key});
     int32_t *visited = s2s_xcalloc((size_t)(nw ? nw : 1), sizeof *visited); /* merge number + 1 that last rewrote it */
     while (!stop_now && *learned < target && heap.n) {
         if ((stop_now = stopped(stop))) break; /* a merge can take tens of milliseconds on a large text */
@@ -234,10 +219,9 @@ static bool merge_pairs(Bpe *b, Word *ws, int nw, int target, int min_count, int
         rewrite_words(&pairs, &heap, ws, s, l, r, m, *learned, visited);
     }
     free(visited);
-    for (size_t k = 0; k < pairs.n; k++)
-        if (pairs.used[k]) free(pairs.s[k].words);
+    for (int32_t k = 0; k < pairs.n; k++) free(pairs.s[k].words);
     free(pairs.s);
-    free(pairs.used);
+    hash_index_free(&pairs.index);
     free(heap.h);
     return !stop_now;
 }
