@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The families' tables, each defined in its own file: a new family is its file, and its name
+ * here and its case below (-Wswitch-enum points at the case). */
+extern const ModelFamily MODEL_FAMILY_RNN, MODEL_FAMILY_TRANSFORMER;
+
 const ModelFamily *model_family(ModelType type) {
     switch (type) {
     case MODEL_RNN: return &MODEL_FAMILY_RNN;

@@ -8,7 +8,7 @@
 
 /* A model family (model.type): one table of functions, one file (rnn_model.c,
  * tf_model.c); model.c, output.c and decode.c are the same for every family and call it. A
- * new family is a file with its table and a line in model_family(). */
+ * new family is a file with its table, and its name and case in model.c's model_family(). */
 typedef struct ModelFamily {
     const char *name;
     /* the sizes of its private structs: a model's layers (m->parts) and a decoding state's
@@ -46,7 +46,7 @@ typedef struct ModelFamily {
     void (*layer_maps)(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, Tensor **self);
 } ModelFamily;
 
-extern const ModelFamily MODEL_FAMILY_RNN, MODEL_FAMILY_TRANSFORMER;
+/* The family of a model.type (model.c, where each family's table is named). */
 const ModelFamily *model_family(ModelType type);
 
 /* The batch's source mask (B, S), copied to the tape: a decoding state's own, which
