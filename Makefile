@@ -191,7 +191,7 @@ test-python: all
 # The inner loop: an allow-list of unit suites (no program run, no model trained end to end:
 # tu_bin() fails a test that tries, under S2S_TEST_UNITS_ONLY), seconds in all; a new suite
 # joins it by name. A suite's tests that run programs go in <suite>_cli.
-FAST_SUITES := arena batch budget greedy config docs layers optim parallel params reverse rng tape tensor text utf8 vocab \
+FAST_SUITES := arena backend_ops batch budget greedy config docs layers optim parallel params reverse rng tape tensor text utf8 vocab \
                checkpoint file tokenize fuzz viz ops recipe transformer golden sacrebleu spm par beam gemm \
                gradcheck bleu corpus
 FAST_FILTER := @($(subst $(eval) ,|,$(strip $(FAST_SUITES))))/*
