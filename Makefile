@@ -266,10 +266,12 @@ $(SO): $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libs2s.so.$(SO_MAJOR) $(LDFLAGS) $^ $(PKG_LIBS) -o $@
 # libmicrohttpd goes in by its -l, not by Requires.private: its .pc would bring gnutls's private
 # libraries into a --static link (-lunistring: not installed by its -dev package)
-$(BUILD)/s2s.pc: include/s2s/common.h Makefile
+# made anew for each PREFIX (a second install elsewhere got the first one's paths)
+$(BUILD)/s2s.pc: include/s2s/common.h Makefile FORCE
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: -lmicrohttpd $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread\n' \
-	  '$(PREFIX)' 'sequence-to-sequence models with attention: training and translation' '$(VERSION)' > $@
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: s2s\nDescription: %s\nVersion: %s\nRequires: libcjson\nRequires.private: openblas libpng freetype2 zlib\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ls2s\nLibs.private: -lmicrohttpd $(MPI_LIBS) -ldnnl -lgomp -lm -lpthread\n' \
+	  '$(PREFIX)' 'sequence-to-sequence models with attention: training and translation' '$(VERSION)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
 shared: $(SO)
 
 INSTALLED_PROGRAMS := $(CLIS:%=$(DESTDIR)$(PREFIX)/bin/s2s-%)

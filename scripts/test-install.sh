@@ -57,6 +57,13 @@ m = s2s.Model(sys.argv[1])
 print(s2s.library); print(m.translate("abcd"))' "$OLDPWD/$M") || fail "the installed Python package"
 [ "$(sed -n 1p <<< "$py")" = "$site/s2s/../../../libs2s.so.0" ] || fail "the package took $(sed -n 1p <<< "$py"), not the prefix's libs2s.so.0"
 [ "$(sed -n 2p <<< "$py")" = "$(printf 'abcd\n' | ./translate "$M")" ] || fail "the installed package translated 'abcd' as '$(sed -n 2p <<< "$py")'"
+# s2s.train("reverse") outside the tree: the library finds the installed configs from its own
+# file (the interpreter is /proc/self/exe there)
+(cd "$T" && PYTHONPATH="$site" /usr/bin/python3 -c 'import sys, s2s
+s2s.train("reverse", out=sys.argv[1], set={"task.train_size": 300, "task.valid_size": 20, "task.test_size": 20,
+                                            "train.epochs": 1}).run()' "$T/pyrun" > "$T/py.log" 2>&1) \
+    || { cat "$T/py.log"; fail "s2s.train(\"reverse\") outside the tree, from the installed package"; }
+[ -s "$T/pyrun/model.bin" ] || fail "s2s.train(\"reverse\") wrote no model"
 make -s uninstall PREFIX="$P" > /dev/null
 left=$(find "$P" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"

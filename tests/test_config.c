@@ -46,6 +46,30 @@ Test(config, unknown_key_names_place_and_suggests) {
     cr_expect(strstr(err.msg, "unknown key \"zzzzzz\"") && !strstr(err.msg, "did you mean"), "%s", err.msg);
 }
 
+/* Issue 76's bad input: a config with comments says JSON has none and where one starts; a
+ * config name typed wrong gets the nearest name of configs/ (or the installed ones). */
+Test(config, comments_and_names_typed_wrong_are_told_apart) {
+    Config c;
+    S2sError err;
+    cr_assert_eq(parse(&c, "{\n  // the attention\n  \"name\": \"x\"\n}", &err), S2S_ERR_CONFIG);
+    cr_expect_str_eq(err.msg, "x.json:2:3: not valid JSON: JSON has no comments (a // comment starts here)");
+    cr_assert_eq(parse(&c, "{\"name\": \"x\", /* c */ \"seed\": 1}", &err), S2S_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "JSON has no comments (a /* comment starts here)"), "%s", err.msg);
+    cr_assert_eq(parse(&c, "{\"name\": \"x\" \"seed\": 1}", &err), S2S_ERR_CONFIG);
+    cr_expect(!strstr(err.msg, "comment"), "an error that is no comment: %s", err.msg);
+    char path[256];
+    config_find_file("revers", path, sizeof path);
+    config_defaults(&c);
+    cr_assert_neq(config_load(&c, path, &err), S2S_OK);
+    cr_expect(strstr(err.msg, "revers: cannot open") && strstr(err.msg, "; did you mean reverse?"), "%s", err.msg);
+    config_find_file("multi30k-trasformer.json", path, sizeof path);
+    cr_assert_neq(config_load(&c, path, &err), S2S_OK);
+    cr_expect(strstr(err.msg, "did you mean multi30k-transformer?"), "%s", err.msg);
+    config_find_file("zzzzzzzz", path, sizeof path);
+    cr_assert_neq(config_load(&c, path, &err), S2S_OK);
+    cr_expect(!strstr(err.msg, "did you mean"), "nothing near: %s", err.msg);
+}
+
 Test(config, wrong_types_and_ranges) {
     Config c;
     S2sError err;

@@ -187,6 +187,9 @@ void config_defaults(Config *c);
  * (PREFIX/share/s2s/configs/NAME or NAME.json, for PREFIX/bin/s2s-train). Writes the path to
  * use into out. */
 void config_find_file(const char *name, char *out, size_t n);
+/* Levenshtein distance of two short strings (99 past 63 bytes): the did-you-mean of keys and
+ * config names. */
+int config_edit_distance(const char *a, const char *b);
 /* Reads a JSON file over the defaults. */
 S2sStatus config_load(Config *c, const char *path, S2sError *err);
 /* The same for a run's config.json (a folder s2s manages): a regular file required, and a FIFO

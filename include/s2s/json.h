@@ -22,6 +22,10 @@ const char *json_find_nul(const char *text);
 S2sStatus json_refuse_nul(const char *text, const char *origin, S2sError *err);
 /* The 1-based line and column of the byte at in text (for messages). */
 void json_line_col(const char *text, const char *at, int *line, int *col);
+/* Where a parser stopped at (or just after) the start of a comment, which JSON does not have:
+ * "//" or, for a block comment, its slash-star as a string; *col moved back to the comment's
+ * first column. NULL: no comment there. */
+const char *json_comment_at(const char *text, const char *at, int *col);
 /* "line:col" (1-based) of the k-th (0-based) occurrence of "key" in text, into buf; "" when
  * not found. */
 void json_key_position(const char *text, const char *key, int k, char *buf, size_t n);

@@ -332,7 +332,7 @@ static const char *leaf(const char *path) {
     return d ? d + 1 : path;
 }
 
-static int edit_distance(const char *a, const char *b) {
+int config_edit_distance(const char *a, const char *b) {
     int la = (int)strlen(a), lb = (int)strlen(b);
     if (la > 63 || lb > 63) return 99;
     int d[64][64];
@@ -354,7 +354,7 @@ static const char *suggest(const char *path) {
     int bd = 99;
     const char *lf = leaf(path);
     for (int i = 0; i < N_KEYS; i++) {
-        int d = edit_distance(lf, leaf(KEYS[i].path));
+        int d = config_edit_distance(lf, leaf(KEYS[i].path));
         if (d < bd) {
             bd = d;
             best = KEYS[i].path;
@@ -504,6 +504,10 @@ S2sStatus config_parse(Config *c, const char *json, const char *origin, S2sError
         const char *at = cJSON_GetErrorPtr();
         int line = 1, col = 1;
         if (at) json_line_col(json, at, &line, &col);
+        const char *kind = json_comment_at(json, at, &col);
+        if (kind)
+            return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: not valid JSON: JSON has no comments (a %s comment starts here)",
+                            origin, line, col, kind);
         return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: not valid JSON", origin, line, col);
     }
     S2sStatus st = S2S_OK;

@@ -1,25 +1,37 @@
 /* config_file.c — a config from its file: found as users type it (a path, configs/NAME, the
- * installed configs beside the program) and read whole, then parsed by config.c. */
+ * installed configs beside the library or the program) and read whole, then parsed by
+ * config.c; a name typed wrong gets the nearest config's name. */
+#define _GNU_SOURCE /* dladdr */
 #include "s2s/config.h"
 #include "s2s/file.h"
 
+#include <dirent.h>
+#include <dlfcn.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The installed configs beside the running program: PREFIX/share/s2s/configs for
- * PREFIX/bin/s2s-train (make install puts them there); "" when the path cannot be read. */
+/* The installed configs beside the library: PREFIX/share/s2s/configs for PREFIX/lib/libs2s.so
+ * (loaded by Python, whose /proc/self/exe is the interpreter) or, linked into a program, for
+ * PREFIX/bin/s2s-train (make install puts them there); "" when neither path can be read. */
 static void installed_configs(char *out, size_t n) {
     char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t len = -1;
+    Dl_info info;
+    if (dladdr((void *)(uintptr_t)&config_find_file, &info) && info.dli_fname && strstr(info.dli_fname, ".so") &&
+        strlen(info.dli_fname) < sizeof exe)
+        len = (ssize_t)strlen(strcpy(exe, info.dli_fname)); /* a shared library: its own file */
+    else
+        len = readlink("/proc/self/exe", exe, sizeof exe - 1); /* the program it is linked into */
     out[0] = '\0';
     if (len <= 0) return;
     exe[len] = '\0';
     char *slash = strrchr(exe, '/');
     if (!slash) return;
-    *slash = '\0'; /* PREFIX/bin */
+    *slash = '\0'; /* PREFIX/bin or PREFIX/lib */
     static const char tail[] = "/../share/s2s/configs";
     size_t len_dir = strlen(exe);
     if (len_dir + sizeof tail > n) return;
@@ -46,11 +58,56 @@ void config_find_file(const char *name, char *out, size_t n) {
     snprintf(out, n, "%s", name);
 }
 
+/* The config names in dir (files NAME.json) nearest to name, into best; its distance. */
+static int nearest_in(const char *dir, const char *name, char *best, size_t n, int bd) {
+    DIR *d = opendir(dir);
+    if (!d) return bd;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || len > 63 || strcmp(e->d_name + len - 5, ".json")) continue;
+        char stem[64];
+        snprintf(stem, sizeof stem, "%.*s", (int)len - 5, e->d_name);
+        int dist = config_edit_distance(name, stem);
+        if (dist < bd || (dist == bd && strcmp(stem, best) < 0)) {
+            bd = dist;
+            snprintf(best, n, "%s", stem);
+        }
+    }
+    closedir(d);
+    return bd;
+}
+
+/* A name that is no file: the nearest config name of configs/ here and of the installed ones,
+ * if one is near (a third of its length, at least 2 edits), as "; did you mean NAME?". */
+static void did_you_mean(const char *name, char *out, size_t n) {
+    out[0] = '\0';
+    if (strchr(name, '/')) return;
+    char stem[64], best[64] = "", dir[PATH_MAX];
+    size_t len = strlen(name);
+    if (len > 5 && !strcmp(name + len - 5, ".json")) len -= 5;
+    if (len >= sizeof stem) return;
+    snprintf(stem, sizeof stem, "%.*s", (int)len, name);
+    int bd = nearest_in("configs", stem, best, sizeof best, 99);
+    installed_configs(dir, sizeof dir);
+    if (dir[0]) bd = nearest_in(dir, stem, best, sizeof best, bd);
+    int limit = (int)len / 3 > 2 ? (int)len / 3 : 2;
+    if (best[0] && bd > 0 && bd <= limit) snprintf(out, n, "; did you mean %s?", best);
+}
+
 static S2sStatus load(Config *c, const char *path, bool managed, S2sError *err) {
     char *buf;
     size_t n;
     size_t max = (size_t)1 << 20; /* a config is a few KB */
     S2sStatus st = managed ? file_read_regular(path, max, &buf, &n, err) : file_read_all(path, max, &buf, &n, err);
+    if (st && !managed && !file_exists(path)) { /* a name typed wrong */
+        char hint[160];
+        did_you_mean(path, hint, sizeof hint);
+        if (hint[0]) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return s2s_fail(err, st, "%.400s%s", msg, hint);
+        }
+    }
     if (st) return st;
     if (strlen(buf) != n) {
         free(buf);

@@ -82,3 +82,11 @@ S2sStatus json_refuse_nul(const char *text, const char *origin, S2sError *err) {
     return s2s_fail(err, S2S_ERR_CONFIG, "%s:%d:%d: a string holds \\u0000 (a NUL character), which no setting has", origin,
                     line, col);
 }
+
+const char *json_comment_at(const char *text, const char *at, int *col) {
+    if (!at) return NULL;
+    const char *c0 = at > text && at[-1] == '/' ? at - 1 : at;
+    if (c0[0] != '/' || (c0[1] != '/' && c0[1] != '*')) return NULL;
+    *col -= (int)(at - c0);
+    return c0[1] == '/' ? "//" : "/*";
+}
