@@ -257,7 +257,7 @@ def greedy(search, cap):
 
 def beam(search, K, alpha, cap):
     """The page's beam search; returns [(norm, score, ids, ended)] best first."""
-    C = min(2 * K, search.net_vocab)
+    C = min(2 * K, len(search.log_probs([])))  # the vocabulary's size, from the model
     live, fin = [(0.0, [])], []  # one live hypothesis to start: score 0, no token yet
 
     def finish(score, ids, ended):
@@ -311,7 +311,6 @@ def check_decoding(model, net, cfg, trg_vocab, srcs, beams, tol, tmp):
     """Greedy and beam outputs by the page's rules against ./translate's, for the sources' ids
     srcs; returns (differences, near ties set aside)."""
     task, mdl = cfg["task"]["type"], cfg.get("train", {}).get("max_decode_len", 0)
-    net_vocab = len(trg_vocab)
     src_file = os.path.join(tmp, "src.txt")
     tr = os.path.join(BIN, "translate")
     bad = ties = 0
@@ -320,7 +319,6 @@ def check_decoding(model, net, cfg, trg_vocab, srcs, beams, tol, tmp):
         if src is None:  # an empty line: no output to compare
             continue
         search = Search(net, torch.tensor(src))
-        search.net_vocab = net_vocab
         mine = text_of(greedy(search, max_output(mdl, len(src))), trg_vocab, task)
         if mine != greedy_out[i]:
             if search.margin <= tol:
@@ -339,7 +337,6 @@ def check_decoding(model, net, cfg, trg_vocab, srcs, beams, tol, tmp):
             if src is None:
                 continue
             search = Search(net, torch.tensor(src))
-            search.net_vocab = net_vocab
             hyps = beam(search, K, alpha, max_output(mdl, len(src)))[:K]
             mine = [(h[0], h[1], text_of(h[2], trg_vocab, task)) for h in hyps]
             got = theirs.get(i, [])

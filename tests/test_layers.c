@@ -442,22 +442,13 @@ Test(layers, no_call_cycle_between_files) {
     g_defs = NULL, g_refs = NULL, g_cap_defs = g_cap_refs = 0;
 }
 
-/* Whether the file holds the bytes s (with its terminating NUL: a whole string of its debug
- * information). */
-static bool object_has(const char *path, const char *s) {
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
+/* Whether buf (n bytes) holds the bytes s with its terminating NUL: a whole string of an
+ * object's debug information. */
+static bool holds(const char *buf, size_t n, const char *s) {
     size_t k = strlen(s) + 1;
-    bool found = false;
-    for (long i = 0; !found && i + (long)k <= n; i++) found = buf[i] == s[0] && memcmp(buf + i, s, k) == 0;
-    free(buf);
-    return found;
+    for (size_t i = 0; i + k <= n; i++)
+        if (buf[i] == s[0] && memcmp(buf + i, s, k) == 0) return true;
+    return false;
 }
 
 /* The back-end seam: above core, but in io/ (files), a tensor's memory is the back end's. Every
@@ -482,8 +473,12 @@ Test(layers, tensor_memory_is_the_back_ends_above_core) {
         for (size_t i = 0; i < g.gl_pathc; i++) {
             char obj[700];
             snprintf(obj, sizeof obj, "%s/%.*s.o", build, (int)strlen(g.gl_pathv[i]) - 2, g.gl_pathv[i]);
-            if (!object_has(obj, "Tensor")) continue; /* knows no tensor */
-            bool h = object_has(obj, "backend_only_data");
+            size_t len;
+            char *bytes = tu_slurp(obj, &len); /* read once, searched twice */
+            cr_assert(bytes, "%s is not built", obj);
+            bool knows = holds(bytes, len, "Tensor"), h = holds(bytes, len, "backend_only_data");
+            free(bytes);
+            if (!knows) continue; /* knows no tensor */
             if (above) cr_expect(h, "%s sees a tensor's data field: above core, only tensor.h's host-access calls may", obj);
             else cr_expect(!h, "%s (%s) was compiled with the tensor fields hidden", obj, g_mod[m].name);
             hidden += h, open_ += !h;
