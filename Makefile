@@ -49,7 +49,7 @@ MODULE_DIRS := $(shell sed -n '/<!-- layers:begin -->/,/<!-- layers:end -->/s/^|
 LIB_SRC := $(wildcard $(addsuffix /*.c,$(filter-out src/cli,$(MODULE_DIRS))))
 # Above core, but for io/ (files), a tensor's memory is reached through tensor.h's host-access
 # calls only: its data and grad fields are hidden there (the back-end seam, docs/design/gpu.md)
-HOST_ONLY_DIRS := $(filter-out src/core src/io,$(MODULE_DIRS))
+HOST_ONLY_DIRS := $(filter-out src/platform src/cpu src/core src/io,$(MODULE_DIRS))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
 LIB := $(BUILD)/libs2s.a
 VERSION := $(shell sed -n 's/^\#define S2S_VERSION "\(.*\)"/\1/p' include/s2s/common.h)

@@ -5,7 +5,7 @@
 A step on P machines = the compute of a share of the global batch + the gradient sum:
     t_c   = (B / P) / R             R: one machine's target tokens/s (the bench's train line)
     t_sum = t_add + 2 (P-1)/P * G / bw + 2 (P-1) * alpha
-G is the gradient in bytes (4 per parameter). The sum (src/core/dist.c) sends each rank's
+G is the gradient in bytes (4 per parameter). The sum (src/platform/dist.c) sends each rank's
 chunks to their owners (all-to-all) and gathers the sums back: 2 (P-1)/P * G bytes in and out
 of every machine, 2 (P-1) messages, one after the other (no pipelining). t_add is the owner's
 additions, measured (dist_bench's add_ms: all of G read, G/P written, about the same for any

@@ -7,7 +7,8 @@
 #include "s2s/fastmath.h"
 #include "s2s/bf16.h"
 #include "s2s/gemm.h"
-#include "../src/core/gemm_internal.h" /* gemm_tape_op: a product against a frozen weight */
+#include "../src/core/tape_gemm.h"   /* tape_gemm_op: a product against a frozen weight */
+#include "../src/cpu/gemm_internal.h" /* our own kernels (gemm_q8, gemm_rows) */
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -521,12 +521,12 @@ Test(gemm, decoding_products_of_activations_sum_each_row_alone) {
     t.grad_enabled = false;
     for (int tb = 0; tb < 2; tb++) {
         int ldb = tb ? K : N;
-        gemm_tape(&t, false, tb, M, N, K, 1.0f, A, K, B, ldb, 0.0f, all, N);
+        tape_gemm(&t, false, tb, M, N, K, 1.0f, A, K, B, ldb, 0.0f, all, N);
         for (int blk = 2; blk <= 7; blk += 5) {
             for (int r0 = 0; r0 < M; r0 += blk) {
                 int m = M - r0 < blk ? M - r0 : blk;
                 if (m < 2) { memcpy(part + (size_t)r0 * N, all + (size_t)r0 * N, sizeof(float) * (size_t)N); continue; }
-                gemm_tape(&t, false, tb, m, N, K, 1.0f, A + (size_t)r0 * K, K, B, ldb, 0.0f, part + (size_t)r0 * N, N);
+                tape_gemm(&t, false, tb, m, N, K, 1.0f, A + (size_t)r0 * K, K, B, ldb, 0.0f, part + (size_t)r0 * N, N);
             }
             cr_expect_eq(memcmp(part, all, sizeof(float) * (size_t)M * N), 0, "tb %d: blocks of %d differ from 300 rows", tb, blk);
         }
@@ -536,8 +536,8 @@ Test(gemm, decoding_products_of_activations_sum_each_row_alone) {
     for (int r = 0; r < M; r++)
         for (int k = 0; k < K; k++) At[(size_t)k * M + r] = A[(size_t)r * K + k];
     float *viaT = malloc(sizeof(float) * (size_t)M * N);
-    gemm_tape(&t, true, false, M, N, K, 1.0f, At, M, B, N, 0.0f, viaT, N);
-    gemm_tape(&t, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, all, N);
+    tape_gemm(&t, true, false, M, N, K, 1.0f, At, M, B, N, 0.0f, viaT, N);
+    tape_gemm(&t, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, all, N);
     cr_expect_eq(memcmp(viaT, all, sizeof(float) * (size_t)M * N), 0, "A transposed differs from A");
     tape_free(&t);
     free(A), free(B), free(all), free(part), free(At), free(viaT);

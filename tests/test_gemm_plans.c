@@ -11,7 +11,7 @@ static double frozen_error(Tape *t, bool tb, const Tensor *a, const Tensor *w, f
     int M = a->shape[0], K = a->shape[1];
     bool r = tape_bf16(t) && M >= 8; /* thinner products stay float32 (GEMM_BF16_MIN_SIDE) */
     tape_reset(t);
-    gemm_tape_op(t, false, tb, M, K, K, 1.0f, a->data, K, NULL, w->data, K, NULL, w, 0.0f, c, K);
+    tape_gemm_op(t, false, tb, M, K, K, 1.0f, a->data, K, NULL, w->data, K, NULL, w, 0.0f, c, K);
     double worst = 0;
     for (int i = 0; i < M; i++)
         for (int j = 0; j < K; j++) {
@@ -87,7 +87,7 @@ Test(gemm, matmul_plans_alpha_beta_strides_and_refill) {
     for (int ai = 0; ai < 3; ai++)
         for (int bi = 0; bi < 3; bi++) {
             memcpy(C, C0, (size_t)M * ldc * sizeof *C);
-            gemm_tape(&t, false, true, M, N, K, alphas[ai], A, lda, B, ldb, betas[bi], C, ldc);
+            tape_gemm(&t, false, true, M, N, K, alphas[ai], A, lda, B, ldb, betas[bi], C, ldc);
             double worst = 0;
             for (int i = 0; i < M; i++) {
                 for (int j = 0; j < N; j++) {
@@ -103,16 +103,16 @@ Test(gemm, matmul_plans_alpha_beta_strides_and_refill) {
         }
     float *first = malloc((size_t)M * ldc * sizeof *first);
     memset(first, 0, (size_t)M * ldc * sizeof *first);
-    gemm_tape(&t, false, true, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, first, ldc);
+    tape_gemm(&t, false, true, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, first, ldc);
     for (int m = 0; m < 600; m++) { /* more shapes (here: C strides) than the cache holds */
         float c[2 * 608];
-        gemm_tape(&t, false, true, 2, 8, 8, 1.0f, A, lda, B, ldb, 0.0f, c, 8 + m);
+        tape_gemm(&t, false, true, 2, 8, 8, 1.0f, A, lda, B, ldb, 0.0f, c, 8 + m);
         double s = 0;
         for (int k = 0; k < 8; k++) s += (double)A[lda + k] * B[7 * ldb + k];
         cr_assert_lt(fabs(c[8 + m + 7] - s), 1e-5, "shape %d: C[1,7] = %g, expected %g", m, c[8 + m + 7], s);
     }
     memset(C, 0, (size_t)M * ldc * sizeof *C);
-    gemm_tape(&t, false, true, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+    tape_gemm(&t, false, true, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
     cr_expect_eq(memcmp(C, first, (size_t)M * ldc * sizeof *C), 0, "the same shape after a refill gave other bits");
     free(first);
     free(A);
@@ -196,10 +196,10 @@ Test(gemm, stats_record_shapes_and_paths) {
     GemmStats st = {0};
     t.eng.gemm_stats = &st;
     float a[40 * 30] = {0}, b[30 * 20] = {0}, c[40 * 20];
-    gemm_tape(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20); /* transposed B, thin: matmul */
-    gemm_tape(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20);
-    gemm_tape(&t, true, false, 40, 20, 30, 1.0f, a, 40, b, 20, 0.0f, c, 20); /* sgemm */
-    gemm_tape(&t, false, false, 1, 20, 30, 1.0f, a, 30, b, 20, 0.0f, c, 20); /* one row */
+    tape_gemm(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20); /* transposed B, thin: matmul */
+    tape_gemm(&t, false, true, 40, 20, 30, 1.0f, a, 30, b, 30, 0.0f, c, 20);
+    tape_gemm(&t, true, false, 40, 20, 30, 1.0f, a, 40, b, 20, 0.0f, c, 20); /* sgemm */
+    tape_gemm(&t, false, false, 1, 20, 30, 1.0f, a, 30, b, 20, 0.0f, c, 20); /* one row */
     cr_assert_eq(st.n, 3);
     cr_expect_eq(st.items[0].path, GEMM_PATH_MATMUL);
     cr_expect_eq(st.items[0].calls, 2);
@@ -207,7 +207,8 @@ Test(gemm, stats_record_shapes_and_paths) {
     cr_expect_eq(st.items[1].path, GEMM_PATH_SGEMM);
     cr_expect_eq(st.items[2].path, GEMM_PATH_ROW);
     for (int i = 0; i < 3; i++) cr_expect_gt(st.items[i].seconds, 0.0);
-    cr_expect_gt(gemm_primitive_rate(&t, &st.items[1], false), 0.0);
+    GemmCtx g = tape_gemm_ctx(&t);
+    cr_expect_gt(gemm_primitive_rate(&g, &st.items[1], false), 0.0);
     gemm_stats_free(&st);
     tape_free(&t);
 }

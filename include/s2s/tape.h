@@ -85,8 +85,6 @@ typedef struct TapeNode {
     int i[4];
 } TapeNode;
 
-typedef struct GemmPlans GemmPlans;
-
 /* How op_linear_argmax screens a float32 tape's logits before computing the few it needs
  * exactly: auto takes int8 products where oneDNN has vector int8 kernels (AVX2 or wider),
  * else bfloat16 where the CPU multiplies it natively, else float32; the others force one way. */
@@ -126,6 +124,19 @@ S2sStatus tape_init_engine(Tape *t, Precision precision, GemmLib gemm, int threa
 static inline bool tape_bf16(const Tape *t) { return t->eng.precision == PRECISION_BF16; }
 static inline bool tape_int8(const Tape *t) { return t->eng.precision == PRECISION_INT8; }
 static inline bool tape_openblas(const Tape *t) { return t->eng.gemm == GEMM_LIB_OPENBLAS; }
+/* What a product on this tape borrows (gemm.h): the engine's settings and plans, the tape's
+ * arena and FLOP counter, whether gradients follow. Made per call, so it never goes stale. */
+static inline GemmCtx tape_gemm_ctx(Tape *t) {
+    return (GemmCtx){.precision = t->eng.precision, .lib = t->eng.gemm, .bf16_matmul = t->eng.bf16_matmul,
+                     .plans = &t->eng.gemm_plans, .stats = t->eng.gemm_stats, .arena = &t->arena,
+                     .flops = &t->flops, .training = t->grad_enabled};
+}
+/* Row-major C = alpha op(A) op(B) + beta C in the tape's precision (gemm_op, no weight). */
+static inline void tape_gemm(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                             const float *B, int ldb, float beta, float *C, int ldc) {
+    GemmCtx g = tape_gemm_ctx(t);
+    gemm_op(&g, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, NULL, beta, C, ldc);
+}
 /* What a tape does besides computing: record for gradients, apply dropout. */
 typedef struct TapeMode {
     bool grad_enabled, training;

@@ -52,7 +52,7 @@ static double gemm_rate(int M, int N, int K, bool bf16, bool openblas) {
     t.eng.gemm = openblas ? GEMM_LIB_OPENBLAS : GEMM_LIB_ONEDNN;
     for (int r = 0; r < 6; r++) {
         double t0 = now_s();
-        gemm_tape(&t, false, true, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N); /* bf16: conversions included, as in the step */
+        tape_gemm(&t, false, true, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N); /* bf16: conversions included, as in the step */
         double dt = now_s() - t0;
         if (r > 0 && 2.0 * M * N * K / dt / 1e9 > best) best = 2.0 * M * N * K / dt / 1e9;
     }
@@ -133,7 +133,8 @@ static void print_gemm_profile(Tape *t, GemmStats *st, double seconds, const cha
         bool b16 = s->path == GEMM_PATH_BF16_GEMM || s->path == GEMM_PATH_BF16_MATMUL || s->path == GEMM_PATH_BF16_PACKED;
         /* in the type it ran in; none for int8 (quantising is part of its path) */
         bool int8 = s->path == GEMM_PATH_INT8 || s->path == GEMM_PATH_Q8;
-        double prim = s->path == GEMM_PATH_ROW || int8 ? 0 : gemm_primitive_rate(t, s, b16);
+        GemmCtx g = tape_gemm_ctx(t);
+        double prim = s->path == GEMM_PATH_ROW || int8 ? 0 : gemm_primitive_rate(&g, s, b16);
         if (prim > 0) {
             covered += s->seconds;
             cov_flops += f;

@@ -1,5 +1,5 @@
 /* engine.c — an execution context set up and freed (see engine.h). */
-#include "gemm_internal.h"
+#include "s2s/gemm.h"
 #include "s2s/engine.h"
 
 #include <string.h>

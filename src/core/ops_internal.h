@@ -1,10 +1,10 @@
 /* ops_internal.h — what the op files share with tape.c: the backward functions for the
- * op table and small helpers; the products through the GEMM back end (gemm_internal.h).
+ * op table and small helpers; the products through the CPU back end (tape_gemm.h).
  * Not a public header. */
 #ifndef S2S_OPS_INTERNAL_H
 #define S2S_OPS_INTERNAL_H
 
-#include "gemm_internal.h"
+#include "tape_gemm.h"
 #include "s2s/common.h"
 #include "s2s/ops.h"
 

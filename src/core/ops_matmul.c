@@ -64,11 +64,11 @@ static void gemm_batched(Tape *t, bool ta, bool tb, int M, int N, int K, const f
         par_for((size_t)vc.batch, (size_t)N * K, rows_range, &j);
         return;
     }
-    if (gemm_small_batched(t, ta, tb, M, N, K, vc.batch, A, va.ld, va.bstride, B, vb.ld, vb.bstride, beta, C, vc.ld,
+    if (tape_gemm_small(t, ta, tb, M, N, K, vc.batch, A, va.ld, va.bstride, B, vb.ld, vb.bstride, beta, C, vc.ld,
                            vc.bstride))
         return;
     for (int b = 0; b < vc.batch; b++)
-        gemm_tape(t, ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
+        tape_gemm(t, ta, tb, M, N, K, 1.0f, A + b * va.bstride, va.ld, B + b * vb.bstride, vb.ld,
                  beta, C + b * vc.bstride, vc.ld);
 }
 
@@ -132,7 +132,7 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b) {
     /* the weight is offered for packing (gemm.h) only outside training: a training step
      * multiplies by it once forward and once backward, in two layouts, so packing it every
      * step cost more than it saved (batches of 32: 3,300-3,438 against 4,009-4,025 tok/s) */
-    gemm_tape_bias(t, rows, out, in, x->data, in, w->data, w->bf16, t->grad_enabled ? NULL : w, b ? b->data : NULL, y->data,
+    tape_gemm_bias(t, rows, out, in, x->data, in, w->data, w->bf16, t->grad_enabled ? NULL : w, b ? b->data : NULL, y->data,
                   out);
     if (tape_wants(t, x, w, b)) {
         TapeNode *n = tape_record(t, OP_LINEAR, y);
@@ -152,12 +152,12 @@ void op_linear_backward(Tape *t, const TapeNode *n) {
     /* on a bf16 tape both products read dy in bf16: rounded once, for the two of them */
     ArenaMark m = arena_mark(&t->arena);
     const uint16_t *dybf =
-        dx && dw && gemm_bf16_takes(t, rows, in, true) && out >= GEMM_BF16_MIN_SIDE ? gemm_bf16_copy(t, dy, (size_t)rows * out) : NULL;
+        dx && dw && tape_bf16_takes(t, rows, in, true) && out >= GEMM_BF16_MIN_SIDE ? tape_bf16_copy(t, dy, (size_t)rows * out) : NULL;
     if (dx) /* dx (rows,in) += dy (rows,out) W (out,in) */
-        gemm_tape_op(t, false, false, rows, in, out, 1.0f, dy, out, dybf, w->data, in, w->bf16, NULL, fresh ? 0.0f : 1.0f,
+        tape_gemm_op(t, false, false, rows, in, out, 1.0f, dy, out, dybf, w->data, in, w->bf16, NULL, fresh ? 0.0f : 1.0f,
                      dx, in);
     if (dw) /* dW (out,in) += dy^T x */
-        gemm_tape_op(t, true, false, out, in, rows, 1.0f, dy, out, dybf, x->data, in, NULL, NULL, 1.0f, dw, in);
+        tape_gemm_op(t, true, false, out, in, rows, 1.0f, dy, out, dybf, x->data, in, NULL, NULL, 1.0f, dw, in);
     arena_rewind(&t->arena, m);
     if (b && b->requires_grad) ops_bias_grad(tensor_grad(t, b), dy, rows, out);
 }
@@ -581,12 +581,12 @@ bool op_linear_int8_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tens
     S2S_ASSERT(w->ndim == 2 && w->shape[1] == D && (!b || b->size == (size_t)V) && V > 0 && D > 0);
     if (N == 0) return true;
     /* as op_linear offers the weight (only outside training) and gemm.c then decides */
-    if (!gemm_int8_applies(t, t->grad_enabled ? NULL : w, V) || D > 65536) return false;
+    if (!tape_int8_applies(t, t->grad_enabled ? NULL : w, V) || D > 65536) return false;
     ArenaMark m = arena_mark(&t->arena);
     float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V; /* op_linear: x + 1 b, or x alone */
     GemmInt8Sums q8 = {arena_alloc(&t->arena, (size_t)N * V * sizeof *q8.sums),
                        arena_alloc(&t->arena, (size_t)N * sizeof *q8.row_scale), .fine = false};
-    GemmScreenCols wc = gemm_frozen_screen(t, TAPE_SCREEN_INT8, N, V, D, x->data, D, w, NULL, &q8);
+    GemmScreenCols wc = tape_frozen_screen(t, TAPE_SCREEN_INT8, N, V, D, x->data, D, w, NULL, &q8);
     ArgmaxJob j = {.q8 = q8, .wscale = wc.scale, .zc = offset_sums(t, wc, V), .gate = gate, .bias = bias,
                    .V = V, .best = best};
     par_for((size_t)N, (size_t)V * 4, own_rows_range, &j);
@@ -618,11 +618,11 @@ void op_linear_argmax(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b
     }
     GemmScreenCols wc = {0};
     if (w->frozen) {
-        wc = gemm_frozen_screen(t, kind, N, V, D, x->data, D, w, approx, &q8);
+        wc = tape_frozen_screen(t, kind, N, V, D, x->data, D, w, approx, &q8);
     } else {
         float *norm = arena_alloc(&t->arena, (size_t)V * sizeof *norm);
         gemm_row_norms(w->data, V, D, D, norm);
-        gemm_tape(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
+        tape_gemm(t, false, true, N, V, D, 1.0f, x->data, D, w->data, D, 0.0f, approx, V);
         wc.norm = norm;
     }
     float *gate = argmax_gate_bias(t, V, b, allowed), *bias = gate + V;

@@ -179,11 +179,11 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
     memcpy(h, h0->data, BH * sizeof(float));
     if (lstm) memcpy(c, c0->data, BH * sizeof(float));
     float *hnew = arena_alloc(&t->arena, BH * sizeof(float)), *cnew = lstm ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
-    const uint16_t *wbf = gemm_bf16_weight(t, w_hh); /* once, not per step */
+    const uint16_t *wbf = tape_bf16_weight(t, w_hh); /* once, not per step */
     /* a bf16 product rounds h every step: the row pass writes h in bf16 too, as it writes h,
      * on every thread, instead of one more pass over it on one (a step's state is below
      * par_for's threshold) */
-    uint16_t *hbf = S > 1 && gemm_bf16_takes(t, B, G, true) ? arena_alloc(&t->arena, BH * sizeof *hbf) : NULL;
+    uint16_t *hbf = S > 1 && tape_bf16_takes(t, B, G, true) ? arena_alloc(&t->arena, BH * sizeof *hbf) : NULL;
     if (hbf) bf16_from_f32(h, hbf, BH);
     /* one step's gates (then into xg when consuming) and its aux values, where not kept */
     float *gstep = consume || !record ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
@@ -195,7 +195,7 @@ static Tensor *rnn_seq(Tape *t, CellKind kind, Tensor *xg, Tensor *h0, Tensor *c
         if (q->hprev) memcpy(q->hprev + (size_t)s * BH, h, BH * sizeof(float));
         if (q->cprev) memcpy(q->cprev + (size_t)s * BH, c, BH * sizeof(float));
         /* recurrent projection into the gate buffer; the row pass turns it into activations */
-        gemm_tape_op(t, false, true, B, G, H, 1.0f, h, H, hbf, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
+        tape_gemm_op(t, false, true, B, G, H, 1.0f, h, H, hbf, w_hh->data, H, wbf, w_hh, 0.0f, gt, G);
         const uint8_t *act = active ? active + (size_t)s * B : NULL;
         StepJob j = {.H = H, .G = G, .lstm = lstm, .act = act, .x = xg->data + (size_t)s * BG, .b = b_hh->data,
                      .g = gt, .h = h, .c = c, .aux = aux, .hnew = hnew, .cnew = cnew, .ys = y->data + (size_t)s * BH,
@@ -312,13 +312,13 @@ static void add_dw(Tape *t, const SeqSaved *q, int Gc, const float *D, int ldd, 
     int S = q->S, B = q->B, H = q->H;
     size_t BH = (size_t)B * H, BD = (size_t)B * ldd;
     if (q->hprev) {
-        gemm_tape(t, true, false, Gc, H, S * B, 1.0f, D, ldd, q->hprev, H, 1.0f, gw, H);
+        tape_gemm(t, true, false, Gc, H, S * B, 1.0f, D, ldd, q->hprev, H, 1.0f, gw, H);
         return;
     }
     if (S > 1) /* forward: steps 1.. against outputs 0..; reverse: steps 0.. against outputs 1.. */
-        gemm_tape(t, true, false, Gc, H, (S - 1) * B, 1.0f, q->reverse ? D : D + BD, ldd, q->reverse ? q->ys + BH : q->ys, H,
+        tape_gemm(t, true, false, Gc, H, (S - 1) * B, 1.0f, q->reverse ? D : D + BD, ldd, q->reverse ? q->ys + BH : q->ys, H,
                  1.0f, gw, H);
-    gemm_tape(t, true, false, Gc, H, B, 1.0f, D + (size_t)step_at(q, 0) * BD, ldd, q->h0, H, 1.0f, gw, H);
+    tape_gemm(t, true, false, Gc, H, B, 1.0f, D + (size_t)step_at(q, 0) * BD, ldd, q->h0, H, 1.0f, gw, H);
 }
 
 void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
@@ -350,11 +350,11 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
     float *dGn = q->lstm ? NULL : dead ? dead : arena_calloc(&t->arena, (size_t)S * BH * sizeof(float));
     float *dX = !own ? arena_calloc(&t->arena, (size_t)S * BG * sizeof(float)) : gx; /* d xg */
     float *dG = q->lstm ? dX : arena_alloc(&t->arena, BG * sizeof(float));
-    const uint16_t *wbf = gemm_bf16_weight(t, w);
+    const uint16_t *wbf = tape_bf16_weight(t, w);
     float *stage = over ? arena_alloc(&t->arena, BG * sizeof(float)) : NULL;
     /* the row pass writes d pre-activations in bf16 too, for dG W_hh (as forward writes h;
      * one step alone leaves it to the product, as forward does) */
-    uint16_t *dgbf = S > 1 && gemm_bf16_takes(t, B, H, true) ? arena_alloc(&t->arena, BG * sizeof *dgbf) : NULL;
+    uint16_t *dgbf = S > 1 && tape_bf16_takes(t, B, H, true) ? arena_alloc(&t->arena, BG * sizeof *dgbf) : NULL;
     float *hn = !q->lstm && !q->aux ? arena_alloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dh = arena_calloc(&t->arena, BH * sizeof(float)), *dc = q->lstm ? arena_calloc(&t->arena, BH * sizeof(float)) : NULL;
     float *dtot = arena_alloc(&t->arena, BH * sizeof(float)), *dhd = arena_alloc(&t->arena, BH * sizeof(float));
@@ -366,7 +366,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         const float *gt = q->gates + (size_t)s * BG, *hp = state_before(q, q->hprev, q->ys, q->h0, k);
         const float *aux = q->aux ? q->aux + (size_t)s * BH : NULL;
         if (!q->lstm && !aux) { /* recomputed: W_hn h + b_hn (inactive rows: unused) */
-            gemm_tape_op(t, false, true, B, H, H, 1.0f, hp, H, NULL, w->data + (size_t)2 * H * H, H,
+            tape_gemm_op(t, false, true, B, H, H, 1.0f, hp, H, NULL, w->data + (size_t)2 * H * H, H,
                          wbf ? wbf + (size_t)2 * H * H : NULL, NULL, 0.0f, hn, H);
             for (int r = 0; r < B; r++)
                 for (int i = 0; i < H; i++) hn[(size_t)r * H + i] += b->data[2 * H + i];
@@ -382,7 +382,7 @@ void op_rnn_seq_backward(Tape *t, const TapeNode *n) {
         float *dgs = j.dgs;
         /* dh_prev = direct path + dG_s W_hh (inactive rows have dG = 0) */
         memcpy(dh, dhd, BH * sizeof(float));
-        gemm_tape_op(t, false, false, B, H, G, 1.0f, dgs, G, dgbf, w->data, H, wbf, w, 1.0f, dh, H);
+        tape_gemm_op(t, false, false, B, H, G, 1.0f, dgs, G, dgbf, w->data, H, wbf, w, 1.0f, dh, H);
     }
     if (gh0)
         for (size_t i = 0; i < BH; i++) gh0[i] += dh[i];

@@ -230,7 +230,7 @@ static void xent_logits(Tape *t, const Tensor *x, const Tensor *w, const Tensor 
     int D = tensor_cols(x), V = w->shape[0];
     if (b)
         for (int r = 0; r < n; r++) memcpy(y + (size_t)r * V, b->data, (size_t)V * sizeof *y);
-    gemm_tape_op(t, false, true, n, V, D, 1.0f, x->data + (size_t)r0 * D, D, NULL, w->data, D, wbf, NULL,
+    tape_gemm_op(t, false, true, n, V, D, 1.0f, x->data + (size_t)r0 * D, D, NULL, w->data, D, wbf, NULL,
                  b ? 1.0f : 0.0f, y, V);
 }
 
@@ -243,9 +243,9 @@ static void xent_chunk_grads(Tape *t, const Tensor *x, const Tensor *w, const ui
     CeGradJob job = ce_job(y, y, tg + r0, lse + r0, g, eps, V, ignore);
     par_for((size_t)n, (size_t)V, ce_grad_rows_over, &job);
     if (dx) /* dx (n, D) += dlogits (n, V) W (V, D) */
-        gemm_tape_op(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f, dx + (size_t)r0 * D, D);
+        tape_gemm_op(t, false, false, n, D, V, 1.0f, y, V, NULL, w->data, D, wbf, NULL, 1.0f, dx + (size_t)r0 * D, D);
     if (dw) /* dW (V, D) += dlogits^T x */
-        gemm_tape_op(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
+        tape_gemm_op(t, true, false, V, D, n, 1.0f, y, V, NULL, x->data + (size_t)r0 * D, D, NULL, NULL, 1.0f, dw, D);
     if (db) ops_bias_grad(db, y, n, V);
 }
 
@@ -268,7 +268,7 @@ Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *
     }
     float *lse = arena_alloc(&t->arena, (size_t)(N ? N : 1) * sizeof *lse);
     ArenaMark m = arena_mark(&t->arena);
-    const uint16_t *wbf = gemm_bf16_weight(t, w); /* once for all chunks */
+    const uint16_t *wbf = tape_bf16_weight(t, w); /* once for all chunks */
     int rows = N < chunk ? (N ? N : 1) : chunk;
     float *y = arena_alloc(&t->arena, (size_t)rows * V * sizeof *y);
     float *mean = smoothing > 0.0f ? arena_alloc(&t->arena, (size_t)rows * sizeof *mean) : NULL;
@@ -320,7 +320,7 @@ void op_linear_xent_backward(Tape *t, const TapeNode *node) {
     float *dx = x->requires_grad ? tensor_grad(t, x) : NULL, *dw = w->requires_grad ? tensor_grad(t, w) : NULL;
     float *db = b && b->requires_grad ? tensor_grad(t, b) : NULL;
     ArenaMark m = arena_mark(&t->arena);
-    const uint16_t *wbf = gemm_bf16_weight(t, w);
+    const uint16_t *wbf = tape_bf16_weight(t, w);
     float *y = arena_alloc(&t->arena, (size_t)(N < chunk ? N : chunk) * V * sizeof *y);
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;

@@ -1,5 +1,5 @@
 /* gemm_impl.h — what the gemm_*.c files share below gemm_internal.h: oneDNN's plans and
- * packed weights (owned by the tape's GemmPlans, freed with it), the int8 quantisation, the
+ * packed weights (owned by the engine's GemmPlans, freed with it), the int8 quantisation, the
  * thread rule for small products, and the per-shape statistics. Not for the ops. */
 #ifndef S2S_GEMM_IMPL_H
 #define S2S_GEMM_IMPL_H
@@ -85,18 +85,18 @@ int gemm_serial_begin(int M, int N, int K);
 void gemm_serial_end(int restore);
 
 /* gemm_base.c: bf16 copies, statistics */
-const uint16_t *gemm_to_bf16(Tape *t, const float *x, int rows, int cols, int ld);
+const uint16_t *gemm_to_bf16(const GemmCtx *g, const float *x, int rows, int cols, int ld);
 void gemm_stats_add(GemmStats *st, const GemmShapeStat *x, long calls, double seconds);
 
 /* gemm_plans.c */
-GemmPlans *gemm_plans_get(Tape *t);
+GemmPlans *gemm_plans_get(const GemmCtx *g);
 Plan *gemm_plan_get(GemmPlans *p, const PlanKey *k, float alpha, float beta);
 Pack *gemm_pack_slot(GemmPlans *p, const float *B, uint64_t stamp);
 void gemm_quantise_columns(const float *B, int ldb, bool tb, int K, int N, int top, int8_t *quant, float *scale,
                            int32_t *colsum);
 Pack *gemm_pack_get(GemmPlans *p, const Plan *pl, const float *B, int ldb, uint64_t stamp);
-void gemm_plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias);
-Pack *gemm_matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
+void gemm_plan_execute(const GemmCtx *g, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias);
+Pack *gemm_matmul_run(const GemmCtx *g, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
                       float *C, const float *bias);
 
 /* op(B) (K × N, stored with ldb) in gemm_rows's layout, packed once per freeze. */
@@ -106,7 +106,7 @@ Pack *gemm_rows_pack_get(GemmPlans *p, const float *B, int ldb, bool tb, uint64_
 bool gemm_q8_applies(void);
 int gemm_act_max(bool q8);
 int gemm_act_off(bool q8);
-Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
+Pack *gemm_int8_run(const GemmCtx *g, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
                     uint64_t Bstamp, float *C, int ldc, const float *bias, GemmInt8Sums *raw, bool fine);
 
 #endif

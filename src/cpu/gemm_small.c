@@ -315,18 +315,18 @@ static void small_range(void *ctx, size_t b0, size_t b1) {
     }
 }
 
-bool gemm_small_batched(Tape *t, bool ta, bool tb, int M, int N, int K, int batch, const float *A, int lda, size_t sa,
+bool gemm_small_batched(const GemmCtx *g, bool ta, bool tb, int M, int N, int K, int batch, const float *A, int lda, size_t sa,
                         const float *B, int ldb, size_t sb, float beta, float *C, int ldc, size_t sc) {
     if (batch < 2 || M < 2 || N < 1 || K < 1 || !small_fits(M, N, K)) return false;
-    t->flops += 2.0 * M * N * K * batch;
+    *g->flops += 2.0 * M * N * K * batch;
     SmallJob j = {ta, tb, M, N, K, lda, ldb, ldc, A, B, sa, sb, sc, beta, C};
     struct timespec t0, t1;
-    if (t->eng.gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (g->stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     par_for((size_t)batch, (size_t)M * N * K, small_range, &j);
-    if (t->eng.gemm_stats) {
+    if (g->stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         GemmShapeStat x = {.path = GEMM_PATH_SMALL, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
-        gemm_stats_add(t->eng.gemm_stats, &x, batch, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        gemm_stats_add(g->stats, &x, batch, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
     return true;
 }

@@ -82,8 +82,8 @@ static void bf16_rows(void *ctx, size_t r0, size_t r1) {
 
 /* The stored matrix behind op(X) (rows × cols with leading dimension ld), packed into bf16,
  * split over the threads (large operands: a step rounds tens of millions of values). */
-const uint16_t *gemm_to_bf16(Tape *t, const float *x, int rows, int cols, int ld) {
-    uint16_t *y = arena_alloc(&t->arena, (size_t)rows * cols * sizeof *y);
+const uint16_t *gemm_to_bf16(const GemmCtx *g, const float *x, int rows, int cols, int ld) {
+    uint16_t *y = arena_alloc(g->arena, (size_t)rows * cols * sizeof *y);
     Bf16Job j = {x, y, (size_t)cols, (size_t)ld};
     par_for((size_t)rows, (size_t)cols, bf16_rows, &j);
     return y;

@@ -1,4 +1,4 @@
-/* gemm_plans.c — oneDNN's matmul primitives made once per shape and kept in the tape's
+/* gemm_plans.c — oneDNN's matmul primitives made once per shape and kept in the engine's
  * GemmPlans, and frozen weights packed (or quantised) once per freeze in the layout a plan wants. */
 #include "gemm_impl.h"
 #include "s2s/hash.h"
@@ -10,12 +10,12 @@
 
 /* ---- matmul primitives, cached per shape (GemmPlans) ---- */
 
-GemmPlans *gemm_plans_get(Tape *t) {
-    if (t->eng.gemm_plans) return t->eng.gemm_plans;
+GemmPlans *gemm_plans_get(const GemmCtx *g) {
+    if (*g->plans) return *g->plans;
     GemmPlans *p = s2s_xcalloc(1, sizeof *p);
     DNNL_OK(dnnl_engine_create(&p->engine, dnnl_cpu, 0));
     DNNL_OK(dnnl_stream_create(&p->stream, p->engine, dnnl_stream_default_flags));
-    return t->eng.gemm_plans = p;
+    return *g->plans = p;
 }
 
 static void plan_destroy(Plan *pl) {
@@ -231,10 +231,10 @@ Pack *gemm_rows_pack_get(GemmPlans *p, const float *B, int ldb, bool tb, uint64_
 
 /* Executes a plan on these operands (bias: the plan's, or NULL), its scratchpad borrowed
  * from the arena. */
-void gemm_plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias) {
+void gemm_plan_execute(const GemmCtx *g, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias) {
     S2S_ASSERT(!pl->key.bias == !bias);
-    ArenaMark m = arena_mark(&t->arena);
-    void *scratch = pl->scratch_bytes ? arena_alloc(&t->arena, pl->scratch_bytes) : NULL;
+    ArenaMark m = arena_mark(g->arena);
+    void *scratch = pl->scratch_bytes ? arena_alloc(g->arena, pl->scratch_bytes) : NULL;
     DNNL_OK(dnnl_memory_set_data_handle(pl->a, (void *)A));
     DNNL_OK(dnnl_memory_set_data_handle(pl->b, (void *)B));
     DNNL_OK(dnnl_memory_set_data_handle(pl->c, C));
@@ -244,7 +244,7 @@ void gemm_plan_execute(Tape *t, GemmPlans *p, const Plan *pl, const void *A, con
     if (bias) DNNL_OK(dnnl_memory_set_data_handle(pl->bias, (void *)bias));
     DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, bias ? 5 : 4, args));
     DNNL_OK(dnnl_stream_wait(p->stream));
-    arena_rewind(&t->arena, m);
+    arena_rewind(g->arena, m);
 }
 
 /* oneDNN 2.x multiplies a bf16 row by a packed weight with AVX-512 bf16 kernels when the rows are
@@ -279,28 +279,28 @@ static Plan *amx_plan(GemmPlans *p, const PlanKey *k, float alpha, float beta) {
 
 /* A (k->M rows, bf16) times the packed B through pl, the padded plan of the same product (the
  * padding rows of C, never read, are left as they are). */
-static void matmul_padded(Tape *t, GemmPlans *p, const Plan *pl, const PlanKey *k, float beta, const uint16_t *A,
+static void matmul_padded(const GemmCtx *g, GemmPlans *p, const Plan *pl, const PlanKey *k, float beta, const uint16_t *A,
                           const void *B, float *C, const float *bias) {
     int rows = pl->key.M;
-    ArenaMark m = arena_mark(&t->arena);
-    uint16_t *Ap = arena_calloc(&t->arena, (size_t)rows * k->K * sizeof *Ap);
-    float *Cp = arena_alloc(&t->arena, (size_t)rows * k->N * sizeof *Cp);
+    ArenaMark m = arena_mark(g->arena);
+    uint16_t *Ap = arena_calloc(g->arena, (size_t)rows * k->K * sizeof *Ap);
+    float *Cp = arena_alloc(g->arena, (size_t)rows * k->N * sizeof *Cp);
     for (int r = 0; r < k->M; r++) {
         memcpy(Ap + (size_t)r * k->K, A + (size_t)r * k->lda, (size_t)k->K * sizeof *Ap);
         if (beta != 0.0f) memcpy(Cp + (size_t)r * k->N, C + (size_t)r * k->ldc, (size_t)k->N * sizeof *Cp);
     }
-    gemm_plan_execute(t, p, pl, Ap, B, Cp, bias);
+    gemm_plan_execute(g, p, pl, Ap, B, Cp, bias);
     for (int r = 0; r < k->M; r++) memcpy(C + (size_t)r * k->ldc, Cp + (size_t)r * k->N, (size_t)k->N * sizeof *C);
-    arena_rewind(&t->arena, m);
+    arena_rewind(g->arena, m);
 }
 
 /* One product through a cached matmul primitive. A and B are bf16 (packed as the key says)
  * when key.bf16, else float32; B is the float32 weight (packed here) when Bstamp != 0; bias:
  * a row added to every row of the product (alpha 1), or NULL. */
-Pack *gemm_matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
+Pack *gemm_matmul_run(const GemmCtx *g, PlanKey *k, float alpha, float beta, const void *A, const void *B, uint64_t Bstamp,
                        float *C, const float *bias) {
     S2S_ASSERT(!bias || alpha == 1.0f);
-    GemmPlans *p = gemm_plans_get(t);
+    GemmPlans *p = gemm_plans_get(g);
     int restore = gemm_serial_begin(k->M, k->N, k->K);
     k->threads = omp_get_max_threads(); /* some kernels are made for a thread count */
     k->packed = Bstamp != 0;
@@ -313,13 +313,13 @@ Pack *gemm_matmul_run(Tape *t, PlanKey *k, float alpha, float beta, const void *
         pk = gemm_pack_get(p, pl, B, k->ldb, Bstamp);
         B = pk->buf;
     }
-    if (pl->key.M != k->M) matmul_padded(t, p, pl, k, beta, A, B, C, bias); /* its layout packed B, too */
-    else gemm_plan_execute(t, p, pl, A, B, C, bias);
+    if (pl->key.M != k->M) matmul_padded(g, p, pl, k, beta, A, B, C, bias); /* its layout packed B, too */
+    else gemm_plan_execute(g, p, pl, A, B, C, bias);
     gemm_serial_end(restore);
     return pk;
 }
 
-double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
+double gemm_primitive_rate(const GemmCtx *g, const GemmShapeStat *s, bool bf16) {
     int M = s->M, N = s->N, K = s->K;
     size_t es = bf16 ? sizeof(uint16_t) : sizeof(float);
     void *A = s2s_xcalloc((size_t)M * K, es), *B = s2s_xcalloc((size_t)K * N, es);
@@ -339,7 +339,7 @@ double gemm_primitive_rate(Tape *t, const GemmShapeStat *s, bool bf16) {
     for (int r = 0; r < 4; r++) { /* the first makes the kernel */
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        gemm_matmul_run(t, &k, 1.0f, 0.0f, A, B, 0, C, NULL);
+        gemm_matmul_run(g, &k, 1.0f, 0.0f, A, B, 0, C, NULL);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         if (r > 0 && (best == 0 || sec < best)) best = sec;

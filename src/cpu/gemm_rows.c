@@ -1,6 +1,6 @@
 /* gemm_rows.c — float32 products in which every row of A is summed alone, the same bits
  * whatever the rows around it (see gemm_internal.h): by a frozen weight, and on decoding
- * tapes by another activation.
+ * calls by another activation.
  *
  * From AVX-512 on, oneDNN's float32 matmul runs brgemm kernels whose k order is the same for
  * every row; below it (AVX2: Zen 3, older Xeons) it runs its gemm:jit kernels, which pick

@@ -1,6 +1,6 @@
-/* gemm.c — the one dispatcher of the tape's matrix products: gemm_dispatch picks the back
- * end (packed weight, bf16, int8, one row, OpenBLAS, oneDNN) by the rules of gemm.h, and
- * gemm_tape* are its entries (FLOPs counted, the time per shape when asked). */
+/* gemm.c — the one dispatcher of the engine's matrix products: gemm_dispatch picks the
+ * kernel (packed weight, bf16, int8, one row, OpenBLAS, oneDNN) by the rules of gemm.h, and
+ * gemm_op and gemm_bias are its entries (FLOPs counted, the time per shape when asked). */
 #include "gemm_impl.h"
 #include "s2s/bf16.h"
 #include "s2s/par.h"
@@ -14,14 +14,14 @@ void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const f
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
-static bool frozen_weight(const Tensor *Bw, const float *B, bool ta, int M) {
+static bool frozen_weight(const GemmWeight *Bw, const float *B, bool ta, int M) {
     if (!Bw || !Bw->frozen || ta || M > PACK_MAX_ROWS) return false;
     S2S_ASSERT(B == Bw->data);
     return true;
 }
 
-bool gemm_int8_applies(const Tape *t, const Tensor *Bw, int N) {
-    return tape_int8(t) && Bw && Bw->frozen && N >= GEMM_BF16_MIN_SIDE;
+bool gemm_int8_applies(const GemmCtx *g, const GemmWeight *Bw, int N) {
+    return gemm_ctx_int8(g) && Bw && Bw->frozen && N >= GEMM_BF16_MIN_SIDE;
 }
 
 typedef struct BiasFill {
@@ -46,43 +46,43 @@ static float bias_first(const float *bias, float *C, int M, int N, int ldc, floa
 
 /* Whether a float32 product runs on gemm_rows, so that no sentence's numbers depend on the
  * batch it is in: a product by a frozen weight where oneDNN's kernels sum a row by the rows
- * around it (gemm_rows_apply), and on a tape without gradients (decoding, evaluation) a
+ * around it (gemm_rows_apply), and in a call without gradients (decoding, evaluation) a
  * product of two activations of two rows or more where gemm_rows_for_activations says so
- * (one-row products have gemm_row's order everywhere). Not on an OpenBLAS tape: that back
+ * (one-row products have gemm_row's order everywhere). Not on an OpenBLAS engine: that back
  * end is asked for by name. */
-static bool rows_takes(const Tape *t, int M, bool frozen) {
-    if (tape_openblas(t) || tape_bf16(t)) return false;
+static bool rows_takes(const GemmCtx *g, int M, bool frozen) {
+    if (gemm_ctx_openblas(g) || gemm_ctx_bf16(g)) return false;
     if (frozen) return gemm_rows_apply();
-    return !t->grad_enabled && M >= 2 && gemm_rows_for_activations();
+    return !g->training && M >= 2 && gemm_rows_for_activations();
 }
 
 /* A product on gemm_rows: a frozen op(B) packed once per freeze, any other packed (and a
  * transposed A copied) into the arena for this call. */
-static void rows_product(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+static void rows_product(const GemmCtx *g, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                          const float *B, int ldb, uint64_t stamp, float beta, float *C, int ldc, const float *bias) {
-    ArenaMark m = arena_mark(&t->arena);
+    ArenaMark m = arena_mark(g->arena);
     const float *P;
     if (stamp) {
-        P = gemm_rows_pack_get(gemm_plans_get(t), B, ldb, tb, stamp, N, K)->buf;
+        P = gemm_rows_pack_get(gemm_plans_get(g), B, ldb, tb, stamp, N, K)->buf;
     } else {
-        float *p = arena_alloc(&t->arena, gemm_rows_packed_floats(N, K) * sizeof *p);
+        float *p = arena_alloc(g->arena, gemm_rows_packed_floats(N, K) * sizeof *p);
         gemm_rows_pack(B, ldb, tb, K, N, p);
         P = p;
     }
     if (ta) { /* op(A) = A^T: rows of K floats */
-        float *a = arena_alloc(&t->arena, (size_t)M * K * sizeof *a);
+        float *a = arena_alloc(g->arena, (size_t)M * K * sizeof *a);
         for (int k = 0; k < K; k++)
             for (int r = 0; r < M; r++) a[(size_t)r * K + k] = A[(size_t)k * lda + r];
         A = a, lda = K;
     }
     gemm_rows(M, N, K, alpha, A, lda, P, beta, C, ldc, bias);
-    arena_rewind(&t->arena, m);
+    arena_rewind(g->arena, m);
 }
 
 /* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name.
  * bias (alpha 1, beta 0): in the epilogue of the int8 and matmul paths, else C first. */
-static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                              const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw,
+static GemmPath gemm_dispatch(const GemmCtx *g, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                              const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const GemmWeight *Bw,
                               float beta, float *C, int ldc, const float *bias) {
     S2S_ASSERT(!bias || (alpha == 1.0f && beta == 0.0f));
     if (Bw && Bw->frozen && !ta && M > PACK_MAX_ROWS) { /* a frozen weight's rows in pieces its packed
@@ -90,7 +90,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         GemmPath path = GEMM_PATH_PACKED;
         for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) {
             int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
-            path = gemm_dispatch(t, ta, tb, m, N, K, alpha, A + (size_t)r0 * lda, lda, Abf ? Abf + (size_t)r0 * lda : NULL,
+            path = gemm_dispatch(g, ta, tb, m, N, K, alpha, A + (size_t)r0 * lda, lda, Abf ? Abf + (size_t)r0 * lda : NULL,
                                  B, ldb, Bbf, Bw, beta, C + (size_t)r0 * ldc, ldc, bias);
         }
         return path;
@@ -98,42 +98,42 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     PlanKey k;
     memset(&k, 0, sizeof k);
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc, k.ta = ta, k.tb = tb;
-    if (!ta && gemm_int8_applies(t, Bw, N)) {
+    if (!ta && gemm_int8_applies(g, Bw, N)) {
         S2S_ASSERT(B == Bw->data);
-        const Pack *pk = gemm_int8_run(t, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, bias, NULL, false);
+        const Pack *pk = gemm_int8_run(g, &k, alpha, beta, A, lda, B, ldb, Bw->frozen, C, ldc, bias, NULL, false);
         return pk->q8 ? GEMM_PATH_Q8 : GEMM_PATH_INT8;
     }
     bool frozen = frozen_weight(Bw, B, ta, M);
-    if (gemm_bf16_takes(t, M, N, Bw != NULL)) {
+    if (gemm_bf16_takes(g, M, N, Bw != NULL)) {
         GemmPath path = GEMM_PATH_BF16_PACKED;
-        ArenaMark m = arena_mark(&t->arena);
+        ArenaMark m = arena_mark(g->arena);
         if (!Abf) {
-            Abf = gemm_to_bf16(t, A, ta ? K : M, ta ? M : K, lda);
+            Abf = gemm_to_bf16(g, A, ta ? K : M, ta ? M : K, lda);
             k.lda = lda = ta ? M : K;
         }
         k.bf16 = 1;
         if (frozen) { /* packed from the float32 weight, rounded by the reorder */
-            gemm_matmul_run(t, &k, alpha, beta, Abf, B, Bw->frozen, C, bias);
+            gemm_matmul_run(g, &k, alpha, beta, Abf, B, Bw->frozen, C, bias);
         } else {
             if (!Bbf) {
-                Bbf = gemm_to_bf16(t, B, tb ? N : K, tb ? K : N, ldb);
+                Bbf = gemm_to_bf16(g, B, tb ? N : K, tb ? K : N, ldb);
                 k.ldb = ldb = tb ? K : N;
             }
-            if (t->eng.bf16_matmul) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
-                gemm_matmul_run(t, &k, alpha, beta, Abf, Bbf, 0, C, bias);
+            if (g->bf16_matmul) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
+                gemm_matmul_run(g, &k, alpha, beta, Abf, Bbf, 0, C, bias);
                 path = GEMM_PATH_BF16_MATMUL;
-            } else { /* gemm_bf16_check ran before any tape turned bf16 on */
+            } else { /* gemm_bf16_check ran before any engine turned bf16 on */
                 beta = bias_first(bias, C, M, N, ldc, beta);
                 GEMM_ONEDNN(M, N, K, dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, Abf, lda, Bbf,
                                                           ldb, beta, C, ldc));
                 path = GEMM_PATH_BF16_GEMM;
             }
         }
-        arena_rewind(&t->arena, m);
+        arena_rewind(g->arena, m);
         return path;
     }
-    if (rows_takes(t, M, frozen)) {
-        rows_product(t, ta, tb, M, N, K, alpha, A, lda, B, ldb, frozen ? Bw->frozen : 0, beta, C, ldc, bias);
+    if (rows_takes(g, M, frozen)) {
+        rows_product(g, ta, tb, M, N, K, alpha, A, lda, B, ldb, frozen ? Bw->frozen : 0, beta, C, ldc, bias);
         return GEMM_PATH_ROWS;
     }
     if (M == 1 && !frozen) { /* a row times a matrix (one decoding step's attention): a GEMM's
@@ -143,7 +143,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
         gemm_row(ta, tb, N, K, alpha, A, lda, B, ldb, bias_first(bias, C, M, N, ldc, beta), C);
         return GEMM_PATH_ROW;
     }
-    if (tape_openblas(t)) {
+    if (gemm_ctx_openblas(g)) {
         beta = bias_first(bias, C, M, N, ldc, beta);
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
                     lda, B, ldb, beta, C, ldc);
@@ -152,7 +152,7 @@ static GemmPath gemm_dispatch(Tape *t, bool ta, bool tb, int M, int N, int K, fl
     /* dnnl_sgemm repacks a transposed B on every call: thin products against one go faster
      * through the matmul primitive, and faster still with a frozen weight packed once */
     if (frozen || (tb && !ta && M <= PACK_MAX_ROWS)) {
-        gemm_matmul_run(t, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C, bias);
+        gemm_matmul_run(g, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C, bias);
         return frozen ? GEMM_PATH_PACKED : GEMM_PATH_MATMUL;
     }
     gemm_f32_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, bias_first(bias, C, M, N, ldc, beta), C, ldc);
@@ -168,47 +168,42 @@ void gemm_stats_free(GemmStats *st) {
     memset(st, 0, sizeof *st);
 }
 
-static void gemm_timed(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                     const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
+static void gemm_timed(const GemmCtx *g, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const GemmWeight *Bw, float beta,
                      float *C, int ldc, const float *bias) {
     if (M == 0 || N == 0) return;
-    t->flops += 2.0 * M * N * K;
+    *g->flops += 2.0 * M * N * K;
     if (K == 0) { /* BLAS would still scale C by beta; keep that contract explicit */
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++)
                 C[(size_t)i * ldc + j] = bias ? bias[j] : beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
         return;
     }
-    if (!t->eng.gemm_stats) {
-        gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
+    if (!g->stats) {
+        gemm_dispatch(g, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
         return;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    GemmPath path = gemm_dispatch(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
+    GemmPath path = gemm_dispatch(g, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, bias);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     GemmShapeStat x = {.path = path, .ta = ta, .tb = tb, .M = M, .N = N, .K = K};
-    gemm_stats_add(t->eng.gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    gemm_stats_add(g->stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 }
 
-void gemm_tape_op(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const Tensor *Bw, float beta,
-                  float *C, int ldc) {
-    gemm_timed(t, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, NULL);
+void gemm_op(const GemmCtx *g, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+             const uint16_t *Abf, const float *B, int ldb, const uint16_t *Bbf, const GemmWeight *Bw, float beta,
+             float *C, int ldc) {
+    gemm_timed(g, ta, tb, M, N, K, alpha, A, lda, Abf, B, ldb, Bbf, Bw, beta, C, ldc, NULL);
 }
 
-void gemm_tape_bias(Tape *t, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wbf,
-                   const Tensor *Bw, const float *bias, float *C, int ldc) {
-    gemm_timed(t, false, true, M, N, K, 1.0f, A, lda, NULL, W, K, Wbf, Bw, 0.0f, C, ldc, bias);
+void gemm_bias(const GemmCtx *g, int M, int N, int K, const float *A, int lda, const float *W, const uint16_t *Wbf,
+               const GemmWeight *Bw, const float *bias, float *C, int ldc) {
+    gemm_timed(g, false, true, M, N, K, 1.0f, A, lda, NULL, W, K, Wbf, Bw, 0.0f, C, ldc, bias);
 }
 
-uint16_t *gemm_bf16_copy(Tape *t, const float *x, size_t n) {
-    uint16_t *y = arena_alloc(&t->arena, n * sizeof *y);
+uint16_t *gemm_bf16_copy(const GemmCtx *g, const float *x, size_t n) {
+    uint16_t *y = arena_alloc(g->arena, n * sizeof *y);
     par_bf16_from_f32(x, y, n);
     return y;
-}
-
-void gemm_tape(Tape *t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-               const float *B, int ldb, float beta, float *C, int ldc) {
-    gemm_tape_op(t, ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, NULL, beta, C, ldc);
 }

@@ -121,11 +121,11 @@ static int int8_block_rows(int M, int N) {
  * gemm_q8 where it applies to op(B) = W^T and the caller does not ask for 8-bit A (fine): A
  * to ±63, stored + 63; else on oneDNN: A to ±127, stored + 128 (the VNNI instructions'
  * operand). The offset times the column's sum is taken back out in scaling back. */
-Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
+Pack *gemm_int8_run(const GemmCtx *g, PlanKey *k, float alpha, float beta, const float *A, int lda, const float *B, int ldb,
                       uint64_t Bstamp, float *C, int ldc, const float *bias, GemmInt8Sums *raw, bool fine) {
     S2S_ASSERT(!k->ta && k->K <= 65536); /* (qa + 128) qb sums stay inside int32 */
     S2S_ASSERT(!bias || beta == 0.0f);
-    GemmPlans *p = gemm_plans_get(t);
+    GemmPlans *p = gemm_plans_get(g);
     int M = k->M, N = k->N, K = k->K, restore = 0;
     bool q8 = !fine && k->tb && gemm_q8_applies();
     /* the sums of a block of rows turned to floats while they are in the cache: a beam's
@@ -150,10 +150,10 @@ Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A
     }
     j.amax = gemm_act_max(q8), j.off = gemm_act_off(q8);
     j.pk = pk;
-    ArenaMark m = arena_mark(&t->arena);
-    j.qa = arena_alloc(&t->arena, (size_t)M * j.ldq);
-    j.sa = raw ? raw->row_scale : arena_alloc(&t->arena, (size_t)M * sizeof *j.sa);
-    int32_t *acc = raw ? raw->sums : arena_alloc(&t->arena, (size_t)blk * N * sizeof *acc);
+    ArenaMark m = arena_mark(g->arena);
+    j.qa = arena_alloc(g->arena, (size_t)M * j.ldq);
+    j.sa = raw ? raw->row_scale : arena_alloc(g->arena, (size_t)M * sizeof *j.sa);
+    int32_t *acc = raw ? raw->sums : arena_alloc(g->arena, (size_t)blk * N * sizeof *acc);
     j.acc = acc;
     /* work per element: two passes and a conversion (quantising), four operations (back):
      * a decoding step's rows then split over the threads, which wait for the GEMM anyway */
@@ -169,12 +169,12 @@ Pack *gemm_int8_run(Tape *t, PlanKey *k, float alpha, float beta, const float *A
             pl = gemm_plan_get(p, k, 1.0f, 0.0f);
         }
         const Pack *w = rows == blk ? pk : gemm_pack_get(p, pl, B, ldb, Bstamp);
-        gemm_plan_execute(t, p, pl, j.qa + (size_t)r0 * j.ldq, w->buf, acc, NULL);
+        gemm_plan_execute(g, p, pl, j.qa + (size_t)r0 * j.ldq, w->buf, acc, NULL);
         j.acc_r0 = (size_t)r0;
         if (!raw) par_for((size_t)rows, (size_t)N * 4, int8_dequant_rows, &j);
     }
     k->M = M;
-    arena_rewind(&t->arena, m);
+    arena_rewind(g->arena, m);
     gemm_serial_end(restore);
     return pk;
 }
@@ -197,55 +197,55 @@ void gemm_row_l1(const float *X, int rows, int cols, int ld, float *l1) {
     }
 }
 
-GemmScreenCols gemm_frozen_screen(Tape *t, TapeScreen kind, int M, int N, int K, const float *A, int lda,
-                                  const Tensor *W, float *C, GemmInt8Sums *raw) {
-    S2S_ASSERT(W->frozen && W->ndim == 2 && W->shape[0] == N && W->shape[1] == K && M > 0 && N > 0 && K > 0);
-    S2S_ASSERT(kind == TAPE_SCREEN_F32 || kind == TAPE_SCREEN_BF16 || kind == TAPE_SCREEN_INT8);
-    S2S_ASSERT(kind == TAPE_SCREEN_INT8 ? raw && raw->sums && raw->row_scale : C != NULL);
+GemmScreenCols gemm_frozen_screen(const GemmCtx *g, GemmScreen kind, int M, int N, int K, const float *A, int lda,
+                                  const GemmWeight *W, float *C, GemmInt8Sums *raw) {
+    S2S_ASSERT(W->frozen && M > 0 && N > 0 && K > 0);
+    S2S_ASSERT(kind == GEMM_SCREEN_F32 || kind == GEMM_SCREEN_BF16 || kind == GEMM_SCREEN_INT8);
+    S2S_ASSERT(kind == GEMM_SCREEN_INT8 ? raw && raw->sums && raw->row_scale : C != NULL);
     struct timespec t0, t1;
-    if (t->eng.gemm_stats) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (g->stats) clock_gettime(CLOCK_MONOTONIC, &t0);
     Pack *pk = NULL;
-    if (kind == TAPE_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
+    if (kind == GEMM_SCREEN_INT8) { /* any height: the int8 plan packs for its own */
         PlanKey k;
         memset(&k, 0, sizeof k);
         k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1;
-        pk = gemm_int8_run(t, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, NULL, N, NULL, raw, raw->fine);
+        pk = gemm_int8_run(g, &k, 1.0f, 0.0f, A, lda, W->data, K, W->frozen, NULL, N, NULL, raw, raw->fine);
     } else {
         for (int r0 = 0; r0 < M; r0 += PACK_MAX_ROWS) { /* the packed layout serves plans this tall */
             int m = M - r0 < PACK_MAX_ROWS ? M - r0 : PACK_MAX_ROWS;
             PlanKey k;
             memset(&k, 0, sizeof k);
-            k.M = m, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1, k.bf16 = kind == TAPE_SCREEN_BF16;
-            ArenaMark mk = arena_mark(&t->arena);
+            k.M = m, k.N = N, k.K = K, k.lda = lda, k.ldb = K, k.ldc = N, k.tb = 1, k.bf16 = kind == GEMM_SCREEN_BF16;
+            ArenaMark mk = arena_mark(g->arena);
             const void *a = A + (size_t)r0 * lda;
             if (k.bf16) {
-                a = gemm_to_bf16(t, A + (size_t)r0 * lda, m, K, lda);
+                a = gemm_to_bf16(g, A + (size_t)r0 * lda, m, K, lda);
                 k.lda = K;
             }
-            pk = gemm_matmul_run(t, &k, 1.0f, 0.0f, a, W->data, W->frozen, C + (size_t)r0 * N, NULL);
-            arena_rewind(&t->arena, mk);
+            pk = gemm_matmul_run(g, &k, 1.0f, 0.0f, a, W->data, W->frozen, C + (size_t)r0 * N, NULL);
+            arena_rewind(g->arena, mk);
         }
     }
     if (!pk->norm) { /* once per packed copy: it lives as long as the weight stays frozen */
         pk->norm = s2s_xmalloc((size_t)N * sizeof *pk->norm);
         gemm_row_norms(W->data, N, K, K, pk->norm);
     }
-    if (kind == TAPE_SCREEN_INT8 && !pk->l1) {
+    if (kind == GEMM_SCREEN_INT8 && !pk->l1) {
         pk->l1 = s2s_xmalloc((size_t)N * sizeof *pk->l1);
         gemm_row_l1(W->data, N, K, K, pk->l1);
     }
-    t->flops += 2.0 * M * N * K;
+    *g->flops += 2.0 * M * N * K;
     bool q8 = pk->q8; /* gemm_q8's sums: A in 7 bits */
-    if (t->eng.gemm_stats) {
+    if (g->stats) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         GemmPath path = q8                         ? GEMM_PATH_Q8
-                        : kind == TAPE_SCREEN_INT8 ? GEMM_PATH_INT8
-                        : kind == TAPE_SCREEN_BF16 ? GEMM_PATH_BF16_PACKED
+                        : kind == GEMM_SCREEN_INT8 ? GEMM_PATH_INT8
+                        : kind == GEMM_SCREEN_BF16 ? GEMM_PATH_BF16_PACKED
                                                    : GEMM_PATH_PACKED;
         GemmShapeStat x = {.path = path, .tb = true, .M = M, .N = N, .K = K};
-        gemm_stats_add(t->eng.gemm_stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        gemm_stats_add(g->stats, &x, 1, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     }
-    bool q = kind == TAPE_SCREEN_INT8;
+    bool q = kind == GEMM_SCREEN_INT8;
     return (GemmScreenCols){pk->norm, q ? pk->l1 : NULL, q ? pk->scale : NULL, q ? pk->colsum : NULL,
                             .zero = gemm_act_off(q8), .act_max = gemm_act_max(q8), .coarse = q8};
 }
