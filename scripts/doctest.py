@@ -7,16 +7,17 @@ fails or prints other than the page says, naming it.
 The commands are the lines of the page's indented code blocks whose first word is a program
 (./PROGRAM, scripts/…, or one on PATH); a line that follows a command and is not one is that
 command's expected output, compared with what it printed. Fenced blocks (```) are examples of
-output or files, not run. Markers, HTML comments that the rendered page does not show:
+output or files, not run. Every command runs exactly as the page prints it: nothing is added to it. Markers, HTML comments
+that the rendered page does not show:
   <!-- doctest: before: COMMAND -->      run COMMAND here (a model the page's commands use)
   <!-- doctest: not run: REASON -->      the next block is not run; the log says so, and why
+  <!-- doctest: long -->                 the next block trains for long and is not run; each of its
+                                         commands must come again later on the page as its short
+                                         form, the same text with options added after it (the page
+                                         says "to try it in a minute"), which runs; a long command
+                                         without one fails the page
 `make` lines are the set-up the tests themselves run, and are listed as not run.
-Short variants, so that a page runs in seconds; each is printed as it is applied:
-  ./train --config …, ./compare --config …   get --set train.max_steps=2 --set
-                          train.warmup_steps=1 --set train.max_decode_len=4 (their outputs are
-                          not compared); one that keeps K checkpoints validates every step for K
-                          steps; one that pauses (--pause-at) and --resume run as written
-  scripts/tune-alpha.sh   gets --lines 20
+What the sandbox changes around the commands, each said in the log as it applies:
   precision=bf16          becomes fp32 on a CPU without avx512_bf16 (the command would refuse)
   ./serve …               runs on a free port in the background until the page ends; the page's
                           localhost:8080 becomes that port
@@ -40,8 +41,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILTINS = {"cd", "export", "for", "if", "test", "set", "echo", "printf", "mkdir", "cat", "cmp", "zcat", "head",
             "sed", "diff", "ls", "rm"}
-SHORT = " --set train.max_steps=2 --set train.warmup_steps=1 --set train.max_decode_len=4"
 EVAL_LINES = 50
+LONG = object()  # parse's mark for the block after <!-- doctest: long -->
 TIMEOUT = 600
 
 
@@ -72,7 +73,7 @@ def strip_comment(line):
 
 def parse(page):
     """The page as steps: ("run", command, expected output lines, origin), ("skip", command,
-    reason), in order of appearance."""
+    reason), ("long", command), in order of appearance."""
     steps, fenced, pending_skip, block = [], False, None, []
     lines = open(page, encoding="utf-8").read().split("\n")
 
@@ -94,7 +95,9 @@ def parse(page):
         for l in joined:
             if not l.strip():
                 continue
-            if pending_skip is not None:
+            if pending_skip == LONG:
+                steps.append(("long", strip_comment(l.strip())))
+            elif pending_skip is not None:
                 steps.append(("skip", l.strip(), pending_skip))
             elif l.startswith("make ") or l == "make":
                 steps.append(("skip", strip_comment(l), "the set-up the tests themselves run"))
@@ -112,11 +115,14 @@ def parse(page):
             continue
         if fenced:
             continue
-        m = re.match(r"<!-- doctest: (before|not run): (.*?) -->\s*$", line)
+        m = re.match(r"<!-- doctest: (before|not run): (.*?) -->\s*$", line) or \
+            re.match(r"<!-- doctest: (long)() -->\s*$", line)
         if m:
             if block:
                 flush()
-            if m.group(1) == "before":
+            if m.group(1) == "long":
+                pending_skip = LONG
+            elif m.group(1) == "before":
                 steps.append(["run", m.group(2).strip(), [], page + " (before)"])
             else:
                 pending_skip = m.group(2).strip()
@@ -137,18 +143,9 @@ def parse(page):
 
 
 def variant(cmd, bf16):
-    """The command as the sandbox runs it, and the notes of what changed."""
+    """The command as the sandbox runs it: as printed, but where this machine cannot (bf16), and
+    the notes of what changed."""
     notes, run = [], cmd
-    if re.match(r"(mpirun .*)?\./(train|compare)\b.*--config", run) and "--resume" not in run and "--pause-at" not in run:
-        keep = re.search(r"keep_last=(\d+)", run)
-        if keep:  # a checkpoint at every step, as many steps as it keeps
-            run += SHORT.replace("max_steps=2", f"max_steps={max(2, int(keep.group(1)))}") + " --set train.valid_every=1"
-        else:
-            run += SHORT
-        notes.append("short training")
-    if run.startswith("scripts/tune-alpha.sh"):
-        run = run.replace("scripts/tune-alpha.sh", "scripts/tune-alpha.sh --lines 20", 1)
-        notes.append("20 validation lines")
     if run.startswith("scripts/get-multi30k.sh"):
         run = f"cd {shlex.quote(ROOT)} && {run}"
         notes.append("the tree's data")
@@ -156,6 +153,11 @@ def variant(cmd, bf16):
         run = run.replace("precision=bf16", "precision=fp32")
         notes.append("fp32: no avx512_bf16 here")
     return run, notes
+
+
+def short_form(long_cmd, cmd):
+    """Whether cmd is long_cmd's short form: its text, then options added after it."""
+    return cmd.startswith(long_cmd + " ") and cmd[len(long_cmd) + 1:].lstrip().startswith("-")
 
 
 def sandbox(bindir):
@@ -242,8 +244,13 @@ def run_page(bindir, page, bf16, log):
     ran = checked = 0
     skipped = []
     done_before = set()
+    waiting = []  # long commands whose short form has not come yet
     try:
         for step in parse(page):
+            if step[0] == "long":
+                waiting.append(step[1])
+                log(f"doctest: long, not run (its short form follows): {step[1]}")
+                continue
             if step[0] == "skip":
                 skipped.append((step[1], step[2]))
                 log(f"doctest: not run ({step[2]}): {step[1]}")
@@ -253,6 +260,7 @@ def run_page(bindir, page, bf16, log):
                 if cmd in done_before:
                     continue
                 done_before.add(cmd)
+            waiting = [w for w in waiting if not short_form(w, cmd)]
             run, notes = variant(cmd, bf16)
             if server.port:
                 run = re.sub(r"(localhost|127\.0\.0\.1):8080", r"\g<1>:" + server.port, run)
@@ -281,6 +289,9 @@ def run_page(bindir, page, bf16, log):
                             "\n    ".join(expect) + "\n  printed:\n    " + "\n    ".join(got))
                 checked += 1
         server.stop(log)
+        if waiting:
+            return ("FAILED (a long command without its short form: the same command with options added "
+                    "after it, later on the page): " + "; ".join(waiting))
     finally:
         server.stop(log)
         shutil.rmtree(box, ignore_errors=True)

@@ -510,6 +510,62 @@ Test(cli, lr_schedule_follows_the_steps_and_resumes, .timeout = 240) {
     free(d);
 }
 
+/* A warmup longer than the run (a config written for a bigger corpus, a shortened run) is fitted,
+ * never refused: a warning naming the key, the lr at train.lr from the run's first tenth on,
+ * config.json holding the value used, and a resumed run on the same schedule. */
+Test(cli, a_warmup_longer_than_the_run_is_fitted, .timeout = 240) {
+    char *d = tu_tmpdir();
+    write_config(d, 2); /* 25 steps an epoch, 2 epochs */
+    const char *set = "--set train_size=800 --set log_every=1 --set warmup_steps=100000";
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/full > %s/full.txt", tu_bin(), d, set, d, d), 0);
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --out %s/part --pause-at 3 > /dev/null", tu_bin(), d, set, d), 0);
+    cr_assert_eq(tu_sh("%s/train --resume %s/part > %s/resume.txt", tu_bin(), d, d), 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/full/model.bin", d);
+    snprintf(b, sizeof b, "%s/part/model.bin", d);
+    cr_expect(tu_same_file(a, b), "model.bin of the resumed run differs");
+    snprintf(a, sizeof a, "%s/full.txt", d);
+    char *out = tu_slurp(a, NULL);
+    cr_expect(strstr(out, "warning: train.warmup_steps=100000 is longer than the run (50 steps: 2 epochs of 25 batches); "
+                          "the lr warms up over its first 5 instead (set train.warmup_steps to choose)"), "%s", out);
+    free(out);
+    snprintf(a, sizeof a, "%s/resume.txt", d);
+    out = tu_slurp(a, NULL);
+    cr_expect(!strstr(out, "warmup"), "a resumed run keeps the fitted warmup silently: %s", out);
+    free(out);
+    snprintf(a, sizeof a, "%s/full/config.json", d);
+    out = tu_slurp(a, NULL);
+    cJSON *conf = cJSON_Parse(out);
+    cr_assert(conf, "%s", out);
+    cJSON *w = cJSON_GetObjectItem(cJSON_GetObjectItem(conf, "train"), "warmup_steps");
+    cr_expect(cJSON_IsNumber(w) && w->valueint == 5, "config.json keeps the warmup used: %s", out);
+    cJSON_Delete(conf);
+    free(out);
+    snprintf(a, sizeof a, "%s/full/log.jsonl", d);
+    char *log = tu_slurp(a, NULL);
+    int steps = 0;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"type\":\"step\"")) continue;
+        cJSON *j = cJSON_Parse(line);
+        int step = (int)cJSON_GetObjectItem(j, "step")->valuedouble;
+        double want = 0.005 * (step < 5 ? step / 5.0 : 1.0); /* constant schedule */
+        cr_expect_float_eq(cJSON_GetObjectItem(j, "lr")->valuedouble, want, 1e-6 * want, "step %d", step);
+        cJSON_Delete(j);
+        steps++;
+    }
+    cr_expect_eq(steps, 50);
+    free(log);
+    /* shortened by train.max_steps: the same, said so */
+    cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --set max_steps=20 --out %s/short > %s/short.txt", tu_bin(), d, set,
+                       d, d), 0);
+    snprintf(a, sizeof a, "%s/short.txt", d);
+    out = tu_slurp(a, NULL);
+    cr_expect(strstr(out, "is longer than the run (20 steps: train.max_steps); the lr warms up over its first 2 instead"), "%s", out);
+    free(out);
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* SIGINT mid-run: the step finishes, last.bin is written, exit 130; resuming gives the
  * model of an uninterrupted run. */
 Test(cli, sigint_then_resume_equals_uninterrupted, .timeout = 240) {

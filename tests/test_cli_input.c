@@ -28,7 +28,6 @@ Test(cli, config_errors_exit_2_with_one_line) {
     } recipe[] = {
         {"--set label_smoothing=1", "train.label_smoothing: expected a number in [0, 0.999], got 1"},
         {"--set label_smoothing=-0.1", "train.label_smoothing"},
-        {"--set warmup_steps=100000", "train.warmup_steps: 100000 steps of warmup in a run of"},
         {"--set tie_embeddings=decoder", "model.tie_embeddings: \"decoder\" makes the output layer's weight the embedding"},
         {"--set tie_embeddings=sideways", "model.tie_embeddings"},
         {"--set optimizer=adamw --set adam_beta2=1", "train.adam_beta2"},

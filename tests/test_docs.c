@@ -119,6 +119,64 @@ static void page_runs(const char *page) {
     free(d);
 }
 
+/* page (its text) through scripts/doctest.py; returns its exit status, *log what it printed. */
+static int doctest_text(const char *d, const char *name, const char *text, char **log) {
+    char page[512];
+    snprintf(page, sizeof page, "%s/%s", d, name);
+    FILE *f = fopen(page, "w");
+    cr_assert(f, "%s", page);
+    fputs(text, f);
+    fclose(f);
+    int rc = tu_sh("python3 scripts/doctest.py %s %s > %s/%s.out 2>&1", tu_bin(), page, d, name);
+    char out[600];
+    snprintf(out, sizeof out, "%s/%s.out", d, name);
+    *log = tu_slurp(out, NULL);
+    return rc;
+}
+
+/* The doctest runs a command exactly as the page prints it: a short run's resolved config holds
+ * the page's settings and no other (the doctest once added train.max_steps=2,
+ * train.warmup_steps=1 and train.max_decode_len=4 to every training, which hid a tutorial's
+ * refused command); and a long command the page does not run must come again as its short form,
+ * the same text with options after it, or the page fails. */
+Test(doctest, commands_run_as_printed, .timeout = 300) {
+    char *d = tu_tmpdir(), *log = NULL;
+    const char *verbatim =
+        "# a page\n\n"
+        "    ./train --config reverse --set train.max_steps=3 --set train.warmup_steps=100 --out runs/x > /dev/null\n"
+        "    python3 -c \"import json; t = json.load(open('runs/x/config.json'))['train']; "
+        "print(t['max_steps'], t['warmup_steps'], t['max_decode_len'])\"\n"
+        "    3 1 0\n";
+    int rc = doctest_text(d, "verbatim.md", verbatim, &log);
+    if (rc == 77) {
+        free(log);
+        tu_rm_rf(d);
+        free(d);
+        TU_SKIP("no Multi30k data: scripts/doctest.py does not start");
+    }
+    cr_expect_eq(rc, 0, "%s", log);
+    cr_expect(log && strstr(log, "1 outputs compared"), "the resolved config was compared: %s", log);
+    free(log);
+    const struct {
+        const char *name, *page;
+    } bad[] = {
+        {"missing.md", "<!-- doctest: long -->\n\n    ./train --config reverse\n\nShortened:\n\n"
+                       "    ./train --config reverse-noattn --set train.max_steps=3\n"},
+        {"changed.md", "<!-- doctest: long -->\n\n    ./train --config reverse --out runs/a\n\nShortened:\n\n"
+                       "    ./train --config reverse --out runs/b --set train.max_steps=3\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(doctest_text(d, bad[i].name, bad[i].page, &log), 1, "%s: %s", bad[i].name, log);
+        cr_expect(log && strstr(log, "a long command without its short form") && strstr(log, "./train --config reverse"),
+                  "%s: %s", bad[i].name, log);
+        cr_expect(log && !strstr(log, "doctest: ./train --config reverse\n") && strstr(log, "long, not run"),
+                  "%s: the long command is not run: %s", bad[i].name, log);
+        free(log);
+    }
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* The pages whose commands run: the README, every tutorial and every how-to guide. */
 static const char *const PAGES[] = {
     "README.md",

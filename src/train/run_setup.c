@@ -260,23 +260,32 @@ static S2sStatus state_check(Run *r, S2sError *err) {
     return S2S_OK;
 }
 
-/* A warmup longer than the run never reaches the configured lr: a config mistake. The run's
- * steps are the first epoch's batches times the epochs (or train.max_steps). */
-static S2sStatus check_warmup(Run *r, S2sError *err) {
-    const ConfigTrain *tc = &r->cfg->train;
-    if (tc->warmup_steps <= 0) return S2S_OK;
+/* A warmup longer than the run would never reach train.lr: a corpus smaller than the config
+ * was written for, or a run shortened by train.max_steps or train.epochs. The warmup then
+ * spans the run's first tenth (at least a step), said on the run's output; config.json keeps
+ * the value used, so a resumed run follows the same schedule. The run's steps are the first
+ * epoch's batches times the epochs (or train.max_steps). */
+static void fit_warmup(Run *r) {
+    ConfigTrain *tc = &r->cfg->train;
+    if (tc->warmup_steps <= 0) return;
     BatchPlan plan;
     run_epoch_plan(r, 0, &plan);
     int batches = plan.n_batches;
     long steps = (long)batches * tc->epochs;
     batchplan_free(&plan);
-    if (tc->max_steps > 0 && tc->max_steps < steps) steps = tc->max_steps;
-    if (tc->warmup_steps <= steps) return S2S_OK;
-    return s2s_fail(err, S2S_ERR_CONFIG,
-                    "%s: train.warmup_steps: %d steps of warmup in a run of %ld steps (%d epochs of %d batches%s): the lr "
-                    "would never reach train.lr",
-                    r->cfg->path[0] ? r->cfg->path : "config", tc->warmup_steps, steps, tc->epochs, batches,
-                    tc->max_steps > 0 ? ", or train.max_steps" : "");
+    bool by_max = tc->max_steps > 0 && tc->max_steps < steps;
+    if (by_max) steps = tc->max_steps;
+    if (tc->warmup_steps <= steps) return;
+    int fit = steps / 10 > 1 ? (int)(steps / 10) : 1;
+    char why[64];
+    if (by_max) snprintf(why, sizeof why, "train.max_steps");
+    else snprintf(why, sizeof why, "%d epochs of %d batches", tc->epochs, batches);
+    if (r->opt->out)
+        fprintf(r->opt->out,
+                "warning: train.warmup_steps=%d is longer than the run (%ld steps: %s); the lr warms up over its first "
+                "%d instead (set train.warmup_steps to choose)\n",
+                tc->warmup_steps, steps, why, fit);
+    tc->warmup_steps = fit;
 }
 
 /* train --resume --epochs N: the run trains to N epochs in all. Fewer than it has begun are
@@ -395,7 +404,8 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     r->data_digest = task_fingerprint(&r->data, &readable);
     if (!readable) return s2s_fail(err, S2S_ERR_IO, "%s: the prepared training data cannot be read back", r->data.prepared);
     if ((st = run_check_memory(r, err))) return st;
-    return r->opt->resume ? S2S_OK : check_warmup(r, err);
+    if (!r->opt->resume) fit_warmup(r);
+    return S2S_OK;
 }
 
 S2sStatus run_setup(Run *r, S2sError *err) {
