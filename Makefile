@@ -200,8 +200,8 @@ FAST_SUITES := arena backend_ops batch budget greedy config docs layers optim pa
                checkpoint file tokenize fuzz viz ops recipe transformer golden sacrebleu spm par beam gemm \
                gradcheck bleu corpus
 FAST_FILTER := @($(subst $(eval) ,|,$(strip $(FAST_SUITES))))/*
-# Every command README.md, the tutorials and the how-to guides show, in a sandbox, with short
-# trainings (scripts/doctest.py)
+# Every command README.md, the tutorials and the how-to guides show, in a sandbox, as printed
+# (scripts/doctest.py; a long training through the short form its page prints)
 DOC_PAGES := README.md $(wildcard docs/tutorials/*.md docs/how-to/*.md)
 doctest: all
 	python3 scripts/doctest.py $(BUILD)/bin $(DOC_PAGES)

@@ -98,8 +98,8 @@ Test(docs, every_relative_link_resolves) {
     cr_expect_gt(n, 20, "only %d links found: the scan missed them", n);
 }
 
-/* Every command of a page runs (scripts/doctest.py: a sandbox, short trainings), and prints
- * what the page shows where it shows it. */
+/* Every command of a page runs as printed (scripts/doctest.py: a sandbox; a long training through
+ * the short form its page prints), and prints what the page shows where it shows it. */
 static void page_runs(const char *page) {
     char *d = tu_tmpdir();
     int rc = tu_sh("python3 scripts/doctest.py %s %s > %s/out.txt 2>&1", tu_bin(), page, d);
