@@ -1,5 +1,6 @@
 /* test_optim.c — Adam against two steps derived by hand, SGD, global-norm clipping, and the lr
  * schedules with warmup against PyTorch. */
+#include "../src/train/run_internal.h" /* run_steps_left */
 #include "test_util.h"
 #include "s2s/optim.h"
 
@@ -204,4 +205,14 @@ Test(optim, adam_keys_equal_pytorch) {
     }
     cr_expect_eq(n_cases, 4);
     cJSON_Delete(j);
+}
+
+/* The progress line's ETA counts the steps the epoch will run: its batches left, or fewer
+ * where train.max_steps ends the run first (it counted the epoch's batches alone). */
+Test(optim, the_eta_counts_the_steps_max_steps_leaves) {
+    cr_expect_eq(run_steps_left(211, 10, 0, 10), 201, "no limit: the epoch's batches left");
+    cr_expect_eq(run_steps_left(211, 10, 30, 10), 20, "train.max_steps 30 at step 10: 20 left");
+    cr_expect_eq(run_steps_left(211, 5, 1000, 216), 206, "a limit past the epoch: the epoch's batches");
+    cr_expect_eq(run_steps_left(211, 0, 30, 30), 0, "the limit reached: none");
+    cr_expect_eq(run_steps_left(211, 100, 20, 250), 0, "resumed past the limit: none, never negative");
 }

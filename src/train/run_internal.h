@@ -85,6 +85,13 @@ cJSON *run_eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool gre
 S2sStatus run_write_test_outputs(Run *r, const IdSeqs *hyps, S2sError *err);
 void run_draw_epoch(Run *r);
 void run_progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta);
+/* The steps this epoch has left to run: its batches from `batch` on, or fewer where
+ * train.max_steps (max_steps > 0) ends the run first, `step` steps having been made. */
+static inline long run_steps_left(int n_batches, int batch, long max_steps, long step) {
+    long left = n_batches - batch;
+    if (max_steps > 0 && max_steps - step < left) left = max_steps - step > 0 ? max_steps - step : 0;
+    return left;
+}
 /* An epoch's batches read one ahead of the step (run_ahead.c): a thread reads batch k + 1 of
  * a streamed dataset from its file while step k runs; the same rows as reading each in turn. */
 typedef struct RunAhead {

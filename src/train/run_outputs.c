@@ -130,5 +130,6 @@ void run_progress(Run *r, int epoch, int k, int nb, double loss, double tps, dou
     int em = (int)(eta / 60), es = (int)eta % 60;
     fprintf(r->opt->progress, "\r\033[Kepoch %d/%d  step %d/%d  loss %.4f  %.0f tok/s  ETA %d:%02d", epoch + 1,
             r->cfg->train.epochs, k + 1, nb, loss, tps, em, es);
+    if (r->cfg->train.max_steps > 0) fprintf(r->opt->progress, "  (train.max_steps %ld)", r->cfg->train.max_steps);
     fflush(r->opt->progress);
 }

@@ -158,7 +158,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
             window_t = now;
         }
         if (r->opt->progress && now - last_draw > 0.1) {
-            double left = plan.n_batches - r->st.batch;
+            double left = (double)run_steps_left(plan.n_batches, r->st.batch, tc->max_steps, r->st.step);
             double tps = r->epoch_tokens / fmax(now - tick, 1e-9);
             run_progress(r, r->st.epoch, k, plan.n_batches, r->st.loss_sum / fmax(r->st.tok_sum, 1), tps,
                      (now - tick) / (double)done_here * left);
