@@ -116,6 +116,32 @@ Test(corpus, files_of_other_lengths_and_nothing_left_are_refused) {
     free(d);
 }
 
+/* A corpus whose files are named otherwise is told the prefixes its folder holds and the key to
+ * set, not Multi30k's fetch script; Multi30k's own folder still is. */
+Test(corpus, missing_files_name_the_prefixes_found) {
+    char *d = tu_tmpdir();
+    write_lines(d, "train.de", DE);
+    write_lines(d, "train.en", EN);
+    write_lines(d, "dev.de", "ein hund .\n");
+    write_lines(d, "dev.en", "a dog .\n");
+    cr_assert_eq(tu_sh("printf 'ein mann .\\n' | gzip > %s/test.de.gz && printf 'a man .\\n' | gzip > %s/test.en.gz", d, d), 0);
+    ConfigTask t = task_in(d, "");
+    TaskData td;
+    S2sError err;
+    cr_expect_eq(task_load(&td, &t, &err), S2S_ERR_IO);
+    cr_expect(strstr(err.msg, "val.de: cannot open") && strstr(err.msg, "holds the prefixes dev, test, train (files PREFIX.de): "
+                                                                   "set task.valid_prefix") && !strstr(err.msg, "Multi30k"),
+              "%s", err.msg);
+    snprintf(t.train_prefix, sizeof t.train_prefix, "tr");
+    cr_expect_eq(task_load(&td, &t, &err), S2S_ERR_IO);
+    cr_expect(strstr(err.msg, "tr.de: cannot open") && strstr(err.msg, "set task.train_prefix"), "%s", err.msg);
+    snprintf(t.data_dir, sizeof t.data_dir, "%s/multi30k", d);
+    cr_expect_eq(task_load(&td, &t, &err), S2S_ERR_IO);
+    cr_expect(strstr(err.msg, "for Multi30k, run scripts/get-multi30k.sh"), "%s", err.msg);
+    tu_rm_rf(d);
+    free(d);
+}
+
 Test(corpus, gzip_files_read_as_plain_ones) {
     char *d = tu_tmpdir();
     write_lines(d, "train.de", DE);

@@ -79,7 +79,9 @@ Test(parallel, bad_path_names_the_file) {
     TaskData d;
     S2sError err;
     cr_assert_eq(task_load(&d, &t, &err), S2S_ERR_IO);
-    cr_expect(strstr(err.msg, "/nope.de: cannot open") && strstr(err.msg, "get-multi30k.sh"), "%s", err.msg);
+    cr_expect(strstr(err.msg, "/nope.de: cannot open") && strstr(err.msg, "holds the prefixes test, train, val") &&
+                  strstr(err.msg, "set task.train_prefix"),
+              "%s", err.msg);
 }
 
 Test(parallel, mismatched_line_counts) {

@@ -106,6 +106,10 @@ int reverse_encode(const Vocab *v, const char *text, bool markers, int32_t *out,
 
 /* The two files of a split (data_dir/prefix.lang, or .gz where only that is there), n bytes each. */
 void task_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *pt, size_t n);
+/* What to do when split `key`'s files (key: "train_prefix", "valid_prefix", "test_prefix")
+ * cannot be opened: Multi30k's fetch script for Multi30k's folder, else the prefixes the
+ * folder holds in the source language and the key to set. */
+void task_files_hint(const ConfigTask *t, const char *key, char *out, size_t n);
 
 /* Translation: the tokenised parallel files data_dir/<prefix>.<lang> of the three splits;
  * vocabularies from the training side (min_freq, max_vocab), most frequent first.

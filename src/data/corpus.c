@@ -110,9 +110,12 @@ static S2sStatus files_open(PairReader *r, S2sError *err) {
     if (r->teacher) snprintf(r->pt, sizeof r->pt, "%s", r->t->teacher_output);
     r->nbest = r->teacher && r->t->teacher_nbest > 1 ? r->t->teacher_nbest : 1;
     r->rep = r->nbest - 1; /* the first call reads a source line */
-    if (!(r->fs = text_open(r->ps, &r->pos_fd)))
-        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)",
-                        r->ps, strerror(errno));
+    if (!(r->fs = text_open(r->ps, &r->pos_fd))) {
+        int e = errno;
+        char hint[400];
+        task_files_hint(r->t, "train_prefix", hint, sizeof hint);
+        return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s (%s)", r->ps, strerror(e), hint);
+    }
     if (!(r->ft = text_open(r->pt, NULL))) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", r->pt, strerror(errno));
     struct stat sb;
     r->size = fstat(r->pos_fd, &sb) == 0 ? (double)sb.st_size : 0;

@@ -21,16 +21,17 @@ static void split_free(Split *s) {
     memset(s, 0, sizeof *s);
 }
 
-static S2sStatus read_split(Split *s, const ConfigTask *t, const char *prefix, S2sError *err) {
+static S2sStatus read_split(Split *s, const ConfigTask *t, const char *key, const char *prefix, S2sError *err) {
     char ps[CONFIG_STR + 80], pt[CONFIG_STR + 80];
     memset(s, 0, sizeof *s);
     int ns = 0, nt = 0;
     task_split_paths(t, prefix, ps, pt, sizeof ps);
     S2sStatus st = text_read_lines(ps, &s->src, &ns, err);
     if (st == S2S_ERR_IO) {
-        char msg[sizeof err->msg];
+        char msg[sizeof err->msg], hint[400];
         snprintf(msg, sizeof msg, "%s", err->msg);
-        return s2s_fail(err, st, "%s (for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir)", msg);
+        task_files_hint(t, key, hint, sizeof hint);
+        return s2s_fail(err, st, "%s (%s)", msg, hint);
     }
     if (st) return st;
     if ((st = text_read_lines(pt, &s->trg, &nt, err))) {
@@ -124,8 +125,8 @@ S2sStatus parallel_load(TaskData *td, const ConfigTask *t, const TaskLoadHooks *
 S2sStatus parallel_load_eval(TaskData *td, const ConfigTask *t, S2sError *err) {
     Split va = {0}, te = {0};
     S2sStatus st;
-    if ((st = read_split(&va, t, t->valid_prefix, err))) goto out;
-    if (t->test_prefix[0] && (st = read_split(&te, t, t->test_prefix, err))) goto out; /* "": no test split */
+    if ((st = read_split(&va, t, "valid_prefix", t->valid_prefix, err))) goto out;
+    if (t->test_prefix[0] && (st = read_split(&te, t, "test_prefix", t->test_prefix, err))) goto out; /* "": no test split */
     if ((st = fill(&td->valid, &va, td, t->valid_prefix, t, err))) goto out;
     if ((st = fill(&td->test, &te, td, t->test_prefix, t, err))) goto out;
     td->valid_refs = take_lines(&va);

@@ -4,6 +4,7 @@
 #include "data_internal.h"
 
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 
 /* Reversal: one id per character. */
@@ -224,4 +225,46 @@ void task_split_paths(const ConfigTask *t, const char *prefix, char *ps, char *p
             strcat(pt, ".gz");
         }
     }
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The hint after "cannot open" for split `key` (task.train_prefix, …): Multi30k's fetch script
+ * where the folder is Multi30k's, else the prefixes the folder holds files of in the source
+ * language, so that a corpus named train/dev/test is told which key to set. */
+void task_files_hint(const ConfigTask *t, const char *key, char *out, size_t n) {
+    const char *base = strrchr(t->data_dir, '/');
+    base = base ? base + 1 : t->data_dir;
+    if (!strcmp(base, "multi30k")) {
+        snprintf(out, n, "for Multi30k, run scripts/get-multi30k.sh; or set task.data_dir");
+        return;
+    }
+    DIR *d = opendir(t->data_dir);
+    if (!d) {
+        snprintf(out, n, "no folder %s: set task.data_dir to the corpus's folder", t->data_dir);
+        return;
+    }
+    char names[8][64], found[8 * 66] = "";
+    int k = 0;
+    size_t ll = strlen(t->src_lang);
+    for (struct dirent *e; (e = readdir(d)) && k < 8;) {
+        const char *name = e->d_name, *dot = strrchr(name, '.');
+        if (dot && !strcmp(dot, ".gz")) { /* prefix.lang.gz */
+            const char *p = dot;
+            while (p > name && p[-1] != '.') p--;
+            if (p == name || (size_t)(dot - p) != ll || strncmp(p, t->src_lang, ll)) continue;
+            dot = p - 1;
+        } else if (!dot || strcmp(dot + 1, t->src_lang)) {
+            continue;
+        }
+        snprintf(names[k++], sizeof names[0], "%.*s", (int)(dot - name), name);
+    }
+    closedir(d);
+    qsort(names, (size_t)k, sizeof names[0], compare_names); /* readdir's order is the file system's */
+    for (int i = 0; i < k; i++) {
+        size_t used = strlen(found);
+        snprintf(found + used, sizeof found - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (k) snprintf(out, n, "%s holds the prefixes %s (files PREFIX.%s): set task.%s", t->data_dir, found, t->src_lang, key);
+    else snprintf(out, n, "%s holds no file PREFIX.%s: set task.data_dir, or task.src_lang", t->data_dir, t->src_lang);
 }
