@@ -506,11 +506,22 @@ static int open_files(const Opts *o, Ctx *c, Files *f) {
         bleu_init(&c->bleu);
     }
     if (o->out_path) {
-        if (file_tmp_open(&f->out_tmp, o->out_path, &err)) {
+        /* a signal between the temporary file's creation and the handler's installation would
+         * leave the file behind, or be lost where the shell ignores SIGINT for a background
+         * job: it waits, blocked, until the handler is there */
+        sigset_t stops, was;
+        sigemptyset(&stops);
+        sigaddset(&stops, SIGINT);
+        sigaddset(&stops, SIGTERM);
+        sigaddset(&stops, SIGHUP);
+        sigprocmask(SIG_BLOCK, &stops, &was);
+        S2sStatus st = file_tmp_open(&f->out_tmp, o->out_path, &err);
+        if (!st && !f->out_tmp.direct) remove_on_signal(f->out_tmp.tmp);
+        sigprocmask(SIG_SETMASK, &was, NULL);
+        if (st) {
             fprintf(stderr, "translate: %s\n", err.msg);
             return 1;
         }
-        if (!f->out_tmp.direct) remove_on_signal(f->out_tmp.tmp);
         f->out = f->out_tmp.f;
     }
     const char *json_path = o->logits_path ? o->logits_path : o->attention_path;
