@@ -478,6 +478,32 @@ Test(cli, validation_every_n_steps_kept_checkpoints_and_average, .timeout = 240)
     free(d);
 }
 
+/* Every "step" line of dir/run/log.jsonl logs the lr want(step) (step 1-based), n of them. */
+static void expect_logged_lr(const char *dir, const char *run, int n, double (*want)(int step)) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s/log.jsonl", dir, run);
+    char *log = tu_slurp(path, NULL);
+    cr_assert(log != NULL, "%s", path);
+    int steps = 0;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"type\":\"step\"")) continue;
+        cJSON *j = cJSON_Parse(line);
+        int step = (int)cJSON_GetObjectItem(j, "step")->valuedouble;
+        double w = want(step);
+        cr_expect_float_eq(cJSON_GetObjectItem(j, "lr")->valuedouble, w, 1e-6 * w + 1e-12, "%s: step %d", path, step);
+        cJSON_Delete(j);
+        steps++;
+    }
+    cr_expect_eq(steps, n, "%s: %d step lines", path, steps);
+    free(log);
+}
+
+/* lr 0.005, a cosine over 50 steps after 8 of warmup; a constant 0.005 after 5. */
+static double cosine_after_8(int step) {
+    return 0.005 * 0.5 * (1.0 + cos(3.14159265358979323846 * (step - 1) / 50.0)) * (step < 8 ? step / 8.0 : 1.0);
+}
+static double constant_after_5(int step) { return 0.005 * (step < 5 ? step / 5.0 : 1.0); }
+
 /* lr_schedule: every step's logged lr is the base lr times the schedule at that step's share
  * of the configured epochs, and a run stopped and resumed mid-epoch gives the same model. */
 Test(cli, lr_schedule_follows_the_steps_and_resumes, .timeout = 240) {
@@ -491,21 +517,7 @@ Test(cli, lr_schedule_follows_the_steps_and_resumes, .timeout = 240) {
     snprintf(a, sizeof a, "%s/full/model.bin", d);
     snprintf(b, sizeof b, "%s/part/model.bin", d);
     cr_expect(tu_same_file(a, b), "model.bin of the resumed run differs");
-    snprintf(a, sizeof a, "%s/full/log.jsonl", d);
-    char *log = tu_slurp(a, NULL);
-    cr_assert(log != NULL);
-    int steps = 0;
-    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strstr(line, "\"type\":\"step\"")) continue;
-        cJSON *j = cJSON_Parse(line);
-        int step = (int)cJSON_GetObjectItem(j, "step")->valuedouble; /* 1-based; 25 steps an epoch, 2 epochs; 8 of warmup */
-        double want = 0.005 * 0.5 * (1.0 + cos(3.14159265358979323846 * (step - 1) / 50.0)) * (step < 8 ? step / 8.0 : 1.0);
-        cr_expect_float_eq(cJSON_GetObjectItem(j, "lr")->valuedouble, want, 1e-6 * want + 1e-12, "step %d", step);
-        cJSON_Delete(j);
-        steps++;
-    }
-    cr_expect_eq(steps, 50);
-    free(log);
+    expect_logged_lr(d, "full", 50, cosine_after_8); /* 25 steps an epoch, 2 epochs; 8 of warmup */
     tu_rm_rf(d);
     free(d);
 }
@@ -541,20 +553,7 @@ Test(cli, a_warmup_longer_than_the_run_is_fitted, .timeout = 240) {
     cr_expect(cJSON_IsNumber(w) && w->valueint == 5, "config.json keeps the warmup used: %s", out);
     cJSON_Delete(conf);
     free(out);
-    snprintf(a, sizeof a, "%s/full/log.jsonl", d);
-    char *log = tu_slurp(a, NULL);
-    int steps = 0;
-    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strstr(line, "\"type\":\"step\"")) continue;
-        cJSON *j = cJSON_Parse(line);
-        int step = (int)cJSON_GetObjectItem(j, "step")->valuedouble;
-        double want = 0.005 * (step < 5 ? step / 5.0 : 1.0); /* constant schedule */
-        cr_expect_float_eq(cJSON_GetObjectItem(j, "lr")->valuedouble, want, 1e-6 * want, "step %d", step);
-        cJSON_Delete(j);
-        steps++;
-    }
-    cr_expect_eq(steps, 50);
-    free(log);
+    expect_logged_lr(d, "full", 50, constant_after_5);
     /* shortened by train.max_steps: the same, said so */
     cr_assert_eq(tu_sh("%s/train --config %s/small.json %s --set max_steps=20 --out %s/short > %s/short.txt", tu_bin(), d, set,
                        d, d), 0);

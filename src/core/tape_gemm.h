@@ -6,7 +6,6 @@
 #define S2S_TAPE_GEMM_H
 
 #include "s2s/gemm.h"
-#include "s2s/par.h"
 #include "s2s/tape.h"
 
 /* w's data and freeze stamp in *out, or NULL for no weight. */

@@ -247,17 +247,12 @@ void task_files_hint(const ConfigTask *t, const char *key, char *out, size_t n) 
     char names[8][64], found[8 * 66] = "";
     int k = 0;
     size_t ll = strlen(t->src_lang);
-    for (struct dirent *e; (e = readdir(d)) && k < 8;) {
-        const char *name = e->d_name, *dot = strrchr(name, '.');
-        if (dot && !strcmp(dot, ".gz")) { /* prefix.lang.gz */
-            const char *p = dot;
-            while (p > name && p[-1] != '.') p--;
-            if (p == name || (size_t)(dot - p) != ll || strncmp(p, t->src_lang, ll)) continue;
-            dot = p - 1;
-        } else if (!dot || strcmp(dot + 1, t->src_lang)) {
-            continue;
-        }
-        snprintf(names[k++], sizeof names[0], "%.*s", (int)(dot - name), name);
+    for (struct dirent *e; (e = readdir(d)) && k < 8;) { /* PREFIX.lang or PREFIX.lang.gz */
+        const char *name = e->d_name;
+        size_t len = strlen(name);
+        if (len > 3 && !strcmp(name + len - 3, ".gz")) len -= 3;
+        if (len <= ll + 1 || name[len - ll - 1] != '.' || strncmp(name + len - ll, t->src_lang, ll)) continue;
+        snprintf(names[k++], sizeof names[0], "%.*s", (int)(len - ll - 1), name);
     }
     closedir(d);
     qsort(names, (size_t)k, sizeof names[0], compare_names); /* readdir's order is the file system's */
