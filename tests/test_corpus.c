@@ -408,3 +408,34 @@ Test(corpus, the_progress_counts_every_corpus, .timeout = 120) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* train.valid_max_lines: validations score the split's first lines, exactly as a run whose
+ * validation files hold only those lines; the test split is still scored whole. */
+Test(corpus_cli, validation_on_the_first_lines_is_validation_on_those_lines, .timeout = 120) {
+    char *d = tu_word_corpus_dir(200, 40, false);
+    cr_assert_eq(tu_sh("cd %s && mkdir short && cp train.* test.* short/ && head -n 12 val.de > short/val.de && "
+                       "head -n 12 val.en > short/val.en",
+                       d),
+                 0);
+    const char *runs[3][2] = {{"", "all"}, {"--set train.valid_max_lines=12", "first"}, {"--set data_dir=%s/short", "short"}};
+    for (int i = 0; i < 3; i++) {
+        char opt[PATH_MAX + 64];
+        snprintf(opt, sizeof opt, runs[i][0], d);
+        cr_assert_eq(tu_sh("%s/train --config configs/multi30k.json --out %s/%s --set data_dir=%s --set train_prefix=train "
+                           "--set valid_prefix=val --set test_prefix=test --set min_freq=1 --set cache_dir= "
+                           "--set train.max_steps=6 --set train.batch_size=16 --set model.embedding=8 "
+                           "--set model.encoder_hidden=8 --set model.decoder_hidden=8 --set model.kq=4 %s > %s/%s.txt 2>&1 && "
+                           "cd %s && grep '\"type\":\"epoch\"' %s/log.jsonl | grep -o '\"valid_[a-z_]*\":[-0-9.e]*' > %s.valid && "
+                           "grep '\"type\":\"test\"' %s/log.jsonl | grep -o '\"test_[a-z_]*\":[-0-9.e]*' > %s.test",
+                           tu_bin(), d, runs[i][1], d, opt, d, runs[i][1], d, runs[i][1], runs[i][1], runs[i][1], runs[i][1]),
+                     0, "%s", tu_slurp(tu_path(d, "first.txt"), NULL));
+    }
+    cr_expect(tu_file_has(tu_path(d, "first.txt"), "validations score the first 12 of the 40 validation pairs"), "%s",
+              tu_slurp(tu_path(d, "first.txt"), NULL));
+    cr_expect_eq(tu_sh("cd %s && test -s first.valid && cmp first.valid short.valid", d), 0, "the first 12 lines validate "
+                                                                                          "unlike a split of those 12");
+    cr_expect_neq(tu_sh("cd %s && cmp -s first.valid all.valid", d), 0, "the key changed nothing: no test");
+    cr_expect_eq(tu_sh("cd %s && test -s first.test && cmp first.test all.test", d), 0, "the test split was cut too");
+    tu_rm_rf(d);
+    free(d);
+}

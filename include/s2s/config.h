@@ -163,6 +163,7 @@ typedef struct ConfigTrain {
     Metric metric;          /* what picks the best checkpoint */
     int patience;           /* validations without improvement before stopping (0: never) */
     int valid_every;        /* steps between validations within an epoch (0: at epochs' ends only) */
+    int valid_max_lines;    /* validations score the split's first this many pairs (0: all) */
     int keep_last, keep_best; /* validated checkpoints kept in checkpoints/ (0: none) */
     float lr_decay;         /* multiply lr on a plateau (1: never) */
     LrSchedule lr_schedule; /* lr over the run (optim.h) */

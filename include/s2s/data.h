@@ -84,6 +84,8 @@ typedef struct TaskLoadHooks {
  * with S2S_ERR_IO ("stopped"), leaving no prepared file. */
 S2sStatus task_load_hooks(TaskData *td, const ConfigTask *task, const TaskLoadHooks *hooks, S2sError *err);
 void task_free(TaskData *td);
+/* Keeps the validation split's first max_lines pairs and their references (0: all). */
+void task_keep_valid(TaskData *td, int max_lines);
 /* Bytes task_load will hold, from the config alone (generated data; 0 for files). */
 double task_memory_estimate(const ConfigTask *task);
 /* Bytes the loaded data hold: the datasets, and the texts kept beside them (references, the

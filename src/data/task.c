@@ -152,6 +152,12 @@ size_t task_data_bytes(const TaskData *td) {
            lines_bytes(td->train_src_text, td->train.n) + lines_bytes(td->train_trg_text, td->train.n);
 }
 
+void task_keep_valid(TaskData *td, int max_lines) {
+    if (max_lines <= 0 || td->valid.n <= max_lines) return;
+    for (int i = max_lines; td->valid_refs && i < td->valid.n; i++) free(td->valid_refs[i]);
+    td->valid.n = max_lines; /* the offsets and ids past it stay allocated, unread */
+}
+
 void task_free(TaskData *td) {
     text_free_lines(td->valid_refs, td->valid_refs ? td->valid.n : 0); /* before the counts go */
     text_free_lines(td->test_refs, td->test_refs ? td->test.n : 0);

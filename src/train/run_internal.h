@@ -42,6 +42,7 @@ typedef struct Run {
     Adam adam;
     TrainState st;
     Digest data_digest;     /* task_fingerprint: a resumed run's data are checked against it */
+    int valid_lines;        /* the validation split's pairs before train.valid_max_lines */
     FILE *log;
     Font *font; /* NULL: pictures without labels */
     double t0;  /* when this session's training time was last added to st.seconds */

@@ -403,6 +403,8 @@ static S2sStatus check_and_load(Run *r, S2sError *err) {
     bool readable;
     r->data_digest = task_fingerprint(&r->data, &readable);
     if (!readable) return s2s_fail(err, S2S_ERR_IO, "%s: the prepared training data cannot be read back", r->data.prepared);
+    r->valid_lines = r->data.valid.n; /* the digest above is the files', whatever is validated */
+    task_keep_valid(&r->data, cfg->train.valid_max_lines);
     if ((st = run_check_memory(r, err))) return st;
     if (!r->opt->resume) fit_warmup(r);
     return S2S_OK;

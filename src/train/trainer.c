@@ -411,6 +411,9 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
         return st;
     }
     if (opt->out) run_print_data(opt->out, &r->data, &cfg->task);
+    if (opt->out && r->data.valid.n < r->valid_lines)
+        fprintf(opt->out, "data: validations score the first %d of the %d validation pairs (train.valid_max_lines)\n",
+                r->data.valid.n, r->valid_lines);
     if (opt->out)
         fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
                 model_label(&cfg->model));
