@@ -104,7 +104,7 @@ def main():
     lines = {}
     for n in sizes:
         corpus, cache = ["%s/%s-%d" % (root, k, n) for k in ("corpus", "cache")]
-        if not os.path.exists(corpus + "/train.en"):
+        if not os.path.exists(corpus + "/test.en.gz"):  # test.*: corpus.json's names
             subprocess.run([sys.executable, "bench/make-corpus.py", str(n), corpus], check=True)
         subprocess.run(["rm", "-rf", cache], check=True)
         sets = ["--set", "task.data_dir=" + corpus, "--set", "task.cache_dir=" + cache]

@@ -7,7 +7,8 @@ words of that side's vocabulary (and sometimes two neighbours swapped), or, one 
 twenty, as it was (exact duplicates once the corpus is larger than Multi30k).
 
 usage: make-corpus.py N OUT_DIR [MULTI30K_RAW_DIR]
-Writes OUT_DIR/train.{de,en} (N lines each) and copies val and test_2016_flickr."""
+Writes OUT_DIR/train.{de,en} (N lines each) and copies val and test_2016_flickr (as test: the names
+configs/corpus.json reads)."""
 import gzip
 import os
 import random
@@ -48,9 +49,9 @@ def main():
             fe.write(pair[1] + "\n")
     for lang, t in zip(("de", "en"), tmp):
         os.replace(t, os.path.join(out, "train." + lang))
-    for split in ("val", "test_2016_flickr"):
+    for split, name in (("val", "val"), ("test_2016_flickr", "test")):
         for lang in ("de", "en"):
-            shutil.copyfile(os.path.join(raw, "%s.%s.gz" % (split, lang)), os.path.join(out, "%s.%s.gz" % (split, lang)))
+            shutil.copyfile(os.path.join(raw, "%s.%s.gz" % (split, lang)), os.path.join(out, "%s.%s.gz" % (name, lang)))
 
 
 if __name__ == "__main__":
