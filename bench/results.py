@@ -404,7 +404,26 @@ runs shared the two cores with other work. Mean ± sd over seeds where a row has
         rows.append([att, by_seed(runs, "greedy.multibleu"), stat(lines, runs, "greedy.multibleu"), f"{var:.3f}",
                      "—" if vloss is None else f"{vloss:.3f}", stat(lines, runs, "beam.multibleu")])
     o.append(table(["attention", "BLEU by seed", "mean ± sd", "variance", "best valid loss (mean)", "beam 5"], rows))
+    o.append(debian(lines))
     o.append(reversal(lines))
+    return "\n".join(o)
+
+
+DEB = "debian-descriptions"  # the system name of scripts/get-debian-descriptions.sh's corpus
+DEB_CMD = "./train --config corpus --set task.data_dir=data/debian-descriptions --out runs/debian"
+
+
+def debian(lines):
+    """A corpus nobody here wrote: Debian's package descriptions (docs/tutorials/debian.md)."""
+    o = ["## Debian's package descriptions\n",
+         "German→English package descriptions of Debian bookworm (`scripts/get-debian-descriptions.sh`: 42,750\n"
+         "training pairs, 1,073 validation, 1,181 test segments), trained with `configs/corpus.json` as it\n"
+         "is ([the tutorial](tutorials/debian.md)); sacreBLEU and chrF on the raw cased test split.\n"]
+    rows = [[f"`{DEB_CMD}`", ", ".join(str(r["seed"]) for r in runs), stat(lines, runs, "greedy.sacrebleu"),
+             stat(lines, runs, "beam.sacrebleu") + alphas(runs), stat(lines, runs, "beam.chrf"), minutes(runs), how(runs)]
+            for runs in [quality(lines, system=DEB)] if runs]
+    o.append(table(["command", "seeds", "sacreBLEU greedy", "sacreBLEU beam 5", "chrF2 beam", "minutes", "measured with"],
+                   rows) if rows else "No run recorded yet.\n")
     return "\n".join(o)
 
 
@@ -434,6 +453,7 @@ def readme_table(lines):
     ens, ensbf = pick(system=E, precision="fp32"), pick(system=E, precision="bf16")
     hw = pick(system="multi30k attention=scaled_dot", precision="fp32")
     s2, s4 = pick(system="multi30k-student-6x2"), pick(system="multi30k-student-6x2-ens4")  # the 6/1: docs/results.md
+    deb = pick(system=DEB)
     rows = [
         ["best single model (Transformer)", f"`./train --config {B}`", f"{minutes(one)} ({minutes(bf)} in bf16)",
          stat(lines, one, "beam.sacrebleu"), stat(lines, one, "beam.multibleu"),
@@ -452,17 +472,22 @@ def readme_table(lines):
          f"{minutes(s4)} in bf16 (the teachers' apart)", stat(lines, [r for r in s4 if r["seed"] == 1], "beam.sacrebleu"), "—",
          f"{len(s4)} seeds: {stat(lines, s4, 'greedy.sacrebleu')} / {stat(lines, s4, 'beam.sacrebleu', sd=False)}"]]
         if s4 else []) + [
+    ] + ([["Debian's package descriptions (Transformer, `corpus.json` as it is; its own test split)",
+           f"`{DEB_CMD}`", minutes(deb), stat(lines, deb, "beam.sacrebleu"), "—", "one seed"]] if deb else []) + [
         ["the homework's model (words, scaled-dot)", "`./train --config multi30k`", "—", "—",
          stat(lines, hw[:1], "beam.multibleu"),
          f"multi-bleu {stat(lines, hw, 'greedy.multibleu')} / {stat(lines, hw, 'beam.multibleu', sd=False)}"],
     ]
     m = machine(one[0]) if one else "?"
+    deb_note = (f" The Debian row: its own test split ({deb[0]['test']}.de, 1,181 segments), α {get(deb[0], 'beam.alpha'):g},"
+                f"\non an {machine(deb[0])}.") if deb else ""
     return (table(["system", "command", "minutes", "sacreBLEU", "multi-bleu", "three seeds: greedy / beam 5"], rows) +
             f"\nMulti30k German→English, test_2016_flickr, beam 5 (α chosen on validation), seed 1: cased\n"
             f"sacreBLEU on the raw text (`{SIG}`) and\n"
             f"multi-bleu on the official lowercased tokenised text; three seeds: sacreBLEU greedy (mean ± sd) and\n"
             f"beam 5 (mean), one thread each. Minutes of training on 2 cores of an {m}, float32\n"
-            f"(bf16 where the CPU has avx512_bf16). Every row, its machine and build: [docs/results.md](docs/results.md).\n")
+            f"(bf16 where the CPU has avx512_bf16).{deb_note} Every row, its machine and build:\n"
+            f"[docs/results.md](docs/results.md).\n")
 
 
 # ---- docs/benchmarks.md ----

@@ -78,6 +78,8 @@ def record(args):
              "train_s": round(epochs[-1]["elapsed_s"], 1) if epochs and "elapsed_s" in epochs[-1] else None,
              "epochs": test.get("epochs"),
              "test": f"{task.get('test_size')} strings" if task["type"] == "reverse" else task.get("test_prefix", "test")}
+        if task["type"] != "reverse":
+            r["data_dir"] = task.get("data_dir")
         if model == "model.bin":
             r["greedy"] = log_scores(test)
         else:  # the log's test line is the best checkpoint's, not this model's

@@ -5,8 +5,8 @@ fails or prints other than the page says, naming it.
   python3 scripts/doctest.py BIN_DIR PAGE [PAGE...]
 
 The commands are the lines of the page's indented code blocks whose first word is a program
-(./PROGRAM, scripts/…, or one on PATH); a line that follows a command and is not one is that
-command's expected output, compared with what it printed. Fenced blocks (```) are examples of
+(./PROGRAM, scripts/…, DIR/bin/… of a venv the page made, or one on PATH); a line that follows
+a command and is not one is that command's expected output, compared with what it printed. Fenced blocks (```) are examples of
 output or files, not run. Every command runs exactly as the page prints it: nothing is added to it. Markers, HTML comments
 that the rendered page does not show:
   <!-- doctest: before: COMMAND -->      run COMMAND here (a model the page's commands use)
@@ -21,11 +21,15 @@ What the sandbox changes around the commands, each said in the log as it applies
   precision=bf16          becomes fp32 on a CPU without avx512_bf16 (the command would refuse)
   ./serve …               runs on a free port in the background until the page ends; the page's
                           localhost:8080 becomes that port
+  scripts/get-…           runs in the tree, whose data/ the sandbox links (fetched once for
+                          every page); a page on Debian's descriptions is not run, and says why,
+                          where no Debian mirror answers (exit 77 when no page is left)
   Multi30k                the sandbox's data/multi30k has the whole training set and the first
                           50 pairs of the validation and test sets (evaluating a model is most of
                           a short run's time); scripts/get-multi30k.sh checks the tree's own data
-The sandbox holds links to the programs, configs/, scripts/, bench/, tests/, data/ and the prepared
-data (runs/.cache), and nothing else: a page makes what it uses. Exit 77 when Multi30k is
+The sandbox holds links to the programs, configs/, scripts/, bench/, tests/, data/, the prepared
+data (runs/.cache) and what `pip install .` reads (pyproject.toml, python/, include/), and nothing
+else: a page makes what it uses. It is the commands' HOME too. Exit 77 when Multi30k is
 missing and cannot be fetched (the caller skips)."""
 import gzip
 import os
@@ -54,7 +58,8 @@ def is_command(line):
     while "=" in w and not w.startswith(("./", "/")) and len(words) > 1:  # VAR=value prefixes
         words = words[1:]
         w = words[0]
-    return w.startswith(("./", "scripts/", "bench/", "/usr/bin/")) or w in BUILTINS or shutil.which(w) is not None
+    return (w.startswith(("./", "scripts/", "bench/", "/usr/bin/")) or re.match(r"[\w.-]+/bin/", w) is not None  # a venv's
+            or w in BUILTINS or shutil.which(w) is not None)
 
 
 def strip_comment(line):
@@ -146,7 +151,7 @@ def variant(cmd, bf16):
     """The command as the sandbox runs it: as printed, but where this machine cannot (bf16), and
     the notes of what changed."""
     notes, run = [], cmd
-    if run.startswith("scripts/get-multi30k.sh"):
+    if run.startswith(("scripts/get-multi30k.sh", "scripts/get-debian-descriptions.sh")):
         run = f"cd {shlex.quote(ROOT)} && {run}"
         notes.append("the tree's data")
     if not bf16 and "precision=bf16" in run:
@@ -164,7 +169,7 @@ def sandbox(bindir):
     box = tempfile.mkdtemp(prefix="s2s-doctest-")
     for p in os.listdir(bindir):
         os.symlink(os.path.join(bindir, p), os.path.join(box, p))
-    for d in ("configs", "scripts", "bench", "tests"):
+    for d in ("configs", "scripts", "bench", "tests", "python", "include", "pyproject.toml"):  # pip install . too
         os.symlink(os.path.join(ROOT, d), os.path.join(box, d))
     data = os.path.join(box, "data")
     os.makedirs(data)
@@ -300,6 +305,19 @@ def run_page(bindir, page, bf16, log):
     return None
 
 
+def has_corpus(page, log):
+    """Whether the corpora a page fetches are in the tree (fetched now where they are not): a
+    page on Debian's descriptions is not run on a machine that cannot reach a Debian mirror."""
+    fetch = "scripts/get-debian-descriptions.sh"
+    if fetch not in open(page, encoding="utf-8").read() or os.path.isfile("data/debian-descriptions/SOURCE"):
+        return True
+    r = subprocess.run(["bash", fetch], capture_output=True, text=True)
+    if r.returncode != 0:
+        log(f"doctest: {page} not run: {fetch} failed: {r.stderr.strip()}")
+        return False
+    return True
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: doctest.py BIN_DIR PAGE [PAGE...]")
@@ -311,7 +329,10 @@ def main():
             sys.exit(77)
     bf16 = "avx512_bf16" in open("/proc/cpuinfo").read()
     log = lambda s: print(s, flush=True)
-    for page in sys.argv[2:]:
+    pages = [p for p in sys.argv[2:] if has_corpus(p, log)]
+    if not pages:
+        sys.exit(77)
+    for page in pages:
         err = run_page(bindir, os.path.abspath(page), bf16, log)
         if err:
             log(f"doctest: {page}: {err}")

@@ -64,7 +64,26 @@ s2s.train("reverse", out=sys.argv[1], set={"task.train_size": 300, "task.valid_s
                                             "train.epochs": 1}).run()' "$T/pyrun" > "$T/py.log" 2>&1) \
     || { cat "$T/py.log"; fail "s2s.train(\"reverse\") outside the tree, from the installed package"; }
 [ -s "$T/pyrun/model.bin" ] || fail "s2s.train(\"reverse\") wrote no model"
+# pip install . into a fresh virtual environment (Debian's pip, no index): the package over the
+# prefix's library through the loader's path; the venv has no numpy, and the message says how
+# this interpreter gets it
+/usr/bin/python3 -m venv "$T/venv" || fail "python3 -m venv (Debian: apt install python3-venv)"
+"$T/venv/bin/pip" install -q --no-index . > "$T/pip.log" 2>&1 || { cat "$T/pip.log"; fail "pip install . into a venv"; }
+py=$(cd "$T" && LD_LIBRARY_PATH="$P/lib" "$T/venv/bin/python" -c 'import sys, s2s
+m = s2s.Model(sys.argv[1])
+print(s2s.library); print(m.translate("abcd"))
+s2s.train("reverse", out="vrun", set={"task.train_size": 300, "task.valid_size": 20, "task.test_size": 20,
+                                      "train.epochs": 1}).run()
+try:
+    m.attention("abcd")
+except ImportError as e:
+    print(e)' "$OLDPWD/$M" 2> "$T/venv.err") || { cat "$T/venv.err"; fail "the package pip installed in a venv"; }
+[ "$(sed -n 1p <<< "$py")" = "libs2s.so.0" ] || fail "the venv's package took $(sed -n 1p <<< "$py"), not the loader's libs2s.so.0"
+[ "$(sed -n 2p <<< "$py")" = "$(printf 'abcd\n' | ./translate "$M")" ] || fail "the venv's package translated 'abcd' as '$(sed -n 2p <<< "$py")'"
+[ -s "$T/vrun/model.bin" ] || fail "s2s.train(\"reverse\") from the venv wrote no model"
+[ "$(sed -n 3p <<< "$py")" = "arrays need numpy: $T/venv/bin/python -m pip install numpy" ] \
+    || fail "the venv without numpy was told: $(sed -n 3p <<< "$py")"
 make -s uninstall PREFIX="$P" > /dev/null
 left=$(find "$P" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"
-echo "test-install: installed to a temporary prefix, built and ran against libs2s.so.0 and libs2s.a, the Python package over it, uninstalled: OK"
+echo "test-install: installed to a temporary prefix, built and ran against libs2s.so.0 and libs2s.a, the Python package over it (and pip install . into a venv), uninstalled: OK"

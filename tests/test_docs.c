@@ -195,6 +195,7 @@ static const char *const PAGES[] = {
     "docs/how-to/compare.md",
     "docs/how-to/python.md",
     "docs/how-to/distill.md",
+    "docs/tutorials/debian.md",
 };
 
 Test(doctest, readme, .timeout = 900) { page_runs(PAGES[0]); }
@@ -213,6 +214,7 @@ Test(doctest, howto_install, .timeout = 900) { page_runs(PAGES[12]); }
 Test(doctest, howto_compare, .timeout = 900) { page_runs(PAGES[13]); }
 Test(doctest, howto_python, .timeout = 900) { page_runs(PAGES[14]); }
 Test(doctest, howto_distill, .timeout = 900) { page_runs(PAGES[15]); }
+Test(doctest, tutorial_debian, .timeout = 900) { page_runs(PAGES[16]); }
 
 /* A new tutorial or guide cannot be left out of the list above. */
 Test(docs, every_tutorial_and_guide_is_run) {

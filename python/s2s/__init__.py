@@ -3,11 +3,11 @@ subword models, over ctypes (no compiler, nothing from outside Debian). Python i
 door; translating and training run in C, and every answer is the programs' own.
 
     import s2s
-    model = s2s.Model("runs/reverse/model.bin")
-    model.translate(["abcd", "hello"])             # ['dcba', 'olleh']
+    model = s2s.Model("runs/r/model.bin")          # ./train --config reverse --out runs/r
+    model.translate(["abcd", "aabbccdd"])          # ['dcba', 'ddccbbaa'] once it has learned
     a = model.attention("abcd")                    # a.weights: (n_out, n_src) numpy array
-    run = s2s.train("reverse", out="runs/rev2", set={"train.epochs": 2})
-    for event in run: print(event)
+    run = s2s.train("reverse", out="runs/rev2", set={"train.epochs": 1})
+    for event in run: print(event["type"])
 
 Thread safety: a Model serves one call at a time (others wait on its lock); different
 models, subword models and trainings are independent. Long calls release the GIL.

@@ -163,9 +163,21 @@ def numpy():
     """numpy, which the arrays need (imported when first asked for)."""
     try:
         import numpy as np
-    except ImportError:  # pragma: no cover
-        raise ImportError("arrays need numpy (Debian: apt install python3-numpy)") from None
+    except ImportError:
+        raise ImportError("arrays need numpy: " + numpy_hint()) from None
     return np
+
+
+def numpy_hint(executable=None, prefix=None, base_prefix=None):
+    """How this interpreter gets numpy: Debian's python3 from apt, any other (a venv, pyenv,
+    conda) from pip. The arguments stand in for sys's, for the tests."""
+    import sys
+    executable = executable or sys.executable
+    prefix = prefix if prefix is not None else sys.prefix
+    base_prefix = base_prefix if base_prefix is not None else sys.base_prefix
+    if prefix == "/usr" and base_prefix == "/usr" and executable.startswith("/usr/bin/"):
+        return "apt install python3-numpy (Debian's python3)"
+    return f"{executable} -m pip install numpy"
 
 
 def take_string(address):

@@ -285,3 +285,14 @@ def test_threads_share_a_model_and_run_models_side_by_side(tiny_run, tiny_model)
         got = list(pool.map(lambda m: m.translate(LINES, beam=3), [tiny_model, other] * 4))
     assert got == [want] * 8
     other.close()
+
+
+def test_the_numpy_hint_fits_the_interpreter():
+    """Debian's python3 gets numpy from apt; a venv, pyenv or conda interpreter from its pip."""
+    from s2s import _lib
+    assert "apt install python3-numpy" in _lib.numpy_hint("/usr/bin/python3", "/usr", "/usr")
+    venv = _lib.numpy_hint("/home/u/venv/bin/python", "/home/u/venv", "/usr")
+    assert venv == "/home/u/venv/bin/python -m pip install numpy"
+    pyenv = _lib.numpy_hint("/root/.pyenv/versions/3.11.7/bin/python3", "/root/.pyenv/versions/3.11.7",
+                            "/root/.pyenv/versions/3.11.7")
+    assert "apt" not in pyenv and "-m pip install numpy" in pyenv
