@@ -299,3 +299,29 @@ Test(cli, translate_refs_outputs_and_endless_input, .timeout = 120) {
     tu_rm_rf(d);
     free(d);
 }
+
+/* --progress: after each --batch of lines, the lines done, their share of the input file and the
+ * rate, then a closing line; on stderr only, the outputs unchanged. Without it and with stderr
+ * not a terminal, stderr stays empty (no progress in a log nobody asked for). */
+Test(cli, translate_progress_counts_the_blocks, .timeout = 120) {
+    char *d = dir_with_small_model();
+    const char *b = tu_bin();
+    cr_assert_eq(tu_sh("cd %s && for i in $(seq 35); do echo abcdabcd; done > in.txt && "
+                       "%s/translate run/model.bin --input in.txt --output a.txt --batch 10 --progress 2> a.err && "
+                       "%s/translate run/model.bin --input in.txt --output b.txt --batch 10 2> b.err && "
+                       "cat in.txt | %s/translate run/model.bin --batch 10 --progress > c.txt 2> c.err",
+                       d, b, b, b),
+                 0);
+    cr_expect_eq(tu_sh("cd %s && cmp a.txt b.txt && cmp a.txt c.txt && test ! -s b.err", d), 0,
+                 "--progress changed the outputs, or progress was written unasked");
+    char *e = tu_slurp(tu_path(d, "a.err"), NULL);
+    cr_expect(strstr(e, "translate: 10 lines (29%), ") && strstr(e, "translate: 30 lines (86%), ") &&
+                  strstr(e, "lines/s, 0:0") && strstr(e, "translate: 35 lines in "),
+              "%s", e);
+    free(e);
+    e = tu_slurp(tu_path(d, "c.err"), NULL); /* a pipe: no share of a size it cannot know */
+    cr_expect(strstr(e, "translate: 20 lines, ") && !strstr(e, "%") && strstr(e, "translate: 35 lines in "), "%s", e);
+    free(e);
+    tu_rm_rf(d);
+    free(d);
+}

@@ -9,6 +9,7 @@
 #include "s2s/file.h"
 #include "s2s/gemm.h"
 #include "s2s/translator.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -23,7 +24,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: translate MODEL [MODEL...] [--input FILE] [--output FILE] [--beam K] [--alpha A] [--n-best N]\n"
             "                 [--max-len N] [--batch N] [--tokenized] [--ref FILE] [--heatmap DIR] [--score FILE]\n"
-            "                 [--bf16 | --int8] [--threads N]\n"
+            "                 [--bf16 | --int8] [--threads N] [--progress]\n"
             "\n"
             "Reads one source per line (stdin by default) and writes one output per line.\n"
             "Several models decode as one ensemble (the mean of their log-probabilities at each step); they must\n"
@@ -60,6 +61,8 @@ static void usage(FILE *f) {
             "  --int8         multiply by the weights in int8 (per-channel scales; exact int32 sums): faster\n"
             "                 still, outputs may differ more (docs/how-to/translating.md)\n"
             "  --threads N    GEMM threads (default: the libraries')\n"
+            "  --progress     lines done, lines/s and the time left on stderr after each --batch of lines (shown\n"
+            "                 anyway when stderr is a terminal that the outputs do not go to)\n"
             "  --version      print the version\n");
 }
 
@@ -317,7 +320,7 @@ typedef struct Opts {
     const char *model, *in_path, *out_path, *ref_path, *score_path, *logits_path, *attention_path;
     const char *more_paths[MODEL_MAX_ENSEMBLE];
     int block, threads;
-    bool bf16, int8;
+    bool bf16, int8, progress;
 } Opts;
 
 /* The options that exclude or need each other; the files distinct. */
@@ -374,7 +377,7 @@ static int parse_options(int argc, char **argv, Opts *o, Ctx *c) {
     c->tr.alpha = 1.0f;
     S2sError err;
     enum { O_TOKENIZED = ARGS_OWN, O_BF16, O_INT8, O_THREADS, O_MAX_LEN, O_BATCH, O_BEAM, O_NBEST, O_ALPHA, O_SCORE, O_LOGITS,
-           O_ATTENTION };
+           O_ATTENTION, O_PROGRESS };
     static const struct option LONG[] = {
         {"help", no_argument, NULL, 'h'},          {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},  {"ref", required_argument, NULL, 'r'},
@@ -385,7 +388,7 @@ static int parse_options(int argc, char **argv, Opts *o, Ctx *c) {
         {"beam", required_argument, NULL, O_BEAM}, {"n-best", required_argument, NULL, O_NBEST},
         {"alpha", required_argument, NULL, O_ALPHA}, {"score", required_argument, NULL, O_SCORE},
         {"logits", required_argument, NULL, O_LOGITS}, {"attention", required_argument, NULL, O_ATTENTION},
-        {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
+        {"progress", no_argument, NULL, O_PROGRESS}, {"version", no_argument, NULL, ARGS_VERSION}, {NULL, 0, NULL, 0}};
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
@@ -406,6 +409,7 @@ static int parse_options(int argc, char **argv, Opts *o, Ctx *c) {
         case O_SCORE: o->score_path = optarg; break;
         case O_LOGITS: o->logits_path = optarg; break;
         case O_ATTENTION: o->attention_path = optarg; break;
+        case O_PROGRESS: o->progress = true; break;
         default: return args_common(opt, "translate", usage, argv, optind, optopt);
         }
     }
@@ -551,6 +555,12 @@ static int decode_block(Ctx *c, Line *lines, int n, FILE *out) {
  * input could not be read to its end or a target was missing or left over. */
 static int read_and_decode(const Opts *o, Ctx *c, Files *f) {
     int block = isatty(fileno(f->in)) ? 1 : o->block;
+    /* progress where it shows apart from the outputs, or where asked */
+    bool shows = isatty(STDERR_FILENO) && block > 1 && (f->out != stdout || !isatty(STDOUT_FILENO));
+    Progress pr;
+    progress_init(&pr, o->progress || shows ? stderr : NULL, isatty(STDERR_FILENO), f->in);
+    double read = 0;
+    long done = 0;
     const size_t block_bytes = (size_t)64 << 20;
     char too_long[64];
     snprintf(too_long, sizeof too_long, "longer than %zu bytes; skipped", TEXT_MAX_LINE);
@@ -576,13 +586,16 @@ static int read_and_decode(const Opts *o, Ctx *c, Files *f) {
         if (ls == LINE_TOO_LONG) l->bad = too_long;
         else if (strlen(text) != len) l->bad = "contains a NUL byte";
         else l->text = s2s_xstrdup(text), bytes += len;
+        read += (double)len + 1;
         if (n == block || bytes >= block_bytes) {
             rc |= decode_block(c, lines, n, f->out);
+            progress_show(&pr, done += n, read);
             n = 0;
             bytes = 0;
         }
     }
     if (n) rc |= decode_block(c, lines, n, f->out);
+    progress_end(&pr, done + n);
     if (c->scoring && !rc) { /* targets left over: they pair with no source */
         const char *t;
         size_t len;
