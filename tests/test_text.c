@@ -32,6 +32,25 @@ Test(text, line_reader_bounds_every_line) {
     fclose(f);
 }
 
+/* A UTF-8 byte-order mark opens some files (Windows editors): it is not the first word's. Only
+ * the file's first bytes are a mark; the same bytes later are text and kept. */
+Test(text, a_byte_order_mark_is_not_text) {
+    char buf[] = "\xEF\xBB\xBF" "ein hund\r\n" "\xEF\xBB\xBF" "zwei";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "rb");
+    cr_assert(f);
+    LineReader r;
+    line_reader_init(&r, f, 64);
+    const char *line;
+    size_t len;
+    cr_expect_eq(line_read(&r, &line, &len), LINE_OK);
+    cr_expect(len == 8 && strcmp(line, "ein hund") == 0, "'%s'", line);
+    cr_expect_eq(line_read(&r, &line, &len), LINE_OK);
+    cr_expect(len == 7 && strcmp(line, "\xEF\xBB\xBF" "zwei") == 0, "'%s'", line);
+    cr_expect_eq(line_read(&r, &line, &len), LINE_EOF);
+    line_reader_free(&r);
+    fclose(f);
+}
+
 Test(text, endless_input_costs_one_line_of_memory) {
     FILE *f = fopen("/dev/zero", "rb");
     cr_assert(f);

@@ -40,7 +40,8 @@ typedef struct LineReader {
 void line_reader_init(LineReader *r, FILE *f, size_t max);
 void line_reader_free(LineReader *r);
 /* The next line: *line points into the reader (valid until the next call), *len its bytes,
- * NUL bytes included (so a caller can tell a line that has one). */
+ * NUL bytes included (so a caller can tell a line that has one). A final CR is dropped, and a
+ * UTF-8 byte-order mark opening the first line (files saved by Windows editors). */
 LineStatus line_read(LineReader *r, const char **line, size_t *len);
 
 /* One code point of valid UTF-8 (utf8_valid): its value in *cp, the bytes read returned. */

@@ -109,6 +109,10 @@ LineStatus line_read(LineReader *r, const char **line, size_t *len) {
     if (c == EOF && n == 0) return LINE_EOF;
     r->line_no++;
     if (n && r->buf[n - 1] == '\r') n--;
+    if (r->line_no == 1 && n >= 3 && !memcmp(r->buf, "\xEF\xBB\xBF", 3)) { /* a UTF-8 BOM: a mark, not text */
+        n -= 3;
+        memmove(r->buf, r->buf + 3, n);
+    }
     if (n > r->max) return LINE_TOO_LONG; /* max + 1 bytes then the newline */
     r->buf[n] = '\0';
     *line = r->buf;
