@@ -281,3 +281,37 @@ Test(config, keys_that_change_no_number_and_key_copy) {
     cr_expect_eq(config_first_difference(&a, &b), -1);
     cr_expect_str_eq(a.task.data_dir, "elsewhere");
 }
+
+/* A key given that changes nothing under the config is said (source_markers in a translation,
+ * cell in a Transformer), by file and by --set; the shipped configs give none. */
+Test(config, keys_that_do_nothing_are_named) {
+    char *d = tu_tmpdir();
+    const char *path = tu_path(d, "c.json");
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"task\": {\"type\": \"translate\", \"source_markers\": true, \"min_freq\": 1},\n"
+          " \"model\": {\"type\": \"transformer\", \"cell\": \"lstm\", \"layers\": 2}}\n", f);
+    fclose(f);
+    Config c;
+    config_defaults(&c);
+    S2sError err;
+    cr_assert_eq(config_load(&c, path, &err), S2S_OK, "%s", err.msg);
+    const char *sets[] = {"alphabet=xyz", "train.lr=0.1", "heads=2"};
+    char out[2048];
+    cr_expect_eq(config_idle_keys(&c, path, sets, 3, out, sizeof out), 3, "%s", out);
+    cr_expect(strstr(out, "c.json: task.source_markers does nothing in this config: it is the reversal task's (task.type reverse) key") &&
+                  strstr(out, "c.json: model.cell does nothing in this config: it is the RNN's (model.type rnn) key") &&
+                  strstr(out, "--set: task.alphabet does nothing") && !strstr(out, "min_freq") && !strstr(out, "layers") &&
+                  !strstr(out, "heads") && !strstr(out, "train.lr"),
+              "%s", out);
+    tu_rm_rf(d);
+    free(d);
+    glob_t g;
+    cr_assert_eq(glob("configs/*.json", 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        config_defaults(&c);
+        cr_assert_eq(config_load(&c, g.gl_pathv[i], &err), S2S_OK, "%s", err.msg);
+        cr_expect_eq(config_idle_keys(&c, g.gl_pathv[i], NULL, 0, out, sizeof out), 0, "%s", out);
+    }
+    globfree(&g);
+}

@@ -193,6 +193,10 @@ void config_find_file(const char *name, char *out, size_t n);
 int config_edit_distance(const char *a, const char *b);
 /* Reads a JSON file over the defaults. */
 S2sStatus config_load(Config *c, const char *path, S2sError *err);
+/* The keys the config file at path (when not NULL) or a --set assignment (sets) gives but that
+ * change nothing under c (config_key_applies: source_markers in a translation, cell in a
+ * Transformer), as one "warning: …" line each into out; returns how many. */
+int config_idle_keys(const Config *c, const char *path, const char *const *sets, int n_sets, char *out, size_t n);
 /* The same for a run's config.json (a folder s2s manages): a regular file required, and a FIFO
  * planted there never blocks (file_read_regular). */
 S2sStatus config_load_run(Config *c, const char *path, S2sError *err);

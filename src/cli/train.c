@@ -78,7 +78,10 @@ static S2sStatus make_config(Config *cfg, const char *config_arg, const char *se
         snprintf(set, sizeof set, "train.epochs=%ld", epochs);
         st = config_set(cfg, set, err);
     }
-    return st ? st : train_check_config(cfg, err);
+    if (!st) st = train_check_config(cfg, err);
+    char idle[2048]; /* keys given that change nothing here: said, not refused */
+    if (!st && config_idle_keys(cfg, path, sets, n_sets, idle, sizeof idle)) fputs(idle, stderr);
+    return st;
 }
 
 int main(int argc, char **argv) {

@@ -1,9 +1,12 @@
 /* config_file.c — a config from its file: found as users type it (a path, configs/NAME, the
  * installed configs beside the library or the program) and read whole, then parsed by
- * config.c; a name typed wrong gets the nearest config's name. */
+ * config.c; a name typed wrong gets the nearest config's name; the keys it gives that do nothing. */
 #define _GNU_SOURCE /* dladdr */
+#include "config_schema.h"
 #include "s2s/config.h"
 #include "s2s/file.h"
+
+#include <cjson/cJSON.h>
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -122,3 +125,49 @@ static S2sStatus load(Config *c, const char *path, bool managed, S2sError *err) 
 S2sStatus config_load(Config *c, const char *path, S2sError *err) { return load(c, path, false, err); }
 
 S2sStatus config_load_run(Config *c, const char *path, S2sError *err) { return load(c, path, true, err); }
+
+/* Key i, given by where, when it does nothing under c: one warning line into out. */
+static int idle(const Config *c, int i, const char *where, char *out, size_t n) {
+    if (i < 0 || config_key_applies(c, i)) return 0;
+    size_t k = strlen(out);
+    snprintf(out + k, n - k, "warning: %s: %s does nothing in this config: it is %s key\n", where, CONFIG_KEYS[i].path,
+             CONFIG_WHEN_TEXT[CONFIG_KEYS[i].when]);
+    return 1;
+}
+
+/* The index of a --set name: a dotted path, or a unique leaf name (-1: neither). */
+static int set_key(const char *assignment) {
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(assignment, "="), assignment);
+    int i = config_key_index(name);
+    for (int k = 0; i < 0 && !strchr(name, '.') && k < CONFIG_N_KEYS; k++) {
+        const char *dot = strrchr(CONFIG_KEYS[k].path, '.');
+        if (!strcmp(dot ? dot + 1 : CONFIG_KEYS[k].path, name)) i = k;
+    }
+    return i;
+}
+
+int config_idle_keys(const Config *c, const char *path, const char *const *sets, int n_sets, char *out, size_t n) {
+    int count = 0;
+    out[0] = '\0';
+    char *buf;
+    size_t len;
+    S2sError ignored; /* the file was read and parsed before; here it only names keys */
+    cJSON *root = NULL;
+    if (path && !file_read_all(path, (size_t)1 << 20, &buf, &len, &ignored)) {
+        root = cJSON_Parse(buf);
+        free(buf);
+    }
+    const cJSON *item, *sub;
+    cJSON_ArrayForEach(item, root) {
+        char key[160];
+        if (!cJSON_IsObject(item)) count += idle(c, config_key_index(item->string), path, out, n);
+        else cJSON_ArrayForEach(sub, item) {
+            snprintf(key, sizeof key, "%s.%s", item->string, sub->string);
+            count += idle(c, config_key_index(key), path, out, n);
+        }
+    }
+    cJSON_Delete(root);
+    for (int i = 0; i < n_sets; i++) count += idle(c, set_key(sets[i]), "--set", out, n);
+    return count;
+}

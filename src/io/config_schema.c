@@ -43,7 +43,7 @@ const Key CONFIG_KEYS[] = {
     {"task.test_size", K_INT, OFF(task.test_size), 1, 1e8, NULL, "reverse: test strings", W_REVERSE},
     {"task.data_seed", K_INT, OFF(task.data_seed), 0, 2147483647, NULL,
      "reverse: seed of the generated data; translate, bpe: of the sample BPE is learned from", W_DATA_SEED},
-    {"task.source_markers", K_BOOL, OFF(task.source_markers), 0, 0, NULL, "wrap sources in <sos> ... <eos>", W_ALWAYS},
+    {"task.source_markers", K_BOOL, OFF(task.source_markers), 0, 0, NULL, "reverse: wrap sources in <sos> ... <eos>", W_REVERSE},
     {"task.data_dir", K_STR, OFF(task.data_dir), 0, 0, NULL, "translate: folder of the tokenised files", W_TRANSLATE},
     {"task.src_lang", K_STR, OFF(task.src_lang), 0, 0, NULL, "translate: source language suffix", W_TRANSLATE},
     {"task.trg_lang", K_STR, OFF(task.trg_lang), 0, 0, NULL, "translate: target language suffix", W_TRANSLATE},
@@ -205,3 +205,23 @@ const Key CONFIG_KEYS[] = {
     {"train.eval_batch_size", K_INT, OFF(train.eval_batch_size), 1, 1e6, NULL, "sentences per evaluation batch", W_ALWAYS},
 };
 const int CONFIG_N_KEYS = (int)(sizeof CONFIG_KEYS / sizeof CONFIG_KEYS[0]);
+
+const char *const CONFIG_WHEN_TEXT[] = {
+    [W_ALWAYS] = "every config's",
+    [W_REVERSE] = "the reversal task's (task.type reverse)",
+    [W_DATA_SEED] = "the reversal task's or BPE's (task.type reverse, or task.subword bpe)",
+    [W_TRANSLATE] = "translation's (task.type translate)",
+    [W_BPE] = "BPE's (task.subword bpe)",
+    [W_BPE_DROPOUT] = "BPE-dropout's (task.bpe_dropout above 0)",
+    [W_SPM] = "SentencePiece's (task.subword sentencepiece)",
+    [W_RNN] = "the RNN's (model.type rnn)",
+    [W_RNN_LEARNED] = "learned RNN embeddings' (model.type rnn, model.embedding_type learned)",
+    [W_KQ] = "scaled_dot and additive attention's (model.attention)",
+    [W_HEADS] = "multihead attention's and the Transformer's",
+    [W_TF] = "the Transformer's (model.type transformer)",
+    [W_TF_LEARNED] = "learned positions' (model.positions learned)",
+    [W_ADAM] = "Adam's (train.optimizer adam or adamw)",
+    [W_TEACHER] = "a teacher's (task.teacher)",
+    [W_DISTILL] = "distilling's (task.teacher or task.teacher_output)",
+};
+_Static_assert(sizeof CONFIG_WHEN_TEXT / sizeof *CONFIG_WHEN_TEXT == W_DISTILL + 1, "a text for every When");

@@ -43,6 +43,7 @@ typedef struct Key {
 } Key;
 
 extern const Key CONFIG_KEYS[];
+extern const char *const CONFIG_WHEN_TEXT[]; /* whose key a When is, for messages */
 extern const int CONFIG_N_KEYS;
 
 #endif
