@@ -3,6 +3,7 @@
 #include "../src/train/run_internal.h" /* run_steps_left */
 #include "test_util.h"
 #include "s2s/optim.h"
+#include "s2s/trainer.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -215,4 +216,32 @@ Test(optim, the_eta_counts_the_steps_max_steps_leaves) {
     cr_expect_eq(run_steps_left(211, 5, 1000, 216), 206, "a limit past the epoch: the epoch's batches");
     cr_expect_eq(run_steps_left(211, 0, 30, 30), 0, "the limit reached: none");
     cr_expect_eq(run_steps_left(211, 100, 20, 250), 0, "resumed past the limit: none, never negative");
+}
+
+/* The progress line is drawn before an epoch's first step, which can take seconds on a large
+ * model or a busy machine: a terminal never waits on a silent line after "parameters:". */
+Test(optim_cli, the_first_step_is_announced, .timeout = 60) {
+    char *d = tu_tmpdir();
+    Config cfg;
+    config_defaults(&cfg);
+    S2sError err;
+    cr_assert_eq(config_load(&cfg, "configs/reverse.json", &err), S2S_OK, "%s", err.msg);
+    const char *sets[] = {"task.train_size=64", "task.valid_size=8", "task.test_size=8", "train.max_steps=2",
+                          "train.batch_size=32"};
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) cr_assert_eq(config_set(&cfg, sets[i], &err), S2S_OK, "%s", err.msg);
+    FILE *progress = tmpfile();
+    cr_assert(progress);
+    TrainOptions opt = {.out_dir = tu_path(d, "run"), .progress = progress};
+    TrainSummary sum;
+    cr_assert_eq(train_run(&cfg, &opt, &sum, &err), S2S_OK, "%s", err.msg);
+    rewind(progress);
+    char line[512] = "";
+    size_t n = fread(line, 1, sizeof line - 1, progress);
+    line[n] = '\0';
+    cr_expect(strncmp(line, "\r\033[Kepoch 1/", 12) == 0 && strstr(line, "step 1/2  (the first step of the epoch") &&
+                  strstr(line, "\r\033[Kepoch 1/") < strstr(line, "loss"),
+              "the first thing drawn: %s", line);
+    fclose(progress);
+    tu_rm_rf(d);
+    free(d);
 }

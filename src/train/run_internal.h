@@ -86,6 +86,9 @@ cJSON *run_eval_json(cJSON *j, const char *prefix, const EvalResult *e, bool gre
 S2sStatus run_write_test_outputs(Run *r, const IdSeqs *hyps, S2sError *err);
 void run_draw_epoch(Run *r);
 void run_progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta);
+/* The progress line before a session's first step of an epoch, which can take seconds (the
+ * batch read, the first products' plans made): never a silent wait. */
+void run_progress_start(Run *r, int epoch, int k, int nb);
 /* The steps this epoch has left to run: its batches from `batch` on, or fewer where
  * train.max_steps (max_steps > 0) ends the run first, `step` steps having been made. */
 static inline long run_steps_left(int n_batches, int batch, long max_steps, long step) {

@@ -125,6 +125,13 @@ warn:
     if (r->opt->out) fprintf(r->opt->out, "warning: pictures not drawn: %s\n", err.msg);
 }
 
+void run_progress_start(Run *r, int epoch, int k, int nb) {
+    if (!r->opt->progress) return;
+    fprintf(r->opt->progress, "\r\033[Kepoch %d/%d  step %d/%d  (the first step of the epoch: reading, planning)",
+            epoch + 1, r->cfg->train.epochs, k + 1, nb);
+    fflush(r->opt->progress);
+}
+
 void run_progress(Run *r, int epoch, int k, int nb, double loss, double tps, double eta) {
     if (!r->opt->progress) return;
     int em = (int)(eta / 60), es = (int)eta % 60;

@@ -121,6 +121,7 @@ static S2sStatus run_epoch(Run *r, TrainSummary *sum, bool *complete, S2sError *
     r->epoch_t0 = tick;
     r->epoch_tokens = 0;
     long done_here = 0;
+    if (r->st.batch < plan.n_batches) run_progress_start(r, r->st.epoch, r->st.batch, plan.n_batches); /* not silent */
     while (r->st.batch < plan.n_batches) {
         int k = r->st.batch;
         Batch *b; /* this rank's share of batch k (B 0: more ranks than it has sentences) */
