@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <glob.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,7 +285,7 @@ Test(config, keys_that_change_no_number_and_key_copy) {
 
 /* A key given that changes nothing under the config is said (source_markers in a translation,
  * cell in a Transformer), by file and by --set; the shipped configs give none. */
-Test(config, keys_that_do_nothing_are_named) {
+Test(config, keys_that_do_nothing_are_named, .timeout = 30) {
     char *d = tu_tmpdir();
     const char *path = tu_path(d, "c.json");
     FILE *f = fopen(path, "w");
@@ -304,6 +305,9 @@ Test(config, keys_that_do_nothing_are_named) {
                   strstr(out, "--set: task.alphabet does nothing") && !strstr(out, "min_freq") && !strstr(out, "layers") &&
                   !strstr(out, "heads") && !strstr(out, "train.lr"),
               "%s", out);
+    /* a FIFO (its text read once, by config_load) is not opened again: no writer, no wait */
+    cr_assert_eq(mkfifo(tu_path(d, "fifo.json"), 0600), 0);
+    cr_expect_eq(config_idle_keys(&c, tu_path(d, "fifo.json"), NULL, 0, out, sizeof out), 0, "%s", out);
     tu_rm_rf(d);
     free(d);
     glob_t g;

@@ -154,7 +154,7 @@ int config_idle_keys(const Config *c, const char *path, const char *const *sets,
     size_t len;
     S2sError ignored; /* the file was read and parsed before; here it only names keys */
     cJSON *root = NULL;
-    if (path && !file_read_all(path, (size_t)1 << 20, &buf, &len, &ignored)) {
+    if (path && !file_read_regular(path, (size_t)1 << 20, &buf, &len, &ignored)) { /* a FIFO was read once */
         root = cJSON_Parse(buf);
         free(buf);
     }
