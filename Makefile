@@ -293,7 +293,7 @@ install: all $(SO) $(BUILD)/s2s.pc
 	for p in $(CLIS); do bash scripts/man.sh $$p $(BUILD)/bin/$$p $(VERSION) \
 	  > $(DESTDIR)$(PREFIX)/share/man/man1/s2s-$$p.1 || exit 1; done
 	install -d $(DESTDIR)$(PY_SITE)/s2s
-	install -m 644 python/s2s/*.py $(DESTDIR)$(PY_SITE)/s2s/
+	install -m 644 python/s2s/*.py python/s2s/py.typed $(DESTDIR)$(PY_SITE)/s2s/
 
 # the programs' names, for scripts
 print-clis:

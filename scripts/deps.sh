@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(libopenblas-dev libdnnl-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
       libcriterion-dev pkg-config sentencepiece man-db libopenmpi-dev openmpi-bin libmicrohttpd-dev
-      python3 python3-numpy python3-venv python3-pytest python3-nbclient python3-nbformat python3-ipykernel)
+      python3 python3-numpy python3-venv python3-pytest mypy python3-nbclient python3-nbformat python3-ipykernel)
 for a in "$@"; do
     case $a in
     --with-clang) PKGS+=(clang libclang-rt-14-dev) ;;

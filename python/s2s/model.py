@@ -9,8 +9,8 @@ in progress; a call after close raises. Two models serve two threads side by sid
 import ctypes
 import json
 import threading
-from dataclasses import dataclass
-from typing import List, Optional
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence, Union
 
 from . import _lib
 from ._lib import lib
@@ -18,10 +18,11 @@ from ._lib import lib
 
 @dataclass
 class Hypothesis:
-    """One output of beam search: its text, log p (with <eos>) and log p / length^alpha."""
+    """One output: its text, log p (with <eos>) and log p / length^alpha. Greedy decoding
+    computes neither number: both are None there."""
     text: str
-    logprob: float
-    score: float
+    logprob: Optional[float]
+    score: Optional[float]
 
 
 @dataclass
@@ -32,8 +33,8 @@ class Attention:
     text: str
     source: List[str]
     output: List[str]
-    weights: "object"  # numpy.ndarray (n_out, n_src), float32
-    heads: "object" = None
+    weights: Any  # numpy.ndarray (n_out, n_src), float32; None for dummy attention
+    heads: Any = None
 
     def draw(self, path, title=None):
         """The weights as a heatmap PNG (rows: the output's tokens; columns: the source's)."""
@@ -55,13 +56,29 @@ class Attention:
 
 
 @dataclass
+class Translation:
+    """One line of Model.translate_batch: its hypotheses, best first (one in greedy decoding,
+    up to n_best under beam search; none for an empty line or, with errors="empty", a line the
+    model cannot read, whose reason is error), and with attention=True the best one's
+    Attention (greedy decoding)."""
+    hypotheses: List[Hypothesis] = field(default_factory=list)
+    attention: Optional["Attention"] = None
+    error: Optional[str] = None
+
+    @property
+    def text(self) -> str:
+        """The best hypothesis's text ("" when there is none)."""
+        return self.hypotheses[0].text if self.hypotheses else ""
+
+
+@dataclass
 class Score:
     """A target's forced decoding: the sum of its tokens' log-probabilities (<eos> last) and
     each one's; with logits=True the model's logits before each token (n, V) and the ids."""
     total: float
     tokens: List[str]
     logprobs: List[float]
-    logits: "object" = None
+    logits: Any = None
     source_ids: Optional[List[int]] = None
     target_ids: Optional[List[int]] = None
 
@@ -156,6 +173,63 @@ class Model(_lib.Handle):
             lib.s2s_translations_free(r)
         return out[0] if one else out
 
+    def translate_batch(self, lines: Sequence[str], *, beam: int = 1, n_best: int = 1, alpha: float = 1.0,
+                        max_len: int = 0, tokenized: bool = False, batch_size: int = 256, attention: bool = False,
+                        errors: str = "raise") -> List[Translation]:
+        """Translates a list of lines as ./translate does, batch_size lines to a call: always a
+        list with a Translation per line. beam 1 is greedy decoding; n_best ≤ beam hypotheses
+        a line; alpha is beam search's length normalisation; attention=True keeps the best
+        hypothesis's attention (greedy decoding only, for now). errors="raise" raises for the
+        first line the model cannot read; "empty" gives it no hypothesis and the reason."""
+        if isinstance(lines, (str, bytes)):
+            raise TypeError("lines: a list of str (translate_batch takes and gives a list; translate takes one line too)")
+        if errors not in ("raise", "empty"):
+            raise ValueError('errors: "raise" or "empty"')
+        batch_size = _lib.int_arg(batch_size, "batch_size", 1, _lib.INT_MAX)
+        if attention and _lib.int_arg(beam, "beam", 1, _lib.INT_MAX) > 1:
+            raise _lib.ConfigError("attention=True: attention is kept in greedy decoding (beam 1) only; "
+                                   "beam search does not keep it yet")
+        lines = list(lines)
+        out: List[Translation] = []
+        for start in range(0, len(lines), batch_size):
+            chunk = lines[start:start + batch_size]
+            r, n = self._run(chunk, beam, n_best, alpha, max_len, (1 if attention else 0) | (2 if tokenized else 0))
+            try:
+                out += [self._translation(r, i, start + i, beam > 1, attention, errors) for i in range(n)]
+            finally:
+                lib.s2s_translations_free(r)
+        return out
+
+    @staticmethod
+    def _translation(r, i, line, scored, attention, errors):
+        why = ctypes.c_char_p()
+        st = lib.s2s_translations_status(r, i, ctypes.byref(why))
+        if st:
+            text = why.value.decode("utf-8", "replace") if why.value else "cannot be read"
+            if errors == "raise":
+                raise _lib.error_of(st, f"line {line + 1}: {text}")
+            return Translation(error=text)
+        hyps = [Hypothesis(lib.s2s_translations_text(r, i, h).decode("utf-8"),
+                           float(lib.s2s_translations_logprob(r, i, h)) if scored else None,
+                           float(lib.s2s_translations_score(r, i, h)) if scored else None)
+                for h in range(lib.s2s_translations_hyps(r, i))]
+        return Translation(hyps, Model._attention_of(r, i) if attention else None)
+
+    @staticmethod
+    def _attention_of(r, i):
+        n_out, n_src = ctypes.c_int(), ctypes.c_int()
+        w = lib.s2s_translations_attention(r, i, ctypes.byref(n_out), ctypes.byref(n_src))
+        text = lib.s2s_translations_text(r, i, 0).decode("utf-8")
+        if not w:
+            return Attention(text, [], [], None)
+        no, ns = n_out.value, n_src.value
+        src = [lib.s2s_translations_src_token(r, i, k).decode("utf-8") for k in range(ns)]
+        outs = [lib.s2s_translations_out_token(r, i, k).decode("utf-8") for k in range(no)]
+        nl, nh = ctypes.c_int(), ctypes.c_int()
+        hp = lib.s2s_translations_heads(r, i, ctypes.byref(nl), ctypes.byref(nh))
+        heads = _array(hp, (nl.value, nh.value, no, ns)) if hp else None
+        return Attention(text, src, outs, _array(w, (no, ns)), heads)
+
     def attention(self, lines, max_len=0, tokenized=False):
         """Greedy decoding of a line (or a list) with its attention: an Attention per line
         (weights None for a model without attention weights: dummy attention)."""
@@ -167,19 +241,7 @@ class Model(_lib.Handle):
             out = []
             for i in range(n):
                 self._check_line(r, i, "raise")
-                n_out, n_src = ctypes.c_int(), ctypes.c_int()
-                w = lib.s2s_translations_attention(r, i, ctypes.byref(n_out), ctypes.byref(n_src))
-                text = lib.s2s_translations_text(r, i, 0).decode("utf-8")
-                if not w:
-                    out.append(Attention(text, [], [], None))
-                    continue
-                no, ns = n_out.value, n_src.value
-                src = [lib.s2s_translations_src_token(r, i, k).decode("utf-8") for k in range(ns)]
-                outs = [lib.s2s_translations_out_token(r, i, k).decode("utf-8") for k in range(no)]
-                nl, nh = ctypes.c_int(), ctypes.c_int()
-                hp = lib.s2s_translations_heads(r, i, ctypes.byref(nl), ctypes.byref(nh))
-                heads = _array(hp, (nl.value, nh.value, no, ns)) if hp else None
-                out.append(Attention(text, src, outs, _array(w, (no, ns)), heads))
+                out.append(self._attention_of(r, i))
         finally:
             lib.s2s_translations_free(r)
         return out[0] if one else out

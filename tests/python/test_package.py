@@ -3,6 +3,7 @@ attention, scores and logits equal to ./translate's; the calculator, metrics and
 equal to ./attend's, ./bleu's and ./subword's; training's events equal to its log; hostile
 input raising, never crashing; Ctrl-C leaving a run that resumes bit for bit."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -49,6 +50,60 @@ def test_translations_are_translates(tiny_run, tiny_model, tmp_path):
     beam = program("translate", model, "--input", src, "--beam", "4").stdout.splitlines()
     assert tiny_model.translate(LINES, beam=4) == beam
     assert tiny_model.translate("abcd") == tiny_model.translate(["abcd"])[0]
+
+
+def test_translate_batch_is_translates_in_one_type(tiny_run, tiny_model, tmp_path):
+    """A list of Translation whatever the settings: greedy (no score: greedy computes none),
+    beam with n-best (./translate's n-best list), attention (attention()'s), any batch size."""
+    src = write_lines(tmp_path / "in.txt", LINES)
+    model = tiny_run[0] / "model.bin"
+    greedy = tiny_model.translate_batch(LINES)
+    assert [t.text for t in greedy] == program("translate", model, "--input", src).stdout.splitlines()
+    assert all(isinstance(t, s2s.Translation) for t in greedy)
+    assert all(h.logprob is None and h.score is None for t in greedy for h in t.hypotheses)
+    assert greedy[LINES.index("")].hypotheses == [] and greedy[LINES.index("")].text == ""
+    nbest = program("translate", model, "--input", src, "--beam", "3", "--n-best", "3", "--alpha", "0.6").stdout
+    for batch in (1, 2, 256):
+        got = tiny_model.translate_batch(LINES, beam=3, n_best=3, alpha=0.6, batch_size=batch)
+        assert [f"{i} ||| {h.text} ||| F0= {h.logprob:.4f} ||| {h.score:.4f}"
+                for i, t in enumerate(got) for h in t.hypotheses] == nbest.splitlines(), f"batch_size {batch}"
+    with_attention = tiny_model.translate_batch([x for x in LINES if x], attention=True, batch_size=3)
+    for t, a in zip(with_attention, tiny_model.attention([x for x in LINES if x])):
+        assert t.attention.output == a.output and np.array_equal(t.attention.weights, a.weights)
+    with pytest.raises(s2s.ConfigError, match="greedy"):
+        tiny_model.translate_batch(["abcd"], beam=2, attention=True)
+    with pytest.raises(TypeError, match="a list of str"):
+        tiny_model.translate_batch("abcd")
+    with pytest.raises(s2s.DataError, match="line 3: 'x'"):
+        tiny_model.translate_batch(["abcd", "ab", "x"], batch_size=2)  # numbered across batches
+    bad = tiny_model.translate_batch(["abcd", "x"], errors="empty")
+    assert bad[1].hypotheses == [] and "'x'" in bad[1].error and bad[0].error is None
+    with pytest.raises(ValueError, match="batch_size"):
+        tiny_model.translate_batch(["abcd"], batch_size=0)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="no mypy here (Debian: apt install mypy)")
+def test_the_annotations_check_a_users_code(tmp_path):
+    """mypy accepts code that uses the typed API as documented, and refuses a wrong use of it."""
+    good = tmp_path / "good.py"
+    good.write_text(textwrap.dedent("""
+        from typing import List, Optional
+        import s2s
+        m = s2s.Model("m.bin")
+        res: List[s2s.Translation] = m.translate_batch(["abcd"], beam=5, n_best=2, batch_size=64)
+        text: str = res[0].text
+        score: Optional[float] = res[0].hypotheses[0].score
+        att: Optional[s2s.Attention] = res[0].attention
+    """))
+    bad = tmp_path / "bad.py"
+    bad.write_text("import s2s\nn: int = s2s.Model('m.bin').translate_batch(['abcd'])[0].text\n")
+    env = dict(os.environ, MYPYPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+    run = lambda f: subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(f)],
+                                   capture_output=True, text=True, env=env, cwd=tmp_path)
+    ok = run(good)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    wrong = run(bad)
+    assert wrong.returncode == 1 and "Incompatible types in assignment" in wrong.stdout, wrong.stdout + wrong.stderr
 
 
 def test_attention_is_translates(tiny_run, tiny_model, tmp_path):
