@@ -83,6 +83,16 @@ except ImportError as e:
 [ -s "$T/vrun/model.bin" ] || fail "s2s.train(\"reverse\") from the venv wrote no model"
 [ "$(sed -n 3p <<< "$py")" = "arrays need numpy: $T/venv/bin/python -m pip install numpy" ] \
     || fail "the venv without numpy was told: $(sed -n 3p <<< "$py")"
+# an install whose configs folder is gone: a bare name says where it looked, not only "cannot open"
+rm -rf "$P/share/s2s/configs"
+msg=$(cd "$T" && "$P/bin/s2s-train" --config reverse 2>&1) && fail "s2s-train --config reverse without the installed configs: exit 0"
+grep -qF "the installed ones ($(realpath "$P")/share/s2s/configs) are missing" <<< "$msg" || fail "s2s-train without its configs said: $msg"
+msg=$(cd "$T" && PYTHONPATH="$site" /usr/bin/python3 -c 'import s2s
+try:
+    s2s.train("reverse", out="norun")
+except s2s.FileError as e:
+    print(e)' 2>&1)
+grep -qF "the installed ones ($(realpath "$P")/share/s2s/configs) are missing" <<< "$msg" || fail "s2s.train without the configs said: $msg"
 make -s uninstall PREFIX="$P" > /dev/null
 left=$(find "$P" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
@@ -34,11 +35,14 @@ static void installed_configs(char *out, size_t n) {
     exe[len] = '\0';
     char *slash = strrchr(exe, '/');
     if (!slash) return;
-    *slash = '\0'; /* PREFIX/bin or PREFIX/lib */
-    static const char tail[] = "/../share/s2s/configs";
-    size_t len_dir = strlen(exe);
+    *slash = '\0'; /* PREFIX/bin or PREFIX/lib, maybe by way of "..": Python's path to the library */
+    char dir[PATH_MAX];
+    if (!realpath(exe, dir) || !(slash = strrchr(dir, '/'))) return;
+    *slash = '\0'; /* PREFIX */
+    static const char tail[] = "/share/s2s/configs";
+    size_t len_dir = strlen(dir);
     if (len_dir + sizeof tail > n) return;
-    memcpy(out, exe, len_dir);
+    memcpy(out, dir, len_dir);
     memcpy(out + len_dir, tail, sizeof tail);
 }
 
@@ -94,7 +98,19 @@ static void did_you_mean(const char *name, char *out, size_t n) {
     installed_configs(dir, sizeof dir);
     if (dir[0]) bd = nearest_in(dir, stem, best, sizeof best, bd);
     int limit = (int)len / 3 > 2 ? (int)len / 3 : 2;
-    if (best[0] && bd > 0 && bd <= limit) snprintf(out, n, "; did you mean %s?", best);
+    if (best[0] && bd > 0 && bd <= limit) {
+        snprintf(out, n, "; did you mean %s?", best);
+        return;
+    }
+    /* nothing near: where it looked, and a folder that is missing (an install without its configs) */
+    struct stat st;
+    bool here = stat("configs", &st) == 0 && S_ISDIR(st.st_mode), inst = dir[0] && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+    if (here || inst)
+        snprintf(out, n, "; no config of that name in %s%s%.300s", here ? "configs/" : "", here && inst ? " or " : "",
+                 inst ? dir : "");
+    else
+        snprintf(out, n, "; there are no configs to look in: no configs/ here, and the installed ones (%.300s) are "
+                 "missing (make install puts them there)", dir[0] ? dir : "PREFIX/share/s2s/configs");
 }
 
 static S2sStatus load(Config *c, const char *path, bool managed, S2sError *err) {
@@ -103,7 +119,7 @@ static S2sStatus load(Config *c, const char *path, bool managed, S2sError *err) 
     size_t max = (size_t)1 << 20; /* a config is a few KB */
     S2sStatus st = managed ? file_read_regular(path, max, &buf, &n, err) : file_read_all(path, max, &buf, &n, err);
     if (st && !managed && !file_exists(path)) { /* a name typed wrong */
-        char hint[160];
+        char hint[600];
         did_you_mean(path, hint, sizeof hint);
         if (hint[0]) {
             char msg[sizeof err->msg];
