@@ -98,8 +98,23 @@ Test(api, a_run_trained_here_translates_and_scores_as_translate_does, .timeout =
                        tu_bin(), d, d, d, d), 0);
     cr_assert_eq(tu_sh("%s/translate %s/run/model.bin --input %s/in.txt --beam 3 --n-best 3 > %s/nbest.txt", tu_bin(),
                        d, d, d), 0);
-    cr_expect_eq(tu_sh("%s/translate %s/run/model.bin --input %s/in.txt --beam 3 --attention %s/x 2>/dev/null", tu_bin(), d,
-                       d, d), 2, "attention is greedy decoding's");
+    /* under beam search, the best hypothesis's attention: its rows' tokens are its text */
+    cr_assert_eq(tu_sh("%s/translate %s/run/model.bin --input %s/in.txt --beam 3 --attention %s/battn.jsonl > %s/beam.txt",
+                       tu_bin(), d, d, d, d), 0);
+    cr_expect_eq(tu_sh("cd %s && python3 -c 'import json,sys\n"
+                       "for a, t in zip(open(\"battn.jsonl\"), open(\"beam.txt\")):\n"
+                       "    a = json.loads(a); toks = [x for x in a.get(\"target\", []) if x != \"<eos>\"]\n"
+                       "    assert \"\".join(toks) == t.rstrip(\"\\n\"), (toks, t)\n"
+                       "    assert all(abs(sum(r) - 1) < 1e-5 for r in a.get(\"weights\", [])), a\n"
+                       "    assert len(a.get(\"weights\", [])) == len(a.get(\"target\", []))\n"
+                       "'",
+                       d),
+                 0, "beam search's attention is not its best hypothesis's");
+    S2sTranslations *ba = s2s_translate_lines(m, LINES, N_LINES, 3, 1, 1.0f, 0, S2S_TRANSLATE_ATTENTION, &err);
+    cr_assert(ba, "%s", err.msg);
+    int bo, bs;
+    cr_expect(s2s_translations_attention(ba, 0, &bo, &bs) && bs == 4 && bo >= 1, "the library's beam attention");
+    s2s_translations_free(ba);
     S2sTranslations *g = s2s_translate_lines(m, LINES, N_LINES, 1, 1, 1.0f, 0, S2S_TRANSLATE_ATTENTION, &err);
     S2sTranslations *b = s2s_translate_lines(m, LINES, N_LINES, 3, 3, 1.0f, 0, 0, &err);
     cr_assert(g && b, "%s", err.msg);

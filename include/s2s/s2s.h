@@ -50,7 +50,8 @@ S2sStatus s2s_export(const char *model_path, const char *out_path, bool bf16, S2
 /* ---- translating lines: one call, its results an object ---- */
 typedef struct S2sTranslations S2sTranslations;
 enum {
-    S2S_TRANSLATE_ATTENTION = 1, /* greedy: each line's attention (s2s_translations_attention) */
+    S2S_TRANSLATE_ATTENTION = 1, /* each line's attention (s2s_translations_attention): greedy decoding's, or
+                                  * under beam search the best hypothesis's, its tokens fed back */
     S2S_TRANSLATE_TOKENIZED = 2, /* a word model's lines are tokenised already (--tokenized) */
 };
 /* Translates lines[0..n) as ./translate (beam 1: greedy; n_best ≤ beam, ≤ 32; max_len 0: the

@@ -35,7 +35,7 @@ typedef struct Translator {
     Tape *const *more_tapes;
     int n_more;
     bool score_logits;          /* translator_score: each pair's ids and logits too (one model) */
-    bool want_attention;        /* greedy, one model: each line's attention and tokens in its result */
+    bool want_attention;        /* one model: each line's attention and tokens in its result (beam: the best's) */
     const FileRole *inputs;     /* the files the caller reads, which no heatmap may be (translator_heatmaps) */
     int n_inputs;
 } Translator;
@@ -48,7 +48,7 @@ typedef struct DecodeSettings {
     float alpha;       /* beam search's length normalisation, as given */
     int max_len;       /* 0: the model's train.max_decode_len (whose 0 is 2 × each source + 10) */
     bool tokenized;    /* the lines are tokenised already */
-    bool attention;    /* greedy, one model: each line's attention in its result */
+    bool attention;    /* one model: each line's attention in its result (beam: the best hypothesis's) */
 } DecodeSettings;
 
 /* The one way a translator is made for a model (an ensemble's others and heatmaps are added

@@ -60,7 +60,7 @@ class Translation:
     """One line of Model.translate_batch: its hypotheses, best first (one in greedy decoding,
     up to n_best under beam search; none for an empty line or, with errors="empty", a line the
     model cannot read, whose reason is error), and with attention=True the best one's
-    Attention (greedy decoding)."""
+    Attention."""
     hypotheses: List[Hypothesis] = field(default_factory=list)
     attention: Optional["Attention"] = None
     error: Optional[str] = None
@@ -179,16 +179,13 @@ class Model(_lib.Handle):
         """Translates a list of lines as ./translate does, batch_size lines to a call: always a
         list with a Translation per line. beam 1 is greedy decoding; n_best ≤ beam hypotheses
         a line; alpha is beam search's length normalisation; attention=True keeps the best
-        hypothesis's attention (greedy decoding only, for now). errors="raise" raises for the
+        hypothesis's attention (under beam search too). errors="raise" raises for the
         first line the model cannot read; "empty" gives it no hypothesis and the reason."""
         if isinstance(lines, (str, bytes)):
             raise TypeError("lines: a list of str (translate_batch takes and gives a list; translate takes one line too)")
         if errors not in ("raise", "empty"):
             raise ValueError('errors: "raise" or "empty"')
         batch_size = _lib.int_arg(batch_size, "batch_size", 1, _lib.INT_MAX)
-        if attention and _lib.int_arg(beam, "beam", 1, _lib.INT_MAX) > 1:
-            raise _lib.ConfigError("attention=True: attention is kept in greedy decoding (beam 1) only; "
-                                   "beam search does not keep it yet")
         lines = list(lines)
         out: List[Translation] = []
         for start in range(0, len(lines), batch_size):

@@ -112,8 +112,6 @@ S2sTranslations *s2s_translate_lines(S2sModel *s, const char *const *lines, int 
     bool attention = flags & S2S_TRANSLATE_ATTENTION, tokenized = flags & S2S_TRANSLATE_TOKENIZED;
     if (flags & ~(S2S_TRANSLATE_ATTENTION | S2S_TRANSLATE_TOKENIZED))
         return s2s_fail(err, S2S_ERR_CONFIG, "flags %#x: unknown bits", (unsigned)flags), NULL;
-    if (attention && beam > 1)
-        return s2s_fail(err, S2S_ERR_CONFIG, "attention is drawn from greedy decoding: beam 1, not %d", beam), NULL;
     if (tokenized && s->src.sub)
         return s2s_fail(err, S2S_ERR_CONFIG, "tokenized: this model reads raw text (a subword model)"), NULL;
     Translator t = translator_of(s, &(DecodeSettings){beam, n_best, alpha, max_len, tokenized, attention});

@@ -48,9 +48,10 @@ static void usage(FILE *f) {
             "  --logits FILE  with --score: also write each pair's ids and logits as JSON lines to FILE\n"
             "                 ({\"line\" (from 0), \"src\", \"trg\" (<eos> last), \"logits\": a row per target\n"
             "                 token}), to compare with another implementation (scripts/torch-check.py)\n"
-            "  --attention FILE  greedy, one model: write each line's attention as JSON lines to FILE ({\"line\"\n"
-            "                 (from 0), \"source\", \"target\" (<eos> last when it ended), \"weights\": a row per target token,\n"
-            "                 and a Transformer's or multihead model's \"layers\": [layer][head][row][source]})\n"
+            "  --attention FILE  one model: write each line's attention (greedy decoding's, or with --beam the best\n"
+            "                 hypothesis's) as JSON lines to FILE ({\"line\" (from 0), \"source\", \"target\" (<eos> last\n"
+            "                 when it ended), \"weights\": a row per target token, and a Transformer's or multihead\n"
+            "                 model's \"layers\": [layer][head][row][source]})\n"
             "  --max-len N    longest output (default: the model's, else 2 x the line's source + 10, each line its\n"
             "                 own: a line decodes the same alone and in any batch)\n"
             "  --ref FILE     references, one a line for each input line: print BLEU on stderr (multi-bleu.perl's on\n"
@@ -335,8 +336,8 @@ static int check_options(const Opts *o, Ctx *c) {
         why = "--score scores given targets: it takes no --beam, --n-best, --ref or --heatmap";
     } else if (o->logits_path && (!o->score_path || c->n_more)) {
         why = "--logits writes the logits of --score's pairs under one model: give --score and one model";
-    } else if (o->attention_path && (o->score_path || c->n_more || c->tr.beam > 1)) {
-        why = "--attention writes one model's attention in greedy decoding: no --score, --beam or second model";
+    } else if (o->attention_path && (o->score_path || c->n_more)) {
+        why = "--attention writes one model's attention as it decodes: no --score or second model";
     } else if (c->n_more && c->tr.heatmap_dir) {
         why = "--heatmap draws one model's attention; give one model";
     } else if (c->tr.n_best > c->tr.beam) {

@@ -127,7 +127,7 @@ S2sStatus translator_heatmaps(Translator *t, const char *dir, const FileRole *in
     return S2S_OK;
 }
 
-static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L, const float *attn,
+static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32_t *out, int len, const float *attn,
                          const float *heads, long line_no, TranslatedLine *r) {
     char path[PATH_MAX + 32], title[256];
     snprintf(path, sizeof path, "%s/%04ld.png", t->heatmap_dir, line_no);
@@ -142,7 +142,7 @@ static void draw_heatmap(const Translator *t, const Batch *b, int i, const int32
              model_attention_name(t->model), line_no);
     int32_t *src = s2s_xmalloc((size_t)b->S * sizeof *src);
     for (int k = 0; k < b->src_len[i]; k++) src[k] = b->src[(size_t)k * b->B + i];
-    DecodedAttention a = {src, b->src_len[i], out, len, len < L, attn, b->S};
+    DecodedAttention a = {src, b->src_len[i], out, len, len < model_max_output(t->max_len, b->src_len[i]), attn, b->S};
     S2sStatus st = visuals_heatmap(path, title, t->src, t->trg, &a, t->font, &err);
     if (!st && heads) { /* multihead: the heads' mean and each head, DIR/NNNN_heads.png */
         int H = model_heads(t->model);
@@ -177,10 +177,11 @@ static int ensemble(const Translator *t, Seq2Seq **ms, Tape **ts) {
 /* Row i's attention and tokens as data (want_attention); heads: (L, H, S) of a multihead RNN
  * decoder, or NULL. A model with layer maps (a Transformer) gives its layers and heads from
  * its teacher-forced maps. */
-static LineAttention *line_attention(const Translator *t, const Batch *b, int i, const int32_t *out, int len, int L,
+static LineAttention *line_attention(const Translator *t, const Batch *b, int i, const int32_t *out, int len,
                                      const float *attn, const float *heads) {
     LineAttention *a = s2s_xcalloc(1, sizeof *a);
-    int ns = b->src_len[i], rows = len + (len < L ? 1 : 0);
+    bool ended = len < model_max_output(t->max_len, b->src_len[i]); /* its own cap, not the batch's: no <eos> row it never wrote */
+    int ns = b->src_len[i], rows = len + (ended ? 1 : 0);
     a->n_src = ns;
     a->n_out = rows;
     a->src = s2s_xmalloc((size_t)(ns ? ns : 1) * sizeof *a->src);
@@ -196,7 +197,7 @@ static LineAttention *line_attention(const Translator *t, const Batch *b, int i,
     if (n_cross > 0 && rows > 0 && ns > 0) { /* every decoder layer's heads */
         int32_t *src = s2s_xmalloc((size_t)ns * sizeof *src);
         for (int k = 0; k < ns; k++) src[k] = b->src[(size_t)k * b->B + i];
-        DecodedAttention da = {src, ns, out, len, len < L, attn, b->S};
+        DecodedAttention da = {src, ns, out, len, ended, attn, b->S};
         LineMaps lm;
         line_maps(t, &da, rows, &lm);
         a->n_layers = n_cross;
@@ -228,6 +229,51 @@ void translator_free_attention(LineAttention *a) {
     free(a);
 }
 
+/* Beam search keeps no attention: each row's best hypothesis (h, n_best a row) is fed back a
+ * step at a time, as decoding fed it (a line decodes alike alone and in any batch), and each
+ * step's weights are kept: the attention that wrote it. One model. */
+static void beam_attention(const Translator *t, const Batch *b, const BeamHyp *h, const int *row_line,
+                           TranslatedLine *out) {
+    int nb = b->B, S = b->S, L = model_max_output(t->max_len, S), H = model_heads(t->model), steps = 0;
+    for (int i = 0; i < nb; i++) {
+        const BeamHyp *x = &h[(size_t)i * t->n_best];
+        int rows = x->len + (x->len < model_max_output(t->max_len, b->src_len[i]) ? 1 : 0);
+        if (rows > steps) steps = rows;
+    }
+    float *attn = s2s_xcalloc((size_t)nb * L * S, sizeof *attn); /* bounded: the batch is cut to fit */
+    float *heads = H > 1 ? s2s_xcalloc((size_t)nb * L * H * S, sizeof *heads) : NULL;
+    int32_t *tok = s2s_xmalloc((size_t)nb * sizeof *tok);
+    tape_reset(t->tape);
+    TapeMode mode = tape_enter_inference(t->tape);
+    DecodeState ds;
+    model_decode_start(t->tape, t->model, b, 1, steps, &ds);
+    for (int s = 0; s < steps; s++) {
+        for (int i = 0; i < nb; i++) { /* past its end a row is fed <eos>; those rows are not read */
+            const BeamHyp *x = &h[(size_t)i * t->n_best];
+            tok[i] = s == 0 ? TOK_SOS : s - 1 < x->len ? x->ids[s - 1] : TOK_EOS;
+        }
+        AttnWeights aw = {.want_heads = heads != NULL};
+        model_decode_step_heads(t->tape, t->model, &ds, tok, &aw);
+        for (int i = 0; i < nb; i++) {
+            if (aw.mean) memcpy(attn + ((size_t)i * L + s) * S, tensor_read(aw.mean) + (size_t)i * S, (size_t)S * sizeof *attn);
+            if (heads && aw.heads) /* (N·H, 1, S): row i's heads are rows i·H … */
+                memcpy(heads + ((size_t)i * L + s) * H * S, tensor_read(aw.heads) + (size_t)i * H * S,
+                       (size_t)H * S * sizeof *heads);
+        }
+        model_decode_settle(t->tape, t->model, &ds, s);
+    }
+    tape_leave(t->tape, mode);
+    for (int i = 0; i < nb; i++) {
+        const BeamHyp *x = &h[(size_t)i * t->n_best];
+        if (x->ids)
+            out[row_line[b->index[i]]].attention = line_attention(t, b, i, x->ids, x->len, attn + (size_t)i * L * S,
+                                                                  heads ? heads + (size_t)i * L * H * S : NULL);
+    }
+    free(tok);
+    free(heads);
+    free(attn);
+}
+
 /* One batch: its rows' outputs into out[row_line[row]]. */
 static void decode_batch(const Translator *t, const Batch *b, const int *row_line, long first_line, TranslatedLine *out) {
     int nb = b->B, L = model_max_output(t->max_len, b->S);
@@ -245,10 +291,10 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
             out[line].text[0] = task_decode_target(&t->cfg->task, t->trg, o + (size_t)i * L, ol[i]);
             out[line].n_hyps = 1;
             if (keep)
-                out[line].attention = line_attention(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
+                out[line].attention = line_attention(t, b, i, o + (size_t)i * L, ol[i], attn + (size_t)i * L * b->S,
                                                      heads ? heads + (size_t)i * L * H * b->S : NULL);
             if (draw)
-                draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], L, attn + (size_t)i * L * b->S,
+                draw_heatmap(t, b, i, o + (size_t)i * L, ol[i], attn + (size_t)i * L * b->S,
                              heads ? heads + (size_t)i * L * H * b->S : NULL, first_line + line, &out[line]);
         }
         free(attn);
@@ -273,6 +319,7 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
             if (x->ids) out[line].n_hyps = j + 1;
         }
     }
+    if (t->want_attention && n_models == 1 && model_has_attention(t->model)) beam_attention(t, b, h, row_line, out);
     beam_hyps_free(h, nb * t->n_best);
     free(h);
 }
@@ -280,7 +327,7 @@ static void decode_batch(const Translator *t, const Batch *b, const int *row_lin
 void translator_run(const Translator *t, const char *const *lines, int n, long first_line, TranslatedLine *out) {
     S2S_ASSERT(t->beam >= 1 && t->n_best >= 1 && t->n_best <= t->beam && t->n_best <= TRANSLATE_MAX_NBEST);
     S2S_ASSERT(!t->heatmap_dir || (t->beam == 1 && t->n_more == 0));
-    S2S_ASSERT(!t->want_attention || (t->beam == 1 && t->n_more == 0));
+    S2S_ASSERT(!t->want_attention || t->n_more == 0);
     S2S_ASSERT(t->n_more >= 0 && t->n_more < MODEL_MAX_ENSEMBLE);
     memset(out, 0, (size_t)n * sizeof *out);
     Dataset d;

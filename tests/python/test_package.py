@@ -70,8 +70,18 @@ def test_translate_batch_is_translates_in_one_type(tiny_run, tiny_model, tmp_pat
     with_attention = tiny_model.translate_batch([x for x in LINES if x], attention=True, batch_size=3)
     for t, a in zip(with_attention, tiny_model.attention([x for x in LINES if x])):
         assert t.attention.output == a.output and np.array_equal(t.attention.weights, a.weights)
-    with pytest.raises(s2s.ConfigError, match="greedy"):
-        tiny_model.translate_batch(["abcd"], beam=2, attention=True)
+    # under beam search, the best hypothesis's attention: where it is greedy's output, greedy's
+    # attention, bit for bit (its tokens fed back as decoding fed them)
+    texts = [x for x in LINES if x]
+    beamed = tiny_model.translate_batch(texts, beam=3, attention=True)
+    same = 0
+    for t, g in zip(beamed, with_attention):
+        assert t.attention.output[:len(t.hypotheses[0].text)] == list(t.text) and t.hypotheses[0].score is not None
+        assert np.allclose(t.attention.weights.sum(axis=1), 1, atol=1e-5)
+        if t.text == g.text:
+            same += 1
+            assert np.array_equal(t.attention.weights, g.attention.weights)
+    assert same > 0, "no line where beam search found greedy's output: no test"
     with pytest.raises(TypeError, match="a list of str"):
         tiny_model.translate_batch("abcd")
     with pytest.raises(s2s.DataError, match="line 3: 'x'"):
