@@ -55,7 +55,7 @@ for lang in en de; do
     found=
     for ext in xz bz2 gz; do
         rel=main/i18n/Translation-$lang.$ext
-        line=$(echo "$sums" | awk -v f="$rel" '$3 == f { print; exit }')
+        line=$(awk -v f="$rel" '$3 == f && !n++ { print }' <<< "$sums") # no pipe: an early exit would SIGPIPE echo
         [ -n "$line" ] || continue
         read -r sum _ _ <<< "$line"
         file="$DEST/raw/$RELEASE-Translation-$lang.$ext"
