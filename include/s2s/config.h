@@ -229,6 +229,9 @@ void config_key_copy(Config *dst, const Config *src, int i);
 int config_key_count(void);
 /* The index of the key at a dotted path ("model.attention"), or −1. */
 int config_key_index(const char *path);
+/* The index of the key a --set names: a dotted path, or a unique leaf name ("attention"); −1
+ * for none or an ambiguous leaf. */
+int config_key_named(const char *name);
 /* Whether key i changes anything under c: a transformer has no recurrent cell, a word
  * vocabulary no BPE merges, SGD no Adam moments. */
 bool config_key_applies(const Config *c, int i);

@@ -317,20 +317,34 @@ done:
     return st;
 }
 
+/* The key a --set names: a dotted path, or a unique leaf name; *other: a second key of that
+ * leaf name (ambiguous), else NULL. */
+static const Key *key_named(const char *name, const Key **other) {
+    *other = NULL;
+    const Key *k = key_by_path(name);
+    if (k || strchr(name, '.')) return k;
+    for (int i = 0; i < N_KEYS; i++) {
+        if (strcmp(leaf(KEYS[i].path), name) != 0) continue;
+        if (!k) k = &KEYS[i];
+        else if (!*other) *other = &KEYS[i];
+    }
+    return k;
+}
+
+int config_key_named(const char *name) {
+    const Key *other, *k = key_named(name, &other);
+    return k && !other ? (int)(k - KEYS) : -1;
+}
+
 S2sStatus config_set(Config *c, const char *assignment, S2sError *err) {
     const char *eq = strchr(assignment, '=');
     if (!eq || eq == assignment)
         return s2s_fail(err, S2S_ERR_CONFIG, "--set %s: expected key=value", assignment);
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)(eq - assignment), assignment);
-    const Key *k = key_by_path(name);
-    if (!k && !strchr(name, '.')) { /* a unique leaf name */
-        for (int i = 0; i < N_KEYS; i++) {
-            if (strcmp(leaf(KEYS[i].path), name) != 0) continue;
-            if (k) return s2s_fail(err, S2S_ERR_CONFIG, "--set %s: ambiguous; name the section (%s or %s)", name, k->path, KEYS[i].path);
-            k = &KEYS[i];
-        }
-    }
+    const Key *other;
+    const Key *k = key_named(name, &other);
+    if (other) return s2s_fail(err, S2S_ERR_CONFIG, "--set %s: ambiguous; name the section (%s or %s)", name, k->path, other->path);
     if (!k) {
         const char *s = suggest(name);
         if (s) return s2s_fail(err, S2S_ERR_CONFIG, "--set: unknown key \"%s\" (did you mean \"%s\"?)", name, s);

@@ -151,18 +151,6 @@ static int idle(const Config *c, int i, const char *where, char *out, size_t n) 
     return 1;
 }
 
-/* The index of a --set name: a dotted path, or a unique leaf name (-1: neither). */
-static int set_key(const char *assignment) {
-    char name[128];
-    snprintf(name, sizeof name, "%.*s", (int)strcspn(assignment, "="), assignment);
-    int i = config_key_index(name);
-    for (int k = 0; i < 0 && !strchr(name, '.') && k < CONFIG_N_KEYS; k++) {
-        const char *dot = strrchr(CONFIG_KEYS[k].path, '.');
-        if (!strcmp(dot ? dot + 1 : CONFIG_KEYS[k].path, name)) i = k;
-    }
-    return i;
-}
-
 int config_idle_keys(const Config *c, const char *path, const char *const *sets, int n_sets, char *out, size_t n) {
     int count = 0;
     out[0] = '\0';
@@ -184,6 +172,10 @@ int config_idle_keys(const Config *c, const char *path, const char *const *sets,
         }
     }
     cJSON_Delete(root);
-    for (int i = 0; i < n_sets; i++) count += idle(c, set_key(sets[i]), "--set", out, n);
+    for (int i = 0; i < n_sets; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(sets[i], "="), sets[i]);
+        count += idle(c, config_key_named(name), "--set", out, n);
+    }
     return count;
 }
