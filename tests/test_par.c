@@ -7,8 +7,13 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 extern int omp_get_max_threads(void);
 
@@ -206,4 +211,68 @@ Test(par, elementwise_and_softmax_same_bits_on_any_thread_count) {
     tensor_free(a);
     tensor_free(b);
     tensor_free(w);
+}
+
+/* The pool's edges: two callers at once (one runs its loop alone), a loop inside a loop (the
+ * inner one on its caller), a chunk held up on one thread (the others take the rest), more
+ * threads than cores, and a child of fork() (no workers of its own until it starts them). */
+typedef struct Edge {
+    unsigned char *hits;
+    size_t n;
+    int nested;
+    atomic_int bad; /* set on a worker: Criterion's asserts belong to the test's thread */
+} Edge;
+
+static void edge_range(void *ctx, size_t b, size_t e) {
+    Edge *x = ctx;
+    if (b == 0) nanosleep(&(struct timespec){0, 2000000}, NULL); /* one chunk late: the others go on */
+    for (size_t i = b; i < e; i++) {
+        if (x->nested) {
+            unsigned char inner[70000] = {0};
+            par_for(sizeof inner, 1, count_range, inner);
+            for (size_t k = 0; k < sizeof inner; k++)
+                if (inner[k] != 1) atomic_store(&x->bad, 1);
+        }
+        x->hits[i]++;
+    }
+}
+
+static bool edge_run(size_t n, int nested) {
+    Edge x = {calloc(n, 1), n, nested, 0};
+    par_for(n, nested ? 1 << 16 : 1, edge_range, &x);
+    bool ok = !atomic_load(&x.bad);
+    for (size_t i = 0; i < n; i++) ok = ok && x.hits[i] == 1;
+    free(x.hits);
+    return ok;
+}
+
+static void *edge_thread(void *arg) {
+    gemm_set_threads(2); /* a new thread's own OpenMP setting */
+    bool ok = true;
+    for (int r = 0; r < 50; r++) ok = ok && edge_run(200000 + (size_t)r, 0);
+    *(bool *)arg = ok;
+    return NULL;
+}
+
+Test(par, two_callers_nesting_late_chunks_and_fork) {
+    int restore = omp_get_max_threads();
+    for (int th = 2; th <= 5; th++) {
+        gemm_set_threads(th);
+        cr_assert(edge_run(300000, 0), "threads %d: a late chunk", th);
+        cr_assert(edge_run(8, 1), "threads %d: a loop inside a loop", th);
+    }
+    gemm_set_threads(2);
+    bool other = false;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, edge_thread, &other), 0);
+    bool mine = true;
+    for (int r = 0; r < 50; r++) mine = mine && edge_run(250000 + (size_t)r, 0);
+    pthread_join(t, NULL);
+    cr_assert(mine && other, "two callers at once: %d %d", mine, other);
+    pid_t pid = fork();
+    if (pid == 0) _exit(edge_run(300000, 0) && edge_run(8, 1) ? 0 : 1);
+    int status = -1;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a forked child's loop (status %d)", status);
+    gemm_set_threads(restore);
 }

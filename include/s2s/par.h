@@ -1,12 +1,15 @@
-/* par.h — loops split over the GEMM threads (libgomp's pool, which oneDNN already keeps warm).
+/* par.h — loops split over the library's own threads, as many as the GEMMs use.
  *
- * par_for runs fn(ctx, begin, end) on disjoint ranges covering [0, n), one range per
- * thread (cut at multiples of 64 items when n is large, so threads do not share cache
- * lines); with one thread, or less than PAR_MIN_WORK in all (n × work, work being an item's
- * cost in elements), on the caller alone. Elementwise work gives the same bits whatever the
- * split; reductions must not depend on it (par_sum_sq sums fixed blocks in block order).
- * Owns nothing. Calls libgomp's GOMP_parallel directly, so gcc and clang builds need no
- * -fopenmp and share the one OpenMP runtime oneDNN uses. */
+ * par_for runs fn(ctx, begin, end) on disjoint ranges covering [0, n): four chunks a thread
+ * (cut at multiples of 64 items when n is large, so threads do not share cache lines), each
+ * thread its own first, then whatever the others have not begun, so that a thread the system
+ * has descheduled holds up one chunk; with one thread, or less than PAR_MIN_WORK in all
+ * (n × work, work being an item's cost in elements), on the caller alone, as when another
+ * thread's loop has the pool or fn itself calls par_for. Elementwise work gives the same bits
+ * whatever the split; reductions must not depend on it (par_sum_sq sums fixed blocks in block
+ * order). The thread count is the caller's OpenMP setting (gemm_set_threads).
+ * Owns the process's pool (par.c: workers started on first use, spinning 50 µs then sleeping;
+ * a child of fork() starts its own). */
 #ifndef S2S_PAR_H
 #define S2S_PAR_H
 
@@ -23,6 +26,12 @@
 typedef void (*ParFn)(void *ctx, size_t begin, size_t end);
 
 void par_for(size_t n, size_t work, ParFn fn, void *ctx);
+
+/* Around a GEMM that runs on oneDNN's (OpenMP) threads: the pool's idle workers sleep instead
+ * of spinning, so that on few cores they do not take a core from the GEMM's threads. Calls
+ * nest and may come from any thread. */
+void par_park(void);
+void par_unpark(void);
 
 /* Σ x_i² in double: blocks of a size set by n alone, each with 8 partial sums, added in
  * block order; the same bits on any number of threads. */

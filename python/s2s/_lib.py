@@ -132,11 +132,28 @@ def _candidates():
     return tree + [p for p in beside if os.path.exists(p)] + ["libs2s.so.0"]
 
 
+# What the programs set before libgomp starts (src/cli/wait_policy.h): its threads sleep when
+# they wait instead of spinning 3 ms, which on a busy machine takes the cores the working
+# threads need. Set only while the library loads, and only when the user set neither.
+_GOMP_SPINCOUNT = "0"
+
+
+def _cdll(path):
+    mine = "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ
+    if mine:
+        os.environ["GOMP_SPINCOUNT"] = _GOMP_SPINCOUNT
+    try:
+        return ctypes.CDLL(path)
+    finally:
+        if mine:
+            del os.environ["GOMP_SPINCOUNT"]
+
+
 def _load():
     tried = []
     for path in _candidates():
         try:
-            lib = ctypes.CDLL(path)
+            lib = _cdll(path)
         except OSError as e:
             tried.append(f"{path}: {e}")
             continue

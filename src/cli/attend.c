@@ -9,6 +9,7 @@
 #include "s2s/attn_calc.h"
 #include "s2s/file.h"
 #include "s2s/viz.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -6,6 +6,7 @@
 #include "s2s/file.h"
 #include "s2s/checkpoint.h"
 #include "s2s/rundir.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <limits.h>

@@ -5,6 +5,7 @@
 #include "s2s/args.h"
 #include "s2s/multibleu.h"
 #include "s2s/sacrebleu.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <stdio.h>

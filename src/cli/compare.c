@@ -10,6 +10,7 @@
 #include "s2s/config.h"
 #include "s2s/file.h"
 #include "s2s/model.h"
+#include "wait_policy.h"
 
 #include <errno.h>
 #include <getopt.h>

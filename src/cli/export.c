@@ -4,6 +4,7 @@
 #include "s2s/args.h"
 #include "s2s/file.h"
 #include "s2s/checkpoint.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <stdio.h>

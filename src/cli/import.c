@@ -6,6 +6,7 @@
 #include "s2s/file.h"
 #include "s2s/config.h"
 #include "s2s/model.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <limits.h>

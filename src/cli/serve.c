@@ -6,6 +6,7 @@
 #include "s2s/args.h"
 #include "s2s/server.h"
 #include "stop_signals.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <pthread.h>

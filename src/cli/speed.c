@@ -16,6 +16,7 @@
 
 #include "s2s/args.h"
 #include "s2s/dist.h"
+#include "wait_policy.h"
 
 #include <cblas.h>
 #include <getopt.h>

@@ -9,6 +9,7 @@
 #include "s2s/bpe.h"
 #include "s2s/spm.h"
 #include "s2s/text.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <stdio.h>

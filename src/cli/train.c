@@ -6,6 +6,7 @@
 #include "s2s/optim.h"
 #include "s2s/trainer.h"
 #include "stop_signals.h"
+#include "wait_policy.h"
 
 #include <getopt.h>
 #include <limits.h>

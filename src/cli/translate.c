@@ -10,6 +10,7 @@
 #include "s2s/gemm.h"
 #include "s2s/translator.h"
 #include "progress.h"
+#include "wait_policy.h"
 
 #include <errno.h>
 #include <getopt.h>

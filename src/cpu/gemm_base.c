@@ -54,13 +54,18 @@ bool gemm_cpu_has_int8(void) { return gemm_cpu_isa_has(dnnl_cpu_isa_avx2); }
  * give back to serial_end, or 0 when nothing changed. */
 int gemm_serial_begin(int M, int N, int K) {
     int threads = omp_get_max_threads();
-    if (threads <= 1 || (long)M * N * K >= GEMM_SERIAL_MACS) return 0;
+    if (threads <= 1) return 0;
+    if ((long)M * N * K >= GEMM_SERIAL_MACS) {
+        par_park(); /* oneDNN's threads run it: the pool's stay out of their way */
+        return -1;
+    }
     omp_set_num_threads(1);
     return threads;
 }
 
 void gemm_serial_end(int restore) {
-    if (restore) omp_set_num_threads(restore);
+    if (restore < 0) par_unpark();
+    else if (restore) omp_set_num_threads(restore);
 }
 
 typedef struct Bf16Job {

@@ -361,3 +361,22 @@ def test_the_numpy_hint_fits_the_interpreter():
     pyenv = _lib.numpy_hint("/root/.pyenv/versions/3.11.7/bin/python3", "/root/.pyenv/versions/3.11.7",
                             "/root/.pyenv/versions/3.11.7")
     assert "apt" not in pyenv and "-m pip install numpy" in pyenv
+
+
+def _spincount(env):
+    """GOMP_SPINCOUNT as libgomp read it when the package loaded the library, and whether
+    the package left its own setting in os.environ."""
+    code = "import os, s2s; print('left', os.environ.get('GOMP_SPINCOUNT'))"
+    full = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    r = subprocess.run([sys.executable, "-c", code], env={**full, **env, "OMP_DISPLAY_ENV": "verbose"},
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    read = [line.split("'")[1] for line in r.stderr.splitlines() if "GOMP_SPINCOUNT =" in line]
+    return read[0] if read else None, r.stdout.split()[-1]
+
+
+def test_loading_makes_openmp_threads_sleep_when_they_wait_unless_the_user_says():
+    assert _spincount({}) == ("0", "None")
+    assert _spincount({"GOMP_SPINCOUNT": "77"}) == ("77", "77")
+    read, left = _spincount({"OMP_WAIT_POLICY": "active"})
+    assert int(read) > 1000000 and left == "None"

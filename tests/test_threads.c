@@ -1,0 +1,98 @@
+/* test_threads.c — the programs on a machine that does other work: OpenMP's threads told to
+ * sleep when they wait (unless the user said otherwise), and the same bits with one competing
+ * busy process as without, for float32, bf16 and int8 on 1 and 2 threads. The pool itself:
+ * test_par.c. */
+#include "test_cli.h"
+#include "s2s/gemm.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+/* What libgomp read at its start, as OMP_DISPLAY_ENV prints it: GOMP_SPINCOUNT's value. */
+static long spincount(const char *env) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("env %s OMP_DISPLAY_ENV=verbose %s/translate --help > %s/out.txt 2>&1", env, tu_bin(), d), 0);
+    char *out = tu_slurp(tu_path(d, "out.txt"), NULL);
+    const char *at = out ? strstr(out, "GOMP_SPINCOUNT = '") : NULL;
+    cr_assert(at != NULL, "no GOMP_SPINCOUNT in OMP_DISPLAY_ENV's report:\n%s", out ? out : "");
+    long v = strtol(at + strlen("GOMP_SPINCOUNT = '"), NULL, 10);
+    free(out);
+    tu_rm_rf(d);
+    free(d);
+    return v;
+}
+
+Test(threads_cli, openmp_threads_sleep_when_they_wait_unless_the_user_says) {
+    cr_expect_eq(spincount("-u OMP_WAIT_POLICY -u GOMP_SPINCOUNT"), 0);
+    cr_expect_eq(spincount("-u OMP_WAIT_POLICY GOMP_SPINCOUNT=77"), 77);
+    cr_expect_gt(spincount("-u GOMP_SPINCOUNT OMP_WAIT_POLICY=active"), 1000000, "the user's active policy spins");
+    cr_expect_eq(spincount("-u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive"), 0);
+}
+
+/* A child that keeps one core busy until killed. */
+static pid_t busy_start(void) {
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        volatile unsigned long x = 0;
+        for (;;) x++;
+    }
+    return pid;
+}
+
+static void busy_stop(pid_t pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* Big enough that the loops split (an LSTM's gates are 256 × 1024 per step), small enough to
+ * train in a few seconds. */
+static void write_wide(const char *dir) {
+    tu_write(tu_path(dir, "wide.json"),
+             "{\"name\": \"wide\", \"seed\": 2,"
+             " \"task\": {\"type\": \"reverse\", \"alphabet\": \"abcdef\", \"min_len\": 3, \"max_len\": 12,"
+             "          \"train_size\": 1024, \"valid_size\": 64, \"test_size\": 256, \"data_seed\": 4},"
+             " \"model\": {\"cell\": \"lstm\", \"embedding\": 64, \"encoder_hidden\": 256, \"decoder_hidden\": 256,"
+             "           \"attention\": \"additive\", \"dropout\": 0.1},"
+             " \"train\": {\"lr\": 0.003, \"batch_size\": 256, \"epochs\": 1}}");
+}
+
+/* Trains (precision, threads) and translates the test strings with int8 weights, quiet or
+ * beside a busy process; the model file and the translations land in dir/tag. */
+static void run(const char *d, const char *precision, int threads, bool busy, const char *tag) {
+    pid_t b = busy ? busy_start() : 0;
+    int rc = tu_sh("%s/train --config %s/wide.json --set precision=%s --set threads=%d --out %s/%s > /dev/null 2>&1 &&"
+                   " %s/translate %s/%s/model.bin --int8 --beam 3 --input %s/in.txt --output %s/%s/int8.txt",
+                   tu_bin(), d, precision, threads, d, tag, tu_bin(), d, tag, d, d, tag);
+    if (busy) busy_stop(b);
+    cr_assert_eq(rc, 0, "%s, %d threads%s", precision, threads, busy ? ", busy" : "");
+}
+
+Test(threads_cli, a_busy_machine_gives_the_same_bits, .timeout = 300) {
+    char *d = tu_tmpdir();
+    write_wide(d);
+    FILE *f = fopen(tu_path(d, "in.txt"), "w");
+    cr_assert(f != NULL);
+    for (int i = 0; i < 600; i++) fprintf(f, "%.*s\n", 3 + i % 10, "abcdeffedcbaabcdef" + i % 6);
+    fclose(f);
+    const char *precisions[] = {"fp32", "bf16"};
+    for (int p = 0; p < 2; p++) {
+        if (p == 1 && !gemm_cpu_has_bf16()) continue; /* tu_require_bf16 would skip the float32 half */
+        for (int th = 1; th <= 2; th++) {
+            char quiet[64], busy[64], a[512], b[512];
+            snprintf(quiet, sizeof quiet, "%s-%d-quiet", precisions[p], th);
+            snprintf(busy, sizeof busy, "%s-%d-busy", precisions[p], th);
+            run(d, precisions[p], th, false, quiet);
+            run(d, precisions[p], th, true, busy);
+            snprintf(a, sizeof a, "%s/%s/model.bin", d, quiet);
+            snprintf(b, sizeof b, "%s/%s/model.bin", d, busy);
+            cr_expect(tu_same_file(a, b), "%s, %d threads: model.bin differs with a busy process beside", precisions[p], th);
+            snprintf(a, sizeof a, "%s/%s/int8.txt", d, quiet);
+            snprintf(b, sizeof b, "%s/%s/int8.txt", d, busy);
+            cr_expect(tu_same_file(a, b), "%s, %d threads: int8 translations differ with a busy process beside",
+                      precisions[p], th);
+        }
+    }
+    tu_rm_rf(d);
+    free(d);
+}
