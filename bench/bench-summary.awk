@@ -29,6 +29,11 @@ function ratio(a, b) { return a == "" || b == "" || b == 0 ? "null" : sprintf("%
 /"event":"decode_b1000"/ { p = has($0, "\"bf16\"") ? "bf16" : "fp32"; md = has($0, "greedy_full") ? "full" : has($0, "\"beam\":5") ? "beam5" : "greedy"
                      bdec[p "_" md] = num($0, "sent_per_s") }
 /"event": "decode_bench_b1000"/ { tg1000 = num($0, "sent_per_s") }
+/"event":"train_busy"/ { btk = num($0, "tok_per_s") }
+/"event":"train_busy_t1"/ { btk1 = num($0, "tok_per_s") }
+/"event":"decode_busy"/ { md = has($0, "greedy_full") ? "full" : "beam5"; bsy[md] = num($0, "sent_per_s") }
+/"event": "bench_busy"/ { tbtk = num($0, "tok_per_s") }
+/"event": "decode_bench_busy"/ { tbg = num($0, "sent_per_s") }
 /"event": "python_translate"/ { b = num($0, "beam"); pyr[b] = num($0, "python_vs_translate"); pys[b] = num($0, "python_s"); cls[b] = num($0, "translate_s"); pyid = pyid (has($0, "\"identical\": true") ? "" : "no") }
 END {
     printf "{\"commit\":\"%s\",\"cpu\":\"%s\",\"cpu_family\":%s,\"cpu_model\":%s,\"cpu_isa\":\"%s\",\"cores\":%s,\"openblas_coretype\":\"%s\"", commit, cpu, family, cmodel, isa, cores, coretype
@@ -62,6 +67,10 @@ END {
     if (tg != "" && dec["int8_full"] != "") printf ",\"greedy_full_int8_ratio\":%.2f", dec["int8_full"] / tg
     if (bdec["fp32_full"] != "") printf ",\"random_greedy_full_b1000_sent_per_s\":%s,\"random_greedy_full_b1000_bf16_sent_per_s\":%s,\"random_beam5_b1000_sent_per_s\":%s,\"random_beam5_b1000_bf16_sent_per_s\":%s", bdec["fp32_full"], v(bdec["bf16_full"]), bdec["fp32_beam5"], v(bdec["bf16_beam5"])
     if (tg1000 != "") printf ",\"torch_random_greedy_b1000_sent_per_s\":%s,\"greedy_full_b1000_ratio\":%.2f,\"greedy_full_b1000_bf16_ratio\":%s", tg1000, bdec["fp32_full"] / tg1000, ratio(bdec["bf16_full"], tg1000)
+    # beside one busy process: each against its quiet figure, ours against PyTorch's under the same load
+    if (btk != "") printf ",\"busy_load\":1,\"train_busy_tok_per_s\":%s,\"train_busy_of_quiet\":%s,\"train_busy_threads1_tok_per_s\":%s,\"train_busy_vs_threads1\":%s,\"random_greedy_full_busy_sent_per_s\":%s,\"greedy_full_busy_of_quiet\":%s,\"random_beam5_busy_sent_per_s\":%s,\"beam5_busy_of_quiet\":%s", btk, ratio(btk, tok["fp32"]), v(btk1), ratio(btk, btk1), v(bsy["full"]), ratio(bsy["full"], dec["fp32_full"]), v(bsy["beam5"]), ratio(bsy["beam5"], dec["fp32_beam5"])
+    if (tbtk != "") printf ",\"torch_train_busy_tok_per_s\":%s,\"torch_train_busy_of_quiet\":%s,\"train_busy_ratio\":%s", tbtk, ratio(tbtk, ttok["fp32"]), ratio(btk, tbtk)
+    if (tbg != "") printf ",\"torch_random_greedy_busy_sent_per_s\":%s,\"greedy_full_busy_ratio\":%s", tbg, ratio(bsy["full"], tbg)
     if (pyr[1] != "") printf ",\"python_translate_s\":%s,\"translate_s\":%s,\"python_vs_translate\":%s,\"python_beam5_vs_translate\":%s,\"python_identical\":%s", pys[1], cls[1], pyr[1], v(pyr[5]), pyid == "" ? "true" : "false"
     printf "}\n"
 }

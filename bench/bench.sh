@@ -114,6 +114,20 @@ build/bench/peak | tee -a "$out"
 ./speed --warmup "$WARMUP" --iters "$ITERS" | tee -a "$out"
 torch_train bench --impl fused --attn scaled_dot
 torch_decode decode_bench
+# The same beside one competing busy process (a plain CPU loop): a user's machine is rarely quiet.
+# Ours with its default threads and with threads=1, PyTorch with its defaults, in turn while the
+# loop runs; the summary gives each against its quiet figure above and ours against PyTorch's.
+busy_pid=""
+busy_stop() { if [ -n "$busy_pid" ]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; busy_pid=""; fi; }
+trap 'busy_stop; rm -rf "$out" "$out.err" "$out.py" "$out.de"' EXIT
+sh -c 'while :; do :; done' &
+busy_pid=$!
+./speed --warmup "$WARMUP" --iters "$ITERS" --decode-modes greedy_full,beam \
+    | sed 's/"event":"train"/"event":"train_busy"/; s/"event":"decode"/"event":"decode_busy"/' | tee -a "$out"
+./speed --warmup "$WARMUP" --iters "$ITERS" --no-decode --set threads=1 | sed 's/"event":"train"/"event":"train_busy_t1"/' | tee -a "$out"
+torch_train bench_busy --impl fused --attn scaled_dot
+torch_decode decode_bench_busy
+busy_stop
 # bf16 needs a CPU on which oneDNN multiplies it (AVX-512 at least): elsewhere ./speed refuses
 # it at once (exit 2, saying so) and the bench leaves out every bf16 line, ours and PyTorch's
 precs="fp32 bf16"

@@ -587,6 +587,22 @@ had one. The latest run of each machine (the lines keep which build each run mea
                        [[str(i + 1), num(r, "train_tok_per_s"), num(r, "train_ratio", "{:.2f}"),
                          num(r, "train_bf16_tok_per_s"), num(r, "train_bf16_ratio", "{:.2f}"),
                          num(r, "trained_greedy_sent_per_s"), num(r, "trained_beam5_sent_per_s")] for i, r in enumerate(rs)]))
+    busy = {m: [r for r in rs if "train_busy_tok_per_s" in r] for m, rs in groups.items()}
+    if any(busy.values()):
+        o.append("## Beside a busy process\n")
+        o.append("The same training and decoding (random weights: greedy of 50 steps, beam 5) while one plain CPU loop\n"
+                 "runs beside them, ours and PyTorch's each with its default threads, in the same run as the quiet\n"
+                 "figures above; `of quiet` is the busy rate over the quiet one, `× threads=1` ours over ours on one\n"
+                 "thread under the same load. The latest run of each machine:\n")
+        o.append(table(["machine", "RNN fp32 tok/s", "of quiet", "× threads=1", "× PyTorch", "PyTorch of quiet",
+                        "greedy sent/s", "of quiet", "× PyTorch", "beam 5 sent/s", "of quiet"],
+                       [[m, num(rs[-1], "train_busy_tok_per_s"), num(rs[-1], "train_busy_of_quiet", "{:.0%}"),
+                         num(rs[-1], "train_busy_vs_threads1", "{:.2f}"), num(rs[-1], "train_busy_ratio", "{:.2f}"),
+                         num(rs[-1], "torch_train_busy_of_quiet", "{:.0%}"),
+                         num(rs[-1], "random_greedy_full_busy_sent_per_s"), num(rs[-1], "greedy_full_busy_of_quiet", "{:.0%}"),
+                         num(rs[-1], "greedy_full_busy_ratio", "{:.2f}"),
+                         num(rs[-1], "random_beam5_busy_sent_per_s", "{:.1f}"), num(rs[-1], "beam5_busy_of_quiet", "{:.0%}")]
+                        for m, rs in busy.items() if rs]))
     mpi = {m: [r for r in rs if "train_mpi2_tok_per_s" in r] for m, rs in groups.items()}
     if any(mpi.values()):
         o.append("## Two MPI ranks against one process\n")

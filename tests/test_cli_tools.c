@@ -185,6 +185,12 @@ Test(cli, bench_summary_is_json_with_or_without_bf16) {
         "{\"event\":\"decode\",\"precision\":\"int8\",\"mode\":\"greedy_full\",\"beam\":1,\"sent_per_s\":300.0}\n"
         "{\"torch\": \"fp32\", \"event\": \"bench\", \"tok_per_s\": 2000.0, \"peak_rss_mb\": 1000.0}\n"
         "{\"event\": \"decode_bench\", \"sent_per_s\": 100.0}\n"
+        "{\"event\":\"train_busy\",\"ranks\":1,\"precision\":\"fp32\",\"gemm\":\"onednn\",\"tok_per_s\":1500.0}\n"
+        "{\"event\":\"decode_busy\",\"precision\":\"fp32\",\"mode\":\"greedy_full\",\"beam\":1,\"sent_per_s\":200.0}\n"
+        "{\"event\":\"decode_busy\",\"precision\":\"fp32\",\"mode\":\"beam\",\"beam\":5,\"sent_per_s\":25.0}\n"
+        "{\"event\":\"train_busy_t1\",\"ranks\":1,\"precision\":\"fp32\",\"gemm\":\"onednn\",\"tok_per_s\":1200.0}\n"
+        "{\"torch\": \"fp32\", \"event\": \"bench_busy\", \"tok_per_s\": 500.0, \"peak_rss_mb\": 1000.0}\n"
+        "{\"event\": \"decode_bench_busy\", \"sent_per_s\": 40.0}\n"
         "{\"event\": \"python_translate\", \"lines\": 1000, \"beam\": 1, \"rounds\": 3, \"translate_s\": 3.4, "
         "\"python_s\": 3.23, \"python_vs_translate\": 0.95, \"identical\": true, \"library\": \"libs2s.so.0.6.0\"}\n"
         "{\"event\": \"python_translate\", \"lines\": 1000, \"beam\": 5, \"rounds\": 3, \"translate_s\": 20.0, "
@@ -218,6 +224,15 @@ Test(cli, bench_summary_is_json_with_or_without_bf16) {
         cr_expect_float_eq(tu_get(j, "python_vs_translate")->valuedouble, 0.95, 1e-9);
         cr_expect_float_eq(tu_get(j, "python_beam5_vs_translate")->valuedouble, 1.02, 1e-9);
         cr_expect(cJSON_IsTrue(tu_get(j, "python_identical")));
+        /* beside a busy process: against the quiet lines, threads=1 and PyTorch's busy lines */
+        cr_expect_float_eq(tu_get(j, "train_busy_of_quiet")->valuedouble, 0.5, 1e-9);
+        cr_expect_float_eq(tu_get(j, "train_busy_vs_threads1")->valuedouble, 1.25, 1e-9);
+        cr_expect_float_eq(tu_get(j, "greedy_full_busy_of_quiet")->valuedouble, 0.8, 1e-9);
+        cr_expect_float_eq(tu_get(j, "beam5_busy_of_quiet")->valuedouble, 0.5, 1e-9);
+        cr_expect_float_eq(tu_get(j, "torch_train_busy_of_quiet")->valuedouble, 0.25, 1e-9);
+        cr_expect_float_eq(tu_get(j, "train_busy_ratio")->valuedouble, 3.0, 1e-9);
+        cr_expect_float_eq(tu_get(j, "greedy_full_busy_ratio")->valuedouble, 5.0, 1e-9);
+        cr_expect_float_eq(tu_get(j, "train_ratio")->valuedouble, 1.5, 1e-9, "the busy lines leave the quiet ones");
         const char *keys[] = {"train_bf16_tok_per_s", "bf16_gemm_gflops", "random_greedy_full_bf16_sent_per_s",
                               "greedy_full_bf16_ratio", "beam5_bf16_vs_torch_greedy", "peak_bf16_gflops",
                               "step_gemm_bf16_of_peak", "bf16_gemm_of_peak"};

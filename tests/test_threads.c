@@ -6,6 +6,7 @@
 #include "s2s/gemm.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 /* What libgomp read at its start, as OMP_DISPLAY_ENV prints it: GOMP_SPINCOUNT's value. */
@@ -93,6 +94,74 @@ Test(threads_cli, a_busy_machine_gives_the_same_bits, .timeout = 300) {
                       precisions[p], th);
         }
     }
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* A folder of a new cgroup of this machine's cpu controller allowing one CPU (v1's
+ * cpu.cfs_quota_us, or v2's cpu.max where the root lets children limit cpu), or NULL with the
+ * reason when the test may not make one (not root, no such controller). */
+static char *quota_group(char *why, size_t n) {
+    static char dir[128];
+    const char *v1 = "/sys/fs/cgroup/cpu", *v2 = "/sys/fs/cgroup";
+    bool is_v1 = access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK) == 0;
+    bool is_v2 = !is_v1 && tu_file_has("/sys/fs/cgroup/cgroup.subtree_control", "cpu");
+    if (!is_v1 && !is_v2) {
+        snprintf(why, n, "no cpu controller this test may write under /sys/fs/cgroup");
+        return NULL;
+    }
+    snprintf(dir, sizeof dir, "%s/s2s-test-%d", is_v1 ? v1 : v2, (int)getpid());
+    if (mkdir(dir, 0755) != 0 ||
+        tu_sh(is_v1 ? "echo 100000 > %s/cpu.cfs_quota_us" : "echo '100000 100000' > %s/cpu.max", dir) != 0) {
+        snprintf(why, n, "cannot make a cgroup with a CPU quota at %s", dir);
+        rmdir(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+Test(threads_cli, a_run_under_a_cpu_quota_uses_the_quota, .timeout = 120) {
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) cr_skip_test("one core: a quota of one CPU changes nothing");
+    char why[256];
+    char *group = quota_group(why, sizeof why);
+    if (!group) cr_skip_test("%s", why);
+    char *d = tu_tmpdir();
+    write_config(d, 1);
+    int rc = tu_sh("env -u OMP_NUM_THREADS sh -c 'echo $$ > %s/cgroup.procs && exec %s/train --config %s/small.json --out %s/q' "
+                   "> %s/q.txt 2>&1",
+                   group, tu_bin(), d, d, d);
+    int rc2 = tu_sh("env -u OMP_NUM_THREADS sh -c 'echo $$ > %s/cgroup.procs && exec %s/train --config %s/small.json --set threads=2 "
+                    "--out %s/t2' > %s/t2.txt 2>&1",
+                    group, tu_bin(), d, d, d);
+    rmdir(group);
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(rc2, 0);
+    cr_expect(tu_file_has(tu_path(d, "q.txt"), "threads: 1, the CPU quota of this process's cgroup (1.00 CPUs)"),
+              "the run does not say it follows the quota");
+    cr_expect(!tu_file_has(tu_path(d, "t2.txt"), "CPU quota"), "threads=2 is the user's choice");
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* More threads than CPUs: the run says so, and two such runs, one beside a busy process, give
+ * the same model. */
+Test(threads_cli, more_threads_than_cpus_are_said_and_give_the_same_bits, .timeout = 120) {
+    char *d = tu_tmpdir();
+    write_config(d, 1);
+    int th = gemm_cpus() * 2 + 1;
+    const char *cmd = "%s/train --config %s/small.json --set threads=%d --set train_size=1500 --out %s/%s > %s/%s.txt 2>&1";
+    cr_assert_eq(tu_sh(cmd, tu_bin(), d, th, d, "a", d, "a"), 0);
+    pid_t b = busy_start();
+    int rc = tu_sh(cmd, tu_bin(), d, th, d, "b", d, "b");
+    busy_stop(b);
+    cr_assert_eq(rc, 0);
+    char want[160];
+    snprintf(want, sizeof want, "threads: %d, more than the %d CPUs this process may run on", th, gemm_cpus());
+    cr_expect(tu_file_has(tu_path(d, "a.txt"), want), "no word of %d threads on %d CPUs", th, gemm_cpus());
+    char a[256], b2[256];
+    snprintf(a, sizeof a, "%s/a/model.bin", d);
+    snprintf(b2, sizeof b2, "%s/b/model.bin", d);
+    cr_expect(tu_same_file(a, b2));
     tu_rm_rf(d);
     free(d);
 }

@@ -381,3 +381,28 @@ Test(trust, every_test_the_reliability_page_names_exists) {
     cr_expect_geq(named, 20, "only %d tests named", named);
     free(doc);
 }
+
+/* The CPU quota, read as the memory limit is: v1's cpu.cfs_quota_us over cpu.cfs_period_us
+ * (mounted as cpu or cpu,cpuacct; −1 is none), v2's cpu.max ("max": none), the least of the
+ * group and its ancestors, rounded up to a thousandth of a CPU. */
+Test(trust, the_cpu_quota_is_the_process_own_cgroup_and_its_ancestors) {
+    char *d = tu_tmpdir();
+    cr_assert_eq(tu_sh("cd %s && mkdir -p cpu/svc/job cpu,cpuacct/k x/y/z unified/u && "
+                       "echo -1 > cpu/cpu.cfs_quota_us && echo 100000 > cpu/cpu.cfs_period_us && "
+                       "echo 150000 > cpu/svc/cpu.cfs_quota_us && echo 100000 > cpu/svc/cpu.cfs_period_us && "
+                       "echo -1 > cpu/svc/job/cpu.cfs_quota_us && echo 100000 > cpu/svc/job/cpu.cfs_period_us && "
+                       "echo 50000 > cpu,cpuacct/k/cpu.cfs_quota_us && echo 100000 > cpu,cpuacct/k/cpu.cfs_period_us && "
+                       "echo 'max 100000' > x/cpu.max && echo '200000 100000' > x/y/cpu.max && echo '100001 100000' > x/y/z/cpu.max && "
+                       "echo '300000 100000' > unified/u/cpu.max",
+                       d),
+                 0);
+    cr_expect_eq(s2s_cgroup_cpu_milli("4:cpu,cpuacct:/svc/job\n0::/\n", d), 1500, "v1: the parent's quota");
+    cr_expect_eq(s2s_cgroup_cpu_milli("4:cpuacct,cpu:/k\n", d), 500, "v1 mounted as cpu,cpuacct only");
+    cr_expect_eq(s2s_cgroup_cpu_milli("0::/x/y/z\n", d), 1001, "v2: the group's own, rounded up");
+    cr_expect_eq(s2s_cgroup_cpu_milli("0::/x/y\n", d), 2000, "v2: an ancestor's max is none");
+    cr_expect_eq(s2s_cgroup_cpu_milli("0::/u\n", d), 3000, "a hybrid's unified tree");
+    cr_expect_eq(s2s_cgroup_cpu_milli("2:cpuacct:/svc\n3:cpuset:/svc\n0::/\n", d), 0, "controllers that are not cpu");
+    cr_expect_eq(s2s_cgroup_cpu_milli("garbage\n::\n4:cpu\n", d), 0, "lines that are not cgroups");
+    tu_rm_rf(d);
+    free(d);
+}

@@ -67,5 +67,10 @@ size_t s2s_memory_limit(void);
  * v2 memory.max, a hybrid's unified tree) and of their ancestors, under the cgroup
  * filesystem mounted at root; 0: none. */
 size_t s2s_cgroup_limit(const char *proc_cgroup, const char *root);
+/* The least CPU quota of those cgroups and their ancestors (v2 cpu.max, v1 cpu.cfs_quota_us over
+ * cpu.cfs_period_us), in thousandths of a CPU, rounded up; 0: none. */
+size_t s2s_cgroup_cpu_milli(const char *proc_cgroup, const char *root);
+/* This process's CPU quota (its own cgroups'), the same way. */
+size_t s2s_cpu_quota_milli(void);
 
 #endif

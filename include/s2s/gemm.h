@@ -89,6 +89,13 @@ typedef struct GemmWeight {
 
 /* Threads of both back ends (OpenBLAS and oneDNN's OpenMP); n <= 0 leaves their defaults. */
 void gemm_set_threads(int n);
+/* The thread count a cgroup's CPU quota sets when it allows fewer CPUs than OpenMP would use
+ * (a container given 1 CPU on a 2-core host: libgomp counts CPUs, not quotas): the quota's
+ * whole CPUs, at least 1. 0 when there is no such quota or OMP_NUM_THREADS chooses. The quota
+ * in thousandths of a CPU in *milli when not NULL. */
+int gemm_quota_threads(size_t *milli);
+/* The CPUs this process may run on (its affinity mask, as OpenMP counts them). */
+int gemm_cpus(void);
 
 /* The kernel set OpenBLAS chose at load: OPENBLAS_CORETYPE's, or its own guess from the CPU.
  * Either can be older than the CPU runs (Debian's 0.3.21 guessed Prescott on a Xeon with AMX),

@@ -8,7 +8,7 @@ S2sStatus engine_init(Engine *e, Precision precision, GemmLib gemm, int threads,
     memset(e, 0, sizeof *e);
     S2sStatus st;
     if (precision == PRECISION_BF16 && (st = gemm_bf16_check(who, err))) return st;
-    gemm_set_threads(threads);
+    gemm_set_threads(threads > 0 ? threads : gemm_quota_threads(NULL));
     e->precision = precision;
     e->gemm = gemm;
     e->bf16_matmul = precision == PRECISION_BF16 && gemm_cpu_has_amx(); /* AMX is reached through primitives only */

@@ -15,6 +15,16 @@ void gemm_set_threads(int n) {
     omp_set_num_threads(n);
 }
 
+int gemm_cpus(void) { return omp_get_num_procs(); }
+
+int gemm_quota_threads(size_t *milli) {
+    size_t m = s2s_cpu_quota_milli();
+    if (milli) *milli = m;
+    if (!m || getenv("OMP_NUM_THREADS")) return 0;
+    int q = m >= 1000 ? (int)(m / 1000) : 1; /* 1.5 CPUs: one thread, never throttled mid-step */
+    return q < omp_get_num_procs() ? q : 0; /* OpenMP's default: the CPUs it may run on */
+}
+
 /* The ISA values are bit sets, not an order: avx2_vnni (0x407) is above avx512_core_amx (0x3e7). */
 bool gemm_cpu_isa_has(dnnl_cpu_isa_t want) {
     return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)want) == (unsigned)want;

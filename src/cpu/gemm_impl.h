@@ -17,6 +17,7 @@ extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t 
 /* libgomp, oneDNN's threading runtime (declared here: clang has no omp.h without libomp) */
 extern void omp_set_num_threads(int n);
 extern int omp_get_max_threads(void);
+extern int omp_get_num_procs(void);
 
 /* Runs one oneDNN GEMM call, on one thread when it is small. */
 #define GEMM_ONEDNN(M, N, K, call)                                                     \

@@ -415,6 +415,14 @@ S2sStatus train_run(Config *cfg, const TrainOptions *opt, TrainSummary *sum, S2s
     if (opt->out && r->data.valid.n < r->valid_lines)
         fprintf(opt->out, "data: validations score the first %d of the %d validation pairs (train.valid_max_lines)\n",
                 r->data.valid.n, r->valid_lines);
+    size_t milli;
+    int quota = cfg->train.threads > 0 ? 0 : gemm_quota_threads(&milli);
+    if (opt->out && quota)
+        fprintf(opt->out, "threads: %d, the CPU quota of this process's cgroup (%.2f CPUs); train.threads or "
+                "OMP_NUM_THREADS chooses another\n", quota, (double)milli / 1000);
+    if (opt->out && cfg->train.threads > gemm_cpus()) /* the numbers depend on the count: kept, and said */
+        fprintf(opt->out, "threads: %d, more than the %d CPUs this process may run on: slower than %d would be\n",
+                cfg->train.threads, gemm_cpus(), gemm_cpus());
     if (opt->out)
         fprintf(opt->out, "parameters: %zu (%s)\n", params_numel(&r->model.params),
                 model_label(&cfg->model));
