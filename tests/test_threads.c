@@ -74,7 +74,7 @@ Test(threads_cli, a_busy_machine_gives_the_same_bits, .timeout = 300) {
     write_wide(d);
     FILE *f = fopen(tu_path(d, "in.txt"), "w");
     cr_assert(f != NULL);
-    for (int i = 0; i < 600; i++) fprintf(f, "%.*s\n", 3 + i % 10, "abcdeffedcbaabcdef" + i % 6);
+    for (int i = 0; i < 600; i++) fprintf(f, "%.*s\n", 3 + i % 10, &"abcdeffedcbaabcdef"[i % 6]);
     fclose(f);
     const char *precisions[] = {"fp32", "bf16"};
     for (int p = 0; p < 2; p++) {

@@ -41,7 +41,6 @@ typedef struct ParPool {
     size_t n, align, units;
     ParFn fn;
     void *ctx;
-    int slots;
     ParSlot slot[PAR_MAX_WORKERS + 1];
     atomic_uint done;       /* chunks finished */
     atomic_uint joined;     /* threads that took part (the caller is the first) */
@@ -103,9 +102,8 @@ static unsigned run_chunks(ParPool *p, int own) {
             if (e > p->n) e = p->n;
             if (b < e) p->fn(p->ctx, b, e);
             ran++;
-            if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 == total &&
-                atomic_load(&p->caller_asleep))
-                futex_wake_all(&p->done);
+            /* seq_cst, as the caller's flag and load: it sees the count, or this thread sees it asleep */
+            if (atomic_fetch_add(&p->done, 1) + 1 == total && atomic_load(&p->caller_asleep)) futex_wake_all(&p->done);
         }
     }
     return ran;
