@@ -6,6 +6,8 @@
 #   BENCH_ITERS, BENCH_WARMUP   timed and warm-up batches (60, 5)
 #   BENCH_MODEL                 a trained model.bin for decoding with real weights
 #                               (default runs/multi30k/model.bin when it exists)
+#   BENCH_ONNX_MODEL            the model decoded by ./translate and ONNX Runtime side by side
+#                               (default runs/multi30k-best/model.bin when it exists)
 #   BENCH_OPENBLAS_CORETYPE     OpenBLAS kernel set for the whole run (default: the fastest of
 #                               those this CPU runs, timed first; see below)
 set -euo pipefail
@@ -206,6 +208,13 @@ if [ -f "$MODEL" ]; then
     for prec in $precs int8; do
         ./speed --model "$MODEL" --no-train --set precision="$prec" | sed 's/"event":"decode"/"event":"decode_trained"/' | tee -a "$out"
     done
+fi
+# ONNX Runtime against ./translate on the best configuration's model, trained here (its own lines)
+ONNX_MODEL=${BENCH_ONNX_MODEL:-runs/multi30k-best/model.bin}
+if [ -f "$ONNX_MODEL" ]; then
+    /usr/bin/python3 bench/onnx-speed.py "$ONNX_MODEL" --src data/multi30k/raw/test_2016_flickr.de.gz --record bench/results.jsonl
+else
+    echo "bench: no $ONNX_MODEL (./train --config multi30k-best makes it): decoding in ONNX Runtime not measured"
 fi
 # Python (the s2s package over libs2s.so) against ./translate on the 1,000 test sentences,
 # greedy and beam 5, the same outputs required: the trained model, or one paused after 30 steps

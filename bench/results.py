@@ -538,6 +538,27 @@ def svg_plot(series, path):
         f.write("\n".join(o) + "\n")
 
 
+def onnx_section(lines):
+    """bench/onnx-speed.py's latest run: ./translate against ONNX Runtime on the same model."""
+    rs = [r for r in lines if r.get("bench") == "onnx_speed"]
+    if not rs:
+        return []
+    rs = [r for r in rs if r["run"] == rs[-1]["run"]]
+    r0 = rs[0]
+    return ["## Decoding against ONNX Runtime\n",
+            f"`bench/onnx-speed.py`: the model `{r0['model']}` decoded by `./translate` and by its ONNX export on ONNX\n"
+            f"Runtime {r0.get('ort_version') or '?'} (`scripts/onnx/translate.js`, [export to ONNX](how-to/onnx.md)), the "
+            f"same {r0['lines']:,}\ntest_2016_flickr sentences, {r0['threads']} threads, batch {r0['batch']}, the median of "
+            f"{r0['rounds']} rounds, start-up left out;\nint8: `./translate --int8` against `./export --int8`'s graphs (ONNX "
+            f"Runtime's dynamic quantisation: two\nschemes, so their outputs differ a little). The latest run: "
+            f"{speed_machine(r0)}, build {r0.get('commit', '?')}.\n",
+            table(["mode", "precision", "s2s sentences/s", "ONNX Runtime sentences/s", "s2s × ONNX Runtime",
+                   "outputs identical"],
+                  [["greedy" if r["mode"] == "greedy" else f"beam {r['beam']}", r["precision"], f"{r['s2s_sent_per_s']:.1f}",
+                    f"{r['ort_sent_per_s']:.1f}", f"{r['s2s_vs_ort']:.2f}", f"{r['identical_lines']:,} of {r['lines']:,}"]
+                   for r in rs])]
+
+
 def benchmarks_page(lines, svg):
     bench = [r for r in lines if "bench" not in r and "event" not in r and "train_tok_per_s" in r]
     o = ["""# Benchmarks
@@ -645,6 +666,7 @@ had one. The latest run of each machine (the lines keep which build each run mea
                  "the decoder's weights costs: one model's beam of 4 takes about as long as its beam of 2, and bf16\n"
                  "halves it. A single model's greedy search reads most of its output layer as an int8 screen; an\n"
                  "ensemble's members cannot, since each needs its full distribution, so each member reads all of it.\n")
+    o += onnx_section(lines)
     serve = [r for r in lines if r.get("event") == "serve_load"]
     if serve:
         o.append("## The server under load\n")

@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS=(libopenblas-dev libdnnl-dev libcjson-dev libpng-dev zlib1g-dev libfreetype-dev fonts-dejavu-core
       libcriterion-dev pkg-config sentencepiece man-db libopenmpi-dev openmpi-bin libmicrohttpd-dev
-      python3 python3-numpy python3-venv python3-pytest mypy python3-nbclient python3-nbformat python3-ipykernel)
+      python3 python3-numpy python3-venv python3-pytest mypy python3-nbclient python3-nbformat python3-ipykernel
+      python3-onnx) # the ONNX export's checker (scripts/onnx-check.py)
 for a in "$@"; do
     case $a in
     --with-clang) PKGS+=(clang libclang-rt-14-dev) ;;
@@ -14,8 +15,23 @@ for a in "$@"; do
     esac
 done
 
+# ONNX Runtime for the export's checks: npm's onnxruntime-node (its CPU library is in the package;
+# --ignore-scripts skips the install script, which would fetch GPU parts from elsewhere). Node
+# and npm from Debian where no node is installed. Without a registry the tests say SKIP.
+command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+onnx_runtime() {
+    [ -d scripts/onnx/node_modules/onnxruntime-node ] && return 0
+    command -v npm >/dev/null 2>&1 || return 0
+    echo "deps: npm install onnxruntime-node (scripts/onnx)"
+    (cd scripts/onnx && npm install --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+        echo "deps: onnxruntime-node could not be installed; the ONNX Runtime checks will be skipped" >&2
+}
+cd "$(dirname "$0")/.."
+
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "deps: not a Debian system; install the equivalents of: ${PKGS[*]}" >&2
+    onnx_runtime
     exit 0
 fi
 missing=()
@@ -23,7 +39,7 @@ for p in "${PKGS[@]}"; do
     status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
     [ "$status" = "installed" ] || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then onnx_runtime; exit 0; fi
 
 echo "deps: installing ${missing[*]}"
 SUDO=
@@ -34,3 +50,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+onnx_runtime

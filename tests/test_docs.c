@@ -196,6 +196,7 @@ static const char *const PAGES[] = {
     "docs/how-to/python.md",
     "docs/how-to/distill.md",
     "docs/tutorials/debian.md",
+    "docs/how-to/onnx.md",
 };
 
 Test(doctest, readme, .timeout = 900) { page_runs(PAGES[0]); }
@@ -215,6 +216,12 @@ Test(doctest, howto_compare, .timeout = 900) { page_runs(PAGES[13]); }
 Test(doctest, howto_python, .timeout = 900) { page_runs(PAGES[14]); }
 Test(doctest, howto_distill, .timeout = 900) { page_runs(PAGES[15]); }
 Test(doctest, tutorial_debian, .timeout = 900) { page_runs(PAGES[16]); }
+Test(doctest, howto_onnx, .timeout = 900) {
+    if (tu_sh("test -d scripts/onnx/node_modules/onnxruntime-node && command -v node > /dev/null && "
+              "/usr/bin/python3 -c 'import onnx' 2> /dev/null") != 0)
+        TU_SKIP("docs/how-to/onnx.md: node, npm's onnxruntime-node or python3-onnx is not installed (scripts/deps.sh)");
+    page_runs(PAGES[17]);
+}
 
 /* A new tutorial or guide cannot be left out of the list above. */
 Test(docs, every_tutorial_and_guide_is_run) {

@@ -444,10 +444,12 @@ Test(layers, no_call_cycle_between_files) {
 
 /* Whether buf (n bytes) holds the bytes s with its terminating NUL: a whole string of an
  * object's debug information. */
+/* Whether buf holds s as a whole string (NUL before and after: a name of the debug strings, so
+ * CkptTensor is not Tensor). */
 static bool holds(const char *buf, size_t n, const char *s) {
     size_t k = strlen(s) + 1;
-    for (size_t i = 0; i + k <= n; i++)
-        if (buf[i] == s[0] && memcmp(buf + i, s, k) == 0) return true;
+    for (size_t i = 1; i + k <= n; i++)
+        if (buf[i] == s[0] && buf[i - 1] == '\0' && memcmp(buf + i, s, k) == 0) return true;
     return false;
 }
 

@@ -46,6 +46,9 @@ const char *s2s_model_precision(const S2sModel *m); /* "fp32", "bf16" or "int8" 
 bool s2s_model_has_attention(const S2sModel *m);
 /* A model file as safetensors, as ./export writes it (bf16: bfloat16 weights). */
 S2sStatus s2s_export(const char *model_path, const char *out_path, bool bf16, S2sError *err);
+/* A model file as ONNX graphs, as ./export --format onnx [--int8] writes them: the folder
+ * out_dir, made new (an existing one is refused, S2S_ERR_CONFIG) and whole, or not at all. */
+S2sStatus s2s_export_onnx(const char *model_path, const char *out_dir, bool int8, S2sError *err);
 
 /* ---- translating lines: one call, its results an object ---- */
 typedef struct S2sTranslations S2sTranslations;

@@ -82,6 +82,7 @@ PROTOTYPES = {
     "s2s_model_precision": (S, [P]),
     "s2s_model_has_attention": (B, [P]),
     "s2s_export": (I, [S, S, B, E]),
+    "s2s_export_onnx": (I, [S, S, B, E]),
     "s2s_translate_lines": (P, [P, PS, I, I, I, F, I, I, E]),
     "s2s_translations_count": (I, [P]),
     "s2s_translations_status": (I, [P, I, PS]),

@@ -178,9 +178,22 @@ def heatmap(weights, path, row_labels=None, col_labels=None, title=None):
     return path
 
 
-def export(model_path, out_path, bf16=False):
-    """A model file as safetensors under its PyTorch names, as ./export; returns out_path."""
+def export(model_path, out_path, bf16=False, format="safetensors", int8=False):
+    """A model file as safetensors under its PyTorch names, as ./export; or with format="onnx", the
+    folder out_path of ONNX graphs, as ./export --format onnx (int8: --int8; docs/how-to/onnx.md).
+    Returns out_path."""
     err = _lib.CError()
+    if format not in ("safetensors", "onnx"):
+        raise ValueError(f"format: {format!r}: expected 'safetensors' or 'onnx'")
+    if format == "onnx":
+        if bf16:
+            raise ValueError("bf16 is for safetensors; the ONNX graphs are float32")
+        if lib.s2s_export_onnx(_lib.path_arg(model_path, "model_path"), _lib.path_arg(out_path, "out_path"),
+                               bool(int8), ctypes.byref(err)):
+            err.raise_()
+        return out_path
+    if int8:
+        raise ValueError("int8 is for format='onnx'")
     if lib.s2s_export(_lib.path_arg(model_path, "model_path"), _lib.path_arg(out_path, "out_path"), bool(bf16),
                       ctypes.byref(err)):
         err.raise_()

@@ -3,6 +3,7 @@
  * the results kept in objects read by index. */
 #include "s2s/checkpoint.h"
 #include "s2s/model.h"
+#include "s2s/onnx.h"
 #include "s2s/s2s.h"
 #include "s2s/text.h"
 #include "s2s/translator.h"
@@ -77,6 +78,11 @@ bool s2s_model_has_attention(const S2sModel *s) { return model_has_attention(&s-
 S2sStatus s2s_export(const char *model_path, const char *out_path, bool bf16, S2sError *err) {
     if (!model_path || !out_path) return s2s_fail(err, S2S_ERR_CONFIG, "export: a model file and an output file, both");
     return ckpt_export(model_path, out_path, bf16, err);
+}
+
+S2sStatus s2s_export_onnx(const char *model_path, const char *out_dir, bool int8, S2sError *err) {
+    if (!model_path || !out_dir) return s2s_fail(err, S2S_ERR_CONFIG, "export: a model file and an output folder, both");
+    return onnx_export(model_path, out_dir, int8, err);
 }
 
 static Translator translator_of(S2sModel *s, const DecodeSettings *ds) {

@@ -26,6 +26,21 @@ def test_export_never_writes_onto_its_model(tiny_run, tmp_path):
     assert (tmp_path / "v.safetensors").stat().st_size > 0
 
 
+def test_onnx_export_makes_a_new_folder_or_nothing(tiny_run, tmp_path):
+    model = tiny_run[0] / "model.bin"
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "keep").write_text("keep")
+    with pytest.raises(s2s.ConfigError, match="exists"):
+        s2s.export(model, tmp_path / "old", format="onnx")
+    assert os.listdir(tmp_path / "old") == ["keep"]
+    with pytest.raises(ValueError, match="expected 'safetensors' or 'onnx'"):
+        s2s.export(model, tmp_path / "x", format="tflite")
+    with pytest.raises(ValueError, match="float32"):
+        s2s.export(model, tmp_path / "x", bf16=True, format="onnx")
+    assert s2s.export(model, tmp_path / "onnx", format="onnx") == tmp_path / "onnx"
+    assert sorted(os.listdir(tmp_path / "onnx")) == ["decoder.onnx", "encoder.onnx", "s2s.json"]
+
+
 CLOSE_WHILE_CALLING = textwrap.dedent("""
     import sys, threading, time
     import s2s
