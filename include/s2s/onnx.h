@@ -10,8 +10,9 @@
  * graphs and what a caller needs besides them (docs/reference/model-files.md, "ONNX export"):
  *   encoder.onnx   src (B, S) int64, src_len (B) int64 → the memories the decoder reads and
  *                  the decoder's initial state
- *   decoder.onnx   one step: y (B) int64, the state, the memories → logits (B, V), the next
- *                  state (each state input NAME has an output NAME_out), attention (B, S)
+ *   decoder.onnx   one step: y (B) int64, the state, the memories → logits (B, V), their
+ *                  log_softmax log_probs, the next state (each state input NAME has an output
+ *                  NAME_out), attention (B, S)
  *   s2s.json       the vocabularies, special ids, decoding settings, the task's reading of
  *                  text, and each tensor's batch axis (beam search reorders along it)
  *   subword*.txt   the subword models, when the model has them
@@ -72,6 +73,7 @@ const char *onnx_reshape(OnnxGraph *g, const char *x, int n, const int64_t *shap
 const char *onnx_concat(OnnxGraph *g, int n, const char *const *xs, int64_t axis);
 const char *onnx_gemm(OnnxGraph *g, const char *x, const char *w, const char *b); /* x (B, in) W^T + b; b NULL: none */
 const char *onnx_softmax(OnnxGraph *g, const char *x);                            /* over the last axis */
+const char *onnx_log_softmax(OnnxGraph *g, const char *x);                        /* the same */
 const char *onnx_zeros(OnnxGraph *g, const char *shape);                          /* float zeros of a 1-D int64 shape */
 
 /* The model as protobuf bytes (malloc'd into *buf): S2S_ERR_DATA past protobuf's 2 GiB. */

@@ -163,13 +163,14 @@ function Rows(m, encOut) {
   this.memMap = null;         // the encoder's row of each decoder row (null: the same row)
 }
 
-async function step(m, rows, tokens) {
+// one decoder step for the rows' tokens: the output want (logits, or beam search's log_probs)
+async function step(m, rows, tokens, want = 'logits') {
   const feeds = { y: i64(tokens, [tokens.length]) };
   for (const s of m.meta.tensors.state) feeds[s.name] = rows.state[s.name];
   for (const s of m.meta.tensors.memory) feeds[s.name] = rows.memory[s.name];
-  const out = await m.dec.run(feeds);
+  const out = await m.dec.run(feeds, [want, ...m.meta.tensors.state.map((s) => `${s.name}_out`)]);
   for (const s of m.meta.tensors.state) rows.state[s.name] = out[`${s.name}_out`];
-  return out.logits;
+  return out[want];
 }
 
 // the decoder's next rows: the state of rows pick, the memories of encoder rows encRows
@@ -185,15 +186,6 @@ function maxLen(m, opt, src) {
   if (opt.maxLen) return opt.maxLen;
   const cfg = m.meta.decoding.max_decode_len;
   return cfg > 0 ? cfg : 2 * src.length + 10;
-}
-
-// log-softmax of a row in float32 (numerics.md): z − lse(z)
-function lse(x, off, V) {
-  let mx = -Infinity;
-  for (let v = 0; v < V; v++) if (x[off + v] > mx) mx = x[off + v];
-  let s = 0;
-  for (let v = 0; v < V; v++) s += Math.exp(x[off + v] - mx);
-  return Math.fround(mx + Math.log(s));
 }
 
 // ---- greedy: the highest logit, the lowest id among equals, never <pad> or <sos> ----
@@ -237,19 +229,21 @@ async function beam(m, opt, srcs) {
   let order = sent.map((s) => ({ s, k: 0 })); // the decoder's rows: a sentence's live hypotheses, in slot order
   let tokens = order.map(() => 2);
   while (order.length) {
-    const logits = (await step(m, rows, tokens)).data;
+    const lp = (await step(m, rows, tokens, 'log_probs')).data; // the graph's log-softmax
     const offers = new Map();
     order.forEach(({ s, k }, r) => {
-      const base = s.live[k].score, l = lse(logits, r * V, V), top = [];
+      const base = s.live[k].score, off = r * V, top = [];
+      let bar = -Infinity; // once C are kept: the C-th's log-probability; score + lp rises with lp
       for (let v = 0; v < V; v++) {
-        if (v === 0 || v === 2) continue;
-        const sc = Math.fround(base + Math.fround(logits[r * V + v] - l));
-        if (Number.isNaN(sc)) continue;
+        const x = lp[off + v];
+        if (!(x > bar) || v === 0 || v === 2) continue;
+        const sc = Math.fround(base + x);
         if (top.length === C && !(sc > top[C - 1].score)) continue;
         let i = top.length;
         while (i > 0 && !(top[i - 1].score >= sc)) i--;
-        top.splice(i, 0, { score: sc, slot: k, token: v, row: r });
+        top.splice(i, 0, { score: sc, slot: k, token: v, row: r, x });
         if (top.length > C) top.pop();
+        if (top.length === C) bar = top[C - 1].x;
       }
       if (!offers.has(s)) offers.set(s, []);
       offers.get(s).push(...top);

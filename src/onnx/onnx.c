@@ -285,6 +285,12 @@ const char *onnx_softmax(OnnxGraph *g, const char *x) {
     return onnx_out(n, 0);
 }
 
+const char *onnx_log_softmax(OnnxGraph *g, const char *x) {
+    OnnxNode *n = onnx_node(g, "LogSoftmax", 1, &x, 1);
+    onnx_attr_i(n, "axis", -1);
+    return onnx_out(n, 0);
+}
+
 const char *onnx_zeros(OnnxGraph *g, const char *shape) {
     OnnxNode *z = onnx_node(g, "ConstantOfShape", 1, &shape, 1);
     onnx_attr_tensor_f32(z, "value", 0.0f);

@@ -299,6 +299,7 @@ static void rnn_decoder(OnnxGraph *g, Rnn *r) {
                         onnx_weight(g, r->s, "decoder.out.bias", r->V, 0, 0, -1, false));
     }
     snprintf(dims, sizeof dims, "batch,%d", r->V), onnx_output(g, logits, "logits", ONNX_FLOAT, dims);
+    onnx_output(g, onnx_log_softmax(g, logits), "log_probs", ONNX_FLOAT, dims); /* beam search's scores */
     snprintf(dims, sizeof dims, "%d,batch,%d", r->L, r->H);
     onnx_output(g, onnx_concat(g, r->L, hs, 0), "h_out", ONNX_FLOAT, dims);
     if (r->lstm) onnx_output(g, onnx_concat(g, r->L, cs, 0), "c_out", ONNX_FLOAT, dims);

@@ -221,6 +221,7 @@ static void tf_decoder(OnnxGraph *g, Tf *t) {
     const char *logits = t->s->int8 ? onnx_linear_q8(g, t->s, out, "generator.weight", t->V, t->d, 0, -1, gb)
                                     : onnx_gemm(g, out, onnx_weight(g, t->s, "generator.weight", t->V, t->d, 0, -1, false), gb);
     snprintf(dims, sizeof dims, "batch,%d", t->V), onnx_output(g, logits, "logits", ONNX_FLOAT, dims);
+    onnx_output(g, onnx_log_softmax(g, logits), "log_probs", ONNX_FLOAT, dims); /* beam search's scores */
     for (int l = 0; l < t->dec_layers; l++) {
         snprintf(nm, sizeof nm, "self_k%d_out", l), snprintf(dims, sizeof dims, "batch,%d,%d,past_1", t->heads, t->dh);
         onnx_output(g, self_k[l], nm, ONNX_FLOAT, dims);
