@@ -212,7 +212,8 @@ fi
 # ONNX Runtime against ./translate on the best configuration's model, trained here (its own lines)
 ONNX_MODEL=${BENCH_ONNX_MODEL:-runs/multi30k-best/model.bin}
 if [ -f "$ONNX_MODEL" ]; then
-    /usr/bin/python3 bench/onnx-speed.py "$ONNX_MODEL" --src data/multi30k/raw/test_2016_flickr.de.gz --record bench/results.jsonl
+    /usr/bin/python3 bench/onnx-speed.py "$ONNX_MODEL" --src data/multi30k/raw/test_2016_flickr.de.gz \
+        --system "$(basename "$(dirname "$ONNX_MODEL")")" --record bench/results.jsonl
 else
     echo "bench: no $ONNX_MODEL (./train --config multi30k-best makes it): decoding in ONNX Runtime not measured"
 fi

@@ -5,7 +5,7 @@ ONNX export, the same source lines, threads and batch, greedy and beam search, t
 turn each round so that a machine's drift falls on both.
 
   bench/onnx-speed.py MODEL.bin --src FILE[.gz] [--lines N] [--rounds R] [--threads T] [--beam K]
-                      [--batch B] [--record bench/results.jsonl]
+                      [--batch B] [--system NAME] [--record bench/results.jsonl]
 
 Float32, and int8 where the model exports in int8 (a Transformer): ./translate --int8 (its own
 scheme) against ONNX Runtime on ./export --int8's graphs (ONNX Runtime's dynamic quantisation).
@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--bin", default=os.environ.get("S2S_BIN_DIR", ROOT))
+    ap.add_argument("--system", help="the model's name in the record (default: its path)")
     ap.add_argument("--record")
     a = ap.parse_args()
     if not os.path.isdir(os.path.join(ROOT, "scripts", "onnx", "node_modules", "onnxruntime-node")):
@@ -97,7 +98,7 @@ def main():
                 print("| %s | %s | %.1f | %.1f | %.2f | %d/%d |" % (mode if mode == "greedy" else "beam %d" % a.beam, prec, ours,
                                                                      theirs, ours / theirs, same, n))
                 if rec:
-                    rec.write(json.dumps({"bench": "onnx_speed", "model": a.model, "mode": mode,
+                    rec.write(json.dumps({"bench": "onnx_speed", "system": a.system or a.model, "model": a.model, "mode": mode,
                                           "beam": a.beam if mode == "beam" else 1, "precision": prec, "batch": a.batch,
                                           "lines": n, "rounds": a.rounds, "threads": a.threads,
                                           "s2s_sent_per_s": round(ours, 2), "ort_sent_per_s": round(theirs, 2),

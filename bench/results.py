@@ -546,11 +546,12 @@ def onnx_section(lines):
     rs = [r for r in rs if r["run"] == rs[-1]["run"]]
     r0 = rs[0]
     return ["## Decoding against ONNX Runtime\n",
-            f"`bench/onnx-speed.py`: the model `{r0['model']}` decoded by `./translate` and by its ONNX export on ONNX\n"
+            f"`bench/onnx-speed.py`: the model of `{r0.get('system', r0['model'])}` decoded by `./translate` and by its ONNX export on ONNX\n"
             f"Runtime {r0.get('ort_version') or '?'} (`scripts/onnx/translate.js`, [export to ONNX](how-to/onnx.md)), the "
             f"same {r0['lines']:,}\ntest_2016_flickr sentences, {r0['threads']} threads, batch {r0['batch']}, the median of "
             f"{r0['rounds']} rounds, start-up left out;\nint8: `./translate --int8` against `./export --int8`'s graphs (ONNX "
-            f"Runtime's dynamic quantisation: two\nschemes, so their outputs differ a little). The latest run: "
+            f"Runtime's dynamic quantisation: two\nschemes, so their outputs differ a little). ONNX Runtime's figure is the reference decoder's "
+            f"whole loop,\nits JavaScript (the beam's bookkeeping, the state's reordering) included. The latest run: "
             f"{speed_machine(r0)}, build {r0.get('commit', '?')}.\n",
             table(["mode", "precision", "s2s sentences/s", "ONNX Runtime sentences/s", "s2s × ONNX Runtime",
                    "outputs identical"],
