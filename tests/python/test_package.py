@@ -300,6 +300,9 @@ def test_a_thousand_loads_keep_memory_flat(tiny_run):
 INTERRUPT = textwrap.dedent("""
     import json, os, signal, sys
     import s2s
+    # Ctrl-C as a terminal gives it: Python's handler, even where the test runs in the background
+    # of a shell without job control, which starts its children with SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     run = s2s.train(json.loads(sys.argv[1]), out=sys.argv[2])
     try:
         for e in run:
