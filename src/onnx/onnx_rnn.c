@@ -141,7 +141,7 @@ static void rnn_encoder(OnnxGraph *g, Rnn *r, cJSON *meta) {
     int dirs = r->bi ? 2 : 1;
     for (int k = 0; k < r->L; k++) {
         const char *w[3];
-        char suf[16];
+        char suf[24];
         snprintf(suf, sizeof suf, "_l%d", k);
         cell_weights(g, r, "encoder.rnn", suf, dirs, k ? r->D : r->E_src, r->He, w);
         OnnxNode *n = rnn_node(g, r, x, w, lens, NULL, NULL, r->He, r->bi);
@@ -276,7 +276,7 @@ static void rnn_decoder(OnnxGraph *g, Rnn *r) {
     const char *hs[16], *cs[16];
     for (int k = 0; k < r->L; k++) {
         const char *w[3], *at = onnx_ints1(g, k), *to = onnx_ints1(g, k + 1), *zero = onnx_ints1(g, 0);
-        char suf[16];
+        char suf[24];
         suf[0] = 0; /* one layer: GRUCell's and LSTMCell's names */
         if (r->L > 1) snprintf(suf, sizeof suf, "_l%d", k);
         cell_weights(g, r, "decoder.rnn", suf, 1, k ? r->H : r->E_trg, r->H, w);

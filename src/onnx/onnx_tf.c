@@ -141,7 +141,7 @@ static void meta_entry(cJSON *a, const char *name, int axis) {
 }
 
 static void tf_encoder(OnnxGraph *g, Tf *t, cJSON *meta) {
-    char pre[96], dims[64], nm[32];
+    char pre[96], dims[64], nm[48];
     onnx_input(g, "src", ONNX_INT64, "batch,src_len");
     onnx_input(g, "src_len", ONNX_INT64, "batch");
     const char *S = onnx_op2(g, "Gather", onnx_op1(g, "Shape", "src"), onnx_scalar_i64(g, 1));
@@ -182,7 +182,7 @@ static void tf_encoder(OnnxGraph *g, Tf *t, cJSON *meta) {
 }
 
 static void tf_decoder(OnnxGraph *g, Tf *t) {
-    char pre[96], dims[64], nm[32];
+    char pre[96], dims[64], nm[48];
     const char *self_k[TF_ONNX_MAX_LAYERS], *self_v[TF_ONNX_MAX_LAYERS], *weights = NULL;
     onnx_input(g, "y", ONNX_INT64, "batch");
     for (int l = 0; l < t->dec_layers; l++) {
@@ -203,7 +203,7 @@ static void tf_decoder(OnnxGraph *g, Tf *t) {
     const char *bias4 = onnx_unsqueeze(g, onnx_unsqueeze(g, "src_bias", 1), 1);
     for (int l = 0; l < t->dec_layers; l++) {
         snprintf(pre, sizeof pre, "transformer.decoder.layers.%d.", l);
-        char sa[128], ca[128], k[16], v[16], ck[16], cv[16];
+        char sa[128], ca[128], k[32], v[32], ck[32], cv[32];
         snprintf(sa, sizeof sa, "%sself_attn", pre), snprintf(ca, sizeof ca, "%smultihead_attn", pre);
         snprintf(k, sizeof k, "self_k%d", l), snprintf(v, sizeof v, "self_v%d", l);
         snprintf(ck, sizeof ck, "cross_k%d", l), snprintf(cv, sizeof cv, "cross_v%d", l);
