@@ -111,6 +111,17 @@ static void reverse_sources(const char *d) {
     fclose(f), fclose(r);
 }
 
+/* d/run: d/c.json trained with the variant's settings ("key=value ..." as --set each) */
+static void train_variant(const char *d, const char *variant) {
+    char sets[512] = "", *save, copy[256];
+    snprintf(copy, sizeof copy, "%s", variant);
+    for (char *kv = strtok_r(copy, " ", &save); kv; kv = strtok_r(NULL, " ", &save))
+        snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", kv);
+    cr_assert_eq(tu_sh("rm -rf %s/run && %s/train --config %s/c.json --out %s/run %s > %s/train.txt 2>&1", d, tu_bin(), d, d,
+                       sets, d),
+                 0, "%s: %s", variant, tu_slurp(tu_path(d, "train.txt"), NULL));
+}
+
 /* Every RNN cell, direction, depth, attention and output, one-hot and tied embeddings. */
 Test(onnx, every_rnn_variant_decodes_the_same_in_onnx_runtime, .timeout = 600) {
     static const char *const VARIANTS[] = {
@@ -137,13 +148,7 @@ Test(onnx, every_rnn_variant_decodes_the_same_in_onnx_runtime, .timeout = 600) {
     char targets[1100];
     snprintf(targets, sizeof targets, "--targets %s/trg.txt", d);
     for (size_t i = 0; i < sizeof VARIANTS / sizeof *VARIANTS; i++) {
-        char sets[512] = "", *save, copy[256];
-        snprintf(copy, sizeof copy, "%s", VARIANTS[i]);
-        for (char *kv = strtok_r(copy, " ", &save); kv; kv = strtok_r(NULL, " ", &save))
-            snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", kv);
-        cr_assert_eq(tu_sh("rm -rf %s/run && %s/train --config %s/c.json --out %s/run %s > %s/train.txt 2>&1", d, tu_bin(), d, d,
-                           sets, d),
-                     0, "%s: %s", VARIANTS[i], tu_slurp(tu_path(d, "train.txt"), NULL));
+        train_variant(d, VARIANTS[i]);
         check_model(d, tu_path(d, "run/model.bin"), tu_path(d, "src.txt"), targets, VARIANTS[i]);
     }
     tu_rm_rf(d);
@@ -169,13 +174,7 @@ Test(onnx, every_transformer_variant_decodes_the_same_in_onnx_runtime, .timeout 
     char targets[1100];
     snprintf(targets, sizeof targets, "--targets %s/trg.txt", d);
     for (size_t i = 0; i < sizeof VARIANTS / sizeof *VARIANTS; i++) {
-        char sets[512] = "", *save, copy[256];
-        snprintf(copy, sizeof copy, "%s", VARIANTS[i]);
-        for (char *kv = strtok_r(copy, " ", &save); kv; kv = strtok_r(NULL, " ", &save))
-            snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", kv);
-        cr_assert_eq(tu_sh("rm -rf %s/run && %s/train --config %s/c.json --out %s/run %s > %s/train.txt 2>&1", d, tu_bin(), d, d,
-                           sets, d),
-                     0, "%s: %s", VARIANTS[i], tu_slurp(tu_path(d, "train.txt"), NULL));
+        train_variant(d, VARIANTS[i]);
         check_model(d, tu_path(d, "run/model.bin"), tu_path(d, "src.txt"), targets, VARIANTS[i]);
         if (i == 0) /* int8: ONNX's quantised operators, their logits near ./translate --int8's */
             check_model(d, tu_path(d, "run/model.bin"), tu_path(d, "src.txt"), "--int8 --tol 0.25", "int8");

@@ -3,8 +3,8 @@
  * Two parts. A small ONNX writer (onnx.c): a graph is built node by node, each node's output
  * named for it, with initializers, typed inputs and outputs whose axes are numbers or names
  * (dynamic axes), and serialised as the protobuf of onnx.proto (ModelProto, IR version 8,
- * opset 17) through a temporary file and a rename. An OnnxGraph owns its strings, nodes and
- * the copies of its initializers.
+ * opset 17), which the export writes through a temporary file and a rename. An OnnxGraph owns
+ * its strings, nodes and the copies of its initializers.
  *
  * And the export (onnx_export.c, onnx_rnn.c, onnx_tf.c): a model file becomes a folder of two
  * graphs and what a caller needs besides them (docs/reference/model-files.md, "ONNX export"):
@@ -44,7 +44,6 @@ void onnx_output(OnnxGraph *g, const char *tensor, const char *name, OnnxType t,
 /* Initializers (copied; data may be unaligned); each returns the name. */
 const char *onnx_init_f32(OnnxGraph *g, const char *name, int ndim, const int64_t *shape, const void *data);
 const char *onnx_init_i8(OnnxGraph *g, const char *name, int ndim, const int64_t *shape, const int8_t *data);
-const char *onnx_scalar_u8(OnnxGraph *g, uint8_t v);
 const char *onnx_const_i64(OnnxGraph *g, int n, const int64_t *v); /* a 1-D tensor of n */
 const char *onnx_const_f64(OnnxGraph *g, int n, const double *v);
 const char *onnx_scalar_i64(OnnxGraph *g, int64_t v);              /* a 0-D tensor */
@@ -78,7 +77,6 @@ const char *onnx_zeros(OnnxGraph *g, const char *shape);                        
 
 /* The model as protobuf bytes (malloc'd into *buf): S2S_ERR_DATA past protobuf's 2 GiB. */
 S2sStatus onnx_serialize(const OnnxGraph *g, const char *doc, unsigned char **buf, size_t *len, S2sError *err);
-S2sStatus onnx_save(const OnnxGraph *g, const char *doc, const char *path, S2sError *err);
 
 /* ./export --format onnx [--int8]: the model file at in as the folder out (made whole, or not at
  * all; an existing out is refused). int8: a Transformer's products by weights in int8; an RNN's

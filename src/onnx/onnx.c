@@ -4,7 +4,6 @@
  * type) then its value: a varint (type 0), 4 little-endian bytes (type 5) or a length and
  * bytes (type 2: strings, bytes, nested messages, packed repeated numbers). Nested messages
  * are built into buffers of their own and copied in with their length. */
-#include "s2s/file.h"
 #include "s2s/onnx.h"
 
 #include <stdio.h>
@@ -163,8 +162,6 @@ const char *onnx_init_f32(OnnxGraph *g, const char *name, int ndim, const int64_
 const char *onnx_init_i8(OnnxGraph *g, const char *name, int ndim, const int64_t *shape, const int8_t *data) {
     return add_init(g, own(g, s2s_xstrdup(name)), ONNX_INT8, ndim, shape, data, 1);
 }
-
-const char *onnx_scalar_u8(OnnxGraph *g, uint8_t v) { return add_init(g, fresh(g, "c"), ONNX_UINT8, 0, NULL, &v, 1); }
 
 const char *onnx_const_i64(OnnxGraph *g, int n, const int64_t *v) {
     int64_t shape[1] = {n};
@@ -360,14 +357,4 @@ S2sStatus onnx_serialize(const OnnxGraph *g, const char *doc, unsigned char **bu
     pb_free(&gr), pb_free(&op);
     *buf = m.p, *len = m.n;
     return S2S_OK;
-}
-
-S2sStatus onnx_save(const OnnxGraph *g, const char *doc, const char *path, S2sError *err) {
-    unsigned char *buf;
-    size_t len;
-    S2sStatus st = onnx_serialize(g, doc, &buf, &len, err);
-    if (st) return st;
-    st = file_write_atomic(path, buf, len, err);
-    free(buf);
-    return st;
 }

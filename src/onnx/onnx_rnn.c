@@ -26,8 +26,7 @@ typedef struct Rnn {
 static const char *embedding(OnnxGraph *g, Rnn *r, bool src) {
     int V = src ? r->V_src : r->V;
     if (r->onehot) {
-        float *eye = calloc((size_t)V * V, sizeof *eye);
-        S2S_ASSERT(eye);
+        float *eye = s2s_xcalloc((size_t)V * V, sizeof *eye);
         for (int i = 0; i < V; i++) eye[(size_t)i * V + i] = 1.0f;
         const char *id = onnx_init_f32(g, src ? "onehot_src" : "onehot_trg", 2, (int64_t[]){V, V}, eye);
         free(eye);

@@ -181,23 +181,25 @@ static void tf_encoder(OnnxGraph *g, Tf *t, cJSON *meta) {
     }
 }
 
+/* Each decoder layer's keys STEM_k{l} (B, h, dh, axis) and values STEM_v{l} (B, h, axis, dh) as
+ * inputs. */
+static void kv_inputs(OnnxGraph *g, Tf *t, const char *stem, const char *axis) {
+    char nm[48], dims[96];
+    for (int l = 0; l < t->dec_layers; l++) {
+        snprintf(nm, sizeof nm, "%s_k%d", stem, l), snprintf(dims, sizeof dims, "batch,%d,%d,%s", t->heads, t->dh, axis);
+        onnx_input(g, nm, ONNX_FLOAT, dims);
+        snprintf(nm, sizeof nm, "%s_v%d", stem, l), snprintf(dims, sizeof dims, "batch,%d,%s,%d", t->heads, axis, t->dh);
+        onnx_input(g, nm, ONNX_FLOAT, dims);
+    }
+}
+
 static void tf_decoder(OnnxGraph *g, Tf *t) {
     char pre[96], dims[64], nm[48];
     const char *self_k[TF_ONNX_MAX_LAYERS], *self_v[TF_ONNX_MAX_LAYERS], *weights = NULL;
     onnx_input(g, "y", ONNX_INT64, "batch");
-    for (int l = 0; l < t->dec_layers; l++) {
-        snprintf(nm, sizeof nm, "self_k%d", l), snprintf(dims, sizeof dims, "batch,%d,%d,past", t->heads, t->dh);
-        onnx_input(g, nm, ONNX_FLOAT, dims);
-        snprintf(nm, sizeof nm, "self_v%d", l), snprintf(dims, sizeof dims, "batch,%d,past,%d", t->heads, t->dh);
-        onnx_input(g, nm, ONNX_FLOAT, dims);
-    }
+    kv_inputs(g, t, "self", "past");
     onnx_input(g, "src_bias", ONNX_FLOAT, "batch,src_len");
-    for (int l = 0; l < t->dec_layers; l++) {
-        snprintf(nm, sizeof nm, "cross_k%d", l), snprintf(dims, sizeof dims, "batch,%d,%d,src_len", t->heads, t->dh);
-        onnx_input(g, nm, ONNX_FLOAT, dims);
-        snprintf(nm, sizeof nm, "cross_v%d", l), snprintf(dims, sizeof dims, "batch,%d,src_len,%d", t->heads, t->dh);
-        onnx_input(g, nm, ONNX_FLOAT, dims);
-    }
+    kv_inputs(g, t, "cross", "src_len");
     const char *pos = onnx_op3(g, "Slice", onnx_op1(g, "Shape", "self_k0"), onnx_ints1(g, 3), onnx_ints1(g, 4)); /* (1): the cache's length */
     const char *x = embed(g, t, onnx_unsqueeze(g, "y", 1), pos, false);                         /* (B, 1, d) */
     const char *bias4 = onnx_unsqueeze(g, onnx_unsqueeze(g, "src_bias", 1), 1);
