@@ -5,7 +5,9 @@
  * python3-onnx and npm's onnxruntime-node (scripts/deps.sh installs both) and say SKIP with the
  * reason where either is missing. */
 #define _GNU_SOURCE /* memmem */
+#include "s2s/checkpoint.h"
 #include "s2s/onnx.h"
+#include "s2s/params.h"
 #include "test_util.h"
 
 #include <criterion/criterion.h>
@@ -256,6 +258,42 @@ Test(onnx, export_refuses_bad_input_and_overwrites_nothing, .timeout = 120) {
         cr_expect_eq(tu_sh("echo abc | node scripts/onnx/translate.js %s/run > %s/out.txt 2>&1", d, d), 1);
         cr_expect(tu_file_has(tu_path(d, "out.txt"), "s2s.json"), "%s", run_out(d));
     }
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* Whole files (their checksums right) whose configs make tensors of 10^10 floats and more while
+ * the files hold one 2 x 2 tensor: refused by name, in little memory (the sizes a config asks
+ * for are not allocated before the file shows them). */
+Test(onnx, export_refuses_a_config_its_tensors_do_not_match, .timeout = 60) {
+    char *d = tu_tmpdir();
+    ParamStore ps;
+    params_init(&ps);
+    params_add(&ps, "encoder.embedding.weight", 2, (int[]){2, 2});
+    cr_assert_eq(params_alloc(&ps, NULL), S2S_OK);
+    const char *toks[4] = {"<pad>", "<sos>", "<eos>", "a"};
+    const char *models[2][2] = {
+        {"\"type\": \"rnn\", \"cell\": \"gru\", \"embedding\": 100000, \"encoder_hidden\": 100000, \"decoder_hidden\": 100000",
+         "tensor \"encoder.embedding.weight\" is 2 x 2; its config's model makes it 4 x 100000"},
+        {"\"type\": \"transformer\", \"d_model\": 65536, \"ff\": 1048576",
+         "no tensor \"src_embed.weight\" (its config's model has one of 4 x 65536)"}};
+#ifndef __SANITIZE_ADDRESS__ /* ASan reserves more address space than this */
+    const char *limit = "ulimit -v 2000000; ";
+#else
+    const char *limit = "";
+#endif
+    for (int k = 0; k < 2; k++) {
+        char cfg[512];
+        snprintf(cfg, sizeof cfg, "{\"name\": \"big\", \"task\": {\"type\": \"reverse\"}, \"model\": {%s}}", models[k][0]);
+        CkptSave save = {.config_json = cfg, .src_tokens = toks, .n_src = 4, .trg_tokens = toks, .n_trg = 4, .params = &ps};
+        S2sError err;
+        cr_assert_eq(ckpt_save(tu_path(d, "big.bin"), &save, &err), S2S_OK, "%s", err.msg);
+        cr_expect_eq(tu_sh("%s%s/export %s/big.bin --format onnx --out %s/x > %s/out.txt 2>&1", limit, tu_bin(), d, d, d), 1,
+                     "%s", run_out(d));
+        cr_expect(tu_file_has(tu_path(d, "out.txt"), models[k][1]), "%s", run_out(d));
+        cr_expect_eq(tu_sh("test -e %s/x", d), 1, "nothing made");
+    }
+    params_free(&ps);
     tu_rm_rf(d);
     free(d);
 }

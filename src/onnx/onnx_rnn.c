@@ -23,19 +23,13 @@ typedef struct Rnn {
     int kq, heads, C;
 } Rnn;
 
+/* One-hot embeddings are the file's frozen V x V tensors, like learned ones: their size is shown by the file. */
 static const char *embedding(OnnxGraph *g, Rnn *r, bool src) {
-    int V = src ? r->V_src : r->V;
-    if (r->onehot) {
-        float *eye = s2s_xcalloc((size_t)V * V, sizeof *eye);
-        for (int i = 0; i < V; i++) eye[(size_t)i * V + i] = 1.0f;
-        const char *id = onnx_init_f32(g, src ? "onehot_src" : "onehot_trg", 2, (int64_t[]){V, V}, eye);
-        free(eye);
-        return id;
-    }
+    int V = src ? r->V_src : r->V, E = src ? r->E_src : r->E_trg; /* one-hot: E is V */
     Tie tie = r->s->cfg.model.tie_embeddings;
-    if ((src && tie == TIE_ALL) || (!src && tie != TIE_NONE)) return onnx_weight(g, r->s, "decoder.out.weight", V, r->H, 0, -1, false);
-    return onnx_weight(g, r->s, src ? "encoder.embedding.weight" : "decoder.embedding.weight", V, src ? r->E_src : r->E_trg, 0, -1,
-                  false);
+    if (!r->onehot && ((src && tie == TIE_ALL) || (!src && tie != TIE_NONE)))
+        return onnx_weight(g, r->s, "decoder.out.weight", V, r->H, 0, -1, false);
+    return onnx_weight(g, r->s, src ? "encoder.embedding.weight" : "decoder.embedding.weight", V, E, 0, -1, false);
 }
 
 /* One layer's W (dirs, G·h, in), R (dirs, G·h, h), B (dirs, 2·G·h) in ONNX's gate order. */
@@ -44,20 +38,27 @@ static void cell_weights(OnnxGraph *g, Rnn *r, const char *prefix, const char *s
     static const int GRU_ORDER[3] = {1, 0, 2}, LSTM_ORDER[4] = {0, 3, 1, 2}; /* ONNX's gate k is PyTorch's ORDER[k] */
     const int *order = r->lstm ? LSTM_ORDER : GRU_ORDER;
     int G = r->G;
+    float *wt[2][4] = {{NULL}};
+    bool ok = true;
+    for (int d = 0; d < dirs; d++) /* every tensor shown by the file before the config's sizes are allocated */
+        for (int k = 0; k < 4; k++) {
+            static const char *const KIND[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+            char n[128];
+            snprintf(n, sizeof n, "%s.%s%s%s", prefix, KIND[k], suffix, d ? "_reverse" : "");
+            int64_t cols = k == 0 ? in : k == 1 ? h : 0;
+            wt[d][k] = onnx_read(r->s, n, cols ? 2 : 1, (int64_t[]){(int64_t)G * h, cols});
+            ok = ok && wt[d][k];
+        }
+    if (!ok) {
+        for (int d = 0; d < dirs; d++)
+            for (int k = 0; k < 4; k++) free(wt[d][k]);
+        out[0] = out[1] = out[2] = ""; /* r->s->st says why; the graph is not written */
+        return;
+    }
     size_t nW = (size_t)dirs * G * h * in, nR = (size_t)dirs * G * h * h, nB = (size_t)dirs * 2 * G * h;
-    float *W = malloc(nW * sizeof *W), *R = malloc(nR * sizeof *R), *B = malloc(nB * sizeof *B);
-    S2S_ASSERT(W && R && B);
+    float *W = s2s_xmalloc(nW * sizeof *W), *R = s2s_xmalloc(nR * sizeof *R), *B = s2s_xmalloc(nB * sizeof *B);
     for (int d = 0; d < dirs; d++) {
-        const char *rev = d ? "_reverse" : "";
-        char n[4][128];
-        snprintf(n[0], sizeof n[0], "%s.weight_ih%s%s", prefix, suffix, rev);
-        snprintf(n[1], sizeof n[1], "%s.weight_hh%s%s", prefix, suffix, rev);
-        snprintf(n[2], sizeof n[2], "%s.bias_ih%s%s", prefix, suffix, rev);
-        snprintf(n[3], sizeof n[3], "%s.bias_hh%s%s", prefix, suffix, rev);
-        float *wi = onnx_read(r->s, n[0], 2, (int64_t[]){(int64_t)G * h, in});
-        float *wh = onnx_read(r->s, n[1], 2, (int64_t[]){(int64_t)G * h, h});
-        float *bi = onnx_read(r->s, n[2], 1, (int64_t[]){(int64_t)G * h});
-        float *bh = onnx_read(r->s, n[3], 1, (int64_t[]){(int64_t)G * h});
+        const float *wi = wt[d][0], *wh = wt[d][1], *bi = wt[d][2], *bh = wt[d][3];
         for (int k = 0; k < G; k++) {
             size_t src = (size_t)order[k] * h, dst = (size_t)k * h;
             memcpy(W + ((size_t)d * G * h + dst) * in, wi + src * in, (size_t)h * in * sizeof *W);
@@ -65,7 +66,7 @@ static void cell_weights(OnnxGraph *g, Rnn *r, const char *prefix, const char *s
             memcpy(B + (size_t)d * 2 * G * h + dst, bi + src, (size_t)h * sizeof *B);
             memcpy(B + (size_t)d * 2 * G * h + (size_t)G * h + dst, bh + src, (size_t)h * sizeof *B);
         }
-        free(wi), free(wh), free(bi), free(bh);
+        for (int k = 0; k < 4; k++) free(wt[d][k]);
     }
     char base[128];
     snprintf(base, sizeof base, "%s%s", prefix, suffix);

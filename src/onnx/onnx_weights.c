@@ -9,35 +9,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The tensor's floats, copied, or NULL with s->st set when the file has no such tensor or
+ * another shape: the shape a config asks for is not allocated before the file has shown it. */
 float *onnx_read(OnnxSource *s, const char *name, int ndim, const int64_t *shape) {
-    size_t n = 1;
-    char want[96] = "", have[96] = "";
-    for (int d = 0; d < ndim; d++) {
-        n *= (size_t)shape[d];
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? " x " : "", (long long)shape[d]);
-    }
-    float *out = s2s_xcalloc(n ? n : 1, sizeof *out);
     const CkptTensor *t = NULL;
     for (int i = 0; i < s->ckpt->n_tensors && !t; i++)
         if (!strcmp(s->ckpt->tensors[i].name, name)) t = &s->ckpt->tensors[i];
     bool same = t && t->ndim == ndim;
-    for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
+    size_t n = 1;
+    for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d], n *= (size_t)shape[d];
     if (same) {
+        float *out = s2s_xmalloc(n * sizeof *out);
         memcpy(out, t->data, n * sizeof *out);
         return out;
     }
-    if (s->st) return out;
+    if (s->st) return NULL;
     s->st = S2S_ERR_CORRUPT;
+    char want[96] = "", have[96] = "";
+    for (int d = 0; d < ndim; d++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? " x " : "", (long long)shape[d]);
     if (!t) {
         snprintf(s->err.msg, sizeof s->err.msg, "%s: no tensor \"%s\" (its config's model has one of %s)", s->origin,
                  name, want);
-        return out;
+        return NULL;
     }
     for (int d = 0; d < t->ndim; d++)
         snprintf(have + strlen(have), sizeof have - strlen(have), "%s%d", d ? " x " : "", t->shape[d]);
     snprintf(s->err.msg, sizeof s->err.msg, "%s: tensor \"%s\" is %s; its config's model makes it %s", s->origin, name,
              have, want);
-    return out;
+    return NULL;
 }
 
 const char *onnx_weight(OnnxGraph *g, OnnxSource *s, const char *name, int64_t m, int64_t n, int64_t r0, int64_t rows,
@@ -50,6 +50,7 @@ const char *onnx_weight(OnnxGraph *g, OnnxSource *s, const char *name, int64_t m
     const char *id = onnx_find_init(g, as);
     if (id) return id;
     float *w = onnx_read(s, name, n ? 2 : 1, (int64_t[]){m, n});
+    if (!w) return ""; /* s->st says why; the graph is not written */
     float *p = s2s_xmalloc((size_t)(R * cols) * sizeof *p);
     for (int64_t i = 0; i < R; i++)
         for (int64_t j = 0; j < cols; j++) p[t ? j * R + i : i * cols + j] = w[(r0 + i) * cols + j];
@@ -65,7 +66,9 @@ const char *onnx_linear_q8(OnnxGraph *g, OnnxSource *s, const char *x, const cha
     snprintf(qn, sizeof qn, "%s.q8_%lld", name, (long long)r0), snprintf(sn, sizeof sn, "%s.q8scale_%lld", name, (long long)r0);
     const char *wq = onnx_find_init(g, qn), *ws = onnx_find_init(g, sn);
     if (!wq) { /* (in, N) int8, column n the output channel n */
-        float *w = onnx_read(s, name, 2, (int64_t[]){m, in}), *scale = s2s_xmalloc((size_t)N * sizeof *scale);
+        float *w = onnx_read(s, name, 2, (int64_t[]){m, in});
+        if (!w) return "";
+        float *scale = s2s_xmalloc((size_t)N * sizeof *scale);
         int8_t *q = s2s_xmalloc((size_t)(N * in));
         for (int64_t n = 0; n < N; n++) {
             const float *row = w + (r0 + n) * in;
