@@ -409,6 +409,36 @@ Test(corpus, the_progress_counts_every_corpus, .timeout = 120) {
     free(d);
 }
 
+/* task.train_max_lines: a run on each training corpus's first lines is, metric for metric, a run
+ * whose training files hold only those lines (vocabularies included); the rest of the files is not
+ * read at all, so a longer target file is no error. */
+Test(corpus_cli, training_on_the_first_lines_is_training_on_those_lines, .timeout = 120) {
+    char *d = tu_word_corpus_dir(200, 20, false);
+    cr_assert_eq(tu_sh("cd %s && mkdir short && cp val.* test.* short/ && head -n 120 train.de > short/train.de && "
+                       "head -n 120 train.en > short/train.en && echo 'one more' >> train.en",
+                       d),
+                 0);
+    const char *runs[3][2] = {{"--set data_dir=%s/short", "short"}, {"--set task.train_max_lines=120", "first"}, {"", "all"}};
+    for (int i = 0; i < 3; i++) {
+        char opt[PATH_MAX + 64];
+        snprintf(opt, sizeof opt, runs[i][0], d);
+        int st = tu_sh("%s/train --config configs/multi30k.json --out %s/%s --set data_dir=%s --set train_prefix=train "
+                       "--set valid_prefix=val --set test_prefix=test --set min_freq=1 --set cache_dir= "
+                       "--set train.max_steps=6 --set train.batch_size=16 --set model.embedding=8 "
+                       "--set model.encoder_hidden=8 --set model.decoder_hidden=8 --set model.kq=4 %s > %s/%s.txt 2>&1 && "
+                       "cd %s && grep -o '\"\\(valid\\|test\\)_[a-z_]*\":[-0-9.e]*' %s/log.jsonl > %s.metrics",
+                       tu_bin(), d, runs[i][1], d, opt, d, runs[i][1], d, runs[i][1], runs[i][1]);
+        if (i < 2) cr_assert_eq(st, 0, "%s", tu_slurp(tu_path(d, i ? "first.txt" : "short.txt"), NULL));
+        else cr_expect_eq(st, 1, "the whole files differ in length: %s", tu_slurp(tu_path(d, "all.txt"), NULL));
+    }
+    cr_expect(tu_file_has(tu_path(d, "first.txt"), "data: 120 training pairs"), "%s", tu_slurp(tu_path(d, "first.txt"), NULL));
+    cr_expect(tu_file_has(tu_path(d, "all.txt"), "parallel files must match"), "%s", tu_slurp(tu_path(d, "all.txt"), NULL));
+    cr_expect_eq(tu_sh("cd %s && test -s first.metrics && cmp first.metrics short.metrics", d), 0,
+                 "the first 120 lines train unlike a corpus of those 120");
+    tu_rm_rf(d);
+    free(d);
+}
+
 /* train.valid_max_lines: validations score the split's first lines, exactly as a run whose
  * validation files hold only those lines; the test split is still scored whole. */
 Test(corpus_cli, validation_on_the_first_lines_is_validation_on_those_lines, .timeout = 120) {

@@ -244,3 +244,30 @@ Test(distill, the_guide_s_configs_and_table) {
     }
     free(page);
 }
+
+/* task.train_max_lines: a teacher and its student trained on the corpus's first 300 lines; the
+ * teacher translates those 300 only (./translate's output of them, byte for byte), under a key
+ * of their own, and the student trains on 300 pairs. */
+Test(distill, the_first_lines_only_are_translated, .timeout = 240) {
+    char *d = tu_word_corpus_dir(1000, 40, false);
+    write_config(d);
+    char args[2048], file[1024];
+    snprintf(args, sizeof args, "--out %s/teacher --set task.train_max_lines=300 --set epochs=2", d);
+    cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    expect_out_has(d, "data: 300 training pairs");
+    snprintf(args, sizeof args, "--out %s/s1 --set task.teacher=%s/teacher/model.bin --set teacher_beam=2 --set epochs=1 "
+                                "--set task.train_max_lines=300", d, d);
+    cr_assert_eq(train(d, args), 0, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    expect_out_has(d, "beam 2, alpha 1) translate 300 training sources into");
+    expect_out_has(d, "data: 300 training pairs (the teacher's targets)");
+    cr_assert(teacher_file(d, file, sizeof file));
+    cr_assert_eq(tu_sh("head -n 300 %s/train.de | %s/translate %s/teacher/model.bin --beam 2 > %s/ref.en 2>/dev/null", d, tu_bin(), d, d), 0);
+    cr_expect_eq(tu_sh("cmp -s %s %s/ref.en", file, d), 0, "the teacher's file is not ./translate's output of the first 300 lines");
+    /* the student's vocabularies, learned from those 300 lines, are the teacher's; the whole
+     * corpus's are not, and that student is refused before anything is translated */
+    snprintf(args, sizeof args, "--out %s/s2 --set task.teacher=%s/teacher/model.bin --set teacher_beam=2 --set epochs=1", d, d);
+    cr_expect_eq(train(d, args), 2, "%s", tu_slurp(tu_path(d, "out.txt"), NULL));
+    cr_expect(!tu_file_has(tu_path(d, "out.txt"), "translate 1000"));
+    tu_rm_rf(d);
+    free(d);
+}

@@ -72,6 +72,7 @@ typedef struct ConfigTask {
     char src_lang[8], trg_lang[8];
     char train_prefix[64], valid_prefix[64], test_prefix[64];
     int min_freq, max_vocab, max_train_len;
+    int train_max_lines;    /* each training corpus read up to its first this many lines (0: all) */
     float max_length_ratio; /* training pairs whose longer side is longer than this × the shorter are dropped (0: none) */
     bool dedup;             /* training pairs seen before are dropped */
     int subword_sample;     /* bpe: pairs BPE is learned from (a sample of the training pairs when they are more) */

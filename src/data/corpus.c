@@ -163,14 +163,17 @@ static S2sStatus reader_next(PairReader *r, bool *more, S2sError *err) {
         S2sStatus st = S2S_OK;
         bool a = true, fresh = r->rep + 1 >= r->nbest; /* a new source line, or its next teacher's translation */
         r->long_side = r->bad_utf8 = false;
-        if (fresh) {
+        bool cut = fresh && r->t->train_max_lines > 0 && r->line >= r->t->train_max_lines; /* task.train_max_lines */
+        if (cut) {
+            a = false;
+        } else if (fresh) {
             a = side_next(&r->rs, r->ps, &r->s, &r->long_side, &r->bad_utf8, &st, err);
             if (st) return st;
             r->src_long = r->long_side, r->src_bad = r->bad_utf8, r->rep = 0;
         } else {
             r->long_side = r->src_long, r->bad_utf8 = r->src_bad, r->rep++;
         }
-        bool b = side_next(&r->rt, r->pt, &r->t_line, &r->long_side, &r->bad_utf8, &st, err);
+        bool b = !cut && side_next(&r->rt, r->pt, &r->t_line, &r->long_side, &r->bad_utf8, &st, err);
         if (st) return st;
         if (a != b && r->teacher)
             return s2s_fail(err, S2S_ERR_DATA, "%s has %ld lines but %s has more; the teacher's translations need %d a source "

@@ -58,6 +58,9 @@ const Key CONFIG_KEYS[] = {
     {"task.max_train_len", K_INT, OFF(task.max_train_len), 0, 65000, NULL,
      "translate: drop training pairs with more tokens on a side (subword pieces with a subword model, else words; 0: "
      "keep all, up to 65000)", W_TRANSLATE},
+    {"task.train_max_lines", K_INT, OFF(task.train_max_lines), 0, 2e9, NULL,
+     "translate: read only each training corpus's first this many lines (before any filter; the vocabularies, the "
+     "subword model and a teacher's translations come from them): a quick run, a learning curve (0: all)", W_TRANSLATE},
     {"task.max_length_ratio", K_FLOAT, OFF(task.max_length_ratio), 0, 1e6, NULL,
      "translate: drop training pairs whose longer side has more than this many times the tokens of the shorter (0: "
      "keep all)", W_TRANSLATE},

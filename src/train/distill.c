@@ -126,13 +126,15 @@ static S2sStatus check_vocab(const Teacher *t, const ConfigTask *student, const 
 
 /* cache_dir/KEY.teacher.LANG: KEY the SHA-256 digest of the teacher's beam, α, length limit and
  * precision, of the bytes each teacher model was loaded from (not of its file as it is now: a
- * teacher still training replaces it) and of the source file's bytes. Not of the build: a new
- * build does not translate again. */
+ * teacher still training replaces it), of the source file's bytes and of task.train_max_lines
+ * where it cuts them. Not of the build: a new build does not translate again. */
 static S2sStatus output_path(const Teacher *t, const ConfigTask *task, const char *source, int max_len, char *out,
                              size_t n, S2sError *err) {
-    char settings[112];
-    snprintf(settings, sizeof settings, "distill 2|%d|%.9g|%d|%s|%d|%s", task->teacher_beam, (double)task->teacher_alpha,
-             max_len, task->trg_lang, task->teacher_nbest, PRECISION_NAMES[task->teacher_precision]);
+    char settings[144];
+    int at = snprintf(settings, sizeof settings, "distill 2|%d|%.9g|%d|%s|%d|%s", task->teacher_beam,
+                     (double)task->teacher_alpha, max_len, task->trg_lang, task->teacher_nbest,
+                     PRECISION_NAMES[task->teacher_precision]);
+    if (task->train_max_lines > 0) snprintf(settings + at, sizeof settings - (size_t)at, "|first %d", task->train_max_lines);
     DigestCtx c;
     digest_init(&c);
     digest_str(&c, settings);
@@ -151,8 +153,8 @@ static S2sStatus output_path(const Teacher *t, const ConfigTask *task, const cha
     return S2S_OK;
 }
 
-/* The lines a source file has. */
-static S2sStatus count_lines(const char *path, long *n, S2sError *err) {
+/* The lines a file has, or max when it has more (max > 0: task.train_max_lines). */
+static S2sStatus count_lines(const char *path, long max, long *n, S2sError *err) {
     *n = 0;
     FILE *f = text_open(path, NULL);
     if (!f) return s2s_fail(err, S2S_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -160,20 +162,21 @@ static S2sStatus count_lines(const char *path, long *n, S2sError *err) {
     line_reader_init(&lr, f, TEXT_MAX_LINE);
     const char *s;
     size_t len;
-    LineStatus ls;
-    while ((ls = line_read(&lr, &s, &len)) == LINE_OK || ls == LINE_TOO_LONG) ++*n;
+    LineStatus ls = LINE_EOF;
+    while ((max <= 0 || *n < max) && ((ls = line_read(&lr, &s, &len)) == LINE_OK || ls == LINE_TOO_LONG)) ++*n;
     line_reader_free(&lr);
     fclose(f);
+    if (max > 0 && *n == max) return S2S_OK;
     if (ls != LINE_EOF) return s2s_fail(err, S2S_ERR_DATA, "%s:%ld: cannot be read as text", path, *n + 1);
     return S2S_OK;
 }
 
 /* Whether a cached translations file is whole: n_best lines for each of the source's, the last
  * one ended (write_block ends every line). A file cut, extended or unreadable is made again. */
-static bool output_whole(const char *path, const char *source, int n_best, char *why, size_t n_why) {
+static bool output_whole(const char *path, const char *source, long max, int n_best, char *why, size_t n_why) {
     long have = 0, sources = 0;
     S2sError e;
-    if (count_lines(path, &have, &e) || count_lines(source, &sources, &e)) {
+    if (count_lines(path, 0, &have, &e) || count_lines(source, max, &sources, &e)) {
         snprintf(why, n_why, "%.*s", (int)(n_why > 1 ? n_why - 1 : 0), e.msg);
         return false;
     }
@@ -307,7 +310,7 @@ static S2sStatus translate_rest(const Translator *tr, const char *source, FILE *
 static S2sStatus make_output(Teacher *t, const ConfigTask *task, const char *source, const char *path, int max_len,
                              FILE *log, const TaskLoadHooks *hooks, S2sError *err) {
     long total;
-    S2sStatus st = count_lines(source, &total, err);
+    S2sStatus st = count_lines(source, task->train_max_lines, &total, err);
     if (st || (st = file_mkdirs(task->cache_dir, err))) return st;
     char part[CONFIG_STR + 8];
     snprintf(part, sizeof part, "%s.part", path);
@@ -373,7 +376,7 @@ S2sStatus distill_prepare(const Config *cfg, ConfigTask *task, FILE *log, const 
     int max_len = t->n ? t->cfg[0].train.max_decode_len : 0;
     if (!st) st = output_path(t, &cfg->task, source, max_len, path, sizeof path, err);
     char why[CONFIG_STR + 64];
-    if (!st && file_is_regular(path) && !output_whole(path, source, cfg->task.teacher_nbest, why, sizeof why)) {
+    if (!st && file_is_regular(path) && !output_whole(path, source, cfg->task.train_max_lines, cfg->task.teacher_nbest, why, sizeof why)) {
         if (log) fprintf(log, "teacher: %s was damaged (%s): made again\n", path, why);
         unlink(path);
     }
