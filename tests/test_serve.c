@@ -24,8 +24,9 @@ Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeo
     char *d = trained_model_dir();
     tu_write(tu_path(d, "in.txt"), "abcd\ndcba\naabbcc\nbad\n");
     cr_assert_eq(tu_sh("cd %s && %s/translate model.bin --input in.txt > greedy.txt 2>/dev/null && "
-                       "%s/translate model.bin --input in.txt --beam 3 --n-best 2 > nbest.txt 2>/dev/null",
-                       d, tu_bin(), tu_bin()),
+                       "%s/translate model.bin --input in.txt --beam 3 --n-best 2 > nbest.txt 2>/dev/null && "
+                       "%s/translate model.bin --input in.txt --beam 3 --attention beam.jsonl > /dev/null 2>&1",
+                       d, tu_bin(), tu_bin(), tu_bin()),
                  0);
     int port = start_server(d, "");
     cr_assert(port > 0, "serve did not start: %s", tu_slurp(tu_path(d, "serve.txt"), NULL));
@@ -81,6 +82,24 @@ Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeo
     }
     free(nbest);
     cJSON_Delete(j);
+    /* beam 3 with attention: each line's is ./translate --beam 3 --attention's (the best hypothesis's) */
+    j = translate_ok(port, "{\"text\": [\"abcd\", \"dcba\", \"aabbcc\", \"bad\"], \"beam\": 3, \"attention\": true}");
+    list = cJSON_GetObjectItemCaseSensitive(j, "translations");
+    char *beam = tu_slurp(tu_path(d, "beam.jsonl"), NULL);
+    save = NULL;
+    line = strtok_r(beam, "\n", &save);
+    for (int i = 0; i < 4; i++, line = strtok_r(NULL, "\n", &save)) {
+        cr_assert(line != NULL, "./translate --attention wrote %d lines", i);
+        cJSON *want = cJSON_Parse(line);
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, i), "attention");
+        const char *keys[3] = {"source", "target", "weights"};
+        for (int k = 0; k < 3; k++)
+            cr_expect(a && cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, keys[k]), cJSON_GetObjectItemCaseSensitive(want, keys[k]), true),
+                      "line %d: serve's \"%s\" under beam 3 is not ./translate's", i, keys[k]);
+        cJSON_Delete(want);
+    }
+    free(beam);
+    cJSON_Delete(j);
     /* a line the model cannot read: an error on its entry, the others translated */
     j = translate_ok(port, "{\"text\": [\"abcx\", \"abc\"]}");
     list = cJSON_GetObjectItemCaseSensitive(j, "translations");
@@ -122,7 +141,6 @@ Test(serve, bad_requests_are_4xx_with_a_json_error_and_the_server_goes_on, .time
         {"{\"text\": \"abc\", \"beam\": 10000}", "\"beam\": an integer from 1"},
         {"{\"text\": \"abc\", \"beam\": 2.5}", "\"beam\": an integer"},
         {"{\"text\": \"abc\", \"beam\": 2, \"n_best\": 3}", "more than \"beam\""},
-        {"{\"text\": \"abc\", \"beam\": 2, \"attention\": true}", "greedy"},
         {"{\"text\": \"abc\", \"attention\": 1}", "true or false"},
         {"{\"text\": \"abc\", \"alpha\": -1}", "\"alpha\""},
         {"{\"text\": \"abc\", \"beams\": 2}", "unknown key \"beams\""},
@@ -294,13 +312,22 @@ Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
     for (const char *q = dom; (q = strstr(q, "<td ")); q++) cells++;
     cr_expect(weights > 0 && cells == weights, "%d heatmap cells on the page, %d weights from the API", cells, weights);
     cJSON_Delete(j);
-    /* beam search: the page says why no attention comes (it once vanished without a word) */
+    /* beam search: its attention is drawn too, the best hypothesis's */
     cr_assert_eq(tu_sh("cd %s && timeout 120 chromium %s --dump-dom 'http://127.0.0.1:%d/?text=abcd&beam=3' > dom3.html 2> chromium.txt",
                        d, flags, port),
                  0);
     char *dom3 = tu_slurp(tu_path(d, "dom3.html"), NULL);
-    cr_expect(dom3 && strstr(dom3, "data-done=\"1\"") && strstr(dom3, "No attention with beam search") && !strstr(dom3, "<td "),
-              "beam 3: no word on the missing attention:\n%s", dom3);
+    cJSON *j3 = translate_ok(port, "{\"text\": [\"abcd\"], \"beam\": 3, \"attention\": true}");
+    int weights3 = 0, cells3 = 0;
+    const cJSON *row3;
+    cJSON_ArrayForEach(row3, cJSON_GetObjectItemCaseSensitive(
+                                 cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j3, "translations"), 0),
+                                                                  "attention"),
+                                 "weights")) weights3 += cJSON_GetArraySize(row3);
+    for (const char *q = dom3 ? dom3 : ""; (q = strstr(q, "<td ")); q++) cells3++;
+    cr_expect(dom3 && strstr(dom3, "data-done=\"1\"") && weights3 > 0 && cells3 == weights3,
+              "beam 3: %d heatmap cells on the page, %d weights from the API:\n%s", cells3, weights3, dom3);
+    cJSON_Delete(j3);
     free(dom3);
     tu_sh("mkdir -p build/test-artifacts && timeout 120 chromium %s --screenshot=build/test-artifacts/serve-page.png "
           "'http://127.0.0.1:%d/?text=abcd%%0Abcdaa' > /dev/null 2>&1",
@@ -593,14 +620,15 @@ Test(serve, heads_and_layers_of_multi_head_models, .timeout = 240) {
 }
 
 /* The page as a person uses it, in headless Chromium driven over DevTools: type two sentences,
- * set the beam, click translate, read what is shown (./translate's outputs; with beam search a
- * note saying why no attention comes, once a silent gap), back to greedy (the attention tables
- * appear), then pick the run in its list and read the chart (axis names and values, once
- * missing) and the attention pictures. */
+ * set the beam, click translate, read what is shown (./translate's outputs; with beam search the
+ * best hypothesis's attention, a cell a weight of ./translate --beam 3 --attention's), back to
+ * greedy (the attention tables, no note), then pick the run in its list and read the chart (axis
+ * names and values, once missing) and the attention pictures. */
 Test(serve, the_page_is_clicked_through_in_a_browser, .timeout = 240) {
     char *d = trained_model_dir();
     cr_assert_eq(tu_sh("cd %s && mkdir runs && cp -r run runs/one && printf 'abcd\\nbcdaa\\n' > in.txt && "
-                       "%s/translate model.bin --input in.txt --beam 3 > beam.txt && %s/translate model.bin --input in.txt > greedy.txt",
+                       "%s/translate model.bin --input in.txt --beam 3 --attention beam.jsonl > beam.txt && "
+                       "%s/translate model.bin --input in.txt > greedy.txt",
                        d, tu_bin(), tu_bin()),
                  0);
     char args[600];
@@ -627,13 +655,21 @@ Test(serve, the_page_is_clicked_through_in_a_browser, .timeout = 240) {
     char *shown = browser_eval(&b, outs), *want = tu_slurp(tu_path(d, "beam.txt"), NULL);
     cr_expect_str_eq(shown, want, "beam 3: the page shows what ./translate --beam 3 writes");
     free(shown), free(want);
-    char *heat = browser_eval(&b, "$('heatmaps').innerText");
-    cr_expect(strstr(heat, "No attention with beam search"), "beam 3: nothing says why no attention is shown: \"%s\"", heat);
-    free(heat);
+    char *att = tu_slurp(tu_path(d, "beam.jsonl"), NULL), *save = NULL, want_cells[16];
+    int weights = 0;
+    for (char *l = strtok_r(att, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        cJSON *a = cJSON_Parse(l);
+        const cJSON *row;
+        cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(a, "weights")) weights += cJSON_GetArraySize(row);
+        cJSON_Delete(a);
+    }
+    free(att);
+    snprintf(want_cells, sizeof want_cells, "%d", weights);
     char *cells = browser_eval(&b, "String(document.querySelectorAll('#heatmaps td').length)");
-    cr_expect_str_eq(cells, "0");
+    cr_expect(weights > 0 && !strcmp(cells, want_cells), "beam 3: %s heatmap cells, ./translate --beam 3 --attention gives %d weights",
+              cells, weights);
     free(cells);
-    /* back to greedy: the attention tables, no note */
+    /* back to greedy: the attention tables */
     free(browser_eval(&b, "delete document.body.dataset.done, true"));
     cr_assert(browser_type(&b, "#beam", "1"));
     cr_assert(browser_click(&b, "#translate"));
@@ -641,7 +677,7 @@ Test(serve, the_page_is_clicked_through_in_a_browser, .timeout = 240) {
     shown = browser_eval(&b, outs), want = tu_slurp(tu_path(d, "greedy.txt"), NULL);
     cr_expect_str_eq(shown, want, "greedy: the page shows what ./translate writes");
     free(shown), free(want);
-    heat = browser_eval(&b, "$('heatmaps').innerText");
+    char *heat = browser_eval(&b, "$('heatmaps').innerText");
     cells = browser_eval(&b, "String(document.querySelectorAll('#heatmaps td').length)");
     cr_expect(!strstr(heat, "No attention") && atoi(cells) > 0, "greedy: %s attention cells, \"%.200s\"", cells, heat);
     free(heat), free(cells);

@@ -27,8 +27,9 @@ class Hypothesis:
 
 @dataclass
 class Attention:
-    """A line's attention in greedy decoding: weights[k] is the distribution over the source
-    tokens when output token k was written (the last row <eos>'s when the output ended).
+    """A line's attention (greedy decoding's, or beam search's best hypothesis's): weights[k] is
+    the distribution over the source tokens when output token k was written (the last row
+    <eos>'s when the output ended).
     heads: (layers, heads, n_out, n_src) for a Transformer or a multihead RNN, else None."""
     text: str
     source: List[str]

@@ -145,10 +145,6 @@ static bool parse_translate(const cJSON *j, bool marked, int max_sentences, Tran
         snprintf(msg, n_msg, "\"n_best\" %d is more than \"beam\" %d", q->n_best, q->beam);
         return false;
     }
-    if (q->attention && q->beam > 1) {
-        snprintf(msg, n_msg, "\"attention\" comes with greedy decoding (\"beam\": 1): beam search keeps no attention");
-        return false;
-    }
     q->lines = s2s_xcalloc((size_t)(q->n ? q->n : 1), sizeof *q->lines);
     for (int i = 0; i < q->n; i++) {
         const cJSON *e = cJSON_IsString(text) ? text : cJSON_GetArrayItem(text, i);
