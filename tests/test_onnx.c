@@ -152,6 +152,12 @@ Test(onnx, every_rnn_variant_decodes_the_same_in_onnx_runtime, .timeout = 600) {
     for (size_t i = 0; i < sizeof VARIANTS / sizeof *VARIANTS; i++) {
         train_variant(d, VARIANTS[i]);
         check_model(d, tu_path(d, "run/model.bin"), tu_path(d, "src.txt"), targets, VARIANTS[i]);
+        if (i >= 1 && i <= 5) { /* int8: the products outside the cells (bridge, attention, output), near ./translate --int8's */
+            char what[200], extra[1200];
+            snprintf(what, sizeof what, "int8 %s", VARIANTS[i]);
+            snprintf(extra, sizeof extra, "--int8 --tol 0.25 %s", targets);
+            check_model(d, tu_path(d, "run/model.bin"), tu_path(d, "src.txt"), extra, what);
+        }
     }
     tu_rm_rf(d);
     free(d);
@@ -238,8 +244,6 @@ Test(onnx, export_refuses_bad_input_and_overwrites_nothing, .timeout = 120) {
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "float32"), "%s", run_out(d));
     cr_expect_eq(tu_sh("%s/export %s --int8 --out %s/y > %s/out.txt 2>&1", tu_bin(), m, d, d), 2);
     cr_expect(tu_file_has(tu_path(d, "out.txt"), "--int8 is for --format onnx"), "%s", run_out(d));
-    cr_expect_eq(tu_sh("%s/export %s --format onnx --int8 --out %s/y > %s/out.txt 2>&1", tu_bin(), m, d, d), 2);
-    cr_expect(tu_file_has(tu_path(d, "out.txt"), "GRU and LSTM operators, which are float only"), "%s", run_out(d));
     cr_expect_eq(tu_sh("test -e %s/y", d), 1);
     /* a good one: the folder whole, no temporary left beside it */
     cr_assert_eq(tu_sh("%s/export %s --format onnx --out %s/ok > %s/out.txt 2>&1", tu_bin(), m, d, d), 0, "%s", run_out(d));

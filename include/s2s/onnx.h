@@ -79,8 +79,8 @@ const char *onnx_zeros(OnnxGraph *g, const char *shape);                        
 S2sStatus onnx_serialize(const OnnxGraph *g, const char *doc, unsigned char **buf, size_t *len, S2sError *err);
 
 /* ./export --format onnx [--int8]: the model file at in as the folder out (made whole, or not at
- * all; an existing out is refused). int8: a Transformer's products by weights in int8; an RNN's
- * is refused (its cells are ONNX's GRU/LSTM operators, float only). */
+ * all; an existing out is refused). int8: the products by weights in int8, but for an RNN's
+ * cells (ONNX's GRU/LSTM operators, float only). */
 S2sStatus onnx_export(const char *in, const char *out, bool int8, S2sError *err);
 
 #endif

@@ -25,9 +25,9 @@ static void usage(FILE *f) {
                "               refused) with encoder.onnx, decoder.onnx (one decoding step: it takes and returns its\n"
                "               state) and s2s.json (vocabularies, special ids, decoding settings, each tensor's batch\n"
                "               axis), for ONNX Runtime (opset 17; docs/how-to/onnx.md)\n"
-               "  --int8       with --format onnx: a Transformer's products by weights in int8, as ONNX Runtime's\n"
-               "               dynamic quantisation writes them (weights per channel, activations per tensor;\n"
-               "               outputs may differ from float32's)\n");
+               "  --int8       with --format onnx: the products by weights in int8, as ONNX Runtime's dynamic\n"
+               "               quantisation writes them (weights per channel, activations per tensor; outputs may\n"
+               "               differ from float32's); an RNN's cells stay float32 (ONNX's GRU and LSTM are float)\n");
 }
 
 int main(int argc, char **argv) {

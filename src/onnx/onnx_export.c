@@ -134,12 +134,7 @@ S2sStatus onnx_export(const char *in, const char *out, bool int8, S2sError *err)
     OnnxSource s = {.ckpt = &c, .n_src = c.n_src, .n_trg = c.n_trg, .origin = in, .int8 = int8};
     config_defaults(&s.cfg);
     char tmp[PATH_MAX];
-    if (!(st = config_parse(&s.cfg, c.config_json, in, err)) && int8 && s.cfg.model.type == MODEL_RNN)
-        st = s2s_fail(err, S2S_ERR_CONFIG,
-                      "%s: --int8 exports a Transformer; an RNN's cells are ONNX's GRU and LSTM operators, which are float "
-                      "only (export it without --int8)",
-                      in);
-    if (!st) {
+    if (!(st = config_parse(&s.cfg, c.config_json, in, err))) {
         if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out) >= (int)sizeof tmp)
             st = s2s_fail(err, S2S_ERR_CONFIG, "%s: path too long", out);
         else if (!mkdtemp(tmp))

@@ -17,7 +17,7 @@ typedef struct OnnxSource {
     int n_src, n_trg;   /* its vocabularies' sizes */
     Config cfg;
     const char *origin; /* the model file, for messages */
-    bool int8;          /* the Transformer's products by weights in int8 (onnx_linear_q8) */
+    bool int8;          /* products by weights in int8 (onnx_linear_q8), but for an RNN's cells */
     S2sStatus st;
     S2sError err;
 } OnnxSource;

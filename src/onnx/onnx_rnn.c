@@ -89,6 +89,23 @@ static OnnxNode *rnn_node(OnnxGraph *g, Rnn *r, const char *x, const char *w[3],
     return n;
 }
 
+/* x (B, in) W[r0 .. r0 + rows)^T + b (rows -1: all m; b an initializer or NULL): a Gemm, or with
+ * --int8 ONNX Runtime's dynamic quantisation (onnx_linear_q8). The cells stay float32: ONNX's GRU
+ * and LSTM operators have no integer form. */
+static const char *linear(OnnxGraph *g, Rnn *r, const char *x, const char *name, int64_t m, int64_t in, int64_t r0,
+                          int64_t rows, const char *b) {
+    if (r->s->int8) return onnx_linear_q8(g, r->s, x, name, m, in, r0, rows, b);
+    return onnx_gemm(g, x, onnx_weight(g, r->s, name, m, in, r0, rows, false), b);
+}
+
+/* x (B, S, in) W^T + b as MatMul and Add (b NULL: none), or in int8 as linear() */
+static const char *linear3(OnnxGraph *g, Rnn *r, const char *x, const char *name, int64_t m, int64_t in, int64_t r0,
+                           int64_t rows, const char *b) {
+    if (r->s->int8) return onnx_linear_q8(g, r->s, x, name, m, in, r0, rows, b);
+    const char *y = onnx_op2(g, "MatMul", x, onnx_weight(g, r->s, name, m, in, r0, rows, true));
+    return b ? onnx_op2(g, "Add", y, b) : y;
+}
+
 /* enc (B, S, D) → what the variant projects once: keys, and multihead's values */
 static void attn_memories(OnnxGraph *g, Rnn *r, const char *enc, const char **keys, const char **values) {
     const char *p = "decoder.attention";
@@ -100,28 +117,28 @@ static void attn_memories(OnnxGraph *g, Rnn *r, const char *enc, const char **ke
     case ATTN_DOT: return;
     case ATTN_SCALED_DOT:
     case ATTN_ADDITIVE:
-        snprintf(n, sizeof n, "%s.W_k.weight", p);
-        *keys = onnx_op2(g, "MatMul", enc, onnx_weight(g, r->s, n, r->kq, r->D, 0, -1, true));
         snprintf(n, sizeof n, "%s.W_k.bias", p);
-        *keys = onnx_op2(g, "Add", *keys, onnx_weight(g, r->s, n, r->kq, 0, 0, -1, false));
+        const char *b = onnx_weight(g, r->s, n, r->kq, 0, 0, -1, false);
+        snprintf(n, sizeof n, "%s.W_k.weight", p);
+        *keys = linear3(g, r, enc, n, r->kq, r->D, 0, -1, b);
         return;
     case ATTN_GENERAL:
         snprintf(n, sizeof n, "%s.W.weight", p);
-        *keys = onnx_op2(g, "MatMul", enc, onnx_weight(g, r->s, n, r->H, r->D, 0, -1, true));
+        *keys = linear3(g, r, enc, n, r->H, r->D, 0, -1, NULL);
         return;
     case ATTN_MULTIHEAD: {
         int H = r->H, dh = H / r->heads;
         bool packed = r->D == H;
-        const char *wk, *wv;
-        snprintf(n, sizeof n, "%s.in_proj_weight", p);
-        if (packed) wk = onnx_weight(g, r->s, n, 3 * H, H, H, H, true), wv = onnx_weight(g, r->s, n, 3 * H, H, 2 * H, H, true);
-        else {
-            snprintf(n, sizeof n, "%s.k_proj_weight", p), wk = onnx_weight(g, r->s, n, H, r->D, 0, -1, true);
-            snprintf(n, sizeof n, "%s.v_proj_weight", p), wv = onnx_weight(g, r->s, n, H, r->D, 0, -1, true);
-        }
         snprintf(n, sizeof n, "%s.in_proj_bias", p);
-        const char *k = onnx_op2(g, "Add", onnx_op2(g, "MatMul", enc, wk), onnx_weight(g, r->s, n, 3 * H, 0, H, H, false));
-        const char *v = onnx_op2(g, "Add", onnx_op2(g, "MatMul", enc, wv), onnx_weight(g, r->s, n, 3 * H, 0, 2 * H, H, false));
+        const char *bk = onnx_weight(g, r->s, n, 3 * H, 0, H, H, false), *bv = onnx_weight(g, r->s, n, 3 * H, 0, 2 * H, H, false);
+        const char *k, *v;
+        if (packed) {
+            snprintf(n, sizeof n, "%s.in_proj_weight", p);
+            k = linear3(g, r, enc, n, 3 * H, H, H, H, bk), v = linear3(g, r, enc, n, 3 * H, H, 2 * H, H, bv);
+        } else {
+            snprintf(n, sizeof n, "%s.k_proj_weight", p), k = linear3(g, r, enc, n, H, r->D, 0, -1, bk);
+            snprintf(n, sizeof n, "%s.v_proj_weight", p), v = linear3(g, r, enc, n, H, r->D, 0, -1, bv);
+        }
         int64_t split[4] = {0, 0, r->heads, dh};
         *keys = onnx_transpose(g, onnx_reshape(g, k, 4, split), 4, (int64_t[]){0, 2, 3, 1});   /* (B, heads, dh, S) */
         *values = onnx_transpose(g, onnx_reshape(g, v, 4, split), 4, (int64_t[]){0, 2, 1, 3}); /* (B, heads, S, dh) */
@@ -151,11 +168,10 @@ static void rnn_encoder(OnnxGraph *g, Rnn *r, cJSON *meta) {
     const char *enc = onnx_transpose(g, x, 3, (int64_t[]){1, 0, 2}); /* (B, S, D) */
     const char *h0, *c0 = NULL;
     if (r->bi) { /* h₀ of each layer: ReLU(fc([h→_last ; h←_first])) */
-        const char *fw = onnx_weight(g, r->s, "encoder.fc.weight", r->H, r->D, 0, -1, false);
         const char *fb = onnx_weight(g, r->s, "encoder.fc.bias", r->H, 0, 0, -1, false);
         for (int k = 0; k < r->L; k++) {
             const char *both = onnx_reshape(g, onnx_transpose(g, hs[k], 3, (int64_t[]){1, 0, 2}), 2, (int64_t[]){0, -1});
-            hs[k] = onnx_unsqueeze(g, onnx_op1(g, "Relu", onnx_gemm(g, both, fw, fb)), 0);
+            hs[k] = onnx_unsqueeze(g, onnx_op1(g, "Relu", linear(g, r, both, "encoder.fc.weight", r->H, r->D, 0, -1, fb)), 0);
         }
         h0 = onnx_concat(g, r->L, hs, 0);
         if (r->lstm) c0 = onnx_zeros(g, onnx_op1(g, "Shape", h0));
@@ -214,17 +230,17 @@ static const char *attention(OnnxGraph *g, Rnn *r, const char *top, const char *
     case ATTN_DOT: scores = onnx_squeeze(g, onnx_op2(g, "MatMul", "enc", onnx_unsqueeze(g, top, 2)), 2); break;
     case ATTN_GENERAL: scores = onnx_squeeze(g, onnx_op2(g, "MatMul", "keys", onnx_unsqueeze(g, top, 2)), 2); break;
     case ATTN_SCALED_DOT: {
-        snprintf(n, sizeof n, "%s.W_q.weight", p);
-        const char *w = onnx_weight(g, r->s, n, r->kq, r->H, 0, -1, false);
         snprintf(n, sizeof n, "%s.W_q.bias", p);
-        const char *q = onnx_unsqueeze(g, onnx_gemm(g, top, w, onnx_weight(g, r->s, n, r->kq, 0, 0, -1, false)), 2);
+        const char *b = onnx_weight(g, r->s, n, r->kq, 0, 0, -1, false);
+        snprintf(n, sizeof n, "%s.W_q.weight", p);
+        const char *q = onnx_unsqueeze(g, linear(g, r, top, n, r->kq, r->H, 0, -1, b), 2);
         scores = onnx_op2(g, "Mul", onnx_squeeze(g, onnx_op2(g, "MatMul", "keys", q), 2),
                           onnx_scalar_f32(g, 1.0f / sqrtf((float)r->kq)));
         break;
     }
     case ATTN_ADDITIVE: {
         snprintf(n, sizeof n, "%s.W_q.weight", p);
-        const char *q = onnx_unsqueeze(g, onnx_gemm(g, top, onnx_weight(g, r->s, n, r->kq, r->H, 0, -1, false), NULL), 1);
+        const char *q = onnx_unsqueeze(g, linear(g, r, top, n, r->kq, r->H, 0, -1, NULL), 1);
         snprintf(n, sizeof n, "%s.v", p);
         const char *v = onnx_reshape(g, onnx_weight(g, r->s, n, r->kq, 0, 0, -1, false), 2, (int64_t[]){r->kq, 1});
         scores = onnx_squeeze(g, onnx_op2(g, "MatMul", onnx_op1(g, "Tanh", onnx_op2(g, "Add", "keys", q)), v), 2);
@@ -232,12 +248,11 @@ static const char *attention(OnnxGraph *g, Rnn *r, const char *top, const char *
     }
     case ATTN_MULTIHEAD: {
         int H = r->H, dh = H / r->heads;
-        const char *wq;
-        snprintf(n, sizeof n, "%s.%s", p, r->D == H ? "in_proj_weight" : "q_proj_weight");
-        wq = r->D == H ? onnx_weight(g, r->s, n, 3 * H, H, 0, H, false) : onnx_weight(g, r->s, n, H, H, 0, -1, false);
         snprintf(n, sizeof n, "%s.in_proj_bias", p);
-        const char *q = onnx_reshape(g, onnx_gemm(g, top, wq, onnx_weight(g, r->s, n, 3 * H, 0, 0, H, false)), 4,
-                                (int64_t[]){0, r->heads, 1, dh});
+        const char *bq = onnx_weight(g, r->s, n, 3 * H, 0, 0, H, false);
+        snprintf(n, sizeof n, "%s.%s", p, r->D == H ? "in_proj_weight" : "q_proj_weight");
+        const char *q = onnx_reshape(g, r->D == H ? linear(g, r, top, n, 3 * H, H, 0, H, bq) : linear(g, r, top, n, H, H, 0, -1, bq),
+                                     4, (int64_t[]){0, r->heads, 1, dh});
         const char *sc = onnx_op2(g, "Mul", onnx_op2(g, "MatMul", q, "keys"), onnx_scalar_f32(g, 1.0f / sqrtf((float)dh)));
         const char *bias = onnx_unsqueeze(g, onnx_unsqueeze(g, "src_bias", 1), 1);
         const char *w = onnx_softmax(g, onnx_op2(g, "Add", sc, bias)); /* (B, heads, 1, S) */
@@ -246,10 +261,10 @@ static const char *attention(OnnxGraph *g, Rnn *r, const char *top, const char *
         onnx_attr_i(mean, "keepdims", 0);
         *weights = onnx_out(mean, 0);
         const char *ctx = onnx_reshape(g, onnx_op2(g, "MatMul", w, "values"), 2, (int64_t[]){0, -1});
-        snprintf(n, sizeof n, "%s.out_proj.weight", p);
-        const char *ow = onnx_weight(g, r->s, n, H, H, 0, -1, false);
         snprintf(n, sizeof n, "%s.out_proj.bias", p);
-        return onnx_gemm(g, ctx, ow, onnx_weight(g, r->s, n, H, 0, 0, -1, false));
+        const char *ob = onnx_weight(g, r->s, n, H, 0, 0, -1, false);
+        snprintf(n, sizeof n, "%s.out_proj.weight", p);
+        return linear(g, r, ctx, n, H, H, 0, -1, ob);
     }
     }
     if (scores) *weights = onnx_softmax(g, onnx_op2(g, "Add", scores, "src_bias"));
@@ -289,14 +304,12 @@ static void rnn_decoder(OnnxGraph *g, Rnn *r) {
     const char *ctx = attention(g, r, top, &weights);
     const char *cat = onnx_concat(g, 2, (const char *[]){ctx, top}, 1);
     const char *logits;
+    const char *ob = onnx_weight(g, r->s, "decoder.out.bias", r->V, 0, 0, -1, false);
     if (r->s->cfg.model.combine == COMBINE_LUONG) {
-        const char *wc = onnx_weight(g, r->s, "decoder.W_c.weight", r->H, r->C + r->H, 0, -1, false);
-        const char *t = onnx_op1(g, "Tanh", onnx_gemm(g, cat, wc, NULL));
-        logits = onnx_gemm(g, t, onnx_weight(g, r->s, "decoder.out.weight", r->V, r->H, 0, -1, false),
-                        onnx_weight(g, r->s, "decoder.out.bias", r->V, 0, 0, -1, false));
+        const char *t = onnx_op1(g, "Tanh", linear(g, r, cat, "decoder.W_c.weight", r->H, r->C + r->H, 0, -1, NULL));
+        logits = linear(g, r, t, "decoder.out.weight", r->V, r->H, 0, -1, ob);
     } else {
-        logits = onnx_gemm(g, cat, onnx_weight(g, r->s, "decoder.out.weight", r->V, r->C + r->H, 0, -1, false),
-                        onnx_weight(g, r->s, "decoder.out.bias", r->V, 0, 0, -1, false));
+        logits = linear(g, r, cat, "decoder.out.weight", r->V, r->C + r->H, 0, -1, ob);
     }
     snprintf(dims, sizeof dims, "batch,%d", r->V), onnx_output(g, logits, "logits", ONNX_FLOAT, dims);
     onnx_output(g, onnx_log_softmax(g, logits), "log_probs", ONNX_FLOAT, dims); /* beam search's scores */
