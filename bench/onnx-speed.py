@@ -7,8 +7,8 @@ turn each round so that a machine's drift falls on both.
   bench/onnx-speed.py MODEL.bin --src FILE[.gz] [--lines N] [--rounds R] [--threads T] [--beam K]
                       [--batch B] [--system NAME] [--record bench/results.jsonl]
 
-Float32, and int8 where the model exports in int8 (a Transformer): ./translate --int8 (its own
-scheme) against ONNX Runtime on ./export --int8's graphs (ONNX Runtime's dynamic quantisation).
+Float32 and int8: ./translate --int8 (its own scheme) against ONNX Runtime on ./export --int8's
+graphs (ONNX Runtime's dynamic quantisation; an RNN's cells stay float32 there).
 Prints a table (sentences a second, the median of the rounds; s2s over ONNX Runtime) and, with
 --record, appends one "onnx_speed" JSON line a mode and precision. The time is each program's wall clock less
 its start (the same command on no lines: loading the model, and for Node its runtime). Both
@@ -74,7 +74,7 @@ def main():
             engines[("s2s", "int8")] = [translate, a.model, "--int8"]
             engines[("onnxruntime", "int8")] = ["node", NODE_DECODER, q8]
         else:
-            print("onnx-speed: no int8 export of this model (an RNN): int8 not measured")
+            print("onnx-speed: ./export --int8 failed on this model: int8 not measured")
         times, outs = {}, {}
         for _ in range(a.rounds):
             for mode in ("greedy", "beam"):
