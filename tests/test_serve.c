@@ -20,6 +20,16 @@
 
 #include "serve_client.h"
 
+/* The weights an API answer's translations hold: one heatmap cell each on the page. */
+static int answer_weights(const cJSON *answer) {
+    int n = 0;
+    const cJSON *t, *row;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(answer, "translations"))
+        cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "attention"), "weights"))
+            n += cJSON_GetArraySize(row);
+    return n;
+}
+
 Test(serve, translations_equal_translate_and_attention_is_a_distribution, .timeout = 240) {
     char *d = trained_model_dir();
     tu_write(tu_path(d, "in.txt"), "abcd\ndcba\naabbcc\nbad\n");
@@ -301,14 +311,7 @@ Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
         if (at) p = at + 1;
     }
     cJSON *j = translate_ok(port, "{\"text\": [\"abcd\", \"bcdaa\"], \"attention\": true}");
-    int weights = 0;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "translations")) {
-        const cJSON *row;
-        cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "attention"), "weights"))
-            weights += cJSON_GetArraySize(row);
-    }
-    int cells = 0;
+    int weights = answer_weights(j), cells = 0;
     for (const char *q = dom; (q = strstr(q, "<td ")); q++) cells++;
     cr_expect(weights > 0 && cells == weights, "%d heatmap cells on the page, %d weights from the API", cells, weights);
     cJSON_Delete(j);
@@ -318,12 +321,7 @@ Test(serve, the_page_translates_in_a_browser, .timeout = 240) {
                  0);
     char *dom3 = tu_slurp(tu_path(d, "dom3.html"), NULL);
     cJSON *j3 = translate_ok(port, "{\"text\": [\"abcd\"], \"beam\": 3, \"attention\": true}");
-    int weights3 = 0, cells3 = 0;
-    const cJSON *row3;
-    cJSON_ArrayForEach(row3, cJSON_GetObjectItemCaseSensitive(
-                                 cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j3, "translations"), 0),
-                                                                  "attention"),
-                                 "weights")) weights3 += cJSON_GetArraySize(row3);
+    int weights3 = answer_weights(j3), cells3 = 0;
     for (const char *q = dom3 ? dom3 : ""; (q = strstr(q, "<td ")); q++) cells3++;
     cr_expect(dom3 && strstr(dom3, "data-done=\"1\"") && weights3 > 0 && cells3 == weights3,
               "beam 3: %d heatmap cells on the page, %d weights from the API:\n%s", cells3, weights3, dom3);
