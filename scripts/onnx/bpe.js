@@ -125,4 +125,4 @@ class Bpe {
   }
 }
 
-module.exports = { Bpe };
+module.exports = { Bpe, utf8Valid };

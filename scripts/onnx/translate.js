@@ -7,13 +7,14 @@
 //
 // Reads one source per line (standard input by default), writes one output per line. The text is
 // read as the model's task reads it (s2s.json "text.kind"): characters (reversal), words (already
-// tokenised, as ./translate --tokenized), or BPE pieces of raw text. --ids reads and writes token
-// ids instead (space-separated). --check-logits FILE takes the JSON lines of ./translate --score
+// tokenised, as ./translate --tokenized), or the pieces of raw text of the model's BPE or
+// SentencePiece model. --ids reads and writes token ids instead (space-separated). --check-logits FILE takes the JSON lines of ./translate --score
 // --logits and prints the largest difference between its logits and ONNX Runtime's.
 // Not part of s2s's own path: an example, a check and a benchmark (docs/how-to/onnx.md).
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const { utf8Valid } = require('./bpe.js');
 let ort;
 try { ort = require('onnxruntime-node'); } catch (e) {
   process.stderr.write('translate.js: onnxruntime-node is not installed: cd scripts/onnx && npm install --ignore-scripts\n');
@@ -93,21 +94,28 @@ class Text {
     this.markers = meta.text.source_markers;
     this.src = new Map(meta.src_vocab.map((t, i) => [t, i]));
     this.trgTokens = meta.trg_vocab;
-    if (this.kind === 'bpe') {
-      const { Bpe } = require('./bpe.js');
-      this.bpeSrc = new Bpe(fs.readFileSync(path.join(dir, meta.text.subword), 'utf8'), meta.src_vocab);
-      this.bpeTrg = meta.text.subword_trg
-        ? new Bpe(fs.readFileSync(path.join(dir, meta.text.subword_trg), 'utf8'), meta.trg_vocab) : this.bpeSrc;
+    if (this.kind === 'bpe' || this.kind === 'sentencepiece') {
+      const file = (name) => path.join(dir, name);
+      const make = this.kind === 'bpe'
+        ? (name, vocab) => new (require('./bpe.js').Bpe)(fs.readFileSync(file(name), 'utf8'), vocab)
+        : (name, vocab) => new (require('./spm.js').SpmText)(fs.readFileSync(file(name)), vocab);
+      try {
+        this.subSrc = make(meta.text.subword, meta.src_vocab);
+        this.subTrg = meta.text.subword_trg ? make(meta.text.subword_trg, meta.trg_vocab)
+          : make(meta.text.subword, meta.trg_vocab);
+      } catch (e) { fail(`${dir}: ${e.message}`); }
     }
   }
 
-  // a line → source ids; throws with a message for a line the model cannot read
-  encode(line, ids) {
-    if (ids) return line.trim().split(/\s+/).filter(Boolean).map(Number);
+  // a line (its bytes) → source ids; throws with a message for a line the model cannot read
+  encode(bytes, ids) {
+    if (ids) return bytes.toString('utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    if (this.kind !== 'characters' && !utf8Valid(bytes)) throw new Error('not valid UTF-8');
+    const line = bytes.toString('utf8');
     switch (this.kind) {
       case 'characters': {
         const out = [];
-        for (const ch of Buffer.from(line, 'utf8')) {
+        for (const ch of bytes) {
           const id = this.src.get(String.fromCharCode(ch));
           if (id === undefined) throw new Error(`byte 0x${ch.toString(16).padStart(2, '0')} is not in the model's alphabet`);
           out.push(id);
@@ -115,7 +123,8 @@ class Text {
         return this.markers ? [2, ...out, 3] : out;
       }
       case 'words': return line.split(/[ \t\r\n\f\v]+/).filter(Boolean).map((w) => this.src.get(w) ?? 1);
-      case 'bpe': return this.bpeSrc.encode(line);
+      case 'bpe': return this.subSrc.encode(line);
+      case 'sentencepiece': return this.subSrc.encode(bytes);
       default: throw new Error(`text kind "${this.kind}": use --ids`);
     }
   }
@@ -124,7 +133,7 @@ class Text {
     if (asIds) return ids.join(' ');
     switch (this.kind) {
       case 'characters': return ids.map((i) => this.trgTokens[i]).join('');
-      case 'bpe': return this.bpeTrg.decode(ids);
+      case 'bpe': case 'sentencepiece': return this.subTrg.decode(ids);
       default: return ids.map((i) => this.trgTokens[i]).join(' ');
     }
   }
@@ -303,16 +312,21 @@ async function main() {
   const opt = parseArgs(process.argv.slice(2));
   const m = await openModel(opt.dir, opt.threads);
   if (opt.checkLogits) return checkLogits(m, opt.checkLogits);
-  const input = fs.readFileSync(opt.input === '-' ? 0 : opt.input, 'utf8');
-  const lines = input.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
+  const input = fs.readFileSync(opt.input === '-' ? 0 : opt.input), lines = [];
+  for (let p = 0; p < input.length;) { // lines as bytes: a line that is not UTF-8 is refused, as ./translate does
+    let e = input.indexOf(0x0a, p);
+    if (e < 0) e = input.length;
+    lines.push(input.subarray(p, e > p && input[e - 1] === 0x0d ? e - 1 : e));
+    p = e + 1;
+  }
   const out = [];
   for (let i = 0; i < lines.length; i += opt.batch) {
     const chunk = lines.slice(i, i + opt.batch), srcs = [], at = [];
     chunk.forEach((l, j) => {
       let ids = [];
-      try { ids = l.replace(/\r$/, '') ? m.text.encode(l.replace(/\r$/, ''), opt.ids) : []; } catch (e) {
+      try { ids = l.length ? m.text.encode(l, opt.ids) : []; } catch (e) {
         process.stderr.write(`translate.js: line ${i + j + 1}: ${e.message}\n`);
+        process.exitCode = 1; // as ./translate: the other lines are translated, the run says one was not
       }
       if (ids.length) srcs.push(ids), at.push(j);
     });
