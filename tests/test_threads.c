@@ -1,6 +1,7 @@
 /* test_threads.c — the programs on a machine that does other work: OpenMP's threads told to
  * sleep when they wait (unless the user said otherwise), and the same bits with one competing
- * busy process as without, for float32, bf16 and int8 on 1 and 2 threads. The pool itself:
+ * busy process as without, for float32, bf16 and int8 on 1 and 2 threads; signals while the
+ * threads sleep. The pool itself:
  * test_par.c. */
 #include "test_cli.h"
 #include "s2s/gemm.h"
@@ -162,6 +163,46 @@ Test(threads_cli, more_threads_than_cpus_are_said_and_give_the_same_bits, .timeo
     snprintf(a, sizeof a, "%s/a/model.bin", d);
     snprintf(b2, sizeof b2, "%s/b/model.bin", d);
     cr_expect(tu_same_file(a, b2));
+    tu_rm_rf(d);
+    free(d);
+}
+
+/* SIGINT and SIGTERM to a run whose threads keep falling asleep (two busy processes on the
+ * cores, 2 threads): the pool's workers block signals, so the program's handler takes them on
+ * the main thread, which may itself be asleep waiting for a worker's chunk; the step finishes,
+ * last.bin is written, exit 130 (143); resumed quietly, the model equals an uninterrupted run. */
+Test(threads_cli, signals_while_threads_sleep_stop_the_run_cleanly, .timeout = 300) {
+    char *d = tu_tmpdir();
+    write_wide(d);
+    const char *train = "%s/train --config %s/wide.json --set threads=2 --set epochs=12 --out %s/%s";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, train, tu_bin(), d, d, "full");
+    cr_assert_eq(tu_sh("%s > /dev/null 2>&1", cmd), 0);
+    const char *sig[] = {"INT", "TERM"};
+    const int code[] = {130, 143};
+    for (int s = 0; s < 2; s++) {
+        char tag[16];
+        snprintf(tag, sizeof tag, "part-%s", sig[s]);
+        snprintf(cmd, sizeof cmd, train, tu_bin(), d, d, tag);
+        pid_t b1 = busy_start(), b2 = busy_start();
+        /* once the first epoch is printed: a signal that lands mid-run, whatever the machine's speed */
+        int rc = tu_sh("%s > %s/%s.txt 2> %s/%s.err & pid=$!; while ! grep -q 'epoch  1 ' %s/%s.txt && kill -0 $pid; do "
+                       "sleep 0.02; done; kill -%s $pid; wait $pid",
+                       cmd, d, tag, d, tag, d, tag, sig[s]);
+        busy_stop(b1);
+        busy_stop(b2);
+        char errf[64];
+        snprintf(errf, sizeof errf, "%s.err", tag);
+        char *err = tu_slurp(tu_path(d, errf), NULL);
+        cr_assert_eq(rc, code[s], "SIG%s: exit %d, not %d: %s", sig[s], rc, code[s], err ? err : "");
+        cr_expect(err && strstr(err, "interrupted after step") && strstr(err, "--resume"), "SIG%s: %s", sig[s], err ? err : "");
+        free(err);
+        cr_assert_eq(tu_sh("%s/train --resume %s/%s > /dev/null 2>&1", tu_bin(), d, tag), 0);
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%s/full/model.bin", d);
+        snprintf(b, sizeof b, "%s/%s/model.bin", d, tag);
+        cr_expect(tu_same_file(a, b), "SIG%s while the threads sleep, then --resume: another model", sig[s]);
+    }
     tu_rm_rf(d);
     free(d);
 }
