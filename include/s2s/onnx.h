@@ -27,7 +27,7 @@
 
 #define ONNX_OPSET 17
 #define ONNX_IR_VERSION 8
-#define ONNX_EXPORT_VERSION 1 /* s2s.json's "format_version": what the reference decoder reads */
+#define ONNX_EXPORT_VERSION 2 /* s2s.json's "format_version": what the reference decoder reads */
 
 typedef enum OnnxType { ONNX_FLOAT = 1, ONNX_UINT8 = 2, ONNX_INT8 = 3, ONNX_INT64 = 7, ONNX_BOOL = 9, ONNX_DOUBLE = 11 } OnnxType;
 
@@ -70,6 +70,7 @@ const char *onnx_squeeze(OnnxGraph *g, const char *x, int64_t axis);
 const char *onnx_transpose(OnnxGraph *g, const char *x, int n, const int64_t *perm);
 const char *onnx_reshape(OnnxGraph *g, const char *x, int n, const int64_t *shape); /* 0 keeps, −1 infers */
 const char *onnx_concat(OnnxGraph *g, int n, const char *const *xs, int64_t axis);
+const char *onnx_gather(OnnxGraph *g, const char *x, const char *idx, int64_t axis); /* x's entries idx along axis */
 const char *onnx_gemm(OnnxGraph *g, const char *x, const char *w, const char *b); /* x (B, in) W^T + b; b NULL: none */
 const char *onnx_softmax(OnnxGraph *g, const char *x);                            /* over the last axis */
 const char *onnx_log_softmax(OnnxGraph *g, const char *x);                        /* the same */

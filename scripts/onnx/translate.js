@@ -21,7 +21,7 @@ try { ort = require('onnxruntime-node'); } catch (e) {
   process.exit(1);
 }
 
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 
 function usage(msg) {
   process.stderr.write(`translate.js: ${msg}\nusage: node scripts/onnx/translate.js DIR [--input FILE] [--beam K] ` +
@@ -170,11 +170,15 @@ function Rows(m, encOut) {
   this.encoded = Object.fromEntries(t.memory.map((s) => [s.name, encOut[s.name]]));
   this.memory = { ...this.encoded }; // the memories of the decoder's rows
   this.memMap = null;         // the encoder's row of each decoder row (null: the same row)
+  this.pick = null;           // the state's row of each decoder row at the next step (null: the same row)
 }
 
-// one decoder step for the rows' tokens: the output want (logits, or beam search's log_probs)
+// one decoder step for the rows' tokens: the output want (logits, or beam search's log_probs);
+// the graph picks the state's rows itself (its rows input), as the last step left them
 async function step(m, rows, tokens, want = 'logits') {
-  const feeds = { y: i64(tokens, [tokens.length]) };
+  const pick = rows.pick ?? tokens.map((_, i) => i);
+  const feeds = { y: i64(tokens, [tokens.length]), rows: i64(pick, [pick.length]) };
+  rows.pick = null;
   for (const s of m.meta.tensors.state) feeds[s.name] = rows.state[s.name];
   for (const s of m.meta.tensors.memory) feeds[s.name] = rows.memory[s.name];
   const out = await m.dec.run(feeds, [want, ...m.meta.tensors.state.map((s) => `${s.name}_out`)]);
@@ -182,9 +186,10 @@ async function step(m, rows, tokens, want = 'logits') {
   return out[want];
 }
 
-// the decoder's next rows: the state of rows pick, the memories of encoder rows encRows
+// the decoder's next rows: the state of rows pick (gathered by the next step's graph), the
+// memories of encoder rows encRows
 function reorder(m, rows, pick, encRows) {
-  for (const s of m.meta.tensors.state) rows.state[s.name] = gather(rows.state[s.name], s.batch_axis, pick);
+  rows.pick = pick;
   const same = rows.memMap && rows.memMap.length === encRows.length && rows.memMap.every((x, i) => x === encRows[i]);
   if (same) return;
   for (const s of m.meta.tensors.memory) rows.memory[s.name] = gather(rows.encoded[s.name], s.batch_axis, encRows);

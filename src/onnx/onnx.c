@@ -269,6 +269,12 @@ const char *onnx_concat(OnnxGraph *g, int n, const char *const *xs, int64_t axis
     return onnx_out(c, 0);
 }
 
+const char *onnx_gather(OnnxGraph *g, const char *x, const char *idx, int64_t axis) {
+    OnnxNode *n = onnx_node(g, "Gather", 2, (const char *[]){x, idx}, 1);
+    onnx_attr_i(n, "axis", axis);
+    return onnx_out(n, 0);
+}
+
 const char *onnx_gemm(OnnxGraph *g, const char *x, const char *w, const char *b) {
     const char *in[3] = {x, w, b};
     OnnxNode *n = onnx_node(g, "Gemm", b ? 3 : 2, in, 1);

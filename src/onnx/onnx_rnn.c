@@ -273,10 +273,13 @@ static const char *attention(OnnxGraph *g, Rnn *r, const char *top, const char *
 
 static void rnn_decoder(OnnxGraph *g, Rnn *r) {
     char dims[64];
-    snprintf(dims, sizeof dims, "%d,batch,%d", r->L, r->H);
+    /* the state as the last step left it (state_batch rows); rows picks this step's from it */
+    snprintf(dims, sizeof dims, "%d,state_batch,%d", r->L, r->H);
     onnx_input(g, "y", ONNX_INT64, "batch");
+    onnx_input(g, "rows", ONNX_INT64, "batch");
     onnx_input(g, "h", ONNX_FLOAT, dims);
     if (r->lstm) onnx_input(g, "c", ONNX_FLOAT, dims);
+    const char *h = onnx_gather(g, "h", "rows", 1), *c = r->lstm ? onnx_gather(g, "c", "rows", 1) : NULL;
     snprintf(dims, sizeof dims, "batch,src_len,%d", r->D), onnx_input(g, "enc", ONNX_FLOAT, dims);
     onnx_input(g, "src_bias", ONNX_FLOAT, "batch,src_len");
     int dh = r->attn == ATTN_MULTIHEAD ? r->H / r->heads : 0;
@@ -295,8 +298,8 @@ static void rnn_decoder(OnnxGraph *g, Rnn *r) {
         suf[0] = 0; /* one layer: GRUCell's and LSTMCell's names */
         if (r->L > 1) snprintf(suf, sizeof suf, "_l%d", k);
         cell_weights(g, r, "decoder.rnn", suf, 1, k ? r->H : r->E_trg, r->H, w);
-        const char *h0 = onnx_out(onnx_node(g, "Slice", 4, (const char *[]){"h", at, to, zero}, 1), 0);
-        const char *c0 = r->lstm ? onnx_out(onnx_node(g, "Slice", 4, (const char *[]){"c", at, to, zero}, 1), 0) : NULL;
+        const char *h0 = onnx_out(onnx_node(g, "Slice", 4, (const char *[]){h, at, to, zero}, 1), 0);
+        const char *c0 = r->lstm ? onnx_out(onnx_node(g, "Slice", 4, (const char *[]){c, at, to, zero}, 1), 0) : NULL;
         OnnxNode *n = rnn_node(g, r, x, w, NULL, h0, c0, r->H, false);
         x = hs[k] = onnx_out(n, 1), cs[k] = r->lstm ? onnx_out(n, 2) : NULL;
     }

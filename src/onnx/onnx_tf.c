@@ -181,14 +181,14 @@ static void tf_encoder(OnnxGraph *g, Tf *t, cJSON *meta) {
     }
 }
 
-/* Each decoder layer's keys STEM_k{l} (B, h, dh, axis) and values STEM_v{l} (B, h, axis, dh) as
- * inputs. */
-static void kv_inputs(OnnxGraph *g, Tf *t, const char *stem, const char *axis) {
+/* Each decoder layer's keys STEM_k{l} (batch, h, dh, axis) and values STEM_v{l} (batch, h, axis,
+ * dh) as inputs. */
+static void kv_inputs(OnnxGraph *g, Tf *t, const char *stem, const char *batch, const char *axis) {
     char nm[48], dims[96];
     for (int l = 0; l < t->dec_layers; l++) {
-        snprintf(nm, sizeof nm, "%s_k%d", stem, l), snprintf(dims, sizeof dims, "batch,%d,%d,%s", t->heads, t->dh, axis);
+        snprintf(nm, sizeof nm, "%s_k%d", stem, l), snprintf(dims, sizeof dims, "%s,%d,%d,%s", batch, t->heads, t->dh, axis);
         onnx_input(g, nm, ONNX_FLOAT, dims);
-        snprintf(nm, sizeof nm, "%s_v%d", stem, l), snprintf(dims, sizeof dims, "batch,%d,%s,%d", t->heads, axis, t->dh);
+        snprintf(nm, sizeof nm, "%s_v%d", stem, l), snprintf(dims, sizeof dims, "%s,%d,%s,%d", batch, t->heads, axis, t->dh);
         onnx_input(g, nm, ONNX_FLOAT, dims);
     }
 }
@@ -197,9 +197,10 @@ static void tf_decoder(OnnxGraph *g, Tf *t) {
     char pre[96], dims[64], nm[48];
     const char *self_k[TF_ONNX_MAX_LAYERS], *self_v[TF_ONNX_MAX_LAYERS], *weights = NULL;
     onnx_input(g, "y", ONNX_INT64, "batch");
-    kv_inputs(g, t, "self", "past");
+    onnx_input(g, "rows", ONNX_INT64, "batch"); /* the caches as the last step left them: this step's rows */
+    kv_inputs(g, t, "self", "state_batch", "past");
     onnx_input(g, "src_bias", ONNX_FLOAT, "batch,src_len");
-    kv_inputs(g, t, "cross", "src_len");
+    kv_inputs(g, t, "cross", "batch", "src_len");
     const char *pos = onnx_op3(g, "Slice", onnx_op1(g, "Shape", "self_k0"), onnx_ints1(g, 3), onnx_ints1(g, 4)); /* (1): the cache's length */
     const char *x = embed(g, t, onnx_unsqueeze(g, "y", 1), pos, false);                         /* (B, 1, d) */
     const char *bias4 = onnx_unsqueeze(g, onnx_unsqueeze(g, "src_bias", 1), 1);
@@ -210,8 +211,8 @@ static void tf_decoder(OnnxGraph *g, Tf *t) {
         snprintf(k, sizeof k, "self_k%d", l), snprintf(v, sizeof v, "self_v%d", l);
         snprintf(ck, sizeof ck, "cross_k%d", l), snprintf(cv, sizeof cv, "cross_v%d", l);
         const char *h = sub_in(g, t, x, pre, "norm1");
-        self_k[l] = onnx_concat(g, 2, (const char *[]){k, project(g, t, h, sa, 1, true)}, 3);
-        self_v[l] = onnx_concat(g, 2, (const char *[]){v, project(g, t, h, sa, 2, false)}, 2);
+        self_k[l] = onnx_concat(g, 2, (const char *[]){onnx_gather(g, k, "rows", 0), project(g, t, h, sa, 1, true)}, 3);
+        self_v[l] = onnx_concat(g, 2, (const char *[]){onnx_gather(g, v, "rows", 0), project(g, t, h, sa, 2, false)}, 2);
         x = residual(g, t, x, attend(g, t, project(g, t, h, sa, 0, false), self_k[l], self_v[l], NULL, sa, NULL), pre, "norm1");
         h = sub_in(g, t, x, pre, "norm2");
         const char **w = l == t->dec_layers - 1 ? &weights : NULL;
