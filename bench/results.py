@@ -551,7 +551,7 @@ def onnx_section(lines):
             f"same {r0['lines']:,}\ntest_2016_flickr sentences, {r0['threads']} threads, batch {r0['batch']}, the median of "
             f"{r0['rounds']} rounds, start-up left out;\nint8: `./translate --int8` against `./export --int8`'s graphs (ONNX "
             f"Runtime's dynamic quantisation: two\nschemes, so their outputs differ a little). ONNX Runtime's figure is the reference decoder's "
-            f"whole loop,\nits JavaScript (the beam's bookkeeping, the state's reordering) included. The latest run: "
+            f"whole loop,\nits JavaScript (the beam's bookkeeping; the graph reorders its own state) included. The latest run: "
             f"{speed_machine(r0)}, build {r0.get('commit', '?')}.\n",
             table(["mode", "precision", "s2s sentences/s", "ONNX Runtime sentences/s", "s2s × ONNX Runtime",
                    "outputs identical"],
