@@ -96,7 +96,8 @@ class Spm {
     }
     if (!this.piece.length) throw new Error('spm: not a SentencePiece model (no pieces)');
     if (this.modelType !== 1 && this.modelType !== 2)
-      throw new Error(`spm: a SentencePiece model of type ${this.modelType === 3 ? 'word' : 'char'}: only unigram and bpe models are read`);
+      throw new Error(`spm: a SentencePiece model of type ${this.modelType === 3 ? 'word' : 'char'}: ` +
+        'only unigram and bpe models are read');
     this.unkId = -1;
     this.minScore = Infinity;
     this.index = new Map(); // normal and unused pieces' bytes → id
@@ -144,7 +145,8 @@ class Spm {
         const n = f.bytes.length;
         if (n <= 4) throw new Error(`spm: corrupt normalisation rules (${n} bytes)`);
         const tb = Buffer.from(f.bytes).readUInt32LE(0);
-        if (tb >= n - 4 || tb % 4 || tb === 0) throw new Error(`spm: corrupt normalisation rules (a trie of ${tb} bytes in ${n})`);
+        if (tb >= n - 4 || tb % 4 || tb === 0)
+          throw new Error(`spm: corrupt normalisation rules (a trie of ${tb} bytes in ${n})`);
         const t = Buffer.from(f.bytes.subarray(4, 4 + tb));
         this.trie = new Uint32Array(tb / 4);
         for (let i = 0; i < this.trie.length; i++) this.trie[i] = t.readUInt32LE(4 * i);
@@ -155,9 +157,9 @@ class Spm {
     }
   }
 
-  find(b, start, end) { // b's bytes as one Latin-1 string, made once for a line
-    if (b !== this.found) this.found = b, this.foundKey = key(b);
-    const id = this.index.get(this.foundKey.slice(start, end));
+  // the piece spelled by text[start, end) (text: bytes read as Latin-1, one character a byte)
+  find(text, start, end) {
+    const id = this.index.get(text.slice(start, end));
     return id === undefined ? -1 : id;
   }
 
@@ -232,16 +234,16 @@ class Spm {
     return Uint8Array.from(out);
   }
 
-  // ---- segmentation: [start, id] of each piece of the normalised bytes ----
-  unigram(norm) {
-    const size = norm.length, best = Array.from({ length: size + 1 }, () => ({ id: -1, score: 0, start: -1 }));
+  // ---- segmentation: [start, id] of each piece of the normalised bytes (as Latin-1 text) ----
+  unigram(text) {
+    const size = text.length, best = Array.from({ length: size + 1 }, () => ({ id: -1, score: 0, start: -1 }));
     const unkScore = Math.fround(this.minScore - UNK_PENALTY);
     for (let start = 0; start < size;) {
       const here = best[start].score;
-      const mblen = Math.min(oneCharLen(norm[start]), size - start);
+      const mblen = Math.min(oneCharLen(text.charCodeAt(start)), size - start);
       let single = false;
       for (let end = start + 1; end <= size && end - start <= this.maxPieceBytes; end++) {
-        const id = this.find(norm, start, end);
+        const id = this.find(text, start, end);
         if (id < 0 || this.type[id] === UNUSED) continue;
         const cand = Math.fround(this.score[id] + here), t = best[end];
         if (t.start === -1 || cand > t.score) best[end] = { id, score: cand, start };
@@ -259,26 +261,26 @@ class Spm {
   }
 
   // an unused piece back into the two it was merged from, found as the C code finds them
-  resegment(norm, start, len, seg) {
-    const id = this.find(norm, start, start + len);
+  resegment(text, start, len, seg) {
+    const id = this.find(text, start, start + len);
     if (id < 0 || this.type[id] !== UNUSED) {
       seg.push([start, id < 0 ? this.unkId : id]);
       return;
     }
     for (let k = 1; k < len; k++) {
-      if (this.find(norm, start, start + k) >= 0 && this.find(norm, start + k, start + len) >= 0) {
-        this.resegment(norm, start, k, seg);
-        this.resegment(norm, start + k, len - k, seg);
+      if (this.find(text, start, start + k) >= 0 && this.find(text, start + k, start + len) >= 0) {
+        this.resegment(text, start, k, seg);
+        this.resegment(text, start + k, len - k, seg);
         return;
       }
     }
     seg.push([start, id]);
   }
 
-  bpe(norm) {
-    const size = norm.length, sy = [];
+  bpe(text) {
+    const size = text.length, sy = [];
     for (let i = 0; i < size;) {
-      const k = Math.min(oneCharLen(norm[i]), size - i);
+      const k = Math.min(oneCharLen(text.charCodeAt(i)), size - i);
       sy.push({ start: i, len: k, prev: sy.length - 1, next: i + k < size ? sy.length + 1 : -1 });
       i += k;
     }
@@ -287,7 +289,7 @@ class Spm {
       if (l < 0 || r < 0) return;
       const len = sy[l].len + sy[r].len;
       if (len > this.maxPieceBytes) return;
-      const id = this.find(norm, sy[l].start, sy[l].start + len);
+      const id = this.find(text, sy[l].start, sy[l].start + len);
       if (id >= 0) q.push({ score: this.score[id], left: l, right: r, size: len });
     };
     for (let i = 1; i < sy.length; i++) maybe(i - 1, i);
@@ -302,15 +304,15 @@ class Spm {
       maybe(t.left, L.next);
     }
     const seg = [];
-    for (let i = sy.length ? 0 : -1; i >= 0; i = sy[i].next) this.resegment(norm, sy[i].start, sy[i].len, seg);
+    for (let i = sy.length ? 0 : -1; i >= 0; i = sy[i].next) this.resegment(text, sy[i].start, sy[i].len, seg);
     return seg;
   }
 
   // a line's bytes → its output pieces [start, end, id] over the normalised bytes: a run of
   // unknown pieces is one, or with byte fallback each byte of it one piece
   units(line) {
-    const norm = this.normalize(line);
-    const seg = this.modelType === 2 ? this.bpe(norm) : this.unigram(norm);
+    const norm = this.normalize(line), text = key(norm);
+    const seg = this.modelType === 2 ? this.bpe(text) : this.unigram(text);
     const units = [];
     let prevUnk = false;
     seg.forEach(([a, id], i) => {
@@ -329,7 +331,7 @@ class Spm {
   // pieces as ./subword encode writes them (a byte piece's name, the unknown's text as it is)
   encodePieces(line) {
     const { norm, units } = this.units(line);
-    const out = units.map(([a, e, id]) => (this.type[id] === BYTE ? Buffer.from(this.bytes[id]) : Buffer.from(norm.subarray(a, e))));
+    const out = units.map(([a, e, id]) => Buffer.from(this.type[id] === BYTE ? this.bytes[id] : norm.subarray(a, e)));
     return Buffer.concat(out.flatMap((p, i) => (i ? [Buffer.from(' '), p] : [p])));
   }
 

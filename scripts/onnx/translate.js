@@ -8,8 +8,9 @@
 // Reads one source per line (standard input by default), writes one output per line. The text is
 // read as the model's task reads it (s2s.json "text.kind"): characters (reversal), words (already
 // tokenised, as ./translate --tokenized), or the pieces of raw text of the model's BPE or
-// SentencePiece model. --ids reads and writes token ids instead (space-separated). --check-logits FILE takes the JSON lines of ./translate --score
-// --logits and prints the largest difference between its logits and ONNX Runtime's.
+// SentencePiece model. --ids reads and writes token ids instead (space-separated).
+// --check-logits FILE takes the JSON lines of ./translate --score --logits and prints the largest
+// difference between its logits and ONNX Runtime's.
 // Not part of s2s's own path: an example, a check and a benchmark (docs/how-to/onnx.md).
 'use strict';
 const fs = require('fs');

@@ -62,7 +62,8 @@ static S2sStatus task_key(const ConfigTask *t, Digest *key, S2sError *err) {
     snprintf(settings, sizeof settings, "%s %s %s|%d|%d %d %d %d %d|%d %d %d %d|%d|%d %.9g %d %d|%d %d", S2S_VERSION, __DATE__,
              __TIME__, PREPARED_VERSION, (int)t->subword, t->bpe_merges, (int)t->bpe_joint, t->bpe_vocab_size,
              t->bpe_dropout > 0, t->min_freq, t->max_vocab, t->max_train_len, t->train_max_lines, (int)t->source_markers,
-             (int)t->dedup, (double)t->max_length_ratio, t->subword_sample, t->data_seed, t->teacher_output[0] ? (int)t->teacher_mix : -1, t->teacher_nbest);
+             (int)t->dedup, (double)t->max_length_ratio, t->subword_sample, t->data_seed,
+             t->teacher_output[0] ? (int)t->teacher_mix : -1, t->teacher_nbest);
     DigestCtx kc, mc;
     digest_init(&kc);
     digest_str(&kc, settings);
