@@ -214,27 +214,34 @@ Test(gemm, stats_record_shapes_and_paths) {
 }
 
 /* op_linear's bias goes into the product's epilogue where the path has one (oneDNN's matmul
- * primitive: packed frozen weights, thin products; int8: int8_products_check) and into C
- * first elsewhere (sgemm, one row, OpenBLAS, bf16 GEMM): on every path the product with the
- * bias is the product without it plus the bias, the path checked in the stats. */
+ * primitive: packed frozen weights, thin products, and any product of K up to
+ * GEMM_BIAS_EPILOGUE_MAX_K; int8: int8_products_check) and into C first elsewhere (sgemm and
+ * bf16 GEMM over a longer K, one row, OpenBLAS): on every path the product with the bias is
+ * the product without it plus the bias, the path with the bias checked in the stats. */
 Test(gemm, linear_bias_on_every_path) {
     bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
+    enum { SHORT = 48, LONG = GEMM_BIAS_EPILOGUE_MAX_K + 16 };
     struct {
-        int M;
+        int M, K;
         bool frozen, bf16, bf16_matmul, openblas;
         GemmPath path;
     } cases[] = {
-        {40, true, false, false, false, gemm_rows_apply() ? GEMM_PATH_ROWS : GEMM_PATH_PACKED},
-        {40, false, false, false, false, GEMM_PATH_MATMUL},
-        {1100, false, false, false, false, GEMM_PATH_SGEMM},    {1, false, false, false, false, GEMM_PATH_ROW},
-        {40, false, false, false, true, GEMM_PATH_OPENBLAS},    {40, true, true, false, false, GEMM_PATH_BF16_PACKED},
-        {40, false, true, false, false, GEMM_PATH_BF16_GEMM},   {40, false, true, true, false, GEMM_PATH_BF16_MATMUL},
-        {1100, true, false, false, false, gemm_rows_apply() ? GEMM_PATH_ROWS : GEMM_PATH_PACKED},
+        {40, SHORT, true, false, false, false, gemm_rows_apply() ? GEMM_PATH_ROWS : GEMM_PATH_PACKED},
+        {40, SHORT, false, false, false, false, GEMM_PATH_MATMUL},
+        {1100, LONG, false, false, false, false, GEMM_PATH_SGEMM},
+        {1100, SHORT, false, false, false, false, GEMM_PATH_MATMUL},
+        {1, SHORT, false, false, false, false, GEMM_PATH_ROW},
+        {40, SHORT, false, false, false, true, GEMM_PATH_OPENBLAS},
+        {40, SHORT, true, true, false, false, GEMM_PATH_BF16_PACKED},
+        {40, LONG, false, true, false, false, GEMM_PATH_BF16_GEMM},
+        {40, SHORT, false, true, false, false, GEMM_PATH_BF16_MATMUL},
+        {40, LONG, false, true, true, false, GEMM_PATH_BF16_MATMUL},
+        {1100, SHORT, true, false, false, false, gemm_rows_apply() ? GEMM_PATH_ROWS : GEMM_PATH_PACKED},
     };
-    int K = 48, N = 24;
+    int N = 24;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (cases[c].bf16 && !bf16_ok) continue;
-        int M = cases[c].M;
+        int M = cases[c].M, K = cases[c].K;
         Rng rng;
         rng_init(&rng, 5 + c, 0);
         Tensor *x = tensor_new(2, SH(M, K), false), *w = tensor_new(2, SH(N, K), false), *b = tensor_new(1, SH(N), false);
@@ -250,9 +257,10 @@ Test(gemm, linear_bias_on_every_path) {
         t.eng.precision = (cases[c].bf16) ? PRECISION_BF16 : PRECISION_FP32;
         t.eng.bf16_matmul = cases[c].bf16_matmul;
         t.eng.gemm = (cases[c].openblas) ? GEMM_LIB_OPENBLAS : GEMM_LIB_ONEDNN;
+        Tensor *y0 = op_linear(&t, x, w, NULL); /* the path without a bias may be another */
         GemmStats st = {0};
         t.eng.gemm_stats = &st;
-        Tensor *y = op_linear(&t, x, w, b), *y0 = op_linear(&t, x, w, NULL);
+        Tensor *y = op_linear(&t, x, w, b);
         cr_assert_eq(st.n, 1, "case %zu: %d shapes", c, st.n);
         cr_expect_eq(st.items[0].path, cases[c].path, "case %zu: path %s, want %s", c, GEMM_PATH_NAMES[st.items[0].path],
                      GEMM_PATH_NAMES[cases[c].path]);

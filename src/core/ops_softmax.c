@@ -223,15 +223,13 @@ void op_cross_entropy_backward(Tape *t, const TapeNode *n) {
 
 /* ---- linear + cross entropy, a chunk of rows at a time ---- */
 
-/* logits (n, V) of rows r0 .. r0+n of x into y: b broadcast, then + x W^T. W's products are
- * not marked as a frozen weight's: packing (V, D) per step would cost more than it saves. */
+/* logits (n, V) of rows r0 .. r0+n of x into y: x W^T + b. W's products are not marked as a
+ * frozen weight's: packing (V, D) per step would cost more than it saves. */
 static void xent_logits(Tape *t, const Tensor *x, const Tensor *w, const Tensor *b, const uint16_t *wbf, int r0, int n,
                         float *y) {
     int D = tensor_cols(x), V = w->shape[0];
-    if (b)
-        for (int r = 0; r < n; r++) memcpy(y + (size_t)r * V, b->data, (size_t)V * sizeof *y);
-    tape_gemm_op(t, false, true, n, V, D, 1.0f, x->data + (size_t)r0 * D, D, NULL, w->data, D, wbf, NULL,
-                 b ? 1.0f : 0.0f, y, V);
+    if (b) tape_gemm_bias(t, n, V, D, x->data + (size_t)r0 * D, D, w->data, wbf, NULL, b->data, y, V);
+    else tape_gemm_op(t, false, true, n, V, D, 1.0f, x->data + (size_t)r0 * D, D, NULL, w->data, D, wbf, NULL, 0.0f, y, V);
 }
 
 /* One chunk's share of the gradients: d logits (n, V) written over the logits y, then

@@ -119,7 +119,9 @@ static GemmPath gemm_dispatch(const GemmCtx *g, bool ta, bool tb, int M, int N, 
                 Bbf = gemm_to_bf16(g, B, tb ? N : K, tb ? K : N, ldb);
                 k.ldb = ldb = tb ? K : N;
             }
-            if (g->bf16_matmul) { /* only the matmul primitive reaches AMX in oneDNN 2.x */
+            /* only the matmul primitive reaches AMX in oneDNN 2.x; and it adds a bias as it
+             * writes C (see the float32 rule below) */
+            if (g->bf16_matmul || (bias && tb && !ta && K <= GEMM_BIAS_EPILOGUE_MAX_K)) {
                 gemm_matmul_run(g, &k, alpha, beta, Abf, Bbf, 0, C, bias);
                 path = GEMM_PATH_BF16_MATMUL;
             } else { /* gemm_bf16_check ran before any engine turned bf16 on */
@@ -150,8 +152,11 @@ static GemmPath gemm_dispatch(const GemmCtx *g, bool ta, bool tb, int M, int N, 
         return GEMM_PATH_OPENBLAS;
     }
     /* dnnl_sgemm repacks a transposed B on every call: thin products against one go faster
-     * through the matmul primitive, and faster still with a frozen weight packed once */
-    if (frozen || (tb && !ta && M <= PACK_MAX_ROWS)) {
+     * through the matmul primitive, and faster still with a frozen weight packed once. A
+     * short product (K) with a bias goes there at any height: the primitive adds the bias as
+     * it writes C, where sgemm reads back a C first filled with it (a Transformer's step wrote
+     * and read 170 MB that way); over a long K sgemm's kernel gains more than the fill costs */
+    if (frozen || (tb && !ta && (M <= PACK_MAX_ROWS || (bias && K <= GEMM_BIAS_EPILOGUE_MAX_K)))) {
         gemm_matmul_run(g, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C, bias);
         return frozen ? GEMM_PATH_PACKED : GEMM_PATH_MATMUL;
     }

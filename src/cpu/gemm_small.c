@@ -241,6 +241,28 @@ static inline __attribute__((always_inline)) void small_block(const float *bp, i
     }
 }
 
+/* bp (K, Np) = the transpose of B (N, K, rows ldb apart): 8 × 8 tiles through registers
+ * (one float at a time, the strided stores were a quarter of an attention product's time),
+ * the edges one by one. */
+static void small_transpose(const float *restrict B, int ldb, int N, int K, float *restrict bp, int Np) {
+    int n0 = 0;
+#ifdef DOT8
+    for (; n0 + 8 <= N; n0 += 8) {
+        int k0 = 0;
+        for (; k0 + 8 <= K; k0 += 8) {
+            Dot8 r[8];
+            for (int i = 0; i < 8; i++) memcpy(&r[i], B + (size_t)(n0 + i) * ldb + k0, sizeof r[i]);
+            dot8_transpose(r);
+            for (int i = 0; i < 8; i++) memcpy(bp + (size_t)(k0 + i) * Np + n0, &r[i], sizeof r[i]);
+        }
+        for (int n = n0; n < n0 + 8; n++)
+            for (int k = k0; k < K; k++) bp[(size_t)k * Np + n] = B[(size_t)n * ldb + k];
+    }
+#endif
+    for (int n = n0; n < N; n++)
+        for (int k = 0; k < K; k++) bp[(size_t)k * Np + n] = B[(size_t)n * ldb + k];
+}
+
 /* C = op(A) op(B) + beta C for one batch entry: op(B) copied into bp (K, Np) with zero
  * padding, then C in blocks kept in registers: the same bits on any thread, for any split
  * of the batch. */
@@ -248,8 +270,7 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
     float bp[SMALL_MAX_B] __attribute__((aligned(64)));
     int M = j->M, N = j->N, K = j->K, Np = small_pad(N);
     if (j->tb) {
-        for (int n = 0; n < N; n++)
-            for (int k = 0; k < K; k++) bp[(size_t)k * Np + n] = B[(size_t)n * j->ldb + k];
+        small_transpose(B, j->ldb, N, K, bp, Np);
     } else {
         for (int k = 0; k < K; k++) memcpy(bp + (size_t)k * Np, B + (size_t)k * j->ldb, (size_t)N * sizeof *bp);
     }
