@@ -263,6 +263,39 @@ static void small_transpose(const float *restrict B, int ldb, int N, int K, floa
         for (int k = 0; k < K; k++) bp[(size_t)k * Np + n] = B[(size_t)n * ldb + k];
 }
 
+/* dst[0, n) = src[0, n), and with small_copy_pad zeros up to np (a multiple of SMALL_VEC):
+ * a row of an attention product is 10-40 floats, and a libc call for each (a million a
+ * Transformer step) cost more than the copy. Masked moves with AVX-512, else the plain copy. */
+#if defined(__AVX512F__)
+static inline void small_copy(float *restrict dst, const float *restrict src, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+    }
+}
+
+static inline void small_copy_pad(float *restrict dst, const float *restrict src, int n, int np) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+    if (i < n) { /* the last vector: the row's tail, then zeros */
+        _mm512_storeu_ps(dst + i, _mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1u), src + i));
+        i += 16;
+    }
+    for (; i < np; i++) dst[i] = 0.0f;
+}
+#else
+static inline void small_copy(float *restrict dst, const float *restrict src, int n) {
+    memcpy(dst, src, (size_t)n * sizeof *dst);
+}
+
+static inline void small_copy_pad(float *restrict dst, const float *restrict src, int n, int np) {
+    memcpy(dst, src, (size_t)n * sizeof *dst);
+    for (int i = n; i < np; i++) dst[i] = 0.0f;
+}
+#endif
+
 /* C = op(A) op(B) + beta C for one batch entry: op(B) copied into bp (K, Np) with zero
  * padding, then C in blocks kept in registers: the same bits on any thread, for any split
  * of the batch. */
@@ -271,11 +304,11 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
     int M = j->M, N = j->N, K = j->K, Np = small_pad(N);
     if (j->tb) {
         small_transpose(B, j->ldb, N, K, bp, Np);
+        for (int k = 0; k < K; k++)
+            for (int n = N; n < Np; n++) bp[(size_t)k * Np + n] = 0.0f;
     } else {
-        for (int k = 0; k < K; k++) memcpy(bp + (size_t)k * Np, B + (size_t)k * j->ldb, (size_t)N * sizeof *bp);
+        for (int k = 0; k < K; k++) small_copy_pad(bp + (size_t)k * Np, B + (size_t)k * j->ldb, N, Np);
     }
-    for (int k = 0; k < K; k++)
-        for (int n = N; n < Np; n++) bp[(size_t)k * Np + n] = 0.0f;
     size_t ai = j->ta ? 1 : (size_t)j->lda, ak = j->ta ? (size_t)j->lda : 1; /* op(A)(i, k) = A[i ai + k ak] */
     for (int n0 = 0; n0 < Np; n0 += SMALL_VB * SMALL_VEC) {
         int nv = (Np - n0) / SMALL_VEC < SMALL_VB ? (Np - n0) / SMALL_VEC : SMALL_VB;
@@ -304,10 +337,10 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
 #undef SMALL_CASE
             for (int r = 0; r < rb; r++) {
                 float *c = C + (size_t)(i0 + r) * j->ldc + n0;
-                float out[SMALL_VB * SMALL_VEC];
-                memcpy(out, acc[r], (size_t)nv * sizeof acc[r][0]);
+                float out[SMALL_VB * SMALL_VEC] __attribute__((aligned(64)));
+                for (int v = 0; v < nv; v++) memcpy(out + v * SMALL_VEC, &acc[r][v], sizeof acc[r][v]);
                 if (j->beta == 0.0f) /* C may hold NaN garbage */
-                    memcpy(c, out, (size_t)w * sizeof *c);
+                    small_copy(c, out, w);
                 else
                     for (int n = 0; n < w; n++) c[n] = j->beta * c[n] + out[n];
             }
