@@ -24,9 +24,9 @@ static const VecLoop LOOPS[] = {
     {"src/core/ops_elementwise.c", "src/core/ops_elementwise.c", "Tensor *op_tanh("},
     {"src/core/ops_softmax.c", "src/core/ops_softmax.c", "d[c] = g * s2s_expf(d[c] - l) - gs"},
     {"src/core/ops_softmax.c", "include/s2s/fastmath.h", "part[j] += s2s_expf(x[i + j] - mx)"},
-    {"src/core/ops_attend.c", "src/core/ops_attend.c", "mx[i] = xs[i] > mx[i] ? xs[i] : mx[i]"},
-    {"src/core/ops_attend.c", "src/core/ops_attend.c", "xs[i] = os[i] ? s2s_expf(xs[i] - mx[i])"},
-    {"src/core/ops_attend.c", "src/core/ops_attend.c", "xs[i] = s2s_expf(xs[i] - mx[i]);"},
+    {"src/core/ops_softmax.c", "src/core/ops_softmax.c", "mx[i] = xs[i] > mx[i] ? xs[i] : mx[i]"},
+    {"src/core/ops_softmax.c", "src/core/ops_softmax.c", "xs[i] = os[i] ? s2s_expf(xs[i] - mx[i])"},
+    {"src/core/ops_softmax.c", "src/core/ops_softmax.c", "xs[i] = s2s_expf(xs[i] - mx[i]);"},
 };
 
 /* The line number of the loop a marker names, or 0. */

@@ -1,6 +1,7 @@
 /* test_core.c — arena, RNG, tensors and views, the op table, the parameter store. */
 #include "test_util.h"
 #include "s2s/gemm.h"
+#include "../src/core/ops_internal.h" /* ops_softmax_row: one row alone, the reference */
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -209,6 +210,46 @@ Test(ops, softmax_masked_entries_exactly_zero) {
     }
     for (int i = 6; i < 12; i++) cr_expect_eq(y->data[i], 0.0f, "a fully masked row is 0, not NaN");
     tape_free(&t);
+}
+
+/* op_softmax takes short rows (attention's) in blocks side by side and long ones alone; each
+ * row must keep the bits of ops_softmax_row alone: rows of 1 to 100 entries, row counts that
+ * end blocks early, masks shared by 1 or 3 rows with fully masked rows, −∞, −0 and large
+ * scores, on 1 and 2 threads. */
+Test(ops, softmax_rows_are_each_rows_own_bits) {
+    const int widths[] = {1, 7, 16, 33, 64, 65, 100}, counts[] = {1, 31, 33, 300};
+    int restore = omp_get_max_threads();
+    Rng rng;
+    rng_init(&rng, 21, 0);
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+        for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+            for (int per = 0; per <= 3; per += 3) { /* 0: no mask */
+                int S = widths[wi], R = counts[ci] * (per ? per : 1);
+                Tape t;
+                tape_init(&t, 1 << 22);
+                Tensor *x = tape_tensor2(&t, R, S);
+                tu_fill(x, &rng, -30, 30);
+                for (int i = 0; i < R * S; i += 7) x->data[i] = -INFINITY;
+                for (int i = 3; i < R * S; i += 11) x->data[i] = -0.0f;
+                x->data[R * S / 2] = 80.0f;
+                uint8_t *mask = per ? malloc((size_t)(R / per) * S) : NULL;
+                for (int i = 0; per && i < R / per * S; i++) mask[i] = rng_uniform(&rng) < 0.6f;
+                if (per && R / per > 1) memset(mask + S, 0, (size_t)S); /* rows per..2 per-1: nothing left */
+                float *want = malloc((size_t)R * S * sizeof *want);
+                for (int r = 0; r < R; r++)
+                    ops_softmax_row(x->data + (size_t)r * S, want + (size_t)r * S, per ? mask + (size_t)(r / per) * S : NULL, S);
+                for (int th = 1; th <= 2; th++) {
+                    gemm_set_threads(th);
+                    Tensor *y = op_softmax(&t, x, mask, per ? R / per : 0);
+                    long off = 0;
+                    for (int i = 0; i < R * S; i++) off += memcmp(&y->data[i], &want[i], sizeof *want) != 0;
+                    cr_expect_eq(off, 0, "%d rows of %d (mask per %d), %d threads: %ld entries differ", R, S, per, th, off);
+                }
+                gemm_set_threads(restore);
+                free(want);
+                free(mask);
+                tape_free(&t);
+            }
 }
 
 Test(ops, cross_entropy_ignores_and_averages) {

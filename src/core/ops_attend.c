@@ -33,36 +33,7 @@ static inline size_t attend_run(const AttendJob *j, int s, size_t r, size_t r1, 
     return (size_t)j->slot[(size_t)s * ((size_t)j->N / g) + r / g] * g + r % g;
 }
 
-enum { ATTEND_BLOCK = 64 };
-
-/* ops_softmax_row's steps for the nb rows of a block at once, their scores position-major
- * (x[s·nb + i]): each row's maximum, exponentials, sum in position order and scaling are
- * the row's own, so the bits are ops_softmax_row's, and the loops over the rows vectorise
- * (one row's 10–40 positions were a serial chain each). x becomes the weights; ok (the
- * mask, position-major; its masked scores already −∞) NULL: every entry counts. A select on
- * the byte mask inside the maximum kept that loop scalar without AVX. */
-static void softmax_columns(float *restrict x, const uint8_t *restrict ok, int S, int nb) {
-    float mx[ATTEND_BLOCK], sum[ATTEND_BLOCK], inv[ATTEND_BLOCK];
-    for (int i = 0; i < nb; i++) mx[i] = -INFINITY, sum[i] = 0.0f;
-    for (int s = 0; s < S; s++) { /* masked scores are −∞, never above the maximum */
-        const float *xs = x + (size_t)s * nb;
-        for (int i = 0; i < nb; i++) mx[i] = xs[i] > mx[i] ? xs[i] : mx[i];
-    }
-    for (int s = 0; s < S; s++) {
-        float *xs = x + (size_t)s * nb;
-        const uint8_t *os = ok ? ok + (size_t)s * nb : NULL;
-        if (os)
-            for (int i = 0; i < nb; i++) xs[i] = os[i] ? s2s_expf(xs[i] - mx[i]) : 0.0f;
-        else
-            for (int i = 0; i < nb; i++) xs[i] = s2s_expf(xs[i] - mx[i]);
-        for (int i = 0; i < nb; i++) sum[i] += xs[i];
-    }
-    for (int i = 0; i < nb; i++) inv[i] = 1.0f / sum[i];
-    for (int s = 0; s < S; s++) { /* a row with every entry masked: zeros (ops_softmax_row) */
-        float *xs = x + (size_t)s * nb;
-        for (int i = 0; i < nb; i++) xs[i] = mx[i] == -INFINITY ? 0.0f : xs[i] * inv[i];
-    }
-}
+enum { ATTEND_BLOCK = OPS_SOFTMAX_BLOCK };
 
 /* Rows [r0, r1) whole: scores, softmax, context. Each dot and each context row is its own
  * sum, so reading the rows run by run gives the bits of reading them all at once. */
@@ -85,7 +56,7 @@ static void attend_block(const AttendJob *j, size_t r0, size_t r1) {
             if (!m) x[(size_t)s * nb + i] = -INFINITY;
         }
     }
-    softmax_columns(x, ok, S, nb);
+    ops_softmax_columns(x, ok, S, nb);
     if (j->p)
         for (int s = 0; s < S; s++)
             for (int i = 0; i < nb; i++) j->p[(r0 + (size_t)i) * S + s] = x[(size_t)s * nb + i];

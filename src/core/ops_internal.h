@@ -21,6 +21,11 @@ void ops_bias_grad(float *db, const float *dy, int rows, int cols);
 /* y = softmax(x) over cols entries, those with m[c] = 0 left out (m NULL: none); every
  * entry masked gives zeros. (ops_softmax.c) */
 void ops_softmax_row(const float *x, float *y, const uint8_t *m, int cols);
+/* ops_softmax_row for nb <= OPS_SOFTMAX_BLOCK rows at once, their entries position-major
+ * (x[s·nb + i], S a row): the same bits; x becomes the weights; ok the mask laid out as x, its
+ * masked entries already −∞ in x, or NULL. */
+enum { OPS_SOFTMAX_BLOCK = 64 };
+void ops_softmax_columns(float *restrict x, const uint8_t *restrict ok, int S, int nb);
 void ops_argmax_cache_free(struct ArgmaxCache *c);
 
 static inline Tensor *tape_like(Tape *t, const Tensor *x) { return tape_tensor(t, x->ndim, x->shape); }

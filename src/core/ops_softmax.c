@@ -35,10 +35,71 @@ void ops_softmax_row(const float *x, float *y, const uint8_t *m, int cols) {
     for (int c = 0; c < cols; c++) y[c] *= inv;
 }
 
+/* ops_softmax_row's steps for the nb rows of a block at once, their scores position-major
+ * (x[s·nb + i]): each row's maximum, exponentials, sum in position order and scaling are
+ * the row's own, so the bits are ops_softmax_row's, and the loops over the rows vectorise
+ * (one row's 10–40 positions were a serial chain each). x becomes the weights; ok (the
+ * mask, position-major; its masked scores already −∞) NULL: every entry counts. A select on
+ * the byte mask inside the maximum kept that loop scalar without AVX. */
+void ops_softmax_columns(float *restrict x, const uint8_t *restrict ok, int S, int nb) {
+    S2S_ASSERT(nb > 0 && nb <= OPS_SOFTMAX_BLOCK);
+    float mx[OPS_SOFTMAX_BLOCK], sum[OPS_SOFTMAX_BLOCK], inv[OPS_SOFTMAX_BLOCK];
+    for (int i = 0; i < nb; i++) mx[i] = -INFINITY, sum[i] = 0.0f;
+    for (int s = 0; s < S; s++) { /* masked scores are −∞, never above the maximum */
+        const float *xs = x + (size_t)s * nb;
+        for (int i = 0; i < nb; i++) mx[i] = xs[i] > mx[i] ? xs[i] : mx[i];
+    }
+    for (int s = 0; s < S; s++) {
+        float *xs = x + (size_t)s * nb;
+        const uint8_t *os = ok ? ok + (size_t)s * nb : NULL;
+        if (os)
+            for (int i = 0; i < nb; i++) xs[i] = os[i] ? s2s_expf(xs[i] - mx[i]) : 0.0f;
+        else
+            for (int i = 0; i < nb; i++) xs[i] = s2s_expf(xs[i] - mx[i]);
+        for (int i = 0; i < nb; i++) sum[i] += xs[i];
+    }
+    for (int i = 0; i < nb; i++) inv[i] = 1.0f / sum[i];
+    for (int s = 0; s < S; s++) { /* a row with every entry masked: zeros (ops_softmax_row) */
+        float *xs = x + (size_t)s * nb;
+        for (int i = 0; i < nb; i++) xs[i] = mx[i] == -INFINITY ? 0.0f : xs[i] * inv[i];
+    }
+}
+
+enum { SOFTMAX_ROWS = 32, SOFTMAX_SHORT = 64 }; /* rows a block; the longest row taken so */
+
+/* Rows [r0, r0 + nb) of at most SOFTMAX_SHORT entries through ops_softmax_columns: copied in
+ * position-major (a masked entry as −∞, as it wants), the weights copied back. */
+static void softmax_block(const SoftmaxJob *j, size_t r0, int nb) {
+    int S = j->cols;
+    float x[SOFTMAX_ROWS * SOFTMAX_SHORT];
+    uint8_t ok[SOFTMAX_ROWS * SOFTMAX_SHORT] = {0}; /* gcc cannot tell that a mask fills what is read */
+    for (int i = 0; i < nb; i++) {
+        const float *xr = j->x + (r0 + (size_t)i) * S;
+        const uint8_t *m = j->mask ? j->mask + ((r0 + (size_t)i) / (size_t)j->per) * S : NULL;
+        for (int s = 0; s < S; s++) x[s * nb + i] = xr[s];
+        if (m)
+            for (int s = 0; s < S; s++) {
+                ok[s * nb + i] = m[s];
+                if (!m[s]) x[s * nb + i] = -INFINITY;
+            }
+    }
+    ops_softmax_columns(x, j->mask ? ok : NULL, S, nb);
+    for (int i = 0; i < nb; i++) {
+        float *yr = j->y + (r0 + (size_t)i) * S;
+        for (int s = 0; s < S; s++) yr[s] = x[s * nb + i];
+    }
+}
+
+/* Short rows (attention's, 10-40 entries: a serial maximum and sum each) in blocks side by
+ * side, longer ones alone; either way each row's bits are ops_softmax_row's, whatever the
+ * split. */
 static void softmax_rows(void *ctx, size_t begin, size_t end) {
     const SoftmaxJob *j = ctx;
     int cols = j->cols;
-    for (size_t r = begin; r < end; r++)
+    size_t r = begin;
+    if (cols <= SOFTMAX_SHORT)
+        for (; r < end; r += SOFTMAX_ROWS) softmax_block(j, r, end - r < SOFTMAX_ROWS ? (int)(end - r) : SOFTMAX_ROWS);
+    for (; r < end; r++)
         ops_softmax_row(j->x + r * cols, j->y + r * cols, j->mask ? j->mask + (r / (size_t)j->per) * cols : NULL, cols);
 }
 
