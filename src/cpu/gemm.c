@@ -79,6 +79,14 @@ static void rows_product(const GemmCtx *g, bool ta, bool tb, int M, int N, int K
     arena_rewind(g->arena, m);
 }
 
+/* A layer's product (x W^T) with a bias over a short K: the matmul primitive takes it at any
+ * height and adds the bias as it writes C, where sgemm and the bf16 GEMM read back a C first
+ * filled with it (a Transformer's step wrote and read 170 MB that way); over a long K their
+ * kernels gain more than the fill costs (GEMM_BIAS_EPILOGUE_MAX_K). */
+static bool bias_in_epilogue(const float *bias, bool ta, bool tb, int K) {
+    return bias && tb && !ta && K <= GEMM_BIAS_EPILOGUE_MAX_K;
+}
+
 /* The product (M, N, K > 0) by the back end the rules pick; returns that back end's name.
  * bias (alpha 1, beta 0): in the epilogue of the int8 and matmul paths, else C first. */
 static GemmPath gemm_dispatch(const GemmCtx *g, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -119,9 +127,8 @@ static GemmPath gemm_dispatch(const GemmCtx *g, bool ta, bool tb, int M, int N, 
                 Bbf = gemm_to_bf16(g, B, tb ? N : K, tb ? K : N, ldb);
                 k.ldb = ldb = tb ? K : N;
             }
-            /* only the matmul primitive reaches AMX in oneDNN 2.x; and it adds a bias as it
-             * writes C (see the float32 rule below) */
-            if (g->bf16_matmul || (bias && tb && !ta && K <= GEMM_BIAS_EPILOGUE_MAX_K)) {
+            /* only the matmul primitive reaches AMX in oneDNN 2.x */
+            if (g->bf16_matmul || bias_in_epilogue(bias, ta, tb, K)) {
                 gemm_matmul_run(g, &k, alpha, beta, Abf, Bbf, 0, C, bias);
                 path = GEMM_PATH_BF16_MATMUL;
             } else { /* gemm_bf16_check ran before any engine turned bf16 on */
@@ -152,11 +159,8 @@ static GemmPath gemm_dispatch(const GemmCtx *g, bool ta, bool tb, int M, int N, 
         return GEMM_PATH_OPENBLAS;
     }
     /* dnnl_sgemm repacks a transposed B on every call: thin products against one go faster
-     * through the matmul primitive, and faster still with a frozen weight packed once. A
-     * short product (K) with a bias goes there at any height: the primitive adds the bias as
-     * it writes C, where sgemm reads back a C first filled with it (a Transformer's step wrote
-     * and read 170 MB that way); over a long K sgemm's kernel gains more than the fill costs */
-    if (frozen || (tb && !ta && (M <= PACK_MAX_ROWS || (bias && K <= GEMM_BIAS_EPILOGUE_MAX_K)))) {
+     * through the matmul primitive, and faster still with a frozen weight packed once */
+    if (frozen || (tb && !ta && M <= PACK_MAX_ROWS) || bias_in_epilogue(bias, ta, tb, K)) {
         gemm_matmul_run(g, &k, alpha, beta, A, B, frozen ? Bw->frozen : 0, C, bias);
         return frozen ? GEMM_PATH_PACKED : GEMM_PATH_MATMUL;
     }
