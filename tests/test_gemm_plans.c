@@ -3,6 +3,10 @@
  * the bias on every path, the rows kernel, and the chunked linear + cross-entropy. */
 #include "test_gemm.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 
 /* C = A op(W) (A: M x K, W: K x K square) through the GEMM entry with W offered as a frozen
  * weight, against double products (of bf16-rounded operands on a bf16 tape); the worst error
@@ -211,6 +215,76 @@ Test(gemm, stats_record_shapes_and_paths) {
     cr_expect_gt(gemm_primitive_rate(&g, &st.items[1], false), 0.0);
     gemm_stats_free(&st);
     tape_free(&t);
+}
+
+/* A threaded sgemm product whose op(B) is at most GEMM_POOL_MAX_B floats runs on the library's
+ * pool in chunks of C's rows (gemm_f32_onednn): every transpose, strides wider than the
+ * matrices, alpha and beta, heights cut at 64-row units (1,100) and at single rows (300),
+ * against double products; then the same bits again while a busy child holds a core, so that
+ * the chunks land on other threads. */
+Test(gemm, pool_sgemm_row_chunks_all_transposes) {
+    int restore = omp_get_max_threads();
+    gemm_set_threads(2);
+    const struct {
+        int M, N, K;
+    } shapes[] = {{1100, 128, 160}, {300, 256, 256}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tr = 0; tr < 4; tr++) {
+            bool ta = tr & 1, tb = tr & 2;
+            int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
+            cr_assert((long)M * N * K >= GEMM_SERIAL_MACS && (long)K * N <= GEMM_POOL_MAX_B);
+            int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 7;
+            size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+            float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c0 = malloc(nc * sizeof *c0);
+            float *c = malloc(nc * sizeof *c), *again = malloc(nc * sizeof *again);
+            cr_assert(a && b && c0 && c && again);
+            Rng rng;
+            rng_init(&rng, 40 + s * 4 + tr, 0);
+            for (size_t i = 0; i < na; i++) a[i] = rng_uniform(&rng) * 2 - 1;
+            for (size_t i = 0; i < nb; i++) b[i] = rng_uniform(&rng) * 2 - 1;
+            for (size_t i = 0; i < nc; i++) c0[i] = rng_uniform(&rng) * 2 - 1;
+            memcpy(c, c0, nc * sizeof *c);
+            Tape t;
+            tape_init(&t, 1 << 20);
+            GemmStats st = {0};
+            t.eng.gemm_stats = &st;
+            tape_gemm(&t, ta, tb, M, N, K, 0.5f, a, lda, b, ldb, 0.25f, c, ldc);
+            cr_assert_eq(st.n, 1);
+            /* a thin product against a transposed B takes the matmul primitive (gemm.c) */
+            GemmPath path = tb && !ta && M < 1024 ? GEMM_PATH_MATMUL : GEMM_PATH_SGEMM;
+            cr_expect_eq(st.items[0].path, path, "%dx%dx%d ta %d tb %d: path %s", M, N, K, ta, tb,
+                         GEMM_PATH_NAMES[st.items[0].path]);
+            double worst = 0;
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double sum = 0;
+                    for (int k = 0; k < K; k++)
+                        sum += (double)(ta ? a[(size_t)k * lda + i] : a[(size_t)i * lda + k]) *
+                               (tb ? b[(size_t)j * ldb + k] : b[(size_t)k * ldb + j]);
+                    double want = 0.5 * sum + 0.25 * c0[(size_t)i * ldc + j];
+                    worst = fmax(worst, fabs(c[(size_t)i * ldc + j] - want));
+                }
+            cr_expect_lt(worst, 1e-4, "%dx%dx%d ta %d tb %d: off by %g", M, N, K, ta, tb, worst);
+            for (int i = 0; i < M; i++) /* the padding between rows is left alone */
+                for (int j = N; j < ldc; j++) cr_expect_eq(bits(c[(size_t)i * ldc + j]), bits(c0[(size_t)i * ldc + j]));
+            pid_t busy = fork();
+            cr_assert_neq(busy, -1);
+            if (busy == 0)
+                for (volatile unsigned long x = 0;; x++) {
+                }
+            for (int r = 0; r < 3; r++) {
+                memcpy(again, c0, nc * sizeof *again);
+                tape_gemm(&t, ta, tb, M, N, K, 0.5f, a, lda, b, ldb, 0.25f, again, ldc);
+                cr_expect(memcmp(again, c, nc * sizeof *c) == 0, "%dx%dx%d ta %d tb %d: other bits beside a busy process",
+                          M, N, K, ta, tb);
+            }
+            kill(busy, SIGKILL);
+            waitpid(busy, NULL, 0);
+            gemm_stats_free(&st);
+            tape_free(&t);
+            free(a), free(b), free(c0), free(c), free(again);
+        }
+    gemm_set_threads(restore);
 }
 
 /* op_linear's bias goes into the product's epilogue where the path has one (oneDNN's matmul

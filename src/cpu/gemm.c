@@ -9,8 +9,42 @@
 #include <string.h>
 #include <time.h>
 
+typedef struct SgemmJob {
+    bool ta, tb;
+    int N, K, lda, ldb, ldc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} SgemmJob;
+
+/* Rows r0 … r1 of C by one sgemm call on this thread alone (a pool thread or the caller). */
+static void sgemm_rows_chunk(void *ctx, size_t r0, size_t r1) {
+    const SgemmJob *j = ctx;
+    int restore = omp_get_max_threads();
+    if (restore != 1) omp_set_num_threads(1);
+    const float *a = j->ta ? j->A + r0 : j->A + r0 * (size_t)j->lda;
+    dnnl_status_t s = dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', (int)(r1 - r0), j->N, j->K, j->alpha, a, j->lda,
+                                 j->B, j->ldb, j->beta, j->C + r0 * (size_t)j->ldc, j->ldc);
+    if (restore != 1) omp_set_num_threads(restore);
+    S2S_ASSERT(s == dnnl_success); /* shapes and strides are the caller's bugs */
+}
+
+/* Threaded products whose op(B) each chunk can afford to pack again (GEMM_POOL_MAX_B) run on
+ * the library's pool in chunks of C's rows, each a one-thread sgemm: no OpenMP region to
+ * wake (libgomp's threads sleep at once, wait_policy.h), and a descheduled thread holds one
+ * chunk, which the other takes, not half the product. Chunks are cut by the thread count
+ * alone, so its bits are the same whichever thread runs which. */
+static bool sgemm_pool_takes(int M, int N, int K) {
+    return (long)K * N <= GEMM_POOL_MAX_B && (long)M * N * K >= GEMM_SERIAL_MACS && omp_get_max_threads() > 1;
+}
+
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc) {
+    if (sgemm_pool_takes(M, N, K)) {
+        SgemmJob j = {ta, tb, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
+        par_for((size_t)M, (size_t)N * K, sgemm_rows_chunk, &j);
+        return;
+    }
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 

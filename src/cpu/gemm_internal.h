@@ -28,6 +28,12 @@ void gemm_q8(const uint8_t *A, int M, int K, const int8_t *packed, int N, int32_
 /* Products below this many multiply-adds run on one thread: waking OpenMP's threads costs
  * more than they save, and far more when the cores are busy with other work. */
 #define GEMM_SERIAL_MACS (1L << 24)
+/* float32 sgemm products whose op(B) has at most this many floats run on the library's pool
+ * (gemm_f32_onednn), each chunk of rows packing op(B) again; above it (an output layer's
+ * 5,921 × 1,536) the chunks' packing and their two passes over B cost more than OpenMP's wake:
+ * 2 cores, the Transformer's (1,408, 256, 256) 412 → 446 GFLOP/s, an RNN's (3,095, 5,921,
+ * 1,536) 428 → 399. */
+#define GEMM_POOL_MAX_B (1L << 20)
 /* Products with a bias and at most this K run through the matmul primitive at any height:
  * float32, 2 cores, a Transformer's (1,408, 256, 256) 385 GFLOP/s through sgemm and a filled
  * C, 439 through the primitive; an RNN's output layer (3,095, 5,921, 1,536) 492 against 449. */
