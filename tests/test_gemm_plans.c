@@ -4,6 +4,7 @@
 #include "test_gemm.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -269,9 +270,11 @@ Test(gemm, pool_sgemm_row_chunks_all_transposes) {
                 for (int j = N; j < ldc; j++) cr_expect_eq(bits(c[(size_t)i * ldc + j]), bits(c0[(size_t)i * ldc + j]));
             pid_t busy = fork();
             cr_assert_neq(busy, -1);
-            if (busy == 0)
+            if (busy == 0) { /* dies with the test, whatever ends it */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 for (volatile unsigned long x = 0;; x++) {
                 }
+            }
             for (int r = 0; r < 3; r++) {
                 memcpy(again, c0, nc * sizeof *again);
                 tape_gemm(&t, ta, tb, M, N, K, 0.5f, a, lda, b, ldb, 0.25f, again, ldc);

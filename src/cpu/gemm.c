@@ -33,7 +33,7 @@ static void sgemm_rows_chunk(void *ctx, size_t r0, size_t r1) {
  * the library's pool in chunks of C's rows, each a one-thread sgemm: no OpenMP region to
  * wake (libgomp's threads sleep at once, wait_policy.h), and a descheduled thread holds one
  * chunk, which the other takes, not half the product. Chunks are cut by the thread count
- * alone, so its bits are the same whichever thread runs which. */
+ * alone, so a product's bits are the same whichever thread runs which chunk. */
 static bool sgemm_pool_takes(int M, int N, int K) {
     return (long)K * N <= GEMM_POOL_MAX_B && (long)M * N * K >= GEMM_SERIAL_MACS && omp_get_max_threads() > 1;
 }
