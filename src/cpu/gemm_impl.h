@@ -75,10 +75,6 @@ struct GemmPlans {
 
 #define DNNL_OK(call) S2S_ASSERT((call) == dnnl_success) /* shapes and strides are the caller's bugs */
 
-/* Products at most this tall multiply a frozen weight in the layout its kernel wants (packed
- * once per freeze): decoding steps and recurrent steps, where the GEMM call repacks the
- * weight every time. Taller ones (a whole sequence's output layer) pack as they go anyway. */
-#define PACK_MAX_ROWS 1024
 
 /* gemm_base.c */
 bool gemm_cpu_isa_has(dnnl_cpu_isa_t want);

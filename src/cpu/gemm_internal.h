@@ -28,6 +28,11 @@ void gemm_q8(const uint8_t *A, int M, int K, const int8_t *packed, int N, int32_
 /* Products below this many multiply-adds run on one thread: waking OpenMP's threads costs
  * more than they save, and far more when the cores are busy with other work. */
 #define GEMM_SERIAL_MACS (1L << 24)
+/* Products at most this tall multiply a frozen weight in the layout its kernel wants (packed
+ * once per freeze): decoding steps and recurrent steps, where the GEMM call repacks the
+ * weight every time. Taller ones (a whole sequence's output layer) pack as they go anyway.
+ * Thin products against any transposed B take the matmul primitive up to it too (gemm.c). */
+#define PACK_MAX_ROWS 1024
 /* float32 sgemm products whose op(B) has at most this many floats run on the library's pool
  * (gemm_f32_onednn), each chunk of rows packing op(B) again; above it (an output layer's
  * 5,921 × 1,536) the chunks' packing and their two passes over B cost more than OpenMP's wake:
