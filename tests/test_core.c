@@ -252,6 +252,35 @@ Test(ops, softmax_rows_are_each_rows_own_bits) {
             }
 }
 
+/* Each column's sum in row order, added to what db held: the bits of the plain loop, for
+ * widths inside one block, at its edge, past it with a narrower last block, on 1 and 2 threads. */
+Test(ops, bias_grad_is_the_row_order_sum_bit_for_bit) {
+    const int widths[] = {1, 63, 64, 65, 200, 1030}, rows[] = {1, 7, 300};
+    int restore = omp_get_max_threads();
+    Rng rng;
+    rng_init(&rng, 23, 0);
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+        for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++) {
+            int C = widths[wi], R = rows[ri];
+            float *dy = malloc((size_t)R * C * sizeof *dy), *db0 = malloc((size_t)C * sizeof *db0);
+            float *want = malloc((size_t)C * sizeof *want), *db = malloc((size_t)(C + 1) * sizeof *db);
+            for (int i = 0; i < R * C; i++) dy[i] = rng_uniform(&rng) * 2e3f - 1e3f;
+            for (int c = 0; c < C; c++) db0[c] = want[c] = rng_uniform(&rng) * 10.0f;
+            for (int r = 0; r < R; r++)
+                for (int c = 0; c < C; c++) want[c] += dy[(size_t)r * C + c];
+            for (int th = 1; th <= 2; th++) {
+                gemm_set_threads(th);
+                memcpy(db, db0, (size_t)C * sizeof *db);
+                db[C] = 42.0f; /* past the end: untouched */
+                ops_bias_grad(db, dy, R, C);
+                cr_expect_eq(memcmp(db, want, (size_t)C * sizeof *db), 0, "%d rows of %d, %d threads", R, C, th);
+                cr_expect_eq(db[C], 42.0f);
+            }
+            gemm_set_threads(restore);
+            free(dy), free(db0), free(want), free(db);
+        }
+}
+
 Test(ops, cross_entropy_ignores_and_averages) {
     Tape t;
     tape_init(&t, 1 << 14);

@@ -305,7 +305,15 @@ static void ln_setup(Gc *g) {
 }
 static void ln_fwd(Tape *t, Gc *g) { OUT(g, op_layer_norm(t, g->leaf[0], g->leaf[1], g->leaf[2], 1e-5f)); }
 static void ln_bare_setup(Gc *g) { gc_leaf(g, 2, SH(4, 5), -1, 1); }
+/* rows of 37: the kernels' 8-wide lanes (and their vector loops) and a tail of 5 */
+static void ln_wide_setup(Gc *g) {
+    gc_leaf(g, 2, SH(3, 37), -2, 2);
+    gc_leaf(g, 1, SH(37), 0.5f, 1.5f);
+    gc_leaf(g, 1, SH(37), -0.5f, 0.5f);
+}
+static void ln_wide_bare_setup(Gc *g) { gc_leaf(g, 2, SH(3, 37), -1, 1); }
 static void ln_bare_fwd(Tape *t, Gc *g) { OUT(g, op_layer_norm(t, g->leaf[0], NULL, NULL, 0.1f)); }
+static void ln_bare_fresh_fwd(Tape *t, Gc *g) { OUT(g, op_layer_norm(t, inner(t, g->leaf[0]), NULL, NULL, 0.1f)); }
 static void ln_fresh_fwd(Tape *t, Gc *g) {
     OUT(g, op_layer_norm(t, inner(t, g->leaf[0]), g->leaf[1], g->leaf[2], 1e-5f));
 }
@@ -369,6 +377,10 @@ static const GradCase CASES[] = {
     {"gelu", one_setup, gelu_fwd},
     {"layer_norm_bare", ln_bare_setup, ln_bare_fwd},
     {"layer_norm_fresh", ln_setup, ln_fresh_fwd},
+    {"layer_norm_wide", ln_wide_setup, ln_fwd},
+    {"layer_norm_wide_fresh", ln_wide_setup, ln_fresh_fwd},
+    {"layer_norm_wide_bare", ln_wide_bare_setup, ln_bare_fwd},
+    {"layer_norm_wide_bare_fresh", ln_wide_bare_setup, ln_bare_fresh_fwd},
     {"layer_embedding", emb_layer_setup, emb_layer_fwd},
     {"layer_linear", lin_setup, lin_layer_fwd},
     {"layer_gru_bidir_2layers", gru_bi2_setup, rnn_fwd},
