@@ -209,6 +209,62 @@ Test(gemm, small_batched_products_exact_on_any_thread_count) {
 }
 
 /* A time-major operand is strided (leading dimension B·H): the conversion must follow it. */
+/* The batched small products' write-back: beta 0 over NaN garbage, beta 0.5 onto what C
+ * held, widths inside one vector, at its edge and over several blocks of vectors, C's rows
+ * wider than N (the padding untouched), every transpose, 1 and 2 threads with the same bits;
+ * against double products. */
+Test(gemm, small_batched_beta_widths_and_padding) {
+    const int widths[] = {5, 16, 17, 40, 70}, nb = 9, M = 13, K = 32, pad = 3;
+    int restore = omp_get_max_threads();
+    Rng rng;
+    rng_init(&rng, 31, 0);
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+        for (int f = 0; f < 8; f++) {
+            int N = widths[wi], ldc = N + pad;
+            bool ta = f & 1, tb = f & 2;
+            float beta = f & 4 ? 0.5f : 0.0f;
+            int lda = ta ? M : K, ldb = tb ? K : N;
+            size_t sa = (size_t)M * K, sb = (size_t)K * N, sc = (size_t)M * ldc;
+            float *A = malloc(nb * sa * sizeof *A), *B = malloc(nb * sb * sizeof *B), *C0 = malloc(nb * sc * sizeof *C0);
+            float *C[2] = {malloc(nb * sc * sizeof(float)), malloc(nb * sc * sizeof(float))};
+            for (size_t i = 0; i < nb * sa; i++) A[i] = rng_uniform(&rng) * 2 - 1;
+            for (size_t i = 0; i < nb * sb; i++) B[i] = rng_uniform(&rng) * 2 - 1;
+            for (size_t i = 0; i < nb * sc; i++) C0[i] = beta != 0.0f ? rng_uniform(&rng) * 2 - 1 : NAN;
+            for (int th = 1; th <= 2; th++) {
+                memcpy(C[th - 1], C0, nb * sc * sizeof(float));
+                Tape t;
+                tape_init(&t, 1 << 16);
+                gemm_set_threads(th);
+                bool took = tape_gemm_small(&t, ta, tb, M, N, K, nb, A, lda, sa, B, ldb, sb, beta, C[th - 1], ldc, sc);
+                gemm_set_threads(restore);
+                tape_free(&t);
+                cr_assert(took, "N=%d: the small path declined", N);
+            }
+            double worst = 0;
+            long padding = 0;
+            for (int b = 0; b < nb; b++)
+                for (int i = 0; i < M; i++) {
+                    const float *a = A + b * sa, *bb = B + b * sb;
+                    for (int j = 0; j < N; j++) {
+                        double s = 0;
+                        for (int k = 0; k < K; k++)
+                            s += (double)(ta ? a[(size_t)k * lda + i] : a[(size_t)i * lda + k]) *
+                                 (tb ? bb[(size_t)j * ldb + k] : bb[(size_t)k * ldb + j]);
+                        size_t e = b * sc + (size_t)i * ldc + j;
+                        if (beta != 0.0f) s += (double)beta * C0[e];
+                        worst = fmax(worst, isnan(C[0][e]) ? INFINITY : fabs(C[0][e] - s));
+                    }
+                    for (int j = N; j < ldc; j++)
+                        padding += memcmp(&C[0][b * sc + (size_t)i * ldc + j], &C0[b * sc + (size_t)i * ldc + j], sizeof(float)) != 0;
+                }
+            cr_expect_lt(worst, 1e-6 * K, "N=%d ta=%d tb=%d beta=%g: off by %g", N, ta, tb, beta, worst);
+            cr_expect_eq(padding, 0, "N=%d ta=%d tb=%d beta=%g: C's padding written", N, ta, tb, beta);
+            cr_expect_eq(memcmp(C[0], C[1], nb * sc * sizeof(float)), 0, "N=%d ta=%d tb=%d beta=%g: 1 and 2 threads", N, ta,
+                         tb, beta);
+            free(A), free(B), free(C0), free(C[0]), free(C[1]);
+        }
+}
+
 Test(gemm, bf16_time_major_operands_match_float32_closely) {
     tu_require_bf16();
     Rng rng;

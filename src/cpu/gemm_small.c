@@ -263,19 +263,10 @@ static void small_transpose(const float *restrict B, int ldb, int N, int K, floa
         for (int k = 0; k < K; k++) bp[(size_t)k * Np + n] = B[(size_t)n * ldb + k];
 }
 
-/* dst[0, n) = src[0, n), and with small_copy_pad zeros up to np (a multiple of SMALL_VEC):
- * a row of an attention product is 10-40 floats, and a libc call for each (a million a
- * Transformer step) cost more than the copy. Masked moves with AVX-512, else the plain copy. */
+/* dst[0, n) = src[0, n), zeros up to np (a multiple of SMALL_VEC): a row of an attention
+ * product is 10-40 floats, and a libc call for each (a million a Transformer step) cost more
+ * than the copy. Masked moves with AVX-512, else the plain copy. */
 #if defined(__AVX512F__)
-static inline void small_copy(float *restrict dst, const float *restrict src, int n) {
-    int i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
-    }
-}
-
 static inline void small_copy_pad(float *restrict dst, const float *restrict src, int n, int np) {
     int i = 0;
     for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
@@ -286,15 +277,45 @@ static inline void small_copy_pad(float *restrict dst, const float *restrict src
     for (; i < np; i++) dst[i] = 0.0f;
 }
 #else
-static inline void small_copy(float *restrict dst, const float *restrict src, int n) {
-    memcpy(dst, src, (size_t)n * sizeof *dst);
-}
-
 static inline void small_copy_pad(float *restrict dst, const float *restrict src, int n, int np) {
     memcpy(dst, src, (size_t)n * sizeof *dst);
     for (int i = n; i < np; i++) dst[i] = 0.0f;
 }
 #endif
+
+/* Rows r < RB of a block (C's first w ≤ NV·SMALL_VEC columns) = acc + beta C, straight from
+ * the registers: inlined with constant RB and NV as small_block is. Spilling acc to a stack
+ * row and reading it back at other offsets (beta 1, the backward's products) stalled on every
+ * load. The same two roundings (beta c, then + acc) as one element at a time. */
+static inline __attribute__((always_inline)) void small_put(SmallVec acc[SMALL_RB][SMALL_VB], int RB, int NV, float *C,
+                                                            size_t ldc, int w, float beta) {
+    for (int r = 0; r < RB; r++) {
+        float *c = C + (size_t)r * ldc;
+        for (int v = 0; v < NV; v++) {
+            int n0 = v * SMALL_VEC;
+            if (n0 + SMALL_VEC <= w) {
+                SmallVec y = acc[r][v];
+                if (beta != 0.0f) { /* C may hold NaN garbage when beta is 0 */
+                    SmallVec cv;
+                    memcpy(&cv, c + n0, sizeof cv);
+                    y = SMALL_SPLAT(beta) * cv + y;
+                }
+                memcpy(c + n0, &y, sizeof y);
+            } else if (n0 < w) { /* the row's last, partial vector */
+#if defined(__AVX512F__)
+                __mmask16 m = (__mmask16)((1u << (w - n0)) - 1u);
+                SmallVec y = acc[r][v];
+                if (beta != 0.0f) y = SMALL_SPLAT(beta) * (SmallVec)_mm512_maskz_loadu_ps(m, c + n0) + y;
+                _mm512_mask_storeu_ps(c + n0, m, (__m512)y);
+#else
+                float out[SMALL_VEC] __attribute__((aligned(64)));
+                memcpy(out, &acc[r][v], sizeof out);
+                for (int n = 0; n < w - n0; n++) c[n0 + n] = beta == 0.0f ? out[n] : beta * c[n0 + n] + out[n];
+#endif
+            }
+        }
+    }
+}
 
 /* C = op(A) op(B) + beta C for one batch entry: op(B) copied into bp (K, Np) with zero
  * padding, then C in blocks kept in registers: the same bits on any thread, for any split
@@ -317,14 +338,19 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
             int left = M - i0, rb = left >= SMALL_RB ? SMALL_RB : left >= 3 ? 3 : left; /* 15 rows: 6, 6, 3 */
             SmallVec acc[SMALL_RB][SMALL_VB];
             const float *a = A + i0 * ai;
-#define SMALL_CASE(NV)                                                                \
-    case NV:                                                                            \
-        switch (rb) {                                                                   \
-        case SMALL_RB: small_block(bp + n0, Np, K, a, ai, ak, SMALL_RB, NV, acc); break; \
-        case 3: small_block(bp + n0, Np, K, a, ai, ak, 3, NV, acc); break;               \
-        case 2: small_block(bp + n0, Np, K, a, ai, ak, 2, NV, acc); break;               \
-        default: small_block(bp + n0, Np, K, a, ai, ak, 1, NV, acc); break;              \
-        }                                                                               \
+            float *c = C + (size_t)i0 * j->ldc + n0;
+#define SMALL_RUN(RB, NV)                                                                         \
+    small_block(bp + n0, Np, K, a, ai, ak, RB, NV, acc);                                            \
+    small_put(acc, RB, NV, c, (size_t)j->ldc, w, j->beta);                                          \
+    break;
+#define SMALL_CASE(NV)                                                                              \
+    case NV:                                                                                        \
+        switch (rb) {                                                                               \
+        case SMALL_RB: SMALL_RUN(SMALL_RB, NV)                                                      \
+        case 3: SMALL_RUN(3, NV)                                                                    \
+        case 2: SMALL_RUN(2, NV)                                                                    \
+        default: SMALL_RUN(1, NV)                                                                   \
+        }                                                                                           \
         break;
             switch (nv) {
                 SMALL_CASE(1)
@@ -335,15 +361,7 @@ static void small_one(const SmallJob *j, const float *A, const float *B, float *
 #endif
             }
 #undef SMALL_CASE
-            for (int r = 0; r < rb; r++) {
-                float *c = C + (size_t)(i0 + r) * j->ldc + n0;
-                float out[SMALL_VB * SMALL_VEC] __attribute__((aligned(64)));
-                for (int v = 0; v < nv; v++) memcpy(out + v * SMALL_VEC, &acc[r][v], sizeof acc[r][v]);
-                if (j->beta == 0.0f) /* C may hold NaN garbage */
-                    small_copy(c, out, w);
-                else
-                    for (int n = 0; n < w; n++) c[n] = j->beta * c[n] + out[n];
-            }
+#undef SMALL_RUN
             i0 += rb;
         }
     }
