@@ -552,7 +552,7 @@ def onnx_section(lines):
             f"{r0['rounds']} rounds, start-up left out;\nint8: `./translate --int8` against `./export --int8`'s graphs (ONNX "
             f"Runtime's dynamic quantisation: two\nschemes, so their outputs differ a little). ONNX Runtime's figure is the reference decoder's "
             f"whole loop,\nits JavaScript (the beam's bookkeeping; the graph reorders its own state) included. The latest run: "
-            f"{speed_machine(r0)}, build {r0.get('commit', '?')}.\n",
+            f"{speed_machine(r0)} (the line keeps its build).\n",
             table(["mode", "precision", "s2s sentences/s", "ONNX Runtime sentences/s", "s2s × ONNX Runtime",
                    "outputs identical"],
                   [["greedy" if r["mode"] == "greedy" else f"beam {r['beam']}", r["precision"], f"{r['s2s_sent_per_s']:.1f}",
@@ -657,7 +657,7 @@ had one. The latest run of each machine (the lines keep which build each run mea
         o.append("`bench/decode-speed.py` ([distilling](how-to/distill.md)): each system translates the same "
                  f"{r0['lines']:,}\ntest_2016_flickr sentences with `./translate` ({r0['threads']} threads, the median of "
                  f"{r0['rounds']} rounds, the systems\ntaken in turn each round), its start-up left out; `×` is the rate "
-                 f"over the first system's. The latest\nrun: {speed_machine(r0)}, build {r0.get('commit', '?')}.\n")
+                 f"over the first system's. The latest\nrun: {speed_machine(r0)} (the line keeps its build).\n")
         o.append(table(["system", "models", "parameters", "mode", "precision", "batch", "sentences/s", "×"],
                        [[r["system"], " + ".join(f"`{m}`" for m in r["models"]),
                          f"{r['params'] / 1e6:.2f} M" if r.get("params") else "?",
