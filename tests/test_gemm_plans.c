@@ -295,6 +295,67 @@ Test(gemm, pool_sgemm_row_chunks_all_transposes) {
  * GEMM_BIAS_EPILOGUE_MAX_K; int8: int8_products_check) and into C first elsewhere (sgemm and
  * bf16 GEMM over a longer K, one row, OpenBLAS): on every path the product with the bias is
  * the product without it plus the bias, the path with the bias checked in the stats. */
+/* A threaded product by a packed (frozen) weight runs on the pool in pieces of whole 16-row
+ * tiles, each a one-thread primitive (gemm_plans.c): both layouts of the weight, beta 0 over
+ * NaN and 0.5 over values, a bias, rows of A and C wider than the matrices (C's padding
+ * untouched), against double products (of bf16-rounded operands on a bf16 tape); the same bits
+ * three times. M = 200: pieces of 96 and 104 rows. */
+Test(gemm, packed_products_in_pieces_on_the_pool) {
+    bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK && !gemm_cpu_has_amx();
+    const int M = 200, N = 384, K = 384, lda = K + 5, ldc = N + 3;
+    int restore = omp_get_max_threads();
+    Rng rng;
+    rng_init(&rng, 41, 0);
+    Tensor *w = tensor_new(2, SH(N, K), false);
+    tu_fill(w, &rng, -1, 1);
+    w->frozen = 7;
+    float *a = malloc((size_t)M * lda * sizeof *a), *bias = malloc((size_t)N * sizeof *bias);
+    float *c0 = malloc((size_t)M * ldc * sizeof *c0), *c = malloc((size_t)M * ldc * sizeof *c);
+    float *first = malloc((size_t)M * ldc * sizeof *first);
+    for (int i = 0; i < M * lda; i++) a[i] = rng_uniform(&rng) * 2 - 1;
+    for (int i = 0; i < N; i++) bias[i] = rng_uniform(&rng) - 0.5f;
+    for (int i = 0; i < M * ldc; i++) c0[i] = rng_uniform(&rng) * 2 - 1;
+    gemm_set_threads(2);
+    for (int prec = 0; prec < (bf16_ok ? 2 : 1); prec++)
+        for (int v = 0; v < 4; v++) { /* 0, 1: tb with beta 0 and 0.5; 2: B plain; 3: a bias */
+            bool tb = v != 2, with_bias = v == 3;
+            float beta = v == 1 ? 0.5f : 0.0f;
+            Tape t;
+            tape_init(&t, 1 << 22);
+            t.eng.precision = prec ? PRECISION_BF16 : PRECISION_FP32;
+            for (int run = 0; run < 3; run++) {
+                memcpy(c, c0, (size_t)M * ldc * sizeof *c);
+                for (int i = 0; beta == 0.0f && i < M; i++)
+                    for (int j = 0; j < N; j++) c[(size_t)i * ldc + j] = NAN; /* garbage beta 0 ignores */
+                if (with_bias) tape_gemm_bias(&t, M, N, K, a, lda, w->data, NULL, w, bias, c, ldc);
+                else tape_gemm_op(&t, false, tb, M, N, K, 1.0f, a, lda, NULL, w->data, K, NULL, w, beta, c, ldc);
+                if (run == 0) memcpy(first, c, (size_t)M * ldc * sizeof *c);
+                else cr_expect_eq(memcmp(first, c, (size_t)M * ldc * sizeof *c), 0, "prec %d case %d: run %d other bits", prec, v, run);
+                tape_reset(&t);
+            }
+            double worst = 0;
+            long padding = 0;
+            for (int i = 0; i < M; i++) {
+                for (int j = 0; j < N; j++) {
+                    double s = with_bias ? bias[j] : beta * (double)c0[(size_t)i * ldc + j];
+                    for (int k = 0; k < K; k++) { /* op(W)[k, j]: W[j, k] when tb, else W[k, j] (square) */
+                        float x = a[(size_t)i * lda + k], y = tb ? w->data[(size_t)j * K + k] : w->data[(size_t)k * N + j];
+                        s += prec ? (double)round_bf16(x) * round_bf16(y) : (double)x * y;
+                    }
+                    float got = first[(size_t)i * ldc + j];
+                    worst = fmax(worst, isnan(got) ? INFINITY : fabs(got - s));
+                }
+                for (int j = N; j < ldc; j++) padding += memcmp(&first[(size_t)i * ldc + j], &c0[(size_t)i * ldc + j], sizeof *c) != 0;
+            }
+            cr_expect_lt(worst, 1e-5 * K, "prec %d case %d: off by %g", prec, v, worst);
+            cr_expect_eq(padding, 0, "prec %d case %d: C's padding written", prec, v);
+            tape_free(&t);
+        }
+    gemm_set_threads(restore);
+    free(a), free(bias), free(c0), free(c), free(first);
+    tensor_free(w);
+}
+
 Test(gemm, linear_bias_on_every_path) {
     bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
     enum { SHORT = 48, LONG = GEMM_BIAS_EPILOGUE_MAX_K + 16 };

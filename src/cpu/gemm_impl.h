@@ -37,6 +37,7 @@ typedef struct PlanKey { /* zeroed before filling: hashed and compared as bytes 
     uint32_t alpha, beta; /* bit patterns */
     uint8_t bf16, ta, tb, packed, int8; /* int8: u8 A, s8 packed B, int32 C, no alpha/beta */
     uint8_t bias;                       /* + a float32 bias row (1, N) */
+    uint8_t piece;                      /* 1 + its index for a piece's own plan (gemm_plans.c), else 0 */
 } PlanKey;
 
 typedef struct Plan {
@@ -64,9 +65,13 @@ typedef struct Pack {
     int32_t *colsum; /* int8: per column, the sum of its quantised values */
 } Pack;
 
+#define PIECES_MAX 8 /* a packed product's pieces on the pool, at most */
+
 struct GemmPlans {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
+    dnnl_stream_t piece_stream[PIECES_MAX]; /* one a piece: they run at once (made when first needed) */
+    unsigned clears;                        /* times the plan cache started again */
     Plan *bucket[PLAN_BUCKETS];
     int n_plans;
     Pack packs[PACK_MAX];

@@ -2,6 +2,7 @@
  * GemmPlans, and frozen weights packed (or quantised) once per freeze in the layout a plan wants. */
 #include "gemm_impl.h"
 #include "s2s/hash.h"
+#include "s2s/par.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ static void plans_clear(GemmPlans *p) {
         p->bucket[i] = NULL;
     }
     p->n_plans = 0;
+    p->clears++;
 }
 
 void gemm_plans_free(GemmPlans *p) {
@@ -49,6 +51,8 @@ void gemm_plans_free(GemmPlans *p) {
         free(p->packs[i].norm);
         free(p->packs[i].l1);
     }
+    for (int i = 0; i < PIECES_MAX; i++)
+        if (p->piece_stream[i]) dnnl_stream_destroy(p->piece_stream[i]);
     dnnl_stream_destroy(p->stream);
     dnnl_engine_destroy(p->engine);
     free(p);
@@ -231,10 +235,9 @@ Pack *gemm_rows_pack_get(GemmPlans *p, const float *B, int ldb, bool tb, uint64_
 
 /* Executes a plan on these operands (bias: the plan's, or NULL), its scratchpad borrowed
  * from the arena. */
-void gemm_plan_execute(const GemmCtx *g, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias) {
+static void plan_execute_on(const Plan *pl, dnnl_stream_t stream, const void *A, const void *B, void *C, const float *bias,
+                            void *scratch) {
     S2S_ASSERT(!pl->key.bias == !bias);
-    ArenaMark m = arena_mark(g->arena);
-    void *scratch = pl->scratch_bytes ? arena_alloc(g->arena, pl->scratch_bytes) : NULL;
     DNNL_OK(dnnl_memory_set_data_handle(pl->a, (void *)A));
     DNNL_OK(dnnl_memory_set_data_handle(pl->b, (void *)B));
     DNNL_OK(dnnl_memory_set_data_handle(pl->c, C));
@@ -242,9 +245,90 @@ void gemm_plan_execute(const GemmCtx *g, GemmPlans *p, const Plan *pl, const voi
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, pl->a}, {DNNL_ARG_WEIGHTS, pl->b}, {DNNL_ARG_DST, pl->c},
                                {DNNL_ARG_SCRATCHPAD, pl->scratch}, {DNNL_ARG_BIAS, pl->bias}};
     if (bias) DNNL_OK(dnnl_memory_set_data_handle(pl->bias, (void *)bias));
-    DNNL_OK(dnnl_primitive_execute(pl->prim, p->stream, bias ? 5 : 4, args));
-    DNNL_OK(dnnl_stream_wait(p->stream));
+    DNNL_OK(dnnl_primitive_execute(pl->prim, stream, bias ? 5 : 4, args));
+    DNNL_OK(dnnl_stream_wait(stream));
+}
+
+void gemm_plan_execute(const GemmCtx *g, GemmPlans *p, const Plan *pl, const void *A, const void *B, void *C, const float *bias) {
+    ArenaMark m = arena_mark(g->arena);
+    void *scratch = pl->scratch_bytes ? arena_alloc(g->arena, pl->scratch_bytes) : NULL;
+    plan_execute_on(pl, p->stream, A, B, C, bias, scratch);
     arena_rewind(g->arena, m);
+}
+
+/* ---- a product by a packed weight in pieces of rows on the library's pool ----
+ * The recurrent steps' products (128 rows by a packed weight, a thousand a batch) ran on
+ * oneDNN's OpenMP threads, which sleep at once after each (wait_policy.h): waking them cost
+ * about 50 µs a product. Here C's rows are cut by the thread count alone into pieces of whole
+ * 16-row tiles, each a one-thread primitive of its own (its memory objects, stream and
+ * scratchpad), run by whichever pool thread takes it: the pool spins between the loops of a
+ * step. A piece is a plan of its height and index; all share the weight packed once. */
+enum { PIECE_MIN_ROWS = 16 };
+
+typedef struct PieceJob {
+    GemmPlans *p;
+    const Plan *pl[PIECES_MAX];
+    void *scratch[PIECES_MAX];
+    int r0[PIECES_MAX + 1];
+    const char *A;
+    size_t a_row; /* bytes from a row of A to the next */
+    const void *B;
+    float *C;
+    int ldc;
+    const float *bias;
+} PieceJob;
+
+static void pieces_run(void *ctx, size_t i0, size_t i1) {
+    const PieceJob *j = ctx;
+    int restore = omp_get_max_threads();
+    if (restore != 1) omp_set_num_threads(1); /* a pool thread: no OpenMP team under it */
+    for (size_t i = i0; i < i1; i++)
+        plan_execute_on(j->pl[i], j->p->piece_stream[i], j->A + (size_t)j->r0[i] * j->a_row, j->B,
+                        j->C + (size_t)j->r0[i] * j->ldc, j->bias, j->scratch[i]);
+    if (restore != 1) omp_set_num_threads(restore);
+}
+
+/* How many pieces a product by a packed weight runs as on the pool (0: as one primitive). */
+static int pieces_for(const PlanKey *k, uint64_t Bstamp) {
+    int threads = omp_get_max_threads(), n = k->M / PIECE_MIN_ROWS;
+    if (!Bstamp || k->int8 || k->ta || (k->bf16 && gemm_cpu_has_amx()) || threads < 2) return 0;
+    if ((long)k->M * k->N * k->K < GEMM_SERIAL_MACS) return 0;
+    if (n > threads) n = threads;
+    if (n > PIECES_MAX) n = PIECES_MAX;
+    return n >= 2 ? n : 0;
+}
+
+/* The product in n pieces; false (nothing done) when the pieces' plans want the weight in
+ * different layouts. */
+static bool matmul_pieces(const GemmCtx *g, GemmPlans *p, const PlanKey *k, int n, float alpha, float beta, const void *A,
+                          const float *B, uint64_t Bstamp, float *C, const float *bias, Pack **pk) {
+    PieceJob j = {.p = p, .ldc = k->ldc, .C = C, .bias = bias, .A = A};
+    j.a_row = (size_t)k->lda * (k->bf16 ? sizeof(uint16_t) : sizeof(float));
+    for (int i = 0; i <= n; i++) j.r0[i] = i == n ? k->M : k->M * i / n / PIECE_MIN_ROWS * PIECE_MIN_ROWS;
+    int restore = omp_get_max_threads();
+    omp_set_num_threads(1); /* the pieces' kernels are made for one thread */
+    for (int tries = 0; tries < 2; tries++) { /* a full cache starts again: fetch them all anew */
+        unsigned clears = p->clears;
+        for (int i = 0; i < n; i++) {
+            PlanKey kp = *k;
+            kp.M = j.r0[i + 1] - j.r0[i], kp.threads = 1, kp.piece = (uint8_t)(i + 1);
+            j.pl[i] = gemm_plan_get(p, &kp, alpha, beta);
+        }
+        if (p->clears == clears) break;
+    }
+    omp_set_num_threads(restore);
+    for (int i = 1; i < n; i++)
+        if (!dnnl_memory_desc_equal(&j.pl[i]->w_md, &j.pl[0]->w_md)) return false;
+    *pk = gemm_pack_get(p, j.pl[0], B, k->ldb, Bstamp);
+    j.B = (*pk)->buf;
+    ArenaMark m = arena_mark(g->arena);
+    for (int i = 0; i < n; i++) {
+        if (!p->piece_stream[i]) DNNL_OK(dnnl_stream_create(&p->piece_stream[i], p->engine, dnnl_stream_default_flags));
+        j.scratch[i] = j.pl[i]->scratch_bytes ? arena_alloc(g->arena, j.pl[i]->scratch_bytes) : NULL;
+    }
+    par_for((size_t)n, (size_t)k->M / (size_t)n * k->N * k->K, pieces_run, &j);
+    arena_rewind(g->arena, m);
+    return true;
 }
 
 /* oneDNN 2.x multiplies a bf16 row by a packed weight with AVX-512 bf16 kernels when the rows are
@@ -301,12 +385,15 @@ Pack *gemm_matmul_run(const GemmCtx *g, PlanKey *k, float alpha, float beta, con
                        float *C, const float *bias) {
     S2S_ASSERT(!bias || alpha == 1.0f);
     GemmPlans *p = gemm_plans_get(g);
-    int restore = gemm_serial_begin(k->M, k->N, k->K);
-    k->threads = omp_get_max_threads(); /* some kernels are made for a thread count */
     k->packed = Bstamp != 0;
     k->bias = bias != NULL;
     memcpy(&k->alpha, &alpha, sizeof alpha);
     memcpy(&k->beta, &beta, sizeof beta);
+    int n = pieces_for(k, Bstamp);
+    Pack *pieces_pk = NULL;
+    if (n && matmul_pieces(g, p, k, n, alpha, beta, A, B, Bstamp, C, bias, &pieces_pk)) return pieces_pk;
+    int restore = gemm_serial_begin(k->M, k->N, k->K);
+    k->threads = omp_get_max_threads(); /* some kernels are made for a thread count */
     Plan *pl = k->bf16 && Bstamp && !k->ta ? amx_plan(p, k, alpha, beta) : gemm_plan_get(p, k, alpha, beta);
     Pack *pk = NULL;
     if (Bstamp) {
