@@ -257,9 +257,9 @@ void gemm_plan_execute(const GemmCtx *g, GemmPlans *p, const Plan *pl, const voi
 }
 
 /* ---- a product by a packed weight in pieces of rows on the library's pool ----
- * The recurrent steps' products (128 rows by a packed weight, a thousand a batch) ran on
- * oneDNN's OpenMP threads, which sleep at once after each (wait_policy.h): waking them cost
- * about 50 µs a product. Here C's rows are cut by the thread count alone into pieces of whole
+ * The recurrent steps' products (128 rows by a packed weight, about 85 a batch of the RNN)
+ * ran on oneDNN's OpenMP threads, which sleep at once after each (wait_policy.h): waking them
+ * cost about 50 µs a product. Here C's rows are cut by the thread count alone into pieces of whole
  * 16-row tiles, each a one-thread primitive of its own (its memory objects, stream and
  * scratchpad), run by whichever pool thread takes it: the pool spins between the loops of a
  * step. A piece is a plan of its height and index; all share the weight packed once. */
