@@ -290,11 +290,6 @@ Test(gemm, pool_sgemm_row_chunks_all_transposes) {
     gemm_set_threads(restore);
 }
 
-/* op_linear's bias goes into the product's epilogue where the path has one (oneDNN's matmul
- * primitive: packed frozen weights, thin products, and any product of K up to
- * GEMM_BIAS_EPILOGUE_MAX_K; int8: int8_products_check) and into C first elsewhere (sgemm and
- * bf16 GEMM over a longer K, one row, OpenBLAS): on every path the product with the bias is
- * the product without it plus the bias, the path with the bias checked in the stats. */
 /* A threaded product by a packed (frozen) weight runs on the pool in pieces of whole 16-row
  * tiles, each a one-thread primitive (gemm_plans.c): both layouts of the weight, beta 0 over
  * NaN and 0.5 over values, a bias, rows of A and C wider than the matrices (C's padding
@@ -356,6 +351,11 @@ Test(gemm, packed_products_in_pieces_on_the_pool) {
     tensor_free(w);
 }
 
+/* op_linear's bias goes into the product's epilogue where the path has one (oneDNN's matmul
+ * primitive: packed frozen weights, thin products, and any product of K up to
+ * GEMM_BIAS_EPILOGUE_MAX_K; int8: int8_products_check) and into C first elsewhere (sgemm and
+ * bf16 GEMM over a longer K, one row, OpenBLAS): on every path the product with the bias is
+ * the product without it plus the bias, the path with the bias checked in the stats. */
 Test(gemm, linear_bias_on_every_path) {
     bool bf16_ok = gemm_bf16_check("test", &(S2sError){0}) == S2S_OK;
     enum { SHORT = 48, LONG = GEMM_BIAS_EPILOGUE_MAX_K + 16 };

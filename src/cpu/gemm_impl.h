@@ -80,7 +80,6 @@ struct GemmPlans {
 
 #define DNNL_OK(call) S2S_ASSERT((call) == dnnl_success) /* shapes and strides are the caller's bugs */
 
-
 /* gemm_base.c */
 bool gemm_cpu_isa_has(dnnl_cpu_isa_t want);
 int gemm_serial_begin(int M, int N, int K);
