@@ -178,6 +178,13 @@ static void shapes(Bk *k) {
     for (int r = 0; r < 7; r++)
         for (int c = 0; c < 4; c++) ref[r * 4 + c] = src->data[ids[r] * 4 + c];
     expect_near(k, "gather_rows", y, ref, 28, k->tol);
+    Tensor *few = leaf(k, 2, SH(3, 4), -1, 1);
+    int32_t at[3] = {0, 3, 4}; /* rows 0, 3 and 4 of 6 are few's; the others zero */
+    y = op_scatter_rows(&k->t, few, at, 3, 6);
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 4; c++) ref[r * 4 + c] = r == 0 ? few->data[c] : r == 3 ? few->data[4 + c] : r == 4 ? few->data[8 + c] : 0.0;
+    expect_near(k, "scatter_rows", y, ref, 24, k->tol);
+    tensor_free(few);
     /* dropout: each value kept as x / (1 − p) or dropped to 0, about p of them dropped */
     Tensor *x = leaf(k, 2, SH(40, 50), 0.5f, 1.5f);
     k->t.training = true;

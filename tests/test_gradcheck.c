@@ -155,6 +155,14 @@ static void gather_setup(Gc *g) {
     memcpy(g->ids, ids, sizeof ids);
 }
 static void gather_fwd(Tape *t, Gc *g) { OUT(g, op_gather_rows(t, g->leaf[0], g->ids, 6)); }
+/* scatter: rows 1, 2, 5 of 7 (gaps before, between and after); scaled so the zero rows get a
+ * gradient too and must give none back */
+static void scatter_setup(Gc *g) {
+    gc_leaf(g, 2, SH(3, 4), -1, 1);
+    const int32_t ids[] = {1, 2, 5};
+    memcpy(g->ids, ids, sizeof ids);
+}
+static void scatter_fwd(Tape *t, Gc *g) { OUT(g, op_scale(t, op_scatter_rows(t, g->leaf[0], g->ids, 3, 7), 1.5f)); }
 static void concat_setup(Gc *g) {
     gc_leaf(g, 3, SH(2, 3, 2), -1, 1);
     gc_leaf(g, 3, SH(2, 3, 4), -1, 1);
@@ -358,6 +366,7 @@ static const GradCase CASES[] = {
     {"cross_entropy_smoothed", ce_setup, ce_smooth_fwd},
     {"linear_xent_smoothed", xent_setup, xent_smooth_fwd},
     {"gather_rows", gather_setup, gather_fwd},
+    {"scatter_rows", scatter_setup, scatter_fwd},
     {"concat", concat_setup, concat_fwd},
     {"concat_rows", concat_rows_setup, concat_rows_fwd},
     {"slice", concat_setup, slice_fwd},

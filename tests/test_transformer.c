@@ -51,7 +51,7 @@ static void run_case(const char *file) {
     tape_init(&t, 1 << 20);
     Tensor *cross[TF_MAX_LAYERS] = {0};
     Tensor *mem = transformer_encode(&t, &tf, src, sm, (TfDropout){0}, NULL);
-    Tensor *out = transformer_decode(&t, &tf, tgt, mem, sm, tm, (TfDropout){0}, cross);
+    Tensor *out = transformer_decode(&t, &tf, tgt, mem, sm, tm, NULL, (TfDropout){0}, cross);
     char what[160];
     snprintf(what, sizeof what, "%s: out", file);
     expect_json(what, out->data, out->size, get(j, "out"), TU_RTOL_VALUE);
@@ -94,6 +94,38 @@ Test(transformer, stacks_equal_pytorch_post_norm_relu) { run_case("stack_post_no
 Test(transformer, stacks_equal_pytorch_pre_norm_gelu) { run_case("stack_pre_norm_gelu_1x2.json"); }
 Test(transformer, stacks_equal_pytorch_pre_norm_relu_four_heads) { run_case("stack_pre_norm_relu_2x1.json"); }
 Test(transformer, stacks_equal_pytorch_post_norm_gelu_one_head) { run_case("stack_post_norm_gelu_1x1.json"); }
+
+/* A training step's forward (model_forward: the decoder over only the positions with a target)
+ * against the same golden: the logits of those rows, the loss and every gradient. */
+static void check_target_rows(const cJSON *j, Tape *t, Seq2Seq *m, const Batch *bt, const char *file) {
+    ModelOutput o = model_forward(t, m, bt, NULL, NULL);
+    int B = bt->B, T1 = bt->T - 1, Vt = m->trg_vocab, real = 0;
+    for (int k = 0; k < T1 * B; k++) real += bt->trg[B + k] != TOK_PAD;
+    cr_assert(o.n_tokens == real && real < T1 * B, "%s: %d rows of %d targets (%d positions)", file, o.n_tokens, real, T1 * B);
+    size_t all = (size_t)B * T1 * Vt;
+    double *gl = malloc(all * sizeof *gl), *lg = malloc((size_t)real * Vt * sizeof *lg);
+    cr_assert_eq(tu_json_flatten(get(j, "logits"), gl, all), (long)all);
+    for (int r = 0; r < real; r++) { /* the golden's (B, T-1, V) at those rows */
+        int i = o.rows[r] / B, b = o.rows[r] % B;
+        memcpy(lg + (size_t)r * Vt, gl + ((size_t)b * T1 + i) * Vt, (size_t)Vt * sizeof *lg);
+    }
+    char what[160], why[256];
+    bool ok = tu_close(o.logits->data, lg, (size_t)real * Vt, TU_RTOL_VALUE, why, sizeof why);
+    cr_expect(ok, "%s: logits at the targets: %s", file, why);
+    double want = get(j, "loss")->valuedouble;
+    cr_expect(fabs(o.loss->data[0] - want) <= 1e-5 * fabs(want) + 1e-6, "%s: training loss %.8f, PyTorch %.8f", file,
+              o.loss->data[0], want);
+    params_zero_grad(&m->params);
+    tape_backward(t, o.loss);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, get(j, "grads")) {
+        Param *mine = params_find(&m->params, p->string);
+        snprintf(what, sizeof what, "%s: training grad %s", file, p->string);
+        expect_json(what, mine->t->grad, mine->t->size, p, TU_RTOL_GRAD);
+    }
+    free(gl);
+    free(lg);
+}
 
 /* The whole model (model.type = transformer) against tests/golden-extra/transformer/model_*.json:
  * token embeddings scaled by √d plus sinusoidal or learned positions, nn.Transformer, the
@@ -169,6 +201,8 @@ static void run_model_case(const char *file) {
         expect_json(what, mine->t->grad, mine->t->size, p, TU_RTOL_GRAD);
     }
     free(lg);
+    tape_reset(&t);
+    check_target_rows(j, &t, &m, &bt, file);
     tape_free(&t);
     batch_free(&bt);
     dataset_free(&d);

@@ -96,6 +96,10 @@ Tensor *op_linear_xent(Tape *t, Tensor *x, Tensor *w, Tensor *b, const int32_t *
 /* Rows of src (R, D) picked by ids (n), each in [0, R) → (n, D); backward scatter-adds.
  * Embedding lookup, and picking each sequence's last state. */
 Tensor *op_gather_rows(Tape *t, Tensor *src, const int32_t *ids, int n);
+/* gather's inverse: src (n, D) as rows ids[0..n) (increasing, below R) of an (R, D) tensor
+ * whose other rows are zero; backward gathers. A Transformer decoder's real positions laid
+ * back on the (T, B) grid for its attention. */
+Tensor *op_scatter_rows(Tape *t, Tensor *src, const int32_t *ids, int n, int R);
 /* x's A·G rows as an A × G grid (row a·G + g) → (G·A, D), row g·A + a: the grid transposed.
  * op_transpose_rows(t, y, G, A) undoes it. */
 Tensor *op_transpose_rows(Tape *t, Tensor *x, int A, int G);

@@ -46,6 +46,8 @@
     X(OP_CROSS_ENTROPY, "cross_entropy", op_cross_entropy_backward) \
     /* embedding lookup */ \
     X(OP_GATHER_ROWS, "gather_rows", op_gather_rows_backward) \
+    /* gather's inverse, zeros elsewhere */ \
+    X(OP_SCATTER_ROWS, "scatter_rows", op_scatter_rows_backward) \
     /* along the last axis */ \
     X(OP_CONCAT, "concat", op_concat_backward) \
     /* along the last axis */ \

@@ -61,12 +61,20 @@ typedef struct TfDropout {
 /* x (S, B, d), src_mask (B, S) (1 = a real token) → memory (S, B, d), after enc_norm.
  * self: NULL, or enc_layers slots for each layer's self-attention weights (B·heads, S, S). */
 Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint8_t *src_mask, TfDropout drop, Tensor **self);
+/* Some positions of the decoder's (T, B) grid: ids[0..n), increasing, time-major (i·B + b). */
+typedef struct TfRows {
+    const int32_t *ids;
+    int n, T, B;
+} TfRows;
+
 /* y (T, B, d), each position attending to itself and the ones before it that are real
  * (trg_mask (B, T), 1 = real; NULL: all), and to memory (S, B, d) where src_mask allows →
- * (T, B, d), after dec_norm. cross: NULL, or dec_layers slots for each layer's
- * cross-attention weights (B·heads, T, S), head-minor. */
+ * (T, B, d), after dec_norm. With rows, y (n, d) is only those positions (→ (n, d)): the
+ * ones whose outputs are wanted, each with every position before it that it sees among them
+ * (a target's, in training); the rest are not computed. cross: NULL, or dec_layers slots for
+ * each layer's cross-attention weights (B·heads, T, S), head-minor. */
 Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
-                           const uint8_t *trg_mask, TfDropout drop, Tensor **cross);
+                           const uint8_t *trg_mask, const TfRows *rows, TfDropout drop, Tensor **cross);
 
 /* Step-by-step decoding of N rows: each layer's keys and values of the positions fed so far
  * (self-attention), and of the memory (cross-attention, made on the first step). */

@@ -1,5 +1,5 @@
-/* ops_shape.c — gather_rows (embedding lookup), concat and slice along the last axis,
- * dropout. */
+/* ops_shape.c — gather_rows (embedding lookup) and its inverse scatter_rows, concat and slice
+ * along the last axis, dropout. */
 #include "ops_internal.h"
 #include "s2s/par.h"
 
@@ -42,6 +42,66 @@ void op_gather_rows_backward(Tape *t, const TapeNode *node) {
         const float *g = dy + (size_t)i * D;
         for (int j = 0; j < D; j++) d[j] += g[j];
     }
+}
+
+/* scatter_rows: range [i0, i1) of the picked rows writes them and zeroes the unpicked rows
+ * below each (and the last range the rows after the last pick): the ranges' rows are disjoint. */
+typedef struct ScatterJob {
+    const int32_t *ids;
+    size_t n, R, D;
+    const float *x; /* forward: src; backward: dy */
+    float *y;       /* forward: the output; backward: src's gradient */
+} ScatterJob;
+
+static void scatter_range(void *ctx, size_t i0, size_t i1) {
+    const ScatterJob *j = ctx;
+    size_t D = j->D;
+    for (size_t i = i0; i < i1; i++) {
+        size_t lo = i ? (size_t)j->ids[i - 1] + 1 : 0, r = (size_t)j->ids[i];
+        memset(j->y + lo * D, 0, (r - lo) * D * sizeof(float));
+        memcpy(j->y + r * D, j->x + i * D, D * sizeof(float));
+    }
+    if (i1 == j->n) {
+        size_t lo = j->n ? (size_t)j->ids[j->n - 1] + 1 : 0;
+        memset(j->y + lo * D, 0, (j->R - lo) * D * sizeof(float));
+    }
+}
+
+static void scatter_grad_range(void *ctx, size_t i0, size_t i1) {
+    const ScatterJob *j = ctx;
+    size_t D = j->D;
+    for (size_t i = i0; i < i1; i++) {
+        const float *g = j->x + (size_t)j->ids[i] * D;
+        float *d = j->y + i * D;
+        for (size_t k = 0; k < D; k++) d[k] += g[k];
+    }
+}
+
+Tensor *op_scatter_rows(Tape *t, Tensor *src, const int32_t *ids, int n, int R) {
+    int D = tensor_cols(src);
+    S2S_ASSERT(tensor_rows(src) == n && n >= 0 && R > 0);
+    for (int i = 0; i < n; i++) S2S_ASSERT(ids[i] >= (i ? ids[i - 1] + 1 : 0) && ids[i] < R);
+    Tensor *y = tape_tensor2(t, R, D);
+    ScatterJob j = {.ids = ids, .n = (size_t)n, .R = (size_t)R, .D = (size_t)D, .x = src->data, .y = y->data};
+    if (n) par_for((size_t)n, (size_t)R * D / (size_t)n, scatter_range, &j);
+    else scatter_range(&j, 0, 0);
+    if (tape_wants(t, src, NULL, NULL)) {
+        TapeNode *node = tape_record(t, OP_SCATTER_ROWS, y);
+        node->in[0] = src;
+        int32_t *copy = arena_alloc(&t->arena, (size_t)(n ? n : 1) * sizeof *copy);
+        memcpy(copy, ids, (size_t)n * sizeof *copy);
+        node->saved = copy;
+        node->i[0] = n;
+    }
+    return y;
+}
+
+void op_scatter_rows_backward(Tape *t, const TapeNode *node) {
+    Tensor *src = node->in[0];
+    int n = node->i[0];
+    ScatterJob j = {.ids = node->saved, .n = (size_t)n, .R = (size_t)tensor_rows(node->out), .D = (size_t)tensor_cols(src),
+                    .x = node->out->grad, .y = tensor_grad(t, src)};
+    if (n) par_for((size_t)n, j.D, scatter_grad_range, &j);
 }
 
 /* Row i of y (or of dy, backward) is row ids[i] (or i) of a ++ b. */

@@ -126,22 +126,27 @@ static ModelOutput tf_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bo
     for (int bb = 0; bb < B; bb++)
         for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
     Tensor *y = embed(t, m, &m->dec_emb, parts(m)->trg_pos, b->trg, T1, B, 0);
-    if (dr.rng && dr.p > 0) y = op_dropout(t, y, dr.p, dr.rng);
-    Tensor *cross[TF_MAX_LAYERS] = {0};
-    Tensor *out = transformer_decode(t, &parts(m)->stack, y, memory, b->src_mask, tmask, dr, cross);
     ModelOutput o;
     memset(&o, 0, sizeof o);
+    TfRows rows = {NULL, 0, T1, B}; /* training: only the positions with a target */
+    if (!all_positions) {
+        o.rows = model_target_rows(t, b, &o.n_tokens);
+        rows.ids = o.rows;
+        rows.n = o.n_tokens;
+        y = op_gather_rows(t, y, rows.ids, rows.n);
+    }
+    if (dr.rng && dr.p > 0) y = op_dropout(t, y, dr.p, dr.rng);
+    Tensor *cross[TF_MAX_LAYERS] = {0};
+    Tensor *out = transformer_decode(t, &parts(m)->stack, y, memory, b->src_mask, tmask, rows.ids ? &rows : NULL, dr, cross);
     o.attention = attn_heads_mean(t, cross[parts(m)->stack.dec_layers - 1], parts(m)->stack.heads); /* the last layer's */
-    Tensor *flat = tape_reshape2(t, out, T1 * B, d);
-    if (all_positions) {
-        o.logits = linear_forward(t, &m->out, flat);
-        o.targets = b->trg + B;
-        S2S_ASSERT(o.logits->shape[1] == V);
-        o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, loss), &o.nll);
+    if (!all_positions) {
+        model_loss(t, m, b, out, &o, loss);
         return o;
     }
-    o.rows = model_target_rows(t, b, &o.n_tokens);
-    model_loss(t, m, b, op_gather_rows(t, flat, o.rows, o.n_tokens), &o, loss);
+    o.logits = linear_forward(t, &m->out, tape_reshape2(t, out, T1 * B, d));
+    o.targets = b->trg + B;
+    S2S_ASSERT(o.logits->shape[1] == V);
+    o.loss = op_cross_entropy_consume(t, o.logits, o.targets, TOK_PAD, model_smoothing(t, loss), &o.nll);
     return o;
 }
 
@@ -199,7 +204,7 @@ static void tf_layer_maps(Tape *t, Seq2Seq *m, const Batch *b, Tensor **cross, T
     for (int bb = 0; bb < B; bb++)
         for (int i = 0; i < T1; i++) tmask[(size_t)bb * T1 + i] = b->trg[(size_t)i * B + bb] != TOK_PAD;
     Tensor *y = embed(t, m, &m->dec_emb, parts(m)->trg_pos, b->trg, T1, B, 0);
-    transformer_decode(t, &parts(m)->stack, y, memory, b->src_mask, tmask, (TfDropout){0}, cross);
+    transformer_decode(t, &parts(m)->stack, y, memory, b->src_mask, tmask, NULL, (TfDropout){0}, cross);
     tape_leave(t, mode);
 }
 

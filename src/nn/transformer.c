@@ -91,14 +91,27 @@ static Tensor *norm(Tape *t, const Transformer *tf, const TfNorm *n, Tensor *x) 
 
 static Tensor *drop(Tape *t, Tensor *x, TfDropout d) { return d.rng && d.p > 0 ? op_dropout(t, x, d.p, d.rng) : x; }
 
-/* Multi-head attention: queries from q_in (T, B, d), keys and values from kv_in (S, B, d).
+/* x on the (T, B) grid: its rows where r says (zeros elsewhere), or x itself (r NULL). */
+static Tensor *on_grid(Tape *t, Tensor *x, const TfRows *r) {
+    if (!r) return x;
+    return tape_reshape3(t, op_scatter_rows(t, x, r->ids, r->n, r->T * r->B), r->T, r->B, tensor_cols(x));
+}
+
+/* The grid x's rows where r says, or x itself. */
+static Tensor *off_grid(Tape *t, Tensor *x, const TfRows *r) { return r ? op_gather_rows(t, x, r->ids, r->n) : x; }
+
+/* Multi-head attention: queries from q_in (T, B, d), keys and values from kv_in (S, B, d);
+ * either may be only its real rows (n, d) where qr or kvr says, laid on the grid for the
+ * scores and the queries' context taken back off it (the projections skip the padding).
  * The mask: with rows = B·heads·T, score row (b·heads + h)·T + i uses mask row
  * r / (rows / mask_rows): a (B, S) key mask serves every head and query, a full
  * (B·heads·T, S) one anything (causal with padding). *w gets the weights (B·heads, T, S). */
-static Tensor *attend(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *kv_in, const uint8_t *mask,
-                      int mask_rows, TfDropout dr, Tensor **w) {
-    Tensor *q = linear_forward(t, &a->q, q_in), *k = linear_forward(t, &a->k, kv_in), *v = linear_forward(t, &a->v, kv_in);
-    return linear_forward(t, &a->out, mha_forward(t, q, k, v, tf->heads, mask, mask_rows, dr.p, dr.rng, w));
+static Tensor *attend(Tape *t, const Transformer *tf, const TfAttention *a, Tensor *q_in, Tensor *kv_in, const TfRows *qr,
+                      const TfRows *kvr, const uint8_t *mask, int mask_rows, TfDropout dr, Tensor **w) {
+    Tensor *q = on_grid(t, linear_forward(t, &a->q, q_in), qr);
+    Tensor *k = on_grid(t, linear_forward(t, &a->k, kv_in), kvr), *v = on_grid(t, linear_forward(t, &a->v, kv_in), kvr);
+    Tensor *ctx = mha_forward(t, q, k, v, tf->heads, mask, mask_rows, dr.p, dr.rng, w);
+    return linear_forward(t, &a->out, off_grid(t, ctx, qr));
 }
 
 static Tensor *feed_forward(Tape *t, const Transformer *tf, const Linear *l1, const Linear *l2, Tensor *x, TfDropout dr) {
@@ -120,7 +133,7 @@ Tensor *transformer_encode(Tape *t, const Transformer *tf, Tensor *x, const uint
         const TfEncoderLayer *e = &tf->enc[l];
         ArenaMark mark = arena_mark(&t->arena);
         Tensor *h = tf->norm_first ? norm(t, tf, &e->norm1, x) : x;
-        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, src_mask, B, dr, self ? &self[l] : NULL), dr);
+        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, NULL, NULL, src_mask, B, dr, self ? &self[l] : NULL), dr);
         x = tf->norm_first ? op_add(t, x, sa) : norm(t, tf, &e->norm1, op_add(t, x, sa));
         h = tf->norm_first ? norm(t, tf, &e->norm2, x) : x;
         Tensor *ff = drop(t, feed_forward(t, tf, &e->linear1, &e->linear2, h, dr), dr);
@@ -147,17 +160,19 @@ static const uint8_t *causal_mask(Tape *t, int B, int H, int T, const uint8_t *t
 }
 
 Tensor *transformer_decode(Tape *t, const Transformer *tf, Tensor *y, Tensor *memory, const uint8_t *src_mask,
-                           const uint8_t *trg_mask, TfDropout dr, Tensor **cross) {
-    S2S_ASSERT(y->ndim == 3 && y->shape[2] == tf->d && memory->ndim == 3 && memory->shape[1] == y->shape[1]);
-    int T = y->shape[0], B = y->shape[1], H = tf->heads;
+                           const uint8_t *trg_mask, const TfRows *rows, TfDropout dr, Tensor **cross) {
+    S2S_ASSERT(memory->ndim == 3 && y->shape[y->ndim - 1] == tf->d);
+    S2S_ASSERT(rows ? y->ndim == 2 && y->shape[0] == rows->n : y->ndim == 3);
+    int T = rows ? rows->T : y->shape[0], B = rows ? rows->B : y->shape[1], H = tf->heads;
+    S2S_ASSERT(memory->shape[1] == B);
     const uint8_t *causal = causal_mask(t, B, H, T, trg_mask);
     for (int l = 0; l < tf->dec_layers; l++) {
         const TfDecoderLayer *e = &tf->dec[l];
         Tensor *h = tf->norm_first ? norm(t, tf, &e->norm1, y) : y;
-        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, causal, B * H * T, dr, NULL), dr);
+        Tensor *sa = drop(t, attend(t, tf, &e->self_attn, h, h, rows, rows, causal, B * H * T, dr, NULL), dr);
         y = tf->norm_first ? op_add(t, y, sa) : norm(t, tf, &e->norm1, op_add(t, y, sa));
         h = tf->norm_first ? norm(t, tf, &e->norm2, y) : y;
-        Tensor *ca = drop(t, attend(t, tf, &e->cross_attn, h, memory, src_mask, B, dr, cross ? &cross[l] : NULL), dr);
+        Tensor *ca = drop(t, attend(t, tf, &e->cross_attn, h, memory, rows, NULL, src_mask, B, dr, cross ? &cross[l] : NULL), dr);
         y = tf->norm_first ? op_add(t, y, ca) : norm(t, tf, &e->norm2, op_add(t, y, ca));
         h = tf->norm_first ? norm(t, tf, &e->norm3, y) : y;
         Tensor *ff = drop(t, feed_forward(t, tf, &e->linear1, &e->linear2, h, dr), dr);
