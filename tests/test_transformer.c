@@ -127,6 +127,26 @@ static void check_target_rows(const cJSON *j, Tape *t, Seq2Seq *m, const Batch *
     free(lg);
 }
 
+/* The batch's first sentence alone (no padding: the training decoder's rows are its whole
+ * grid) against the golden's logits of that sentence. */
+static void check_one_sentence(const cJSON *j, Tape *t, Seq2Seq *m, const Dataset *d, int T1, const char *file) {
+    Batch one;
+    batch_init(&one);
+    int idx = 0, Vt = m->trg_vocab;
+    batch_fill(&one, d, &idx, 1);
+    ModelOutput o = model_forward(t, m, &one, NULL, NULL);
+    int n = one.T - 1;
+    cr_assert(o.n_tokens == n && n <= T1, "%s: one sentence, %d rows of %d", file, o.n_tokens, n);
+    size_t all = (size_t)cJSON_GetArraySize(get(j, "src")) * T1 * Vt;
+    double *gl = malloc(all * sizeof *gl);
+    cr_assert_eq(tu_json_flatten(get(j, "logits"), gl, all), (long)all);
+    char why[256];
+    bool ok = tu_close(o.logits->data, gl, (size_t)n * Vt, TU_RTOL_VALUE, why, sizeof why); /* sentence 0's rows first */
+    cr_expect(ok, "%s: the first sentence alone: %s", file, why);
+    free(gl);
+    batch_free(&one);
+}
+
 /* The whole model (model.type = transformer) against tests/golden-extra/transformer/model_*.json:
  * token embeddings scaled by √d plus sinusoidal or learned positions, nn.Transformer, the
  * generator; built from the case's config alone, weights loaded by PyTorch's names; logits
@@ -203,6 +223,8 @@ static void run_model_case(const char *file) {
     free(lg);
     tape_reset(&t);
     check_target_rows(j, &t, &m, &bt, file);
+    tape_reset(&t);
+    check_one_sentence(j, &t, &m, &d, T1, file);
     tape_free(&t);
     batch_free(&bt);
     dataset_free(&d);

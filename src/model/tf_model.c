@@ -133,7 +133,7 @@ static ModelOutput tf_forward(Tape *t, Seq2Seq *m, const Batch *b, Rng *drop, bo
         o.rows = model_target_rows(t, b, &o.n_tokens);
         rows.ids = o.rows;
         rows.n = o.n_tokens;
-        y = op_gather_rows(t, y, rows.ids, rows.n);
+        y = rows.n == T1 * B ? tape_reshape2(t, y, rows.n, d) : op_gather_rows(t, y, rows.ids, rows.n); /* no padding: all */
     }
     if (dr.rng && dr.p > 0) y = op_dropout(t, y, dr.p, dr.rng);
     Tensor *cross[TF_MAX_LAYERS] = {0};

@@ -91,14 +91,19 @@ static Tensor *norm(Tape *t, const Transformer *tf, const TfNorm *n, Tensor *x) 
 
 static Tensor *drop(Tape *t, Tensor *x, TfDropout d) { return d.rng && d.p > 0 ? op_dropout(t, x, d.p, d.rng) : x; }
 
-/* x on the (T, B) grid: its rows where r says (zeros elsewhere), or x itself (r NULL). */
+/* x on the (T, B) grid: its rows where r says (zeros elsewhere), or x itself (r NULL). Rows
+ * that are the whole grid (increasing, so 0, 1, …) are x as it is. */
 static Tensor *on_grid(Tape *t, Tensor *x, const TfRows *r) {
     if (!r) return x;
-    return tape_reshape3(t, op_scatter_rows(t, x, r->ids, r->n, r->T * r->B), r->T, r->B, tensor_cols(x));
+    int R = r->T * r->B, d = tensor_cols(x);
+    return tape_reshape3(t, r->n == R ? x : op_scatter_rows(t, x, r->ids, r->n, R), r->T, r->B, d);
 }
 
 /* The grid x's rows where r says, or x itself. */
-static Tensor *off_grid(Tape *t, Tensor *x, const TfRows *r) { return r ? op_gather_rows(t, x, r->ids, r->n) : x; }
+static Tensor *off_grid(Tape *t, Tensor *x, const TfRows *r) {
+    if (!r) return x;
+    return r->n == r->T * r->B ? tape_reshape2(t, x, r->n, tensor_cols(x)) : op_gather_rows(t, x, r->ids, r->n);
+}
 
 /* Multi-head attention: queries from q_in (T, B, d), keys and values from kv_in (S, B, d);
  * either may be only its real rows (n, d) where qr or kvr says, laid on the grid for the
