@@ -11,38 +11,69 @@
 
 typedef struct SgemmJob {
     bool ta, tb;
-    int N, K, lda, ldb, ldc;
+    int M, N, K, lda, ldb, ldc;
     float alpha, beta;
     const float *A, *B;
     float *C;
+    size_t pieces, span; /* 0, or that many pieces of the span (M or N) in whole 64s */
 } SgemmJob;
 
-/* Rows r0 … r1 of C by one sgemm call on this thread alone (a pool thread or the caller). */
-static void sgemm_rows_chunk(void *ctx, size_t r0, size_t r1) {
-    const SgemmJob *j = ctx;
+/* Pieces p0 … p1 as rows or columns b … e. */
+static void piece_range(const SgemmJob *j, size_t p0, size_t p1, size_t *b, size_t *e) {
+    size_t units = (j->span + 63) / 64;
+    *b = units * p0 / j->pieces * 64, *e = units * p1 / j->pieces * 64;
+    if (*e > j->span) *e = j->span;
+}
+
+/* One sgemm call on this thread alone (a pool thread or the caller). */
+static void sgemm_alone(const SgemmJob *j, int M, int N, const float *A, const float *B, float *C) {
     int restore = omp_get_max_threads();
     if (restore != 1) omp_set_num_threads(1);
-    const float *a = j->ta ? j->A + r0 : j->A + r0 * (size_t)j->lda;
-    dnnl_status_t s = dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', (int)(r1 - r0), j->N, j->K, j->alpha, a, j->lda,
-                                 j->B, j->ldb, j->beta, j->C + r0 * (size_t)j->ldc, j->ldc);
+    dnnl_status_t s = dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', M, N, j->K, j->alpha, A, j->lda, B, j->ldb,
+                                 j->beta, C, j->ldc);
     if (restore != 1) omp_set_num_threads(restore);
     S2S_ASSERT(s == dnnl_success); /* shapes and strides are the caller's bugs */
 }
 
-/* Threaded products whose op(B) each chunk can afford to pack again (GEMM_POOL_MAX_B) run on
- * the library's pool in chunks of C's rows, each a one-thread sgemm: no OpenMP region to
- * wake (libgomp's threads sleep at once, wait_policy.h), and a descheduled thread holds one
- * chunk, which the other takes, not half the product. Chunks are cut by the thread count
- * alone, so a product's bits are the same whichever thread runs which chunk. */
-static bool sgemm_pool_takes(int M, int N, int K) {
-    return (long)K * N <= GEMM_POOL_MAX_B && (long)M * N * K >= GEMM_SERIAL_MACS && omp_get_max_threads() > 1;
+/* Rows r0 … r1 of C: op(A)'s rows, all of op(B). */
+static void sgemm_rows_chunk(void *ctx, size_t r0, size_t r1) {
+    const SgemmJob *j = ctx;
+    if (j->pieces) piece_range(j, r0, r1, &r0, &r1);
+    if (r0 >= r1) return;
+    const float *a = j->ta ? j->A + r0 : j->A + r0 * (size_t)j->lda;
+    sgemm_alone(j, (int)(r1 - r0), j->N, a, j->B, j->C + r0 * (size_t)j->ldc);
 }
 
+/* Columns c0 … c1 of C: all of op(A), op(B)'s columns. */
+static void sgemm_cols_chunk(void *ctx, size_t c0, size_t c1) {
+    const SgemmJob *j = ctx;
+    piece_range(j, c0, c1, &c0, &c1);
+    if (c0 >= c1) return;
+    const float *b = j->tb ? j->B + c0 * (size_t)j->ldb : j->B + c0;
+    sgemm_alone(j, j->M, (int)(c1 - c0), j->A, b, j->C + c0);
+}
+
+/* Threaded float32 sgemm products run on the library's pool, each chunk a one-thread sgemm:
+ * no OpenMP region to wake (libgomp's threads sleep at once, wait_policy.h), and a thread
+ * that shares its core with another process holds up its own chunk, which the other thread
+ * may take. Products whose op(B) each chunk can afford to pack again (GEMM_POOL_MAX_B) go in
+ * chunks of C's rows as par_for cuts them; bigger ones (an output layer's) in
+ * SGEMM_PIECES_PER_THREAD pieces a thread, cut across the operand that is not packed again:
+ * C's rows where op(B) is the smaller, else its columns (the forward's n × 1,536 input packed
+ * per piece, not its 1,536 × 5,921 weight). Chunks and pieces are cut by the thread count
+ * alone, so a product's bits are the same whichever thread runs which. */
 void gemm_f32_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                      int ldb, float beta, float *C, int ldc) {
-    if (sgemm_pool_takes(M, N, K)) {
-        SgemmJob j = {ta, tb, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
-        par_for((size_t)M, (size_t)N * K, sgemm_rows_chunk, &j);
+    if ((long)M * N * K >= GEMM_SERIAL_MACS && omp_get_max_threads() > 1) {
+        SgemmJob j = {ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, 0, 0};
+        if ((long)K * N <= GEMM_POOL_MAX_B) {
+            par_for((size_t)M, (size_t)N * K, sgemm_rows_chunk, &j);
+            return;
+        }
+        j.pieces = (size_t)omp_get_max_threads() * SGEMM_PIECES_PER_THREAD;
+        bool rows = (long)K * N <= (long)M * K;
+        j.span = (size_t)(rows ? M : N);
+        par_for(j.pieces, (size_t)M * N * K / j.pieces, rows ? sgemm_rows_chunk : sgemm_cols_chunk, &j);
         return;
     }
     GEMM_ONEDNN(M, N, K, dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));

@@ -34,11 +34,13 @@ void gemm_q8(const uint8_t *A, int M, int K, const int8_t *packed, int N, int32_
  * Thin products against any transposed B take the matmul primitive up to it too (gemm.c). */
 #define PACK_MAX_ROWS 1024
 /* float32 sgemm products whose op(B) has at most this many floats run on the library's pool
- * (gemm_f32_onednn), each chunk of rows packing op(B) again; above it (an output layer's
- * 5,921 × 1,536) the chunks' packing and their two passes over B cost more than OpenMP's wake:
- * 2 cores, the Transformer's (1,408, 256, 256) 412 → 446 GFLOP/s, an RNN's (3,095, 5,921,
- * 1,536) 428 → 399. */
+ * in chunks of rows (gemm_f32_onednn), each chunk packing op(B) again; bigger ones (an output
+ * layer's 5,921 × 1,536) in SGEMM_PIECES_PER_THREAD pieces a thread, cut so that the smaller
+ * operand is the one packed again. 2 cores, an RNN's output layer, quiet: four pieces a thread
+ * 3-7 % slower than oneDNN's own threads, two as fast; beside a busy process, two 272-276
+ * GFLOP/s (one the same), oneDNN's static split 245-250. */
 #define GEMM_POOL_MAX_B (1L << 20)
+#define SGEMM_PIECES_PER_THREAD 2
 /* Products with a bias and at most this K run through the matmul primitive at any height:
  * float32, 2 cores, a Transformer's (1,408, 256, 256) 385 GFLOP/s through sgemm and a filled
  * C, 439 through the primitive; an RNN's output layer (3,095, 5,921, 1,536) 492 against 449. */
