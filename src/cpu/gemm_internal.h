@@ -36,9 +36,9 @@ void gemm_q8(const uint8_t *A, int M, int K, const int8_t *packed, int N, int32_
 /* float32 sgemm products whose op(B) has at most this many floats run on the library's pool
  * in chunks of rows (gemm_f32_onednn), each chunk packing op(B) again; bigger ones (an output
  * layer's 5,921 × 1,536) in SGEMM_PIECES_PER_THREAD pieces a thread, cut so that the smaller
- * operand is the one packed again. 2 cores, an RNN's output layer, quiet: four pieces a thread
- * 3-7 % slower than oneDNN's own threads, two as fast; beside a busy process, two 272-276
- * GFLOP/s (one the same), oneDNN's static split 245-250. */
+ * operand is the one packed again. 2 cores, an RNN's step, the sgemm path: quiet, four pieces
+ * a thread 424-431 GFLOP/s, two 442-456, one 455-458 (oneDNN's own threads 437-463); beside a
+ * busy process, two 272-274, one 275-276, oneDNN's static split 245-250. */
 #define GEMM_POOL_MAX_B (1L << 20)
 #define SGEMM_PIECES_PER_THREAD 2
 /* Products with a bias and at most this K run through the matmul primitive at any height:
