@@ -89,3 +89,46 @@ Test(build, hot_loops_vectorise) {
     tu_rm_rf(dir);
     free(dir);
 }
+
+/* The per-row copies of the batched small products (gemm_small.c: a Transformer step's
+ * attention heads, a million rows a step) stay inline: gcc turns a loop of whole-vector moves,
+ * or of zeros, into a libc call per row, which cost more than the copy. With AVX2 or wider no
+ * small_* function of the build's object calls memcpy or memmove, nor (gcc) memset; clang
+ * zeroes a block's accumulators with memset in one of its instantiations, left to it. */
+Test(build, attention_products_copy_rows_inline) {
+    char flags_path[1024];
+    snprintf(flags_path, sizeof flags_path, "%s/../.flags", tu_bin());
+    char *flags = tu_slurp(flags_path, NULL);
+    if (!flags) TU_SKIP("%s: not found (make test writes it)", flags_path);
+    flags[strcspn(flags, "\n")] = '\0';
+    if (!strstr(flags, "-O2") && !strstr(flags, "-O3")) {
+        free(flags);
+        TU_SKIP("the build's flags are not -O2 or -O3: no loop becomes a libc call");
+    }
+    if (tu_sh("%s -dM -E -x c /dev/null 2>/dev/null | grep -q '__AVX2__'", flags) != 0) {
+        free(flags);
+        TU_SKIP("the build has no AVX2: the rows are copied by memcpy on purpose");
+    }
+    char cc[256];
+    snprintf(cc, sizeof cc, "%.*s", (int)strcspn(flags, " "), flags);
+    bool clang = tu_sh("%s --version 2>/dev/null | grep -q clang", cc) == 0;
+    char *dir = tu_tmpdir();
+    cr_assert_eq(tu_sh("%s -c src/cpu/gemm_small.c -o %s", flags, tu_path(dir, "small.o")), 0,
+                 "gemm_small.c did not compile with the build's flags");
+    /* one line per call: the function it is in, then the callee */
+    cr_assert_eq(tu_sh("objdump -dr %s | awk '/^[0-9a-f]+ <.*>:$/ {fn = $2} /R_X86_64_PLT32/ {print fn, $NF}' > %s",
+                       tu_path(dir, "small.o"), tu_path(dir, "calls.txt")),
+                 0, "objdump failed");
+    cr_assert_eq(tu_sh("objdump -d %s | grep -q '<small_range>:'", tu_path(dir, "small.o")), 0,
+                 "small_range not found in the object: the check would see nothing");
+    char *calls = tu_slurp(tu_path(dir, "calls.txt"), NULL);
+    cr_assert(calls);
+    for (char *line = strtok(calls, "\n"); line; line = strtok(NULL, "\n")) {
+        bool copy = strstr(line, " memcpy") || strstr(line, " memmove"), zero = strstr(line, " memset") && !clang;
+        cr_expect(strncmp(line, "<small_", 7) || !(copy || zero), "%s: a libc call in a small product (`%s`)", line, cc);
+    }
+    free(calls);
+    free(flags);
+    tu_rm_rf(dir);
+    free(dir);
+}

@@ -265,16 +265,23 @@ static void small_transpose(const float *restrict B, int ldb, int N, int K, floa
 
 /* dst[0, n) = src[0, n), zeros up to np (a multiple of SMALL_VEC): a row of an attention
  * product is 10-40 floats, and a libc call for each (a million a Transformer step) cost more
- * than the copy. Masked moves with AVX-512, else the plain copy. */
+ * than the copy. Masked moves with AVX-512 or AVX2, every vector through the mask: gcc turns a
+ * loop of whole-vector moves into a call to memcpy, as it would the plain copy (without AVX2). */
 #if defined(__AVX512F__)
 static inline void small_copy_pad(float *restrict dst, const float *restrict src, int n, int np) {
-    int i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
-    if (i < n) { /* the last vector: the row's tail, then zeros */
-        _mm512_storeu_ps(dst + i, _mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1u), src + i));
-        i += 16;
+    for (int i = 0; i < np; i += 16) {
+        int left = n - i;
+        __mmask16 m = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
+        _mm512_storeu_ps(dst + i, _mm512_maskz_loadu_ps(m, src + i));
     }
-    for (; i < np; i++) dst[i] = 0.0f;
+}
+#elif defined(__AVX2__)
+static inline void small_copy_pad(float *restrict dst, const float *restrict src, int n, int np) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int i = 0; i < np; i += 8) { /* lanes below n - i loaded, the rest zero (and never read) */
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - i), lane);
+        _mm256_storeu_ps(dst + i, _mm256_maskload_ps(src + i, m));
+    }
 }
 #else
 static inline void small_copy_pad(float *restrict dst, const float *restrict src, int n, int np) {
@@ -323,10 +330,12 @@ static inline __attribute__((always_inline)) void small_put(SmallVec acc[SMALL_R
 static void small_one(const SmallJob *j, const float *A, const float *B, float *C) {
     float bp[SMALL_MAX_B] __attribute__((aligned(64)));
     int M = j->M, N = j->N, K = j->K, Np = small_pad(N);
-    if (j->tb) {
+    if (j->tb) { /* each row's last vector zeroed first, the transpose's columns then over it:
+                  * a loop of zeros after it became a memset call per row */
+        SmallVec zero = SMALL_SPLAT(0.0f);
+        if (N < Np)
+            for (int k = 0; k < K; k++) memcpy(bp + (size_t)k * Np + Np - SMALL_VEC, &zero, sizeof zero);
         small_transpose(B, j->ldb, N, K, bp, Np);
-        for (int k = 0; k < K; k++)
-            for (int n = N; n < Np; n++) bp[(size_t)k * Np + n] = 0.0f;
     } else {
         for (int k = 0; k < K; k++) small_copy_pad(bp + (size_t)k * Np, B + (size_t)k * j->ldb, N, Np);
     }
