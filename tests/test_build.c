@@ -45,7 +45,10 @@ static int loop_line(const char *file, const char *marker) {
     return found;
 }
 
-Test(build, hot_loops_vectorise) {
+/* The flags the build compiled with ($(BUILD)/.flags, one line), or the test skipped: without
+ * that file, or at an optimisation level below -O2 (SANITIZE=1 builds at -O1), where no loop is
+ * vectorised and none becomes a libc call. The caller frees it. */
+static char *optimised_build_flags(void) {
     char flags_path[1024];
     snprintf(flags_path, sizeof flags_path, "%s/../.flags", tu_bin());
     char *flags = tu_slurp(flags_path, NULL);
@@ -55,9 +58,19 @@ Test(build, hot_loops_vectorise) {
         free(flags);
         TU_SKIP("the build's flags are not -O2 or -O3 (SANITIZE=1 builds at -O1): no loop is vectorised");
     }
+    return flags;
+}
+
+/* The compiler (the flags' first word) into cc; whether it is clang. */
+static bool build_compiler(const char *flags, char *cc, size_t n) {
+    snprintf(cc, n, "%.*s", (int)strcspn(flags, " "), flags);
+    return tu_sh("%s --version 2>/dev/null | grep -q clang", cc) == 0;
+}
+
+Test(build, hot_loops_vectorise) {
+    char *flags = optimised_build_flags();
     char cc[256];
-    snprintf(cc, sizeof cc, "%.*s", (int)strcspn(flags, " "), flags);
-    bool clang = tu_sh("%s --version 2>/dev/null | grep -q clang", cc) == 0;
+    bool clang = build_compiler(flags, cc, sizeof cc);
     const char *report = clang ? "-Rpass=loop-vectorize" : "-fopt-info-vec-optimized";
     char *dir = tu_tmpdir();
     const char *last = NULL;
@@ -96,22 +109,13 @@ Test(build, hot_loops_vectorise) {
  * small_* function of the build's object calls memcpy or memmove, nor (gcc) memset; clang
  * zeroes a block's accumulators with memset in one of its instantiations, left to it. */
 Test(build, attention_products_copy_rows_inline) {
-    char flags_path[1024];
-    snprintf(flags_path, sizeof flags_path, "%s/../.flags", tu_bin());
-    char *flags = tu_slurp(flags_path, NULL);
-    if (!flags) TU_SKIP("%s: not found (make test writes it)", flags_path);
-    flags[strcspn(flags, "\n")] = '\0';
-    if (!strstr(flags, "-O2") && !strstr(flags, "-O3")) {
-        free(flags);
-        TU_SKIP("the build's flags are not -O2 or -O3: no loop becomes a libc call");
-    }
+    char *flags = optimised_build_flags();
     if (tu_sh("%s -dM -E -x c /dev/null 2>/dev/null | grep -q '__AVX2__'", flags) != 0) {
         free(flags);
         TU_SKIP("the build has no AVX2: the rows are copied by memcpy on purpose");
     }
     char cc[256];
-    snprintf(cc, sizeof cc, "%.*s", (int)strcspn(flags, " "), flags);
-    bool clang = tu_sh("%s --version 2>/dev/null | grep -q clang", cc) == 0;
+    bool clang = build_compiler(flags, cc, sizeof cc);
     char *dir = tu_tmpdir();
     cr_assert_eq(tu_sh("%s -c src/cpu/gemm_small.c -o %s", flags, tu_path(dir, "small.o")), 0,
                  "gemm_small.c did not compile with the build's flags");
